@@ -1,0 +1,172 @@
+// autograd.cpp: backward() and graph walks.
+//
+// Ids grow in record order, and a node's inputs were recorded before it, so visiting the graph
+// in decreasing id order visits every node after all the nodes that consume it: no separate
+// topological sort is needed. Each node's backward rule calls ops, recorded like any others with
+// phase BACKWARD and group = the node, and kept alive by it (its `backward_nodes`).
+#include <algorithm>
+
+#include "tape.h"
+
+namespace td {
+
+namespace {
+
+uint32_t g_walk_mark = 0;
+
+// Every node reachable from `root` through held input edges (the autograd graph), unsorted.
+void collect_graph(Node* root, std::vector<Node*>& out) {
+    uint32_t mark = ++g_walk_mark;
+    std::vector<Node*> stack{root};
+    root->walk_mark = mark;
+    while (!stack.empty()) {
+        Node* n = stack.back();
+        stack.pop_back();
+        out.push_back(n);
+        for (Edge& e : n->inputs) {
+            Node* in = e.node.get();
+            if (in && in->walk_mark != mark) {
+                in->walk_mark = mark;
+                stack.push_back(in);
+            }
+        }
+    }
+}
+
+bool by_id_descending(const Node* a, const Node* b) { return a->id > b->id; }
+
+// The pass's state, restored on every exit (an error in a rule or an observer included).
+struct BackwardScope {
+    bool saved_grad_mode = grad_enabled();
+    RecordingContext saved_context = g_recording;
+    std::vector<Node*>& order;
+
+    explicit BackwardScope(std::vector<Node*>& o) : order(o) {
+        set_grad_enabled(false);
+        g_recording.phase = PHASE_BACKWARD;
+    }
+    ~BackwardScope() {
+        for (Node* n : order)
+            for (Output& out : n->outputs) out.pending = Tensor();
+        set_grad_enabled(saved_grad_mode);
+        g_recording = saved_context;
+    }
+};
+
+void fail_if_saved_changed(Node* n) {
+    uint32_t flags = n->info().flags;
+    const char* what = nullptr;
+    uint32_t then = 0, now = 0;
+    for (int i = 0; i < 2 && i < n->inputs.size(); ++i) {
+        const Edge& e = n->inputs[i];
+        if ((flags & (OPF_SAVES_IN0 << i)) && e.value.storage->version != e.version) {
+            what = i == 0 ? "its first input" : "its second input";
+            then = e.version;
+            now = e.value.storage->version;
+        }
+    }
+    const Output& out = n->outputs[0];
+    if ((flags & OPF_SAVES_OUT0) && out.value.storage->version != out.version) {
+        what = "its output";
+        then = out.version;
+        now = out.value.storage->version;
+    }
+    if (what)
+        engine_fail("backward: %s #%lld (%s) needs %s, which an in-place op changed after it was saved "
+                    "(version %u, now %u)",
+                    n->name(), static_cast<long long>(n->id), source_loc_str(n->where).c_str(), what, then, now);
+}
+
+// Store gradient g into out.grad (a leaf's, or a retained one). The first time, the gradient's
+// storage is taken over if this pass made it and nobody else took it; otherwise it is copied, so
+// that two .grad tensors never share memory. Later passes add into it in place.
+void accumulate_grad(Output& out, const Tensor& g, uint64_t first_serial) {
+    if (out.grad.defined()) {
+        ops::add_(out.grad, g);
+        return;
+    }
+    Storage* s = g.value().storage.get();
+    bool fresh = s->serial >= first_serial && !s->grad_owned && g.dtype() == out.value.dtype;
+    out.grad = fresh ? g : ops::to(ops::unary(OP_clone, g), out.value.dtype);
+    out.grad.value().storage->grad_owned = true;
+}
+
+}  // namespace
+
+void backward(const Tensor& root, const Tensor* grad) {
+    if (!root.defined()) engine_fail("backward: not a tensor");
+    if (!root.requires_grad())
+        engine_fail("backward: tensor #%lld does not require grad (nothing that made it has requires_grad=true)",
+                    static_cast<long long>(root.id()));
+    bool has_grad = grad && grad->defined();
+    if (has_grad && grad->shape() != root.shape())
+        engine_fail("backward: the gradient has shape %s but the tensor has shape %s", grad->shape().str().c_str(),
+                    root.shape().str().c_str());
+    if (!has_grad && root.numel() != 1)
+        engine_fail("backward: tensor #%lld has shape %s; backward() without a gradient needs a single element "
+                    "(pass a gradient of the same shape)",
+                    static_cast<long long>(root.id()), root.shape().str().c_str());
+
+    std::vector<Node*> order;
+    collect_graph(root.node.get(), order);
+    std::sort(order.begin(), order.end(), by_id_descending);
+    BackwardScope scope(order);
+    for (Node* n : order) n->backward_nodes.clear();
+    uint64_t first_serial = storage_next_serial();
+
+    g_recording.group_node = root.node.get();
+    Tensor seed = has_grad ? *grad : ops::create(OP_ones, root.shape(), root.dtype());
+    root.node->outputs[root.output].pending = seed;
+
+    std::vector<Tensor> grad_out, grad_in;
+    for (Node* n : order) {
+        bool any = false;
+        for (const Output& out : n->outputs) any = any || out.pending.defined();
+        if (!any) continue;
+        g_recording.group_node = n;
+
+        for (Output& out : n->outputs)
+            if (out.pending.defined() && out.requires_grad && (n->is_leaf() || n->retains_grad))
+                accumulate_grad(out, out.pending, first_serial);
+        if (!n->tracks_grad) continue;
+
+        fail_if_saved_changed(n);
+        grad_out.assign(n->outputs.size(), Tensor());
+        for (int i = 0; i < n->outputs.size(); ++i) grad_out[i] = n->outputs[i].pending;
+        grad_in.assign(n->inputs.size(), Tensor());
+        BackwardCall call{n, grad_out.data(), grad_in.data()};
+        n->info().backward_rule(call);
+        for (Output& out : n->outputs) out.pending = Tensor();
+
+        for (int i = 0; i < n->inputs.size(); ++i) {
+            if (!grad_in[i].defined() || !call.needs_grad(i)) continue;
+            Edge& e = n->inputs[i];
+            if (grad_in[i].shape() != e.value.shape)
+                engine_fail("backward: the rule of %s gave a gradient of shape %s for an input of shape %s",
+                            n->name(), grad_in[i].shape().str().c_str(), e.value.shape.str().c_str());
+            Output& target = e.node->outputs[e.output];
+            if (!target.pending.defined()) {
+                target.pending = grad_in[i];
+            } else {   // a tensor used twice: its gradients add up (recorded in its own group)
+                g_recording.group_node = e.node.get();
+                target.pending = ops::add(target.pending, grad_in[i]);
+                g_recording.group_node = n;
+            }
+        }
+    }
+}
+
+std::vector<Node*> graph_collect(const Tensor& t) {
+    std::vector<Node*> forward, all;
+    if (!t.defined()) return all;
+    collect_graph(t.node.get(), forward);
+    for (Node* n : forward) {
+        all.push_back(n);
+        for (const Ref<Node>& b : n->backward_nodes) all.push_back(b.get());
+    }
+    std::sort(all.begin(), all.end(), [](const Node* a, const Node* b) { return a->id < b->id; });
+    all.erase(std::unique(all.begin(), all.end()), all.end());
+    return all;
+}
+
+}  // namespace td

@@ -1,0 +1,94 @@
+// dot_export.cpp: DOT text for a graph, rendered with Graphviz's libgvc (dot layout).
+#include "dot_export.h"
+
+#include <graphviz/cgraph.h>
+#include <graphviz/gvc.h>
+
+#include <cstdio>
+#include <set>
+#include <unordered_map>
+
+namespace td {
+
+namespace {
+
+std::string dot_escape(const std::string& s) {
+    std::string out;
+    for (char c : s) {
+        if (c == '"' || c == '\\') out += '\\';
+        out += c;
+    }
+    return out;
+}
+
+const char* node_fill(const Node* n) {
+    if (n->phase == PHASE_BACKWARD) return "#fde2c8";               // backward: orange
+    if (n->info().flags & OPF_CREATE) return n->outputs[0].requires_grad ? "#c6e2ff" : "#e8eef5";   // leaves
+    return "#ffffff";                                                // forward ops
+}
+
+}  // namespace
+
+std::string graph_to_dot(const std::vector<Node*>& nodes) {
+    std::unordered_map<int64_t, const Node*> by_id;
+    for (const Node* n : nodes) by_id[n->id] = n;
+
+    std::string dot =
+        "digraph tapedeck {\n"
+        "  rankdir=TB; nslimit=1; nslimit1=1; mclimit=0.1;\n"
+        "  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\", fontsize=10];\n"
+        "  edge [arrowsize=0.6];\n";
+    std::set<int64_t> missing;
+    for (const Node* n : nodes) {
+        std::string label = "#" + std::to_string(n->id) + " " + n->name();
+        std::string attrs = op_describe_attrs(n->op, n->attrs);
+        if (!attrs.empty()) label += "(" + attrs + ")";
+        for (const Output& o : n->outputs) label += "\\n" + o.value.shape.str() + " " + dtype_name(o.value.dtype);
+        label += "\\n" + source_loc_str(n->where);
+        dot += "  n" + std::to_string(n->id) + " [label=\"" + dot_escape(label) + "\", fillcolor=\"" + node_fill(n) +
+               "\"];\n";
+        for (const Edge& e : n->inputs) {
+            auto found = by_id.find(e.id);
+            const Node* from = found == by_id.end() ? nullptr : found->second;
+            if (!from) missing.insert(e.id);
+            bool crosses = from && from->phase != n->phase;   // a saved forward value read by backward
+            dot += "  n" + std::to_string(e.id) + " -> n" + std::to_string(n->id);
+            if (crosses) dot += " [style=dashed, color=\"#999999\", constraint=false]";
+            dot += ";\n";
+        }
+    }
+    for (int64_t id : missing)
+        dot += "  n" + std::to_string(id) + " [label=\"#" + std::to_string(id) +
+               "\", shape=plaintext, style=\"\", fontcolor=\"#777777\"];\n";
+    dot += "}\n";
+    return dot;
+}
+
+void graph_write(const std::vector<Node*>& nodes, const std::string& path) {
+    std::string dot = graph_to_dot(nodes);
+    size_t dot_at = path.rfind('.');
+    std::string format = dot_at == std::string::npos ? "" : path.substr(dot_at + 1);
+    if (format.empty()) engine_fail("graphviz: '%s' has no extension (use .dot, .svg, .png or .pdf)", path.c_str());
+
+    if (format == "dot" || format == "gv") {
+        FILE* f = fopen(path.c_str(), "w");
+        if (!f) engine_fail("graphviz: cannot write '%s'", path.c_str());
+        fputs(dot.c_str(), f);
+        fclose(f);
+        return;
+    }
+    GVC_t* gvc = gvContext();
+    Agraph_t* g = agmemread(dot.c_str());
+    if (!g) {
+        gvFreeContext(gvc);
+        engine_fail("graphviz: could not parse the generated graph");
+    }
+    int failed = gvLayout(gvc, g, "dot");
+    if (!failed) failed = gvRenderFilename(gvc, g, format.c_str(), path.c_str());
+    gvFreeLayout(gvc, g);
+    agclose(g);
+    gvFreeContext(gvc);
+    if (failed) engine_fail("graphviz: could not render '%s' as %s", path.c_str(), format.c_str());
+}
+
+}  // namespace td

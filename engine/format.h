@@ -1,0 +1,25 @@
+// format.h: tensors and tapes as text, for tostring(), the REPL and the debugger.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tape.h"
+
+namespace td {
+
+// The values the way PyTorch prints them: "[[ 0.1234, -1.5000],\n [...]]" with a shared width,
+// 4 decimals (or scientific notation when magnitudes differ a lot, or "300." for whole numbers),
+// and "..." summaries past 1,000 elements. `indent` is the column the first bracket sits at.
+std::string value_format(const Value& value, int indent);
+
+// tostring(t): "tensor([...], size=[2,3], dtype=float64, grad_fn=<mul #3>)".
+std::string tensor_format(const Tensor& t);
+
+// The nodes as a table, one per line: id, op, phase, input ids, output shapes, file:line.
+std::string graph_format_table(const std::vector<Node*>& nodes);
+
+// Every live node on the tape, in id order.
+std::vector<Node*> tape_nodes();
+
+}  // namespace td

@@ -1,0 +1,785 @@
+// kernels_cpu.cpp: the CPU kernel of every op in ops.def (Eigen for the math).
+//
+// [SECTION] helpers        dtype dispatch, Eigen maps, the broadcast row walker, dim splits
+// [SECTION] creation       tensor zeros ones full rand randn eye arange
+// [SECTION] elementwise    binary (broadcast), scalar, unary, activation derivatives
+// [SECTION] products       mm bmm
+// [SECTION] layout         transpose view expand sum_to cat narrow narrow_backward
+// [SECTION] reductions     sum mean max softmax log_softmax
+// [SECTION] indexing       gather scatter_add
+// [SECTION] copies         to clone, and the in-place ops
+//
+// Kernels read call.inputs, write call.outputs (already allocated; aliased for views and in-place
+// ops) and may raise engine_fail for data-dependent errors (an index out of range).
+#include <Eigen/Dense>
+#include <cstring>
+
+#include "kernels_cpu.h"
+#include "tape.h"
+
+namespace td {
+
+// ============================================================================================
+// [SECTION] helpers
+
+namespace {
+
+// Run the statement with T bound to the element type of `dtype`.
+#define DISPATCH_FLOAT(op_name, dtype, ...)                                                   \
+    switch (dtype) {                                                                          \
+        case DTYPE_F32: { using T = float; __VA_ARGS__; break; }                              \
+        case DTYPE_F64: { using T = double; __VA_ARGS__; break; }                             \
+        default: engine_fail("%s: not defined for %s tensors", op_name, dtype_name(dtype));  \
+    }
+#define DISPATCH_ALL(dtype, ...)                                  \
+    switch (dtype) {                                              \
+        case DTYPE_F32: { using T = float; __VA_ARGS__; break; }  \
+        case DTYPE_F64: { using T = double; __VA_ARGS__; break; } \
+        case DTYPE_I64: { using T = int64_t; __VA_ARGS__; break; }\
+    }
+// For pure data movement only the element size matters.
+#define DISPATCH_BY_SIZE(dtype, ...)                                            \
+    if (dtype_size(dtype) == 4) { using T = uint32_t; __VA_ARGS__; }           \
+    else { using T = uint64_t; __VA_ARGS__; }
+
+template <class T>
+using ArrayMap = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
+template <class T>
+using ConstArrayMap = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+
+template <class T>
+ArrayMap<T> array_of(const Value& v) { return ArrayMap<T>(v.data<T>(), v.numel()); }
+template <class T>
+ConstArrayMap<T> const_array_of(const Value& v) { return ConstArrayMap<T>(v.data<T>(), v.numel()); }
+
+const Value& in(const KernelCall& c, int i) { return *c.inputs[i]; }
+const Value& out(const KernelCall& c, int i = 0) { return *c.outputs[i]; }
+
+// Walks the rows (the last dimension) of a `full` shape. For each of up to two operands whose
+// shapes broadcast to `full`, it keeps the offset of the current row's first element and whether
+// the operand moves along the row (step 1) or repeats one element (step 0).
+struct RowWalker {
+    int outer_ndim;                 // dims above the last
+    int64_t dims[MAX_DIMS];
+    int64_t row_len = 1, rows = 1;
+    int64_t strides[2][MAX_DIMS] = {};
+    int64_t offset[2] = {0, 0};
+    int64_t step[2] = {0, 0};
+    int64_t index[MAX_DIMS] = {};
+
+    RowWalker(const Shape& full, const Shape& a, const Shape* b = nullptr) {
+        outer_ndim = full.ndim > 0 ? full.ndim - 1 : 0;
+        for (int i = 0; i < full.ndim; ++i) dims[i] = full.dims[i];
+        if (full.ndim > 0) row_len = full.dims[full.ndim - 1];
+        for (int i = 0; i < outer_ndim; ++i) rows *= full.dims[i];
+        set_operand(0, full, a);
+        if (b) set_operand(1, full, *b);
+    }
+
+    void set_operand(int k, const Shape& full, const Shape& s) {
+        int64_t stride = 1;
+        for (int i = full.ndim - 1; i >= 0; --i) {
+            int j = i - (full.ndim - s.ndim);
+            bool broadcast = j < 0 || (s.dims[j] == 1 && full.dims[i] != 1);
+            int64_t st = broadcast ? 0 : stride;
+            if (j >= 0) stride *= s.dims[j];
+            if (i == full.ndim - 1) step[k] = st == 0 ? 0 : 1;
+            else strides[k][i] = st;
+        }
+        if (full.ndim == 0) step[k] = 1;
+    }
+
+    void next() {
+        for (int d = outer_ndim - 1; d >= 0; --d) {
+            offset[0] += strides[0][d];
+            offset[1] += strides[1][d];
+            if (++index[d] < dims[d]) return;
+            offset[0] -= strides[0][d] * dims[d];
+            offset[1] -= strides[1][d] * dims[d];
+            index[d] = 0;
+        }
+    }
+};
+
+// outer x n x inner around one dim, for reductions and indexing along it.
+struct DimSplit {
+    int64_t outer = 1, n = 1, inner = 1;
+};
+
+DimSplit split_at(const Shape& s, int dim) {
+    DimSplit d;
+    for (int i = 0; i < dim; ++i) d.outer *= s.dims[i];
+    d.n = s.dims[dim];
+    for (int i = dim + 1; i < s.ndim; ++i) d.inner *= s.dims[i];
+    return d;
+}
+
+// out = f(a, b) elementwise with broadcasting; f is inlined and the loops vectorise.
+template <class T, class F>
+void binary_loop(const Value& a, const Value& b, const Value& o, F f) {
+    const T* pa = a.data<T>();
+    const T* pb = b.data<T>();
+    T* po = o.data<T>();
+    int64_t n = o.numel();
+    if (a.shape == o.shape && b.shape == o.shape) {
+        for (int64_t i = 0; i < n; ++i) po[i] = f(pa[i], pb[i]);
+        return;
+    }
+    if (b.numel() == 1 && a.shape == o.shape) {
+        T s = pb[0];
+        for (int64_t i = 0; i < n; ++i) po[i] = f(pa[i], s);
+        return;
+    }
+    if (a.numel() == 1 && b.shape == o.shape) {
+        T s = pa[0];
+        for (int64_t i = 0; i < n; ++i) po[i] = f(s, pb[i]);
+        return;
+    }
+    RowWalker w(o.shape, a.shape, &b.shape);
+    int64_t len = w.row_len;
+    for (int64_t r = 0; r < w.rows; ++r, w.next()) {
+        T* orow = po + r * len;
+        const T* ar = pa + w.offset[0];
+        const T* br = pb + w.offset[1];
+        if (w.step[0] && w.step[1]) {
+            for (int64_t j = 0; j < len; ++j) orow[j] = f(ar[j], br[j]);
+        } else if (w.step[0]) {
+            T s = br[0];
+            for (int64_t j = 0; j < len; ++j) orow[j] = f(ar[j], s);
+        } else if (w.step[1]) {
+            T s = ar[0];
+            for (int64_t j = 0; j < len; ++j) orow[j] = f(s, br[j]);
+        } else {
+            T v = f(ar[0], br[0]);
+            for (int64_t j = 0; j < len; ++j) orow[j] = v;
+        }
+    }
+}
+
+// x = f(x, y) in place, y broadcast into x's shape.
+template <class T, class F>
+void inplace_loop(const Value& x, const Value& y, F f) {
+    T* px = x.data<T>();
+    const T* py = y.data<T>();
+    int64_t n = x.numel();
+    if (y.shape == x.shape) {
+        for (int64_t i = 0; i < n; ++i) px[i] = f(px[i], py[i]);
+        return;
+    }
+    if (y.numel() == 1) {
+        T s = py[0];
+        for (int64_t i = 0; i < n; ++i) px[i] = f(px[i], s);
+        return;
+    }
+    RowWalker w(x.shape, y.shape);
+    int64_t len = w.row_len;
+    for (int64_t r = 0; r < w.rows; ++r, w.next()) {
+        T* xr = px + r * len;
+        const T* yr = py + w.offset[0];
+        if (w.step[0]) {
+            for (int64_t j = 0; j < len; ++j) xr[j] = f(xr[j], yr[j]);
+        } else {
+            for (int64_t j = 0; j < len; ++j) xr[j] = f(xr[j], yr[0]);
+        }
+    }
+}
+
+// out = f(x) elementwise.
+template <class T, class F>
+void unary_loop(const Value& x, const Value& o, F f) {
+    const T* px = x.data<T>();
+    T* po = o.data<T>();
+    int64_t n = o.numel();
+    for (int64_t i = 0; i < n; ++i) po[i] = f(px[i]);
+}
+
+// out = f(a, b) for two inputs of the same shape (the activation derivatives).
+template <class T, class F>
+void pair_loop(const Value& a, const Value& b, const Value& o, F f) {
+    const T* pa = a.data<T>();
+    const T* pb = b.data<T>();
+    T* po = o.data<T>();
+    int64_t n = o.numel();
+    for (int64_t i = 0; i < n; ++i) po[i] = f(pa[i], pb[i]);
+}
+
+// Uniform in [0, 1): 53 random bits for double, 24 for float (so it never rounds up to 1).
+double uniform_double() { return static_cast<double>(engine_random_u64() >> 11) * 0x1.0p-53; }
+float uniform_float() { return static_cast<float>(engine_random_u64() >> 40) * 0x1.0p-24f; }
+
+}  // namespace
+
+// ============================================================================================
+// [SECTION] creation
+
+void cpu_tensor(const KernelCall& c) {
+    const Value& o = out(c);
+    const double* values = c.attrs.init_values;
+    int64_t n = o.numel();
+    DISPATCH_ALL(o.dtype, for (int64_t i = 0; i < n; ++i) o.data<T>()[i] = static_cast<T>(values[i]));
+}
+
+void cpu_zeros(const KernelCall& c) { std::memset(out(c).raw(), 0, out(c).numel() * dtype_size(out(c).dtype)); }
+
+void cpu_full(const KernelCall& c) {
+    const Value& o = out(c);
+    DISPATCH_ALL(o.dtype, array_of<T>(o).setConstant(static_cast<T>(c.attrs.scalar)));
+}
+
+void cpu_ones(const KernelCall& c) {
+    const Value& o = out(c);
+    DISPATCH_ALL(o.dtype, array_of<T>(o).setConstant(T(1)));
+}
+
+void cpu_rand(const KernelCall& c) {
+    const Value& o = out(c);
+    int64_t n = o.numel();
+    if (o.dtype == DTYPE_F32) {
+        for (int64_t i = 0; i < n; ++i) o.data<float>()[i] = uniform_float();
+    } else if (o.dtype == DTYPE_F64) {
+        for (int64_t i = 0; i < n; ++i) o.data<double>()[i] = uniform_double();
+    } else {
+        engine_fail("rand: needs a float dtype, got int64");
+    }
+}
+
+// Box-Muller: each pair of uniforms gives two independent normals.
+void cpu_randn(const KernelCall& c) {
+    const Value& o = out(c);
+    if (!dtype_is_float(o.dtype)) engine_fail("randn: needs a float dtype, got int64");
+    int64_t n = o.numel();
+    const double two_pi = 6.283185307179586;
+    for (int64_t i = 0; i < n; i += 2) {
+        double u1 = 1.0 - uniform_double();   // (0, 1]: log is finite
+        double u2 = uniform_double();
+        double r = std::sqrt(-2.0 * std::log(u1));
+        value_set(o, i, r * std::cos(two_pi * u2));
+        if (i + 1 < n) value_set(o, i + 1, r * std::sin(two_pi * u2));
+    }
+}
+
+void cpu_eye(const KernelCall& c) {
+    cpu_zeros(c);
+    const Value& o = out(c);
+    int64_t rows = o.shape.dims[0], cols = o.shape.ndim > 1 ? o.shape.dims[1] : 1;
+    for (int64_t i = 0; i < rows && i < cols; ++i) value_set(o, i * cols + i, 1);
+}
+
+void cpu_arange(const KernelCall& c) {
+    const Value& o = out(c);
+    int64_t n = o.numel();
+    DISPATCH_ALL(o.dtype, for (int64_t i = 0; i < n; ++i) o.data<T>()[i] = static_cast<T>(i));
+}
+
+// ============================================================================================
+// [SECTION] elementwise
+
+void cpu_add(const KernelCall& c) {
+    DISPATCH_ALL(out(c).dtype, binary_loop<T>(in(c, 0), in(c, 1), out(c), [](T a, T b) { return a + b; }));
+}
+
+void cpu_sub(const KernelCall& c) {
+    DISPATCH_ALL(out(c).dtype, binary_loop<T>(in(c, 0), in(c, 1), out(c), [](T a, T b) { return a - b; }));
+}
+
+void cpu_mul(const KernelCall& c) {
+    DISPATCH_ALL(out(c).dtype, binary_loop<T>(in(c, 0), in(c, 1), out(c), [](T a, T b) { return a * b; }));
+}
+
+void cpu_div(const KernelCall& c) {
+    DISPATCH_FLOAT("div", out(c).dtype,
+                   binary_loop<T>(in(c, 0), in(c, 1), out(c), [](T a, T b) { return a / b; }));
+}
+
+void cpu_eq(const KernelCall& c) {
+    if (in(c, 0).dtype == out(c).dtype) {
+        DISPATCH_FLOAT("eq", out(c).dtype,
+                       binary_loop<T>(in(c, 0), in(c, 1), out(c), [](T a, T b) { return T(a == b ? 1 : 0); }));
+        return;
+    }
+    // int64 inputs, float32 result: compare as int64, then convert.
+    Value as_int = value_new(out(c).shape, DTYPE_I64);
+    binary_loop<int64_t>(in(c, 0), in(c, 1), as_int, [](int64_t a, int64_t b) { return int64_t(a == b); });
+    for (int64_t i = 0; i < as_int.numel(); ++i) out(c).data<float>()[i] = static_cast<float>(as_int.data<int64_t>()[i]);
+}
+
+void cpu_add_scalar(const KernelCall& c) {
+    DISPATCH_ALL(out(c).dtype, T s = static_cast<T>(c.attrs.scalar);
+                 array_of<T>(out(c)) = const_array_of<T>(in(c, 0)) + s);
+}
+
+void cpu_mul_scalar(const KernelCall& c) {
+    DISPATCH_ALL(out(c).dtype, T s = static_cast<T>(c.attrs.scalar);
+                 array_of<T>(out(c)) = const_array_of<T>(in(c, 0)) * s);
+}
+
+void cpu_div_scalar(const KernelCall& c) {
+    DISPATCH_FLOAT("div_scalar", out(c).dtype, T s = static_cast<T>(c.attrs.scalar);
+                   array_of<T>(out(c)) = const_array_of<T>(in(c, 0)) / s);
+}
+
+void cpu_rsub_scalar(const KernelCall& c) {
+    DISPATCH_ALL(out(c).dtype, T s = static_cast<T>(c.attrs.scalar);
+                 array_of<T>(out(c)) = s - const_array_of<T>(in(c, 0)));
+}
+
+void cpu_rdiv_scalar(const KernelCall& c) {
+    DISPATCH_FLOAT("rdiv_scalar", out(c).dtype, T s = static_cast<T>(c.attrs.scalar);
+                   array_of<T>(out(c)) = s / const_array_of<T>(in(c, 0)));
+}
+
+void cpu_pow(const KernelCall& c) {
+    double p = c.attrs.scalar;
+    DISPATCH_FLOAT("pow", out(c).dtype, {
+        auto x = const_array_of<T>(in(c, 0));
+        auto y = array_of<T>(out(c));
+        if (p == 2) y = x.square();
+        else if (p == 1) y = x;
+        else if (p == 0.5) y = x.sqrt();
+        else if (p == 3) y = x.cube();
+        else y = x.pow(static_cast<T>(p));
+    });
+}
+
+void cpu_neg(const KernelCall& c) { DISPATCH_ALL(out(c).dtype, array_of<T>(out(c)) = -const_array_of<T>(in(c, 0))); }
+
+void cpu_exp(const KernelCall& c) {
+    DISPATCH_FLOAT("exp", out(c).dtype, array_of<T>(out(c)) = const_array_of<T>(in(c, 0)).exp());
+}
+
+void cpu_log(const KernelCall& c) {
+    DISPATCH_FLOAT("log", out(c).dtype, array_of<T>(out(c)) = const_array_of<T>(in(c, 0)).log());
+}
+
+void cpu_sqrt(const KernelCall& c) {
+    DISPATCH_FLOAT("sqrt", out(c).dtype, array_of<T>(out(c)) = const_array_of<T>(in(c, 0)).sqrt());
+}
+
+void cpu_abs(const KernelCall& c) { DISPATCH_ALL(out(c).dtype, array_of<T>(out(c)) = const_array_of<T>(in(c, 0)).abs()); }
+
+void cpu_sign(const KernelCall& c) {
+    DISPATCH_ALL(out(c).dtype, unary_loop<T>(in(c, 0), out(c), [](T x) { return T((x > 0) - (x < 0)); }));
+}
+
+void cpu_tanh(const KernelCall& c) {
+    DISPATCH_FLOAT("tanh", out(c).dtype, array_of<T>(out(c)) = const_array_of<T>(in(c, 0)).tanh());
+}
+
+void cpu_sigmoid(const KernelCall& c) {
+    DISPATCH_FLOAT("sigmoid", out(c).dtype, array_of<T>(out(c)) = const_array_of<T>(in(c, 0)).logistic());
+}
+
+void cpu_relu(const KernelCall& c) {   // NaN stays NaN, as in PyTorch
+    DISPATCH_ALL(out(c).dtype, unary_loop<T>(in(c, 0), out(c), [](T x) { return x < 0 ? T(0) : x; }));
+}
+
+void cpu_clamp(const KernelCall& c) {
+    DISPATCH_ALL(out(c).dtype, {
+        T lo = std::isfinite(c.attrs.lo) || std::is_floating_point<T>::value ? static_cast<T>(c.attrs.lo)
+                                                                            : std::numeric_limits<T>::lowest();
+        T hi = std::isfinite(c.attrs.hi) || std::is_floating_point<T>::value ? static_cast<T>(c.attrs.hi)
+                                                                            : std::numeric_limits<T>::max();
+        unary_loop<T>(in(c, 0), out(c), [lo, hi](T x) { return std::min(std::max(x, lo), hi); });
+    });
+}
+
+void cpu_tanh_backward(const KernelCall& c) {
+    DISPATCH_FLOAT("tanh_backward", out(c).dtype,
+                   pair_loop<T>(in(c, 0), in(c, 1), out(c), [](T g, T y) { return g * (T(1) - y * y); }));
+}
+
+void cpu_sigmoid_backward(const KernelCall& c) {
+    DISPATCH_FLOAT("sigmoid_backward", out(c).dtype,
+                   pair_loop<T>(in(c, 0), in(c, 1), out(c), [](T g, T y) { return g * y * (T(1) - y); }));
+}
+
+void cpu_relu_backward(const KernelCall& c) {
+    DISPATCH_ALL(out(c).dtype, pair_loop<T>(in(c, 0), in(c, 1), out(c), [](T g, T y) { return y > 0 ? g : T(0); }));
+}
+
+void cpu_clamp_backward(const KernelCall& c) {
+    double lo = c.attrs.lo, hi = c.attrs.hi;
+    DISPATCH_ALL(out(c).dtype, pair_loop<T>(in(c, 0), in(c, 1), out(c), [lo, hi](T g, T x) {
+        double v = static_cast<double>(x);
+        return v >= lo && v <= hi ? g : T(0);
+    }));
+}
+
+// ============================================================================================
+// [SECTION] products
+
+namespace {
+
+// C = op(A) op(B) for row-major A (a_rows x a_cols) and B. Small products use Eigen's
+// coefficient-based path, which skips the packing that pays off only for big matrices.
+template <class T>
+void matmul_into(T* c, const T* a, const T* b, int64_t a_rows, int64_t a_cols, int64_t b_rows, int64_t b_cols,
+                 bool ta, bool tb) {
+    using Matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    Eigen::Map<const Matrix> A(a, a_rows, a_cols), B(b, b_rows, b_cols);
+    int64_t m = ta ? a_cols : a_rows, k = ta ? a_rows : a_cols, n = tb ? b_rows : b_cols;
+    Eigen::Map<Matrix> C(c, m, n);
+    if (k == 0) {
+        C.setZero();
+        return;
+    }
+    bool small = m * n * k <= 16 * 1024;
+    if (!ta && !tb) {
+        if (small) C.noalias() = A.lazyProduct(B);
+        else C.noalias() = A * B;
+    } else if (ta && !tb) {
+        if (small) C.noalias() = A.transpose().lazyProduct(B);
+        else C.noalias() = A.transpose() * B;
+    } else if (!ta && tb) {
+        if (small) C.noalias() = A.lazyProduct(B.transpose());
+        else C.noalias() = A * B.transpose();
+    } else {
+        if (small) C.noalias() = A.transpose().lazyProduct(B.transpose());
+        else C.noalias() = A.transpose() * B.transpose();
+    }
+}
+
+}  // namespace
+
+void cpu_mm(const KernelCall& c) {
+    const Value &a = in(c, 0), &b = in(c, 1);
+    DISPATCH_FLOAT("mm", out(c).dtype,
+                   matmul_into<T>(out(c).data<T>(), a.data<T>(), b.data<T>(), a.shape[0], a.shape[1], b.shape[0],
+                                  b.shape[1], c.attrs.trans_a, c.attrs.trans_b));
+}
+
+void cpu_bmm(const KernelCall& c) {
+    const Value &a = in(c, 0), &b = in(c, 1), &o = out(c);
+    int64_t batch = a.shape[0];
+    int64_t a_size = a.shape[1] * a.shape[2], b_size = b.shape[1] * b.shape[2], o_size = o.shape[1] * o.shape[2];
+    DISPATCH_FLOAT("bmm", o.dtype, for (int64_t i = 0; i < batch; ++i) {
+        matmul_into<T>(o.data<T>() + i * o_size, a.data<T>() + i * a_size, b.data<T>() + i * b_size, a.shape[1],
+                       a.shape[2], b.shape[1], b.shape[2], c.attrs.trans_a, c.attrs.trans_b);
+    });
+}
+
+// ============================================================================================
+// [SECTION] layout
+
+void cpu_view(const KernelCall&) {}   // the output already shares the input's storage
+
+// Copy with two dims swapped: walk the output in order, tracking the input offset.
+void cpu_transpose(const KernelCall& c) {
+    const Value &x = in(c, 0), &o = out(c);
+    int nd = x.shape.ndim;
+    if (nd == 2 && c.attrs.dim != c.attrs.dim2) {
+        using Eigen::Dynamic;
+        using Eigen::RowMajor;
+        DISPATCH_BY_SIZE(x.dtype, {
+            Eigen::Map<const Eigen::Matrix<T, Dynamic, Dynamic, RowMajor>> X(x.data<T>(), x.shape[0], x.shape[1]);
+            Eigen::Map<Eigen::Matrix<T, Dynamic, Dynamic, RowMajor>> Y(o.data<T>(), x.shape[1], x.shape[0]);
+            Y = X.transpose();
+        });
+        return;
+    }
+    int64_t in_strides[MAX_DIMS], strides[MAX_DIMS];   // input strides, permuted to output order
+    int64_t s = 1;
+    for (int i = nd - 1; i >= 0; --i) {
+        in_strides[i] = s;
+        s *= x.shape.dims[i];
+    }
+    for (int i = 0; i < nd; ++i) strides[i] = in_strides[i];
+    std::swap(strides[c.attrs.dim], strides[c.attrs.dim2]);
+    int64_t index[MAX_DIMS] = {};
+    int64_t n = o.numel();
+    DISPATCH_BY_SIZE(x.dtype, {
+        const T* px = x.data<T>();
+        T* po = o.data<T>();
+        int64_t offset = 0;
+        for (int64_t i = 0; i < n; ++i) {
+            po[i] = px[offset];
+            for (int d = nd - 1; d >= 0; --d) {
+                offset += strides[d];
+                if (++index[d] < o.shape.dims[d]) break;
+                offset -= strides[d] * o.shape.dims[d];
+                index[d] = 0;
+            }
+        }
+    });
+}
+
+void cpu_expand(const KernelCall& c) {
+    const Value &x = in(c, 0), &o = out(c);
+    RowWalker w(o.shape, x.shape);
+    int64_t len = w.row_len;
+    DISPATCH_BY_SIZE(x.dtype, {
+        const T* px = x.data<T>();
+        T* po = o.data<T>();
+        for (int64_t r = 0; r < w.rows; ++r, w.next()) {
+            T* orow = po + r * len;
+            const T* xr = px + w.offset[0];
+            if (w.step[0]) std::memcpy(orow, xr, len * sizeof(T));
+            else for (int64_t j = 0; j < len; ++j) orow[j] = xr[0];
+        }
+    });
+}
+
+void cpu_sum_to(const KernelCall& c) {
+    const Value &x = in(c, 0), &o = out(c);
+    RowWalker w(x.shape, o.shape);
+    int64_t len = w.row_len;
+    DISPATCH_ALL(x.dtype, {
+        array_of<T>(o).setZero();
+        const T* px = x.data<T>();
+        T* po = o.data<T>();
+        for (int64_t r = 0; r < w.rows; ++r, w.next()) {
+            ConstArrayMap<T> xr(px + r * len, len);
+            if (w.step[0]) ArrayMap<T>(po + w.offset[0], len) += xr;
+            else po[w.offset[0]] += xr.sum();
+        }
+    });
+}
+
+void cpu_cat(const KernelCall& c) {
+    const Value& o = out(c);
+    DimSplit whole = split_at(o.shape, c.attrs.dim);
+    size_t elem = dtype_size(o.dtype);
+    int64_t offset = 0;   // along dim
+    for (int i = 0; i < c.n_inputs; ++i) {
+        const Value& x = in(c, i);
+        DimSplit part = split_at(x.shape, c.attrs.dim);
+        int64_t block = part.n * part.inner;
+        for (int64_t k = 0; k < part.outer; ++k)
+            std::memcpy(static_cast<char*>(o.raw()) + ((k * whole.n + offset) * whole.inner) * elem,
+                        static_cast<const char*>(x.raw()) + k * block * elem, block * elem);
+        offset += part.n;
+    }
+}
+
+// Copy `length` slices along dim between a narrow tensor and a full one, in either direction.
+static void copy_narrow(const Value& full, const Value& part, int dim, int64_t start, bool into_part) {
+    DimSplit f = split_at(full.shape, dim);
+    DimSplit p = split_at(part.shape, dim);
+    size_t elem = dtype_size(full.dtype);
+    size_t block = p.n * p.inner * elem;
+    for (int64_t k = 0; k < f.outer; ++k) {
+        char* full_at = static_cast<char*>(full.raw()) + ((k * f.n + start) * f.inner) * elem;
+        char* part_at = static_cast<char*>(part.raw()) + k * block;
+        if (into_part) std::memcpy(part_at, full_at, block);
+        else std::memcpy(full_at, part_at, block);
+    }
+}
+
+void cpu_narrow(const KernelCall& c) { copy_narrow(in(c, 0), out(c), c.attrs.dim, c.attrs.start, true); }
+
+void cpu_narrow_backward(const KernelCall& c) {
+    cpu_zeros(c);
+    copy_narrow(out(c), in(c, 0), c.attrs.dim, c.attrs.start, false);
+}
+
+// ============================================================================================
+// [SECTION] reductions
+
+namespace {
+
+template <class T>
+void sum_along(const Value& x, const Value& o, const OpAttrs& a) {
+    if (a.all) {
+        o.data<T>()[0] = const_array_of<T>(x).sum();
+        return;
+    }
+    DimSplit d = split_at(x.shape, a.dim);
+    const T* px = x.data<T>();
+    T* po = o.data<T>();
+    for (int64_t k = 0; k < d.outer; ++k) {
+        const T* block = px + k * d.n * d.inner;
+        if (d.inner == 1) {
+            po[k] = ConstArrayMap<T>(block, d.n).sum();
+            continue;
+        }
+        ArrayMap<T> acc(po + k * d.inner, d.inner);
+        acc.setZero();
+        for (int64_t j = 0; j < d.n; ++j) acc += ConstArrayMap<T>(block + j * d.inner, d.inner);
+    }
+}
+
+// max with NaN propagation; indices are 1-based. For `all`, only the value is produced.
+template <class T>
+void max_along(const Value& x, const Value* values, const Value* indices, const OpAttrs& a) {
+    const T* px = x.data<T>();
+    auto better = [](T v, T best) { return v > best || (v != v && best == best); };
+    if (a.all) {
+        T best = px[0];
+        for (int64_t i = 1; i < x.numel(); ++i)
+            if (better(px[i], best)) best = px[i];
+        values->data<T>()[0] = best;
+        return;
+    }
+    DimSplit d = split_at(x.shape, a.dim);
+    T* pv = values->data<T>();
+    int64_t* pi = indices->data<int64_t>();
+    for (int64_t k = 0; k < d.outer; ++k) {
+        for (int64_t i = 0; i < d.inner; ++i) {
+            const T* col = px + k * d.n * d.inner + i;
+            T best = col[0];
+            int64_t where = 0;
+            for (int64_t j = 1; j < d.n; ++j) {
+                if (better(col[j * d.inner], best)) {
+                    best = col[j * d.inner];
+                    where = j;
+                }
+            }
+            pv[k * d.inner + i] = best;
+            pi[k * d.inner + i] = where + 1;
+        }
+    }
+}
+
+// softmax / log_softmax along a dim, shifted by the max for stability.
+template <class T>
+void softmax_along(const Value& x, const Value& o, int dim, bool log) {
+    DimSplit d = split_at(x.shape, dim);
+    const T* px = x.data<T>();
+    T* po = o.data<T>();
+    if (d.inner == 1) {
+        for (int64_t k = 0; k < d.outer; ++k) {
+            ConstArrayMap<T> row(px + k * d.n, d.n);
+            ArrayMap<T> y(po + k * d.n, d.n);
+            T m = row.maxCoeff();
+            y = (row - m).exp();
+            T total = y.sum();
+            if (log) y = row - m - std::log(total);
+            else y /= total;
+        }
+        return;
+    }
+    std::vector<T> shift(d.inner), total(d.inner);
+    ArrayMap<T> m(shift.data(), d.inner), s(total.data(), d.inner);
+    for (int64_t k = 0; k < d.outer; ++k) {
+        const T* block = px + k * d.n * d.inner;
+        T* out_block = po + k * d.n * d.inner;
+        auto row = [&](int64_t j) { return ConstArrayMap<T>(block + j * d.inner, d.inner); };
+        auto out_row = [&](int64_t j) { return ArrayMap<T>(out_block + j * d.inner, d.inner); };
+        m = row(0);
+        for (int64_t j = 1; j < d.n; ++j) m = m.max(row(j));
+        s.setZero();
+        for (int64_t j = 0; j < d.n; ++j) {
+            out_row(j) = (row(j) - m).exp();
+            s += out_row(j);
+        }
+        for (int64_t j = 0; j < d.n; ++j) {
+            if (log) out_row(j) = row(j) - m - s.log();
+            else out_row(j) /= s;
+        }
+    }
+}
+
+}  // namespace
+
+void cpu_sum(const KernelCall& c) { DISPATCH_ALL(out(c).dtype, sum_along<T>(in(c, 0), out(c), c.attrs)); }
+
+void cpu_mean(const KernelCall& c) {
+    double count = static_cast<double>(in(c, 0).numel()) / (out(c).numel() ? out(c).numel() : 1);
+    DISPATCH_FLOAT("mean", out(c).dtype, {
+        sum_along<T>(in(c, 0), out(c), c.attrs);
+        array_of<T>(out(c)) /= static_cast<T>(count);
+    });
+}
+
+void cpu_max(const KernelCall& c) {
+    const Value* indices = c.n_outputs > 1 ? c.outputs[1] : nullptr;
+    DISPATCH_ALL(out(c).dtype, max_along<T>(in(c, 0), c.outputs[0], indices, c.attrs));
+}
+
+void cpu_softmax(const KernelCall& c) {
+    DISPATCH_FLOAT("softmax", out(c).dtype, softmax_along<T>(in(c, 0), out(c), c.attrs.dim, false));
+}
+
+void cpu_log_softmax(const KernelCall& c) {
+    DISPATCH_FLOAT("log_softmax", out(c).dtype, softmax_along<T>(in(c, 0), out(c), c.attrs.dim, true));
+}
+
+// ============================================================================================
+// [SECTION] indexing
+
+static int64_t checked_index(const char* op_name, int64_t k, int64_t size, int dim) {
+    if (k < 1 || k > size)
+        engine_fail("%s: index %lld out of range 1..%lld along dim %d", op_name, static_cast<long long>(k),
+                    static_cast<long long>(size), dim + 1);
+    return k - 1;
+}
+
+void cpu_gather(const KernelCall& c) {
+    const Value &x = in(c, 0), &index = in(c, 1), &o = out(c);
+    DimSplit dx = split_at(x.shape, c.attrs.dim), di = split_at(index.shape, c.attrs.dim);
+    const int64_t* pi = index.data<int64_t>();
+    DISPATCH_BY_SIZE(x.dtype, {
+        const T* px = x.data<T>();
+        T* po = o.data<T>();
+        for (int64_t k = 0; k < di.outer; ++k)
+            for (int64_t j = 0; j < di.n; ++j)
+                for (int64_t i = 0; i < di.inner; ++i) {
+                    int64_t at = (k * di.n + j) * di.inner + i;
+                    int64_t from = checked_index("gather", pi[at], dx.n, c.attrs.dim);
+                    po[at] = px[(k * dx.n + from) * dx.inner + i];
+                }
+    });
+}
+
+void cpu_scatter_add(const KernelCall& c) {
+    const Value &src = in(c, 0), &index = in(c, 1), &o = out(c);
+    DimSplit ds = split_at(src.shape, c.attrs.dim), dout = split_at(o.shape, c.attrs.dim);
+    const int64_t* pi = index.data<int64_t>();
+    DISPATCH_ALL(o.dtype, {
+        array_of<T>(o).setZero();
+        const T* ps = src.data<T>();
+        T* po = o.data<T>();
+        for (int64_t k = 0; k < ds.outer; ++k)
+            for (int64_t j = 0; j < ds.n; ++j)
+                for (int64_t i = 0; i < ds.inner; ++i) {
+                    int64_t at = (k * ds.n + j) * ds.inner + i;
+                    int64_t to = checked_index("scatter_add", pi[at], dout.n, c.attrs.dim);
+                    po[(k * dout.n + to) * dout.inner + i] += ps[at];
+                }
+    });
+}
+
+// ============================================================================================
+// [SECTION] copies and in-place ops
+
+void cpu_to(const KernelCall& c) {
+    const Value &x = in(c, 0), &o = out(c);
+    int64_t n = x.numel();
+    DISPATCH_ALL(o.dtype, {
+        using Out = T;
+        T* po = o.data<Out>();
+        DISPATCH_ALL(x.dtype, for (int64_t i = 0; i < n; ++i) po[i] = static_cast<Out>(x.data<T>()[i]));
+    });
+}
+
+void cpu_clone(const KernelCall& c) {
+    std::memcpy(out(c).raw(), in(c, 0).raw(), in(c, 0).numel() * dtype_size(in(c, 0).dtype));
+}
+
+void cpu_add_inplace(const KernelCall& c) {
+    DISPATCH_ALL(out(c).dtype, T alpha = static_cast<T>(c.attrs.scalar);
+                 inplace_loop<T>(out(c), in(c, 1), [alpha](T x, T y) { return x + alpha * y; }));
+}
+
+void cpu_sub_inplace(const KernelCall& c) {
+    DISPATCH_ALL(out(c).dtype, T alpha = static_cast<T>(c.attrs.scalar);
+                 inplace_loop<T>(out(c), in(c, 1), [alpha](T x, T y) { return x - alpha * y; }));
+}
+
+void cpu_mul_inplace(const KernelCall& c) {
+    DISPATCH_ALL(out(c).dtype, inplace_loop<T>(out(c), in(c, 1), [](T x, T y) { return x * y; }));
+}
+
+void cpu_mul_scalar_inplace(const KernelCall& c) {
+    DISPATCH_ALL(out(c).dtype, array_of<T>(out(c)) *= static_cast<T>(c.attrs.scalar));
+}
+
+void cpu_zero_inplace(const KernelCall& c) { cpu_zeros(c); }
+
+void cpu_fill_inplace(const KernelCall& c) { cpu_full(c); }
+
+void cpu_copy_inplace(const KernelCall& c) {
+    DISPATCH_ALL(out(c).dtype, inplace_loop<T>(out(c), in(c, 1), [](T, T y) { return y; }));
+}
+
+}  // namespace td

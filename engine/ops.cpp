@@ -1,0 +1,801 @@
+// ops.cpp: the op table built from ops.def, with each op's shape rule and backward rule.
+//
+// [SECTION] table          op_table[], op_find, op_describe_attrs
+// [SECTION] shape rules    output shapes and dtypes, and the errors for bad input
+// [SECTION] backward rules gradients of the inputs, written with ops:: (so they are recorded)
+// [SECTION] ops::          one C++ function per op
+#include "ops.h"
+
+#include <cstring>
+
+#include "kernels_cpu.h"
+#include "tape.h"
+
+namespace td {
+
+// Every rule named in the table, declared once from the table itself.
+#define OP(name, n_in, n_out, flags, attrs, shape_rule, backward_rule, cpu_kernel, math) \
+    void shape_rule(ShapeCall&);                                                         \
+    void backward_rule(BackwardCall&);
+#include "ops.def"
+#undef OP
+
+// ============================================================================================
+// [SECTION] table
+
+const OpInfo op_table[OP_COUNT] = {
+#define OP(name, n_in, n_out, flags, attrs, shape_rule, backward_rule, cpu_kernel, math) \
+    {#name, n_in, n_out, flags, attrs, shape_rule,                                       \
+     backward_rule == not_differentiable ? nullptr : backward_rule, cpu_kernel, math},
+#include "ops.def"
+#undef OP
+};
+
+void not_differentiable(BackwardCall&) {}
+
+bool op_find(const char* name, OpId* out) {
+    for (int i = 0; i < OP_COUNT; ++i) {
+        if (strcmp(op_table[i].name, name) == 0) {
+            *out = static_cast<OpId>(i);
+            return true;
+        }
+    }
+    return false;
+}
+
+static std::string number_str(double x) {
+    char buffer[32];
+    snprintf(buffer, sizeof buffer, "%g", x);
+    return buffer;
+}
+
+std::string op_describe_attrs(OpId op, const OpAttrs& a) {
+    switch (op_table[op].attrs_kind) {
+        case ATTRS_NONE: return "";
+        case ATTRS_CREATE:
+            if (op == OP_full) return "value=" + number_str(a.scalar);
+            return "";
+        case ATTRS_SCALAR:
+            if (op == OP_add_ || op == OP_sub_) return a.scalar == 1 ? "" : "alpha=" + number_str(a.scalar);
+            if (op == OP_pow) return "p=" + number_str(a.scalar);
+            return "s=" + number_str(a.scalar);
+        case ATTRS_CLAMP: {
+            std::string s;
+            if (std::isfinite(a.lo)) s += "min=" + number_str(a.lo);
+            if (std::isfinite(a.hi)) s += std::string(s.empty() ? "" : " ") + "max=" + number_str(a.hi);
+            return s;
+        }
+        case ATTRS_DIM:
+            if (op == OP_squeeze && a.all) return "";
+            return "dim=" + std::to_string(a.dim + 1);
+        case ATTRS_DIM2: return "dims=" + std::to_string(a.dim + 1) + "," + std::to_string(a.dim2 + 1);
+        case ATTRS_REDUCE:
+            if (a.all) return "";
+            return "dim=" + std::to_string(a.dim + 1) + (a.keepdim ? " keepdim" : "");
+        case ATTRS_SHAPE:
+            if (op == OP_scatter_add) return "dim=" + std::to_string(a.dim + 1) + " shape=" + a.shape.str();
+            return "shape=" + a.shape.str();
+        case ATTRS_MATMUL: {
+            std::string s;
+            if (a.trans_a) s += "Aᵀ";
+            if (a.trans_b) s += std::string(s.empty() ? "" : " ") + "Bᵀ";
+            return s;
+        }
+        case ATTRS_NARROW:
+            return "dim=" + std::to_string(a.dim + 1) + " start=" + std::to_string(a.start + 1) +
+                   " length=" + std::to_string(a.length);
+        case ATTRS_DTYPE: return dtype_name(a.dtype);
+    }
+    return "";
+}
+
+int dim_normalize(const char* op_name, int64_t dim, int ndim) {
+    int64_t d = dim < 0 ? dim + ndim : dim - 1;
+    if (dim == 0 || d < 0 || d >= ndim) {
+        if (ndim == 0) engine_fail("%s: dim %lld out of range: the tensor is 0-d (a single number)", op_name, static_cast<long long>(dim));
+        engine_fail("%s: dim %lld out of range for a %d-d tensor (expected 1..%d or -%d..-1)", op_name,
+                    static_cast<long long>(dim), ndim, ndim, ndim);
+    }
+    return static_cast<int>(d);
+}
+
+// ============================================================================================
+// [SECTION] shape rules
+
+Shape broadcast_shapes(const char* op_name, const Shape& a, const Shape& b) {
+    if (a == b) return a;
+    Shape out;
+    out.ndim = a.ndim > b.ndim ? a.ndim : b.ndim;
+    for (int i = 0; i < out.ndim; ++i) {   // aligned from the right
+        int ia = a.ndim - out.ndim + i, ib = b.ndim - out.ndim + i;
+        int64_t da = ia >= 0 ? a.dims[ia] : 1, db = ib >= 0 ? b.dims[ib] : 1;
+        if (da != db && da != 1 && db != 1)
+            engine_fail("%s: shapes %s and %s cannot be broadcast together", op_name, a.str().c_str(),
+                        b.str().c_str());
+        out.dims[i] = da == 1 ? db : da;
+    }
+    return out;
+}
+
+static const Value& in(const ShapeCall& c, int i) { return *c.inputs[i]; }
+
+static void check_dim(const ShapeCall& c, int dim, int ndim) {
+    if (dim < 0 || dim >= ndim)
+        engine_fail("%s: dim %d out of range for a %d-d tensor", c.op_name, dim + 1, ndim);
+}
+
+void shape_create(ShapeCall& c) {
+    for (int i = 0; i < c.attrs.shape.ndim; ++i)
+        if (c.attrs.shape.dims[i] < 0)
+            engine_fail("%s: negative size in shape %s", c.op_name, c.attrs.shape.str().c_str());
+    c.set_output(0, c.attrs.shape, c.attrs.dtype);
+}
+
+void shape_broadcast(ShapeCall& c) {
+    c.set_output(0, broadcast_shapes(c.op_name, in(c, 0).shape, in(c, 1).shape), in(c, 0).dtype);
+}
+
+void shape_compare(ShapeCall& c) {
+    DType dtype = dtype_is_float(in(c, 0).dtype) ? in(c, 0).dtype : DTYPE_F32;
+    c.set_output(0, broadcast_shapes(c.op_name, in(c, 0).shape, in(c, 1).shape), dtype);
+}
+
+void shape_same(ShapeCall& c) { c.set_output(0, in(c, 0).shape, in(c, 0).dtype); }
+
+void shape_same_pair(ShapeCall& c) {
+    if (in(c, 0).shape != in(c, 1).shape)
+        engine_fail("%s: shapes %s and %s must be equal", c.op_name, in(c, 0).shape.str().c_str(),
+                    in(c, 1).shape.str().c_str());
+    c.set_output(0, in(c, 0).shape, in(c, 0).dtype);
+}
+
+void shape_softmax(ShapeCall& c) {
+    check_dim(c, c.attrs.dim, in(c, 0).shape.ndim);
+    c.set_output(0, in(c, 0).shape, in(c, 0).dtype);
+}
+
+// rows x cols of a matrix operand as the product reads it
+static void matrix_dims(const Shape& s, int first, bool transposed, int64_t* rows, int64_t* cols) {
+    *rows = transposed ? s.dims[first + 1] : s.dims[first];
+    *cols = transposed ? s.dims[first] : s.dims[first + 1];
+}
+
+static void fail_matmul_shapes(const ShapeCall& c) {
+    engine_fail("%s: shapes %s%s and %s%s do not match", c.op_name, in(c, 0).shape.str().c_str(),
+                c.attrs.trans_a ? "ᵀ" : "", in(c, 1).shape.str().c_str(), c.attrs.trans_b ? "ᵀ" : "");
+}
+
+void shape_mm(ShapeCall& c) {
+    const Shape &a = in(c, 0).shape, &b = in(c, 1).shape;
+    if (a.ndim != 2 || b.ndim != 2)
+        engine_fail("%s: expects two 2-d matrices, got %s and %s", c.op_name, a.str().c_str(), b.str().c_str());
+    int64_t ar, ac, br, bc;
+    matrix_dims(a, 0, c.attrs.trans_a, &ar, &ac);
+    matrix_dims(b, 0, c.attrs.trans_b, &br, &bc);
+    if (ac != br) fail_matmul_shapes(c);
+    c.set_output(0, Shape{ar, bc}, in(c, 0).dtype);
+}
+
+void shape_bmm(ShapeCall& c) {
+    const Shape &a = in(c, 0).shape, &b = in(c, 1).shape;
+    if (a.ndim != 3 || b.ndim != 3)
+        engine_fail("%s: expects two 3-d batches of matrices, got %s and %s", c.op_name, a.str().c_str(),
+                    b.str().c_str());
+    int64_t ar, ac, br, bc;
+    matrix_dims(a, 1, c.attrs.trans_a, &ar, &ac);
+    matrix_dims(b, 1, c.attrs.trans_b, &br, &bc);
+    if (a.dims[0] != b.dims[0] || ac != br) fail_matmul_shapes(c);
+    c.set_output(0, Shape{a.dims[0], ar, bc}, in(c, 0).dtype);
+}
+
+void shape_transpose(ShapeCall& c) {
+    Shape s = in(c, 0).shape;
+    check_dim(c, c.attrs.dim, s.ndim);
+    check_dim(c, c.attrs.dim2, s.ndim);
+    std::swap(s.dims[c.attrs.dim], s.dims[c.attrs.dim2]);
+    c.set_output(0, s, in(c, 0).dtype);
+}
+
+// The target shape with a -1 (at most one) replaced by what makes the element counts agree.
+static Shape resolve_reshape(const char* op_name, const Shape& from, const Shape& to) {
+    Shape s = to;
+    int infer = -1;
+    int64_t known = 1;
+    for (int i = 0; i < s.ndim; ++i) {
+        if (s.dims[i] == -1) {
+            if (infer >= 0) engine_fail("%s: only one dimension can be -1 in %s", op_name, to.str().c_str());
+            infer = i;
+        } else if (s.dims[i] < 0) {
+            engine_fail("%s: negative size in shape %s", op_name, to.str().c_str());
+        } else {
+            known *= s.dims[i];
+        }
+    }
+    if (infer >= 0 && known > 0 && from.numel() % known == 0) s.dims[infer] = from.numel() / known;
+    if (s.numel() != from.numel() || (infer >= 0 && known == 0))
+        engine_fail("%s: cannot view %s (%lld elements) as %s", op_name, from.str().c_str(),
+                    static_cast<long long>(from.numel()), to.str().c_str());
+    return s;
+}
+
+void shape_reshape(ShapeCall& c) {
+    c.set_output(0, resolve_reshape(c.op_name, in(c, 0).shape, c.attrs.shape), in(c, 0).dtype);
+}
+
+void shape_unsqueeze(ShapeCall& c) {
+    const Shape& x = in(c, 0).shape;
+    if (x.ndim >= MAX_DIMS) engine_fail("%s: tensors have at most %d dims", c.op_name, MAX_DIMS);
+    check_dim(c, c.attrs.dim, x.ndim + 1);
+    Shape s;
+    s.ndim = x.ndim + 1;
+    for (int i = 0, j = 0; i < s.ndim; ++i) s.dims[i] = i == c.attrs.dim ? 1 : x.dims[j++];
+    c.set_output(0, s, in(c, 0).dtype);
+}
+
+void shape_squeeze(ShapeCall& c) {
+    const Shape& x = in(c, 0).shape;
+    if (!c.attrs.all) check_dim(c, c.attrs.dim, x.ndim);
+    Shape s;
+    for (int i = 0; i < x.ndim; ++i) {
+        bool drop = x.dims[i] == 1 && (c.attrs.all || i == c.attrs.dim);
+        if (!drop) s.dims[s.ndim++] = x.dims[i];
+    }
+    c.set_output(0, s, in(c, 0).dtype);
+}
+
+void shape_expand(ShapeCall& c) {
+    const Shape &x = in(c, 0).shape, &to = c.attrs.shape;
+    if (x.ndim > to.ndim || broadcast_shapes(c.op_name, x, to) != to)
+        engine_fail("%s: cannot broadcast %s to %s", c.op_name, x.str().c_str(), to.str().c_str());
+    c.set_output(0, to, in(c, 0).dtype);
+}
+
+void shape_sum_to(ShapeCall& c) {
+    const Shape &x = in(c, 0).shape, &to = c.attrs.shape;
+    if (to.ndim > x.ndim || broadcast_shapes(c.op_name, x, to) != x)
+        engine_fail("%s: cannot sum %s down to %s", c.op_name, x.str().c_str(), to.str().c_str());
+    c.set_output(0, to, in(c, 0).dtype);
+}
+
+void shape_cat(ShapeCall& c) {
+    const Shape& first = in(c, 0).shape;
+    check_dim(c, c.attrs.dim, first.ndim);
+    Shape s = first;
+    s.dims[c.attrs.dim] = 0;
+    for (int i = 0; i < c.n_inputs; ++i) {
+        const Shape& x = in(c, i).shape;
+        bool fits = x.ndim == first.ndim;
+        for (int d = 0; fits && d < x.ndim; ++d) fits = d == c.attrs.dim || x.dims[d] == first.dims[d];
+        if (!fits)
+            engine_fail("%s: tensor %d has shape %s, which does not match %s outside dim %d", c.op_name, i + 1,
+                        x.str().c_str(), first.str().c_str(), c.attrs.dim + 1);
+        s.dims[c.attrs.dim] += x.dims[c.attrs.dim];
+    }
+    c.set_output(0, s, in(c, 0).dtype);
+}
+
+static void check_narrow_range(const ShapeCall& c, const Shape& full) {
+    check_dim(c, c.attrs.dim, full.ndim);
+    int64_t size = full.dims[c.attrs.dim];
+    if (c.attrs.start < 0 || c.attrs.length < 0 || c.attrs.start + c.attrs.length > size)
+        engine_fail("%s: start %lld length %lld out of range for size %lld along dim %d", c.op_name,
+                    static_cast<long long>(c.attrs.start + 1), static_cast<long long>(c.attrs.length),
+                    static_cast<long long>(size), c.attrs.dim + 1);
+}
+
+void shape_narrow(ShapeCall& c) {
+    check_narrow_range(c, in(c, 0).shape);
+    Shape s = in(c, 0).shape;
+    s.dims[c.attrs.dim] = c.attrs.length;
+    c.set_output(0, s, in(c, 0).dtype);
+}
+
+void shape_narrow_backward(ShapeCall& c) {
+    check_narrow_range(c, c.attrs.shape);
+    Shape expected = c.attrs.shape;
+    expected.dims[c.attrs.dim] = c.attrs.length;
+    if (in(c, 0).shape != expected)
+        engine_fail("%s: input %s does not fit %s", c.op_name, in(c, 0).shape.str().c_str(), expected.str().c_str());
+    c.set_output(0, c.attrs.shape, in(c, 0).dtype);
+}
+
+static Shape reduced_shape(const ShapeCall& c) {
+    const Shape& x = in(c, 0).shape;
+    Shape s;
+    if (c.attrs.all) {
+        if (c.attrs.keepdim) {
+            s.ndim = x.ndim;
+            for (int i = 0; i < x.ndim; ++i) s.dims[i] = 1;
+        }
+        return s;
+    }
+    check_dim(c, c.attrs.dim, x.ndim);
+    for (int i = 0; i < x.ndim; ++i) {
+        if (i != c.attrs.dim) s.dims[s.ndim++] = x.dims[i];
+        else if (c.attrs.keepdim) s.dims[s.ndim++] = 1;
+    }
+    return s;
+}
+
+void shape_reduce(ShapeCall& c) { c.set_output(0, reduced_shape(c), in(c, 0).dtype); }
+
+void shape_max(ShapeCall& c) {
+    if (in(c, 0).numel() == 0) engine_fail("%s: the tensor is empty", c.op_name);
+    if (!c.attrs.all && in(c, 0).shape.ndim > 0 && in(c, 0).shape.dims[c.attrs.dim] == 0)
+        engine_fail("%s: dim %d is empty", c.op_name, c.attrs.dim + 1);
+    Shape s = reduced_shape(c);
+    c.set_output(0, s, in(c, 0).dtype);
+    if (!c.attrs.all) c.set_output(1, s, DTYPE_I64);
+}
+
+static void check_index_tensor(const ShapeCall& c, const Value& index, const Shape& like, int dim) {
+    if (index.dtype != DTYPE_I64)
+        engine_fail("%s: the index must be an int64 tensor, got %s", c.op_name, dtype_name(index.dtype));
+    bool fits = index.shape.ndim == like.ndim;
+    for (int d = 0; fits && d < like.ndim; ++d) fits = d == dim || index.shape.dims[d] == like.dims[d];
+    if (!fits)
+        engine_fail("%s: index shape %s does not match %s outside dim %d", c.op_name, index.shape.str().c_str(),
+                    like.str().c_str(), dim + 1);
+}
+
+void shape_gather(ShapeCall& c) {
+    check_dim(c, c.attrs.dim, in(c, 0).shape.ndim);
+    check_index_tensor(c, in(c, 1), in(c, 0).shape, c.attrs.dim);
+    c.set_output(0, in(c, 1).shape, in(c, 0).dtype);
+}
+
+void shape_scatter_add(ShapeCall& c) {
+    check_dim(c, c.attrs.dim, c.attrs.shape.ndim);
+    if (in(c, 1).shape != in(c, 0).shape)
+        engine_fail("%s: index shape %s must equal source shape %s", c.op_name, in(c, 1).shape.str().c_str(),
+                    in(c, 0).shape.str().c_str());
+    check_index_tensor(c, in(c, 1), c.attrs.shape, c.attrs.dim);
+    c.set_output(0, c.attrs.shape, in(c, 0).dtype);
+}
+
+void shape_to(ShapeCall& c) { c.set_output(0, in(c, 0).shape, c.attrs.dtype); }
+
+void shape_inplace(ShapeCall& c) {
+    const Shape &x = in(c, 0).shape, &y = in(c, 1).shape;
+    if (y.ndim > x.ndim || broadcast_shapes(c.op_name, x, y) != x)
+        engine_fail("%s: cannot broadcast %s into %s", c.op_name, y.str().c_str(), x.str().c_str());
+    c.set_output(0, x, in(c, 0).dtype);
+}
+
+// ============================================================================================
+// [SECTION] backward rules
+//
+// Each computes grad_in[i] for the inputs that need it, from grad_out and the saved values, using
+// ops:: calls. Broadcast inputs get their gradient summed back to their own shape.
+
+static Tensor reduce_to(const Tensor& g, const Shape& shape) {
+    return g.shape() == shape ? g : ops::sum_to(g, shape);
+}
+
+void backward_identity(BackwardCall& c) { c.grad_in[0] = c.grad_out[0]; }
+
+void backward_none(BackwardCall&) {}
+
+void backward_add(BackwardCall& c) {
+    for (int i = 0; i < 2; ++i)
+        if (c.needs_grad(i)) c.grad_in[i] = reduce_to(c.grad_out[0], c.input_shape(i));
+}
+
+void backward_sub(BackwardCall& c) {
+    if (c.needs_grad(0)) c.grad_in[0] = reduce_to(c.grad_out[0], c.input_shape(0));
+    if (c.needs_grad(1)) c.grad_in[1] = reduce_to(ops::neg(c.grad_out[0]), c.input_shape(1));
+}
+
+void backward_mul(BackwardCall& c) {
+    const Tensor& g = c.grad_out[0];
+    if (c.needs_grad(0)) c.grad_in[0] = reduce_to(ops::mul(g, c.input(1)), c.input_shape(0));
+    if (c.needs_grad(1)) c.grad_in[1] = reduce_to(ops::mul(g, c.input(0)), c.input_shape(1));
+}
+
+void backward_div(BackwardCall& c) {   // y = a / b: da = g / b, db = -g * y / b
+    const Tensor& g = c.grad_out[0];
+    if (c.needs_grad(0)) c.grad_in[0] = reduce_to(ops::div(g, c.input(1)), c.input_shape(0));
+    if (c.needs_grad(1))
+        c.grad_in[1] = reduce_to(ops::neg(ops::div(ops::mul(g, c.output(0)), c.input(1))), c.input_shape(1));
+}
+
+void backward_mul_scalar(BackwardCall& c) { c.grad_in[0] = ops::mul_scalar(c.grad_out[0], c.attrs().scalar); }
+
+void backward_div_scalar(BackwardCall& c) { c.grad_in[0] = ops::div_scalar(c.grad_out[0], c.attrs().scalar); }
+
+void backward_neg(BackwardCall& c) { c.grad_in[0] = ops::neg(c.grad_out[0]); }
+
+void backward_rdiv_scalar(BackwardCall& c) {   // y = s / x: dx = -g * y / x
+    c.grad_in[0] = ops::neg(ops::div(ops::mul(c.grad_out[0], c.output(0)), c.input(0)));
+}
+
+void backward_pow(BackwardCall& c) {   // y = x^p: dx = g * p * x^(p-1)
+    double p = c.attrs().scalar;
+    const Tensor& g = c.grad_out[0];
+    if (p == 1) {
+        c.grad_in[0] = g;
+    } else if (p == 2) {
+        c.grad_in[0] = ops::mul(g, ops::mul_scalar(c.input(0), 2));
+    } else {
+        c.grad_in[0] = ops::mul(g, ops::mul_scalar(ops::pow(c.input(0), p - 1), p));
+    }
+}
+
+void backward_exp(BackwardCall& c) { c.grad_in[0] = ops::mul(c.grad_out[0], c.output(0)); }
+
+void backward_log(BackwardCall& c) { c.grad_in[0] = ops::div(c.grad_out[0], c.input(0)); }
+
+void backward_sqrt(BackwardCall& c) {
+    c.grad_in[0] = ops::div(c.grad_out[0], ops::mul_scalar(c.output(0), 2));
+}
+
+void backward_abs(BackwardCall& c) {
+    c.grad_in[0] = ops::mul(c.grad_out[0], ops::unary(OP_sign, c.input(0)));
+}
+
+void backward_tanh(BackwardCall& c) {
+    c.grad_in[0] = ops::activation_backward(OP_tanh_backward, c.grad_out[0], c.output(0));
+}
+
+void backward_sigmoid(BackwardCall& c) {
+    c.grad_in[0] = ops::activation_backward(OP_sigmoid_backward, c.grad_out[0], c.output(0));
+}
+
+void backward_relu(BackwardCall& c) {
+    c.grad_in[0] = ops::activation_backward(OP_relu_backward, c.grad_out[0], c.output(0));
+}
+
+void backward_clamp(BackwardCall& c) {
+    c.grad_in[0] = ops::clamp_backward(c.grad_out[0], c.input(0), c.attrs().lo, c.attrs().hi);
+}
+
+// The activation derivatives are ops too, so they have derivatives (a second-order graph).
+void backward_tanh_backward(BackwardCall& c) {   // out = g (1 - y^2)
+    const Tensor& gg = c.grad_out[0];
+    if (c.needs_grad(0)) c.grad_in[0] = ops::activation_backward(OP_tanh_backward, gg, c.input(1));
+    if (c.needs_grad(1))
+        c.grad_in[1] = ops::mul(ops::mul(gg, c.input(0)), ops::mul_scalar(c.input(1), -2));
+}
+
+void backward_sigmoid_backward(BackwardCall& c) {   // out = g y (1 - y)
+    const Tensor& gg = c.grad_out[0];
+    if (c.needs_grad(0)) c.grad_in[0] = ops::activation_backward(OP_sigmoid_backward, gg, c.input(1));
+    if (c.needs_grad(1))
+        c.grad_in[1] = ops::mul(ops::mul(gg, c.input(0)), ops::add_scalar(ops::mul_scalar(c.input(1), -2), 1));
+}
+
+void backward_relu_backward(BackwardCall& c) {
+    if (c.needs_grad(0)) c.grad_in[0] = ops::activation_backward(OP_relu_backward, c.grad_out[0], c.input(1));
+}
+
+void backward_clamp_backward(BackwardCall& c) {
+    if (c.needs_grad(0))
+        c.grad_in[0] = ops::clamp_backward(c.grad_out[0], c.input(1), c.attrs().lo, c.attrs().hi);
+}
+
+// Y = op(A) op(B), op = optional transpose. The gradients are products again, with the
+// transposes folded into flags rather than copies.
+void backward_matmul(BackwardCall& c) {
+    const Tensor& g = c.grad_out[0];
+    Tensor a = c.input(0), b = c.input(1);
+    bool ta = c.attrs().trans_a, tb = c.attrs().trans_b;
+    auto product = [&](const Tensor& x, const Tensor& y, bool tx, bool ty) {
+        return c.node->op == OP_bmm ? ops::bmm(x, y, tx, ty) : ops::mm(x, y, tx, ty);
+    };
+    if (c.needs_grad(0)) {
+        if (!ta) c.grad_in[0] = product(g, b, false, !tb);   // dA = g op(B)ᵀ
+        else c.grad_in[0] = product(b, g, tb, true);         // dA = (g op(B)ᵀ)ᵀ = op(B) gᵀ
+    }
+    if (c.needs_grad(1)) {
+        if (!tb) c.grad_in[1] = product(a, g, !ta, false);   // dB = op(A)ᵀ g
+        else c.grad_in[1] = product(g, a, true, ta);         // dB = (op(A)ᵀ g)ᵀ = gᵀ op(A)
+    }
+}
+
+void backward_transpose(BackwardCall& c) {
+    c.grad_in[0] = ops::transpose(c.grad_out[0], c.attrs().dim, c.attrs().dim2);
+}
+
+void backward_reshape(BackwardCall& c) { c.grad_in[0] = ops::reshape(c.grad_out[0], c.input_shape(0)); }
+
+void backward_expand(BackwardCall& c) { c.grad_in[0] = reduce_to(c.grad_out[0], c.input_shape(0)); }
+
+void backward_sum_to(BackwardCall& c) { c.grad_in[0] = ops::expand(c.grad_out[0], c.input_shape(0)); }
+
+void backward_cat(BackwardCall& c) {
+    int dim = c.attrs().dim;
+    int64_t offset = 0;
+    for (int i = 0; i < c.node->inputs.size(); ++i) {
+        int64_t length = c.input_shape(i).dims[dim];
+        if (c.needs_grad(i)) c.grad_in[i] = ops::narrow(c.grad_out[0], dim, offset, length);
+        offset += length;
+    }
+}
+
+void backward_narrow(BackwardCall& c) {
+    c.grad_in[0] = ops::narrow_backward(c.grad_out[0], c.attrs().dim, c.attrs().start, c.input_shape(0));
+}
+
+void backward_narrow_backward(BackwardCall& c) {
+    c.grad_in[0] = ops::narrow(c.grad_out[0], c.attrs().dim, c.attrs().start, c.attrs().length);
+}
+
+// The gradient of a reduction, spread back over the input's shape.
+static Tensor spread_reduced_grad(const BackwardCall& c, const Tensor& g) {
+    const OpAttrs& a = c.attrs();
+    Tensor kept = (!a.all && !a.keepdim) ? ops::unsqueeze(g, a.dim) : g;
+    return ops::expand(kept, c.input_shape(0));
+}
+
+void backward_sum(BackwardCall& c) { c.grad_in[0] = spread_reduced_grad(c, c.grad_out[0]); }
+
+void backward_mean(BackwardCall& c) {
+    double count = static_cast<double>(c.input_shape(0).numel()) / c.output(0).numel();
+    c.grad_in[0] = ops::div_scalar(spread_reduced_grad(c, c.grad_out[0]), count);
+}
+
+void backward_max(BackwardCall& c) {
+    const OpAttrs& a = c.attrs();
+    const Tensor& g = c.grad_out[0];
+    if (a.all) {   // shared evenly among ties, as PyTorch does
+        Tensor mask = ops::eq(c.input(0), c.output(0));
+        Tensor share = ops::div(g, ops::reduce_all(OP_sum, mask));
+        c.grad_in[0] = ops::mul(mask, share);
+        return;
+    }
+    Tensor indices = c.output(1);
+    Tensor g_kept = a.keepdim ? g : ops::unsqueeze(g, a.dim);
+    Tensor i_kept = a.keepdim ? indices : ops::unsqueeze(indices, a.dim);
+    c.grad_in[0] = ops::scatter_add(g_kept, a.dim, i_kept, c.input_shape(0));
+}
+
+void backward_softmax(BackwardCall& c) {   // dx = y * (g - sum(g * y))
+    const Tensor& g = c.grad_out[0];
+    Tensor y = c.output(0);
+    Tensor dot = ops::reduce(OP_sum, ops::mul(g, y), c.attrs().dim, true);
+    c.grad_in[0] = ops::mul(y, ops::sub(g, dot));
+}
+
+void backward_log_softmax(BackwardCall& c) {   // dx = g - e^y * sum(g)
+    const Tensor& g = c.grad_out[0];
+    Tensor total = ops::reduce(OP_sum, g, c.attrs().dim, true);
+    c.grad_in[0] = ops::sub(g, ops::mul(ops::unary(OP_exp, c.output(0)), total));
+}
+
+void backward_gather(BackwardCall& c) {
+    if (c.needs_grad(0))
+        c.grad_in[0] = ops::scatter_add(c.grad_out[0], c.attrs().dim, c.input(1), c.input_shape(0));
+}
+
+void backward_scatter_add(BackwardCall& c) {
+    if (c.needs_grad(0)) c.grad_in[0] = ops::gather(c.grad_out[0], c.attrs().dim, c.input(1));
+}
+
+void backward_to(BackwardCall& c) { c.grad_in[0] = ops::to(c.grad_out[0], c.node->inputs[0].value.dtype); }
+
+void backward_add_inplace(BackwardCall& c) {
+    const Tensor& g = c.grad_out[0];
+    double alpha = c.attrs().scalar;
+    if (c.needs_grad(0)) c.grad_in[0] = g;
+    if (c.needs_grad(1)) c.grad_in[1] = reduce_to(alpha == 1 ? g : ops::mul_scalar(g, alpha), c.input_shape(1));
+}
+
+void backward_sub_inplace(BackwardCall& c) {
+    const Tensor& g = c.grad_out[0];
+    if (c.needs_grad(0)) c.grad_in[0] = g;
+    if (c.needs_grad(1)) c.grad_in[1] = reduce_to(ops::mul_scalar(g, -c.attrs().scalar), c.input_shape(1));
+}
+
+void backward_mul_inplace(BackwardCall& c) {   // the multiplier's gradient is refused at record time
+    if (c.needs_grad(0)) c.grad_in[0] = ops::mul(c.grad_out[0], c.input(1));
+}
+
+void backward_copy_inplace(BackwardCall& c) {
+    if (c.needs_grad(1)) c.grad_in[1] = reduce_to(c.grad_out[0], c.input_shape(1));
+}
+
+// ============================================================================================
+// [SECTION] ops::
+
+namespace ops {
+
+Tensor call(OpId op, std::initializer_list<const Tensor*> inputs, const OpAttrs& attrs) {
+    return op_call(op, inputs.begin(), static_cast<int>(inputs.size()), attrs);
+}
+
+static OpAttrs scalar_attrs(double s) {
+    OpAttrs a;
+    a.scalar = s;
+    return a;
+}
+
+static OpAttrs dim_attrs(int dim) {
+    OpAttrs a;
+    a.dim = dim;
+    return a;
+}
+
+static OpAttrs shape_attrs(const Shape& shape) {
+    OpAttrs a;
+    a.shape = shape;
+    return a;
+}
+
+Tensor add(const Tensor& a, const Tensor& b) { return call(OP_add, {&a, &b}); }
+Tensor sub(const Tensor& a, const Tensor& b) { return call(OP_sub, {&a, &b}); }
+Tensor mul(const Tensor& a, const Tensor& b) { return call(OP_mul, {&a, &b}); }
+Tensor div(const Tensor& a, const Tensor& b) { return call(OP_div, {&a, &b}); }
+Tensor eq(const Tensor& a, const Tensor& b) { return call(OP_eq, {&a, &b}); }
+// An int64 tensor with a fractional number becomes float32 first, as PyTorch promotes.
+static Tensor with_scalar(OpId op, const Tensor& x, double s) {
+    if (x.defined() && x.dtype() == DTYPE_I64 && s != std::floor(s)) {
+        Tensor as_float = to(x, DTYPE_F32);
+        return call(op, {&as_float}, scalar_attrs(s));
+    }
+    return call(op, {&x}, scalar_attrs(s));
+}
+
+Tensor add_scalar(const Tensor& x, double s) { return with_scalar(OP_add_scalar, x, s); }
+Tensor mul_scalar(const Tensor& x, double s) { return with_scalar(OP_mul_scalar, x, s); }
+Tensor div_scalar(const Tensor& x, double s) { return call(OP_div_scalar, {&x}, scalar_attrs(s)); }
+Tensor rsub_scalar(const Tensor& x, double s) { return with_scalar(OP_rsub_scalar, x, s); }
+Tensor rdiv_scalar(const Tensor& x, double s) { return call(OP_rdiv_scalar, {&x}, scalar_attrs(s)); }
+Tensor pow(const Tensor& x, double p) { return call(OP_pow, {&x}, scalar_attrs(p)); }
+
+Tensor pow_tensor(const Tensor& base, const Tensor& exponent) {
+    return unary(OP_exp, mul(exponent, unary(OP_log, base)));
+}
+
+Tensor rpow_scalar(double base, const Tensor& exponent) {
+    if (!(base > 0)) engine_fail("pow: a number raised to a tensor needs a positive base, got %g", base);
+    return unary(OP_exp, mul_scalar(exponent, std::log(base)));
+}
+Tensor unary(OpId op, const Tensor& x) { return call(op, {&x}); }
+Tensor neg(const Tensor& x) { return call(OP_neg, {&x}); }
+
+Tensor clamp(const Tensor& x, double lo, double hi) {
+    OpAttrs a;
+    a.lo = lo;
+    a.hi = hi;
+    return call(OP_clamp, {&x}, a);
+}
+
+Tensor activation_backward(OpId op, const Tensor& grad, const Tensor& saved) { return call(op, {&grad, &saved}); }
+
+Tensor clamp_backward(const Tensor& grad, const Tensor& x, double lo, double hi) {
+    OpAttrs a;
+    a.lo = lo;
+    a.hi = hi;
+    return call(OP_clamp_backward, {&grad, &x}, a);
+}
+
+static Tensor product(OpId op, const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
+    OpAttrs attrs;
+    attrs.trans_a = trans_a;
+    attrs.trans_b = trans_b;
+    return call(op, {&a, &b}, attrs);
+}
+
+Tensor mm(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) { return product(OP_mm, a, b, trans_a, trans_b); }
+Tensor bmm(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) { return product(OP_bmm, a, b, trans_a, trans_b); }
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+    if (!a.defined() || !b.defined()) return mm(a, b);   // op_call reports the missing tensor
+    if (a.shape().ndim == 3 && b.shape().ndim == 3) return bmm(a, b);
+    if (a.shape().ndim == 3 && b.shape().ndim == 2) {   // a batch times one matrix: fold the batch into rows
+        const Shape& s = a.shape();
+        Tensor rows = mm(reshape(a, Shape{s[0] * s[1], s[2]}), b);
+        return reshape(rows, Shape{s[0], s[1], b.shape()[1]});
+    }
+    return mm(a, b);
+}
+
+Tensor transpose(const Tensor& x, int d1, int d2) {
+    OpAttrs a;
+    a.dim = d1;
+    a.dim2 = d2;
+    return call(OP_transpose, {&x}, a);
+}
+
+Tensor reshape(const Tensor& x, const Shape& shape) { return call(OP_reshape, {&x}, shape_attrs(shape)); }
+Tensor unsqueeze(const Tensor& x, int dim) { return call(OP_unsqueeze, {&x}, dim_attrs(dim)); }
+
+Tensor squeeze(const Tensor& x, int dim) {
+    OpAttrs a = dim_attrs(dim < 0 ? 0 : dim);
+    a.all = dim < 0;
+    return call(OP_squeeze, {&x}, a);
+}
+
+Tensor expand(const Tensor& x, const Shape& shape) { return call(OP_expand, {&x}, shape_attrs(shape)); }
+Tensor sum_to(const Tensor& x, const Shape& shape) { return call(OP_sum_to, {&x}, shape_attrs(shape)); }
+
+Tensor cat(const std::vector<Tensor>& xs, int dim) {
+    std::vector<const Tensor*> inputs;
+    for (const Tensor& x : xs) inputs.push_back(&x);
+    return op_call(OP_cat, inputs.data(), static_cast<int>(inputs.size()), dim_attrs(dim));
+}
+
+Tensor narrow(const Tensor& x, int dim, int64_t start, int64_t length) {
+    OpAttrs a = dim_attrs(dim);
+    a.start = start;
+    a.length = length;
+    return call(OP_narrow, {&x}, a);
+}
+
+Tensor narrow_backward(const Tensor& g, int dim, int64_t start, const Shape& full) {
+    OpAttrs a = dim_attrs(dim);
+    a.start = start;
+    a.length = g.defined() && dim < g.shape().ndim ? g.shape()[dim] : 0;
+    a.shape = full;
+    return call(OP_narrow_backward, {&g}, a);
+}
+
+Tensor reduce(OpId op, const Tensor& x, int dim, bool keepdim) {
+    OpAttrs a = dim_attrs(dim);
+    a.keepdim = keepdim;
+    return call(op, {&x}, a);
+}
+
+Tensor reduce_all(OpId op, const Tensor& x) {
+    OpAttrs a;
+    a.all = true;
+    return call(op, {&x}, a);
+}
+
+Tensor softmax(const Tensor& x, int dim) { return call(OP_softmax, {&x}, dim_attrs(dim)); }
+Tensor log_softmax(const Tensor& x, int dim) { return call(OP_log_softmax, {&x}, dim_attrs(dim)); }
+Tensor gather(const Tensor& x, int dim, const Tensor& index) { return call(OP_gather, {&x, &index}, dim_attrs(dim)); }
+
+Tensor scatter_add(const Tensor& src, int dim, const Tensor& index, const Shape& shape) {
+    OpAttrs a = dim_attrs(dim);
+    a.shape = shape;
+    return call(OP_scatter_add, {&src, &index}, a);
+}
+
+Tensor to(const Tensor& x, DType dtype) {
+    OpAttrs a;
+    a.dtype = dtype;
+    return call(OP_to, {&x}, a);
+}
+
+Tensor create(OpId op, const Shape& shape, DType dtype, double fill) {
+    OpAttrs a;
+    a.shape = shape;
+    a.dtype = dtype;
+    a.scalar = fill;
+    return op_call(op, nullptr, 0, a);
+}
+
+Tensor from_values(const Shape& shape, DType dtype, const double* values) {
+    OpAttrs a;
+    a.shape = shape;
+    a.dtype = dtype;
+    a.init_values = values;
+    return op_call(OP_tensor, nullptr, 0, a);
+}
+
+// An in-place op returns its output; when autograd tracks it, x now stands for that new node
+// (its history includes the in-place step), as in PyTorch.
+static Tensor rebase(Tensor& x, const Tensor& result) {
+    if (result.node->tracks_grad) x = result;
+    return x;
+}
+
+Tensor add_(Tensor& x, const Tensor& y, double alpha) { return rebase(x, call(OP_add_, {&x, &y}, scalar_attrs(alpha))); }
+Tensor sub_(Tensor& x, const Tensor& y, double alpha) { return rebase(x, call(OP_sub_, {&x, &y}, scalar_attrs(alpha))); }
+
+Tensor mul_(Tensor& x, const Tensor& y) {
+    if (grad_enabled() && y.defined() && y.requires_grad())
+        engine_fail("mul_: the multiplier requires grad, and an in-place product cannot pass a gradient to it "
+                    "(use x * y instead)");
+    return rebase(x, call(OP_mul_, {&x, &y}));
+}
+
+Tensor mul_scalar_(Tensor& x, double s) { return rebase(x, call(OP_mul_scalar_, {&x}, scalar_attrs(s))); }
+Tensor zero_(Tensor& x) { return rebase(x, call(OP_zero_, {&x})); }
+Tensor fill_(Tensor& x, double s) { return rebase(x, call(OP_fill_, {&x}, scalar_attrs(s))); }
+Tensor copy_(Tensor& x, const Tensor& src) { return rebase(x, call(OP_copy_, {&x, &src})); }
+
+}  // namespace ops
+
+}  // namespace td

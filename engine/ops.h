@@ -1,0 +1,173 @@
+// ops.h: the op table's types (OpId, OpInfo, OpAttrs), the three call records the table's
+// functions receive, and `ops::` — one C++ function per op, for backward rules, bindings and tests.
+#pragma once
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "tensor.h"
+
+namespace td {
+
+enum OpId : uint16_t {
+#define OP(name, ...) OP_##name,
+#include "ops.def"
+#undef OP
+    OP_COUNT
+};
+
+enum OpFlags : uint32_t {
+    OPF_CREATE = 1 << 0,      // no inputs: a leaf, filled from the attributes
+    OPF_VIEW = 1 << 1,        // output 0 shares input 0's storage (no copy)
+    OPF_INPLACE = 1 << 2,     // output 0 is input 0's storage, written; its version is bumped
+    OPF_FLOAT_ONLY = 1 << 3,  // int64 inputs are converted to float32 first (as PyTorch promotes)
+    OPF_PROMOTE = 1 << 4,     // inputs of different dtypes are converted to the wider one
+    OPF_SAVES_IN0 = 1 << 5,   // the backward rule reads input 0 (checked for in-place changes)
+    OPF_SAVES_IN1 = 1 << 6,   // ... input 1
+    OPF_SAVES_OUT0 = 1 << 7,  // ... output 0
+};
+
+// Which OpAttrs fields an op reads, for printing (:graph, DOT labels) and for freeze's guards.
+enum AttrsKind : uint8_t {
+    ATTRS_NONE, ATTRS_CREATE, ATTRS_SCALAR, ATTRS_CLAMP, ATTRS_DIM, ATTRS_DIM2,
+    ATTRS_REDUCE, ATTRS_SHAPE, ATTRS_MATMUL, ATTRS_NARROW, ATTRS_DTYPE,
+};
+
+constexpr int MAX_OUTPUTS = 2;
+
+// Every attribute any op takes, flat. Dims here are 0-based; the Lua side converts.
+struct OpAttrs {
+    double scalar = 0;                                          // s, p, alpha, fill value
+    double lo = -std::numeric_limits<double>::infinity();      // clamp bounds
+    double hi = std::numeric_limits<double>::infinity();
+    int dim = 0;                                                // dim, or the first of two
+    int dim2 = 0;
+    bool all = false;                                           // reduce every element / squeeze all size-1 dims
+    bool keepdim = false;
+    bool trans_a = false, trans_b = false;                      // mm/bmm: read A or B transposed
+    int64_t start = 0, length = 0;                              // narrow
+    Shape shape;                                                // created/target/full shape
+    DType dtype = DTYPE_F32;                                    // created dtype, `to` target
+    const double* init_values = nullptr;                        // `tensor`: numel values, read once at creation
+};
+
+// What a shape rule sees and fills.
+struct ShapeCall {
+    const char* op_name;
+    const Value* const* inputs;
+    int n_inputs;
+    const OpAttrs& attrs;
+    int n_outputs = 1;
+    Shape shapes[MAX_OUTPUTS];
+    DType dtypes[MAX_OUTPUTS] = {DTYPE_F32, DTYPE_F32};
+
+    ShapeCall(const char* name, const Value* const* in, int n, const OpAttrs& a)
+        : op_name(name), inputs(in), n_inputs(n), attrs(a) {}
+
+    void set_output(int i, const Shape& shape, DType dtype) {
+        shapes[i] = shape;
+        dtypes[i] = dtype;
+        if (i + 1 > n_outputs) n_outputs = i + 1;
+    }
+};
+
+// What a kernel sees: input values, output values (allocated, or aliased for views and in-place
+// ops), attributes. Kernels know nothing of nodes, hooks or autograd.
+struct KernelCall {
+    const Value* const* inputs;
+    int n_inputs;
+    Value* const* outputs;
+    int n_outputs;
+    const OpAttrs& attrs;
+};
+
+struct Node;
+struct Tensor;
+struct BackwardCall;
+
+typedef void (*ShapeRule)(ShapeCall& call);
+typedef void (*BackwardRule)(BackwardCall& call);
+typedef void (*CpuKernel)(const KernelCall& call);
+
+struct OpInfo {
+    const char* name;
+    int n_inputs;   // -1: variadic (one or more)
+    int max_outputs;
+    uint32_t flags;
+    AttrsKind attrs_kind;
+    ShapeRule shape_rule;
+    BackwardRule backward_rule;
+    CpuKernel cpu_kernel;
+    const char* math;
+};
+
+extern const OpInfo op_table[OP_COUNT];
+inline const OpInfo& op_info(OpId op) { return op_table[op]; }
+bool op_find(const char* name, OpId* out);
+// "dim=2 keepdim" style description of the attributes an op uses (dims shown 1-based).
+std::string op_describe_attrs(OpId op, const OpAttrs& attrs);
+
+// A user's dim (1-based, or negative counting from the end) as a 0-based dim of a tensor with
+// `ndim` dims; an error naming `op_name` when it is out of range.
+int dim_normalize(const char* op_name, int64_t dim, int ndim);
+
+// Broadcast two shapes NumPy-style; on mismatch an error naming `op_name` and both shapes.
+Shape broadcast_shapes(const char* op_name, const Shape& a, const Shape& b);
+
+// ---------------------------------------------------------------------------------------------
+// ops:: — call an op (records a node and runs it). Dims are 0-based here.
+
+namespace ops {
+Tensor call(OpId op, std::initializer_list<const Tensor*> inputs, const OpAttrs& attrs = OpAttrs());
+
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor eq(const Tensor& a, const Tensor& b);
+Tensor add_scalar(const Tensor& x, double s);
+Tensor mul_scalar(const Tensor& x, double s);
+Tensor div_scalar(const Tensor& x, double s);
+Tensor rsub_scalar(const Tensor& x, double s);
+Tensor rdiv_scalar(const Tensor& x, double s);
+Tensor pow(const Tensor& x, double p);
+Tensor pow_tensor(const Tensor& base, const Tensor& exponent);   // e^(exponent * ln base)
+Tensor rpow_scalar(double base, const Tensor& exponent);         // e^(exponent * ln base)
+Tensor unary(OpId op, const Tensor& x);   // neg, exp, log, sqrt, abs, sign, tanh, sigmoid, relu, clone, detach
+Tensor neg(const Tensor& x);
+Tensor clamp(const Tensor& x, double lo, double hi);
+Tensor activation_backward(OpId op, const Tensor& grad, const Tensor& saved);   // tanh_backward etc.
+Tensor clamp_backward(const Tensor& grad, const Tensor& x, double lo, double hi);
+Tensor mm(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
+Tensor bmm(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
+Tensor matmul(const Tensor& a, const Tensor& b);   // mm for 2-D, bmm for 3-D
+Tensor transpose(const Tensor& x, int d1, int d2);
+Tensor reshape(const Tensor& x, const Shape& shape);
+Tensor unsqueeze(const Tensor& x, int dim);
+Tensor squeeze(const Tensor& x, int dim);   // dim < 0: every size-1 dim
+Tensor expand(const Tensor& x, const Shape& shape);
+Tensor sum_to(const Tensor& x, const Shape& shape);
+Tensor cat(const std::vector<Tensor>& xs, int dim);
+Tensor narrow(const Tensor& x, int dim, int64_t start, int64_t length);
+Tensor narrow_backward(const Tensor& g, int dim, int64_t start, const Shape& full);
+Tensor reduce(OpId op, const Tensor& x, int dim, bool keepdim);   // sum, mean, max over one dim
+Tensor reduce_all(OpId op, const Tensor& x);                       // sum, mean, max of every element
+Tensor softmax(const Tensor& x, int dim);
+Tensor log_softmax(const Tensor& x, int dim);
+Tensor gather(const Tensor& x, int dim, const Tensor& index);
+Tensor scatter_add(const Tensor& src, int dim, const Tensor& index, const Shape& shape);
+Tensor to(const Tensor& x, DType dtype);
+Tensor create(OpId op, const Shape& shape, DType dtype, double fill = 0);   // zeros/ones/full/rand/randn/eye/arange
+Tensor from_values(const Shape& shape, DType dtype, const double* values);   // `tensor`
+// In place (return x, rebased when autograd needs it).
+Tensor add_(Tensor& x, const Tensor& y, double alpha = 1);
+Tensor sub_(Tensor& x, const Tensor& y, double alpha = 1);
+Tensor mul_(Tensor& x, const Tensor& y);
+Tensor mul_scalar_(Tensor& x, double s);
+Tensor zero_(Tensor& x);
+Tensor fill_(Tensor& x, double s);
+Tensor copy_(Tensor& x, const Tensor& src);
+}  // namespace ops
+
+}  // namespace td

@@ -1,0 +1,343 @@
+// tape.cpp: recording (op_call), running (exec_node, the one hook), the tape list, node lifetime.
+//
+// [SECTION] engine state   grad mode, phase/group of the current recording, observers, locator
+// [SECTION] source files   interned file names for node locations
+// [SECTION] tape           the intrusive list of live nodes; node destruction
+// [SECTION] op_call        dtype conversion, shape rule, node, outputs, exec
+// [SECTION] exec_node      observers + kernel
+// [SECTION] describe       one-line node descriptions
+#include "tape.h"
+
+#include <random>
+#include <unordered_map>
+
+
+namespace td {
+
+// ============================================================================================
+// [SECTION] engine state
+
+namespace {
+
+struct Observer {
+    int handle;
+    NodeObserver fn;
+    void* user;
+};
+
+struct EngineState {
+    int64_t next_id = 1;
+    Node* tape_head = nullptr;
+    Node* tape_tail = nullptr;
+    int64_t tape_count = 0;
+    uint64_t tape_version = 0;
+    bool grad_enabled = true;
+    std::vector<Observer> observers;
+    int next_observer_handle = 1;
+    SourceLocator locator = nullptr;
+    void* locator_user = nullptr;
+    std::mt19937_64 rng{5489u};
+    std::vector<Node*> dying;   // nodes whose last reference went away, destroyed iteratively
+    bool destroying = false;
+};
+
+EngineState g;
+
+}  // namespace
+
+RecordingContext g_recording;
+
+bool grad_enabled() { return g.grad_enabled; }
+void set_grad_enabled(bool enabled) { g.grad_enabled = enabled; }
+
+int engine_observe(NodeObserver observer, void* user) {
+    int handle = g.next_observer_handle++;
+    g.observers.push_back({handle, observer, user});
+    return handle;
+}
+
+void engine_unobserve(int handle) {
+    for (size_t i = 0; i < g.observers.size(); ++i) {
+        if (g.observers[i].handle == handle) {
+            g.observers.erase(g.observers.begin() + static_cast<long>(i));
+            return;
+        }
+    }
+}
+
+void engine_set_locator(SourceLocator locator, void* user) {
+    g.locator = locator;
+    g.locator_user = user;
+}
+
+void engine_manual_seed(uint64_t seed) { g.rng.seed(seed); }
+uint64_t engine_random_u64() { return g.rng(); }
+
+// ============================================================================================
+// [SECTION] source files
+
+namespace {
+struct SourceFiles {
+    std::vector<std::string> names;
+    std::unordered_map<std::string, int> ids;
+};
+SourceFiles& source_files() {
+    static SourceFiles files;
+    return files;
+}
+}  // namespace
+
+int source_file_intern(const char* name) {
+    SourceFiles& f = source_files();
+    auto it = f.ids.find(name);
+    if (it != f.ids.end()) return it->second;
+    int id = static_cast<int>(f.names.size());
+    f.names.push_back(name);
+    f.ids.emplace(name, id);
+    return id;
+}
+
+const char* source_file_name(int file) {
+    SourceFiles& f = source_files();
+    if (file < 0 || file >= static_cast<int>(f.names.size())) return "?";
+    return f.names[file].c_str();
+}
+
+std::string source_loc_str(SourceLoc loc) {
+    if (loc.file < 0) return "?";
+    return std::string(source_file_name(loc.file)) + ":" + std::to_string(loc.line);
+}
+
+// ============================================================================================
+// [SECTION] tape
+
+static void tape_append(Node* node) {
+    node->tape_prev = g.tape_tail;
+    node->tape_next = nullptr;
+    if (g.tape_tail) g.tape_tail->tape_next = node;
+    else g.tape_head = node;
+    g.tape_tail = node;
+    ++g.tape_count;
+    ++g.tape_version;
+}
+
+static void tape_unlink(Node* node) {
+    if (node->tape_prev) node->tape_prev->tape_next = node->tape_next;
+    else if (g.tape_head == node) g.tape_head = node->tape_next;
+    else return;   // never appended
+    if (node->tape_next) node->tape_next->tape_prev = node->tape_prev;
+    else g.tape_tail = node->tape_prev;
+    --g.tape_count;
+    ++g.tape_version;
+}
+
+// Destroying a node drops its references, which can free a long chain of nodes. Do it with a
+// work list, not recursion, so a 100,000-step graph does not overflow the stack.
+void node_destroy(Node* node) {
+    g.dying.push_back(node);
+    if (g.destroying) return;
+    g.destroying = true;
+    while (!g.dying.empty()) {
+        Node* n = g.dying.back();
+        g.dying.pop_back();
+        tape_unlink(n);
+        delete n;
+    }
+    g.destroying = false;
+}
+
+Node* tape_first() { return g.tape_head; }
+int64_t tape_live_count() { return g.tape_count; }
+uint64_t tape_version() { return g.tape_version; }
+int64_t tape_next_id() { return g.next_id; }
+
+Node* tape_find(int64_t id) {
+    for (Node* n = g.tape_tail; n; n = n->tape_prev) {
+        if (n->id == id) return n;
+        if (n->id < id) break;
+    }
+    return nullptr;
+}
+
+// ============================================================================================
+// [SECTION] op_call
+
+static int dtype_rank(DType d) { return d == DTYPE_F64 ? 2 : d == DTYPE_F32 ? 1 : 0; }
+
+// The dtype input i must have for this op, given all inputs (see OPF_PROMOTE, OPF_FLOAT_ONLY).
+static DType required_dtype(const OpInfo& info, const Tensor* const* inputs, int n_inputs, int i) {
+    DType d = inputs[i]->dtype();
+    if (info.flags & OPF_PROMOTE) {
+        for (int j = 0; j < n_inputs; ++j)
+            if (dtype_rank(inputs[j]->dtype()) > dtype_rank(d)) d = inputs[j]->dtype();
+    } else if ((info.flags & OPF_INPLACE) && i == 1) {
+        d = inputs[0]->dtype();
+    }
+    if ((info.flags & OPF_FLOAT_ONLY) && d == DTYPE_I64) d = DTYPE_F32;
+    return d;
+}
+
+static void fail_inplace_on_leaf(const OpInfo& info, const Tensor& x) {
+    engine_fail("%s: tensor #%lld is a leaf that requires grad; change it in place only inside "
+                "torch.no_grad (as an optimizer step does)",
+                info.name, static_cast<long long>(x.id()));
+}
+
+Tensor op_call(OpId op, const Tensor* const* inputs, int n_inputs, const OpAttrs& attrs) {
+    const OpInfo& info = op_table[op];
+    if (info.n_inputs >= 0 ? n_inputs != info.n_inputs : n_inputs < 1)
+        engine_fail("%s: expects %d tensor input%s, got %d", info.name, info.n_inputs < 0 ? 1 : info.n_inputs,
+                    info.n_inputs == 1 ? "" : "s", n_inputs);
+    for (int i = 0; i < n_inputs; ++i)
+        if (!inputs[i] || !inputs[i]->defined()) engine_fail("%s: input %d is not a tensor", info.name, i + 1);
+
+    // Convert inputs whose dtype the op does not take (each conversion is a recorded `to` node).
+    std::vector<Tensor> converted;
+    std::vector<const Tensor*> converted_ptrs;
+    if (info.flags & (OPF_PROMOTE | OPF_FLOAT_ONLY | OPF_INPLACE)) {
+        for (int i = 0; i < n_inputs; ++i) {
+            DType want = required_dtype(info, inputs, n_inputs, i);
+            if (want == inputs[i]->dtype()) continue;
+            if (converted.empty()) {
+                converted.reserve(n_inputs);
+                for (int j = 0; j < n_inputs; ++j) converted.push_back(*inputs[j]);
+            }
+            converted[i] = ops::to(*inputs[i], want);
+        }
+        if (!converted.empty()) {
+            for (const Tensor& t : converted) converted_ptrs.push_back(&t);
+            inputs = converted_ptrs.data();
+        }
+    }
+
+    // Shape rule: output shapes and dtypes, or an error.
+    const Value* input_values_local[4];
+    std::vector<const Value*> input_values_heap;
+    const Value** input_values = input_values_local;
+    if (n_inputs > 4) {
+        input_values_heap.resize(n_inputs);
+        input_values = input_values_heap.data();
+    }
+    for (int i = 0; i < n_inputs; ++i) input_values[i] = &inputs[i]->value();
+    ShapeCall shape_call(info.name, input_values, n_inputs, attrs);
+    info.shape_rule(shape_call);
+
+    bool track = false;
+    if (g.grad_enabled && info.backward_rule)
+        for (int i = 0; i < n_inputs && !track; ++i) track = inputs[i]->requires_grad();
+    if ((info.flags & OPF_INPLACE) && track && inputs[0]->node->is_leaf() && inputs[0]->requires_grad())
+        fail_inplace_on_leaf(info, *inputs[0]);
+
+    // Record the node.
+    Node* node = new Node();
+    Tensor result(node, 0);   // owns the node from here on, so an error below frees it
+    node->id = g.next_id++;
+    node->op = op;
+    node->phase = g_recording.phase;
+    node->tracks_grad = track;
+    node->attrs = attrs;
+    if (g_recording.group_node) {
+        node->group = g_recording.group_node->id;
+        node->where = g_recording.group_node->where;
+        g_recording.group_node->backward_nodes.push_back(Ref<Node>(node));
+    } else if (g.locator) {
+        node->where = g.locator(g.locator_user);
+    }
+    node->inputs.resize(n_inputs);
+    for (int i = 0; i < n_inputs; ++i) {
+        Edge& e = node->inputs[i];
+        e.id = inputs[i]->node->id;
+        e.output = inputs[i]->output;
+        e.value = inputs[i]->value();
+        e.version = e.value.storage->version;
+        if (track) e.node = inputs[i]->node;
+    }
+    node->outputs.resize(shape_call.n_outputs);
+    for (int i = 0; i < shape_call.n_outputs; ++i) {
+        Output& out = node->outputs[i];
+        if (i == 0 && (info.flags & (OPF_VIEW | OPF_INPLACE))) {
+            out.value.shape = shape_call.shapes[0];
+            out.value.dtype = shape_call.dtypes[0];
+            out.value.storage = input_values[0]->storage;
+        } else {
+            out.value = value_new(shape_call.shapes[i], shape_call.dtypes[i]);
+        }
+        out.requires_grad = track && dtype_is_float(shape_call.dtypes[i]);
+    }
+    tape_append(node);
+
+    exec_node(node);
+    node->attrs.init_values = nullptr;   // only valid during the call
+    return result;
+}
+
+// ============================================================================================
+// [SECTION] exec_node
+
+static void notify_observers(Node* node, HookEvent event) {
+    // An observer may unsubscribe (or subscribe) while being called: iterate over a copy.
+    std::vector<Observer> current = g.observers;
+    for (const Observer& o : current) o.fn(node, event, o.user);
+}
+
+void exec_node(Node* node) {
+    if (!g.observers.empty()) notify_observers(node, HOOK_BEFORE);
+
+    const Value* inputs_local[4];
+    std::vector<const Value*> inputs_heap;
+    const Value** inputs = inputs_local;
+    int n_inputs = node->inputs.size();
+    if (n_inputs > 4) {
+        inputs_heap.resize(n_inputs);
+        inputs = inputs_heap.data();
+    }
+    for (int i = 0; i < n_inputs; ++i) inputs[i] = &node->inputs[i].value;
+    Value* outputs[MAX_OUTPUTS];
+    int n_outputs = node->outputs.size();
+    for (int i = 0; i < n_outputs; ++i) outputs[i] = &node->outputs[i].value;
+
+    KernelCall call{inputs, n_inputs, outputs, n_outputs, node->attrs};
+    node->info().cpu_kernel(call);
+
+    if (node->info().flags & OPF_INPLACE) ++node->outputs[0].value.storage->version;
+    for (Output& out : node->outputs) out.version = out.value.storage->version;
+
+    if (!g.observers.empty()) notify_observers(node, HOOK_AFTER);
+}
+
+// ============================================================================================
+// [SECTION] describe
+
+std::string node_describe(const Node* node) {
+    std::string s = "#";
+    s += std::to_string(node->id);
+    s += ' ';
+    s += node->name();
+    std::string attrs = op_describe_attrs(node->op, node->attrs);
+    if (!attrs.empty()) {
+        s += '(';
+        s += attrs;
+        s += ')';
+    }
+    for (const Output& out : node->outputs) {
+        s += ' ';
+        s += out.value.shape.str();
+    }
+    if (node->inputs.size() > 0) {
+        s += " <-";
+        for (const Edge& e : node->inputs) {
+            s += " #";
+            s += std::to_string(e.id);
+        }
+    }
+    if (node->phase == PHASE_BACKWARD) {
+        s += "  (backward of #";
+        s += std::to_string(node->group);
+        s += ')';
+    }
+    s += "  ";
+    s += source_loc_str(node->where);
+    return s;
+}
+
+}  // namespace td

@@ -1,0 +1,200 @@
+// tape.h: nodes, the tape, the one place nodes run, and autograd.
+//
+// Every op call records a Node: an integer id (from 1, never reused), the op, its input edges,
+// attributes, outputs, phase (forward/backward), group, and the Lua file:line that made it. The
+// tape is the live nodes in record order (an intrusive list); it does not keep them alive.
+// A node lives while something reaches it: a Tensor handle, a node that holds it as an input
+// (only nodes in an autograd graph hold their inputs), or the forward node whose backward pass it
+// belongs to. Every node runs through exec_node(), which calls the observers before and after.
+#pragma once
+
+#include <vector>
+
+#include "ops.h"
+
+namespace td {
+
+struct Node;
+void node_destroy(Node* node);
+inline void ref_retain(Node* n);
+inline void ref_release(Node* n);
+
+enum Phase : uint8_t { PHASE_FORWARD, PHASE_BACKWARD };
+
+struct SourceLoc {
+    int file = -1;   // index into the interned file names; -1 when unknown
+    int line = 0;
+};
+int source_file_intern(const char* name);
+const char* source_file_name(int file);   // "?" when unknown
+std::string source_loc_str(SourceLoc loc);   // "rnn_cell.lua:12"
+
+// A tensor as C++ code and Lua hold it: one output of one node. Empty when `node` is null.
+struct Tensor {
+    Ref<Node> node;
+    int output = 0;
+
+    Tensor() = default;
+    Tensor(Node* n, int out) : node(n), output(out) {}
+    bool defined() const { return static_cast<bool>(node); }
+    const Value& value() const;
+    const Shape& shape() const { return value().shape; }
+    DType dtype() const { return value().dtype; }
+    int64_t numel() const { return value().numel(); }
+    bool requires_grad() const;
+    int64_t id() const;
+    bool same_as(const Tensor& o) const { return node.get() == o.node.get() && output == o.output; }
+};
+
+// One input of a node. The value is always held (kernels and backward read it); the producing
+// node is held only when this node is part of an autograd graph, so graphs that need no gradient
+// never chain nodes together (a no-grad loop of 10,000 steps keeps one step alive, not all).
+struct Edge {
+    int64_t id = 0;          // producing node's id (kept after that node dies)
+    int output = 0;          // which of its outputs
+    uint32_t version = 0;    // storage version when recorded (checked for saved inputs)
+    Value value;
+    Ref<Node> node;          // only when the consuming node tracks gradients
+};
+
+struct Output {
+    Value value;
+    bool requires_grad = false;
+    uint32_t version = 0;    // storage version right after the node ran (checked when saved)
+    Tensor grad;             // .grad of a leaf, or of a non-leaf that called retain_grad()
+    Tensor pending;          // scratch during backward: the gradient summed so far
+};
+
+// A fixed number of items inline, the rest in a vector: nodes have few inputs and outputs.
+template <class T, int N>
+class SmallList {
+public:
+    int size() const { return count_; }
+    T* data() { return count_ <= N ? local_ : spill_.data(); }
+    const T* data() const { return count_ <= N ? local_ : spill_.data(); }
+    T& operator[](int i) { return data()[i]; }
+    const T& operator[](int i) const { return data()[i]; }
+    T* begin() { return data(); }
+    T* end() { return data() + count_; }
+    const T* begin() const { return data(); }
+    const T* end() const { return data() + count_; }
+    void resize(int n) {   // only grows from empty
+        if (n > N) spill_.resize(n);
+        count_ = n;
+    }
+
+private:
+    int count_ = 0;
+    T local_[N];
+    std::vector<T> spill_;   // holds every item once count_ > N
+};
+
+struct Node {
+    int refcount = 0;
+    int64_t id = 0;
+    OpId op = OP_tensor;
+    Phase phase = PHASE_FORWARD;
+    bool tracks_grad = false;    // recorded with autograd on: holds its inputs, has a backward
+    bool retains_grad = false;
+    int64_t group = 0;           // backward: the forward node it differentiates; forward: 0 for now
+    SourceLoc where;
+    OpAttrs attrs;
+    SmallList<Edge, 2> inputs;
+    SmallList<Output, 1> outputs;
+    std::vector<Ref<Node>> backward_nodes;   // this node's group in the latest backward pass
+    Node* tape_prev = nullptr;
+    Node* tape_next = nullptr;
+    uint32_t walk_mark = 0;      // scratch for graph walks
+
+    const OpInfo& info() const { return op_info(op); }
+    const char* name() const { return op_info(op).name; }
+    bool is_leaf() const { return !tracks_grad; }
+};
+
+inline void ref_retain(Node* n) { ++n->refcount; }
+inline void ref_release(Node* n) {
+    if (--n->refcount == 0) node_destroy(n);
+}
+
+inline const Value& Tensor::value() const { return node->outputs[output].value; }
+inline bool Tensor::requires_grad() const { return node->outputs[output].requires_grad; }
+inline int64_t Tensor::id() const { return node ? node->id : 0; }
+
+// ---------------------------------------------------------------------------------------------
+// Observers: the one hook. Called before and after every node runs, forward and backward.
+
+enum HookEvent : uint8_t { HOOK_BEFORE, HOOK_AFTER };
+typedef void (*NodeObserver)(Node* node, HookEvent event, void* user);
+int engine_observe(NodeObserver observer, void* user);   // returns a handle for unobserve
+void engine_unobserve(int handle);
+
+// Where the current op call comes from (the Lua bindings install one that reads the Lua stack).
+typedef SourceLoc (*SourceLocator)(void* user);
+void engine_set_locator(SourceLocator locator, void* user);
+
+// ---------------------------------------------------------------------------------------------
+// Recording and running
+
+// Record a node for `op` on `inputs` and run it. Returns output 0 (Tensor(node, i) for others).
+Tensor op_call(OpId op, const Tensor* const* inputs, int n_inputs, const OpAttrs& attrs);
+// Run a recorded node: observers before, the kernel, observers after. The only place kernels run.
+void exec_node(Node* node);
+
+// What the recording is inside of. The backward pass sets both: its nodes get phase BACKWARD,
+// the group and the source line of the forward node they differentiate, and are kept by it.
+struct RecordingContext {
+    Phase phase = PHASE_FORWARD;
+    Node* group_node = nullptr;
+};
+extern RecordingContext g_recording;
+
+bool grad_enabled();
+void set_grad_enabled(bool enabled);
+struct NoGradGuard {
+    bool saved;
+    NoGradGuard() : saved(grad_enabled()) { set_grad_enabled(false); }
+    ~NoGradGuard() { set_grad_enabled(saved); }
+};
+
+// The tape: live nodes in id order.
+Node* tape_first();
+Node* tape_find(int64_t id);      // nullptr when that node is gone
+int64_t tape_live_count();
+uint64_t tape_version();          // bumped whenever a node is recorded or dies
+int64_t tape_next_id();
+
+// Seed the random generator used by rand/randn.
+void engine_manual_seed(uint64_t seed);
+uint64_t engine_random_u64();
+
+// ---------------------------------------------------------------------------------------------
+// Autograd
+
+// Backpropagate from `root`. `grad` may be empty when root has one element. Gradients accumulate
+// into .grad of leaves that require grad and of nodes that retain grad. The pass is recorded:
+// its nodes have phase BACKWARD and group = the forward node they differentiate.
+void backward(const Tensor& root, const Tensor* grad);
+
+// What a backward rule sees. It sets grad_in[i] for inputs where needs_grad(i).
+struct BackwardCall {
+    Node* node;
+    const Tensor* grad_out;   // per output; empty where no gradient flowed
+    Tensor* grad_in;          // per input
+
+    bool needs_grad(int i) const {
+        const Edge& e = node->inputs[i];
+        return e.node && e.node->outputs[e.output].requires_grad;
+    }
+    Tensor input(int i) const { return Tensor(node->inputs[i].node.get(), node->inputs[i].output); }
+    Tensor output(int i) const { return Tensor(node, i); }
+    const Shape& input_shape(int i) const { return node->inputs[i].value.shape; }
+    const OpAttrs& attrs() const { return node->attrs; }
+};
+
+// The nodes that produced t: its autograd ancestry and their recorded backward nodes, by id.
+std::vector<Node*> graph_collect(const Tensor& t);
+
+// Description of a node on one line: "#5 tanh [20,1] <- #4  (rnn_cell.lua:12)".
+std::string node_describe(const Node* node);
+
+}  // namespace td

@@ -1,0 +1,188 @@
+// tensor.cpp: dtypes, shapes, and the storage allocator.
+//
+// The allocator keeps freed blocks of 4 KiB and more in exact-size free lists (capped), because a
+// training loop frees and re-allocates the same sizes every step and going back to the kernel for
+// each (mmap, page faults, zeroing) costs more than the arithmetic on small models.
+#include "tensor.h"
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <unordered_map>
+#include <vector>
+
+namespace td {
+
+const char* dtype_name(DType dtype) {
+    switch (dtype) {
+        case DTYPE_F32: return "float32";
+        case DTYPE_F64: return "float64";
+        case DTYPE_I64: return "int64";
+    }
+    return "?";
+}
+
+size_t dtype_size(DType dtype) { return dtype == DTYPE_F32 ? 4 : 8; }
+
+bool dtype_is_float(DType dtype) { return dtype != DTYPE_I64; }
+
+bool dtype_parse(const char* name, DType* out) {
+    struct Alias { const char* name; DType dtype; };
+    static const Alias aliases[] = {
+        {"float32", DTYPE_F32}, {"float", DTYPE_F32}, {"float64", DTYPE_F64},
+        {"double", DTYPE_F64},  {"int64", DTYPE_I64}, {"long", DTYPE_I64},
+    };
+    for (const Alias& a : aliases) {
+        if (strcmp(a.name, name) == 0) {
+            *out = a.dtype;
+            return true;
+        }
+    }
+    return false;
+}
+
+const char* device_name(Device device) { return device == DEVICE_CPU ? "cpu" : "cuda"; }
+
+void engine_fail(const char* format, ...) {
+    char buffer[1024];
+    va_list args;
+    va_start(args, format);
+    vsnprintf(buffer, sizeof buffer, format, args);
+    va_end(args);
+    throw EngineError(buffer);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shape
+
+Shape::Shape(std::initializer_list<int64_t> list) {
+    if (list.size() > MAX_DIMS) engine_fail("shape: at most %d dimensions", MAX_DIMS);
+    for (int64_t d : list) dims[ndim++] = d;
+}
+
+bool Shape::operator==(const Shape& o) const {
+    if (ndim != o.ndim) return false;
+    for (int i = 0; i < ndim; ++i)
+        if (dims[i] != o.dims[i]) return false;
+    return true;
+}
+
+std::string Shape::str() const {
+    std::string s = "[";
+    for (int i = 0; i < ndim; ++i) {
+        if (i) s += ",";
+        s += std::to_string(dims[i]);
+    }
+    return s + "]";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Storage allocator
+
+namespace {
+
+constexpr size_t HEADER_BYTES = 64;              // Storage header, padded so data is 64-aligned
+constexpr size_t POOL_MIN_BYTES = 4096;          // smaller blocks go straight to malloc
+constexpr size_t POOL_MAX_CACHED = 256u << 20;   // never keep more than this in free lists
+
+struct StoragePool {
+    std::unordered_map<size_t, std::vector<Storage*>> free_by_size;
+    size_t cached_bytes = 0;
+    size_t allocated_total = 0;
+    size_t live_bytes = 0;
+    uint64_t next_serial = 1;
+
+    ~StoragePool() { drop_all(); }
+    void drop_all() {
+        for (auto& entry : free_by_size)
+            for (Storage* s : entry.second) std::free(s);
+        free_by_size.clear();
+        cached_bytes = 0;
+    }
+};
+
+StoragePool& pool() {
+    static StoragePool instance;
+    return instance;
+}
+
+size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
+
+}  // namespace
+
+Storage* storage_new(size_t bytes, Device device) {
+    if (device != DEVICE_CPU) engine_fail("storage: device %s is not available", device_name(device));
+    StoragePool& p = pool();
+    size_t rounded = round_up(bytes == 0 ? 1 : bytes, 64);
+    Storage* s = nullptr;
+    if (rounded >= POOL_MIN_BYTES) {
+        auto it = p.free_by_size.find(rounded);
+        if (it != p.free_by_size.end() && !it->second.empty()) {
+            s = it->second.back();
+            it->second.pop_back();
+            p.cached_bytes -= rounded;
+        }
+    }
+    if (!s) {
+        void* block = std::aligned_alloc(64, HEADER_BYTES + rounded);
+        if (!block) engine_fail("out of memory allocating %zu bytes", bytes);
+        s = static_cast<Storage*>(block);
+        s->data = static_cast<char*>(block) + HEADER_BYTES;
+    }
+    s->refcount = 1;
+    s->device = device;
+    s->grad_owned = false;
+    s->version = 0;
+    s->serial = p.next_serial++;
+    s->bytes = rounded;
+    p.allocated_total += rounded;
+    p.live_bytes += rounded;
+    return s;
+}
+
+void storage_free(Storage* s) {
+    StoragePool& p = pool();
+    p.live_bytes -= s->bytes;
+    if (s->bytes >= POOL_MIN_BYTES) {
+        if (p.cached_bytes + s->bytes > POOL_MAX_CACHED) p.drop_all();
+        p.free_by_size[s->bytes].push_back(s);
+        p.cached_bytes += s->bytes;
+        return;
+    }
+    std::free(s);
+}
+
+size_t storage_bytes_allocated_total() { return pool().allocated_total; }
+size_t storage_bytes_live() { return pool().live_bytes; }
+uint64_t storage_next_serial() { return pool().next_serial; }
+
+// ---------------------------------------------------------------------------------------------
+// Value
+
+Value value_new(const Shape& shape, DType dtype, Device device) {
+    Value v;
+    v.shape = shape;
+    v.dtype = dtype;
+    v.storage = Ref<Storage>::adopt(storage_new(shape.numel() * dtype_size(dtype), device));
+    return v;
+}
+
+double value_get(const Value& v, int64_t i) {
+    switch (v.dtype) {
+        case DTYPE_F32: return v.data<float>()[i];
+        case DTYPE_F64: return v.data<double>()[i];
+        case DTYPE_I64: return static_cast<double>(v.data<int64_t>()[i]);
+    }
+    return 0;
+}
+
+void value_set(const Value& v, int64_t i, double x) {
+    switch (v.dtype) {
+        case DTYPE_F32: v.data<float>()[i] = static_cast<float>(x); break;
+        case DTYPE_F64: v.data<double>()[i] = x; break;
+        case DTYPE_I64: v.data<int64_t>()[i] = static_cast<int64_t>(x); break;
+    }
+}
+
+}  // namespace td

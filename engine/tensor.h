@@ -1,0 +1,147 @@
+// tensor.h: the data side of a tensor, with no autograd in it.
+//
+// A Value is what one output of one node holds: a dtype, a shape and a refcounted Storage (the
+// bytes, on a device). Storage is always contiguous and row-major; views (reshape) share it. The
+// autograd side (which node made a value, its gradient) lives in tape.h.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace td {
+
+enum DType : uint8_t { DTYPE_F32, DTYPE_F64, DTYPE_I64 };
+enum Device : uint8_t { DEVICE_CPU, DEVICE_CUDA };
+
+const char* dtype_name(DType dtype);   // "float32", "float64", "int64"
+size_t dtype_size(DType dtype);
+bool dtype_is_float(DType dtype);
+bool dtype_parse(const char* name, DType* out);   // accepts "float32"/"float"/"float64"/"double"/"int64"/"long"
+const char* device_name(Device device);
+
+// Every error the engine raises for bad input: the message names the op and the shapes.
+struct EngineError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+[[noreturn]] void engine_fail(const char* format, ...) __attribute__((format(printf, 1, 2)));
+
+// ---------------------------------------------------------------------------------------------
+// Shape: up to MAX_DIMS dimensions, inline (no allocation). A 0-d shape is a scalar (numel 1).
+
+constexpr int MAX_DIMS = 6;
+
+struct Shape {
+    int ndim = 0;
+    int64_t dims[MAX_DIMS] = {};
+
+    Shape() = default;
+    Shape(std::initializer_list<int64_t> list);
+    int64_t operator[](int i) const { return dims[i]; }
+    int64_t numel() const {
+        int64_t n = 1;
+        for (int i = 0; i < ndim; ++i) n *= dims[i];
+        return n;
+    }
+    bool operator==(const Shape& o) const;
+    bool operator!=(const Shape& o) const { return !(*this == o); }
+    std::string str() const;   // "[20,20]"; "[]" for a scalar
+};
+
+// ---------------------------------------------------------------------------------------------
+// Storage: refcounted bytes on a device. `version` is bumped by every in-place write, so that
+// autograd can tell a saved tensor was changed after it was saved.
+
+struct Storage {
+    int refcount;
+    Device device;
+    bool grad_owned;     // already holds some tensor's .grad: a second claimant must copy it
+    uint32_t version;
+    uint64_t serial;     // allocation order, so a backward pass can tell the storages it made
+    size_t bytes;
+    void* data;
+};
+
+Storage* storage_new(size_t bytes, Device device);   // refcount 1, contents uninitialised
+void storage_free(Storage* storage);
+size_t storage_bytes_allocated_total();               // running total, for Lua's collector
+size_t storage_bytes_live();                          // bytes held by live storages right now
+uint64_t storage_next_serial();                       // the serial the next storage will get
+
+inline void ref_retain(Storage* s) { ++s->refcount; }
+inline void ref_release(Storage* s) {
+    if (--s->refcount == 0) storage_free(s);
+}
+
+// Ref<T>: an intrusive strong reference. T provides ref_retain(T*) and ref_release(T*).
+template <class T>
+class Ref {
+public:
+    Ref() = default;
+    Ref(T* p) : ptr_(p) {   // takes a new reference
+        if (ptr_) ref_retain(ptr_);
+    }
+    Ref(const Ref& o) : ptr_(o.ptr_) {
+        if (ptr_) ref_retain(ptr_);
+    }
+    Ref(Ref&& o) noexcept : ptr_(o.ptr_) { o.ptr_ = nullptr; }
+    ~Ref() {
+        if (ptr_) ref_release(ptr_);
+    }
+    Ref& operator=(const Ref& o) {
+        if (o.ptr_) ref_retain(o.ptr_);
+        if (ptr_) ref_release(ptr_);
+        ptr_ = o.ptr_;
+        return *this;
+    }
+    Ref& operator=(Ref&& o) noexcept {
+        if (this != &o) {
+            if (ptr_) ref_release(ptr_);
+            ptr_ = o.ptr_;
+            o.ptr_ = nullptr;
+        }
+        return *this;
+    }
+    static Ref adopt(T* p) {   // takes over a reference the caller already owns
+        Ref r;
+        r.ptr_ = p;
+        return r;
+    }
+    T* get() const { return ptr_; }
+    T* operator->() const { return ptr_; }
+    T& operator*() const { return *ptr_; }
+    explicit operator bool() const { return ptr_ != nullptr; }
+    void reset() {
+        if (ptr_) ref_release(ptr_);
+        ptr_ = nullptr;
+    }
+
+private:
+    T* ptr_ = nullptr;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Value: dtype + shape + storage. Cheap to copy (one refcount increment).
+
+struct Value {
+    Shape shape;
+    DType dtype = DTYPE_F32;
+    Ref<Storage> storage;
+
+    int64_t numel() const { return shape.numel(); }
+    template <class T>
+    T* data() const {
+        return static_cast<T*>(storage->data);
+    }
+    void* raw() const { return storage->data; }
+    Device device() const { return storage->device; }
+};
+
+// A new value with fresh (uninitialised) storage.
+Value value_new(const Shape& shape, DType dtype, Device device = DEVICE_CPU);
+// Element i (row-major) read as a double, whatever the dtype.
+double value_get(const Value& v, int64_t i);
+void value_set(const Value& v, int64_t i, double x);
+
+}  // namespace td

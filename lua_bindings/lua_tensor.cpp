@@ -1,0 +1,1021 @@
+// lua_tensor.cpp: the Tensor userdata and the `torch` table, in Lua's idiom (luaL_Reg tables).
+//
+// Bindings check arguments and call the engine; they hold no logic of their own. Every binding
+// runs inside call_binding(), which turns a C++ error into a Lua error of the form
+// "mm: shapes [20,20] and [10,1] do not match (rnn.lua:7)". Dims are 1-based, as in Lua and
+// Torch7 (negative dims count from the end); dtype defaults to float32.
+//
+// [SECTION] plumbing       type checks, errors, pushing tensors, Lua's collector, source locator
+// [SECTION] arguments      shapes, options, nested tables
+// [SECTION] creation       torch.tensor zeros ones full rand randn eye arange manual_seed
+// [SECTION] ops            functions that are both torch.f(x, ...) and x:f(...)
+// [SECTION] tensor         methods and fields that only tensors have
+// [SECTION] torch          no_grad, graph, graphviz, tape, ...
+// [SECTION] open           metatables and registration
+#include <chrono>
+#include <cstdarg>
+#include <cstring>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "dot_export.h"
+#include "format.h"
+#include "tapedeck_lua.h"
+
+using namespace td;
+
+namespace {
+
+// ============================================================================================
+// [SECTION] plumbing
+
+const char* const TENSOR_TYPE = "tapedeck.Tensor";
+const char* const NODE_TYPE = "tapedeck.Node";
+const char* const GRAD_MODE_TYPE = "tapedeck.GradMode";
+int g_tensor_metatable_key;             // address used as the registry key of the metatable
+const void* g_tensor_metatable = nullptr;
+lua_State* g_current_state = nullptr;   // the thread whose binding is running (for the locator)
+size_t g_bytes_told_to_lua = 0;
+
+// A bad argument; call_binding prefixes the function's name and appends the script line.
+struct ArgError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+[[noreturn]] __attribute__((format(printf, 2, 3))) void arg_fail(int index, const char* format, ...) {
+    char buffer[512];
+    va_list args;
+    va_start(args, format);
+    vsnprintf(buffer, sizeof buffer, format, args);
+    va_end(args);
+    throw ArgError("argument " + std::to_string(index) + ": " + buffer);
+}
+
+struct Binding {
+    const char* name;
+    lua_CFunction fn;
+};
+
+std::string where_at(lua_State* L, int level) {
+    lua_Debug ar;
+    for (; lua_getstack(L, level, &ar); ++level) {
+        lua_getinfo(L, "Sl", &ar);
+        if (ar.currentline > 0) return std::string(ar.short_src) + ":" + std::to_string(ar.currentline);
+    }
+    return "";
+}
+
+// Run fn(L), turning a C++ error into a Lua error naming the function and the script line. The
+// Lua error is raised after the catch block has ended (it unwinds as an exception of its own).
+int run_guarded(lua_State* L, lua_CFunction fn, const char* name) {
+    std::string message;
+    g_current_state = L;
+    try {
+        return fn(L);
+    } catch (const ArgError& e) {
+        message = std::string(name) + ": " + e.what();
+    } catch (const std::exception& e) {
+        message = e.what();
+    }
+    std::string where = where_at(L, 1);
+    if (!where.empty()) message += " (" + where + ")";
+    lua_pushstring(L, message.c_str());
+    return lua_error(L);
+}
+
+// Every binding is a closure over its Binding record, called through here.
+int call_binding(lua_State* L) {
+    const Binding* b = static_cast<const Binding*>(lua_touserdata(L, lua_upvalueindex(1)));
+    return run_guarded(L, b->fn, b->name);
+}
+
+void register_bindings(lua_State* L, const Binding* bindings) {
+    for (const Binding* b = bindings; b->name; ++b) {
+        lua_pushlightuserdata(L, const_cast<Binding*>(b));
+        lua_pushcclosure(L, call_binding, 1);
+        lua_setfield(L, -2, b->name);
+    }
+}
+
+Tensor* test_tensor(lua_State* L, int idx) {
+    void* p = lua_touserdata(L, idx);
+    if (!p || !lua_getmetatable(L, idx)) return nullptr;
+    bool is_tensor = lua_topointer(L, -1) == g_tensor_metatable;
+    lua_pop(L, 1);
+    return is_tensor ? static_cast<Tensor*>(p) : nullptr;
+}
+
+Tensor& check_tensor(lua_State* L, int idx) {
+    Tensor* t = test_tensor(L, idx);
+    if (!t) arg_fail(idx, "tensor expected, got %s", luaL_typename(L, idx));
+    return *t;
+}
+
+// Lua's collector sees only the small userdata; tell it about the tensor bytes allocated since
+// the last report, so big tensors are collected promptly (a training loop does not grow).
+void tell_collector(lua_State* L) {
+    size_t total = storage_bytes_allocated_total();
+    size_t fresh = total - g_bytes_told_to_lua;
+    if (fresh >= (256u << 10)) {
+        g_bytes_told_to_lua = total;
+        lua_gc(L, LUA_GCSTEP, static_cast<int>(fresh >> 10));
+    }
+}
+
+int push_tensor(lua_State* L, Tensor t) {
+    void* p = lua_newuserdatauv(L, sizeof(Tensor), 0);
+    new (p) Tensor(std::move(t));
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &g_tensor_metatable_key);
+    lua_setmetatable(L, -2);
+    tell_collector(L);
+    return 1;
+}
+
+// Nodes record the innermost Lua line that called an op. The file name is interned once per file.
+SourceLoc locate_in_lua(void*) {
+    static std::string last_name;
+    static int last_file = -1;
+    lua_State* L = g_current_state;
+    SourceLoc loc;
+    if (!L) return loc;
+    lua_Debug ar;
+    for (int level = 1; lua_getstack(L, level, &ar); ++level) {
+        lua_getinfo(L, "Sl", &ar);
+        if (ar.currentline <= 0) continue;
+        if (last_file < 0 || last_name != ar.short_src) {
+            last_name = ar.short_src;
+            last_file = source_file_intern(ar.short_src);
+        }
+        loc.file = last_file;
+        loc.line = ar.currentline;
+        break;
+    }
+    return loc;
+}
+
+// ============================================================================================
+// [SECTION] arguments
+
+int64_t check_integer(lua_State* L, int idx, const char* what) {
+    int is_integer = 0;
+    lua_Integer v = lua_tointegerx(L, idx, &is_integer);
+    if (!is_integer) arg_fail(idx, "%s must be an integer, got %s", what, luaL_typename(L, idx));
+    return v;
+}
+
+double check_number(lua_State* L, int idx, const char* what) {
+    int is_number = 0;
+    lua_Number v = lua_tonumberx(L, idx, &is_number);
+    if (!is_number) arg_fail(idx, "%s must be a number, got %s", what, luaL_typename(L, idx));
+    return v;
+}
+
+int check_dim(lua_State* L, int idx, const char* op_name, int ndim) {
+    return dim_normalize(op_name, check_integer(L, idx, "dim"), ndim);
+}
+
+// Sizes given as d1, d2, ... (numbers from `first` on) or as one table {d1, d2, ...}.
+// *next is set to the first argument after them.
+Shape shape_from_args(lua_State* L, int first, int* next) {
+    Shape s;
+    if (lua_istable(L, first)) {
+        lua_Integer n = luaL_len(L, first);
+        if (n > MAX_DIMS) arg_fail(first, "at most %d dims", MAX_DIMS);
+        for (lua_Integer i = 1; i <= n; ++i) {
+            lua_geti(L, first, i);
+            s.dims[s.ndim++] = check_integer(L, -1, "size");
+            lua_pop(L, 1);
+        }
+        *next = first + 1;
+        return s;
+    }
+    int i = first;
+    for (; lua_type(L, i) == LUA_TNUMBER; ++i) {
+        if (s.ndim == MAX_DIMS) arg_fail(i, "at most %d dims", MAX_DIMS);
+        s.dims[s.ndim++] = check_integer(L, i, "size");
+    }
+    *next = i;
+    return s;
+}
+
+struct CreateOptions {
+    DType dtype = DTYPE_F32;
+    bool requires_grad = false;
+};
+
+// {requires_grad=true, dtype="float64"}; unknown keys are errors (a typo must not pass silently).
+CreateOptions options_from_arg(lua_State* L, int idx, DType default_dtype) {
+    CreateOptions o;
+    o.dtype = default_dtype;
+    if (lua_isnoneornil(L, idx)) return o;
+    if (!lua_istable(L, idx)) arg_fail(idx, "options must be a table like {dtype=\"float64\"}, got %s", luaL_typename(L, idx));
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        const char* key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
+        if (strcmp(key, "requires_grad") == 0) {
+            o.requires_grad = lua_toboolean(L, -1);
+        } else if (strcmp(key, "dtype") == 0) {
+            const char* name = lua_tostring(L, -1);
+            if (!name || !dtype_parse(name, &o.dtype))
+                arg_fail(idx, "unknown dtype '%s' (use float32, float64 or int64)", name ? name : luaL_typename(L, -1));
+        } else {
+            arg_fail(idx, "unknown option '%s' (expected requires_grad or dtype)", key);
+        }
+        lua_pop(L, 1);
+    }
+    return o;
+}
+
+void set_requires_grad(Tensor& t, bool flag) {
+    if (flag && !dtype_is_float(t.dtype()))
+        engine_fail("requires_grad: only float tensors can require gradients (this one is %s)", dtype_name(t.dtype()));
+    if (!t.node->is_leaf())
+        engine_fail("requires_grad: tensor #%lld was computed from others; only leaves can change requires_grad "
+                    "(use detach() to make a leaf)",
+                    static_cast<long long>(t.id()));
+    t.node->outputs[t.output].requires_grad = flag;
+}
+
+int push_created(lua_State* L, Tensor t, const CreateOptions& o) {
+    if (o.requires_grad) set_requires_grad(t, true);
+    return push_tensor(L, std::move(t));
+}
+
+// A nested table of numbers: first find the shape along the first elements, then read every
+// element, checking that the nesting is rectangular.
+void nested_shape(lua_State* L, int idx, Shape& shape) {
+    lua_pushvalue(L, idx);
+    while (lua_istable(L, -1)) {
+        if (shape.ndim == MAX_DIMS) arg_fail(1, "nested deeper than %d levels", MAX_DIMS);
+        lua_Integer n = luaL_len(L, -1);
+        shape.dims[shape.ndim++] = n;
+        if (n == 0) break;
+        lua_geti(L, -1, 1);
+        lua_remove(L, -2);
+    }
+    lua_pop(L, 1);
+}
+
+void nested_values(lua_State* L, int idx, const Shape& shape, int depth, std::string& path, std::vector<double>& out) {
+    if (depth == shape.ndim) {
+        int is_number = 0;
+        double v = lua_tonumberx(L, idx, &is_number);
+        if (!is_number) arg_fail(1, "expected a number at %s, got %s", path.empty() ? "top level" : path.c_str(), luaL_typename(L, idx));
+        out.push_back(v);
+        return;
+    }
+    if (!lua_istable(L, idx) || luaL_len(L, idx) != shape.dims[depth])
+        arg_fail(1, "ragged nested table: %s should be a table of %lld elements", path.empty() ? "the top level" : path.c_str(),
+                 static_cast<long long>(shape.dims[depth]));
+    size_t path_len = path.size();
+    for (lua_Integer i = 1; i <= shape.dims[depth]; ++i) {
+        lua_geti(L, idx, i);
+        path += "[" + std::to_string(i) + "]";
+        nested_values(L, lua_gettop(L), shape, depth + 1, path, out);
+        path.resize(path_len);
+        lua_pop(L, 1);
+    }
+}
+
+// ============================================================================================
+// [SECTION] creation
+
+int l_tensor(lua_State* L) {
+    CreateOptions o = options_from_arg(L, 2, DTYPE_F32);
+    Shape shape;
+    std::vector<double> values;
+    if (lua_type(L, 1) == LUA_TNUMBER) {
+        values.push_back(lua_tonumber(L, 1));
+    } else if (lua_istable(L, 1)) {
+        nested_shape(L, 1, shape);
+        std::string path;
+        nested_values(L, 1, shape, 0, path, values);
+    } else if (Tensor* t = test_tensor(L, 1)) {   // torch.tensor(t): a new leaf with a copy
+        Tensor copy = ops::unary(OP_clone, ops::unary(OP_detach, *t));
+        if (lua_isnoneornil(L, 2)) o.dtype = t->dtype();
+        return push_created(L, copy.dtype() == o.dtype ? copy : ops::to(copy, o.dtype), o);
+    } else {
+        arg_fail(1, "expected a number or a (nested) table of numbers, got %s", luaL_typename(L, 1));
+    }
+    return push_created(L, ops::from_values(shape, o.dtype, values.data()), o);
+}
+
+int create_with(lua_State* L, OpId op, DType default_dtype) {
+    int next;
+    Shape shape = shape_from_args(L, 1, &next);
+    CreateOptions o = options_from_arg(L, next, default_dtype);
+    return push_created(L, ops::create(op, shape, o.dtype), o);
+}
+
+int l_zeros(lua_State* L) { return create_with(L, OP_zeros, DTYPE_F32); }
+int l_ones(lua_State* L) { return create_with(L, OP_ones, DTYPE_F32); }
+int l_rand(lua_State* L) { return create_with(L, OP_rand, DTYPE_F32); }
+int l_randn(lua_State* L) { return create_with(L, OP_randn, DTYPE_F32); }
+
+int l_full(lua_State* L) {
+    if (!lua_istable(L, 1)) arg_fail(1, "size must be a table like {2, 3}, got %s", luaL_typename(L, 1));
+    int next;
+    Shape shape = shape_from_args(L, 1, &next);
+    double value = check_number(L, next, "fill value");
+    CreateOptions o = options_from_arg(L, next + 1, DTYPE_F32);
+    return push_created(L, ops::create(OP_full, shape, o.dtype, value), o);
+}
+
+int l_eye(lua_State* L) {
+    int64_t n = check_integer(L, 1, "n");
+    int opts = 2;
+    int64_t m = n;
+    if (lua_type(L, 2) == LUA_TNUMBER) {
+        m = check_integer(L, 2, "m");
+        opts = 3;
+    }
+    CreateOptions o = options_from_arg(L, opts, DTYPE_F32);
+    return push_created(L, ops::create(OP_eye, Shape{n, m}, o.dtype), o);
+}
+
+int l_arange(lua_State* L) {
+    int64_t n = check_integer(L, 1, "n");
+    CreateOptions o = options_from_arg(L, 2, DTYPE_I64);
+    return push_created(L, ops::create(OP_arange, Shape{n}, o.dtype), o);
+}
+
+int l_manual_seed(lua_State* L) {
+    engine_manual_seed(static_cast<uint64_t>(check_integer(L, 1, "seed")));
+    return 0;
+}
+
+// ============================================================================================
+// [SECTION] ops
+
+enum Arith { ARITH_ADD, ARITH_SUB, ARITH_MUL, ARITH_DIV };
+
+// a (+ - * /) b where either side may be a number.
+int arith(lua_State* L, Arith kind, const char* name) {
+    Tensor* a = test_tensor(L, 1);
+    Tensor* b = test_tensor(L, 2);
+    if (a && b) {
+        switch (kind) {
+            case ARITH_ADD: return push_tensor(L, ops::add(*a, *b));
+            case ARITH_SUB: return push_tensor(L, ops::sub(*a, *b));
+            case ARITH_MUL: return push_tensor(L, ops::mul(*a, *b));
+            case ARITH_DIV: return push_tensor(L, ops::div(*a, *b));
+        }
+    }
+    if (a && lua_type(L, 2) == LUA_TNUMBER) {
+        double s = lua_tonumber(L, 2);
+        switch (kind) {
+            case ARITH_ADD: return push_tensor(L, ops::add_scalar(*a, s));
+            case ARITH_SUB: return push_tensor(L, ops::add_scalar(*a, -s));
+            case ARITH_MUL: return push_tensor(L, ops::mul_scalar(*a, s));
+            case ARITH_DIV: return push_tensor(L, ops::div_scalar(*a, s));
+        }
+    }
+    if (b && lua_type(L, 1) == LUA_TNUMBER) {
+        double s = lua_tonumber(L, 1);
+        switch (kind) {
+            case ARITH_ADD: return push_tensor(L, ops::add_scalar(*b, s));
+            case ARITH_SUB: return push_tensor(L, ops::rsub_scalar(*b, s));
+            case ARITH_MUL: return push_tensor(L, ops::mul_scalar(*b, s));
+            case ARITH_DIV: return push_tensor(L, ops::rdiv_scalar(*b, s));
+        }
+    }
+    engine_fail("%s: expects tensors or numbers, got %s and %s", name, luaL_typename(L, 1), luaL_typename(L, 2));
+}
+
+int l_add(lua_State* L) { return arith(L, ARITH_ADD, "add"); }
+int l_sub(lua_State* L) { return arith(L, ARITH_SUB, "sub"); }
+int l_mul(lua_State* L) { return arith(L, ARITH_MUL, "mul"); }
+int l_div(lua_State* L) { return arith(L, ARITH_DIV, "div"); }
+
+int l_pow(lua_State* L) {
+    Tensor* x = test_tensor(L, 1);
+    Tensor* p = test_tensor(L, 2);
+    if (x && lua_type(L, 2) == LUA_TNUMBER) return push_tensor(L, ops::pow(*x, lua_tonumber(L, 2)));
+    if (x && p) return push_tensor(L, ops::pow_tensor(*x, *p));
+    if (p && lua_type(L, 1) == LUA_TNUMBER) return push_tensor(L, ops::rpow_scalar(lua_tonumber(L, 1), *p));
+    engine_fail("pow: expects tensors or numbers, got %s and %s", luaL_typename(L, 1), luaL_typename(L, 2));
+}
+
+int l_eq(lua_State* L) {
+    Tensor& a = check_tensor(L, 1);
+    if (lua_type(L, 2) == LUA_TNUMBER)
+        return push_tensor(L, ops::eq(a, ops::create(OP_full, Shape{}, a.dtype(), lua_tonumber(L, 2))));
+    return push_tensor(L, ops::eq(a, check_tensor(L, 2)));
+}
+
+#define UNARY_BINDING(name) \
+    int l_##name(lua_State* L) { return push_tensor(L, ops::unary(OP_##name, check_tensor(L, 1))); }
+UNARY_BINDING(neg)
+UNARY_BINDING(exp)
+UNARY_BINDING(log)
+UNARY_BINDING(sqrt)
+UNARY_BINDING(abs)
+UNARY_BINDING(sign)
+UNARY_BINDING(tanh)
+UNARY_BINDING(sigmoid)
+UNARY_BINDING(relu)
+UNARY_BINDING(clone)
+UNARY_BINDING(detach)
+#undef UNARY_BINDING
+
+// clamp(x, min, max) or clamp(x, {min=, max=}); a missing bound is no bound.
+int l_clamp(lua_State* L) {
+    Tensor& x = check_tensor(L, 1);
+    double lo = -INFINITY, hi = INFINITY;
+    if (lua_istable(L, 2)) {
+        lua_pushnil(L);
+        while (lua_next(L, 2)) {
+            const char* key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
+            if (strcmp(key, "min") == 0) lo = check_number(L, -1, "min");
+            else if (strcmp(key, "max") == 0) hi = check_number(L, -1, "max");
+            else arg_fail(2, "unknown option '%s' (expected min or max)", key);
+            lua_pop(L, 1);
+        }
+    } else {
+        if (!lua_isnoneornil(L, 2)) lo = check_number(L, 2, "min");
+        if (!lua_isnoneornil(L, 3)) hi = check_number(L, 3, "max");
+    }
+    if (std::isinf(lo) && std::isinf(hi)) arg_fail(2, "give min, max or both, as clamp{min=0}");
+    return push_tensor(L, ops::clamp(x, lo, hi));
+}
+
+int l_mm(lua_State* L) { return push_tensor(L, ops::mm(check_tensor(L, 1), check_tensor(L, 2))); }
+int l_bmm(lua_State* L) { return push_tensor(L, ops::bmm(check_tensor(L, 1), check_tensor(L, 2))); }
+int l_matmul(lua_State* L) { return push_tensor(L, ops::matmul(check_tensor(L, 1), check_tensor(L, 2))); }
+
+int l_t(lua_State* L) {
+    Tensor& x = check_tensor(L, 1);
+    int ndim = x.shape().ndim;
+    if (ndim < 2) return push_tensor(L, x);
+    if (ndim > 2) engine_fail("t: expects a tensor of at most 2 dims, got %s (use transpose(d1, d2))", x.shape().str().c_str());
+    return push_tensor(L, ops::transpose(x, 0, 1));
+}
+
+int l_transpose(lua_State* L) {
+    Tensor& x = check_tensor(L, 1);
+    int ndim = x.shape().ndim;
+    return push_tensor(L, ops::transpose(x, check_dim(L, 2, "transpose", ndim), check_dim(L, 3, "transpose", ndim)));
+}
+
+int l_reshape(lua_State* L) {
+    Tensor& x = check_tensor(L, 1);
+    int next;
+    Shape shape = shape_from_args(L, 2, &next);
+    return push_tensor(L, ops::reshape(x, shape));
+}
+
+int l_unsqueeze(lua_State* L) {
+    Tensor& x = check_tensor(L, 1);
+    return push_tensor(L, ops::unsqueeze(x, check_dim(L, 2, "unsqueeze", x.shape().ndim + 1)));
+}
+
+int l_squeeze(lua_State* L) {
+    Tensor& x = check_tensor(L, 1);
+    if (lua_isnoneornil(L, 2)) return push_tensor(L, ops::squeeze(x, -1));
+    return push_tensor(L, ops::squeeze(x, check_dim(L, 2, "squeeze", x.shape().ndim)));
+}
+
+int l_expand(lua_State* L) {
+    Tensor& x = check_tensor(L, 1);
+    int next;
+    Shape shape = shape_from_args(L, 2, &next);
+    for (int i = 0; i < shape.ndim; ++i) {   // -1 keeps the size, as in PyTorch
+        int j = i - (shape.ndim - x.shape().ndim);
+        if (shape.dims[i] == -1 && j >= 0) shape.dims[i] = x.shape().dims[j];
+    }
+    return push_tensor(L, ops::expand(x, shape));
+}
+
+int l_cat(lua_State* L) {
+    if (!lua_istable(L, 1)) arg_fail(1, "expected a table of tensors, got %s", luaL_typename(L, 1));
+    std::vector<Tensor> xs;
+    lua_Integer n = luaL_len(L, 1);
+    for (lua_Integer i = 1; i <= n; ++i) {
+        lua_geti(L, 1, i);
+        Tensor* t = test_tensor(L, -1);
+        if (!t) arg_fail(1, "element %lld is a %s, not a tensor", static_cast<long long>(i), luaL_typename(L, -1));
+        xs.push_back(*t);
+        lua_pop(L, 1);
+    }
+    if (xs.empty()) arg_fail(1, "needs at least one tensor");
+    int dim = lua_isnoneornil(L, 2) ? 0 : check_dim(L, 2, "cat", xs[0].shape().ndim);
+    return push_tensor(L, ops::cat(xs, dim));
+}
+
+int l_narrow(lua_State* L) {
+    Tensor& x = check_tensor(L, 1);
+    int dim = check_dim(L, 2, "narrow", x.shape().ndim);
+    int64_t start = check_integer(L, 3, "start");
+    int64_t length = check_integer(L, 4, "length");
+    return push_tensor(L, ops::narrow(x, dim, start - 1, length));
+}
+
+// sum/mean/max: (x) over everything, or (x, dim[, keepdim]).
+int reduction(lua_State* L, OpId op) {
+    Tensor& x = check_tensor(L, 1);
+    if (lua_isnoneornil(L, 2)) return push_tensor(L, ops::reduce_all(op, x));
+    int dim = check_dim(L, 2, op_info(op).name, x.shape().ndim);
+    Tensor result = ops::reduce(op, x, dim, lua_toboolean(L, 3));
+    if (op != OP_max) return push_tensor(L, result);
+    Tensor indices(result.node.get(), 1);
+    push_tensor(L, result);
+    push_tensor(L, indices);
+    return 2;
+}
+
+int l_sum(lua_State* L) { return reduction(L, OP_sum); }
+int l_mean(lua_State* L) { return reduction(L, OP_mean); }
+int l_max(lua_State* L) { return reduction(L, OP_max); }
+
+int l_softmax(lua_State* L) {
+    Tensor& x = check_tensor(L, 1);
+    return push_tensor(L, ops::softmax(x, check_dim(L, 2, "softmax", x.shape().ndim)));
+}
+
+int l_log_softmax(lua_State* L) {
+    Tensor& x = check_tensor(L, 1);
+    return push_tensor(L, ops::log_softmax(x, check_dim(L, 2, "log_softmax", x.shape().ndim)));
+}
+
+int l_gather(lua_State* L) {
+    Tensor& x = check_tensor(L, 1);
+    int dim = check_dim(L, 2, "gather", x.shape().ndim);
+    return push_tensor(L, ops::gather(x, dim, check_tensor(L, 3)));
+}
+
+int l_to(lua_State* L) {
+    Tensor& x = check_tensor(L, 1);
+    const char* name = lua_tostring(L, 2);
+    DType dtype;
+    if (!name || !dtype_parse(name, &dtype)) arg_fail(2, "expected a dtype name (float32, float64, int64)");
+    return push_tensor(L, dtype == x.dtype() ? x : ops::to(x, dtype));
+}
+
+int convert(lua_State* L, DType dtype) {
+    Tensor& x = check_tensor(L, 1);
+    return push_tensor(L, dtype == x.dtype() ? x : ops::to(x, dtype));
+}
+
+int l_float(lua_State* L) { return convert(L, DTYPE_F32); }
+int l_double(lua_State* L) { return convert(L, DTYPE_F64); }
+int l_long(lua_State* L) { return convert(L, DTYPE_I64); }
+
+// ============================================================================================
+// [SECTION] tensor
+
+// An in-place op's second operand: a tensor, or a number (a 0-d tensor of x's dtype).
+Tensor operand_of(lua_State* L, int idx, const Tensor& like) {
+    if (lua_type(L, idx) == LUA_TNUMBER) return ops::create(OP_full, Shape{}, like.dtype(), lua_tonumber(L, idx));
+    return check_tensor(L, idx);
+}
+
+double alpha_of(lua_State* L, int idx) { return lua_isnoneornil(L, idx) ? 1.0 : check_number(L, idx, "alpha"); }
+
+int return_self(lua_State* L) {
+    lua_settop(L, 1);
+    return 1;
+}
+
+int l_add_(lua_State* L) {
+    Tensor& x = check_tensor(L, 1);
+    ops::add_(x, operand_of(L, 2, x), alpha_of(L, 3));
+    return return_self(L);
+}
+
+int l_sub_(lua_State* L) {
+    Tensor& x = check_tensor(L, 1);
+    ops::sub_(x, operand_of(L, 2, x), alpha_of(L, 3));
+    return return_self(L);
+}
+
+int l_mul_(lua_State* L) {
+    Tensor& x = check_tensor(L, 1);
+    if (lua_type(L, 2) == LUA_TNUMBER) ops::mul_scalar_(x, lua_tonumber(L, 2));
+    else ops::mul_(x, check_tensor(L, 2));
+    return return_self(L);
+}
+
+int l_zero_(lua_State* L) {
+    ops::zero_(check_tensor(L, 1));
+    return return_self(L);
+}
+
+int l_fill_(lua_State* L) {
+    Tensor& x = check_tensor(L, 1);
+    ops::fill_(x, check_number(L, 2, "value"));
+    return return_self(L);
+}
+
+int l_copy_(lua_State* L) {
+    Tensor& x = check_tensor(L, 1);
+    ops::copy_(x, operand_of(L, 2, x));
+    return return_self(L);
+}
+
+void push_shape(lua_State* L, const Shape& s);
+
+int l_size(lua_State* L) {
+    Tensor& x = check_tensor(L, 1);
+    if (lua_isnoneornil(L, 2)) {
+        push_shape(L, x.shape());
+        return 1;
+    }
+    lua_pushinteger(L, x.shape().dims[check_dim(L, 2, "size", x.shape().ndim)]);
+    return 1;
+}
+
+int l_dim(lua_State* L) {
+    lua_pushinteger(L, check_tensor(L, 1).shape().ndim);
+    return 1;
+}
+
+int l_numel(lua_State* L) {
+    lua_pushinteger(L, check_tensor(L, 1).numel());
+    return 1;
+}
+
+void push_element(lua_State* L, const Value& v, int64_t i) {
+    if (v.dtype == DTYPE_I64) lua_pushinteger(L, v.data<int64_t>()[i]);
+    else lua_pushnumber(L, value_get(v, i));
+}
+
+int l_item(lua_State* L) {
+    Tensor& x = check_tensor(L, 1);
+    if (x.numel() != 1)
+        engine_fail("item: tensor #%lld has %lld elements (shape %s); item() needs exactly one",
+                    static_cast<long long>(x.id()), static_cast<long long>(x.numel()), x.shape().str().c_str());
+    push_element(L, x.value(), 0);
+    return 1;
+}
+
+void push_nested(lua_State* L, const Value& v, int dim, int64_t offset) {
+    if (dim == v.shape.ndim) {
+        push_element(L, v, offset);
+        return;
+    }
+    int64_t stride = 1;
+    for (int i = dim + 1; i < v.shape.ndim; ++i) stride *= v.shape.dims[i];
+    lua_createtable(L, static_cast<int>(v.shape.dims[dim]), 0);
+    for (int64_t i = 0; i < v.shape.dims[dim]; ++i) {
+        push_nested(L, v, dim + 1, offset + i * stride);
+        lua_rawseti(L, -2, i + 1);
+    }
+}
+
+int l_totable(lua_State* L) {
+    push_nested(L, check_tensor(L, 1).value(), 0, 0);
+    return 1;
+}
+
+int l_backward(lua_State* L) {
+    Tensor root = check_tensor(L, 1);   // a copy: the pass must not see x rebased under it
+    Tensor* grad = lua_isnoneornil(L, 2) ? nullptr : &check_tensor(L, 2);
+    backward(root, grad);
+    return 0;
+}
+
+int l_retain_grad(lua_State* L) {
+    Tensor& x = check_tensor(L, 1);
+    if (!x.requires_grad()) engine_fail("retain_grad: tensor #%lld does not require grad", static_cast<long long>(x.id()));
+    x.node->retains_grad = true;
+    return return_self(L);
+}
+
+int l_requires_grad_(lua_State* L) {
+    set_requires_grad(check_tensor(L, 1), lua_isnoneornil(L, 2) ? true : lua_toboolean(L, 2));
+    return return_self(L);
+}
+
+void push_shape(lua_State* L, const Shape& s) {
+    lua_createtable(L, s.ndim, 0);
+    for (int i = 0; i < s.ndim; ++i) {
+        lua_pushinteger(L, s.dims[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+    luaL_setmetatable(L, "tapedeck.Size");
+}
+
+int size_tostring(lua_State* L) {
+    std::string s = "[";
+    lua_Integer n = luaL_len(L, 1);
+    for (lua_Integer i = 1; i <= n; ++i) {
+        lua_geti(L, 1, i);
+        if (i > 1) s += ", ";
+        s += std::to_string(lua_tointeger(L, -1));
+        lua_pop(L, 1);
+    }
+    lua_pushstring(L, (s + "]").c_str());
+    return 1;
+}
+
+int tensor_field(lua_State* L) {
+    Tensor& t = check_tensor(L, 1);
+    const char* key = lua_tostring(L, 2);
+    if (!key || lua_type(L, 2) != LUA_TSTRING) {
+        engine_fail("tensor: indexing with [%s] is not supported (use narrow, gather or select rows with "
+                    "index tensors)", luaL_typename(L, 2));
+    }
+    const Output& out = t.node->outputs[t.output];
+    if (strcmp(key, "shape") == 0) {
+        push_shape(L, t.shape());
+    } else if (strcmp(key, "grad") == 0) {
+        if (out.grad.defined()) push_tensor(L, out.grad);
+        else lua_pushnil(L);
+    } else if (strcmp(key, "requires_grad") == 0) {
+        lua_pushboolean(L, out.requires_grad);
+    } else if (strcmp(key, "grad_fn") == 0) {
+        if (t.node->tracks_grad) tapedeck_push_node_record(L, t.node.get());
+        else lua_pushnil(L);
+    } else if (strcmp(key, "node") == 0) {
+        lua_pushinteger(L, t.node->id);
+    } else if (strcmp(key, "is_leaf") == 0) {
+        lua_pushboolean(L, t.node->is_leaf());
+    } else if (strcmp(key, "dtype") == 0) {
+        lua_pushstring(L, dtype_name(t.dtype()));
+    } else if (strcmp(key, "device") == 0) {
+        lua_pushstring(L, device_name(t.value().device()));
+    } else if (strcmp(key, "data") == 0) {
+        push_tensor(L, ops::unary(OP_detach, t));
+    } else {
+        engine_fail("tensor has no field or method '%s'", key);
+    }
+    return 1;
+}
+
+// t.key: methods first (the fast path of every t:method() call), then fields.
+int tensor_index(lua_State* L) {
+    lua_pushvalue(L, 2);
+    if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1;
+    lua_pop(L, 1);
+    return run_guarded(L, tensor_field, "index");
+}
+
+int tensor_newindex(lua_State* L) {
+    Tensor& t = check_tensor(L, 1);
+    const char* key = lua_tostring(L, 2);
+    if (key && strcmp(key, "requires_grad") == 0) {
+        set_requires_grad(t, lua_toboolean(L, 3));
+    } else if (key && strcmp(key, "grad") == 0) {
+        Output& out = t.node->outputs[t.output];
+        if (lua_isnil(L, 3)) {
+            out.grad = Tensor();
+        } else {
+            Tensor& g = check_tensor(L, 3);
+            if (g.shape() != t.shape())
+                engine_fail("grad: assigned gradient has shape %s but the tensor has shape %s", g.shape().str().c_str(),
+                            t.shape().str().c_str());
+            out.grad = g;
+        }
+    } else {
+        engine_fail("tensor: cannot set field '%s' (only requires_grad and grad can be set)", key ? key : "?");
+    }
+    return 0;
+}
+
+int tensor_gc(lua_State* L) {
+    static_cast<Tensor*>(lua_touserdata(L, 1))->~Tensor();
+    return 0;
+}
+
+int tensor_tostring(lua_State* L) {
+    lua_pushstring(L, tensor_format(check_tensor(L, 1)).c_str());
+    return 1;
+}
+
+int tensor_len(lua_State* L) {
+    const Shape& s = check_tensor(L, 1).shape();
+    if (s.ndim == 0) engine_fail("len: a 0-d tensor has no length");
+    lua_pushinteger(L, s.dims[0]);
+    return 1;
+}
+
+// ============================================================================================
+// [SECTION] torch
+
+int grad_mode_close(lua_State* L) {
+    bool* saved = static_cast<bool*>(luaL_checkudata(L, 1, GRAD_MODE_TYPE));
+    set_grad_enabled(*saved);
+    return 0;
+}
+
+// torch.no_grad(fn, ...) calls fn with autograd off and returns its results; torch.no_grad()
+// returns a guard for `local _ <close> = torch.no_grad()`.
+int run_with_grad_mode(lua_State* L, bool enabled) {
+    bool saved = grad_enabled();
+    if (lua_isnoneornil(L, 1)) {
+        bool* guard = static_cast<bool*>(lua_newuserdatauv(L, sizeof(bool), 0));
+        *guard = saved;
+        luaL_setmetatable(L, GRAD_MODE_TYPE);
+        set_grad_enabled(enabled);
+        return 1;
+    }
+    if (lua_type(L, 1) != LUA_TFUNCTION) arg_fail(1, "expected a function (or nothing), got %s", luaL_typename(L, 1));
+    int nargs = lua_gettop(L) - 1;
+    set_grad_enabled(enabled);
+    int status = lua_pcall(L, nargs, LUA_MULTRET, 0);
+    set_grad_enabled(saved);
+    if (status != LUA_OK) return lua_error(L);   // the function's own error, unchanged
+    return lua_gettop(L);
+}
+
+int l_no_grad(lua_State* L) { return run_with_grad_mode(L, false); }
+int l_enable_grad(lua_State* L) { return run_with_grad_mode(L, true); }
+
+int l_is_grad_enabled(lua_State* L) {
+    lua_pushboolean(L, grad_enabled());
+    return 1;
+}
+
+int l_set_grad_enabled(lua_State* L) {
+    set_grad_enabled(lua_toboolean(L, 1));
+    return 0;
+}
+
+void push_records(lua_State* L, const std::vector<Node*>& nodes) {
+    lua_createtable(L, static_cast<int>(nodes.size()), 0);
+    for (size_t i = 0; i < nodes.size(); ++i) {
+        tapedeck_push_node_record(L, nodes[i]);
+        lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
+    }
+}
+
+int l_graph(lua_State* L) {
+    push_records(L, graph_collect(check_tensor(L, 1)));
+    return 1;
+}
+
+int l_tape(lua_State* L) {
+    push_records(L, tape_nodes());
+    return 1;
+}
+
+int l_graphviz(lua_State* L) {
+    Tensor& t = check_tensor(L, 1);
+    const char* path = lua_tostring(L, 2);
+    if (!path) arg_fail(2, "expected a file name like \"graph.svg\", got %s", luaL_typename(L, 2));
+    graph_write(graph_collect(t), path);
+    return 0;
+}
+
+int l_is_tensor(lua_State* L) {
+    lua_pushboolean(L, test_tensor(L, 1) != nullptr);
+    return 1;
+}
+
+int l_perf_counter(lua_State* L) {
+    auto now = std::chrono::steady_clock::now().time_since_epoch();
+    lua_pushnumber(L, std::chrono::duration<double>(now).count());
+    return 1;
+}
+
+int l_memory(lua_State* L) {   // bytes held by tensor storages, and the number of live nodes
+    lua_pushinteger(L, static_cast<lua_Integer>(storage_bytes_live()));
+    lua_pushinteger(L, tape_live_count());
+    return 2;
+}
+
+int node_tostring(lua_State* L) {
+    lua_getfield(L, 1, "description");
+    return 1;
+}
+
+// ============================================================================================
+// [SECTION] open
+
+// Both torch.f(x, ...) and x:f(...).
+const Binding tensor_functions[] = {
+    {"add", l_add}, {"sub", l_sub}, {"mul", l_mul}, {"div", l_div}, {"pow", l_pow}, {"eq", l_eq},
+    {"neg", l_neg}, {"exp", l_exp}, {"log", l_log}, {"sqrt", l_sqrt}, {"abs", l_abs}, {"sign", l_sign},
+    {"tanh", l_tanh}, {"sigmoid", l_sigmoid}, {"relu", l_relu}, {"clamp", l_clamp},
+    {"mm", l_mm}, {"bmm", l_bmm}, {"matmul", l_matmul}, {"t", l_t}, {"transpose", l_transpose},
+    {"reshape", l_reshape}, {"view", l_reshape}, {"unsqueeze", l_unsqueeze}, {"squeeze", l_squeeze},
+    {"expand", l_expand}, {"narrow", l_narrow}, {"sum", l_sum}, {"mean", l_mean}, {"max", l_max},
+    {"softmax", l_softmax}, {"log_softmax", l_log_softmax}, {"gather", l_gather},
+    {"clone", l_clone}, {"detach", l_detach},
+    {nullptr, nullptr},
+};
+
+const Binding method_only[] = {
+    {"add_", l_add_}, {"sub_", l_sub_}, {"mul_", l_mul_}, {"zero_", l_zero_}, {"fill_", l_fill_},
+    {"copy_", l_copy_}, {"size", l_size}, {"dim", l_dim}, {"numel", l_numel}, {"item", l_item},
+    {"totable", l_totable}, {"backward", l_backward}, {"retain_grad", l_retain_grad},
+    {"requires_grad_", l_requires_grad_}, {"to", l_to}, {"float", l_float}, {"double", l_double},
+    {"long", l_long},
+    {nullptr, nullptr},
+};
+
+const Binding torch_only[] = {
+    {"tensor", l_tensor}, {"zeros", l_zeros}, {"ones", l_ones}, {"full", l_full}, {"rand", l_rand},
+    {"randn", l_randn}, {"eye", l_eye}, {"arange", l_arange}, {"manual_seed", l_manual_seed},
+    {"cat", l_cat}, {"no_grad", l_no_grad}, {"enable_grad", l_enable_grad},
+    {"is_grad_enabled", l_is_grad_enabled}, {"set_grad_enabled", l_set_grad_enabled},
+    {"graph", l_graph}, {"tape", l_tape}, {"graphviz", l_graphviz}, {"is_tensor", l_is_tensor},
+    {"perf_counter", l_perf_counter}, {"memory", l_memory}, {"backward", l_backward},
+    {nullptr, nullptr},
+};
+
+const Binding tensor_metamethods[] = {
+    {"__add", l_add}, {"__sub", l_sub}, {"__mul", l_mul}, {"__div", l_div}, {"__pow", l_pow},
+    {"__unm", l_neg}, {"__tostring", tensor_tostring}, {"__len", tensor_len},
+    {"__newindex", tensor_newindex},
+    {nullptr, nullptr},
+};
+
+int open_torch_table(lua_State* L) {
+    lua_getglobal(L, "torch");
+    return 1;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------
+// public
+
+td::Tensor* tapedeck_test_tensor(lua_State* L, int idx) { return test_tensor(L, idx); }
+int tapedeck_push_tensor(lua_State* L, td::Tensor t) { return push_tensor(L, std::move(t)); }
+std::string tapedeck_where(lua_State* L, int level) { return where_at(L, level); }
+
+void tapedeck_push_node_record(lua_State* L, const td::Node* n) {
+    lua_createtable(L, 0, 12);
+    lua_pushinteger(L, n->id);
+    lua_setfield(L, -2, "id");
+    lua_pushstring(L, n->name());
+    lua_setfield(L, -2, "op");
+    lua_pushstring(L, n->phase == PHASE_FORWARD ? "forward" : "backward");
+    lua_setfield(L, -2, "phase");
+    lua_pushinteger(L, n->group);
+    lua_setfield(L, -2, "group");
+    lua_createtable(L, n->inputs.size(), 0);
+    for (int i = 0; i < n->inputs.size(); ++i) {
+        lua_pushinteger(L, n->inputs[i].id);
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "inputs");
+    push_shape(L, n->outputs[0].value.shape);
+    lua_setfield(L, -2, "shape");
+    lua_pushstring(L, dtype_name(n->outputs[0].value.dtype));
+    lua_setfield(L, -2, "dtype");
+    lua_pushinteger(L, n->outputs.size());
+    lua_setfield(L, -2, "outputs");
+    lua_pushstring(L, source_loc_str(n->where).c_str());
+    lua_setfield(L, -2, "where");
+    lua_pushinteger(L, n->where.line);
+    lua_setfield(L, -2, "line");
+    lua_pushstring(L, op_describe_attrs(n->op, n->attrs).c_str());
+    lua_setfield(L, -2, "attrs");
+    lua_pushstring(L, n->info().math);
+    lua_setfield(L, -2, "math");
+    lua_pushstring(L, node_describe(n).c_str());
+    lua_setfield(L, -2, "description");
+    luaL_setmetatable(L, NODE_TYPE);
+}
+
+void tapedeck_open(lua_State* L) {
+    // Tensor metatable: methods table as the upvalue of __index.
+    luaL_newmetatable(L, TENSOR_TYPE);
+    g_tensor_metatable = lua_topointer(L, -1);
+    lua_pushvalue(L, -1);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &g_tensor_metatable_key);
+    register_bindings(L, tensor_metamethods);
+    lua_pushcfunction(L, tensor_gc);
+    lua_setfield(L, -2, "__gc");
+    lua_newtable(L);   // methods
+    register_bindings(L, tensor_functions);
+    register_bindings(L, method_only);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, -3, "methods");   // metatable.methods, for tab completion
+    lua_pushcclosure(L, tensor_index, 1);
+    lua_setfield(L, -2, "__index");
+    lua_pop(L, 1);
+
+    luaL_newmetatable(L, "tapedeck.Size");
+    lua_pushcfunction(L, size_tostring);
+    lua_setfield(L, -2, "__tostring");
+    lua_pop(L, 1);
+
+    luaL_newmetatable(L, NODE_TYPE);
+    lua_pushcfunction(L, node_tostring);
+    lua_setfield(L, -2, "__tostring");
+    lua_pop(L, 1);
+
+    luaL_newmetatable(L, GRAD_MODE_TYPE);
+    lua_pushcfunction(L, grad_mode_close);
+    lua_setfield(L, -2, "__close");
+    lua_pop(L, 1);
+
+    lua_newtable(L);   // torch
+    register_bindings(L, tensor_functions);
+    register_bindings(L, torch_only);
+    lua_pushstring(L, "0.1");
+    lua_setfield(L, -2, "version");
+    lua_setglobal(L, "torch");
+
+    luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
+    lua_pushcfunction(L, open_torch_table);
+    lua_setfield(L, -2, "tapedeck");
+    lua_pop(L, 1);
+
+    g_current_state = L;
+    engine_set_locator(locate_in_lua, nullptr);
+}

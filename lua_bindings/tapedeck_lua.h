@@ -1,0 +1,19 @@
+// tapedeck_lua.h: the Lua API (global `torch`, also `require "tapedeck"`).
+#pragma once
+
+#include <lua.hpp>
+
+#include "tape.h"
+
+// Open the library in L: the global `torch`, package.preload["tapedeck"], the Tensor metatable,
+// and the engine's source locator (so nodes record the Lua file:line that made them).
+void tapedeck_open(lua_State* L);
+
+// The tensor at stack index idx, or nullptr when it is not one.
+td::Tensor* tapedeck_test_tensor(lua_State* L, int idx);
+// Push t as a Lua Tensor; returns 1.
+int tapedeck_push_tensor(lua_State* L, td::Tensor t);
+// Push a Lua table describing a node: id, op, phase, group, inputs, shape, dtype, where, math.
+void tapedeck_push_node_record(lua_State* L, const td::Node* node);
+// "file.lua:12" of the innermost Lua frame at or above `level` (empty when none).
+std::string tapedeck_where(lua_State* L, int level);

@@ -1,0 +1,201 @@
+// line_source.cpp: lines from a pipe (plain) or a terminal (readline callback + poll + completion).
+#include "line_source.h"
+
+#include <poll.h>
+#include <readline/history.h>
+#include <readline/readline.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <lua.hpp>
+#include <string>
+#include <vector>
+
+#include "repl.h"
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Pipe: one line per read, no prompt, no echo.
+
+class PipeLineSource : public LineSource {
+public:
+    bool read_line(const char*, std::string& line) override {
+        line.clear();
+        int c;
+        while ((c = fgetc(stdin)) != EOF && c != '\n') line += static_cast<char>(c);
+        return !(c == EOF && line.empty());
+    }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Tab completion: globals, then fields after '.', methods after ':' (tensor methods included).
+// Only reads tables (rawget, metatables): completing never runs user code.
+
+lua_State* g_completion_state = nullptr;
+std::vector<std::string> g_matches;
+size_t g_next_match = 0;
+
+const char* const LUA_KEYWORDS[] = {"and", "break", "do", "else", "elseif", "end", "false", "for", "function",
+                                    "goto", "if", "in", "local", "nil", "not", "or", "repeat", "return", "then",
+                                    "true", "until", "while", nullptr};
+
+// Push the value a dotted path names ("a.b.c"), or nil; never calls metamethods.
+void push_path(lua_State* L, const std::string& path) {
+    lua_pushglobaltable(L);
+    size_t start = 0;
+    while (start <= path.size()) {
+        size_t dot = path.find_first_of(".:", start);
+        std::string key = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+        if (!lua_istable(L, -1)) {
+            lua_pop(L, 1);
+            lua_pushnil(L);
+            return;
+        }
+        lua_pushlstring(L, key.data(), key.size());
+        lua_rawget(L, -2);
+        lua_remove(L, -2);
+        if (dot == std::string::npos) return;
+        start = dot + 1;
+    }
+}
+
+// Add the string keys of the table at the top of the stack that start with `prefix`.
+void add_keys(lua_State* L, const std::string& head, const std::string& prefix, bool functions_only) {
+    if (!lua_istable(L, -1)) return;
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+        if (lua_type(L, -2) == LUA_TSTRING) {
+            const char* key = lua_tostring(L, -2);
+            bool wanted = !functions_only || lua_isfunction(L, -1);
+            if (wanted && strncmp(key, prefix.c_str(), prefix.size()) == 0) g_matches.push_back(head + key);
+        }
+        lua_pop(L, 1);
+    }
+}
+
+void collect_matches(const std::string& text) {
+    lua_State* L = g_completion_state;
+    g_matches.clear();
+    size_t sep = text.find_last_of(".:");
+    if (sep == std::string::npos) {
+        lua_pushglobaltable(L);
+        add_keys(L, "", text, false);
+        lua_pop(L, 1);
+        for (const char* const* k = LUA_KEYWORDS; *k; ++k)
+            if (strncmp(*k, text.c_str(), text.size()) == 0) g_matches.push_back(*k);
+        return;
+    }
+    std::string object = text.substr(0, sep), prefix = text.substr(sep + 1), head = text.substr(0, sep + 1);
+    bool method = text[sep] == ':';
+    push_path(L, object);
+    add_keys(L, head, prefix, method);
+    if (lua_getmetatable(L, -1)) {   // tensors: their methods table; tables: __index tables
+        if (lua_getfield(L, -1, "methods") == LUA_TTABLE) add_keys(L, head, prefix, method);
+        lua_pop(L, 1);
+        if (lua_getfield(L, -1, "__index") == LUA_TTABLE) add_keys(L, head, prefix, method);
+        lua_pop(L, 2);
+    }
+    lua_pop(L, 1);
+}
+
+char* match_generator(const char* text, int state) {
+    if (state == 0) {
+        collect_matches(text);
+        g_next_match = 0;
+    }
+    if (g_next_match < g_matches.size()) return strdup(g_matches[g_next_match++].c_str());
+    return nullptr;
+}
+
+char** complete(const char* text, int, int) {
+    rl_attempted_completion_over = 1;   // no file-name completion
+    rl_completion_append_character = '\0';
+    return rl_completion_matches(text, match_generator);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Terminal: readline's callback interface, polled, so waiting never blocks the idle callback.
+
+class TerminalLineSource : public LineSource {
+public:
+    explicit TerminalLineSource(lua_State* L) {
+        g_completion_state = L;
+        rl_readline_name = "tapedeck";
+        rl_attempted_completion_function = complete;
+        rl_completer_word_break_characters = const_cast<char*>(" \t\n\"'<>=;+-*/%^~#{}()[],");
+        rl_catch_signals = 0;   // Ctrl-C is ours: it clears the line
+        rl_variable_bind("enable-bracketed-paste", "off");
+        const char* home = getenv("HOME");
+        if (home) history_path_ = std::string(home) + "/.tapedeck_history";
+        using_history();
+        stifle_history(2000);
+        if (!history_path_.empty() && read_history(history_path_.c_str()) != 0)
+            write_history(history_path_.c_str());   // create it, so lines can be appended
+    }
+
+    ~TerminalLineSource() override {
+        if (!history_path_.empty()) history_truncate_file(history_path_.c_str(), 2000);
+    }
+
+    bool read_line(const char* prompt, std::string& line) override {
+        finished_ = false;
+        at_eof_ = false;
+        current_ = this;
+        rl_callback_handler_install(prompt, on_line);
+        while (!finished_) {
+            struct pollfd fd = {STDIN_FILENO, POLLIN, 0};
+            int ready = poll(&fd, 1, on_idle ? 15 : -1);
+            if (repl_take_interrupt()) {   // Ctrl-C at the prompt: drop the line, new prompt
+                rl_free_line_state();
+                rl_callback_sigcleanup();
+                rl_replace_line("", 0);
+                rl_crlf();
+                rl_on_new_line();
+                rl_redisplay();
+                continue;
+            }
+            if (ready > 0) rl_callback_read_char();
+            else if (ready == 0 && on_idle) on_idle();
+        }
+        if (at_eof_) return false;
+        line = line_;
+        return true;
+    }
+
+private:
+    static void on_line(char* text) {
+        TerminalLineSource* self = current_;
+        rl_callback_handler_remove();
+        self->finished_ = true;
+        if (!text) {
+            self->at_eof_ = true;
+            printf("\n");
+            return;
+        }
+        self->line_ = text;
+        if (*text) {
+            add_history(text);
+            if (!self->history_path_.empty()) append_history(1, self->history_path_.c_str());
+        }
+        free(text);
+    }
+
+    static TerminalLineSource* current_;
+    std::string history_path_;
+    std::string line_;
+    bool finished_ = false;
+    bool at_eof_ = false;
+};
+
+TerminalLineSource* TerminalLineSource::current_ = nullptr;
+
+}  // namespace
+
+std::unique_ptr<LineSource> line_source_for_stdin(lua_State* L) {
+    if (isatty(STDIN_FILENO)) return std::make_unique<TerminalLineSource>(L);
+    return std::make_unique<PipeLineSource>();
+}

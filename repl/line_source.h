@@ -1,0 +1,25 @@
+// line_source.h: where the REPL's lines come from, kept apart from the loop that runs them.
+//
+// A pipe (or file) on stdin is read line by line with no prompt and no echo, so transcripts
+// can be tested. A terminal is read through readline's callback interface with poll(): while it
+// waits for a key, an idle callback runs (the viewer draws its frames there).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+struct lua_State;
+
+class LineSource {
+public:
+    virtual ~LineSource() = default;
+    // Read one line (without its newline). False at end of input.
+    virtual bool read_line(const char* prompt, std::string& line) = 0;
+    // Called about every 15 ms while waiting for input (terminal only).
+    std::function<void()> on_idle;
+};
+
+// stdin is a terminal: readline with history (~/.tapedeck_history) and tab completion over the
+// globals, table fields and tensor methods of L. Otherwise: plain lines, no prompt.
+std::unique_ptr<LineSource> line_source_for_stdin(lua_State* L);
