@@ -5,6 +5,7 @@
 // topological sort is needed. Each node's backward rule calls ops, recorded like any others with
 // phase BACKWARD and group = the node, and kept alive by it (its `backward_nodes`).
 #include <algorithm>
+#include <unordered_map>
 
 #include "tape.h"
 
@@ -156,13 +157,33 @@ void backward(const Tensor& root, const Tensor* grad) {
     }
 }
 
+// The autograd graph of t, plus ancestors it does not hold but that are still alive (inputs that
+// need no gradient, like data), plus every recorded backward node of those.
 std::vector<Node*> graph_collect(const Tensor& t) {
-    std::vector<Node*> forward, all;
+    std::vector<Node*> all;
     if (!t.defined()) return all;
-    collect_graph(t.node.get(), forward);
-    for (Node* n : forward) {
+    std::unordered_map<int64_t, Node*> live;
+    for (Node* n = tape_first(); n; n = n->tape_next) live[n->id] = n;
+    uint32_t mark = ++g_walk_mark;
+    std::vector<Node*> stack{t.node.get()};
+    t.node->walk_mark = mark;
+    while (!stack.empty()) {
+        Node* n = stack.back();
+        stack.pop_back();
         all.push_back(n);
         for (const Ref<Node>& b : n->backward_nodes) all.push_back(b.get());
+        if (n->phase == PHASE_BACKWARD) continue;
+        for (Edge& e : n->inputs) {
+            Node* in = e.node.get();
+            if (!in) {
+                auto found = live.find(e.id);
+                in = found == live.end() ? nullptr : found->second;
+            }
+            if (in && in->walk_mark != mark) {
+                in->walk_mark = mark;
+                stack.push_back(in);
+            }
+        }
     }
     std::sort(all.begin(), all.end(), [](const Node* a, const Node* b) { return a->id < b->id; });
     all.erase(std::unique(all.begin(), all.end()), all.end());

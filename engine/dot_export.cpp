@@ -40,13 +40,19 @@ std::string graph_to_dot(const std::vector<Node*>& nodes) {
         "  edge [arrowsize=0.6];\n";
     std::set<int64_t> missing;
     for (const Node* n : nodes) {
-        std::string label = "#" + std::to_string(n->id) + " " + n->name();
+        // Label lines are escaped one by one and joined with DOT's own "\n".
+        std::string title = "#" + std::to_string(n->id) + " " + n->name();
         std::string attrs = op_describe_attrs(n->op, n->attrs);
-        if (!attrs.empty()) label += "(" + attrs + ")";
-        for (const Output& o : n->outputs) label += "\\n" + o.value.shape.str() + " " + dtype_name(o.value.dtype);
-        label += "\\n" + source_loc_str(n->where);
-        dot += "  n" + std::to_string(n->id) + " [label=\"" + dot_escape(label) + "\", fillcolor=\"" + node_fill(n) +
-               "\"];\n";
+        if (!attrs.empty()) title += "(" + attrs + ")";
+        std::string label = dot_escape(title);
+        if (n->phase == PHASE_BACKWARD) label += "\\ngrad of #" + std::to_string(n->group);
+        for (const Output& o : n->outputs)
+            label += "\\n" + dot_escape(o.value.shape.str() + " " + dtype_name(o.value.dtype));
+        std::string file = source_file_name(n->where.file);
+        std::string where = file.substr(file.find_last_of('/') + 1) + ":" + std::to_string(n->where.line);
+        label += "\\n" + dot_escape(n->where.file < 0 ? "?" : where);
+        dot += "  n" + std::to_string(n->id) + " [label=\"" + label + "\", tooltip=\"" +
+               dot_escape(source_loc_str(n->where)) + "\", fillcolor=\"" + node_fill(n) + "\"];\n";
         for (const Edge& e : n->inputs) {
             auto found = by_id.find(e.id);
             const Node* from = found == by_id.end() ? nullptr : found->second;

@@ -131,6 +131,30 @@ static void tape_unlink(Node* node) {
     ++g.tape_version;
 }
 
+namespace {
+std::vector<void*>& free_nodes() {
+    static std::vector<void*> list;
+    return list;
+}
+constexpr size_t MAX_FREE_NODES = 1 << 14;   // ~10 MB of spare nodes at most
+}  // namespace
+
+void* Node::operator new(size_t size) {
+    std::vector<void*>& list = free_nodes();
+    if (size == sizeof(Node) && !list.empty()) {
+        void* p = list.back();
+        list.pop_back();
+        return p;
+    }
+    return ::operator new(size);
+}
+
+void Node::operator delete(void* p) {
+    std::vector<void*>& list = free_nodes();
+    if (list.size() < MAX_FREE_NODES) list.push_back(p);
+    else ::operator delete(p);
+}
+
 // Destroying a node drops its references, which can free a long chain of nodes. Do it with a
 // work list, not recursion, so a 100,000-step graph does not overflow the stack.
 void node_destroy(Node* node) {

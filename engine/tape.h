@@ -82,6 +82,21 @@ public:
         if (n > N) spill_.resize(n);
         count_ = n;
     }
+    void push_back(T item) {
+        if (count_ < N) {
+            local_[count_++] = std::move(item);
+            return;
+        }
+        if (count_ == N)
+            for (int i = 0; i < N; ++i) spill_.push_back(std::move(local_[i]));
+        spill_.push_back(std::move(item));
+        ++count_;
+    }
+    void clear() {
+        for (int i = 0; i < count_ && i < N; ++i) local_[i] = T();
+        spill_.clear();
+        count_ = 0;
+    }
 
 private:
     int count_ = 0;
@@ -101,10 +116,14 @@ struct Node {
     OpAttrs attrs;
     SmallList<Edge, 2> inputs;
     SmallList<Output, 1> outputs;
-    std::vector<Ref<Node>> backward_nodes;   // this node's group in the latest backward pass
+    SmallList<Ref<Node>, 3> backward_nodes;  // this node's group in the latest backward pass
     Node* tape_prev = nullptr;
     Node* tape_next = nullptr;
     uint32_t walk_mark = 0;      // scratch for graph walks
+
+    // Nodes come and go by the thousand per training step: a free list, not malloc.
+    static void* operator new(size_t size);
+    static void operator delete(void* p);
 
     const OpInfo& info() const { return op_info(op); }
     const char* name() const { return op_info(op).name; }

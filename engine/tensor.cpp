@@ -83,21 +83,32 @@ std::string Shape::str() const {
 namespace {
 
 constexpr size_t HEADER_BYTES = 64;              // Storage header, padded so data is 64-aligned
-constexpr size_t POOL_MIN_BYTES = 4096;          // smaller blocks go straight to malloc
+constexpr size_t SMALL_LIMIT = 4096;             // up to this, sizes are classes of 64 bytes
 constexpr size_t POOL_MAX_CACHED = 256u << 20;   // never keep more than this in free lists
 
+// Freed blocks are kept for reuse: small ones in lists per 64-byte class, big ones per exact
+// size (a training loop asks for the same sizes every step).
 struct StoragePool {
-    std::unordered_map<size_t, std::vector<Storage*>> free_by_size;
+    std::vector<Storage*> small_free[SMALL_LIMIT / 64 + 1];
+    std::unordered_map<size_t, std::vector<Storage*>> big_free;
     size_t cached_bytes = 0;
     size_t allocated_total = 0;
     size_t live_bytes = 0;
     uint64_t next_serial = 1;
 
     ~StoragePool() { drop_all(); }
+
+    std::vector<Storage*>& free_list(size_t rounded) {
+        return rounded <= SMALL_LIMIT ? small_free[rounded / 64] : big_free[rounded];
+    }
     void drop_all() {
-        for (auto& entry : free_by_size)
+        for (auto& list : small_free) {
+            for (Storage* s : list) std::free(s);
+            list.clear();
+        }
+        for (auto& entry : big_free)
             for (Storage* s : entry.second) std::free(s);
-        free_by_size.clear();
+        big_free.clear();
         cached_bytes = 0;
     }
 };
@@ -116,15 +127,12 @@ Storage* storage_new(size_t bytes, Device device) {
     StoragePool& p = pool();
     size_t rounded = round_up(bytes == 0 ? 1 : bytes, 64);
     Storage* s = nullptr;
-    if (rounded >= POOL_MIN_BYTES) {
-        auto it = p.free_by_size.find(rounded);
-        if (it != p.free_by_size.end() && !it->second.empty()) {
-            s = it->second.back();
-            it->second.pop_back();
-            p.cached_bytes -= rounded;
-        }
-    }
-    if (!s) {
+    std::vector<Storage*>& list = p.free_list(rounded);
+    if (!list.empty()) {
+        s = list.back();
+        list.pop_back();
+        p.cached_bytes -= rounded;
+    } else {
         void* block = std::aligned_alloc(64, HEADER_BYTES + rounded);
         if (!block) engine_fail("out of memory allocating %zu bytes", bytes);
         s = static_cast<Storage*>(block);
@@ -144,13 +152,9 @@ Storage* storage_new(size_t bytes, Device device) {
 void storage_free(Storage* s) {
     StoragePool& p = pool();
     p.live_bytes -= s->bytes;
-    if (s->bytes >= POOL_MIN_BYTES) {
-        if (p.cached_bytes + s->bytes > POOL_MAX_CACHED) p.drop_all();
-        p.free_by_size[s->bytes].push_back(s);
-        p.cached_bytes += s->bytes;
-        return;
-    }
-    std::free(s);
+    if (p.cached_bytes + s->bytes > POOL_MAX_CACHED) p.drop_all();
+    p.free_list(s->bytes).push_back(s);
+    p.cached_bytes += s->bytes;
 }
 
 size_t storage_bytes_allocated_total() { return pool().allocated_total; }
