@@ -87,14 +87,23 @@ const Command commands[] = {
 
 }  // namespace
 
+std::vector<std::string> command_names() {
+    std::vector<std::string> names;
+    for (const Command& c : commands) names.push_back(c.name);
+    return names;
+}
+
 std::string command_help() {
     std::string s = "Commands (anything else is Lua; an expression prints its value):\n";
     for (const Command& c : commands) {
         char line[256];
         std::string usage = std::string(":") + c.name + (c.args[0] ? " " : "") + c.args;
+        if (c.alias) usage += std::string(" (:") + c.alias + ")";
         snprintf(line, sizeof line, "  %-20s %s\n", usage.c_str(), c.help);
         s += line;
     }
+    s += "Keys: Tab completes names, Up/Down recall earlier lines, Ctrl-C stops running code or drops\n"
+         "the line being typed, Ctrl-D leaves.\n";
     return s;
 }
 

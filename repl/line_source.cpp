@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "commands.h"
 #include "repl.h"
 
 namespace {
@@ -77,9 +78,19 @@ void add_keys(lua_State* L, const std::string& head, const std::string& prefix, 
     }
 }
 
-void collect_matches(const std::string& text) {
+// The fields a tensor answers besides its methods (lua_bindings' tensor_field), for "x.<Tab>".
+const char* const TENSOR_FIELDS[] = {"shape", "grad", "requires_grad", "grad_fn", "node", "is_leaf", "dtype",
+                                     "device", "data", nullptr};
+
+// `text` is the word before the cursor; `line_start` says it begins the line (':' commands).
+void collect_matches(const std::string& text, bool line_start) {
     lua_State* L = g_completion_state;
     g_matches.clear();
+    if (line_start && !text.empty() && text[0] == ':') {
+        for (const std::string& name : command_names())
+            if (name.compare(0, text.size() - 1, text, 1) == 0) g_matches.push_back(":" + name);
+        return;
+    }
     size_t sep = text.find_last_of(".:");
     if (sep == std::string::npos) {
         lua_pushglobaltable(L);
@@ -93,8 +104,12 @@ void collect_matches(const std::string& text) {
     bool method = text[sep] == ':';
     push_path(L, object);
     add_keys(L, head, prefix, method);
-    if (lua_getmetatable(L, -1)) {   // tensors: their methods table; tables: __index tables
-        if (lua_getfield(L, -1, "methods") == LUA_TTABLE) add_keys(L, head, prefix, method);
+    if (lua_getmetatable(L, -1)) {   // tensors: their methods table (and fields); tables: __index tables
+        if (lua_getfield(L, -1, "methods") == LUA_TTABLE) {
+            add_keys(L, head, prefix, method);
+            for (const char* const* f = TENSOR_FIELDS; *f && !method; ++f)
+                if (strncmp(*f, prefix.c_str(), prefix.size()) == 0) g_matches.push_back(head + *f);
+        }
         lua_pop(L, 1);
         if (lua_getfield(L, -1, "__index") == LUA_TTABLE) add_keys(L, head, prefix, method);
         lua_pop(L, 2);
@@ -102,18 +117,21 @@ void collect_matches(const std::string& text) {
     lua_pop(L, 1);
 }
 
+int g_word_start = 0;   // where the word being completed begins in rl_line_buffer
+
 char* match_generator(const char* text, int state) {
     if (state == 0) {
-        collect_matches(text);
+        collect_matches(text, g_word_start == 0);
         g_next_match = 0;
     }
     if (g_next_match < g_matches.size()) return strdup(g_matches[g_next_match++].c_str());
     return nullptr;
 }
 
-char** complete(const char* text, int, int) {
+char** complete(const char* text, int start, int) {
+    g_word_start = start;
     rl_attempted_completion_over = 1;   // no file-name completion
-    rl_completion_append_character = '\0';
+    rl_completion_append_character = start == 0 && text[0] == ':' ? ' ' : '\0';   // ":graph " then its argument
     return rl_completion_matches(text, match_generator);
 }
 
@@ -144,19 +162,25 @@ public:
     bool read_line(const char* prompt, std::string& line) override {
         finished_ = false;
         at_eof_ = false;
+        interrupted = false;
         current_ = this;
+        repl_take_interrupt();   // a Ctrl-C that came while no prompt was up is not meant for this one
         rl_callback_handler_install(prompt, on_line);
         while (!finished_) {
             struct pollfd fd = {STDIN_FILENO, POLLIN, 0};
             int ready = poll(&fd, 1, on_idle ? 15 : -1);
-            if (repl_take_interrupt()) {   // Ctrl-C at the prompt: drop the line, new prompt
+            if (repl_take_interrupt()) {   // Ctrl-C at the prompt: drop the line (the loop drops the statement)
+                rl_point = rl_end;   // keep what was typed on screen, then ^C and a new line
+                rl_redisplay();
                 rl_free_line_state();
                 rl_callback_sigcleanup();
                 rl_replace_line("", 0);
-                rl_crlf();
-                rl_on_new_line();
-                rl_redisplay();
-                continue;
+                rl_callback_handler_remove();
+                printf("^C\n");
+                fflush(stdout);
+                line.clear();
+                interrupted = true;
+                return true;
             }
             if (ready > 0) rl_callback_read_char();
             else if (ready == 0 && on_idle) on_idle();
@@ -177,7 +201,8 @@ private:
             return;
         }
         self->line_ = text;
-        if (*text) {
+        HIST_ENTRY* last = history_length > 0 ? history_get(history_base + history_length - 1) : nullptr;
+        if (*text && !(last && strcmp(last->line, text) == 0)) {   // no repeated entries
             add_history(text);
             if (!self->history_path_.empty()) append_history(1, self->history_path_.c_str());
         }

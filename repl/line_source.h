@@ -16,6 +16,9 @@ public:
     virtual ~LineSource() = default;
     // Read one line (without its newline). False at end of input.
     virtual bool read_line(const char* prompt, std::string& line) = 0;
+    // True when the last read_line ended with Ctrl-C instead of Enter (the line is then empty):
+    // the loop drops the statement it was reading, as a person pressing Ctrl-C at ">>" expects.
+    bool interrupted = false;
     // Called about every 15 ms while waiting for input (terminal only).
     std::function<void()> on_idle;
 };

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <lua.hpp>
 #include <string>
+#include <vector>
 
 #include "repl.h"
 #include "tapedeck_lua.h"
@@ -13,7 +14,7 @@
 namespace {
 
 const char* const USAGE =
-    "usage: tapedeck [options] [script.lua [args...]]\n"
+    "usage: tapedeck [options] [script.lua [args...]]   (script '-' is stdin)\n"
     "       tapedeck bench [workload...]\n"
     "Options:\n"
     "  -i          run the script, then open the REPL with its globals\n"
@@ -70,9 +71,11 @@ int main(int argc, char** argv) {
         }
     }
 
-    bool interactive = false, ran_code = false;
+    // Options first (as lua.c): -e chunks run in order after the banner, then the script.
+    bool interactive = false;
+    std::vector<const char*> code;
     int i = 1;
-    for (; i < argc && argv[i][0] == '-'; ++i) {
+    for (; i < argc && argv[i][0] == '-' && argv[i][1] != '\0'; ++i) {   // "-" alone is a script: stdin
         if (strcmp(argv[i], "-i") == 0) {
             interactive = true;
         } else if (strcmp(argv[i], "-e") == 0) {
@@ -80,9 +83,7 @@ int main(int argc, char** argv) {
                 fprintf(stderr, "tapedeck: -e needs code after it\n%s", USAGE);
                 return 1;
             }
-            ran_code = true;
-            set_arg_table(L, argv, argc, 0);
-            if (repl_run_chunk(L, argv[i], "=(command line)", false) != LUA_OK) return 1;
+            code.push_back(argv[i]);
         } else if (strcmp(argv[i], "-v") == 0 || strcmp(argv[i], "--version") == 0) {
             printf("tapedeck %s\n", TAPEDECK_VERSION);
             return 0;
@@ -97,20 +98,23 @@ int main(int argc, char** argv) {
             return 1;
         }
     }
+    int script = i < argc ? i : 0;   // index of the script in argv; 0: none
+    if (script == 0 && code.empty()) interactive = true;
+    if (interactive && isatty(STDIN_FILENO)) print_banner();
+    set_arg_table(L, argv, argc, script);
 
-    int status = 0;
-    if (i < argc) {   // a script, with the rest as its arguments (also passed as `...`)
-        set_arg_table(L, argv, argc, i);
-        for (int j = i + 1; j < argc; ++j) lua_pushstring(L, argv[j]);
-        if (repl_run_chunk(L, argv[i], "", true, argc - i - 1) != LUA_OK) status = 1;
-    } else if (!ran_code) {
-        interactive = true;
-        set_arg_table(L, argv, argc, 0);
+    for (const char* chunk : code) {
+        if (repl_run_chunk(L, chunk, "=command line", false) != LUA_OK) {
+            lua_close(L);
+            return 1;
+        }
     }
-
-    if (interactive) {
-        bool terminal = isatty(STDIN_FILENO);
-        if (terminal) print_banner();
+    int status = 0;
+    if (script) {   // the rest of the command line is its arguments (also passed as `...`)
+        for (int j = script + 1; j < argc; ++j) lua_pushstring(L, argv[j]);
+        if (repl_run_chunk(L, argv[script], "", true, argc - script - 1) != LUA_OK) status = 1;
+    }
+    if (interactive) {   // after a script that failed too: its globals are there to inspect
         std::unique_ptr<LineSource> source = line_source_for_stdin(L);
         repl_loop(L, *source);
         status = 0;

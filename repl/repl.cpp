@@ -81,16 +81,19 @@ int repl_docall(lua_State* L, int nargs, int nresults) {
     int base = lua_gettop(L) - nargs;
     lua_pushcfunction(L, message_handler);
     lua_insert(L, base);
+    sig_atomic_t was_running = g_lua_running;   // nested calls (a command evaluating an expression)
     g_interrupt_pending = 0;
     g_lua_running = 1;
     int status = lua_pcall(L, nargs, nresults, base);
-    g_lua_running = 0;
-    lua_sethook(L, nullptr, 0, 0);   // a Ctrl-C that came too late to stop anything
+    g_lua_running = was_running;
+    if (!was_running && lua_gethook(L) == stop_hook)   // a Ctrl-C that came too late to stop anything;
+        lua_sethook(L, nullptr, 0, 0);                  // a hook the user set (debug.sethook) stays
     lua_remove(L, base);
     return status;
 }
 
 void repl_report(lua_State* L) {
+    fflush(stdout);   // what was printed before the error comes before it, also when both go to one file
     const char* message = lua_tostring(L, -1);
     fprintf(stderr, "%s\n", message ? message : "(error object is not a string)");
     fflush(stderr);
@@ -98,7 +101,7 @@ void repl_report(lua_State* L) {
 }
 
 int repl_run_chunk(lua_State* L, const std::string& source, const std::string& chunk_name, bool is_file, int nargs) {
-    int status = is_file ? luaL_loadfile(L, source.c_str())
+    int status = is_file ? luaL_loadfile(L, source == "-" ? nullptr : source.c_str())
                          : luaL_loadbuffer(L, source.data(), source.size(), chunk_name.c_str());
     if (status == LUA_OK) {
         if (nargs > 0) lua_insert(L, -(nargs + 1));
@@ -123,14 +126,20 @@ bool repl_eval(lua_State* L, const std::string& expression) {
 void repl_loop(lua_State* L, LineSource& source) {
     std::string line;
     while (source.read_line("> ", line)) {
+        if (source.interrupted) continue;   // Ctrl-C: the line is gone, a new prompt
         size_t first = line.find_first_not_of(" \t");
         if (first != std::string::npos && line[first] == ':') {
-            if (!command_run(L, line.substr(first + 1))) break;
+            bool keep_going = command_run(L, line.substr(first + 1));
+            fflush(stdout);
+            if (!keep_going) break;
             continue;
         }
+        if (first != std::string::npos && line[first] == '=')   // "=x" is "return x", as in lua.c
+            line = "return " + line.substr(first + 1);
         int base = lua_gettop(L);
         std::string with_return = "return " + line;
         int status = luaL_loadbuffer(L, with_return.data(), with_return.size(), "=stdin");
+        bool dropped = false;
         if (status != LUA_OK) {
             lua_pop(L, 1);
             std::string chunk = line;
@@ -140,12 +149,18 @@ void repl_loop(lua_State* L, LineSource& source) {
                 std::string more;
                 if (!source.read_line(">> ", more)) break;   // input ended: report the syntax error
                 lua_pop(L, 1);
+                if (source.interrupted) {   // Ctrl-C at ">>" drops the whole statement
+                    dropped = true;
+                    break;
+                }
                 chunk += "\n" + more;
             }
         }
-        if (status == LUA_OK) status = repl_docall(L, 0, LUA_MULTRET);
-        if (status == LUA_OK) print_results(L, base);
-        else repl_report(L);
+        if (!dropped) {
+            if (status == LUA_OK) status = repl_docall(L, 0, LUA_MULTRET);
+            if (status == LUA_OK) print_results(L, base);
+            else repl_report(L);
+        }
         lua_settop(L, base);
     }
 }
