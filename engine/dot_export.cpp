@@ -4,6 +4,8 @@
 #include <graphviz/cgraph.h>
 #include <graphviz/gvc.h>
 
+#include <cerrno>
+#include <cstring>
 #include <cstdio>
 #include <set>
 #include <unordered_map>
@@ -70,31 +72,37 @@ std::string graph_to_dot(const std::vector<Node*>& nodes) {
     return dot;
 }
 
+// Writes the graph to `path`, as DOT text (.dot, .gv) or rendered by Graphviz (.svg, .png, .pdf).
+// The file is opened here first, so an unwritable path is an error naming it (Graphviz itself
+// would only print to stderr); a file left half-written by a failed render is removed.
 void graph_write(const std::vector<Node*>& nodes, const std::string& path) {
-    std::string dot = graph_to_dot(nodes);
     size_t dot_at = path.rfind('.');
     std::string format = dot_at == std::string::npos ? "" : path.substr(dot_at + 1);
-    if (format.empty()) engine_fail("graphviz: '%s' has no extension (use .dot, .svg, .png or .pdf)", path.c_str());
+    bool is_text = format == "dot" || format == "gv";
+    if (!is_text && format != "svg" && format != "png" && format != "pdf")
+        engine_fail("graphviz: '%s' needs one of the extensions .dot, .gv, .svg, .png or .pdf", path.c_str());
 
-    if (format == "dot" || format == "gv") {
-        FILE* f = fopen(path.c_str(), "w");
-        if (!f) engine_fail("graphviz: cannot write '%s'", path.c_str());
-        fputs(dot.c_str(), f);
-        fclose(f);
-        return;
-    }
-    GVC_t* gvc = gvContext();
-    Agraph_t* g = agmemread(dot.c_str());
-    if (!g) {
+    std::string dot = graph_to_dot(nodes);
+    FILE* f = fopen(path.c_str(), "wb");
+    if (!f) engine_fail("graphviz: cannot write '%s': %s", path.c_str(), strerror(errno));
+    bool failed = false;
+    if (is_text) {
+        failed = fputs(dot.c_str(), f) < 0;
+    } else {
+        GVC_t* gvc = gvContext();
+        Agraph_t* g = agmemread(dot.c_str());
+        failed = !g || gvLayout(gvc, g, "dot") != 0 || gvRender(gvc, g, format.c_str(), f) != 0;
+        if (g) {
+            gvFreeLayout(gvc, g);
+            agclose(g);
+        }
         gvFreeContext(gvc);
-        engine_fail("graphviz: could not parse the generated graph");
     }
-    int failed = gvLayout(gvc, g, "dot");
-    if (!failed) failed = gvRenderFilename(gvc, g, format.c_str(), path.c_str());
-    gvFreeLayout(gvc, g);
-    agclose(g);
-    gvFreeContext(gvc);
-    if (failed) engine_fail("graphviz: could not render '%s' as %s", path.c_str(), format.c_str());
+    failed = (fclose(f) != 0) || failed;
+    if (failed) {
+        remove(path.c_str());
+        engine_fail("graphviz: could not write '%s' as %s", path.c_str(), format.c_str());
+    }
 }
 
 }  // namespace td

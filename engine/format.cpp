@@ -1,6 +1,8 @@
 // format.cpp: PyTorch-style tensor printing, and the tape as a table.
 #include "format.h"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 
@@ -102,7 +104,7 @@ void format_dim(const Value& v, const NumberStyle& style, int dim, int64_t offse
                 if (k % per_line == 0) out += "\n" + std::string(indent + 1, ' ');
                 else out += ' ';
             }
-            out += idx[k] < 0 ? padded("...", style.width) : padded(style.format(value_get(v, offset + idx[k] * stride)), style.width);
+            out += idx[k] < 0 ? "..." : padded(style.format(value_get(v, offset + idx[k] * stride)), style.width);
         }
     } else {
         int blank_lines = s.ndim - dim - 2;   // as PyTorch: more blank lines between higher dims
@@ -163,10 +165,9 @@ std::vector<Node*> tape_nodes() {
 }
 
 std::string graph_format_table(const std::vector<Node*>& nodes) {
-    std::string out;
-    char line[512];
-    snprintf(line, sizeof line, "%6s  %-18s %-9s %-16s %-14s %s\n", "id", "op", "phase", "inputs", "shape", "where");
-    out += line;
+    // One row of cells per node; each column is as wide as its widest cell (at least as wide as
+    // before), so a long op ("expand(shape=[2,2])") or phase ("backward of #12") keeps the columns.
+    std::vector<std::array<std::string, 6>> rows = {{"id", "op", "phase", "inputs", "shape", "where"}};
     for (const Node* n : nodes) {
         std::string inputs;
         for (const Edge& e : n->inputs) {
@@ -183,9 +184,16 @@ std::string graph_format_table(const std::vector<Node*>& nodes) {
         std::string op = n->name();
         std::string attrs = op_describe_attrs(n->op, n->attrs);
         if (!attrs.empty()) op += "(" + attrs + ")";
-        snprintf(line, sizeof line, "%6lld  %-18s %-9s %-16s %-14s %s\n", static_cast<long long>(n->id), op.c_str(),
-                 phase.c_str(), inputs.c_str(), shapes.c_str(), source_loc_str(n->where).c_str());
-        out += line;
+        rows.push_back({std::to_string(n->id), op, phase, inputs, shapes, source_loc_str(n->where)});
+    }
+    size_t width[6] = {6, 18, 9, 16, 14, 0};
+    for (const auto& r : rows)
+        for (int c = 0; c < 5; ++c) width[c] = std::max(width[c], r[c].size());
+    std::string out;
+    for (const auto& r : rows) {
+        out += std::string(width[0] - r[0].size(), ' ') + r[0] + " ";   // the id, right-aligned
+        for (int c = 1; c < 5; ++c) out += " " + r[c] + std::string(width[c] - r[c].size(), ' ');
+        out += " " + r[5] + "\n";
     }
     return out;
 }

@@ -12,6 +12,7 @@
 // Kernels read call.inputs, write call.outputs (already allocated; aliased for views and in-place
 // ops) and may raise engine_fail for data-dependent errors (an index out of range).
 #include <Eigen/Dense>
+#include <cmath>
 #include <cstring>
 
 #include "kernels_cpu.h"
@@ -289,6 +290,11 @@ void cpu_mul(const KernelCall& c) {
 void cpu_div(const KernelCall& c) {
     DISPATCH_FLOAT("div", out(c).dtype,
                    binary_loop<T>(in(c, 0), in(c, 1), out(c), [](T a, T b) { return a / b; }));
+}
+
+void cpu_pow_tensor(const KernelCall& c) {
+    DISPATCH_FLOAT("pow_tensor", out(c).dtype,
+                   binary_loop<T>(in(c, 0), in(c, 1), out(c), [](T a, T b) { return std::pow(a, b); }));
 }
 
 void cpu_eq(const KernelCall& c) {
@@ -755,10 +761,6 @@ void cpu_sub_inplace(const KernelCall& c) {
 
 void cpu_mul_inplace(const KernelCall& c) {
     DISPATCH_ALL(out(c).dtype, inplace_loop<T>(out(c), in(c, 1), [](T x, T y) { return x * y; }));
-}
-
-void cpu_mul_scalar_inplace(const KernelCall& c) {
-    DISPATCH_ALL(out(c).dtype, array_of<T>(out(c)) *= static_cast<T>(c.attrs.scalar));
 }
 
 void cpu_zero_inplace(const KernelCall& c) { cpu_zeros(c); }

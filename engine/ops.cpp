@@ -399,6 +399,19 @@ void backward_div(BackwardCall& c) {   // y = a / b: da = g / b, db = -g * y / b
         c.grad_in[1] = reduce_to(ops::neg(ops::div(ops::mul(g, c.output(0)), c.input(1))), c.input_shape(1));
 }
 
+// y = a ^ b: da = g * b * a^(b-1), db = g * y * ln a (nan where a < 0, as in PyTorch; computed
+// only when b needs a gradient, so a constant exponent never spreads it)
+void backward_pow_tensor(BackwardCall& c) {
+    const Tensor& g = c.grad_out[0];
+    if (c.needs_grad(0)) {
+        Tensor exponent_minus_1 = ops::add_scalar(c.input(1), -1);
+        Tensor local = ops::mul(c.input(1), ops::pow_tensor(c.input(0), exponent_minus_1));
+        c.grad_in[0] = reduce_to(ops::mul(g, local), c.input_shape(0));
+    }
+    if (c.needs_grad(1))
+        c.grad_in[1] = reduce_to(ops::mul(ops::mul(g, c.output(0)), ops::unary(OP_log, c.input(0))), c.input_shape(1));
+}
+
 void backward_mul_scalar(BackwardCall& c) { c.grad_in[0] = ops::mul_scalar(c.grad_out[0], c.attrs().scalar); }
 
 void backward_div_scalar(BackwardCall& c) { c.grad_in[0] = ops::div_scalar(c.grad_out[0], c.attrs().scalar); }
@@ -642,9 +655,7 @@ Tensor rsub_scalar(const Tensor& x, double s) { return with_scalar(OP_rsub_scala
 Tensor rdiv_scalar(const Tensor& x, double s) { return call(OP_rdiv_scalar, {&x}, scalar_attrs(s)); }
 Tensor pow(const Tensor& x, double p) { return call(OP_pow, {&x}, scalar_attrs(p)); }
 
-Tensor pow_tensor(const Tensor& base, const Tensor& exponent) {
-    return unary(OP_exp, mul(exponent, unary(OP_log, base)));
-}
+Tensor pow_tensor(const Tensor& base, const Tensor& exponent) { return call(OP_pow_tensor, {&base, &exponent}); }
 
 Tensor rpow_scalar(double base, const Tensor& exponent) {
     if (!(base > 0)) engine_fail("pow: a number raised to a tensor needs a positive base, got %g", base);
@@ -679,15 +690,29 @@ static Tensor product(OpId op, const Tensor& a, const Tensor& b, bool trans_a, b
 Tensor mm(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) { return product(OP_mm, a, b, trans_a, trans_b); }
 Tensor bmm(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) { return product(OP_bmm, a, b, trans_a, trans_b); }
 
+// matmul as PyTorch's: a 1-d operand is a row (left) or column (right) vector whose added dim is
+// removed again; 2-d by 2-d is mm, 3-d by 3-d is bmm, a 3-d batch times a matrix folds the batch
+// into rows, and a matrix times a 3-d batch is expanded over the batch. Shapes are checked here,
+// so errors name matmul, the op the script called.
 Tensor matmul(const Tensor& a, const Tensor& b) {
     if (!a.defined() || !b.defined()) return mm(a, b);   // op_call reports the missing tensor
-    if (a.shape().ndim == 3 && b.shape().ndim == 3) return bmm(a, b);
-    if (a.shape().ndim == 3 && b.shape().ndim == 2) {   // a batch times one matrix: fold the batch into rows
-        const Shape& s = a.shape();
-        Tensor rows = mm(reshape(a, Shape{s[0] * s[1], s[2]}), b);
-        return reshape(rows, Shape{s[0], s[1], b.shape()[1]});
+    const Shape &sa = a.shape(), &sb = b.shape();
+    if (sa.ndim < 1 || sa.ndim > 3 || sb.ndim < 1 || sb.ndim > 3)
+        engine_fail("matmul: expects 1-d, 2-d or 3-d operands, got %s and %s", sa.str().c_str(), sb.str().c_str());
+    int64_t inner_a = sa[sa.ndim - 1], inner_b = sb.ndim == 1 ? sb[0] : sb[sb.ndim - 2];
+    bool batches_differ = sa.ndim == 3 && sb.ndim == 3 && sa[0] != sb[0];
+    if (inner_a != inner_b || batches_differ)
+        engine_fail("matmul: shapes %s and %s do not match", sa.str().c_str(), sb.str().c_str());
+
+    if (sa.ndim == 1) return squeeze(matmul(unsqueeze(a, 0), b), sb.ndim == 3 ? 1 : 0);
+    if (sb.ndim == 1) return squeeze(matmul(a, unsqueeze(b, 1)), sa.ndim - 1);
+    if (sa.ndim == 2 && sb.ndim == 2) return mm(a, b);
+    if (sa.ndim == 3 && sb.ndim == 3) return bmm(a, b);
+    if (sa.ndim == 3) {   // a batch times one matrix: fold the batch into rows
+        Tensor rows = mm(reshape(a, Shape{sa[0] * sa[1], sa[2]}), b);
+        return reshape(rows, Shape{sa[0], sa[1], sb[1]});
     }
-    return mm(a, b);
+    return bmm(expand(a, Shape{sb[0], sa[0], sa[1]}), b);   // one matrix times a batch
 }
 
 Tensor transpose(const Tensor& x, int d1, int d2) {
@@ -791,7 +816,10 @@ Tensor mul_(Tensor& x, const Tensor& y) {
     return rebase(x, call(OP_mul_, {&x, &y}));
 }
 
-Tensor mul_scalar_(Tensor& x, double s) { return rebase(x, call(OP_mul_scalar_, {&x}, scalar_attrs(s))); }
+Tensor mul_(Tensor& x, double s) {
+    Tensor multiplier = create(OP_full, Shape{}, x.dtype(), s);
+    return mul_(x, multiplier);
+}
 Tensor zero_(Tensor& x) { return rebase(x, call(OP_zero_, {&x})); }
 Tensor fill_(Tensor& x, double s) { return rebase(x, call(OP_fill_, {&x}, scalar_attrs(s))); }
 Tensor copy_(Tensor& x, const Tensor& src) { return rebase(x, call(OP_copy_, {&x, &src})); }

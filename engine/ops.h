@@ -132,7 +132,7 @@ Tensor div_scalar(const Tensor& x, double s);
 Tensor rsub_scalar(const Tensor& x, double s);
 Tensor rdiv_scalar(const Tensor& x, double s);
 Tensor pow(const Tensor& x, double p);
-Tensor pow_tensor(const Tensor& base, const Tensor& exponent);   // e^(exponent * ln base)
+Tensor pow_tensor(const Tensor& base, const Tensor& exponent);   // elementwise base ^ exponent, broadcast
 Tensor rpow_scalar(double base, const Tensor& exponent);         // e^(exponent * ln base)
 Tensor unary(OpId op, const Tensor& x);   // neg, exp, log, sqrt, abs, sign, tanh, sigmoid, relu, clone, detach
 Tensor neg(const Tensor& x);
@@ -164,7 +164,7 @@ Tensor from_values(const Shape& shape, DType dtype, const double* values);   // 
 Tensor add_(Tensor& x, const Tensor& y, double alpha = 1);
 Tensor sub_(Tensor& x, const Tensor& y, double alpha = 1);
 Tensor mul_(Tensor& x, const Tensor& y);
-Tensor mul_scalar_(Tensor& x, double s);
+Tensor mul_(Tensor& x, double s);   // x *= s (a `full` leaf holds s, as PyTorch wraps a number)
 Tensor zero_(Tensor& x);
 Tensor fill_(Tensor& x, double s);
 Tensor copy_(Tensor& x, const Tensor& src);

@@ -201,10 +201,23 @@ static DType required_dtype(const OpInfo& info, const Tensor* const* inputs, int
     return d;
 }
 
-static void fail_inplace_on_leaf(const OpInfo& info, const Tensor& x) {
-    engine_fail("%s: tensor #%lld is a leaf that requires grad; change it in place only inside "
-                "torch.no_grad (as an optimizer step does)",
-                info.name, static_cast<long long>(x.id()));
+static void fail_inplace_on_leaf(const OpInfo& info, const Tensor& leaf, bool through_view) {
+    const char* advice = "change it in place only inside torch.no_grad (as an optimizer step does)";
+    long long id = static_cast<long long>(leaf.id());
+    if (through_view)
+        engine_fail("%s: the tensor is a view of tensor #%lld, which is a leaf that requires grad; %s", info.name,
+                    id, advice);
+    engine_fail("%s: tensor #%lld is a leaf that requires grad; %s", info.name, id, advice);
+}
+
+// The tensor whose storage `x` shares: walks back through recorded views (reshape, transpose, ...)
+// to the tensor they were taken from. Only tracked views hold their input, which is the case that
+// matters: an in-place change through a view of a leaf that requires grad changes that leaf.
+static Tensor view_base(const Tensor& x) {
+    Tensor base = x;
+    while ((base.node->info().flags & OPF_VIEW) && base.node->tracks_grad && base.node->inputs[0].node)
+        base = Tensor(base.node->inputs[0].node.get(), base.node->inputs[0].output);
+    return base;
 }
 
 Tensor op_call(OpId op, const Tensor* const* inputs, int n_inputs, const OpAttrs& attrs) {
@@ -249,8 +262,10 @@ Tensor op_call(OpId op, const Tensor* const* inputs, int n_inputs, const OpAttrs
     bool track = false;
     if (g.grad_enabled && info.backward_rule)
         for (int i = 0; i < n_inputs && !track; ++i) track = inputs[i]->requires_grad();
-    if ((info.flags & OPF_INPLACE) && track && inputs[0]->node->is_leaf() && inputs[0]->requires_grad())
-        fail_inplace_on_leaf(info, *inputs[0]);
+    if ((info.flags & OPF_INPLACE) && track) {
+        Tensor base = view_base(*inputs[0]);
+        if (base.node->is_leaf() && base.requires_grad()) fail_inplace_on_leaf(info, base, !base.same_as(*inputs[0]));
+    }
 
     // Record the node.
     Node* node = new Node();

@@ -106,9 +106,12 @@ Tensor* test_tensor(lua_State* L, int idx) {
     return is_tensor ? static_cast<Tensor*>(p) : nullptr;
 }
 
+// What to call the value at idx in a message: "tensor" for a tensor, else Lua's type name.
+const char* type_name_of(lua_State* L, int idx) { return test_tensor(L, idx) ? "tensor" : luaL_typename(L, idx); }
+
 Tensor& check_tensor(lua_State* L, int idx) {
     Tensor* t = test_tensor(L, idx);
-    if (!t) arg_fail(idx, "tensor expected, got %s", luaL_typename(L, idx));
+    if (!t) arg_fail(idx, "tensor expected, got %s", type_name_of(L, idx));
     return *t;
 }
 
@@ -160,14 +163,14 @@ SourceLoc locate_in_lua(void*) {
 int64_t check_integer(lua_State* L, int idx, const char* what) {
     int is_integer = 0;
     lua_Integer v = lua_tointegerx(L, idx, &is_integer);
-    if (!is_integer) arg_fail(idx, "%s must be an integer, got %s", what, luaL_typename(L, idx));
+    if (!is_integer) arg_fail(idx, "%s must be an integer, got %s", what, type_name_of(L, idx));
     return v;
 }
 
 double check_number(lua_State* L, int idx, const char* what) {
     int is_number = 0;
     lua_Number v = lua_tonumberx(L, idx, &is_number);
-    if (!is_number) arg_fail(idx, "%s must be a number, got %s", what, luaL_typename(L, idx));
+    if (!is_number) arg_fail(idx, "%s must be a number, got %s", what, type_name_of(L, idx));
     return v;
 }
 
@@ -209,7 +212,7 @@ CreateOptions options_from_arg(lua_State* L, int idx, DType default_dtype) {
     CreateOptions o;
     o.dtype = default_dtype;
     if (lua_isnoneornil(L, idx)) return o;
-    if (!lua_istable(L, idx)) arg_fail(idx, "options must be a table like {dtype=\"float64\"}, got %s", luaL_typename(L, idx));
+    if (!lua_istable(L, idx)) arg_fail(idx, "options must be a table like {dtype=\"float64\"}, got %s", type_name_of(L, idx));
     lua_pushnil(L);
     while (lua_next(L, idx)) {
         const char* key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
@@ -218,7 +221,7 @@ CreateOptions options_from_arg(lua_State* L, int idx, DType default_dtype) {
         } else if (strcmp(key, "dtype") == 0) {
             const char* name = lua_tostring(L, -1);
             if (!name || !dtype_parse(name, &o.dtype))
-                arg_fail(idx, "unknown dtype '%s' (use float32, float64 or int64)", name ? name : luaL_typename(L, -1));
+                arg_fail(idx, "unknown dtype '%s' (use float32, float64 or int64)", name ? name : type_name_of(L, -1));
         } else {
             arg_fail(idx, "unknown option '%s' (expected requires_grad or dtype)", key);
         }
@@ -261,7 +264,7 @@ void nested_values(lua_State* L, int idx, const Shape& shape, int depth, std::st
     if (depth == shape.ndim) {
         int is_number = 0;
         double v = lua_tonumberx(L, idx, &is_number);
-        if (!is_number) arg_fail(1, "expected a number at %s, got %s", path.empty() ? "top level" : path.c_str(), luaL_typename(L, idx));
+        if (!is_number) arg_fail(1, "expected a number at %s, got %s", path.empty() ? "top level" : path.c_str(), type_name_of(L, idx));
         out.push_back(v);
         return;
     }
@@ -296,7 +299,7 @@ int l_tensor(lua_State* L) {
         if (lua_isnoneornil(L, 2)) o.dtype = t->dtype();
         return push_created(L, copy.dtype() == o.dtype ? copy : ops::to(copy, o.dtype), o);
     } else {
-        arg_fail(1, "expected a number or a (nested) table of numbers, got %s", luaL_typename(L, 1));
+        arg_fail(1, "expected a number or a (nested) table of numbers, got %s", type_name_of(L, 1));
     }
     return push_created(L, ops::from_values(shape, o.dtype, values.data()), o);
 }
@@ -314,7 +317,7 @@ int l_rand(lua_State* L) { return create_with(L, OP_rand, DTYPE_F32); }
 int l_randn(lua_State* L) { return create_with(L, OP_randn, DTYPE_F32); }
 
 int l_full(lua_State* L) {
-    if (!lua_istable(L, 1)) arg_fail(1, "size must be a table like {2, 3}, got %s", luaL_typename(L, 1));
+    if (!lua_istable(L, 1)) arg_fail(1, "size must be a table like {2, 3}, got %s", type_name_of(L, 1));
     int next;
     Shape shape = shape_from_args(L, 1, &next);
     double value = check_number(L, next, "fill value");
@@ -380,7 +383,7 @@ int arith(lua_State* L, Arith kind, const char* name) {
             case ARITH_DIV: return push_tensor(L, ops::rdiv_scalar(*b, s));
         }
     }
-    engine_fail("%s: expects tensors or numbers, got %s and %s", name, luaL_typename(L, 1), luaL_typename(L, 2));
+    engine_fail("%s: expects tensors or numbers, got %s and %s", name, type_name_of(L, 1), type_name_of(L, 2));
 }
 
 int l_add(lua_State* L) { return arith(L, ARITH_ADD, "add"); }
@@ -394,7 +397,7 @@ int l_pow(lua_State* L) {
     if (x && lua_type(L, 2) == LUA_TNUMBER) return push_tensor(L, ops::pow(*x, lua_tonumber(L, 2)));
     if (x && p) return push_tensor(L, ops::pow_tensor(*x, *p));
     if (p && lua_type(L, 1) == LUA_TNUMBER) return push_tensor(L, ops::rpow_scalar(lua_tonumber(L, 1), *p));
-    engine_fail("pow: expects tensors or numbers, got %s and %s", luaL_typename(L, 1), luaL_typename(L, 2));
+    engine_fail("pow: expects tensors or numbers, got %s and %s", type_name_of(L, 1), type_name_of(L, 2));
 }
 
 int l_eq(lua_State* L) {
@@ -488,13 +491,13 @@ int l_expand(lua_State* L) {
 }
 
 int l_cat(lua_State* L) {
-    if (!lua_istable(L, 1)) arg_fail(1, "expected a table of tensors, got %s", luaL_typename(L, 1));
+    if (!lua_istable(L, 1)) arg_fail(1, "expected a table of tensors, got %s", type_name_of(L, 1));
     std::vector<Tensor> xs;
     lua_Integer n = luaL_len(L, 1);
     for (lua_Integer i = 1; i <= n; ++i) {
         lua_geti(L, 1, i);
         Tensor* t = test_tensor(L, -1);
-        if (!t) arg_fail(1, "element %lld is a %s, not a tensor", static_cast<long long>(i), luaL_typename(L, -1));
+        if (!t) arg_fail(1, "element %lld is a %s, not a tensor", static_cast<long long>(i), type_name_of(L, -1));
         xs.push_back(*t);
         lua_pop(L, 1);
     }
@@ -591,8 +594,7 @@ int l_sub_(lua_State* L) {
 
 int l_mul_(lua_State* L) {
     Tensor& x = check_tensor(L, 1);
-    if (lua_type(L, 2) == LUA_TNUMBER) ops::mul_scalar_(x, lua_tonumber(L, 2));
-    else ops::mul_(x, check_tensor(L, 2));
+    ops::mul_(x, operand_of(L, 2, x));
     return return_self(L);
 }
 
@@ -701,7 +703,7 @@ int size_tostring(lua_State* L) {
     lua_Integer n = luaL_len(L, 1);
     for (lua_Integer i = 1; i <= n; ++i) {
         lua_geti(L, 1, i);
-        if (i > 1) s += ", ";
+        if (i > 1) s += ",";
         s += std::to_string(lua_tointeger(L, -1));
         lua_pop(L, 1);
     }
@@ -711,11 +713,17 @@ int size_tostring(lua_State* L) {
 
 int tensor_field(lua_State* L) {
     Tensor& t = check_tensor(L, 1);
-    const char* key = lua_tostring(L, 2);
-    if (!key || lua_type(L, 2) != LUA_TSTRING) {
-        engine_fail("tensor: indexing with [%s] is not supported (use narrow, gather or select rows with "
-                    "index tensors)", luaL_typename(L, 2));
+    if (lua_isinteger(L, 2)) {   // t[i]: the i-th slice along dim 1 (1-based), as Torch7 does
+        if (t.shape().ndim == 0) engine_fail("index: a 0-d tensor has no elements to index (use item())");
+        int64_t size = t.shape().dims[0], i = lua_tointeger(L, 2);
+        int64_t at = i < 0 ? i + size : i - 1;
+        if (at < 0 || at >= size)
+            engine_fail("index: %lld out of range for dim 1 of size %lld", static_cast<long long>(i),
+                        static_cast<long long>(size));
+        return push_tensor(L, ops::squeeze(ops::narrow(t, 0, at, 1), 0));
     }
+    const char* key = lua_type(L, 2) == LUA_TSTRING ? lua_tostring(L, 2) : nullptr;
+    if (!key) engine_fail("index: tensors are indexed by an integer or a field name, not a %s", type_name_of(L, 2));
     const Output& out = t.node->outputs[t.output];
     if (strcmp(key, "shape") == 0) {
         push_shape(L, t.shape());
@@ -810,7 +818,7 @@ int run_with_grad_mode(lua_State* L, bool enabled) {
         set_grad_enabled(enabled);
         return 1;
     }
-    if (lua_type(L, 1) != LUA_TFUNCTION) arg_fail(1, "expected a function (or nothing), got %s", luaL_typename(L, 1));
+    if (lua_type(L, 1) != LUA_TFUNCTION) arg_fail(1, "expected a function (or nothing), got %s", type_name_of(L, 1));
     int nargs = lua_gettop(L) - 1;
     set_grad_enabled(enabled);
     int status = lua_pcall(L, nargs, LUA_MULTRET, 0);
@@ -853,7 +861,7 @@ int l_tape(lua_State* L) {
 int l_graphviz(lua_State* L) {
     Tensor& t = check_tensor(L, 1);
     const char* path = lua_tostring(L, 2);
-    if (!path) arg_fail(2, "expected a file name like \"graph.svg\", got %s", luaL_typename(L, 2));
+    if (!path) arg_fail(2, "expected a file name like \"graph.svg\", got %s", type_name_of(L, 2));
     graph_write(graph_collect(t), path);
     return 0;
 }

@@ -1,0 +1,514 @@
+// op_cases.cpp: one or more test rows per op of engine/ops.def, in the table's order.
+//
+// Expected values are written by hand, or computed here from the inputs with the standard library
+// and the plain loops of test_helpers.h — never by calling the engine. Inputs for the gradient
+// check stay away from kinks (relu, abs, clamp, max ties) and domain edges (log, sqrt, pow > 0).
+// Dims in attrs are 0-based, as in C++; index tensors hold 1-based int64 indices.
+//
+// [SECTION] inputs      the shared input values
+// [SECTION] references  plain-loop references and checks for the random ops
+// [SECTION] rows        op_cases(): the rows, grouped as in ops.def
+#include "op_cases.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+
+#include "test_helpers.h"
+
+namespace td_test {
+
+namespace {
+
+using td::OpAttrs;
+constexpr DType F32 = td::DTYPE_F32, F64 = td::DTYPE_F64, I64 = td::DTYPE_I64;
+
+// ============================================================================================
+// [SECTION] inputs
+//
+// Shared inputs. [2,3] unless said; no zeros, no ties, no two values closer than 0.1.
+
+const Shape S23{2, 3};
+const std::vector<double> X23 = {0.5, -1.2, 2.0, 1.5, -0.3, 0.8};
+const std::vector<double> Y23 = {1.1, 0.4, -0.7, -2.0, 0.9, 1.3};
+const std::vector<double> POS23 = {0.5, 1.2, 2.0, 1.5, 0.3, 0.8};        // for log, sqrt, pow
+const std::vector<double> NONZERO23 = {1.5, -0.8, 2.5, -1.25, 0.6, 3.0};  // divisors
+const std::vector<double> B3 = {0.25, -1.5, 2.0};                        // [3], broadcast over rows
+const std::vector<double> C21 = {2.0, -0.5};                             // [2,1], broadcast over cols
+
+// [2,3,4] and [3,4] with distinct values, for ops along a dim of a bigger tensor.
+std::vector<double> distinct_values(int64_t n, double scale) {
+    std::vector<double> v(static_cast<size_t>(n));
+    for (int64_t k = 0; k < n; ++k) v[k] = scale * static_cast<double>((k * 7) % n) - 1.3;   // a permutation of steps
+    return v;
+}
+const Shape S234{2, 3, 4};
+const std::vector<double> V234 = distinct_values(24, 0.15);
+const Shape S34{3, 4};
+const std::vector<double> V34 = distinct_values(12, 0.25);
+
+// ============================================================================================
+// [SECTION] references
+
+InputCase in(const Shape& s, const std::vector<double>& v, DType d = F32) { return {s, v, d}; }
+OutputCase out(const Shape& s, const std::vector<double>& v, DType d = F32) { return {s, v, d}; }
+
+OpCase row(const std::string& op, const std::string& variant, std::vector<InputCase> inputs, const OpAttrs& attrs,
+           std::vector<OutputCase> outputs) {
+    OpCase c;
+    c.op = op;
+    c.variant = variant;
+    c.inputs = std::move(inputs);
+    c.attrs = attrs;
+    c.outputs = std::move(outputs);
+    return c;
+}
+
+OpAttrs create_attrs(const Shape& shape, DType dtype, double fill = 0) {
+    OpAttrs a;
+    a.shape = shape;
+    a.dtype = dtype;
+    a.scalar = fill;
+    return a;
+}
+
+OpCase create_row(const std::string& op, const std::string& variant, const Shape& shape, DType dtype,
+                  const std::vector<double>& expected, double fill = 0) {
+    return row(op, variant, {}, create_attrs(shape, dtype, fill), {out(shape, expected, dtype)});
+}
+
+std::vector<double> constant(int64_t n, double x) { return std::vector<double>(static_cast<size_t>(n), x); }
+
+std::string number(double x) {
+    char buffer[32];
+    snprintf(buffer, sizeof buffer, "%g", x);
+    return buffer;
+}
+
+double sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
+
+std::vector<double> softmax_line(const std::vector<double>& x) {
+    double total = 0;
+    for (double v : x) total += std::exp(v);
+    std::vector<double> y;
+    for (double v : x) y.push_back(std::exp(v) / total);
+    return y;
+}
+
+std::vector<double> log_softmax_line(const std::vector<double>& x) {
+    double total = 0;
+    for (double v : x) total += std::exp(v);
+    std::vector<double> y;
+    for (double v : x) y.push_back(v - std::log(total));
+    return y;
+}
+
+double line_sum(const std::vector<double>& x) { return std::accumulate(x.begin(), x.end(), 0.0); }
+double line_max(const std::vector<double>& x) { return *std::max_element(x.begin(), x.end()); }
+double line_argmax_1based(const std::vector<double>& x) {
+    return static_cast<double>(std::max_element(x.begin(), x.end()) - x.begin() + 1);
+}
+
+// Every element of shape `to` read from x (shape `from`) with broadcasting: expand's reference.
+std::vector<double> expand_ref(const Shape& from, const std::vector<double>& x, const Shape& to) {
+    return broadcast_ref(from, x, to, constant(to.numel(), 0), [](double a, double) { return a; });
+}
+
+// y = x with dims d1 and d2 swapped, by plain index arithmetic.
+std::vector<double> transpose_ref(const Shape& s, const std::vector<double>& x, int d1, int d2, Shape* out_shape) {
+    Shape o = s;
+    std::swap(o.dims[d1], o.dims[d2]);
+    std::vector<double> y(x.size());
+    std::vector<int64_t> in_strides = strides_of(s);
+    for (int64_t k = 0; k < o.numel(); ++k) {
+        std::vector<int64_t> idx = unravel(o, k);
+        std::swap(idx[d1], idx[d2]);
+        int64_t from = 0;
+        for (int i = 0; i < s.ndim; ++i) from += idx[i] * in_strides[i];
+        y[k] = x[from];
+    }
+    *out_shape = o;
+    return y;
+}
+
+// Batched products: bmm's reference, one matmul_ref per batch.
+std::vector<double> bmm_ref(const Shape& sa, const std::vector<double>& a, bool ta, const Shape& sb,
+                            const std::vector<double>& b, bool tb) {
+    std::vector<double> y;
+    int64_t a_size = sa[1] * sa[2], b_size = sb[1] * sb[2];
+    for (int64_t i = 0; i < sa[0]; ++i) {
+        std::vector<double> ai(a.begin() + i * a_size, a.begin() + (i + 1) * a_size);
+        std::vector<double> bi(b.begin() + i * b_size, b.begin() + (i + 1) * b_size);
+        std::vector<double> ci = matmul_ref(ai, sa[1], sa[2], ta, bi, sb[1], sb[2], tb);
+        y.insert(y.end(), ci.begin(), ci.end());
+    }
+    return y;
+}
+
+// The checks shared by rand rows: every value in [0, 1), and not all the same.
+void check_uniform(const Tensor& t) {
+    std::vector<double> v = values_of(t);
+    bool in_range = true;
+    for (double x : v) in_range = in_range && x >= 0 && x < 1;
+    CHECK(in_range);
+    double mean = line_sum(v) / static_cast<double>(v.size());
+    CHECK(mean > 0.4);   // 1,000 samples of U[0,1): mean 0.5, standard error 0.009
+    CHECK(mean < 0.6);
+}
+
+void check_normal_sample(const Tensor& t) {
+    std::vector<double> v = values_of(t);
+    bool finite = true;
+    for (double x : v) finite = finite && std::isfinite(x);
+    CHECK(finite);
+    double mean = line_sum(v) / static_cast<double>(v.size());
+    CHECK(std::fabs(mean) < 0.2);   // 1,000 samples: standard error 0.03
+    CHECK(*std::min_element(v.begin(), v.end()) < -1.5);   // P(no sample below -1.5) = 0.93^1000
+    CHECK(*std::max_element(v.begin(), v.end()) > 1.5);
+}
+
+}  // namespace
+
+// ============================================================================================
+// [SECTION] rows
+
+const std::vector<OpCase>& op_cases() {
+    static const std::vector<OpCase> rows = [] {
+        std::vector<OpCase> r;
+        auto add = [&](OpCase c) { r.push_back(std::move(c)); };
+
+        // --- creation ---------------------------------------------------------------------------
+        {
+            OpCase c = create_row("tensor", "float64 [2,2] from values", Shape{2, 2}, F64, {1.5, -2, 3, 0.004});
+            c.init_values = {1.5, -2, 3, 0.004};
+            add(c);
+            OpCase i = create_row("tensor", "int64 [3] from values", Shape{3}, I64, {7, -2, 0});
+            i.init_values = {7, -2, 0};
+            add(i);
+        }
+        add(create_row("zeros", "float32 [2,3]", S23, F32, constant(6, 0)));
+        add(create_row("zeros", "float64 0-d", Shape{}, F64, {0}));
+        add(create_row("ones", "int64 [3]", Shape{3}, I64, {1, 1, 1}));
+        add(create_row("ones", "float64 [2,2]", Shape{2, 2}, F64, {1, 1, 1, 1}));
+        add(create_row("full", "float64 [2,2] of 2.5", Shape{2, 2}, F64, {2.5, 2.5, 2.5, 2.5}, 2.5));
+        add(create_row("full", "int64 [3] of -4", Shape{3}, I64, {-4, -4, -4}, -4));
+        {
+            OpCase c = create_row("rand", "float32 [1000]", Shape{1000}, F32, {});
+            c.check = check_uniform;
+            add(c);
+            OpCase d = create_row("rand", "float64 [10,100]", Shape{10, 100}, F64, {});
+            d.check = check_uniform;
+            add(d);
+            OpCase n = create_row("randn", "float32 [1000]", Shape{1000}, F32, {});
+            n.check = check_normal_sample;
+            add(n);
+            OpCase m = create_row("randn", "float64 odd count [999]", Shape{999}, F64, {});
+            m.check = check_normal_sample;
+            add(m);
+        }
+        add(create_row("eye", "float32 [3,3]", Shape{3, 3}, F32, {1, 0, 0, 0, 1, 0, 0, 0, 1}));
+        add(create_row("eye", "float64 [2,3]", Shape{2, 3}, F64, {1, 0, 0, 0, 1, 0}));
+        add(create_row("arange", "int64 [5]", Shape{5}, I64, {0, 1, 2, 3, 4}));
+        add(create_row("arange", "float32 [4]", Shape{4}, F32, {0, 1, 2, 3}));
+
+        // --- elementwise, two tensors ---------------------------------------------------------
+        auto plus = [](double a, double b) { return a + b; };
+        auto minus = [](double a, double b) { return a - b; };
+        auto times = [](double a, double b) { return a * b; };
+        auto over = [](double a, double b) { return a / b; };
+        add(row("add", "same shape", {in(S23, X23), in(S23, Y23)}, {}, {out(S23, zip_values(X23, Y23, plus))}));
+        add(row("add", "[2,3] + [3]", {in(S23, X23), in(Shape{3}, B3)}, {},
+                {out(S23, broadcast_ref(S23, X23, Shape{3}, B3, plus))}));
+        add(row("add", "int64 stays int64", {in(Shape{3}, {1, 2, 3}, I64), in(Shape{3}, {10, 20, 30}, I64)}, {},
+                {out(Shape{3}, {11, 22, 33}, I64)}));
+        add(row("add", "float32 + float64 promotes to float64", {in(Shape{3}, B3, F32), in(Shape{3}, {1, 2, 3}, F64)},
+                {}, {out(Shape{3}, {1.25, 0.5, 5}, F64)}));
+        add(row("sub", "same shape", {in(S23, X23), in(S23, Y23)}, {}, {out(S23, zip_values(X23, Y23, minus))}));
+        add(row("sub", "[2,3] - [2,1]", {in(S23, X23), in(Shape{2, 1}, C21)}, {},
+                {out(S23, broadcast_ref(S23, X23, Shape{2, 1}, C21, minus))}));
+        add(row("mul", "same shape", {in(S23, X23), in(S23, Y23)}, {}, {out(S23, zip_values(X23, Y23, times))}));
+        add(row("mul", "[2,3] * 0-d", {in(S23, X23), in(Shape{}, {-1.5})}, {},
+                {out(S23, map_values(X23, [](double x) { return -1.5 * x; }))}));
+        {
+            // both sides broadcast: [2,1,4] * [3,1] -> [2,3,4]
+            std::vector<double> a = distinct_values(8, 0.4), b = {0.5, -1.5, 2.5};
+            add(row("mul", "[2,1,4] * [3,1]", {in(Shape{2, 1, 4}, a), in(Shape{3, 1}, b)}, {},
+                    {out(S234, broadcast_ref(Shape{2, 1, 4}, a, Shape{3, 1}, b, times))}));
+        }
+        add(row("div", "same shape", {in(S23, X23), in(S23, NONZERO23)}, {},
+                {out(S23, zip_values(X23, NONZERO23, over))}));
+        add(row("div", "[2,3] / [3]", {in(S23, X23), in(Shape{3}, {1.5, -2.0, 0.8})}, {},
+                {out(S23, broadcast_ref(S23, X23, Shape{3}, {1.5, -2.0, 0.8}, over))}));
+        add(row("pow_tensor", "positive a ^ b", {in(S23, POS23), in(S23, Y23)}, {},
+                {out(S23, zip_values(POS23, Y23, [](double a, double b) { return std::pow(a, b); }))}));
+        {
+            OpCase negative_base = row("pow_tensor", "negative a ^ whole b, [2,3] ^ [3]",
+                                       {in(S23, X23), in(Shape{3}, {2, 3, -1})}, {},
+                                       {out(S23, broadcast_ref(S23, X23, Shape{3}, {2, 3, -1},
+                                                               [](double a, double b) { return std::pow(a, b); }))});
+            negative_base.grad_inputs = {0};   // d/db = y ln a is nan for a < 0
+            add(negative_base);
+        }
+        add(row("eq", "float32", {in(Shape{4}, {1, 2, 3, 4}), in(Shape{4}, {1, 5, 3, 0})}, {},
+                {out(Shape{4}, {1, 0, 1, 0})}));
+        add(row("eq", "int64 gives float32", {in(Shape{3}, {1, 2, 3}, I64), in(Shape{3}, {1, 0, 3}, I64)}, {},
+                {out(Shape{3}, {1, 0, 1}, F32)}));
+        add(row("eq", "[2,2] == [2] broadcast", {in(Shape{2, 2}, {1, 2, 3, 2}), in(Shape{2}, {1, 2})}, {},
+                {out(Shape{2, 2}, {1, 1, 0, 1})}));
+
+        // --- elementwise, tensor and a number ----------------------------------------------------
+        add(row("add_scalar", "x + 1.5", {in(S23, X23)}, {.scalar = 1.5},
+                {out(S23, map_values(X23, [](double x) { return x + 1.5; }))}));
+        add(row("add_scalar", "int64 + 2 stays int64", {in(Shape{3}, {1, 2, 3}, I64)}, {.scalar = 2},
+                {out(Shape{3}, {3, 4, 5}, I64)}));
+        add(row("mul_scalar", "x * -2", {in(S23, X23)}, {.scalar = -2},
+                {out(S23, map_values(X23, [](double x) { return -2 * x; }))}));
+        add(row("div_scalar", "x / 4", {in(S23, X23)}, {.scalar = 4},
+                {out(S23, map_values(X23, [](double x) { return x / 4; }))}));
+        add(row("rsub_scalar", "3 - x", {in(S23, X23)}, {.scalar = 3},
+                {out(S23, map_values(X23, [](double x) { return 3 - x; }))}));
+        add(row("rdiv_scalar", "2 / x", {in(S23, NONZERO23)}, {.scalar = 2},
+                {out(S23, map_values(NONZERO23, [](double x) { return 2 / x; }))}));
+        for (double p : {1.0, 2.0, 3.0}) {
+            add(row("pow", "x ^ " + number(p), {in(S23, X23)}, {.scalar = p},
+                    {out(S23, map_values(X23, [p](double x) { return std::pow(x, p); }))}));
+        }
+        for (double p : {0.5, -1.5, 2.7}) {
+            add(row("pow", "positive x ^ " + number(p), {in(S23, POS23)}, {.scalar = p},
+                    {out(S23, map_values(POS23, [p](double x) { return std::pow(x, p); }))}));
+        }
+
+        // --- elementwise, one tensor --------------------------------------------------------------
+        add(row("neg", "-x", {in(S23, X23)}, {}, {out(S23, map_values(X23, [](double x) { return -x; }))}));
+        add(row("exp", "e^x", {in(S23, X23)}, {}, {out(S23, map_values(X23, [](double x) { return std::exp(x); }))}));
+        add(row("exp", "int64 input computes in float32", {in(Shape{3}, {0, 1, 2}, I64)}, {},
+                {out(Shape{3}, {1, std::exp(1.0), std::exp(2.0)}, F32)}));
+        add(row("log", "ln x", {in(S23, POS23)}, {},
+                {out(S23, map_values(POS23, [](double x) { return std::log(x); }))}));
+        add(row("sqrt", "sqrt x", {in(S23, POS23)}, {},
+                {out(S23, map_values(POS23, [](double x) { return std::sqrt(x); }))}));
+        add(row("abs", "|x|", {in(S23, X23)}, {}, {out(S23, map_values(X23, [](double x) { return std::fabs(x); }))}));
+        add(row("sign", "-1, 0, 1", {in(Shape{4}, {-2, 0, 3.5, -0.1})}, {}, {out(Shape{4}, {-1, 0, 1, -1})}));
+        add(row("tanh", "tanh x", {in(S23, X23)}, {},
+                {out(S23, map_values(X23, [](double x) { return std::tanh(x); }))}));
+        add(row("sigmoid", "1 / (1 + e^-x)", {in(S23, X23)}, {}, {out(S23, map_values(X23, sigmoid))}));
+        add(row("relu", "max(x, 0)", {in(S23, X23)}, {},
+                {out(S23, map_values(X23, [](double x) { return x > 0 ? x : 0; }))}));
+        add(row("clamp", "min -0.5 max 1", {in(S23, X23)}, {.lo = -0.5, .hi = 1.0},
+                {out(S23, {0.5, -0.5, 1.0, 1.0, -0.3, 0.8})}));
+        add(row("clamp", "min 0 only", {in(S23, X23)}, {.lo = 0.0},
+                {out(S23, {0.5, 0.0, 2.0, 1.5, 0.0, 0.8})}));
+
+        // --- local derivatives of the activations ------------------------------------------------
+        {
+            std::vector<double> tanh_y = map_values(X23, [](double x) { return std::tanh(x); });
+            add(row("tanh_backward", "g * (1 - y^2)", {in(S23, Y23), in(S23, tanh_y)}, {},
+                    {out(S23, zip_values(Y23, tanh_y, [](double g, double y) { return g * (1 - y * y); }))}));
+            std::vector<double> sig_y = {0.2, 0.7, 0.45, 0.9, 0.1, 0.6};
+            add(row("sigmoid_backward", "g * y * (1 - y)", {in(S23, Y23), in(S23, sig_y)}, {},
+                    {out(S23, zip_values(Y23, sig_y, [](double g, double y) { return g * y * (1 - y); }))}));
+            add(row("relu_backward", "g where y > 0", {in(S23, Y23), in(S23, X23)}, {},
+                    {out(S23, zip_values(Y23, X23, [](double g, double y) { return y > 0 ? g : 0; }))}));
+            add(row("clamp_backward", "g where -0.5 <= x <= 1", {in(S23, Y23), in(S23, X23)}, {.lo = -0.5, .hi = 1.0},
+                    {out(S23, {1.1, 0, 0, 0, 0.9, 1.3})}));
+        }
+
+        // --- matrix products ----------------------------------------------------------------------
+        {
+            const std::vector<double> M32 = {1.0, -0.5, 0.3, 2.0, -1.1, 0.7};   // [3,2]
+            const std::vector<double> N32 = {0.5, 1.5, -1.2, -0.3, 2.0, 0.8};   // [3,2]
+            add(row("mm", "[2,3] x [3,2]", {in(S23, X23), in(Shape{3, 2}, M32)}, {},
+                    {out(Shape{2, 2}, matmul_ref(X23, 2, 3, false, M32, 3, 2, false))}));
+            add(row("mm", "trans_a: [3,2]^T x [3,2]", {in(Shape{3, 2}, N32), in(Shape{3, 2}, M32)}, {.trans_a = true},
+                    {out(Shape{2, 2}, matmul_ref(N32, 3, 2, true, M32, 3, 2, false))}));
+            add(row("mm", "trans_b: [2,3] x [2,3]^T", {in(S23, X23), in(S23, Y23)}, {.trans_b = true},
+                    {out(Shape{2, 2}, matmul_ref(X23, 2, 3, false, Y23, 2, 3, true))}));
+            add(row("mm", "trans_a and trans_b: [3,2]^T x [2,3]^T", {in(Shape{3, 2}, N32), in(S23, Y23)},
+                    {.trans_a = true, .trans_b = true},
+                    {out(Shape{2, 2}, matmul_ref(N32, 3, 2, true, Y23, 2, 3, true))}));
+                add(row("mm", "int64 inputs compute in float32", {in(Shape{1, 2}, {1, 2}, I64), in(Shape{2, 1}, {3, 4}, I64)},
+                    {}, {out(Shape{1, 1}, {11}, F32)}));
+        add(row("mm", "float64 [3,2] x [2,3] gives [3,3]", {in(Shape{3, 2}, M32, F64), in(S23, X23, F64)}, {},
+                    {out(Shape{3, 3}, matmul_ref(M32, 3, 2, false, X23, 2, 3, false), F64)}));
+
+            const Shape A{2, 2, 3}, B{2, 3, 2}, Bt{2, 2, 3};
+            std::vector<double> a = distinct_values(12, 0.3), b = distinct_values(12, 0.2);
+            add(row("bmm", "[2,2,3] x [2,3,2]", {in(A, a), in(B, b)}, {},
+                    {out(Shape{2, 2, 2}, bmm_ref(A, a, false, B, b, false))}));
+            add(row("bmm", "trans_b: [2,2,3] x [2,2,3]^T", {in(A, a), in(Bt, b)}, {.trans_b = true},
+                    {out(Shape{2, 2, 2}, bmm_ref(A, a, false, Bt, b, true))}));
+            add(row("bmm", "trans_a: [2,3,2]^T x [2,3,2]", {in(B, a), in(B, b)}, {.trans_a = true},
+                    {out(Shape{2, 2, 2}, bmm_ref(B, a, true, B, b, false))}));
+        }
+
+        // --- shape and layout ---------------------------------------------------------------------
+        {
+            Shape t1, t2;
+            std::vector<double> x23_t = transpose_ref(S23, X23, 0, 1, &t1);
+            std::vector<double> v234_t = transpose_ref(S234, V234, 0, 2, &t2);
+            add(row("transpose", "[2,3] dims 1,2", {in(S23, X23)}, {.dim = 0, .dim2 = 1}, {out(t1, x23_t)}));
+            add(row("transpose", "[2,3,4] dims 1,3", {in(S234, V234)}, {.dim = 0, .dim2 = 2}, {out(t2, v234_t)}));
+        }
+        {
+            Shape t;
+            std::vector<double> v234_t = transpose_ref(S234, V234, 1, 2, &t);
+            add(row("transpose", "[2,3,4] dims 2,3", {in(S234, V234)}, {.dim = 1, .dim2 = 2}, {out(t, v234_t)}));
+        }
+        add(row("reshape", "[2,3] as [3,2]", {in(S23, X23)}, {.shape = Shape{3, 2}}, {out(Shape{3, 2}, X23)}));
+        add(row("reshape", "[2,3] as [-1]", {in(S23, X23)}, {.shape = Shape{-1}}, {out(Shape{6}, X23)}));
+        add(row("unsqueeze", "[2,3] at dim 2", {in(S23, X23)}, {.dim = 1}, {out(Shape{2, 1, 3}, X23)}));
+        add(row("unsqueeze", "[2,3] at the end", {in(S23, X23)}, {.dim = 2}, {out(Shape{2, 3, 1}, X23)}));
+        add(row("squeeze", "[2,1,3] at dim 2", {in(Shape{2, 1, 3}, X23)}, {.dim = 1}, {out(S23, X23)}));
+        add(row("squeeze", "[2,3] at dim 1 of size 2: unchanged", {in(S23, X23)}, {.dim = 0}, {out(S23, X23)}));
+        add(row("squeeze", "every size-1 dim of [1,2,1]", {in(Shape{1, 2, 1}, C21)}, {.all = true},
+                {out(Shape{2}, C21)}));
+        add(row("expand", "[3,1] to [2,3,4]", {in(Shape{3, 1}, B3)}, {.shape = S234},
+                {out(S234, expand_ref(Shape{3, 1}, B3, S234))}));
+        add(row("expand", "0-d to [2,3]", {in(Shape{}, {1.5})}, {.shape = S23}, {out(S23, constant(6, 1.5))}));
+        add(row("sum_to", "[2,3,4] to [3,1]", {in(S234, V234)}, {.shape = Shape{3, 1}},
+                {out(Shape{3, 1}, sum_to_ref(S234, V234, Shape{3, 1}))}));
+        add(row("sum_to", "[2,3,4] to [2,1,4]", {in(S234, V234)}, {.shape = Shape{2, 1, 4}},
+                {out(Shape{2, 1, 4}, sum_to_ref(S234, V234, Shape{2, 1, 4}))}));
+        add(row("sum_to", "[2,3] to [3]", {in(S23, X23)}, {.shape = Shape{3}},
+                {out(Shape{3}, sum_to_ref(S23, X23, Shape{3}))}));
+        add(row("sum_to", "[2,3] to 0-d", {in(S23, X23)}, {.shape = Shape{}}, {out(Shape{}, {3.3})}));
+        add(row("cat", "[2,1], [2,2], [2,3] along dim 2",
+                {in(Shape{2, 1}, {1, 2}), in(Shape{2, 2}, {3, 4, 5, 6}), in(S23, X23)}, {.dim = 1},
+                {out(Shape{2, 6}, {1, 3, 4, 0.5, -1.2, 2.0, 2, 5, 6, 1.5, -0.3, 0.8})}));
+        add(row("cat", "[1,3] and [2,3] along dim 1", {in(Shape{1, 3}, B3), in(S23, X23)}, {.dim = 0},
+                {out(Shape{3, 3}, {0.25, -1.5, 2.0, 0.5, -1.2, 2.0, 1.5, -0.3, 0.8})}));
+        add(row("cat", "[2,1,2] and [2,2,2] along dim 2",
+                {in(Shape{2, 1, 2}, {1, 2, 3, 4}), in(Shape{2, 2, 2}, {5, 6, 7, 8, 9, 10, 11, 12})}, {.dim = 1},
+                {out(Shape{2, 3, 2}, {1, 2, 5, 6, 7, 8, 3, 4, 9, 10, 11, 12})}));
+        add(row("cat", "float32 and float64 give float64", {in(Shape{2}, C21, F32), in(Shape{1}, {4}, F64)}, {.dim = 0},
+                {out(Shape{3}, {2.0, -0.5, 4}, F64)}));
+        {
+            std::vector<double> cols12, row3;
+            for (int i = 0; i < 3; ++i)
+                for (int j = 1; j <= 2; ++j) cols12.push_back(V34[i * 4 + j]);
+            for (int j = 0; j < 4; ++j) row3.push_back(V34[2 * 4 + j]);
+            add(row("narrow", "[3,4] dim 2 start 2 length 2", {in(S34, V34)}, {.dim = 1, .start = 1, .length = 2},
+                    {out(Shape{3, 2}, cols12)}));
+            add(row("narrow", "[3,4] dim 1 start 3 length 1", {in(S34, V34)}, {.dim = 0, .start = 2, .length = 1},
+                    {out(Shape{1, 4}, row3)}));
+            add(row("narrow_backward", "[3,2] into zeros [3,4] at dim 2 start 2",
+                    {in(Shape{3, 2}, {1, 2, 3, 4, 5, 6})}, {.dim = 1, .start = 1, .length = 2, .shape = S34},
+                    {out(S34, {0, 1, 2, 0, 0, 3, 4, 0, 0, 5, 6, 0})}));
+            add(row("narrow_backward", "[1,4] into zeros [3,4] at dim 1 start 2",
+                    {in(Shape{1, 4}, {1, 2, 3, 4})}, {.dim = 0, .start = 1, .length = 1, .shape = S34},
+                    {out(S34, {0, 0, 0, 0, 1, 2, 3, 4, 0, 0, 0, 0})}));
+        }
+
+        // --- reductions -----------------------------------------------------------------------------
+        add(row("sum", "all", {in(S23, X23)}, {.all = true}, {out(Shape{}, {3.3})}));
+        add(row("sum", "all keepdim", {in(S23, X23)}, {.all = true, .keepdim = true}, {out(Shape{1, 1}, {3.3})}));
+        add(row("sum", "dim 1", {in(S23, X23)}, {.dim = 0}, {out(Shape{3}, {2.0, -1.5, 2.8})}));
+        add(row("sum", "dim 2 keepdim", {in(S23, X23)}, {.dim = 1, .keepdim = true}, {out(Shape{2, 1}, {1.3, 2.0})}));
+        add(row("sum", "[2,3,4] dim 2", {in(S234, V234)}, {.dim = 1},
+                {out(Shape{2, 4}, reduce_lines(S234, V234, 1, line_sum))}));
+        add(row("sum", "int64 stays int64", {in(Shape{3}, {1, 2, 3}, I64)}, {.all = true}, {out(Shape{}, {6}, I64)}));
+        add(row("mean", "all", {in(S23, X23)}, {.all = true}, {out(Shape{}, {0.55})}));
+        add(row("mean", "dim 2", {in(S23, X23)}, {.dim = 1}, {out(Shape{2}, {1.3 / 3, 2.0 / 3})}));
+        add(row("mean", "dim 1 keepdim", {in(S23, X23)}, {.dim = 0, .keepdim = true},
+                {out(Shape{1, 3}, {1.0, -0.75, 1.4})}));
+        add(row("mean", "int64 input computes in float32", {in(Shape{4}, {1, 2, 3, 5}, I64)}, {.all = true},
+                {out(Shape{}, {2.75}, F32)}));
+        add(row("max", "all: one output", {in(S23, X23)}, {.all = true}, {out(Shape{}, {2.0})}));
+        add(row("max", "dim 2: values and 1-based indices", {in(S23, X23)}, {.dim = 1},
+                {out(Shape{2}, {2.0, 1.5}), out(Shape{2}, {3, 1}, I64)}));
+        add(row("max", "dim 1 keepdim", {in(S23, X23)}, {.dim = 0, .keepdim = true},
+                {out(Shape{1, 3}, {1.5, -0.3, 2.0}), out(Shape{1, 3}, {2, 2, 1}, I64)}));
+        add(row("max", "[2,3,4] dim 2", {in(S234, V234)}, {.dim = 1},
+                {out(Shape{2, 4}, reduce_lines(S234, V234, 1, line_max)),
+                 out(Shape{2, 4}, reduce_lines(S234, V234, 1, line_argmax_1based), I64)}));
+        add(row("softmax", "dim 2", {in(S23, X23)}, {.dim = 1}, {out(S23, map_lines(S23, X23, 1, softmax_line))}));
+        add(row("softmax", "[2,3,4] dim 2", {in(S234, V234)}, {.dim = 1},
+                {out(S234, map_lines(S234, V234, 1, softmax_line))}));
+        add(row("softmax", "large values stay finite", {in(Shape{3}, {1000, 1001, 1002})}, {.dim = 0},
+                {out(Shape{3}, softmax_line({0, 1, 2}))}));
+        add(row("log_softmax", "dim 2", {in(S23, X23)}, {.dim = 1},
+                {out(S23, map_lines(S23, X23, 1, log_softmax_line))}));
+        add(row("log_softmax", "[2,3,4] dim 1", {in(S234, V234)}, {.dim = 0},
+                {out(S234, map_lines(S234, V234, 0, log_softmax_line))}));
+        add(row("log_softmax", "large values stay finite", {in(Shape{3}, {1000, 1001, 1002})}, {.dim = 0},
+                {out(Shape{3}, log_softmax_line({0, 1, 2}))}));
+
+        // --- indexing -------------------------------------------------------------------------------
+        {
+            // y[i][j] = x[i][index[i][j]] along dim 2
+            const std::vector<double> index = {4, 1, 2, 2, 3, 4};
+            std::vector<double> along_cols;
+            for (int i = 0; i < 3; ++i)
+                for (int j = 0; j < 2; ++j) along_cols.push_back(V34[i * 4 + static_cast<int>(index[i * 2 + j]) - 1]);
+            add(row("gather", "[3,4] dim 2 with a repeated index", {in(S34, V34), in(Shape{3, 2}, index, I64)},
+                    {.dim = 1}, {out(Shape{3, 2}, along_cols)}));
+            // y[i][j] = x[index[i][j]][j] along dim 1
+            const std::vector<double> rows_index = {3, 1, 2, 3, 1, 1, 3, 2};
+            std::vector<double> along_rows;
+            for (int i = 0; i < 2; ++i)
+                for (int j = 0; j < 4; ++j)
+                    along_rows.push_back(V34[(static_cast<int>(rows_index[i * 4 + j]) - 1) * 4 + j]);
+            add(row("gather", "[3,4] dim 1", {in(S34, V34), in(Shape{2, 4}, rows_index, I64)}, {.dim = 0},
+                    {out(Shape{2, 4}, along_rows)}));
+        }
+        {
+            // along the middle dim of [2,3,2]: y[i][j][k] = x[i][index[i][j][k]][k]
+            const std::vector<double> index = {3, 1, 2, 2};   // [2,1,2]
+            std::vector<double> x = distinct_values(12, 0.5), y;
+            for (int i = 0; i < 2; ++i)
+                for (int k = 0; k < 2; ++k) y.push_back(x[i * 6 + (static_cast<int>(index[i * 2 + k]) - 1) * 2 + k]);
+            add(row("gather", "[2,3,2] dim 2", {in(Shape{2, 3, 2}, x), in(Shape{2, 1, 2}, index, I64)}, {.dim = 1},
+                    {out(Shape{2, 1, 2}, y)}));
+        }
+        // zeros([3,3]); y[index[i][j]][j] += src[i][j]; column 1 gets both of its sources at row 1.
+        add(row("scatter_add", "[2,3] into [3,3] along dim 1",
+                {in(S23, {1, 2, 3, 4, 5, 6}), in(S23, {1, 3, 1, 1, 2, 3}, I64)}, {.dim = 0, .shape = Shape{3, 3}},
+                {out(Shape{3, 3}, {5, 0, 3, 0, 5, 0, 0, 2, 6})}));
+        add(row("scatter_add", "[3,2] into [3,4] along dim 2",
+                {in(Shape{3, 2}, {1, 2, 3, 4, 5, 6}), in(Shape{3, 2}, {4, 1, 2, 2, 3, 4}, I64)},
+                {.dim = 1, .shape = S34}, {out(S34, {2, 0, 0, 1, 0, 7, 0, 0, 0, 0, 5, 6})}));
+
+        // --- copies and dtypes ------------------------------------------------------------------------
+        add(row("to", "float32 to float64", {in(S23, X23, F32)}, {.dtype = F64},
+                {out(S23, map_values(X23, [](double x) { return static_cast<double>(static_cast<float>(x)); }), F64)}));
+        add(row("to", "int64 to float32", {in(Shape{3}, {1, -2, 3}, I64)}, {.dtype = F32}, {out(Shape{3}, {1, -2, 3})}));
+        {
+            OpCase c = row("to", "float64 to float32", {in(Shape{2}, {0.1, -2.5}, F64)}, {.dtype = F32},
+                           {out(Shape{2}, {static_cast<float>(0.1), -2.5})});
+            c.no_gradcheck = "float32 output: finite differences would measure rounding";
+            add(c);
+            OpCase t = row("to", "float64 to int64 truncates", {in(Shape{3}, {1.7, -2.7, 3.0}, F64)}, {.dtype = I64},
+                           {out(Shape{3}, {1, -2, 3}, I64)});
+            t.no_gradcheck = "int64 output has no gradient";
+            add(t);
+        }
+        add(row("clone", "a copy", {in(S23, X23)}, {}, {out(S23, X23)}));
+        add(row("detach", "the same values", {in(S23, X23)}, {}, {out(S23, X23)}));
+
+        // --- in place: input 0's storage is written -------------------------------------------------
+        add(row("add_", "x += 2 * [3]", {in(S23, X23), in(Shape{3}, B3)}, {.scalar = 2},
+                {out(S23, broadcast_ref(S23, X23, Shape{3}, B3, [](double x, double y) { return x + 2 * y; }))}));
+        add(row("add_", "x += y", {in(S23, X23), in(S23, Y23)}, {.scalar = 1}, {out(S23, zip_values(X23, Y23, plus))}));
+        add(row("sub_", "x -= 0.5 * y", {in(S23, X23), in(S23, Y23)}, {.scalar = 0.5},
+                {out(S23, zip_values(X23, Y23, [](double x, double y) { return x - 0.5 * y; }))}));
+        {
+            OpCase c = row("mul_", "x *= [2,1]", {in(S23, X23), in(Shape{2, 1}, C21)}, {},
+                           {out(S23, broadcast_ref(S23, X23, Shape{2, 1}, C21, times))});
+            c.grad_inputs = {0};   // the multiplier may not require grad (mul_ refuses it)
+            add(c);
+        }
+        add(row("add_", "[2,3,4] += [3,1]", {in(S234, V234), in(Shape{3, 1}, B3)}, {.scalar = 1},
+                {out(S234, broadcast_ref(S234, V234, Shape{3, 1}, B3, plus))}));
+        add(row("zero_", "x = 0", {in(S23, X23)}, {}, {out(S23, constant(6, 0))}));
+        add(row("fill_", "x = 7", {in(S23, X23)}, {.scalar = 7}, {out(S23, constant(6, 7))}));
+        add(row("copy_", "x = [3] broadcast", {in(S23, X23), in(Shape{3}, B3)}, {},
+                {out(S23, {0.25, -1.5, 2.0, 0.25, -1.5, 2.0})}));
+        add(row("copy_", "float32 x = int64 y", {in(Shape{3}, B3), in(Shape{3}, {1, 2, 3}, I64)}, {},
+                {out(Shape{3}, {1, 2, 3})}));
+        return r;
+    }();
+    return rows;
+}
+
+}  // namespace td_test

@@ -1,0 +1,175 @@
+// test_errors.cpp: errors are values for the user (DESIGN rule 10). Each names the op and the
+// shapes, and the tape survives it.
+#include <catch2/catch.hpp>
+
+#include "test_helpers.h"
+
+using namespace td;
+using namespace td_test;
+using Catch::Matchers::Contains;
+
+namespace {
+
+Tensor zeros(const Shape& s, DType dtype = DTYPE_F64) { return ops::create(OP_zeros, s, dtype); }
+Tensor sum_all(const Tensor& x) { return ops::reduce_all(OP_sum, x); }
+
+}  // namespace
+
+TEST_CASE("error: mm of mismatched shapes names both shapes") {
+    Tensor w = zeros(Shape{20, 20}), x = zeros(Shape{10, 1});
+    CHECK_THROWS_AS(ops::mm(w, x), EngineError);
+    CHECK_THROWS_WITH(ops::mm(w, x), "mm: shapes [20,20] and [10,1] do not match");
+    CHECK_THROWS_WITH(ops::mm(zeros(Shape{3}), x), "mm: expects two 2-d matrices, got [3] and [10,1]");
+    CHECK_THROWS_WITH(ops::bmm(zeros(Shape{2, 3, 4}), zeros(Shape{3, 4, 5})),
+                      "bmm: shapes [2,3,4] and [3,4,5] do not match");
+}
+
+TEST_CASE("error: backward() on a non-scalar without a gradient") {
+    Tensor x = make_leaf(Shape{2, 3}, {1, 2, 3, 4, 5, 6});
+    Tensor y = ops::mul_scalar(x, 2);
+    CHECK_THROWS_WITH(backward(y, nullptr), Contains("has shape [2,3]") && Contains("needs a single element"));
+    CHECK_FALSE(grad_of(x).defined());
+}
+
+TEST_CASE("error: backward() with a gradient of the wrong shape") {
+    Tensor x = make_leaf(Shape{2, 3}, {1, 2, 3, 4, 5, 6});
+    Tensor y = ops::mul_scalar(x, 2);
+    Tensor g = zeros(Shape{3, 2});
+    CHECK_THROWS_WITH(backward(y, &g), "backward: the gradient has shape [3,2] but the tensor has shape [2,3]");
+}
+
+TEST_CASE("error: backward() on a tensor that does not require grad") {
+    Tensor x = make_tensor(Shape{2}, {1, 2});
+    Tensor loss = sum_all(x);
+    CHECK_THROWS_WITH(backward(loss, nullptr),
+                      "backward: tensor #" + std::to_string(loss.id()) +
+                          " does not require grad (nothing that made it has requires_grad=true)");
+    CHECK_THROWS_WITH(backward(Tensor(), nullptr), "backward: not a tensor");
+}
+
+TEST_CASE("error: a dim out of range names the op, the dim and the valid range") {
+    CHECK_THROWS_WITH(dim_normalize("sum", 3, 2), "sum: dim 3 out of range for a 2-d tensor (expected 1..2 or -2..-1)");
+    CHECK_THROWS_WITH(dim_normalize("sum", 0, 2), "sum: dim 0 out of range for a 2-d tensor (expected 1..2 or -2..-1)");
+    CHECK_THROWS_WITH(dim_normalize("softmax", -3, 2),
+                      "softmax: dim -3 out of range for a 2-d tensor (expected 1..2 or -2..-1)");
+    CHECK_THROWS_WITH(dim_normalize("max", 1, 0), "max: dim 1 out of range: the tensor is 0-d (a single number)");
+    CHECK(dim_normalize("sum", 1, 2) == 0);
+    CHECK(dim_normalize("sum", 2, 2) == 1);
+    CHECK(dim_normalize("sum", -1, 2) == 1);
+    CHECK(dim_normalize("sum", -2, 2) == 0);
+    // The shape rules check 0-based dims again (dims shown 1-based).
+    CHECK_THROWS_WITH(ops::reduce(OP_sum, zeros(Shape{2, 3}), 2, false), "sum: dim 3 out of range for a 2-d tensor");
+}
+
+TEST_CASE("error: gather with an index out of range names the index, the range and the dim") {
+    Tensor x = make_tensor(Shape{2, 4}, {1, 2, 3, 4, 5, 6, 7, 8});
+    Tensor too_big = make_tensor(Shape{2, 1}, {1, 5}, DTYPE_I64);
+    CHECK_THROWS_WITH(ops::gather(x, 1, too_big), "gather: index 5 out of range 1..4 along dim 2");
+    Tensor zero = make_tensor(Shape{2, 1}, {0, 1}, DTYPE_I64);   // indices are 1-based
+    CHECK_THROWS_WITH(ops::gather(x, 1, zero), "gather: index 0 out of range 1..4 along dim 2");
+    Tensor as_float = make_tensor(Shape{2, 1}, {1, 2}, DTYPE_F32);
+    CHECK_THROWS_WITH(ops::gather(x, 1, as_float), "gather: the index must be an int64 tensor, got float32");
+    Tensor src = make_tensor(Shape{2, 1}, {1, 1});
+    CHECK_THROWS_WITH(ops::scatter_add(src, 1, too_big, Shape{2, 4}), "scatter_add: index 5 out of range 1..4 along dim 2");
+}
+
+TEST_CASE("error: backward after an in-place change to a tensor saved for backward names the op") {
+    Tensor x = make_leaf(Shape{3}, {0.1, 0.2, 0.3});
+    Tensor y = ops::unary(OP_tanh, x);   // tanh saves its output
+    Tensor loss = sum_all(y);
+    {
+        NoGradGuard no_grad;
+        ops::add_(y, make_tensor(Shape{3}, {1, 1, 1}));
+    }
+    CHECK_THROWS_WITH(backward(loss, nullptr),
+                      Contains("backward: tanh #" + std::to_string(y.id())) && Contains("in-place") &&
+                          Contains("its output") && Contains("version 0, now 1"));
+}
+
+TEST_CASE("error: an in-place change through a view is caught too (versions belong to the storage)") {
+    Tensor x = make_leaf(Shape{2, 2}, {1, 2, 3, 4});
+    Tensor w = make_tensor(Shape{2, 2}, {1, 1, 1, 1});
+    Tensor y = ops::mul(w, x);              // mul saves both inputs: w among them
+    Tensor w_view = ops::reshape(w, Shape{4});
+    ops::mul_(w_view, 2);            // w does not require grad: allowed, and w changes
+    CHECK_THROWS_WITH(backward(sum_all(y), nullptr), Contains("mul") && Contains("its first input"));
+}
+
+TEST_CASE("error: an in-place op on a leaf that requires grad, while grad is enabled") {
+    Tensor x = make_leaf(Shape{2}, {1, 2});
+    Tensor one = make_tensor(Shape{2}, {1, 1});
+    std::string leaf = "tensor #" + std::to_string(x.id()) + " is a leaf that requires grad";
+    CHECK_THROWS_WITH(ops::add_(x, one), Contains("add_: " + leaf) && Contains("torch.no_grad"));
+    CHECK_THROWS_WITH(ops::mul_(x, 2), Contains("mul_: " + leaf));
+    CHECK_THROWS_WITH(ops::zero_(x), Contains("zero_: " + leaf));
+    check_values(x, {1, 2});   // refused before the kernel ran
+    CHECK(x.value().storage->version == 0);
+}
+
+TEST_CASE("error: an in-place op on a view of a leaf that requires grad, while grad is enabled") {
+    // reshape shares the leaf's storage, so changing the view in place changes the leaf: it needs
+    // the same refusal as the leaf itself (PyTorch: "a view of a leaf Variable that requires grad
+    // is being used in an in-place operation").
+    Tensor x = make_leaf(Shape{2, 2}, {1, 2, 3, 4});
+    Tensor view = ops::reshape(x, Shape{4});
+    CHECK_THROWS_WITH(ops::add_(view, make_tensor(Shape{4}, {1, 1, 1, 1})),
+                      Contains("add_: ") && Contains("leaf") && Contains("requires grad"));
+    check_values(x, {1, 2, 3, 4});   // the leaf is unchanged
+
+    // Under no_grad it is allowed, as for the leaf itself.
+    Tensor w = make_leaf(Shape{2, 2}, {1, 2, 3, 4});
+    {
+        NoGradGuard no_grad;
+        Tensor w_view = ops::reshape(w, Shape{4});
+        ops::add_(w_view, make_tensor(Shape{4}, {1, 1, 1, 1}));
+    }
+    check_values(w, {2, 3, 4, 5});
+}
+
+TEST_CASE("error: mul_ refuses a multiplier that requires grad") {
+    Tensor x = ops::mul_scalar(make_leaf(Shape{2}, {1, 2}), 1);
+    Tensor m = make_leaf(Shape{2}, {3, 4});
+    CHECK_THROWS_WITH(ops::mul_(x, m), Contains("mul_: the multiplier requires grad"));
+}
+
+TEST_CASE("error: wrong input counts and missing tensors name the op") {
+    Tensor a = make_tensor(Shape{2}, {1, 2});
+    CHECK_THROWS_WITH(ops::call(OP_add, {&a}), "add: expects 2 tensor inputs, got 1");
+    Tensor empty;
+    CHECK_THROWS_WITH(ops::add(a, empty), "add: input 2 is not a tensor");
+    CHECK_THROWS_WITH(ops::reshape(a, Shape{3}), "reshape: cannot view [2] (2 elements) as [3]");
+    CHECK_THROWS_WITH(ops::create(OP_zeros, Shape{2, -1}, DTYPE_F32), "zeros: negative size in shape [2,-1]");
+}
+
+TEST_CASE("error: the tape survives an error, the failed node is gone and later ops work") {
+    Tensor x = make_tensor(Shape{2, 4}, {1, 2, 3, 4, 5, 6, 7, 8});
+    Tensor bad = make_tensor(Shape{2, 1}, {9, 1}, DTYPE_I64);
+    int64_t live = tape_live_count();
+    size_t bytes = storage_bytes_live();
+    CHECK_THROWS(ops::gather(x, 1, bad));        // fails in the kernel, after the node was recorded
+    CHECK_THROWS(ops::mm(x, x));                 // fails in the shape rule
+    CHECK(tape_live_count() == live);
+    CHECK(storage_bytes_live() == bytes);
+    CHECK(grad_enabled());
+    Tensor ok = ops::gather(x, 1, make_tensor(Shape{2, 1}, {4, 1}, DTYPE_I64));
+    check_values(ok, {4, 5});
+}
+
+TEST_CASE("error: an error inside backward restores the grad mode and leaves no pending gradients") {
+    Tensor x = make_leaf(Shape{2}, {0.5, 1});
+    Tensor y = ops::unary(OP_exp, x);   // exp saves its output
+    Tensor loss = sum_all(y);
+    {
+        NoGradGuard no_grad;
+        ops::mul_(y, 2);
+    }
+    CHECK_THROWS(backward(loss, nullptr));
+    CHECK(grad_enabled());
+    CHECK(g_recording.phase == PHASE_FORWARD);
+    CHECK(g_recording.group_node == nullptr);
+    for (Node* n = tape_first(); n; n = n->tape_next)
+        for (const Output& out : n->outputs) CHECK_FALSE(out.pending.defined());
+    // A new graph from the same leaf still works.
+    backward(sum_all(ops::mul_scalar(x, 3)), nullptr);
+    check_values(grad_of(x), {3, 3});
+}

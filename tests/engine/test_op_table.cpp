@@ -1,0 +1,254 @@
+// test_op_table.cpp: the one test that drives every op of engine/ops.def from its rows in
+// op_cases.cpp (DESIGN rule 6), plus the statistics of the random creation ops.
+//
+// For every OpId: its rows must exist; each row's outputs must have the expected shapes, dtypes and
+// values; views and in-place ops must share input 0's storage (in-place ops bump its version);
+// differentiable ops must pass a float64 finite-difference gradient check; the others must give
+// outputs that do not require grad.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <random>
+
+#include "op_cases.h"
+#include "test_helpers.h"
+
+using namespace td;
+using namespace td_test;
+
+namespace {
+
+Tensor run_op(OpId op, const std::vector<Tensor>& inputs, const OpAttrs& attrs) {
+    std::vector<const Tensor*> pointers;
+    for (const Tensor& t : inputs) pointers.push_back(&t);
+    return op_call(op, pointers.data(), static_cast<int>(pointers.size()), attrs);
+}
+
+OpAttrs attrs_of(const OpCase& c) {
+    OpAttrs attrs = c.attrs;
+    if (!c.init_values.empty()) attrs.init_values = c.init_values.data();
+    return attrs;
+}
+
+bool has_float_input(const OpCase& c) {
+    for (const InputCase& in : c.inputs)
+        if (dtype_is_float(in.dtype)) return true;
+    return false;
+}
+
+// Run `check`; an engine error becomes a failed check naming it, so one bad row does not hide
+// the rows after it.
+template <class F>
+void run_guarded(const char* what, F check) {
+    try {
+        check();
+    } catch (const std::exception& e) {
+        FAIL_CHECK(what << " threw: " << e.what());
+    }
+}
+
+// Outputs: shapes, dtypes, values; storage sharing for views and in-place ops.
+void check_row_values(OpId op, const OpCase& c) {
+    const OpInfo& info = op_info(op);
+    std::vector<Tensor> inputs;
+    for (const InputCase& in : c.inputs) inputs.push_back(make_tensor(in.shape, in.values, in.dtype));
+    uint32_t version_before = inputs.empty() ? 0 : inputs[0].value().storage->version;
+
+    Tensor y = run_op(op, inputs, attrs_of(c));
+    CHECK(y.node->op == op);
+    CHECK(tape_find(y.id()) == y.node.get());
+    CHECK(y.node->outputs.size() == static_cast<int>(c.outputs.size()));
+    for (int i = 0; i < y.node->outputs.size() && i < static_cast<int>(c.outputs.size()); ++i) {
+        const OutputCase& want = c.outputs[i];
+        Tensor out(y.node.get(), i);
+        INFO("output " << i + 1);
+        CHECK(out.shape().str() == want.shape.str());
+        CHECK(dtype_name(out.dtype()) == std::string(dtype_name(want.dtype)));
+        if (!want.values.empty()) {
+            if (want.dtype == DTYPE_F32) check_values(out, want.values, 1e-5, 1e-6);
+            else check_values(out, want.values, 1e-11, 1e-12);
+        }
+    }
+    if (c.check) c.check(y);
+
+    if (info.flags & OPF_CREATE) {
+        CHECK(y.node->inputs.size() == 0);
+        CHECK(y.node->is_leaf());
+        CHECK_FALSE(y.requires_grad());
+    }
+    if (info.flags & (OPF_VIEW | OPF_INPLACE)) {
+        CHECK(y.value().storage.get() == inputs[0].value().storage.get());
+    } else {
+        for (const Tensor& in : inputs) CHECK(y.value().storage.get() != in.value().storage.get());
+    }
+    if (info.flags & OPF_INPLACE) {
+        CHECK(inputs[0].value().storage->version == version_before + 1);
+        INFO("input 1 after the in-place op");
+        if (!c.outputs[0].values.empty()) check_values(inputs[0], c.outputs[0].values, 1e-5, 1e-6);
+    }
+}
+
+// An op without a backward rule: even with inputs that require grad, its output does not, and
+// its node does not track gradients.
+void check_not_tracked(OpId op, const OpCase& c) {
+    std::vector<Tensor> inputs;
+    for (const InputCase& in : c.inputs) {
+        bool is_float = dtype_is_float(in.dtype);
+        inputs.push_back(make_tensor(in.shape, in.values, is_float ? DTYPE_F64 : in.dtype, is_float));
+    }
+    Tensor y = run_op(op, inputs, attrs_of(c));
+    CHECK_FALSE(y.requires_grad());
+    CHECK_FALSE(y.node->tracks_grad);
+}
+
+// L(inputs) = sum(op(inputs)[0] * r), computed from the output values with a plain loop.
+double weighted_output_sum(OpId op, const OpCase& c, const std::vector<std::vector<double>>& values,
+                           const std::vector<double>& r) {
+    NoGradGuard no_grad;
+    std::vector<Tensor> inputs;
+    for (size_t i = 0; i < c.inputs.size(); ++i) {
+        DType d = dtype_is_float(c.inputs[i].dtype) ? DTYPE_F64 : c.inputs[i].dtype;
+        inputs.push_back(make_tensor(c.inputs[i].shape, values[i], d));
+    }
+    std::vector<double> y = values_of(run_op(op, inputs, attrs_of(c)));
+    double total = 0;
+    for (size_t k = 0; k < y.size(); ++k) total += y[k] * r[k];
+    return total;
+}
+
+// Gradients from backward() against central differences, in float64. L = sum(out * r) for fixed
+// random r, so backward(out, r) gives dL/dinput. In-place ops get a clone of the leaf as input 0
+// (changing a leaf that requires grad in place is refused).
+void check_gradients(OpId op, const OpCase& c) {
+    const bool inplace = op_info(op).flags & OPF_INPLACE;
+    std::vector<bool> differentiate(c.inputs.size());
+    std::vector<Tensor> leaves, inputs;
+    std::vector<std::vector<double>> values;
+    for (size_t i = 0; i < c.inputs.size(); ++i) {
+        const InputCase& in = c.inputs[i];
+        bool listed = c.grad_inputs.empty() ||
+                      std::find(c.grad_inputs.begin(), c.grad_inputs.end(), static_cast<int>(i)) != c.grad_inputs.end();
+        differentiate[i] = dtype_is_float(in.dtype) && listed;
+        leaves.push_back(make_tensor(in.shape, in.values, dtype_is_float(in.dtype) ? DTYPE_F64 : in.dtype,
+                                     differentiate[i]));
+        values.push_back(in.values);
+    }
+    inputs = leaves;
+    if (inplace) inputs[0] = ops::unary(OP_clone, leaves[0]);
+
+    Tensor y = run_op(op, inputs, attrs_of(c));
+    CHECK(y.node->tracks_grad);
+    CHECK(y.requires_grad());
+    if (!y.requires_grad()) return;
+
+    std::mt19937_64 rng(1234);
+    std::uniform_real_distribution<double> weight(-1, 1);
+    std::vector<double> r(static_cast<size_t>(y.numel()));
+    for (double& w : r) w = weight(rng);
+    Tensor r_tensor = make_tensor(y.shape(), r, y.dtype());
+    backward(y, &r_tensor);
+
+    const double eps = 1e-6;
+    for (size_t i = 0; i < c.inputs.size(); ++i) {
+        if (!differentiate[i]) continue;
+        INFO("gradient of input " << i + 1);
+        Tensor grad = grad_of(leaves[i]);
+        std::vector<double> analytic(values[i].size(), 0.0);   // no gradient arrived: zero
+        if (grad.defined()) {
+            CHECK(grad.shape().str() == leaves[i].shape().str());
+            CHECK(grad.dtype() == DTYPE_F64);
+            analytic = values_of(grad);
+        }
+        std::vector<double> numeric(values[i].size());
+        for (size_t k = 0; k < values[i].size(); ++k) {
+            std::vector<std::vector<double>> plus = values, minus = values;
+            plus[i][k] += eps;
+            minus[i][k] -= eps;
+            numeric[k] = (weighted_output_sum(op, c, plus, r) - weighted_output_sum(op, c, minus, r)) / (2 * eps);
+        }
+        check_values(analytic, numeric, 1e-5, 1e-5);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("op table: every op in ops.def has test rows, and each passes values, gradients and grad tracking") {
+    std::map<std::string, std::vector<const OpCase*>> rows_by_op;
+    for (const OpCase& c : op_cases()) rows_by_op[c.op].push_back(&c);
+
+    for (int i = 0; i < OP_COUNT; ++i) {
+        OpId op = static_cast<OpId>(i);
+        const OpInfo& info = op_info(op);
+        INFO("op '" << info.name << "'");
+        auto found = rows_by_op.find(info.name);
+        if (found == rows_by_op.end()) {
+            FAIL_CHECK("op '" << info.name << "' has no test row in tests/engine/op_cases.cpp");
+            continue;
+        }
+        int gradient_checks = 0;
+        for (const OpCase* c : found->second) {
+            INFO("row '" << c->variant << "'");
+            run_guarded("the value check", [&] { check_row_values(op, *c); });
+            if (info.backward_rule) {
+                if (!c->no_gradcheck.empty() || !has_float_input(*c)) continue;
+                run_guarded("the gradient check", [&] { check_gradients(op, *c); });
+                ++gradient_checks;
+            } else if (!(info.flags & OPF_CREATE)) {
+                run_guarded("the no-grad check", [&] { check_not_tracked(op, *c); });
+            }
+        }
+        if (info.backward_rule && gradient_checks == 0)
+            FAIL_CHECK("differentiable op '" << info.name << "' has no row that runs the gradient check");
+    }
+}
+
+TEST_CASE("op table: every test row names an op of ops.def") {
+    for (const OpCase& c : op_cases()) {
+        OpId op;
+        INFO("row '" << c.variant << "'");
+        CHECK(op_find(c.op.c_str(), &op));
+    }
+}
+
+TEST_CASE("engine_manual_seed makes rand and randn reproducible") {
+    auto draw = [](uint64_t seed) {
+        engine_manual_seed(seed);
+        std::vector<double> u = values_of(ops::create(OP_rand, Shape{50}, DTYPE_F64));
+        std::vector<double> n = values_of(ops::create(OP_randn, Shape{50}, DTYPE_F32));
+        u.insert(u.end(), n.begin(), n.end());
+        return u;
+    };
+    std::vector<double> first = draw(42), again = draw(42), other = draw(43);
+    CHECK(first == again);
+    CHECK(first != other);
+}
+
+TEST_CASE("randn: 10,000 samples have mean about 0 and standard deviation about 1") {
+    engine_manual_seed(7);
+    std::vector<double> v = values_of(ops::create(OP_randn, Shape{100, 100}, DTYPE_F64));
+    double mean = 0, square = 0;
+    for (double x : v) mean += x;
+    mean /= static_cast<double>(v.size());
+    for (double x : v) square += (x - mean) * (x - mean);
+    double stddev = std::sqrt(square / static_cast<double>(v.size() - 1));
+    CHECK(std::fabs(mean) < 0.05);   // standard error 0.01
+    CHECK(stddev > 0.95);            // standard error about 0.007
+    CHECK(stddev < 1.05);
+}
+
+TEST_CASE("rand: 10,000 float32 samples lie in 0 <= x < 1 and spread over it") {
+    engine_manual_seed(11);
+    std::vector<double> v = values_of(ops::create(OP_rand, Shape{10000}, DTYPE_F32));
+    int below_tenth = 0, above_nine_tenths = 0;
+    bool in_range = true;
+    for (double x : v) {
+        in_range = in_range && x >= 0 && x < 1;
+        below_tenth += x < 0.1;
+        above_nine_tenths += x >= 0.9;
+    }
+    CHECK(in_range);
+    CHECK(below_tenth > 850);   // expected 1,000, standard deviation 30
+    CHECK(below_tenth < 1150);
+    CHECK(above_nine_tenths > 850);
+    CHECK(above_nine_tenths < 1150);
+}
