@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# install-deps.sh: install the Debian 12 packages tapedeck builds and tests with, if missing.
+# Idempotent and quick when everything is there (one dpkg-query). Needs root to install.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkgconf
+  libeigen3-dev
+  liblua5.4-dev libreadline-dev
+  libimgui-dev libstb-dev libglfw3-dev libgl-dev
+  libgraphviz-dev graphviz
+  catch2
+  xvfb xauth libgl1-mesa-dri
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [[ "$status" == "install ok installed" ]] || missing+=("$p")
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+echo "install-deps: installing ${missing[*]}"
+if [[ $(id -u) -ne 0 ]]; then
+  if command -v sudo >/dev/null; then SUDO=sudo; else
+    echo "install-deps: run as root, or install: ${missing[*]}" >&2; exit 1
+  fi
+else
+  SUDO=
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
