@@ -164,6 +164,13 @@ std::vector<Node*> tape_nodes() {
     return nodes;
 }
 
+// Columns on a terminal: UTF-8 continuation bytes ("ᵀ" is three bytes) take no column of their own.
+static size_t display_width(const std::string& s) {
+    size_t width = 0;
+    for (unsigned char ch : s) width += (ch & 0xC0) != 0x80;
+    return width;
+}
+
 std::string graph_format_table(const std::vector<Node*>& nodes) {
     // One row of cells per node; each column is as wide as its widest cell (at least as wide as
     // before), so a long op ("expand(shape=[2,2])") or phase ("backward of #12") keeps the columns.
@@ -188,11 +195,11 @@ std::string graph_format_table(const std::vector<Node*>& nodes) {
     }
     size_t width[6] = {6, 18, 9, 16, 14, 0};
     for (const auto& r : rows)
-        for (int c = 0; c < 5; ++c) width[c] = std::max(width[c], r[c].size());
+        for (int c = 0; c < 5; ++c) width[c] = std::max(width[c], display_width(r[c]));
     std::string out;
     for (const auto& r : rows) {
-        out += std::string(width[0] - r[0].size(), ' ') + r[0] + " ";   // the id, right-aligned
-        for (int c = 1; c < 5; ++c) out += " " + r[c] + std::string(width[c] - r[c].size(), ' ');
+        out += std::string(width[0] - display_width(r[0]), ' ') + r[0] + " ";   // the id, right-aligned
+        for (int c = 1; c < 5; ++c) out += " " + r[c] + std::string(width[c] - display_width(r[c]), ' ');
         out += " " + r[5] + "\n";
     }
     return out;
