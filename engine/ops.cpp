@@ -85,6 +85,13 @@ std::string op_describe_attrs(OpId op, const OpAttrs& a) {
             return "dim=" + std::to_string(a.dim + 1) + " start=" + std::to_string(a.start + 1) +
                    " length=" + std::to_string(a.length);
         case ATTRS_DTYPE: return dtype_name(a.dtype);
+        case ATTRS_WINDOW: {
+            std::string s = a.kernel ? "kernel=" + std::to_string(a.kernel) + " " : "";
+            s += "stride=" + std::to_string(a.stride);
+            if (a.padding) s += " padding=" + std::to_string(a.padding);
+            return s;
+        }
+        case ATTRS_LOSS: return a.reduction == REDUCTION_SUM ? "reduction=sum" : "";
     }
     return "";
 }

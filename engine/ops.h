@@ -32,7 +32,11 @@ enum OpFlags : uint32_t {
 enum AttrsKind : uint8_t {
     ATTRS_NONE, ATTRS_CREATE, ATTRS_SCALAR, ATTRS_CLAMP, ATTRS_DIM, ATTRS_DIM2,
     ATTRS_REDUCE, ATTRS_SHAPE, ATTRS_MATMUL, ATTRS_NARROW, ATTRS_DTYPE,
+    ATTRS_WINDOW,   // conv2d, max_pool2d: kernel, stride, padding
+    ATTRS_LOSS,     // losses: reduction (mean or sum)
 };
+
+enum Reduction : uint8_t { REDUCTION_MEAN, REDUCTION_SUM };
 
 constexpr int MAX_OUTPUTS = 2;
 
@@ -47,6 +51,8 @@ struct OpAttrs {
     bool keepdim = false;
     bool trans_a = false, trans_b = false;                      // mm/bmm: read A or B transposed
     int64_t start = 0, length = 0;                              // narrow
+    int kernel = 0, stride = 1, padding = 0;                    // conv2d / pooling windows (square)
+    Reduction reduction = REDUCTION_MEAN;                       // losses
     Shape shape;                                                // created/target/full shape
     DType dtype = DTYPE_F32;                                    // created dtype, `to` target
     const double* init_values = nullptr;                        // `tensor`: numel values, read once at creation
