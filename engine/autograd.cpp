@@ -158,7 +158,8 @@ void backward(const Tensor& root, const Tensor* grad) {
 }
 
 // The autograd graph of t, plus ancestors it does not hold but that are still alive (inputs that
-// need no gradient, like data), plus every recorded backward node of those.
+// need no gradient, like data), plus every recorded backward node of those, plus the ops that
+// custom functions among them ran inside (their inner nodes).
 std::vector<Node*> graph_collect(const Tensor& t) {
     std::vector<Node*> all;
     if (!t.defined()) return all;
@@ -171,7 +172,11 @@ std::vector<Node*> graph_collect(const Tensor& t) {
         Node* n = stack.back();
         stack.pop_back();
         all.push_back(n);
-        for (const Ref<Node>& b : n->backward_nodes) all.push_back(b.get());
+        for (const Ref<Node>& inner : n->inner_nodes) all.push_back(inner.get());
+        for (const Ref<Node>& b : n->backward_nodes) {
+            all.push_back(b.get());
+            for (const Ref<Node>& inner : b->inner_nodes) all.push_back(inner.get());
+        }
         if (n->phase == PHASE_BACKWARD) continue;
         for (Edge& e : n->inputs) {
             Node* in = e.node.get();

@@ -297,16 +297,30 @@ void cpu_pow_tensor(const KernelCall& c) {
                    binary_loop<T>(in(c, 0), in(c, 1), out(c), [](T a, T b) { return std::pow(a, b); }));
 }
 
-void cpu_eq(const KernelCall& c) {
+// Comparisons give 1 or 0 in the (float) output dtype; `holds(a, b)` is the relation.
+template <typename Relation>
+void compare_kernel(const KernelCall& c, const char* name, Relation holds) {
     if (in(c, 0).dtype == out(c).dtype) {
-        DISPATCH_FLOAT("eq", out(c).dtype,
-                       binary_loop<T>(in(c, 0), in(c, 1), out(c), [](T a, T b) { return T(a == b ? 1 : 0); }));
+        DISPATCH_FLOAT(name, out(c).dtype,
+                       binary_loop<T>(in(c, 0), in(c, 1), out(c), [holds](T a, T b) { return T(holds(a, b) ? 1 : 0); }));
         return;
     }
     // int64 inputs, float32 result: compare as int64, then convert.
     Value as_int = value_new(out(c).shape, DTYPE_I64);
-    binary_loop<int64_t>(in(c, 0), in(c, 1), as_int, [](int64_t a, int64_t b) { return int64_t(a == b); });
+    binary_loop<int64_t>(in(c, 0), in(c, 1), as_int, [holds](int64_t a, int64_t b) { return int64_t(holds(a, b)); });
     for (int64_t i = 0; i < as_int.numel(); ++i) out(c).data<float>()[i] = static_cast<float>(as_int.data<int64_t>()[i]);
+}
+
+void cpu_eq(const KernelCall& c) { compare_kernel(c, "eq", [](auto a, auto b) { return a == b; }); }
+void cpu_lt(const KernelCall& c) { compare_kernel(c, "lt", [](auto a, auto b) { return a < b; }); }
+void cpu_le(const KernelCall& c) { compare_kernel(c, "le", [](auto a, auto b) { return a <= b; }); }
+void cpu_gt(const KernelCall& c) { compare_kernel(c, "gt", [](auto a, auto b) { return a > b; }); }
+void cpu_ge(const KernelCall& c) { compare_kernel(c, "ge", [](auto a, auto b) { return a >= b; }); }
+
+// The mask has x's dtype (ops::masked_fill converts it); nonzero means fill.
+void cpu_masked_fill(const KernelCall& c) {
+    DISPATCH_ALL(out(c).dtype, T s = static_cast<T>(c.attrs.scalar);
+                 binary_loop<T>(in(c, 0), in(c, 1), out(c), [s](T x, T m) { return m != T(0) ? s : x; }));
 }
 
 void cpu_add_scalar(const KernelCall& c) {
@@ -761,6 +775,11 @@ void cpu_sub_inplace(const KernelCall& c) {
 
 void cpu_mul_inplace(const KernelCall& c) {
     DISPATCH_ALL(out(c).dtype, inplace_loop<T>(out(c), in(c, 1), [](T x, T y) { return x * y; }));
+}
+
+void cpu_masked_fill_inplace(const KernelCall& c) {
+    DISPATCH_ALL(out(c).dtype, T s = static_cast<T>(c.attrs.scalar);
+                 inplace_loop<T>(out(c), in(c, 1), [s](T x, T m) { return m != T(0) ? s : x; }));
 }
 
 void cpu_zero_inplace(const KernelCall& c) { cpu_zeros(c); }

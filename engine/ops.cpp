@@ -610,6 +610,10 @@ void backward_mul_inplace(BackwardCall& c) {   // the multiplier's gradient is r
     if (c.needs_grad(0)) c.grad_in[0] = ops::mul(c.grad_out[0], c.input(1));
 }
 
+void backward_masked_fill(BackwardCall& c) {   // y = s where mask, else x: dx = g where not mask, else 0
+    if (c.needs_grad(0)) c.grad_in[0] = ops::masked_fill(c.grad_out[0], c.input(1), 0);
+}
+
 void backward_copy_inplace(BackwardCall& c) {
     if (c.needs_grad(1)) c.grad_in[1] = reduce_to(c.grad_out[0], c.input_shape(1));
 }
@@ -646,6 +650,18 @@ Tensor sub(const Tensor& a, const Tensor& b) { return call(OP_sub, {&a, &b}); }
 Tensor mul(const Tensor& a, const Tensor& b) { return call(OP_mul, {&a, &b}); }
 Tensor div(const Tensor& a, const Tensor& b) { return call(OP_div, {&a, &b}); }
 Tensor eq(const Tensor& a, const Tensor& b) { return call(OP_eq, {&a, &b}); }
+Tensor compare(OpId op, const Tensor& a, const Tensor& b) { return call(op, {&a, &b}); }
+
+// The mask as x's dtype, so one kernel loop reads both.
+static Tensor mask_like(const Tensor& mask, const Tensor& x) {
+    if (!mask.defined() || !x.defined() || mask.dtype() == x.dtype()) return mask;
+    return to(mask, x.dtype());
+}
+
+Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
+    Tensor m = mask_like(mask, x);
+    return call(OP_masked_fill, {&x, &m}, scalar_attrs(value));
+}
 // An int64 tensor with a fractional number becomes float32 first, as PyTorch promotes.
 static Tensor with_scalar(OpId op, const Tensor& x, double s) {
     if (x.defined() && x.dtype() == DTYPE_I64 && s != std::floor(s)) {
@@ -830,6 +846,11 @@ Tensor mul_(Tensor& x, double s) {
 Tensor zero_(Tensor& x) { return rebase(x, call(OP_zero_, {&x})); }
 Tensor fill_(Tensor& x, double s) { return rebase(x, call(OP_fill_, {&x}, scalar_attrs(s))); }
 Tensor copy_(Tensor& x, const Tensor& src) { return rebase(x, call(OP_copy_, {&x, &src})); }
+
+Tensor masked_fill_(Tensor& x, const Tensor& mask, double value) {
+    Tensor m = mask_like(mask, x);
+    return rebase(x, call(OP_masked_fill_, {&x, &m}, scalar_attrs(value)));
+}
 
 }  // namespace ops
 

@@ -26,6 +26,8 @@ enum OpFlags : uint32_t {
     OPF_SAVES_IN0 = 1 << 5,   // the backward rule reads input 0 (checked for in-place changes)
     OPF_SAVES_IN1 = 1 << 6,   // ... input 1
     OPF_SAVES_OUT0 = 1 << 7,  // ... output 0
+    OPF_CUSTOM = 1 << 8,      // a function defined outside the engine (function.h): its kernel runs
+                              // the function's own ops and sets the node's outputs
 };
 
 // Which OpAttrs fields an op reads, for printing (:graph, DOT labels) and for freeze's guards.
@@ -86,6 +88,7 @@ struct KernelCall {
     Value* const* outputs;
     int n_outputs;
     const OpAttrs& attrs;
+    struct Node* node;   // the node being run (custom functions need it; math kernels do not)
 };
 
 struct Node;
@@ -132,6 +135,9 @@ Tensor sub(const Tensor& a, const Tensor& b);
 Tensor mul(const Tensor& a, const Tensor& b);
 Tensor div(const Tensor& a, const Tensor& b);
 Tensor eq(const Tensor& a, const Tensor& b);
+Tensor compare(OpId op, const Tensor& a, const Tensor& b);   // OP_eq, OP_lt, OP_le, OP_gt, OP_ge
+Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);   // mask broadcasts to x
+Tensor masked_fill_(Tensor& x, const Tensor& mask, double value);
 Tensor add_scalar(const Tensor& x, double s);
 Tensor mul_scalar(const Tensor& x, double s);
 Tensor div_scalar(const Tensor& x, double s);

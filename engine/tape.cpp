@@ -8,6 +8,8 @@
 // [SECTION] describe       one-line node descriptions
 #include "tape.h"
 
+#include "function.h"
+
 #include <random>
 #include <unordered_map>
 
@@ -220,7 +222,8 @@ static Tensor view_base(const Tensor& x) {
     return base;
 }
 
-Tensor op_call(OpId op, const Tensor* const* inputs, int n_inputs, const OpAttrs& attrs) {
+Tensor op_call(OpId op, const Tensor* const* inputs, int n_inputs, const OpAttrs& attrs,
+               const std::shared_ptr<CustomFunction>* custom) {
     const OpInfo& info = op_table[op];
     if (info.n_inputs >= 0 ? n_inputs != info.n_inputs : n_inputs < 1)
         engine_fail("%s: expects %d tensor input%s, got %d", info.name, info.n_inputs < 0 ? 1 : info.n_inputs,
@@ -275,7 +278,12 @@ Tensor op_call(OpId op, const Tensor* const* inputs, int n_inputs, const OpAttrs
     node->phase = g_recording.phase;
     node->tracks_grad = track;
     node->attrs = attrs;
-    if (g_recording.group_node) {
+    if (custom) node->custom = *custom;
+    if (g_recording.group_node && g_recording.inner_call) {
+        node->group = g_recording.group_node->id;
+        if (g.locator) node->where = g.locator(g.locator_user);
+        g_recording.group_node->inner_nodes.push_back(Ref<Node>(node));
+    } else if (g_recording.group_node) {
         node->group = g_recording.group_node->id;
         node->where = g_recording.group_node->where;
         g_recording.group_node->backward_nodes.push_back(Ref<Node>(node));
@@ -289,7 +297,7 @@ Tensor op_call(OpId op, const Tensor* const* inputs, int n_inputs, const OpAttrs
         e.output = inputs[i]->output;
         e.value = inputs[i]->value();
         e.version = e.value.storage->version;
-        if (track) e.node = inputs[i]->node;
+        if (track || custom) e.node = inputs[i]->node;   // a custom function reads its inputs as tensors
     }
     node->outputs.resize(shape_call.n_outputs);
     for (int i = 0; i < shape_call.n_outputs; ++i) {
@@ -335,7 +343,7 @@ void exec_node(Node* node) {
     int n_outputs = node->outputs.size();
     for (int i = 0; i < n_outputs; ++i) outputs[i] = &node->outputs[i].value;
 
-    KernelCall call{inputs, n_inputs, outputs, n_outputs, node->attrs};
+    KernelCall call{inputs, n_inputs, outputs, n_outputs, node->attrs, node};
     node->info().cpu_kernel(call);
 
     if (node->info().flags & OPF_INPLACE) ++node->outputs[0].value.storage->version;
@@ -346,6 +354,11 @@ void exec_node(Node* node) {
 
 // ============================================================================================
 // [SECTION] describe
+
+const char* Node::name() const {
+    if (!custom) return op_info(op).name;
+    return op == OP_function_backward ? custom->backward_name.c_str() : custom->name.c_str();
+}
 
 std::string node_describe(const Node* node) {
     std::string s = "#";

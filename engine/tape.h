@@ -9,12 +9,14 @@
 #pragma once
 
 #include <vector>
+#include <memory>
 
 #include "ops.h"
 
 namespace td {
 
 struct Node;
+struct CustomFunction;
 void node_destroy(Node* node);
 inline void ref_retain(Node* n);
 inline void ref_release(Node* n);
@@ -117,6 +119,8 @@ struct Node {
     SmallList<Edge, 2> inputs;
     SmallList<Output, 1> outputs;
     SmallList<Ref<Node>, 3> backward_nodes;  // this node's group in the latest backward pass
+    std::shared_ptr<CustomFunction> custom;  // ops `function` and `function_backward`: what runs
+    std::vector<Ref<Node>> inner_nodes;      // ... and the ops it ran, with their own source lines
     Node* tape_prev = nullptr;
     Node* tape_next = nullptr;
     uint32_t walk_mark = 0;      // scratch for graph walks
@@ -126,7 +130,7 @@ struct Node {
     static void operator delete(void* p);
 
     const OpInfo& info() const { return op_info(op); }
-    const char* name() const { return op_info(op).name; }
+    const char* name() const;   // the op's name; a custom function's own name
     bool is_leaf() const { return !tracks_grad; }
 };
 
@@ -155,15 +159,20 @@ void engine_set_locator(SourceLocator locator, void* user);
 // Recording and running
 
 // Record a node for `op` on `inputs` and run it. Returns output 0 (Tensor(node, i) for others).
-Tensor op_call(OpId op, const Tensor* const* inputs, int n_inputs, const OpAttrs& attrs);
+// `custom` is set for the custom-function ops only (function.cpp).
+Tensor op_call(OpId op, const Tensor* const* inputs, int n_inputs, const OpAttrs& attrs,
+               const std::shared_ptr<CustomFunction>* custom = nullptr);
 // Run a recorded node: observers before, the kernel, observers after. The only place kernels run.
 void exec_node(Node* node);
 
 // What the recording is inside of. The backward pass sets both: its nodes get phase BACKWARD,
 // the group and the source line of the forward node they differentiate, and are kept by it.
+// Inside a custom function (inner_call), nodes join the function node's group but keep their
+// own source lines, and are kept by its `inner_nodes`.
 struct RecordingContext {
     Phase phase = PHASE_FORWARD;
     Node* group_node = nullptr;
+    bool inner_call = false;
 };
 extern RecordingContext g_recording;
 

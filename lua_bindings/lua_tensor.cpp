@@ -400,11 +400,22 @@ int l_pow(lua_State* L) {
     engine_fail("pow: expects tensors or numbers, got %s and %s", type_name_of(L, 1), type_name_of(L, 2));
 }
 
-int l_eq(lua_State* L) {
+// a:eq(b), a:lt(b), ...: b a tensor or a number; the result is 1 where the relation holds, else 0.
+int compare_binding(lua_State* L, OpId op) {
     Tensor& a = check_tensor(L, 1);
     if (lua_type(L, 2) == LUA_TNUMBER)
-        return push_tensor(L, ops::eq(a, ops::create(OP_full, Shape{}, a.dtype(), lua_tonumber(L, 2))));
-    return push_tensor(L, ops::eq(a, check_tensor(L, 2)));
+        return push_tensor(L, ops::compare(op, a, ops::create(OP_full, Shape{}, a.dtype(), lua_tonumber(L, 2))));
+    return push_tensor(L, ops::compare(op, a, check_tensor(L, 2)));
+}
+int l_eq(lua_State* L) { return compare_binding(L, OP_eq); }
+int l_lt(lua_State* L) { return compare_binding(L, OP_lt); }
+int l_le(lua_State* L) { return compare_binding(L, OP_le); }
+int l_gt(lua_State* L) { return compare_binding(L, OP_gt); }
+int l_ge(lua_State* L) { return compare_binding(L, OP_ge); }
+
+// x:masked_fill(mask, value): value where mask is nonzero (mask broadcasts to x), else x.
+int l_masked_fill(lua_State* L) {
+    return push_tensor(L, ops::masked_fill(check_tensor(L, 1), check_tensor(L, 2), check_number(L, 3, "value")));
 }
 
 #define UNARY_BINDING(name) \
@@ -598,6 +609,11 @@ int l_mul_(lua_State* L) {
     return return_self(L);
 }
 
+int l_masked_fill_(lua_State* L) {
+    ops::masked_fill_(check_tensor(L, 1), check_tensor(L, 2), check_number(L, 3, "value"));
+    return return_self(L);
+}
+
 int l_zero_(lua_State* L) {
     ops::zero_(check_tensor(L, 1));
     return return_self(L);
@@ -761,7 +777,11 @@ int tensor_index(lua_State* L) {
 
 int tensor_newindex(lua_State* L) {
     Tensor& t = check_tensor(L, 1);
-    const char* key = lua_tostring(L, 2);
+    if (Tensor* mask = test_tensor(L, 2)) {   // x[mask] = value, as PyTorch's grad_input[x < 0] = 0
+        ops::masked_fill_(t, *mask, check_number(L, 3, "value"));
+        return 0;
+    }
+    const char* key = lua_type(L, 2) == LUA_TSTRING ? lua_tostring(L, 2) : nullptr;
     if (key && strcmp(key, "requires_grad") == 0) {
         set_requires_grad(t, lua_toboolean(L, 3));
     } else if (key && strcmp(key, "grad") == 0) {
@@ -776,7 +796,7 @@ int tensor_newindex(lua_State* L) {
             out.grad = g;
         }
     } else {
-        engine_fail("tensor: cannot set field '%s' (only requires_grad and grad can be set)", key ? key : "?");
+        engine_fail("tensor: cannot set field '%s' (only requires_grad and grad can be set, and x[mask] = value)", key ? key : "?");
     }
     return 0;
 }
@@ -894,6 +914,7 @@ int node_tostring(lua_State* L) {
 // Both torch.f(x, ...) and x:f(...).
 const Binding tensor_functions[] = {
     {"add", l_add}, {"sub", l_sub}, {"mul", l_mul}, {"div", l_div}, {"pow", l_pow}, {"eq", l_eq},
+    {"lt", l_lt}, {"le", l_le}, {"gt", l_gt}, {"ge", l_ge}, {"masked_fill", l_masked_fill},
     {"neg", l_neg}, {"exp", l_exp}, {"log", l_log}, {"sqrt", l_sqrt}, {"abs", l_abs}, {"sign", l_sign},
     {"tanh", l_tanh}, {"sigmoid", l_sigmoid}, {"relu", l_relu}, {"clamp", l_clamp},
     {"mm", l_mm}, {"bmm", l_bmm}, {"matmul", l_matmul}, {"t", l_t}, {"transpose", l_transpose},
@@ -905,7 +926,7 @@ const Binding tensor_functions[] = {
 };
 
 const Binding method_only[] = {
-    {"add_", l_add_}, {"sub_", l_sub_}, {"mul_", l_mul_}, {"zero_", l_zero_}, {"fill_", l_fill_},
+    {"add_", l_add_}, {"sub_", l_sub_}, {"mul_", l_mul_}, {"masked_fill_", l_masked_fill_}, {"zero_", l_zero_}, {"fill_", l_fill_},
     {"copy_", l_copy_}, {"size", l_size}, {"dim", l_dim}, {"numel", l_numel}, {"item", l_item},
     {"totable", l_totable}, {"backward", l_backward}, {"retain_grad", l_retain_grad},
     {"requires_grad_", l_requires_grad_}, {"to", l_to}, {"float", l_float}, {"double", l_double},
@@ -943,6 +964,7 @@ int open_torch_table(lua_State* L) {
 td::Tensor* tapedeck_test_tensor(lua_State* L, int idx) { return test_tensor(L, idx); }
 int tapedeck_push_tensor(lua_State* L, td::Tensor t) { return push_tensor(L, std::move(t)); }
 std::string tapedeck_where(lua_State* L, int level) { return where_at(L, level); }
+lua_State* tapedeck_current_state() { return g_current_state; }
 
 void tapedeck_push_node_record(lua_State* L, const td::Node* n) {
     lua_createtable(L, 0, 12);
@@ -1015,6 +1037,7 @@ void tapedeck_open(lua_State* L) {
     lua_newtable(L);   // torch
     register_bindings(L, tensor_functions);
     register_bindings(L, torch_only);
+    tapedeck_open_function(L);
     lua_pushstring(L, "0.1");
     lua_setfield(L, -2, "version");
     lua_setglobal(L, "torch");

@@ -15,5 +15,9 @@ td::Tensor* tapedeck_test_tensor(lua_State* L, int idx);
 int tapedeck_push_tensor(lua_State* L, td::Tensor t);
 // Push a Lua table describing a node: id, op, phase, group, inputs, shape, dtype, where, math.
 void tapedeck_push_node_record(lua_State* L, const td::Node* node);
+// The Lua thread whose binding is running now (engine callbacks call back into Lua on it).
+lua_State* tapedeck_current_state();
+// Adds torch.Function to the torch table on top of the stack (lua_function.cpp).
+void tapedeck_open_function(lua_State* L);
 // "file.lua:12" of the innermost Lua frame at or above `level` (empty when none).
 std::string tapedeck_where(lua_State* L, int level);

@@ -254,6 +254,18 @@ const std::vector<OpCase>& op_cases() {
                 {out(Shape{4}, {1, 0, 1, 0})}));
         add(row("eq", "int64 gives float32", {in(Shape{3}, {1, 2, 3}, I64), in(Shape{3}, {1, 0, 3}, I64)}, {},
                 {out(Shape{3}, {1, 0, 1}, F32)}));
+        add(row("lt", "[2,3] < [3]", {in(S23, X23), in(Shape{3}, {0.5, 0, 1})}, {}, {out(S23, {0, 1, 0, 0, 1, 1})}));
+        add(row("le", "[2,3] <= [3]", {in(S23, X23), in(Shape{3}, {0.5, 0, 1})}, {}, {out(S23, {1, 1, 0, 0, 1, 1})}));
+        add(row("gt", "[2,3] > [3]", {in(S23, X23), in(Shape{3}, {0.5, 0, 1})}, {}, {out(S23, {0, 0, 1, 1, 0, 0})}));
+        add(row("ge", "int64 gives float32", {in(Shape{3}, {1, 2, 3}, I64), in(Shape{3}, {2, 2, 2}, I64)}, {},
+                {out(Shape{3}, {0, 1, 1}, F32)}));
+        {
+            OpCase fill = row("masked_fill", "x where mask is 0, else 7; mask [3] broadcast",
+                              {in(S23, X23), in(Shape{3}, {1, 0, 1})}, {.scalar = 7},
+                              {out(S23, {7, -1.2, 7, 7, -0.3, 7})});
+            fill.grad_inputs = {0};   // a mask has no gradient
+            add(fill);
+        }
         add(row("eq", "[2,2] == [2] broadcast", {in(Shape{2, 2}, {1, 2, 3, 2}), in(Shape{2}, {1, 2})}, {},
                 {out(Shape{2, 2}, {1, 1, 0, 1})}));
 
@@ -506,6 +518,13 @@ const std::vector<OpCase>& op_cases() {
                 {out(S23, {0.25, -1.5, 2.0, 0.25, -1.5, 2.0})}));
         add(row("copy_", "float32 x = int64 y", {in(Shape{3}, B3), in(Shape{3}, {1, 2, 3}, I64)}, {},
                 {out(Shape{3}, {1, 2, 3})}));
+        {
+            OpCase fill = row("masked_fill_", "x = 0 where mask, [2,1] mask broadcast",
+                              {in(S23, X23), in(Shape{2, 1}, {0, 1})}, {.scalar = 0},
+                              {out(S23, {0.5, -1.2, 2.0, 0, 0, 0})});
+            fill.grad_inputs = {0};   // a mask has no gradient
+            add(fill);
+        }
         return r;
     }();
     return rows;

@@ -1,0 +1,122 @@
+// function.cpp: custom functions (function.h) as the `function` and `function_backward` ops.
+#include "function.h"
+
+#include "kernels_cpu.h"
+
+namespace td {
+
+namespace {
+
+// While a custom function runs: its ops join `node`'s group with their own lines, grad is off,
+// and everything is restored however it ends.
+struct InnerCallScope {
+    RecordingContext saved_context = g_recording;
+    bool saved_grad_mode = grad_enabled();
+
+    explicit InnerCallScope(Node* node) {
+        g_recording.group_node = node;
+        g_recording.inner_call = true;
+        set_grad_enabled(false);
+    }
+    ~InnerCallScope() {
+        g_recording = saved_context;
+        set_grad_enabled(saved_grad_mode);
+    }
+};
+
+// Which input of the forward each output of the latest function_backward node belongs to (nil
+// gradients make no output). Set by its kernel, read by backward_function right after.
+std::vector<int> g_backward_output_inputs;
+
+void run_forward(Node* node) {
+    std::vector<Tensor> inputs;
+    for (const Edge& e : node->inputs) inputs.emplace_back(e.node.get(), e.output);
+    std::vector<Tensor> results;
+    {
+        InnerCallScope scope(node);
+        results = node->custom->forward(inputs);
+    }
+    const char* name = node->custom->name.c_str();
+    if (results.empty()) engine_fail("%s: forward returned no tensor", name);
+    node->outputs.resize(static_cast<int>(results.size()));
+    for (size_t i = 0; i < results.size(); ++i) {
+        if (!results[i].defined()) engine_fail("%s: forward result %zu is not a tensor", name, i + 1);
+        Output& out = node->outputs[static_cast<int>(i)];
+        out.value = results[i].value();   // shares the storage: no copy
+        out.requires_grad = node->tracks_grad && dtype_is_float(out.value.dtype);
+    }
+}
+
+// `forward_node` is the group being differentiated (autograd's current group node).
+void run_backward(Node* node, Node* forward_node) {
+    std::vector<Tensor> grad_outputs;
+    for (const Edge& e : node->inputs) grad_outputs.emplace_back(e.node.get(), e.output);
+    std::vector<Tensor> grads;
+    {
+        InnerCallScope scope(node);
+        grads = node->custom->backward(grad_outputs);
+    }
+    const char* name = node->custom->name.c_str();
+    int n_inputs = forward_node->inputs.size();
+    if (static_cast<int>(grads.size()) != n_inputs)
+        engine_fail("%s: backward returned %zu gradient%s for %d input%s", name, grads.size(),
+                    grads.size() == 1 ? "" : "s", n_inputs, n_inputs == 1 ? "" : "s");
+    g_backward_output_inputs.clear();
+    for (int i = 0; i < n_inputs; ++i) {
+        if (!grads[i].defined()) continue;
+        const Shape& want = forward_node->inputs[i].value.shape;
+        if (grads[i].shape() != want)
+            engine_fail("%s: backward returned a gradient of shape %s for input %d, which has shape %s", name,
+                        grads[i].shape().str().c_str(), i + 1, want.str().c_str());
+        g_backward_output_inputs.push_back(i);
+    }
+    node->outputs.resize(static_cast<int>(g_backward_output_inputs.size()));
+    for (size_t k = 0; k < g_backward_output_inputs.size(); ++k)
+        node->outputs[static_cast<int>(k)].value = grads[g_backward_output_inputs[k]].value();
+}
+
+// A custom node holds its inputs while it runs (the function reads them as tensors); one that
+// takes no part in autograd lets go afterwards, so no-grad loops do not chain nodes together.
+void release_inputs_unless_tracked(Node* node) {
+    if (node->tracks_grad) return;
+    for (Edge& e : node->inputs) e.node = Ref<Node>();
+}
+
+}  // namespace
+
+void shape_custom(ShapeCall& c) { c.n_outputs = 0; }   // the function itself says, when it runs
+
+void cpu_function(const KernelCall& c) {
+    if (!c.node->custom) engine_fail("%s: runs only through a custom function", c.node->info().name);
+    if (c.node->op == OP_function) run_forward(c.node);
+    else run_backward(c.node, g_recording.group_node);
+}
+
+void backward_function(BackwardCall& c) {
+    Node* node = c.node;
+    std::vector<Tensor> grad_outputs(node->outputs.size());
+    std::vector<const Tensor*> inputs;
+    for (int i = 0; i < node->outputs.size(); ++i) {
+        const Value& v = node->outputs[i].value;
+        grad_outputs[i] = c.grad_out[i].defined() ? c.grad_out[i] : ops::create(OP_zeros, v.shape, v.dtype);
+        inputs.push_back(&grad_outputs[i]);
+    }
+    Tensor grads = op_call(OP_function_backward, inputs.data(), static_cast<int>(inputs.size()), OpAttrs(),
+                           &node->custom);
+    release_inputs_unless_tracked(grads.node.get());
+    std::vector<int> input_of_output = g_backward_output_inputs;
+    for (size_t k = 0; k < input_of_output.size(); ++k)
+        c.grad_in[input_of_output[k]] = Tensor(grads.node.get(), static_cast<int>(k));
+}
+
+std::vector<Tensor> function_apply(const std::shared_ptr<CustomFunction>& fn, const std::vector<Tensor>& inputs) {
+    std::vector<const Tensor*> pointers;
+    for (const Tensor& t : inputs) pointers.push_back(&t);
+    Tensor first = op_call(OP_function, pointers.data(), static_cast<int>(pointers.size()), OpAttrs(), &fn);
+    release_inputs_unless_tracked(first.node.get());
+    std::vector<Tensor> outputs;
+    for (int i = 0; i < first.node->outputs.size(); ++i) outputs.emplace_back(first.node.get(), i);
+    return outputs;
+}
+
+}  // namespace td
