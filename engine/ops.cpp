@@ -738,6 +738,19 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     return bmm(expand(a, Shape{sb[0], sa[0], sa[1]}), b);   // one matrix times a batch
 }
 
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
+    Tensor y;
+    if (x.defined() && w.defined() && x.shape().ndim == 2 && w.shape().ndim == 2) {
+        if (x.shape()[1] != w.shape()[1])
+            engine_fail("linear: input %s does not match weight %s (expected [N,%lld])", x.shape().str().c_str(),
+                        w.shape().str().c_str(), static_cast<long long>(w.shape()[1]));
+        y = mm(x, w, false, true);   // reads w transposed: no transpose node, no copy
+    } else {
+        y = matmul(x, transpose(w, 0, 1));
+    }
+    return b.defined() ? add(y, b) : y;
+}
+
 Tensor transpose(const Tensor& x, int d1, int d2) {
     OpAttrs a;
     a.dim = d1;

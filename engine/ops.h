@@ -154,6 +154,8 @@ Tensor clamp_backward(const Tensor& grad, const Tensor& x, double lo, double hi)
 Tensor mm(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
 Tensor bmm(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
 Tensor matmul(const Tensor& a, const Tensor& b);   // mm for 2-D, bmm for 3-D
+// y = x wᵀ + b, as nn.Linear: w is [out, in]; b ([out]) may be undefined.
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b);
 Tensor transpose(const Tensor& x, int d1, int d2);
 Tensor reshape(const Tensor& x, const Shape& shape);
 Tensor unsqueeze(const Tensor& x, int dim);

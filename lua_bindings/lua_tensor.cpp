@@ -57,11 +57,16 @@ struct Binding {
     lua_CFunction fn;
 };
 
+// A frame of the Lua-written library (nn, optim): lines name the user's code that called it.
+bool is_library_frame(const lua_Debug& ar) {
+    return strncmp(ar.source, TAPEDECK_LIBRARY_CHUNK, strlen(TAPEDECK_LIBRARY_CHUNK)) == 0;
+}
+
 std::string where_at(lua_State* L, int level) {
     lua_Debug ar;
     for (; lua_getstack(L, level, &ar); ++level) {
         lua_getinfo(L, "Sl", &ar);
-        if (ar.currentline > 0) return std::string(ar.short_src) + ":" + std::to_string(ar.currentline);
+        if (ar.currentline > 0 && !is_library_frame(ar)) return std::string(ar.short_src) + ":" + std::to_string(ar.currentline);
     }
     return "";
 }
@@ -145,7 +150,7 @@ SourceLoc locate_in_lua(void*) {
     lua_Debug ar;
     for (int level = 1; lua_getstack(L, level, &ar); ++level) {
         lua_getinfo(L, "Sl", &ar);
-        if (ar.currentline <= 0) continue;
+        if (ar.currentline <= 0 || is_library_frame(ar)) continue;
         if (last_file < 0 || last_name != ar.short_src) {
             last_name = ar.short_src;
             last_file = source_file_intern(ar.short_src);
@@ -457,6 +462,12 @@ int l_clamp(lua_State* L) {
 int l_mm(lua_State* L) { return push_tensor(L, ops::mm(check_tensor(L, 1), check_tensor(L, 2))); }
 int l_bmm(lua_State* L) { return push_tensor(L, ops::bmm(check_tensor(L, 1), check_tensor(L, 2))); }
 int l_matmul(lua_State* L) { return push_tensor(L, ops::matmul(check_tensor(L, 1), check_tensor(L, 2))); }
+
+// torch.linear(x, w, b): x wᵀ + b (b may be nil), nn.Linear's forward.
+int l_linear(lua_State* L) {
+    Tensor bias = lua_isnoneornil(L, 3) ? Tensor() : check_tensor(L, 3);
+    return push_tensor(L, ops::linear(check_tensor(L, 1), check_tensor(L, 2), bias));
+}
 
 int l_t(lua_State* L) {
     Tensor& x = check_tensor(L, 1);
@@ -917,7 +928,7 @@ const Binding tensor_functions[] = {
     {"lt", l_lt}, {"le", l_le}, {"gt", l_gt}, {"ge", l_ge}, {"masked_fill", l_masked_fill},
     {"neg", l_neg}, {"exp", l_exp}, {"log", l_log}, {"sqrt", l_sqrt}, {"abs", l_abs}, {"sign", l_sign},
     {"tanh", l_tanh}, {"sigmoid", l_sigmoid}, {"relu", l_relu}, {"clamp", l_clamp},
-    {"mm", l_mm}, {"bmm", l_bmm}, {"matmul", l_matmul}, {"t", l_t}, {"transpose", l_transpose},
+    {"mm", l_mm}, {"bmm", l_bmm}, {"matmul", l_matmul}, {"linear", l_linear}, {"t", l_t}, {"transpose", l_transpose},
     {"reshape", l_reshape}, {"view", l_reshape}, {"unsqueeze", l_unsqueeze}, {"squeeze", l_squeeze},
     {"expand", l_expand}, {"narrow", l_narrow}, {"sum", l_sum}, {"mean", l_mean}, {"max", l_max},
     {"softmax", l_softmax}, {"log_softmax", l_log_softmax}, {"gather", l_gather},
@@ -1049,4 +1060,5 @@ void tapedeck_open(lua_State* L) {
 
     g_current_state = L;
     engine_set_locator(locate_in_lua, nullptr);
+    tapedeck_open_library(L);
 }

@@ -17,6 +17,10 @@ int tapedeck_push_tensor(lua_State* L, td::Tensor t);
 void tapedeck_push_node_record(lua_State* L, const td::Node* node);
 // The Lua thread whose binding is running now (engine callbacks call back into Lua on it).
 lua_State* tapedeck_current_state();
+// Loads the Lua-written library (nn, optim, F) as globals and package.loaded entries (lua_library.cpp).
+void tapedeck_open_library(lua_State* L);
+// Chunk names of that library start with this; source lines skip its frames (they name the user's).
+constexpr const char* TAPEDECK_LIBRARY_CHUNK = "=tapedeck/";
 // Adds torch.Function to the torch table on top of the stack (lua_function.cpp).
 void tapedeck_open_function(lua_State* L);
 // "file.lua:12" of the innermost Lua frame at or above `level` (empty when none).

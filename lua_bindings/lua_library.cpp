@@ -1,0 +1,40 @@
+// lua_library.cpp: the parts of the Lua API written in Lua (nn, optim), compiled into tapedeck.
+#include <cstring>
+#include <string>
+
+#include "tapedeck_lua.h"
+
+#include "nn_lua.h"
+#include "optim_lua.h"
+
+namespace {
+
+struct LibraryModule {
+    const char* name;     // the global and the require name
+    const char* source;
+};
+
+const LibraryModule library[] = {
+    {"nn", nn_lua},
+    {"optim", optim_lua},
+};
+
+}  // namespace
+
+void tapedeck_open_library(lua_State* L) {
+    for (const LibraryModule& module : library) {
+        std::string chunk_name = std::string(TAPEDECK_LIBRARY_CHUNK) + module.name + ".lua";
+        if (luaL_loadbuffer(L, module.source, strlen(module.source), chunk_name.c_str()) != LUA_OK)
+            lua_error(L);   // a syntax error in the shipped library: the build is broken
+        lua_call(L, 0, 1);
+        luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+        lua_pushvalue(L, -2);
+        lua_setfield(L, -2, module.name);
+        lua_pop(L, 1);
+        lua_setglobal(L, module.name);
+    }
+    lua_getglobal(L, "nn");
+    lua_getfield(L, -1, "functional");
+    lua_setglobal(L, "F");
+    lua_pop(L, 1);
+}
