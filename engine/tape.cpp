@@ -231,6 +231,13 @@ Tensor op_call(OpId op, const Tensor* const* inputs, int n_inputs, const OpAttrs
     for (int i = 0; i < n_inputs; ++i)
         if (!inputs[i] || !inputs[i]->defined()) engine_fail("%s: input %d is not a tensor", info.name, i + 1);
 
+    // In place, a float value cannot go into an int64 tensor (PyTorch refuses too: no silent truncation).
+    if ((info.flags & OPF_INPLACE) && n_inputs > 1 && inputs[0]->dtype() == DTYPE_I64 &&
+        dtype_is_float(inputs[1]->dtype()))
+        engine_fail("%s: the tensor changed in place is int64 but the value is %s; an int64 tensor holds whole "
+                    "numbers only (use the op out of place, or a float tensor)",
+                    info.name, dtype_name(inputs[1]->dtype()));
+
     // Convert inputs whose dtype the op does not take (each conversion is a recorded `to` node).
     std::vector<Tensor> converted;
     std::vector<const Tensor*> converted_ptrs;

@@ -13,6 +13,7 @@
 // [SECTION] torch          no_grad, graph, graphviz, tape, ...
 // [SECTION] open           metatables and registration
 #include <chrono>
+#include <cmath>
 #include <cstdarg>
 #include <cstring>
 #include <new>
@@ -590,8 +591,14 @@ int l_long(lua_State* L) { return convert(L, DTYPE_I64); }
 // [SECTION] tensor
 
 // An in-place op's second operand: a tensor, or a number (a 0-d tensor of x's dtype).
+// A number becomes a 0-d tensor of `like`'s dtype, except a fraction next to an int64 tensor,
+// which stays float64 (so an in-place op refuses it rather than truncating it).
 Tensor operand_of(lua_State* L, int idx, const Tensor& like) {
-    if (lua_type(L, idx) == LUA_TNUMBER) return ops::create(OP_full, Shape{}, like.dtype(), lua_tonumber(L, idx));
+    if (lua_type(L, idx) == LUA_TNUMBER) {
+        double x = lua_tonumber(L, idx);
+        DType dtype = like.dtype() == DTYPE_I64 && !lua_isinteger(L, idx) && x != std::floor(x) ? DTYPE_F64 : like.dtype();
+        return ops::create(OP_full, Shape{}, dtype, x);
+    }
     return check_tensor(L, idx);
 }
 

@@ -83,4 +83,14 @@ do
   check.close(w, {3, 3})
 end
 
+-- an int64 tensor changed in place by a fraction is refused, not silently truncated (as PyTorch)
+do
+  local counts = torch.tensor({1, 2}, {dtype = "int64"})
+  counts:add_(1)
+  counts:mul_(3)
+  check.close(counts, {6, 9})
+  check.fails("add_", "int64 but the value is float64", function() counts:add_(0.5) end)
+  check.fails("add_", "int64 but the value is float32", function() counts:add_(torch.ones(2)) end)
+  check.close(counts, {6, 9})
+end
 print("test_inplace: ok")
