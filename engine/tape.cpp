@@ -105,6 +105,53 @@ const char* source_file_name(int file) {
     return f.names[file].c_str();
 }
 
+// ============================================================================================
+// [SECTION] scopes
+
+namespace {
+struct Scopes {
+    struct Scope {
+        int parent;
+        std::string name;
+    };
+    std::vector<Scope> list{{0, ""}};                 // scope 0: the top level
+    std::unordered_map<std::string, int> ids;         // "parent/name" -> scope
+    int current = 0;
+};
+Scopes& scopes() {
+    static Scopes s;
+    return s;
+}
+}  // namespace
+
+int scope_enter(const char* name) {
+    Scopes& s = scopes();
+    std::string key = std::to_string(s.current) + "/" + name;
+    auto it = s.ids.find(key);
+    int scope = it != s.ids.end() ? it->second : static_cast<int>(s.list.size());
+    if (it == s.ids.end()) {
+        s.list.push_back({s.current, name});
+        s.ids.emplace(key, scope);
+    }
+    s.current = scope;
+    return scope;
+}
+
+void scope_leave(int scope) {
+    Scopes& s = scopes();
+    if (scope > 0 && scope < static_cast<int>(s.list.size())) s.current = s.list[scope].parent;
+}
+
+int scope_current() { return scopes().current; }
+
+std::string scope_path(int scope) {
+    Scopes& s = scopes();
+    std::string path;
+    for (int at = scope; at > 0 && at < static_cast<int>(s.list.size()); at = s.list[at].parent)
+        path = path.empty() ? s.list[at].name : s.list[at].name + "/" + path;
+    return path;
+}
+
 std::string source_loc_str(SourceLoc loc) {
     if (loc.file < 0) return "?";
     return std::string(source_file_name(loc.file)) + ":" + std::to_string(loc.line);
@@ -285,6 +332,7 @@ Tensor op_call(OpId op, const Tensor* const* inputs, int n_inputs, const OpAttrs
     node->phase = g_recording.phase;
     node->tracks_grad = track;
     node->attrs = attrs;
+    node->scope = scopes().current;
     if (custom) node->custom = *custom;
     if (g_recording.group_node && g_recording.inner_call) {
         node->group = g_recording.group_node->id;

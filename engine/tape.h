@@ -28,6 +28,14 @@ struct SourceLoc {
     int line = 0;
 };
 int source_file_intern(const char* name);
+
+// Scopes: the nn.Module calls (or any named region) a node was recorded in, nested. A scope is an
+// interned (parent, name) pair, so calling the same module 10,000 times makes one scope, not
+// 10,000. Scope 0 is the top level.
+int scope_enter(const char* name);   // makes the scope current (a child of the current one); returns it
+void scope_leave(int scope);         // back to its parent
+int scope_current();
+std::string scope_path(int scope);   // "TwoLayerNet/linear1:Linear"; "" for the top level
 const char* source_file_name(int file);   // "?" when unknown
 std::string source_loc_str(SourceLoc loc);   // "rnn_cell.lua:12"
 
@@ -113,7 +121,9 @@ struct Node {
     Phase phase = PHASE_FORWARD;
     bool tracks_grad = false;    // recorded with autograd on: holds its inputs, has a backward
     bool retains_grad = false;
-    int64_t group = 0;           // backward: the forward node it differentiates; forward: 0 for now
+    int64_t group = 0;           // backward: the forward node it differentiates; inside a custom
+                                 // function: that function's node; else 0
+    int scope = 0;               // the module call (scope_enter) it was recorded in; 0: none
     SourceLoc where;
     OpAttrs attrs;
     SmallList<Edge, 2> inputs;

@@ -865,6 +865,18 @@ int run_with_grad_mode(lua_State* L, bool enabled) {
     return lua_gettop(L);
 }
 
+// torch.scope(name, fn, ...): fn(...) with the nodes it records tagged as inside `name` (nested in
+// the current scope). nn.Module calls run their forward this way; node records show the path.
+int l_scope(lua_State* L) {
+    const char* name = luaL_checkstring(L, 1);
+    luaL_checktype(L, 2, LUA_TFUNCTION);
+    int scope = scope_enter(name);
+    int status = lua_pcall(L, lua_gettop(L) - 2, LUA_MULTRET, 0);
+    scope_leave(scope);
+    if (status != LUA_OK) return lua_error(L);   // the function's own error, unchanged
+    return lua_gettop(L) - 1;
+}
+
 int l_no_grad(lua_State* L) { return run_with_grad_mode(L, false); }
 int l_enable_grad(lua_State* L) { return run_with_grad_mode(L, true); }
 
@@ -955,7 +967,7 @@ const Binding method_only[] = {
 const Binding torch_only[] = {
     {"tensor", l_tensor}, {"zeros", l_zeros}, {"ones", l_ones}, {"full", l_full}, {"rand", l_rand},
     {"randn", l_randn}, {"eye", l_eye}, {"arange", l_arange}, {"manual_seed", l_manual_seed},
-    {"cat", l_cat}, {"no_grad", l_no_grad}, {"enable_grad", l_enable_grad},
+    {"cat", l_cat}, {"no_grad", l_no_grad}, {"scope", l_scope}, {"enable_grad", l_enable_grad},
     {"is_grad_enabled", l_is_grad_enabled}, {"set_grad_enabled", l_set_grad_enabled},
     {"graph", l_graph}, {"tape", l_tape}, {"graphviz", l_graphviz}, {"is_tensor", l_is_tensor},
     {"perf_counter", l_perf_counter}, {"memory", l_memory}, {"backward", l_backward},
@@ -1000,10 +1012,14 @@ void tapedeck_push_node_record(lua_State* L, const td::Node* n) {
         lua_rawseti(L, -2, i + 1);
     }
     lua_setfield(L, -2, "inputs");
-    push_shape(L, n->outputs[0].value.shape);
-    lua_setfield(L, -2, "shape");
-    lua_pushstring(L, dtype_name(n->outputs[0].value.dtype));
-    lua_setfield(L, -2, "dtype");
+    if (n->outputs.size() > 0) {   // a custom backward that returned no gradient has none
+        push_shape(L, n->outputs[0].value.shape);
+        lua_setfield(L, -2, "shape");
+        lua_pushstring(L, dtype_name(n->outputs[0].value.dtype));
+        lua_setfield(L, -2, "dtype");
+    }
+    lua_pushstring(L, scope_path(n->scope).c_str());
+    lua_setfield(L, -2, "scope");
     lua_pushinteger(L, n->outputs.size());
     lua_setfield(L, -2, "outputs");
     lua_pushstring(L, source_loc_str(n->where).c_str());

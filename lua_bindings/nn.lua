@@ -37,11 +37,20 @@ end
 
 -- Remember the order fields are first assigned in; the value itself is stored as usual.
 local function register_field(self, key, value)
+  if is_module(value) and rawget(value, "_field") == nil then rawset(value, "_field", tostring(key)) end
   if is_module(value) or is_parameter(value) or (type(value) == "table" and not getmetatable(value)) then
     local order = rawget(self, "_order")
     order[#order + 1] = key
   end
   rawset(self, key, value)
+end
+
+-- module(...) runs module:forward(...) inside a scope named after the module ("linear1:Linear",
+-- nested in its parent's), so every node it records says which module call made it.
+local function call_in_scope(module, ...)
+  local field = rawget(module, "_field")
+  local name = getmetatable(module).__name
+  return torch.scope(field and (field .. ":" .. name) or name, module.forward, module, ...)
 end
 
 -- Class:extend(name): a new module class; instances are made by calling the class.
@@ -50,7 +59,7 @@ function Module:extend(name)
   local class = setmetatable({__name = name}, {__index = self, __call = function(class, ...) return class:new(...) end})
   class.__index = class
   class.__newindex = register_field
-  class.__call = function(module, ...) return module:forward(...) end
+  class.__call = call_in_scope
   class.__tostring = function(module) return module:describe("") end
   class.__is_module = true
   return class

@@ -84,6 +84,20 @@ assert(not ok and message:find("NoForward: forward is not defined", 1, true), me
 -- An op error inside a library module names the user's line, not nn.lua's.
 check.fails("linear", "does not match weight [3,2]", function() nn.Linear(2, 3)(torch.ones(4, 5)) end)
 
+-- Every node records the module call that made it: nested scopes named field:Class.
+do
+  local model = nn.Sequential(nn.Linear(3, 2), nn.ReLU())
+  local out = model(torch.ones(1, 3)):sum()
+  local scope_of = {}
+  for _, n in ipairs(torch.graph(out)) do scope_of[n.op] = n.scope end
+  check.equal(scope_of.mm, "Sequential/1:Linear")
+  check.equal(scope_of.relu, "Sequential/2:ReLU")
+  check.equal(scope_of.sum, "")
+  -- an error inside a module leaves the scope too
+  pcall(model, torch.ones(1, 5))
+  check.equal(torch.graph(torch.ones(1) * 2)[2].scope, "")
+end
+
 -- F is nn.functional, PyTorch's names for the torch functions.
 assert(F == nn.functional and F.relu == torch.relu and F.linear == torch.linear)
 assert(require("nn") == nn and require("optim") == optim)
