@@ -7,7 +7,9 @@
 // [SECTION] layout         transpose view expand sum_to cat narrow narrow_backward
 // [SECTION] reductions     sum mean max softmax log_softmax
 // [SECTION] indexing       gather scatter_add
-// [SECTION] copies         to clone, and the in-place ops
+// [SECTION] copies         to clone
+// [SECTION] losses         mse_loss cross_entropy nll_loss multi_margin_loss and their derivatives
+// [SECTION] in place       add_ sub_ mul_ zero_ fill_ copy_
 //
 // Kernels read call.inputs, write call.outputs (already allocated; aliased for views and in-place
 // ops) and may raise engine_fail for data-dependent errors (an index out of range).
@@ -747,7 +749,7 @@ void cpu_scatter_add(const KernelCall& c) {
 }
 
 // ============================================================================================
-// [SECTION] copies and in-place ops
+// [SECTION] copies
 
 void cpu_to(const KernelCall& c) {
     const Value &x = in(c, 0), &o = out(c);
@@ -762,6 +764,192 @@ void cpu_to(const KernelCall& c) {
 void cpu_clone(const KernelCall& c) {
     std::memcpy(out(c).raw(), in(c, 0).raw(), in(c, 0).numel() * dtype_size(in(c, 0).dtype));
 }
+
+// ============================================================================================
+// [SECTION] losses
+//
+// Each loss is 0-d: the mean over examples, or the sum (attrs.reduction). Sums over examples are
+// kept in double. The class losses walk the rows of scores [N,C] (or [C], one row).
+
+namespace {
+
+struct ClassRows {
+    int64_t n, classes;
+};
+
+ClassRows class_rows(const Shape& scores) {
+    return {scores.ndim == 2 ? scores.dims[0] : 1, scores.dims[scores.ndim - 1]};
+}
+
+// What the mean divides by (1 for the sum).
+double reduction_count(const OpAttrs& a, int64_t n) {
+    return a.reduction == REDUCTION_MEAN ? static_cast<double>(n) : 1;
+}
+
+// The 0-based column of example i's class. Labels are 1-based: int64, or floats holding whole
+// numbers; anything else is an error naming the op, the label, its position and the classes.
+int64_t label_column(const char* op_name, const Value& labels, int64_t i, int64_t classes) {
+    double label = value_get(labels, i);
+    if (label != std::floor(label))
+        engine_fail("%s: label %g at position %lld is not a whole number (labels are classes 1..%lld)", op_name, label,
+                    static_cast<long long>(i + 1), static_cast<long long>(classes));
+    if (label < 1 || label > static_cast<double>(classes))
+        engine_fail("%s: label %.0f at position %lld is out of range: there are %lld classes (labels 1..%lld)",
+                    op_name, label, static_cast<long long>(i + 1), static_cast<long long>(classes),
+                    static_cast<long long>(classes));
+    return static_cast<int64_t>(label) - 1;
+}
+
+template <class T>
+T row_max(const T* row, int64_t n) {
+    T m = row[0];
+    for (int64_t j = 1; j < n; ++j) m = std::max(m, row[j]);
+    return m;
+}
+
+// e = exp(x - the max of its row), for all rows at once: one exp over the whole block runs in
+// full vector packets, where rows of 10 classes alone would each run Eigen's scalar tail. e should
+// be 64-byte aligned (storages are), else Eigen runs scalar exps up to the first aligned element.
+template <class T>
+void exp_shifted_rows(const T* x, ClassRows r, T* e) {
+    for (int64_t i = 0; i < r.n; ++i) {
+        const T* row = x + i * r.classes;
+        T m = row_max(row, r.classes);
+        for (int64_t j = 0; j < r.classes; ++j) e[i * r.classes + j] = row[j] - m;
+    }
+    ArrayMap<T> all(e, r.n * r.classes);
+    all = all.exp();
+}
+
+// The loss = the mean (or the sum) over rows i of row_loss(i, row i, its label's column).
+template <class T, class F>
+void loss_over_rows(const char* op_name, const Value& x, const Value& labels, const Value& o, const OpAttrs& a,
+                    F row_loss) {
+    ClassRows r = class_rows(x.shape);
+    double total = 0;
+    for (int64_t i = 0; i < r.n; ++i) {
+        int64_t k = label_column(op_name, labels, i, r.classes);
+        total += row_loss(i, x.data<T>() + i * r.classes, k);
+    }
+    o.data<T>()[0] = static_cast<T>(total / reduction_count(a, r.n));
+}
+
+// -log softmax(row)[label] = (max - row[label]) + log(sum(e)): finite for large scores too.
+template <class T>
+void cross_entropy_rows(const Value& x, const Value& labels, const Value& o, const OpAttrs& a) {
+    ClassRows r = class_rows(x.shape);
+    // Labels are checked before any row is read (with C = 0, every label is out of range).
+    for (int64_t i = 0; i < r.n; ++i) label_column("cross_entropy", labels, i, r.classes);
+    Value scratch = value_new(x.shape, x.dtype);   // from the storage pool: aligned, no malloc once warm
+    T* e = scratch.data<T>();
+    exp_shifted_rows(x.data<T>(), r, e);
+    loss_over_rows<T>("cross_entropy", x, labels, o, a, [&](int64_t i, const T* row, int64_t k) {
+        T sum_e = ConstArrayMap<T>(e + i * r.classes, r.classes).sum();
+        return (row_max(row, r.classes) - row[k]) + std::log(sum_e);
+    });
+}
+
+// dx = g s (softmax(row) - onehot(label)), s = 1 / count.
+template <class T>
+void cross_entropy_backward_rows(const Value& g, const Value& x, const Value& labels, const Value& o,
+                                 const OpAttrs& a) {
+    ClassRows r = class_rows(x.shape);
+    for (int64_t i = 0; i < r.n; ++i) label_column("cross_entropy_backward", labels, i, r.classes);   // as above
+    T scale = static_cast<T>(value_get(g, 0) / reduction_count(a, r.n));
+    exp_shifted_rows(x.data<T>(), r, o.data<T>());
+    for (int64_t i = 0; i < r.n; ++i) {
+        ArrayMap<T> dx(o.data<T>() + i * r.classes, r.classes);
+        dx *= scale / dx.sum();
+        dx[label_column("cross_entropy_backward", labels, i, r.classes)] -= scale;
+    }
+}
+
+template <class T>
+void nll_loss_rows(const Value& x, const Value& labels, const Value& o, const OpAttrs& a) {
+    loss_over_rows<T>("nll_loss", x, labels, o, a, [](int64_t, const T* row, int64_t k) { return -row[k]; });
+}
+
+// The hinges of one row: max(0, 1 - x[label] + x[j]) for j != label. `each` gets j and the hinge.
+template <class T, class F>
+void for_each_hinge(const T* row, int64_t classes, int64_t label, F each) {
+    T base = T(1) - row[label];
+    for (int64_t j = 0; j < classes; ++j)
+        if (j != label) each(j, std::max(T(0), base + row[j]));
+}
+
+// Each row's hinges summed, over C.
+template <class T>
+void multi_margin_rows(const Value& x, const Value& labels, const Value& o, const OpAttrs& a) {
+    int64_t classes = class_rows(x.shape).classes;
+    loss_over_rows<T>("multi_margin_loss", x, labels, o, a, [classes](int64_t, const T* row, int64_t k) {
+        double hinges = 0;
+        for_each_hinge(row, classes, k, [&](int64_t, T hinge) { hinges += hinge; });
+        return hinges / static_cast<double>(classes);
+    });
+}
+
+// Each hinge that is on adds g s / C to its column and takes it from the label's column.
+template <class T>
+void multi_margin_backward_rows(const Value& g, const Value& x, const Value& labels, const Value& o,
+                                const OpAttrs& a) {
+    ClassRows r = class_rows(x.shape);
+    T scale = static_cast<T>(value_get(g, 0) / static_cast<double>(r.classes) / reduction_count(a, r.n));
+    for (int64_t i = 0; i < r.n; ++i) {
+        int64_t k = label_column("multi_margin_loss_backward", labels, i, r.classes);
+        T* dx = o.data<T>() + i * r.classes;
+        dx[k] = 0;
+        for_each_hinge(x.data<T>() + i * r.classes, r.classes, k, [&](int64_t j, T hinge) {
+            dx[j] = hinge > 0 ? scale : T(0);
+            if (hinge > 0) dx[k] -= scale;
+        });
+    }
+}
+
+}  // namespace
+
+void cpu_mse_loss(const KernelCall& c) {
+    const Value &x = in(c, 0), &y = in(c, 1);
+    double count = c.attrs.reduction == REDUCTION_MEAN ? static_cast<double>(x.numel()) : 1;
+    DISPATCH_FLOAT("mse_loss", x.dtype, {
+        double total = (const_array_of<T>(x) - const_array_of<T>(y)).square().sum();
+        out(c).data<T>()[0] = static_cast<T>(total / count);
+    });
+}
+
+void cpu_cross_entropy(const KernelCall& c) {
+    DISPATCH_FLOAT("cross_entropy", in(c, 0).dtype, cross_entropy_rows<T>(in(c, 0), in(c, 1), out(c), c.attrs));
+}
+
+void cpu_nll_loss(const KernelCall& c) {
+    DISPATCH_FLOAT("nll_loss", in(c, 0).dtype, nll_loss_rows<T>(in(c, 0), in(c, 1), out(c), c.attrs));
+}
+
+void cpu_multi_margin_loss(const KernelCall& c) {
+    DISPATCH_FLOAT("multi_margin_loss", in(c, 0).dtype, multi_margin_rows<T>(in(c, 0), in(c, 1), out(c), c.attrs));
+}
+
+void cpu_cross_entropy_backward(const KernelCall& c) {
+    DISPATCH_FLOAT("cross_entropy_backward", out(c).dtype,
+                   cross_entropy_backward_rows<T>(in(c, 0), in(c, 1), in(c, 2), out(c), c.attrs));
+}
+
+// -g s at each example's label, zero elsewhere.
+void cpu_nll_loss_backward(const KernelCall& c) {
+    const Value &g = in(c, 0), &labels = in(c, 1), &o = out(c);
+    ClassRows r = class_rows(o.shape);
+    double value = -value_get(g, 0) / reduction_count(c.attrs, r.n);
+    cpu_zeros(c);
+    for (int64_t i = 0; i < r.n; ++i)
+        value_set(o, i * r.classes + label_column("nll_loss_backward", labels, i, r.classes), value);
+}
+
+void cpu_multi_margin_loss_backward(const KernelCall& c) {
+    DISPATCH_FLOAT("multi_margin_loss_backward", out(c).dtype,
+                   multi_margin_backward_rows<T>(in(c, 0), in(c, 1), in(c, 2), out(c), c.attrs));
+}
+
+// ============================================================================================
+// [SECTION] in place
 
 void cpu_add_inplace(const KernelCall& c) {
     DISPATCH_ALL(out(c).dtype, T alpha = static_cast<T>(c.attrs.scalar);

@@ -362,6 +362,56 @@ void shape_scatter_add(ShapeCall& c) {
 
 void shape_to(ShapeCall& c) { c.set_output(0, in(c, 0).shape, c.attrs.dtype); }
 
+void shape_mse_loss(ShapeCall& c) {
+    if (in(c, 0).shape != in(c, 1).shape)
+        engine_fail("%s: input %s and target %s must have the same shape", c.op_name, in(c, 0).shape.str().c_str(),
+                    in(c, 1).shape.str().c_str());
+    c.set_output(0, Shape{}, in(c, 0).dtype);
+}
+
+// Scores [N,C] with labels [N], or one example: scores [C] with a 0-d label (or [1]).
+static void check_class_shapes(const ShapeCall& c, const Shape& scores, const Shape& labels) {
+    bool rows = scores.ndim == 2 && labels.ndim == 1 && labels.dims[0] == scores.dims[0];
+    bool one = scores.ndim == 1 && labels.ndim <= 1 && labels.numel() == 1;
+    if (!rows && !one)
+        engine_fail("%s: input %s and labels %s do not match (expected input [N,C] with labels [N], or input [C] "
+                    "with one label)",
+                    c.op_name, scores.str().c_str(), labels.str().c_str());
+}
+
+static void check_float(const ShapeCall& c, const Value& x, const char* what) {
+    if (!dtype_is_float(x.dtype))
+        engine_fail("%s: the %s must be float32 or float64, got %s", c.op_name, what, dtype_name(x.dtype));
+}
+
+static void check_loss_grad(const ShapeCall& c) {
+    check_float(c, in(c, 0), "gradient");
+    if (in(c, 0).shape.ndim != 0)
+        engine_fail("%s: the gradient of a loss is 0-d, got %s", c.op_name, in(c, 0).shape.str().c_str());
+}
+
+// cross_entropy, nll_loss, multi_margin_loss: (scores, labels) -> a 0-d loss.
+void shape_class_loss(ShapeCall& c) {
+    check_float(c, in(c, 0), "input");
+    check_class_shapes(c, in(c, 0).shape, in(c, 1).shape);
+    c.set_output(0, Shape{}, in(c, 0).dtype);
+}
+
+// cross_entropy_backward, multi_margin_loss_backward: (grad, scores, labels) -> the scores' shape.
+void shape_class_loss_backward(ShapeCall& c) {
+    check_loss_grad(c);
+    check_float(c, in(c, 1), "input");
+    check_class_shapes(c, in(c, 1).shape, in(c, 2).shape);
+    c.set_output(0, in(c, 1).shape, in(c, 1).dtype);
+}
+
+// nll_loss_backward: (grad, labels) -> attrs.shape, the shape of nll_loss's input.
+void shape_nll_loss_backward(ShapeCall& c) {
+    check_loss_grad(c);
+    check_class_shapes(c, c.attrs.shape, in(c, 1).shape);
+    c.set_output(0, c.attrs.shape, in(c, 0).dtype);
+}
+
 void shape_inplace(ShapeCall& c) {
     const Shape &x = in(c, 0).shape, &y = in(c, 1).shape;
     if (y.ndim > x.ndim || broadcast_shapes(c.op_name, x, y) != x)
@@ -569,12 +619,13 @@ void backward_max(BackwardCall& c) {
     c.grad_in[0] = ops::scatter_add(g_kept, a.dim, i_kept, c.input_shape(0));
 }
 
-void backward_softmax(BackwardCall& c) {   // dx = y * (g - sum(g * y))
-    const Tensor& g = c.grad_out[0];
-    Tensor y = c.output(0);
-    Tensor dot = ops::reduce(OP_sum, ops::mul(g, y), c.attrs().dim, true);
-    c.grad_in[0] = ops::mul(y, ops::sub(g, dot));
+// The gradient through y = softmax(x) along dim: dx = y * (g - sum(g * y)).
+static Tensor softmax_grad(const Tensor& g, const Tensor& y, int dim) {
+    Tensor dot = ops::reduce(OP_sum, ops::mul(g, y), dim, true);
+    return ops::mul(y, ops::sub(g, dot));
 }
+
+void backward_softmax(BackwardCall& c) { c.grad_in[0] = softmax_grad(c.grad_out[0], c.output(0), c.attrs().dim); }
 
 void backward_log_softmax(BackwardCall& c) {   // dx = g - e^y * sum(g)
     const Tensor& g = c.grad_out[0];
@@ -592,6 +643,62 @@ void backward_scatter_add(BackwardCall& c) {
 }
 
 void backward_to(BackwardCall& c) { c.grad_in[0] = ops::to(c.grad_out[0], c.node->inputs[0].value.dtype); }
+
+// l = sum (or mean) of (a - b)^2: da = g * 2 (a - b) / count, db = -da.
+void backward_mse_loss(BackwardCall& c) {
+    double count = c.attrs().reduction == REDUCTION_MEAN ? static_cast<double>(c.input_shape(0).numel()) : 1;
+    Tensor da = ops::mul(ops::sub(c.input(0), c.input(1)), ops::mul_scalar(c.grad_out[0], 2 / count));
+    if (c.needs_grad(0)) c.grad_in[0] = da;
+    if (c.needs_grad(1)) c.grad_in[1] = ops::neg(da);
+}
+
+void backward_cross_entropy(BackwardCall& c) {
+    if (c.needs_grad(0))
+        c.grad_in[0] = ops::class_loss_backward(OP_cross_entropy_backward, c.grad_out[0], c.input(0), c.input(1),
+                                                c.attrs().reduction);
+}
+
+void backward_nll_loss(BackwardCall& c) {
+    if (c.needs_grad(0))
+        c.grad_in[0] = ops::nll_loss_backward(c.grad_out[0], c.input(1), c.input_shape(0), c.attrs().reduction);
+}
+
+void backward_multi_margin_loss(BackwardCall& c) {
+    if (c.needs_grad(0))
+        c.grad_in[0] = ops::class_loss_backward(OP_multi_margin_loss_backward, c.grad_out[0], c.input(0),
+                                                c.input(1), c.attrs().reduction);
+}
+
+// The loss derivatives are linear in their gradient g: out = g * local(x). The gradient of g is
+// then sum(gg * local(x)), with local(x) the same op run with g = 1.
+static Tensor grad_of_loss_grad(const BackwardCall& c, const Tensor& gg) {
+    Tensor one = ops::create(OP_ones, Shape{}, c.output(0).dtype());
+    Tensor local = ops::class_loss_backward(c.node->op, one, c.input(1), c.input(2), c.attrs().reduction);
+    return ops::reduce_all(OP_sum, ops::mul(gg, local));
+}
+
+// out = g s (p - onehot), p = softmax(x) along rows: dg as above; dx = g s * softmax_grad(gg, p).
+void backward_cross_entropy_backward(BackwardCall& c) {
+    const Tensor& gg = c.grad_out[0];
+    if (c.needs_grad(0)) c.grad_in[0] = grad_of_loss_grad(c, gg);
+    if (c.needs_grad(1)) {
+        int rows_dim = c.input_shape(1).ndim - 1;
+        double s = c.attrs().reduction == REDUCTION_MEAN && rows_dim == 1 ? 1.0 / c.input_shape(1).dims[0] : 1;
+        Tensor p = ops::softmax(c.input(1), rows_dim);
+        c.grad_in[1] = ops::mul(softmax_grad(gg, p, rows_dim), ops::mul_scalar(c.input(0), s));
+    }
+}
+
+// out = nll_loss's derivative, -g s at each label: its adjoint is nll_loss itself, dg = nll_loss(gg).
+void backward_nll_loss_backward(BackwardCall& c) {
+    if (c.needs_grad(0))
+        c.grad_in[0] = ops::class_loss(OP_nll_loss, c.grad_out[0], c.input(1), c.attrs().reduction);
+}
+
+// The hinge's derivative is piecewise constant in x: x gets no gradient (zero), g gets one.
+void backward_multi_margin_loss_backward(BackwardCall& c) {
+    if (c.needs_grad(0)) c.grad_in[0] = grad_of_loss_grad(c, c.grad_out[0]);
+}
 
 void backward_add_inplace(BackwardCall& c) {
     const Tensor& g = c.grad_out[0];
@@ -817,6 +924,31 @@ Tensor to(const Tensor& x, DType dtype) {
     OpAttrs a;
     a.dtype = dtype;
     return call(OP_to, {&x}, a);
+}
+
+static OpAttrs loss_attrs(Reduction reduction) {
+    OpAttrs a;
+    a.reduction = reduction;
+    return a;
+}
+
+Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+    return call(OP_mse_loss, {&input, &target}, loss_attrs(reduction));
+}
+
+Tensor class_loss(OpId op, const Tensor& scores, const Tensor& labels, Reduction reduction) {
+    return call(op, {&scores, &labels}, loss_attrs(reduction));
+}
+
+Tensor class_loss_backward(OpId op, const Tensor& grad, const Tensor& scores, const Tensor& labels,
+                           Reduction reduction) {
+    return call(op, {&grad, &scores, &labels}, loss_attrs(reduction));
+}
+
+Tensor nll_loss_backward(const Tensor& grad, const Tensor& labels, const Shape& scores_shape, Reduction reduction) {
+    OpAttrs a = loss_attrs(reduction);
+    a.shape = scores_shape;
+    return call(OP_nll_loss_backward, {&grad, &labels}, a);
 }
 
 Tensor create(OpId op, const Shape& shape, DType dtype, double fill) {

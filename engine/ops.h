@@ -172,6 +172,14 @@ Tensor log_softmax(const Tensor& x, int dim);
 Tensor gather(const Tensor& x, int dim, const Tensor& index);
 Tensor scatter_add(const Tensor& src, int dim, const Tensor& index, const Shape& shape);
 Tensor to(const Tensor& x, DType dtype);
+// Losses (0-d). Labels: 1-based classes, int64 or floats holding whole numbers.
+Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = REDUCTION_MEAN);
+// cross_entropy, nll_loss, multi_margin_loss of scores [N,C] (or [C]) and labels [N] (or 0-d)
+Tensor class_loss(OpId op, const Tensor& scores, const Tensor& labels, Reduction reduction = REDUCTION_MEAN);
+// cross_entropy_backward, multi_margin_loss_backward: grad (0-d) times the loss's derivative
+Tensor class_loss_backward(OpId op, const Tensor& grad, const Tensor& scores, const Tensor& labels,
+                           Reduction reduction);
+Tensor nll_loss_backward(const Tensor& grad, const Tensor& labels, const Shape& scores_shape, Reduction reduction);
 Tensor create(OpId op, const Shape& shape, DType dtype, double fill = 0);   // zeros/ones/full/rand/randn/eye/arange
 Tensor from_values(const Shape& shape, DType dtype, const double* values);   // `tensor`
 // In place (return x, rebased when autograd needs it).

@@ -570,6 +570,48 @@ int l_gather(lua_State* L) {
     return push_tensor(L, ops::gather(x, dim, check_tensor(L, 3)));
 }
 
+// A loss's reduction: nothing (the mean), "mean" or "sum", or an options table {reduction = "sum"}.
+Reduction reduction_from_arg(lua_State* L, int idx) {
+    if (lua_isnoneornil(L, idx)) return REDUCTION_MEAN;
+    const char* name = nullptr;
+    if (lua_type(L, idx) == LUA_TSTRING) {
+        name = lua_tostring(L, idx);
+    } else if (lua_istable(L, idx)) {
+        lua_pushnil(L);
+        while (lua_next(L, idx)) {
+            const char* key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
+            if (strcmp(key, "reduction") != 0) arg_fail(idx, "unknown option '%s' (expected reduction)", key);
+            if (lua_type(L, -1) != LUA_TSTRING)
+                arg_fail(idx, "reduction must be \"mean\" or \"sum\", got %s", type_name_of(L, -1));
+            name = lua_tostring(L, -1);
+            lua_pop(L, 1);
+        }
+        if (!name) return REDUCTION_MEAN;
+    } else {
+        arg_fail(idx, "expected \"mean\", \"sum\" or {reduction = \"sum\"}, got %s", type_name_of(L, idx));
+    }
+    if (strcmp(name, "mean") == 0) return REDUCTION_MEAN;
+    if (strcmp(name, "sum") == 0) return REDUCTION_SUM;
+    arg_fail(idx, "unknown reduction '%s' (use \"mean\" or \"sum\")", name);
+}
+
+int l_mse_loss(lua_State* L) {
+    Tensor& input = check_tensor(L, 1);
+    Tensor& target = check_tensor(L, 2);
+    return push_tensor(L, ops::mse_loss(input, target, reduction_from_arg(L, 3)));
+}
+
+// cross_entropy, nll_loss, multi_margin_loss: (scores, labels [, reduction]).
+int class_loss(lua_State* L, OpId op) {
+    Tensor& scores = check_tensor(L, 1);
+    Tensor& labels = check_tensor(L, 2);
+    return push_tensor(L, ops::class_loss(op, scores, labels, reduction_from_arg(L, 3)));
+}
+
+int l_cross_entropy(lua_State* L) { return class_loss(L, OP_cross_entropy); }
+int l_nll_loss(lua_State* L) { return class_loss(L, OP_nll_loss); }
+int l_multi_margin_loss(lua_State* L) { return class_loss(L, OP_multi_margin_loss); }
+
 int l_to(lua_State* L) {
     Tensor& x = check_tensor(L, 1);
     const char* name = lua_tostring(L, 2);
@@ -951,6 +993,8 @@ const Binding tensor_functions[] = {
     {"reshape", l_reshape}, {"view", l_reshape}, {"unsqueeze", l_unsqueeze}, {"squeeze", l_squeeze},
     {"expand", l_expand}, {"narrow", l_narrow}, {"sum", l_sum}, {"mean", l_mean}, {"max", l_max},
     {"softmax", l_softmax}, {"log_softmax", l_log_softmax}, {"gather", l_gather},
+    {"mse_loss", l_mse_loss}, {"cross_entropy", l_cross_entropy}, {"nll_loss", l_nll_loss},
+    {"multi_margin_loss", l_multi_margin_loss},
     {"clone", l_clone}, {"detach", l_detach},
     {nullptr, nullptr},
 };

@@ -168,6 +168,61 @@ void check_normal_sample(const Tensor& t) {
     CHECK(*std::max_element(v.begin(), v.end()) > 1.5);
 }
 
+// Class losses by plain loops: x holds rows of `classes` scores, labels are 1-based. per_row
+// gets one row and its 0-based label; the result is the mean over rows, or the sum.
+using RowLoss = std::function<double(const std::vector<double>& row, int label)>;
+double class_loss_ref(const std::vector<double>& x, int64_t classes, const std::vector<double>& labels, bool mean,
+                      const RowLoss& per_row) {
+    double total = 0;
+    for (size_t i = 0; i < labels.size(); ++i) {
+        std::vector<double> row(x.begin() + i * classes, x.begin() + (i + 1) * classes);
+        total += per_row(row, static_cast<int>(labels[i]) - 1);
+    }
+    return mean ? total / static_cast<double>(labels.size()) : total;
+}
+
+// The derivative of a class loss, row by row: per_row gets one row and its 0-based label and
+// gives d(row's loss)/d(row); every value is then scaled by g (and 1/N for the mean).
+using RowGrad = std::function<std::vector<double>(const std::vector<double>& row, int label)>;
+std::vector<double> class_grad_ref(double g, const std::vector<double>& x, int64_t classes,
+                                   const std::vector<double>& labels, bool mean, const RowGrad& per_row) {
+    double scale = mean ? g / static_cast<double>(labels.size()) : g;
+    std::vector<double> dx;
+    for (size_t i = 0; i < labels.size(); ++i) {
+        std::vector<double> row(x.begin() + i * classes, x.begin() + (i + 1) * classes);
+        for (double d : per_row(row, static_cast<int>(labels[i]) - 1)) dx.push_back(scale * d);
+    }
+    return dx;
+}
+
+double cross_entropy_row(const std::vector<double>& row, int label) { return -log_softmax_line(row)[label]; }
+double nll_row(const std::vector<double>& row, int label) { return -row[label]; }
+
+// sum over j != label of max(0, 1 - row[label] + row[j]), over C (PyTorch's multi_margin_loss)
+double multi_margin_row(const std::vector<double>& row, int label) {
+    double total = 0;
+    for (size_t j = 0; j < row.size(); ++j)
+        if (static_cast<int>(j) != label) total += std::max(0.0, 1 - row[label] + row[j]);
+    return total / static_cast<double>(row.size());
+}
+
+std::vector<double> cross_entropy_row_grad(const std::vector<double>& row, int label) {
+    std::vector<double> d = softmax_line(row);
+    d[label] -= 1;
+    return d;
+}
+
+std::vector<double> multi_margin_row_grad(const std::vector<double>& row, int label) {
+    double c = static_cast<double>(row.size());
+    std::vector<double> d(row.size(), 0.0);
+    for (size_t j = 0; j < row.size(); ++j) {
+        if (static_cast<int>(j) == label || 1 - row[label] + row[j] <= 0) continue;
+        d[j] += 1 / c;
+        d[label] -= 1 / c;
+    }
+    return d;
+}
+
 }  // namespace
 
 // ============================================================================================
@@ -497,6 +552,67 @@ const std::vector<OpCase>& op_cases() {
         }
         add(row("clone", "a copy", {in(S23, X23)}, {}, {out(S23, X23)}));
         add(row("detach", "the same values", {in(S23, X23)}, {}, {out(S23, X23)}));
+
+        // --- losses ---------------------------------------------------------------------------------
+        {
+            constexpr td::Reduction SUM = td::REDUCTION_SUM;
+            auto squared_error = [](double x, double y) { return (x - y) * (x - y); };
+            add(row("mse_loss", "mean of [2,3]", {in(S23, X23), in(S23, Y23)}, {},
+                    {out(Shape{}, {line_sum(zip_values(X23, Y23, squared_error)) / 6})}));
+            std::vector<double> target = distinct_values(24, 0.1);
+            add(row("mse_loss", "sum of float64 [2,3,4]", {in(S234, V234, F64), in(S234, target, F64)}, {.reduction = SUM},
+                    {out(Shape{}, {line_sum(zip_values(V234, target, squared_error))}, F64)}));
+            // (0.25 - 1)^2 + (-1.5 - 2)^2 + (2 - 3)^2 = 0.5625 + 12.25 + 1 = 13.8125, over 3
+            add(row("mse_loss", "int64 target computes in float32", {in(Shape{3}, B3), in(Shape{3}, {1, 2, 3}, I64)}, {},
+                    {out(Shape{}, {13.8125 / 3})}));
+
+            const std::vector<double> labels23 = {3, 1}, labels34 = {2, 4, 1};
+            add(row("cross_entropy", "[2,3] mean", {in(S23, X23), in(Shape{2}, labels23, I64)}, {},
+                    {out(Shape{}, {class_loss_ref(X23, 3, labels23, true, cross_entropy_row)})}));
+            add(row("cross_entropy", "[3,4] sum", {in(S34, V34), in(Shape{3}, labels34, I64)}, {.reduction = SUM},
+                    {out(Shape{}, {class_loss_ref(V34, 4, labels34, false, cross_entropy_row)})}));
+            // row 1: log(e^0 + e^1 + e^2) - 0 after shifting by 1000; row 2: 1000 + log(1 + e^-1000 + e^-2000) = 1000
+            add(row("cross_entropy", "large logits stay finite",
+                    {in(S23, {1000, 1001, 1002, -1000, 0, 1000}, F64), in(Shape{2}, {1, 2}, I64)}, {},
+                    {out(Shape{}, {(std::log(1 + std::exp(1.0) + std::exp(2.0)) + 1000) / 2}, F64)}));
+            {
+                OpCase c = row("cross_entropy", "float labels holding whole numbers", {in(S23, X23), in(Shape{2}, labels23)},
+                               {}, {out(Shape{}, {class_loss_ref(X23, 3, labels23, true, cross_entropy_row)})});
+                c.grad_inputs = {0};   // labels get no gradient
+                add(c);
+            }
+            add(row("cross_entropy", "one example: [3] with a 0-d label", {in(Shape{3}, B3), in(Shape{}, {2}, I64)}, {},
+                    {out(Shape{}, {cross_entropy_row(B3, 1)})}));
+            add(row("nll_loss", "[2,3] mean", {in(S23, X23), in(Shape{2}, labels23, I64)}, {},
+                    {out(Shape{}, {-(2.0 + 1.5) / 2})}));
+            add(row("nll_loss", "[3,4] sum", {in(S34, V34), in(Shape{3}, labels34, I64)}, {.reduction = SUM},
+                    {out(Shape{}, {class_loss_ref(V34, 4, labels34, false, nll_row)})}));
+
+            // The lecture's scores, example i of class i. Hinges: row 1: 0.5 + 1.0; row 2: 0.8 + 0.6;
+            // row 3: max(0, -3.8) + 0.9. Loss = (1.5 + 1.4 + 0.9) / C / N = 3.8 / 9.
+            const std::vector<double> lecture = {2.1, 1.6, 2.1, 3.0, 3.2, 2.8, -2, 3.7, 3.8}, labels33 = {1, 2, 3};
+            add(row("multi_margin_loss", "the lecture's [3,3] scores, mean",
+                    {in(Shape{3, 3}, lecture), in(Shape{3}, labels33, I64)}, {}, {out(Shape{}, {3.8 / 9})}));
+            add(row("multi_margin_loss", "[2,3] sum", {in(S23, X23), in(Shape{2}, {1, 2}, I64)}, {.reduction = SUM},
+                    {out(Shape{}, {class_loss_ref(X23, 3, {1, 2}, false, multi_margin_row)})}));
+
+            add(row("cross_entropy_backward", "[2,3] mean, g = 0.7",
+                    {in(Shape{}, {0.7}), in(S23, X23), in(Shape{2}, labels23, I64)}, {},
+                    {out(S23, class_grad_ref(0.7, X23, 3, labels23, true, cross_entropy_row_grad))}));
+            add(row("cross_entropy_backward", "one example [3], sum, g = -1.5",
+                    {in(Shape{}, {-1.5}), in(Shape{3}, B3), in(Shape{}, {2}, I64)}, {.reduction = SUM},
+                    {out(Shape{3}, class_grad_ref(-1.5, B3, 3, {2}, false, cross_entropy_row_grad))}));
+            add(row("nll_loss_backward", "[2,3] mean, g = 0.7", {in(Shape{}, {0.7}), in(Shape{2}, labels23, I64)},
+                    {.shape = S23}, {out(S23, {0, 0, -0.35, -0.35, 0, 0})}));
+            add(row("nll_loss_backward", "[3,4] sum, g = 0.7", {in(Shape{}, {0.7}), in(Shape{3}, labels34, I64)},
+                    {.reduction = SUM, .shape = S34}, {out(S34, {0, -0.7, 0, 0, 0, 0, 0, -0.7, -0.7, 0, 0, 0})}));
+            add(row("multi_margin_loss_backward", "the lecture's [3,3] scores, mean, g = 1",
+                    {in(Shape{}, {1}), in(Shape{3, 3}, lecture), in(Shape{3}, labels33, I64)}, {},
+                    {out(Shape{3, 3}, {-2.0 / 9, 1.0 / 9, 1.0 / 9, 1.0 / 9, -2.0 / 9, 1.0 / 9, 0, 1.0 / 9, -1.0 / 9})}));
+            add(row("multi_margin_loss_backward", "[2,3] sum, g = 0.7",
+                    {in(Shape{}, {0.7}), in(S23, X23), in(Shape{2}, {1, 2}, I64)}, {.reduction = SUM},
+                    {out(S23, class_grad_ref(0.7, X23, 3, {1, 2}, false, multi_margin_row_grad))}));
+        }
 
         // --- in place: input 0's storage is written -------------------------------------------------
         add(row("add_", "x += 2 * [3]", {in(S23, X23), in(Shape{3}, B3)}, {.scalar = 2},

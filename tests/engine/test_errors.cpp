@@ -73,6 +73,53 @@ TEST_CASE("error: gather with an index out of range names the index, the range a
     CHECK_THROWS_WITH(ops::scatter_add(src, 1, too_big, Shape{2, 4}), "scatter_add: index 5 out of range 1..4 along dim 2");
 }
 
+TEST_CASE("error: mse_loss needs equal shapes and names both") {
+    CHECK_THROWS_WITH(ops::mse_loss(zeros(Shape{2, 3}), zeros(Shape{3})),
+                      "mse_loss: input [2,3] and target [3] must have the same shape");
+}
+
+TEST_CASE("error: class losses name the op and both shapes when input and labels do not fit") {
+    Tensor labels = make_tensor(Shape{3}, {1, 2, 1}, DTYPE_I64);
+    CHECK_THROWS_WITH(ops::class_loss(OP_cross_entropy, zeros(Shape{2, 4}), labels),
+                      "cross_entropy: input [2,4] and labels [3] do not match (expected input [N,C] with labels [N], "
+                      "or input [C] with one label)");
+    CHECK_THROWS_WITH(ops::class_loss(OP_nll_loss, zeros(Shape{2, 3, 4}), labels), Contains("nll_loss: input [2,3,4] and labels [3]"));
+    CHECK_THROWS_WITH(ops::class_loss(OP_multi_margin_loss, zeros(Shape{3}), labels),
+                      Contains("multi_margin_loss: input [3] and labels [3] do not match"));
+    CHECK_THROWS_WITH(ops::class_loss(OP_cross_entropy, zeros(Shape{3, 2}, DTYPE_I64), labels),
+                      "cross_entropy: the input must be float32 or float64, got int64");
+}
+
+TEST_CASE("error: a label out of range names the op, the label, its position and the classes") {
+    Tensor scores = zeros(Shape{2, 3});
+    CHECK_THROWS_WITH(ops::class_loss(OP_cross_entropy, scores, make_tensor(Shape{2}, {1, 4}, DTYPE_I64)),
+                      "cross_entropy: label 4 at position 2 is out of range: there are 3 classes (labels 1..3)");
+    CHECK_THROWS_WITH(ops::class_loss(OP_nll_loss, scores, make_tensor(Shape{2}, {0, 1}, DTYPE_I64)),   // 1-based
+                      "nll_loss: label 0 at position 1 is out of range: there are 3 classes (labels 1..3)");
+    CHECK_THROWS_WITH(ops::class_loss(OP_multi_margin_loss, scores, make_tensor(Shape{2}, {2, -1}, DTYPE_I64)),
+                      "multi_margin_loss: label -1 at position 2 is out of range: there are 3 classes (labels 1..3)");
+    CHECK_THROWS_WITH(ops::class_loss(OP_cross_entropy, scores, make_tensor(Shape{2}, {3, 4}, DTYPE_F32)),
+                      "cross_entropy: label 4 at position 2 is out of range: there are 3 classes (labels 1..3)");
+}
+
+TEST_CASE("error: float labels must hold whole numbers; whole ones work as int64 labels do") {
+    Tensor scores = make_tensor(Shape{2, 3}, {0.5, -1.2, 2.0, 1.5, -0.3, 0.8});
+    CHECK_THROWS_WITH(ops::class_loss(OP_cross_entropy, scores, make_tensor(Shape{2}, {1, 2.5}, DTYPE_F32)),
+                      "cross_entropy: label 2.5 at position 2 is not a whole number (labels are classes 1..3)");
+    double as_float = item(ops::class_loss(OP_cross_entropy, scores, make_tensor(Shape{2}, {3, 1}, DTYPE_F32)));
+    double as_int = item(ops::class_loss(OP_cross_entropy, scores, make_tensor(Shape{2}, {3, 1}, DTYPE_I64)));
+    CHECK(as_float == as_int);
+}
+
+TEST_CASE("error: a loss's derivative rows take a 0-d gradient") {
+    Tensor labels = make_tensor(Shape{2}, {1, 2}, DTYPE_I64);
+    CHECK_THROWS_WITH(ops::class_loss_backward(OP_cross_entropy_backward, zeros(Shape{2}), zeros(Shape{2, 3}), labels,
+                                               REDUCTION_MEAN),
+                      "cross_entropy_backward: the gradient of a loss is 0-d, got [2]");
+    CHECK_THROWS_WITH(ops::nll_loss_backward(zeros(Shape{}), labels, Shape{3, 3}, REDUCTION_SUM),
+                      Contains("nll_loss_backward: input [3,3] and labels [2] do not match"));
+}
+
 TEST_CASE("error: backward after an in-place change to a tensor saved for backward names the op") {
     Tensor x = make_leaf(Shape{3}, {0.1, 0.2, 0.3});
     Tensor y = ops::unary(OP_tanh, x);   // tanh saves its output
