@@ -52,7 +52,10 @@ local expectations = {
   ["conv_homework.lua"] = function()
     must_print("conv %(stride 2%)") must_print("%[%[%s*1%.?%d*,%s*%-2") must_print("max%-pool:%s*3")
   end,
-  ["svm_softmax.lua"] = function() must_print("SVM loss") must_print("softmax loss") end,
+  ["svm_softmax.lua"] = function()
+    must_print("example 1: 1%.5000") must_print("example 2: 1%.4000") must_print("example 3: 0%.9000")
+    must_print("SVM loss %(lecture: mean of L_i%)%s+= 1%.2667") must_print("softmax loss = 0%.8386")
+  end,
   ["small_cnn.lua"] = function() loss_falls(0.95) end,
 }
 local check = expectations[name]
