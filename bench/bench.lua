@@ -75,6 +75,24 @@ workloads[#workloads + 1] = {name = "W5", title = "dense forward + mse", target 
   end
 end}
 
+-- W6: the lecture's small CNN, forward + backward: batch 8 of 1x28x28 -> conv2d(1->8, 3x3,
+-- padding 1) + bias -> relu -> max_pool2d(2) -> flatten -> linear 1568->10 (mm with the transposed
+-- weight, + bias, as nn.Linear) -> cross-entropy. Gradients cleared every iteration.
+workloads[#workloads + 1] = {name = "W6", title = "small_cnn fwd+bwd", target = 450, setup = function()
+  local x = torch.randn(8, 1, 28, 28)
+  local labels = torch.tensor({3, 7, 1, 10, 5, 2, 8, 4}, {dtype = "int64"})
+  local conv_w, conv_b = leaf(torch.randn(8, 1, 3, 3) * 0.3), leaf(torch.zeros(8))
+  local fc_w, fc_b = leaf(torch.randn(10, 8 * 14 * 14) * 0.025), leaf(torch.zeros(10))
+  local params = {conv_w, conv_b, fc_w, fc_b}
+  return function()
+    for _, p in ipairs(params) do p.grad = nil end
+    local h = x:conv2d(conv_w, conv_b, {padding = 1}):relu():max_pool2d(2):flatten(2)
+    local scores = torch.linear(h, fc_w, fc_b)
+    local loss = torch.cross_entropy(scores, labels)
+    loss:backward()
+  end
+end}
+
 local function percentile_sorted(values, q)
   return values[math.max(1, math.floor(#values * q + 0.5))]
 end

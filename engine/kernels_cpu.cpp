@@ -4,6 +4,7 @@
 // [SECTION] creation       tensor zeros ones full rand randn eye arange
 // [SECTION] elementwise    binary (broadcast), scalar, unary, activation derivatives
 // [SECTION] products       mm bmm
+// [SECTION] convolution    conv2d and its two backward ops (im2col + GEMM), max_pool2d and its backward
 // [SECTION] layout         transpose view expand sum_to cat narrow narrow_backward
 // [SECTION] reductions     sum mean max softmax log_softmax
 // [SECTION] indexing       gather scatter_add
@@ -14,6 +15,7 @@
 // Kernels read call.inputs, write call.outputs (already allocated; aliased for views and in-place
 // ops) and may raise engine_fail for data-dependent errors (an index out of range).
 #include <Eigen/Dense>
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -204,6 +206,14 @@ void pair_loop(const Value& a, const Value& b, const Value& o, F f) {
     T* po = o.data<T>();
     int64_t n = o.numel();
     for (int64_t i = 0; i < n; ++i) po[i] = f(pa[i], pb[i]);
+}
+
+// Whether v replaces best in a running maximum: larger, or the first NaN (NaN propagates, as in
+// PyTorch). Ties keep the first. Bitwise, not short-circuit: a loop over it has no data-dependent
+// branch, and can vectorise.
+template <class T>
+bool is_new_max(T v, T best) {
+    return (v > best) | ((v != v) & (best == best));
 }
 
 // Uniform in [0, 1): 53 random bits for double, 24 for float (so it never rounds up to 1).
@@ -468,6 +478,223 @@ void cpu_bmm(const KernelCall& c) {
 }
 
 // ============================================================================================
+// [SECTION] convolution
+//
+// conv2d runs as im2col + GEMM, one sample at a time: the patch under every output position
+// becomes one column of a [C*kH*kW, Ho*Wo] matrix, so the sample's output [O, Ho*Wo] is the
+// weight [O, C*kH*kW] times it. The backward ops are the same products transposed; the input's
+// gradient goes back through col2im, which adds each column into the patch it came from.
+
+namespace {
+
+template <class T>
+using RowMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <class T>
+using MatrixMap = Eigen::Map<RowMatrix<T>>;
+
+// The sizes of one conv2d: input [N,C,H,W], weight [O,C,kH,kW], output [N,O,Ho,Wo].
+struct ConvGeometry {
+    int64_t n, c, h, w;
+    int64_t o, kh, kw;
+    int64_t oh, ow;
+    int64_t stride, padding;
+
+    int64_t patch() const { return c * kh * kw; }      // rows of the column matrix
+    int64_t positions() const { return oh * ow; }      // its columns
+    int64_t image_size() const { return c * h * w; }   // one sample of the input
+    // A 1x1 kernel at stride 1 without padding reads each pixel once: the image [C, H*W] is
+    // already its own column matrix.
+    bool image_is_columns() const { return kh == 1 && kw == 1 && stride == 1 && padding == 0; }
+};
+
+ConvGeometry conv_geometry(const Shape& input, const Shape& weight, const Shape& output, const OpAttrs& a) {
+    return {input[0], input[1], input[2], input[3], weight[0], weight[2], weight[3], output[2], output[3],
+            a.stride, a.padding};
+}
+
+// The output positions [begin, end) along one axis whose input coordinate
+// position * stride - padding + offset lies inside [0, in_size).
+struct Span {
+    int64_t begin, end;
+};
+
+Span span_inside(int64_t offset, int64_t in_size, int64_t out_size, int64_t stride, int64_t padding) {
+    int64_t first = offset - padding;   // input coordinate of output position 0
+    int64_t begin = first >= 0 ? 0 : (-first + stride - 1) / stride;
+    int64_t room = in_size - 1 - first;   // position * stride may go up to this
+    int64_t end = room < 0 ? 0 : std::min(out_size, room / stride + 1);
+    return {std::min(begin, end), end};
+}
+
+// Moves patches between one image [C,H,W] and its column matrix [C*kH*kW, Ho*Wo], whose row
+// (c,i,j) and column (y,x) is image[c][y*stride - padding + i][x*stride - padding + j].
+// to_columns: fill the columns from the image, 0 where the patch lies in the padding (im2col).
+// Otherwise: add each column into the image where it came from (col2im; where windows overlap,
+// their entries add up).
+template <class T>
+void move_patches(T* image, T* columns, const ConvGeometry& g, bool to_columns) {
+    const int64_t positions = g.positions();
+    for (int64_t c = 0; c < g.c; ++c) {
+        T* plane = image + c * g.h * g.w;
+        for (int64_t i = 0; i < g.kh; ++i) {
+            for (int64_t j = 0; j < g.kw; ++j) {
+                T* row = columns + ((c * g.kh + i) * g.kw + j) * positions;
+                Span xs = span_inside(j, g.w, g.ow, g.stride, g.padding);
+                for (int64_t y = 0; y < g.oh; ++y) {
+                    T* column = row + y * g.ow;
+                    int64_t iy = y * g.stride - g.padding + i;
+                    if (iy < 0 || iy >= g.h) {
+                        if (to_columns) std::fill(column, column + g.ow, T(0));
+                        continue;
+                    }
+                    T* line = plane + iy * g.w;
+                    int64_t ix = xs.begin * g.stride - g.padding + j;   // input column of xs.begin
+                    if (to_columns) {
+                        std::fill(column, column + xs.begin, T(0));
+                        if (g.stride == 1) std::copy(line + ix, line + ix + (xs.end - xs.begin), column + xs.begin);
+                        else for (int64_t x = xs.begin; x < xs.end; ++x, ix += g.stride) column[x] = line[ix];
+                        std::fill(column + xs.end, column + g.ow, T(0));
+                    } else {
+                        for (int64_t x = xs.begin; x < xs.end; ++x, ix += g.stride) line[ix] += column[x];
+                    }
+                }
+            }
+        }
+    }
+}
+
+// The column matrix of one sample: the image itself for a 1x1 kernel, else im2col into scratch.
+template <class T>
+Eigen::Map<const RowMatrix<T>> columns_of(T* image, RowMatrix<T>& scratch, const ConvGeometry& g) {
+    if (g.image_is_columns()) return Eigen::Map<const RowMatrix<T>>(image, g.patch(), g.positions());
+    move_patches(image, scratch.data(), g, true);
+    return Eigen::Map<const RowMatrix<T>>(scratch.data(), g.patch(), g.positions());
+}
+
+// Y[n] = W columns(X[n]) (+ b per output channel).
+template <class T>
+void conv2d_forward(const Value& x, const Value& weight, const Value* bias, const Value& y, const ConvGeometry& g) {
+    Eigen::Map<const RowMatrix<T>> W(weight.data<T>(), g.o, g.patch());
+    RowMatrix<T> scratch(g.image_is_columns() ? 0 : g.patch(), g.positions());
+    for (int64_t n = 0; n < g.n; ++n) {
+        MatrixMap<T> Y(y.data<T>() + n * g.o * g.positions(), g.o, g.positions());
+        Y.noalias() = W * columns_of(x.data<T>() + n * g.image_size(), scratch, g);
+        if (bias)
+            for (int64_t o = 0; o < g.o; ++o) Y.row(o).array() += bias->data<T>()[o];
+    }
+}
+
+// dX[n] = col2im(Wᵀ G[n]).
+template <class T>
+void conv2d_grad_input(const Value& grad, const Value& weight, const Value& dx, const ConvGeometry& g) {
+    Eigen::Map<const RowMatrix<T>> W(weight.data<T>(), g.o, g.patch());
+    RowMatrix<T> columns(g.patch(), g.positions());
+    for (int64_t n = 0; n < g.n; ++n) {
+        Eigen::Map<const RowMatrix<T>> G(grad.data<T>() + n * g.o * g.positions(), g.o, g.positions());
+        T* image = dx.data<T>() + n * g.image_size();
+        if (g.image_is_columns()) {
+            MatrixMap<T>(image, g.patch(), g.positions()).noalias() = W.transpose() * G;
+            continue;
+        }
+        columns.noalias() = W.transpose() * G;
+        std::fill(image, image + g.image_size(), T(0));
+        move_patches(image, columns.data(), g, false);
+    }
+}
+
+// dW = sum over n of G[n] columns(X[n])ᵀ.
+template <class T>
+void conv2d_grad_weight(const Value& grad, const Value& x, const Value& dw, const ConvGeometry& g) {
+    MatrixMap<T> dW(dw.data<T>(), g.o, g.patch());
+    dW.setZero();
+    RowMatrix<T> scratch(g.image_is_columns() ? 0 : g.patch(), g.positions());
+    for (int64_t n = 0; n < g.n; ++n) {
+        Eigen::Map<const RowMatrix<T>> G(grad.data<T>() + n * g.o * g.positions(), g.o, g.positions());
+        dW.noalias() += G * columns_of(x.data<T>() + n * g.image_size(), scratch, g).transpose();
+    }
+}
+
+// Each window's maximum and its 1-based flat index in the H*W plane, one plane at a time: the
+// plane's windows become the columns of a [k*k, Ho*Wo] matrix (move_patches, as for conv2d), whose
+// rows are then folded into a running maximum with selects, not branches (random data would
+// mispredict them). The rows are contiguous, so the loop vectorises. Window elements come in
+// row-major order and only a larger one (or the first NaN) takes over, so ties keep the first.
+template <class T>
+void max_pool2d_forward(const Value& x, const Value& values, const Value& indices, const OpAttrs& a) {
+    const int64_t k = a.kernel, s = a.stride, w = x.shape[3];
+    ConvGeometry g = {1, 1, x.shape[2], w, 1, k, k, values.shape[2], values.shape[3], s, 0};
+    const int64_t planes = x.shape[0] * x.shape[1], positions = g.positions(), window = g.patch();
+    std::vector<int64_t> offset(window);   // window element q sits this far from the window's first
+    for (int64_t q = 0; q < window; ++q) offset[q] = (q / k) * w + q % k;
+    RowMatrix<T> columns(window, positions);
+    std::vector<int32_t> winner(positions);   // per window: the element q holding the maximum
+    for (int64_t plane = 0; plane < planes; ++plane) {
+        move_patches(x.data<T>() + plane * g.image_size(), columns.data(), g, true);
+        T* best = values.data<T>() + plane * positions;
+        std::copy(columns.data(), columns.data() + positions, best);
+        std::fill(winner.begin(), winner.end(), 0);
+        for (int64_t q = 1; q < window; ++q) {
+            const T* candidates = columns.data() + q * positions;
+            for (int64_t t = 0; t < positions; ++t) {
+                bool take = is_new_max(candidates[t], best[t]);
+                best[t] = take ? candidates[t] : best[t];
+                winner[t] = take ? static_cast<int32_t>(q) : winner[t];
+            }
+        }
+        int64_t* where = indices.data<int64_t>() + plane * positions;
+        for (int64_t y = 0; y < g.oh; ++y)
+            for (int64_t xo = 0; xo < g.ow; ++xo, ++where)
+                *where = y * s * w + xo * s + offset[winner[y * g.ow + xo]] + 1;
+    }
+}
+
+}  // namespace
+
+void cpu_conv2d(const KernelCall& c) {
+    const Value &x = in(c, 0), &weight = in(c, 1), &y = out(c);
+    const Value* bias = c.n_inputs > 2 ? c.inputs[2] : nullptr;
+    ConvGeometry g = conv_geometry(x.shape, weight.shape, y.shape, c.attrs);
+    DISPATCH_FLOAT("conv2d", y.dtype, conv2d_forward<T>(x, weight, bias, y, g));
+}
+
+void cpu_conv2d_backward_input(const KernelCall& c) {
+    const Value &grad = in(c, 0), &weight = in(c, 1), &dx = out(c);
+    ConvGeometry g = conv_geometry(dx.shape, weight.shape, grad.shape, c.attrs);
+    DISPATCH_FLOAT("conv2d_backward_input", dx.dtype, conv2d_grad_input<T>(grad, weight, dx, g));
+}
+
+void cpu_conv2d_backward_weight(const KernelCall& c) {
+    const Value &grad = in(c, 0), &x = in(c, 1), &dw = out(c);
+    ConvGeometry g = conv_geometry(x.shape, dw.shape, grad.shape, c.attrs);
+    DISPATCH_FLOAT("conv2d_backward_weight", dw.dtype, conv2d_grad_weight<T>(grad, x, dw, g));
+}
+
+void cpu_max_pool2d(const KernelCall& c) {
+    DISPATCH_FLOAT("max_pool2d", out(c).dtype, max_pool2d_forward<T>(in(c, 0), out(c, 0), out(c, 1), c.attrs));
+}
+
+// dx = zeros; each g is added at its window's argmax (an index out of its plane is an error).
+void cpu_max_pool2d_backward(const KernelCall& c) {
+    const Value &grad = in(c, 0), &indices = in(c, 1), &dx = out(c);
+    const int64_t planes = dx.shape[0] * dx.shape[1], plane_size = dx.shape[2] * dx.shape[3];
+    const int64_t windows = grad.shape[2] * grad.shape[3];
+    const int64_t* pi = indices.data<int64_t>();
+    DISPATCH_FLOAT("max_pool2d_backward", dx.dtype, {
+        array_of<T>(dx).setZero();
+        const T* pg = grad.data<T>();
+        for (int64_t plane = 0; plane < planes; ++plane) {
+            T* image = dx.data<T>() + plane * plane_size;
+            for (int64_t k = 0; k < windows; ++k, ++pi, ++pg) {
+                if (*pi < 1 || *pi > plane_size)
+                    engine_fail("max_pool2d_backward: index %lld out of range 1..%lld of an H*W plane",
+                                static_cast<long long>(*pi), static_cast<long long>(plane_size));
+                image[*pi - 1] += *pg;
+            }
+        }
+    });
+}
+
+// ============================================================================================
 // [SECTION] layout
 
 void cpu_view(const KernelCall&) {}   // the output already shares the input's storage
@@ -611,11 +838,10 @@ void sum_along(const Value& x, const Value& o, const OpAttrs& a) {
 template <class T>
 void max_along(const Value& x, const Value* values, const Value* indices, const OpAttrs& a) {
     const T* px = x.data<T>();
-    auto better = [](T v, T best) { return v > best || (v != v && best == best); };
     if (a.all) {
         T best = px[0];
         for (int64_t i = 1; i < x.numel(); ++i)
-            if (better(px[i], best)) best = px[i];
+            if (is_new_max(px[i], best)) best = px[i];
         values->data<T>()[0] = best;
         return;
     }
@@ -628,7 +854,7 @@ void max_along(const Value& x, const Value* values, const Value* indices, const 
             T best = col[0];
             int64_t where = 0;
             for (int64_t j = 1; j < d.n; ++j) {
-                if (better(col[j * d.inner], best)) {
+                if (is_new_max(col[j * d.inner], best)) {
                     best = col[j * d.inner];
                     where = j;
                 }

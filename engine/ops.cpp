@@ -195,6 +195,109 @@ void shape_bmm(ShapeCall& c) {
     c.set_output(0, Shape{a.dims[0], ar, bc}, in(c, 0).dtype);
 }
 
+// How many windows of `kernel` fit along `size` padded on both sides: windows that do not fit
+// are dropped (floor), as PyTorch does.
+static int64_t window_count(int64_t size, int64_t kernel, int stride, int padding) {
+    return (size + 2 * padding - kernel) / stride + 1;
+}
+
+static void check_stride_padding(const ShapeCall& c, const std::string& shapes) {
+    if (c.attrs.stride < 1)
+        engine_fail("%s: stride must be at least 1, got %d (%s)", c.op_name, c.attrs.stride, shapes.c_str());
+    if (c.attrs.padding < 0)
+        engine_fail("%s: padding must not be negative, got %d (%s)", c.op_name, c.attrs.padding, shapes.c_str());
+}
+
+// The output shape [N,O,Ho,Wo] of a conv2d of `input` [N,C,H,W] with `weight` [O,C,kH,kW] at the
+// call's stride and padding, or an error naming the op and both shapes. The backward ops check
+// their operands with it too.
+static Shape conv2d_output_shape(const ShapeCall& c, const Shape& input, const Shape& weight) {
+    std::string shapes = "input " + input.str() + ", weight " + weight.str();
+    if (input.ndim != 4 || weight.ndim != 4)
+        engine_fail("%s: expects a 4-d input [N,C,H,W] and a 4-d weight [O,C,kH,kW], got %s", c.op_name,
+                    shapes.c_str());
+    check_stride_padding(c, shapes);
+    if (weight.numel() == 0) engine_fail("%s: the weight has a dim of size 0 (%s)", c.op_name, shapes.c_str());
+    if (input[1] != weight[1])
+        engine_fail("%s: the input's channels (%lld) do not match the weight's (%lld) (%s)", c.op_name,
+                    static_cast<long long>(input[1]), static_cast<long long>(weight[1]), shapes.c_str());
+    int64_t padded_h = input[2] + 2 * c.attrs.padding, padded_w = input[3] + 2 * c.attrs.padding;
+    if (weight[2] > padded_h || weight[3] > padded_w)
+        engine_fail("%s: the kernel %lldx%lld is larger than the padded input %lldx%lld (%s, padding %d)", c.op_name,
+                    static_cast<long long>(weight[2]), static_cast<long long>(weight[3]),
+                    static_cast<long long>(padded_h), static_cast<long long>(padded_w), shapes.c_str(),
+                    c.attrs.padding);
+    return Shape{input[0], weight[0], window_count(input[2], weight[2], c.attrs.stride, c.attrs.padding),
+                 window_count(input[3], weight[3], c.attrs.stride, c.attrs.padding)};
+}
+
+// Inputs: x, weight and an optional bias [O].
+void shape_conv2d(ShapeCall& c) {
+    if (c.n_inputs != 2 && c.n_inputs != 3)
+        engine_fail("%s: expects 2 or 3 tensor inputs (input, weight and an optional bias), got %d", c.op_name,
+                    c.n_inputs);
+    const Shape &input = in(c, 0).shape, &weight = in(c, 1).shape;
+    Shape out = conv2d_output_shape(c, input, weight);
+    if (c.n_inputs == 3 && in(c, 2).shape != Shape{weight[0]})
+        engine_fail("%s: the bias must have shape [%lld] (one value per output channel), got %s (input %s, weight %s)",
+                    c.op_name, static_cast<long long>(weight[0]), in(c, 2).shape.str().c_str(), input.str().c_str(),
+                    weight.str().c_str());
+    c.set_output(0, out, in(c, 0).dtype);
+}
+
+static void check_output_grad(const ShapeCall& c, const Shape& output) {
+    if (in(c, 0).shape != output)
+        engine_fail("%s: the gradient has shape %s but the forward output has shape %s", c.op_name,
+                    in(c, 0).shape.str().c_str(), output.str().c_str());
+}
+
+// Inputs: grad of the output, weight. attrs.shape: the forward input's shape.
+void shape_conv2d_backward_input(ShapeCall& c) {
+    check_output_grad(c, conv2d_output_shape(c, c.attrs.shape, in(c, 1).shape));
+    c.set_output(0, c.attrs.shape, in(c, 0).dtype);
+}
+
+// Inputs: grad of the output, the forward input. attrs.shape: the weight's shape.
+void shape_conv2d_backward_weight(ShapeCall& c) {
+    check_output_grad(c, conv2d_output_shape(c, in(c, 1).shape, c.attrs.shape));
+    c.set_output(0, c.attrs.shape, in(c, 0).dtype);
+}
+
+// The output shape [N,C,Ho,Wo] of max_pool2d of `input` with the call's kernel and stride
+// (no padding: PyTorch's default, and the only one supported).
+static Shape max_pool2d_output_shape(const ShapeCall& c, const Shape& input) {
+    std::string shapes = "input " + input.str();
+    if (input.ndim != 4) engine_fail("%s: expects a 4-d input [N,C,H,W], got %s", c.op_name, input.str().c_str());
+    check_stride_padding(c, shapes);
+    int k = c.attrs.kernel;
+    if (c.attrs.padding != 0)
+        engine_fail("%s: padding is not supported, got %d (%s)", c.op_name, c.attrs.padding, shapes.c_str());
+    if (k < 1) engine_fail("%s: kernel must be at least 1, got %d (%s)", c.op_name, k, shapes.c_str());
+    if (k > input[2] || k > input[3])
+        engine_fail("%s: the kernel %dx%d is larger than the input %lldx%lld (%s)", c.op_name, k, k,
+                    static_cast<long long>(input[2]), static_cast<long long>(input[3]), shapes.c_str());
+    return Shape{input[0], input[1], window_count(input[2], k, c.attrs.stride, 0),
+                 window_count(input[3], k, c.attrs.stride, 0)};
+}
+
+void shape_max_pool2d(ShapeCall& c) {
+    Shape out = max_pool2d_output_shape(c, in(c, 0).shape);
+    c.set_output(0, out, in(c, 0).dtype);
+    c.set_output(1, out, DTYPE_I64);
+}
+
+// Inputs: grad of the output, the forward's indices. attrs.shape: the forward input's shape.
+void shape_max_pool2d_backward(ShapeCall& c) {
+    if (in(c, 1).dtype != DTYPE_I64)
+        engine_fail("%s: the indices must be an int64 tensor, got %s", c.op_name, dtype_name(in(c, 1).dtype));
+    Shape out = max_pool2d_output_shape(c, c.attrs.shape);
+    check_output_grad(c, out);
+    if (in(c, 1).shape != out)
+        engine_fail("%s: the indices have shape %s but the forward output has shape %s", c.op_name,
+                    in(c, 1).shape.str().c_str(), out.str().c_str());
+    c.set_output(0, c.attrs.shape, in(c, 0).dtype);
+}
+
 void shape_transpose(ShapeCall& c) {
     Shape s = in(c, 0).shape;
     check_dim(c, c.attrs.dim, s.ndim);
@@ -562,6 +665,58 @@ void backward_matmul(BackwardCall& c) {
     }
 }
 
+// Y = conv2d(X, W) + b is linear in X and in W, so each gradient is the other operand run
+// through one of the backward ops; the bias gathers G over every sample and position.
+void backward_conv2d(BackwardCall& c) {
+    const Tensor& g = c.grad_out[0];
+    const OpAttrs& a = c.attrs();
+    if (c.needs_grad(0))
+        c.grad_in[0] = ops::conv2d_backward_input(g, c.input(1), c.input_shape(0), a.stride, a.padding);
+    if (c.needs_grad(1))
+        c.grad_in[1] = ops::conv2d_backward_weight(g, c.input(0), c.input_shape(1), a.stride, a.padding);
+    if (c.node->inputs.size() == 3 && c.needs_grad(2)) {   // two sums along contiguous rows: ~7x faster than sum_to
+        const Shape& y = g.shape();
+        Tensor per_sample = ops::reduce(OP_sum, ops::reshape(g, Shape{y[0], y[1], y[2] * y[3]}), 2, false);
+        c.grad_in[2] = ops::reduce(OP_sum, per_sample, 0, false);
+    }
+}
+
+// The three conv ops are one bilinear form read three ways: sum(G * conv2d(X, W)) is also
+// sum(conv2d_backward_input(G, W) * X) and sum(conv2d_backward_weight(G, X) * W). So with Z the
+// upstream gradient of dX = conv2d_backward_input(G, W): dG = conv2d(Z, W), dW = conv2d_backward_weight(G, Z).
+void backward_conv2d_backward_input(BackwardCall& c) {
+    const Tensor& z = c.grad_out[0];
+    const OpAttrs& a = c.attrs();
+    if (c.needs_grad(0)) c.grad_in[0] = ops::conv2d(z, c.input(1), Tensor(), a.stride, a.padding);
+    if (c.needs_grad(1))
+        c.grad_in[1] = ops::conv2d_backward_weight(c.input(0), z, c.input_shape(1), a.stride, a.padding);
+}
+
+// ... and with Z the upstream gradient of dW = conv2d_backward_weight(G, X): dG = conv2d(X, Z),
+// dX = conv2d_backward_input(G, Z).
+void backward_conv2d_backward_weight(BackwardCall& c) {
+    const Tensor& z = c.grad_out[0];
+    const OpAttrs& a = c.attrs();
+    if (c.needs_grad(0)) c.grad_in[0] = ops::conv2d(c.input(1), z, Tensor(), a.stride, a.padding);
+    if (c.needs_grad(1))
+        c.grad_in[1] = ops::conv2d_backward_input(c.input(0), z, c.input_shape(1), a.stride, a.padding);
+}
+
+void backward_max_pool2d(BackwardCall& c) {
+    const OpAttrs& a = c.attrs();
+    c.grad_in[0] = ops::max_pool2d_backward(c.grad_out[0], c.output(1), c.input_shape(0), a.kernel, a.stride);
+}
+
+// max_pool2d_backward puts each g at its window's argmax, so its gradient reads Z back from
+// there: a gather along each flattened H*W plane.
+void backward_max_pool2d_backward(BackwardCall& c) {
+    if (!c.needs_grad(0)) return;
+    const Shape &g = c.input_shape(0), &x = c.attrs().shape;
+    Tensor z_planes = ops::reshape(c.grad_out[0], Shape{x[0], x[1], x[2] * x[3]});
+    Tensor indices = ops::reshape(c.input(1), Shape{g[0], g[1], g[2] * g[3]});
+    c.grad_in[0] = ops::reshape(ops::gather(z_planes, 2, indices), g);
+}
+
 void backward_transpose(BackwardCall& c) {
     c.grad_in[0] = ops::transpose(c.grad_out[0], c.attrs().dim, c.attrs().dim2);
 }
@@ -856,6 +1011,57 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
         y = matmul(x, transpose(w, 0, 1));
     }
     return b.defined() ? add(y, b) : y;
+}
+
+static OpAttrs window_attrs(int kernel, int stride, int padding, const Shape& shape = Shape()) {
+    OpAttrs a;
+    a.kernel = kernel;
+    a.stride = stride;
+    a.padding = padding;
+    a.shape = shape;
+    return a;
+}
+
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, int stride, int padding) {
+    OpAttrs a = window_attrs(0, stride, padding);
+    if (!bias.defined()) return call(OP_conv2d, {&x, &weight}, a);
+    return call(OP_conv2d, {&x, &weight, &bias}, a);
+}
+
+Tensor conv2d_backward_input(const Tensor& grad, const Tensor& weight, const Shape& input_shape, int stride,
+                             int padding) {
+    return call(OP_conv2d_backward_input, {&grad, &weight}, window_attrs(0, stride, padding, input_shape));
+}
+
+Tensor conv2d_backward_weight(const Tensor& grad, const Tensor& x, const Shape& weight_shape, int stride, int padding) {
+    return call(OP_conv2d_backward_weight, {&grad, &x}, window_attrs(0, stride, padding, weight_shape));
+}
+
+Tensor max_pool2d(const Tensor& x, int kernel, int stride) {
+    return call(OP_max_pool2d, {&x}, window_attrs(kernel, stride, 0));
+}
+
+Tensor max_pool2d_backward(const Tensor& grad, const Tensor& indices, const Shape& input_shape, int kernel, int stride) {
+    return call(OP_max_pool2d_backward, {&grad, &indices}, window_attrs(kernel, stride, 0, input_shape));
+}
+
+// A 0-d tensor flattens to [1], as in PyTorch.
+Tensor flatten(const Tensor& x, int start_dim, int end_dim) {
+    if (!x.defined()) return reshape(x, Shape{-1});   // op_call reports the missing tensor
+    const Shape& s = x.shape();
+    if (s.ndim == 0) return reshape(x, Shape{1});
+    if (start_dim < 0 || end_dim >= s.ndim)
+        engine_fail("flatten: dims %d..%d out of range for %s", start_dim + 1, end_dim + 1, s.str().c_str());
+    if (start_dim > end_dim)
+        engine_fail("flatten: start_dim %d comes after end_dim %d (shape %s)", start_dim + 1, end_dim + 1,
+                    s.str().c_str());
+    Shape flat;
+    for (int i = 0; i < start_dim; ++i) flat.dims[flat.ndim++] = s.dims[i];
+    int64_t merged = 1;
+    for (int i = start_dim; i <= end_dim; ++i) merged *= s.dims[i];
+    flat.dims[flat.ndim++] = merged;
+    for (int i = end_dim + 1; i < s.ndim; ++i) flat.dims[flat.ndim++] = s.dims[i];
+    return reshape(x, flat);
 }
 
 Tensor transpose(const Tensor& x, int d1, int d2) {

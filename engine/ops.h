@@ -156,6 +156,13 @@ Tensor bmm(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b 
 Tensor matmul(const Tensor& a, const Tensor& b);   // mm for 2-D, bmm for 3-D
 // y = x wᵀ + b, as nn.Linear: w is [out, in]; b ([out]) may be undefined.
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b);
+// conv2d of x [N,C,H,W] with weight [O,C,kH,kW]; bias [O] or an empty Tensor for none.
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, int stride, int padding);
+Tensor conv2d_backward_input(const Tensor& grad, const Tensor& weight, const Shape& input_shape, int stride, int padding);
+Tensor conv2d_backward_weight(const Tensor& grad, const Tensor& x, const Shape& weight_shape, int stride, int padding);
+Tensor max_pool2d(const Tensor& x, int kernel, int stride);   // no padding; output 1: the argmax indices
+Tensor max_pool2d_backward(const Tensor& grad, const Tensor& indices, const Shape& input_shape, int kernel, int stride);
+Tensor flatten(const Tensor& x, int start_dim, int end_dim);   // dims start..end merged into one (a reshape)
 Tensor transpose(const Tensor& x, int d1, int d2);
 Tensor reshape(const Tensor& x, const Shape& shape);
 Tensor unsqueeze(const Tensor& x, int dim);

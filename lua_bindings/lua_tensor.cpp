@@ -12,8 +12,10 @@
 // [SECTION] tensor         methods and fields that only tensors have
 // [SECTION] torch          no_grad, graph, graphviz, tape, ...
 // [SECTION] open           metatables and registration
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <climits>
 #include <cstdarg>
 #include <cstring>
 #include <new>
@@ -468,6 +470,64 @@ int l_matmul(lua_State* L) { return push_tensor(L, ops::matmul(check_tensor(L, 1
 int l_linear(lua_State* L) {
     Tensor bias = lua_isnoneornil(L, 3) ? Tensor() : check_tensor(L, 3);
     return push_tensor(L, ops::linear(check_tensor(L, 1), check_tensor(L, 2), bias));
+}
+
+// An integer that fits in an int (window sizes, strides, paddings): the value at stack index `at`,
+// reported as argument `arg` (a field of an options table reports the table's argument).
+int check_int(lua_State* L, int at, int arg, const char* what) {
+    int is_integer = 0;
+    lua_Integer v = lua_tointegerx(L, at, &is_integer);
+    if (!is_integer) arg_fail(arg, "%s must be an integer, got %s", what, type_name_of(L, at));
+    if (v < INT_MIN || v > INT_MAX) arg_fail(arg, "%s %lld is out of range", what, static_cast<long long>(v));
+    return static_cast<int>(v);
+}
+
+// stride and padding as numbers at idx and idx+1 (PyTorch's positional form), or as one table
+// {stride=, padding=} at idx; what is not given keeps its default.
+void window_args(lua_State* L, int idx, int* stride, int* padding) {
+    if (!lua_istable(L, idx)) {
+        if (!lua_isnoneornil(L, idx)) *stride = check_int(L, idx, idx, "stride");
+        if (!lua_isnoneornil(L, idx + 1)) *padding = check_int(L, idx + 1, idx + 1, "padding");
+        return;
+    }
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        const char* key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
+        if (strcmp(key, "stride") == 0) *stride = check_int(L, -1, idx, "stride");
+        else if (strcmp(key, "padding") == 0) *padding = check_int(L, -1, idx, "padding");
+        else arg_fail(idx, "unknown option '%s' (expected stride or padding)", key);
+        lua_pop(L, 1);
+    }
+}
+
+// conv2d(x, weight [, bias] [, {stride=, padding=}]) or conv2d(x, weight, bias, stride, padding);
+// bias may be nil, or left out before the options table.
+int l_conv2d(lua_State* L) {
+    Tensor& x = check_tensor(L, 1);
+    Tensor& weight = check_tensor(L, 2);
+    Tensor* bias = test_tensor(L, 3);
+    if (!bias && !lua_isnoneornil(L, 3) && !lua_istable(L, 3))
+        arg_fail(3, "bias must be a tensor or nil, got %s", type_name_of(L, 3));
+    int stride = 1, padding = 0;
+    window_args(L, lua_istable(L, 3) ? 3 : 4, &stride, &padding);
+    return push_tensor(L, ops::conv2d(x, weight, bias ? *bias : Tensor(), stride, padding));
+}
+
+// max_pool2d(x, kernel [, stride]); stride defaults to kernel.
+int l_max_pool2d(lua_State* L) {
+    Tensor& x = check_tensor(L, 1);
+    int kernel = check_int(L, 2, 2, "kernel");
+    int stride = lua_isnoneornil(L, 3) ? kernel : check_int(L, 3, 3, "stride");
+    return push_tensor(L, ops::max_pool2d(x, kernel, stride));
+}
+
+// flatten(x [, start_dim [, end_dim]]): dims start_dim..end_dim merged into one (default: all).
+int l_flatten(lua_State* L) {
+    Tensor& x = check_tensor(L, 1);
+    int ndim = std::max(x.shape().ndim, 1);   // a 0-d tensor flattens as if it were [1]
+    int start = lua_isnoneornil(L, 2) ? 0 : check_dim(L, 2, "flatten", ndim);
+    int end = lua_isnoneornil(L, 3) ? ndim - 1 : check_dim(L, 3, "flatten", ndim);
+    return push_tensor(L, ops::flatten(x, start, end));
 }
 
 int l_t(lua_State* L) {
@@ -989,8 +1049,10 @@ const Binding tensor_functions[] = {
     {"lt", l_lt}, {"le", l_le}, {"gt", l_gt}, {"ge", l_ge}, {"masked_fill", l_masked_fill},
     {"neg", l_neg}, {"exp", l_exp}, {"log", l_log}, {"sqrt", l_sqrt}, {"abs", l_abs}, {"sign", l_sign},
     {"tanh", l_tanh}, {"sigmoid", l_sigmoid}, {"relu", l_relu}, {"clamp", l_clamp},
-    {"mm", l_mm}, {"bmm", l_bmm}, {"matmul", l_matmul}, {"linear", l_linear}, {"t", l_t}, {"transpose", l_transpose},
-    {"reshape", l_reshape}, {"view", l_reshape}, {"unsqueeze", l_unsqueeze}, {"squeeze", l_squeeze},
+    {"mm", l_mm}, {"bmm", l_bmm}, {"matmul", l_matmul}, {"linear", l_linear}, {"conv2d", l_conv2d},
+    {"max_pool2d", l_max_pool2d},
+    {"t", l_t}, {"transpose", l_transpose}, {"reshape", l_reshape}, {"view", l_reshape}, {"flatten", l_flatten},
+    {"unsqueeze", l_unsqueeze}, {"squeeze", l_squeeze},
     {"expand", l_expand}, {"narrow", l_narrow}, {"sum", l_sum}, {"mean", l_mean}, {"max", l_max},
     {"softmax", l_softmax}, {"log_softmax", l_log_softmax}, {"gather", l_gather},
     {"mse_loss", l_mse_loss}, {"cross_entropy", l_cross_entropy}, {"nll_loss", l_nll_loss},

@@ -146,6 +146,77 @@ std::vector<double> bmm_ref(const Shape& sa, const std::vector<double>& a, bool 
     return y;
 }
 
+// conv2d's output shape: windows that do not fit are dropped.
+Shape conv2d_ref_shape(const Shape& xs, const Shape& ws, int stride, int padding) {
+    return Shape{xs[0], ws[0], (xs[2] + 2 * padding - ws[2]) / stride + 1, (xs[3] + 2 * padding - ws[3]) / stride + 1};
+}
+
+// Every product of conv2d's definition, y[n,o,oy,ox] += x[n,c,oy*s-p+i,ox*s-p+j] * w[o,c,i,j]
+// (terms in the padding left out): visit(y_at, x_at, w_at) with flat indices. The three conv
+// references are this one loop, accumulating into y, x or w.
+void conv2d_terms(const Shape& xs, const Shape& ws, int stride, int padding,
+                  const std::function<void(int64_t, int64_t, int64_t)>& visit) {
+    Shape ys = conv2d_ref_shape(xs, ws, stride, padding);
+    for (int64_t n = 0; n < xs[0]; ++n)
+        for (int64_t o = 0; o < ws[0]; ++o)
+            for (int64_t oy = 0; oy < ys[2]; ++oy)
+                for (int64_t ox = 0; ox < ys[3]; ++ox)
+                    for (int64_t c = 0; c < xs[1]; ++c)
+                        for (int64_t i = 0; i < ws[2]; ++i)
+                            for (int64_t j = 0; j < ws[3]; ++j) {
+                                int64_t iy = oy * stride - padding + i, ix = ox * stride - padding + j;
+                                if (iy < 0 || iy >= xs[2] || ix < 0 || ix >= xs[3]) continue;
+                                visit(((n * ys[1] + o) * ys[2] + oy) * ys[3] + ox,
+                                      ((n * xs[1] + c) * xs[2] + iy) * xs[3] + ix,
+                                      ((o * ws[1] + c) * ws[2] + i) * ws[3] + j);
+                            }
+}
+
+std::vector<double> conv2d_ref(const Shape& xs, const std::vector<double>& x, const Shape& ws,
+                               const std::vector<double>& w, const std::vector<double>& bias, int stride, int padding) {
+    Shape ys = conv2d_ref_shape(xs, ws, stride, padding);
+    std::vector<double> y(static_cast<size_t>(ys.numel()), 0.0);
+    int64_t plane = ys[2] * ys[3];
+    for (size_t k = 0; k < y.size() && !bias.empty(); ++k) y[k] = bias[(k / plane) % ys[1]];
+    conv2d_terms(xs, ws, stride, padding, [&](int64_t yi, int64_t xi, int64_t wi) { y[yi] += x[xi] * w[wi]; });
+    return y;
+}
+
+// The gradient of sum(g * conv2d(x, w)) with respect to x (shape xs) ...
+std::vector<double> conv2d_grad_input_ref(const std::vector<double>& g, const Shape& xs, const Shape& ws,
+                                          const std::vector<double>& w, int stride, int padding) {
+    std::vector<double> dx(static_cast<size_t>(xs.numel()), 0.0);
+    conv2d_terms(xs, ws, stride, padding, [&](int64_t yi, int64_t xi, int64_t wi) { dx[xi] += g[yi] * w[wi]; });
+    return dx;
+}
+
+// ... and with respect to w (shape ws).
+std::vector<double> conv2d_grad_weight_ref(const std::vector<double>& g, const Shape& xs, const std::vector<double>& x,
+                                           const Shape& ws, int stride, int padding) {
+    std::vector<double> dw(static_cast<size_t>(ws.numel()), 0.0);
+    conv2d_terms(xs, ws, stride, padding, [&](int64_t yi, int64_t xi, int64_t wi) { dw[wi] += g[yi] * x[xi]; });
+    return dw;
+}
+
+// max_pool2d by plain loops: each window's first maximum and its 1-based flat index in the H*W plane.
+void max_pool2d_ref(const Shape& xs, const std::vector<double>& x, int kernel, int stride, Shape* ys,
+                    std::vector<double>* values, std::vector<double>* indices) {
+    int64_t h = xs[2], w = xs[3];
+    *ys = Shape{xs[0], xs[1], (h - kernel) / stride + 1, (w - kernel) / stride + 1};
+    for (int64_t plane = 0; plane < xs[0] * xs[1]; ++plane)
+        for (int64_t oy = 0; oy < (*ys)[2]; ++oy)
+            for (int64_t ox = 0; ox < (*ys)[3]; ++ox) {
+                int64_t best = -1;
+                for (int64_t iy = oy * stride; iy < oy * stride + kernel; ++iy)
+                    for (int64_t ix = ox * stride; ix < ox * stride + kernel; ++ix) {
+                        int64_t at = iy * w + ix;
+                        if (best < 0 || x[plane * h * w + at] > x[plane * h * w + best]) best = at;
+                    }
+                values->push_back(x[plane * h * w + best]);
+                indices->push_back(static_cast<double>(best + 1));
+            }
+}
+
 // The checks shared by rand rows: every value in [0, 1), and not all the same.
 void check_uniform(const Tensor& t) {
     std::vector<double> v = values_of(t);
@@ -407,6 +478,89 @@ const std::vector<OpCase>& op_cases() {
                     {out(Shape{2, 2, 2}, bmm_ref(A, a, false, Bt, b, true))}));
             add(row("bmm", "trans_a: [2,3,2]^T x [2,3,2]", {in(B, a), in(B, b)}, {.trans_a = true},
                     {out(Shape{2, 2, 2}, bmm_ref(B, a, true, B, b, false))}));
+        }
+
+        // --- convolution and pooling ----------------------------------------------------------------
+        {
+            // The lecture's homework: stride 2, no padding, cross-correlation as PyTorch's.
+            const std::vector<double> homework = {1, 2, 3, 4, 5, 2, 2, 1, 1, 1, 3, 2, 1, 1, 1,
+                                                  4, 1, 1, 1, 1, 5, 1, 1, 1, 1};
+            const std::vector<double> cross = {0, -1, 0, 1, 1, 1, 0, -1, 0};
+            add(row("conv2d", "the lecture's homework: 5x5 with a 3x3 cross at stride 2",
+                    {in(Shape{1, 1, 5, 5}, homework), in(Shape{1, 1, 3, 3}, cross)}, {.stride = 2},
+                    {out(Shape{1, 1, 2, 2}, {1, -2, 3, 1})}));
+
+            const Shape X1{2, 2, 5, 4}, W1{3, 2, 3, 2};   // a rectangular kernel with a bias
+            std::vector<double> x1 = distinct_values(80, 0.05), w1 = distinct_values(36, 0.1);
+            add(row("conv2d", "[2,2,5,4] with [3,2,3,2] and a bias", {in(X1, x1), in(W1, w1), in(Shape{3}, B3)},
+                    {}, {out(conv2d_ref_shape(X1, W1, 1, 0), conv2d_ref(X1, x1, W1, w1, B3, 1, 0))}));
+            const Shape X2{1, 2, 6, 5}, W2{2, 2, 3, 3};   // stride 2: the 6th row fits no window
+            std::vector<double> x2 = distinct_values(60, 0.05), w2 = distinct_values(36, 0.1);
+            add(row("conv2d", "stride 2 drops what does not fit, no bias", {in(X2, x2), in(W2, w2)}, {.stride = 2},
+                    {out(conv2d_ref_shape(X2, W2, 2, 0), conv2d_ref(X2, x2, W2, w2, {}, 2, 0))}));
+            const Shape X3{1, 2, 5, 4};
+            std::vector<double> x3 = distinct_values(40, 0.05);
+            add(row("conv2d", "stride 2 and padding 1 with a bias", {in(X3, x3), in(W2, w2), in(Shape{2}, C21)},
+                    {.stride = 2, .padding = 1},
+                    {out(conv2d_ref_shape(X3, W2, 2, 1), conv2d_ref(X3, x3, W2, w2, C21, 2, 1))}));
+            const Shape X4{2, 3, 2, 2}, W4{4, 3, 1, 1};   // a 1x1 kernel reads the image as its columns
+            std::vector<double> x4 = distinct_values(24, 0.1), w4 = distinct_values(12, 0.2), b4 = {0.5, -1, 1.5, 2};
+            add(row("conv2d", "float64 1x1 kernel with a bias",
+                    {in(X4, x4, F64), in(W4, w4, F64), in(Shape{4}, b4, F64)}, {},
+                    {out(conv2d_ref_shape(X4, W4, 1, 0), conv2d_ref(X4, x4, W4, w4, b4, 1, 0), F64)}));
+
+            const Shape G5{2, 3, 5, 4}, X5{2, 2, 4, 3}, W5{3, 2, 2, 2};   // padding 1: the output is larger
+            std::vector<double> g5 = distinct_values(120, 0.02), x5 = distinct_values(48, 0.05);
+            std::vector<double> w5 = distinct_values(24, 0.1);
+            const Shape G2 = conv2d_ref_shape(X2, W2, 2, 0), G4 = conv2d_ref_shape(X4, W4, 1, 0);
+            std::vector<double> g2 = distinct_values(G2.numel(), 0.3), g4 = distinct_values(G4.numel(), 0.15);
+            add(row("conv2d_backward_input", "padding 1", {in(G5, g5), in(W5, w5)}, {.padding = 1, .shape = X5},
+                    {out(X5, conv2d_grad_input_ref(g5, X5, W5, w5, 1, 1))}));
+            add(row("conv2d_backward_input", "stride 2: the row no window reads gets 0", {in(G2, g2), in(W2, w2)},
+                    {.stride = 2, .shape = X2}, {out(X2, conv2d_grad_input_ref(g2, X2, W2, w2, 2, 0))}));
+            add(row("conv2d_backward_input", "float64 1x1 kernel", {in(G4, g4, F64), in(W4, w4, F64)},
+                    {.shape = X4}, {out(X4, conv2d_grad_input_ref(g4, X4, W4, w4, 1, 0), F64)}));
+            add(row("conv2d_backward_weight", "padding 1", {in(G5, g5), in(X5, x5)}, {.padding = 1, .shape = W5},
+                    {out(W5, conv2d_grad_weight_ref(g5, X5, x5, W5, 1, 1))}));
+            add(row("conv2d_backward_weight", "stride 2 drops what does not fit", {in(G2, g2), in(X2, x2)},
+                    {.stride = 2, .shape = W2}, {out(W2, conv2d_grad_weight_ref(g2, X2, x2, W2, 2, 0))}));
+            add(row("conv2d_backward_weight", "float64 1x1 kernel", {in(G4, g4, F64), in(X4, x4, F64)},
+                    {.shape = W4}, {out(W4, conv2d_grad_weight_ref(g4, X4, x4, W4, 1, 0), F64)}));
+
+            struct Pool {
+                std::string variant;
+                Shape shape;
+                std::vector<double> x;
+                int kernel, stride;
+                DType dtype;
+            };
+            const std::vector<Pool> pools = {
+                {"[1,2,4,4] kernel 2", Shape{1, 2, 4, 4}, distinct_values(32, 0.1), 2, 2, F32},
+                {"float64 kernel 3 stride 2: windows overlap, the last column is dropped", Shape{1, 1, 5, 6},
+                 distinct_values(30, 0.1), 3, 2, F64},
+                {"[2,1,3,5] kernel 2 stride 1", Shape{2, 1, 3, 5}, distinct_values(30, 0.2), 2, 1, F32},
+            };
+            for (const Pool& p : pools) {
+                Shape ys;
+                std::vector<double> values, indices;
+                max_pool2d_ref(p.shape, p.x, p.kernel, p.stride, &ys, &values, &indices);
+                add(row("max_pool2d", p.variant, {in(p.shape, p.x, p.dtype)}, {.kernel = p.kernel, .stride = p.stride},
+                        {out(ys, values, p.dtype), out(ys, indices, I64)}));
+            }
+            OpCase ties = row("max_pool2d", "ties keep the first maximum",
+                              {in(Shape{1, 1, 2, 4}, {1, 1, 0, 2, 1, 0, 2, 2})}, {.kernel = 2, .stride = 2},
+                              {out(Shape{1, 1, 1, 2}, {1, 2}), out(Shape{1, 1, 1, 2}, {1, 4}, I64)});
+            ties.no_gradcheck = "at a tie the maximum has no derivative";
+            add(ties);
+
+            add(row("max_pool2d_backward", "kernel 2: each g lands on its window's argmax",
+                    {in(Shape{1, 1, 2, 2}, {1, 2, 3, 4}), in(Shape{1, 1, 2, 2}, {6, 3, 13, 16}, I64)},
+                    {.kernel = 2, .stride = 2, .shape = Shape{1, 1, 4, 4}},
+                    {out(Shape{1, 1, 4, 4}, {0, 0, 2, 0, 0, 1, 0, 0, 0, 0, 0, 0, 3, 0, 0, 4})}));
+            add(row("max_pool2d_backward", "float64 overlapping windows sharing an argmax add up",
+                    {in(Shape{1, 1, 2, 2}, {1, 2, 3, 4}, F64), in(Shape{1, 1, 2, 2}, {5, 5, 5, 9}, I64)},
+                    {.kernel = 2, .shape = Shape{1, 1, 3, 3}},
+                    {out(Shape{1, 1, 3, 3}, {0, 0, 0, 0, 6, 0, 0, 0, 4}, F64)}));
         }
 
         // --- shape and layout ---------------------------------------------------------------------

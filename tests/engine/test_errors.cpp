@@ -24,6 +24,57 @@ TEST_CASE("error: mm of mismatched shapes names both shapes") {
                       "bmm: shapes [2,3,4] and [3,4,5] do not match");
 }
 
+TEST_CASE("error: conv2d and max_pool2d name the op, the problem and the shapes") {
+    Tensor x = zeros(Shape{1, 3, 5, 5}), w = zeros(Shape{8, 3, 3, 3}), b = zeros(Shape{8});
+    const std::string shapes = "(input [1,3,5,5], weight [8,3,3,3])";
+    CHECK(ops::conv2d(x, w, b, 1, 1).shape().str() == "[1,8,5,5]");
+    CHECK_THROWS_WITH(ops::conv2d(x, zeros(Shape{8, 1, 3, 3}), b, 1, 0),
+                      "conv2d: the input's channels (3) do not match the weight's (1) (input [1,3,5,5], weight [8,1,3,3])");
+    CHECK_THROWS_WITH(ops::conv2d(x, zeros(Shape{8, 3, 7, 3}), b, 1, 0),
+                      "conv2d: the kernel 7x3 is larger than the padded input 5x5 "
+                      "(input [1,3,5,5], weight [8,3,7,3], padding 0)");
+    CHECK_NOTHROW(ops::conv2d(x, zeros(Shape{8, 3, 7, 3}), b, 1, 1));   // 7x7 once padded: it fits
+    CHECK_THROWS_WITH(ops::conv2d(zeros(Shape{3, 5, 5}), w, b, 1, 0),
+                      "conv2d: expects a 4-d input [N,C,H,W] and a 4-d weight [O,C,kH,kW], got input [3,5,5], "
+                      "weight [8,3,3,3]");
+    CHECK_THROWS_WITH(ops::conv2d(x, zeros(Shape{8, 3, 3}), b, 1, 0), Contains("expects a 4-d input"));
+    CHECK_THROWS_WITH(ops::conv2d(x, w, zeros(Shape{4}), 1, 0),
+                      "conv2d: the bias must have shape [8] (one value per output channel), got [4] " + shapes);
+    CHECK_THROWS_WITH(ops::conv2d(x, w, zeros(Shape{8, 1}), 1, 0), Contains("got [8,1]"));
+    CHECK_THROWS_WITH(ops::conv2d(x, w, b, 0, 0), "conv2d: stride must be at least 1, got 0 " + shapes);
+    CHECK_THROWS_WITH(ops::conv2d(x, w, b, 1, -1), "conv2d: padding must not be negative, got -1 " + shapes);
+    CHECK_THROWS_WITH(ops::call(OP_conv2d, {&x}),
+                      "conv2d: expects 2 or 3 tensor inputs (input, weight and an optional bias), got 1");
+    CHECK_THROWS_WITH(ops::conv2d_backward_input(zeros(Shape{1, 8, 4, 4}), w, x.shape(), 1, 1),
+                      "conv2d_backward_input: the gradient has shape [1,8,4,4] but the forward output has shape [1,8,5,5]");
+
+    CHECK(ops::max_pool2d(x, 2, 2).shape().str() == "[1,3,2,2]");
+    CHECK_THROWS_WITH(ops::max_pool2d(x, 6, 6), "max_pool2d: the kernel 6x6 is larger than the input 5x5 (input [1,3,5,5])");
+    CHECK_THROWS_WITH(ops::max_pool2d(zeros(Shape{5, 5}), 2, 2),
+                      "max_pool2d: expects a 4-d input [N,C,H,W], got [5,5]");
+    CHECK_THROWS_WITH(ops::max_pool2d(x, 0, 1), "max_pool2d: kernel must be at least 1, got 0 (input [1,3,5,5])");
+    CHECK_THROWS_WITH(ops::max_pool2d(x, 2, 0), "max_pool2d: stride must be at least 1, got 0 (input [1,3,5,5])");
+    OpAttrs padded;
+    padded.kernel = 2;
+    padded.padding = 1;
+    CHECK_THROWS_WITH(ops::call(OP_max_pool2d, {&x}, padded),
+                      "max_pool2d: padding is not supported, got 1 (input [1,3,5,5])");
+    Tensor g = zeros(Shape{1, 3, 2, 2});
+    CHECK_THROWS_WITH(ops::max_pool2d_backward(g, zeros(Shape{1, 3, 2, 2}, DTYPE_F32), x.shape(), 2, 2),
+                      "max_pool2d_backward: the indices must be an int64 tensor, got float32");
+    Tensor outside = make_tensor(Shape{1, 1, 1, 1}, {5}, DTYPE_I64);
+    CHECK_THROWS_WITH(ops::max_pool2d_backward(zeros(Shape{1, 1, 1, 1}), outside, Shape{1, 1, 2, 2}, 2, 2),
+                      "max_pool2d_backward: index 5 out of range 1..4 of an H*W plane");
+}
+
+TEST_CASE("error: flatten names the dims it was given") {
+    Tensor x = zeros(Shape{2, 3, 4});
+    CHECK(ops::flatten(x, 1, 2).shape().str() == "[2,12]");
+    CHECK(ops::flatten(make_scalar(1), 0, 0).shape().str() == "[1]");
+    CHECK_THROWS_WITH(ops::flatten(x, 2, 1), "flatten: start_dim 3 comes after end_dim 2 (shape [2,3,4])");
+    CHECK_THROWS_WITH(ops::flatten(x, 0, 3), "flatten: dims 1..4 out of range for [2,3,4]");
+}
+
 TEST_CASE("error: backward() on a non-scalar without a gradient") {
     Tensor x = make_leaf(Shape{2, 3}, {1, 2, 3, 4, 5, 6});
     Tensor y = ops::mul_scalar(x, 2);
