@@ -1307,7 +1307,7 @@ std::string plan_check_inputs(const Plan& plan, const std::vector<Tensor>& input
         const Node* node = target.kind == VALUE_INPUT ? inputs[target.index].node.get()
                                                       : plan.captured[target.index].tensor.node.get();
         if (node->outputs[target.output].grad.defined() != guard.defined)
-            return plan_guard_describe(plan, static_cast<int>(g)) + ", now it " + (guard.defined ? "is nil" : "is not");
+            return plan_guard_describe(plan, static_cast<int>(g)) + (guard.defined ? ", now it is nil" : ", now it is a tensor");
     }
     return "";
 }

@@ -406,7 +406,7 @@ int frozen_call(lua_State* L) {
     std::string reason;
     for (size_t c = 0; c < f.cache.size(); ++c) {
         CacheEntry& e = f.cache[c];
-        std::string why = args_mismatch(L, e, first, n);
+        std::string why = f.fn_ref == LUA_NOREF ? "" : args_mismatch(L, e, first, n);
         std::vector<Tensor> tensors;
         for (int i = 0; i < n; ++i)
             if (Tensor* t = tapedeck_test_tensor(L, first + i)) tensors.push_back(*t);
