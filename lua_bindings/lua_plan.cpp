@@ -517,14 +517,12 @@ struct Timing {
 };
 
 // Times `iterations` calls in samples; the state is restored before each sample.
-Timing time_calls(lua_State* L, Frozen& f, int fn_idx, int iterations, Snapshot& snapshot, size_t fixed_bytes) {
+Timing time_calls(lua_State* L, Frozen& f, int fn_idx, int iterations, Snapshot& snapshot) {
     Timing t;
     std::vector<double> samples;
     int per_sample = std::max(1, iterations / 10);
     for (int done = 0; done < iterations; done += per_sample) {
         snapshot.restore();
-        size_t live = storage_bytes_live();
-        storage_peak_reset();
         double t0 = now_seconds();
         for (int i = 0; i < per_sample; ++i) {
             int base;
@@ -532,12 +530,30 @@ Timing time_calls(lua_State* L, Frozen& f, int fn_idx, int iterations, Snapshot&
             lua_settop(L, base);
         }
         samples.push_back((now_seconds() - t0) / per_sample * 1e6);
-        t.peak_bytes = std::max(t.peak_bytes, storage_bytes_peak() - live + fixed_bytes);
     }
     std::sort(samples.begin(), samples.end());
     t.min_us = samples.front();
     t.median_us = samples[samples.size() / 2];
     return t;
+}
+
+// Peak bytes of one call above what was live before it, plus `fixed_bytes`. Before it: a full
+// collection (garbage of earlier calls must not be freed in the middle of it) and the captured
+// leaves let go of their latest backward group (eager keeps that history alive between calls,
+// e.g. a gradient's add_ holding the gradient it added; the call re-makes it).
+size_t peak_of_one_call(lua_State* L, Frozen& f, int fn_idx, Snapshot& snapshot, size_t fixed_bytes) {
+    snapshot.restore();
+    for (const PlanCaptured& c : f.cache.front().plan->captured) c.tensor.node->backward_nodes.clear();
+    lua_gc(L, LUA_GCCOLLECT);
+    lua_gc(L, LUA_GCCOLLECT);
+    size_t live = storage_bytes_live();
+    storage_peak_reset();
+    int base;
+    if (!call_with_last_args(L, f, fn_idx, &base)) lua_error(L);
+    size_t peak = storage_bytes_peak() - live + fixed_bytes;
+    lua_settop(L, base);
+    lua_gc(L, LUA_GCCOLLECT);
+    return peak;
 }
 
 // f:timeit(n): {eager_min_us, eager_median_us, frozen_min_us, frozen_median_us, speedup,
@@ -588,8 +604,10 @@ int frozen_timeit(lua_State* L) {
     }
     if (!same_count) max_diff = INFINITY;
 
-    Timing e = time_calls(L, f, fn_idx, iterations, snapshot, 0);
-    Timing z = time_calls(L, f, 1, iterations, snapshot, f.cache.front().plan->stats.buffer_bytes);
+    Timing e = time_calls(L, f, fn_idx, iterations, snapshot);
+    Timing z = time_calls(L, f, 1, iterations, snapshot);
+    e.peak_bytes = peak_of_one_call(L, f, fn_idx, snapshot, 0);
+    z.peak_bytes = peak_of_one_call(L, f, 1, snapshot, f.cache.front().plan->stats.buffer_bytes);
     snapshot.restore();
     lua_createtable(L, 0, 10);
     auto field = [&](const char* name, double v) {

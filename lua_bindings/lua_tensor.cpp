@@ -953,10 +953,18 @@ int l_perf_counter(lua_State* L) {
     return 1;
 }
 
-int l_memory(lua_State* L) {   // bytes held by tensor storages, and the number of live nodes
+// bytes held by tensor storages, the number of live nodes, and the most bytes held since
+// torch.reset_peak_memory()
+int l_memory(lua_State* L) {
     lua_pushinteger(L, static_cast<lua_Integer>(storage_bytes_live()));
     lua_pushinteger(L, tape_live_count());
-    return 2;
+    lua_pushinteger(L, static_cast<lua_Integer>(storage_bytes_peak()));
+    return 3;
+}
+
+int l_reset_peak_memory(lua_State*) {
+    storage_peak_reset();
+    return 0;
 }
 
 int node_tostring(lua_State* L) {
@@ -996,7 +1004,7 @@ const Binding torch_only[] = {
     {"cat", l_cat}, {"no_grad", l_no_grad}, {"enable_grad", l_enable_grad},
     {"is_grad_enabled", l_is_grad_enabled}, {"set_grad_enabled", l_set_grad_enabled},
     {"graph", l_graph}, {"tape", l_tape}, {"graphviz", l_graphviz}, {"is_tensor", l_is_tensor},
-    {"perf_counter", l_perf_counter}, {"memory", l_memory}, {"backward", l_backward},
+    {"perf_counter", l_perf_counter}, {"memory", l_memory}, {"reset_peak_memory", l_reset_peak_memory}, {"backward", l_backward},
     {nullptr, nullptr},
 };
 
