@@ -939,7 +939,7 @@ std::unique_ptr<Plan> plan_compile(const Plan& recorded, const PlanPasses& passe
 // and, per step, its kernel's input and output pointers. A call binds, runs the steps in a loop
 // and unbinds, so the plan never keeps a caller's tensor alive.
 
-constexpr int64_t FUSED_CHUNK = 256;   // elements per chunk of a fused loop (stays in L1)
+constexpr int64_t FUSED_CHUNK = 1024;   // elements per chunk of a fused loop (its registers stay in L1/L2)
 
 struct StepExec {
     std::vector<const Value*> inputs;
@@ -1026,17 +1026,23 @@ bool guard_holds(const Plan& plan, const PlanExec& e, const PlanGuard& g) {
     return truth == g.truth;
 }
 
-// Fills a chunk register from a row repeated along the result (FUSED_ROW).
+// Fills a chunk register from a row repeated along the result (FUSED_ROW), a segment at a time.
 template <class T>
 void fill_row(T* to, const T* row, int64_t period, int64_t start, int64_t len) {
     int64_t at = start % period;
-    for (int64_t j = 0; j < len; ++j) {
-        to[j] = row[at];
-        if (++at == period) at = 0;
+    while (len > 0) {
+        int64_t part = std::min(len, period - at);
+        std::memcpy(to, row + at, static_cast<size_t>(part) * sizeof(T));
+        to += part;
+        len -= part;
+        at = 0;
     }
 }
 
-// One fused step: chunk by chunk, each op's span math over registers; the last op writes the result.
+constexpr int64_t ROW_DIRECT = 64;   // rows at least this long are read in place: chunks stop at row ends
+
+// One fused step: chunk by chunk, each op's span math over registers; the last op writes the
+// result. A full-shape input is read in place; a long row (a bias) too, the chunks cut at its ends.
 template <class T>
 void run_fused(const PlanStep& s, StepExec& x, PlanExec& e) {
     int n_inputs = static_cast<int>(s.inputs.size());
@@ -1048,14 +1054,20 @@ void run_fused(const PlanStep& s, StepExec& x, PlanExec& e) {
     const T* regs[MAX_FUSED_INPUTS + MAX_FUSED_OPS];
     for (int i = 0; i < n_inputs; ++i)
         if (s.input_modes[i] == FUSED_SCALAR) std::fill(reg_at(i), reg_at(i) + FUSED_CHUNK, x.inputs[i]->data<T>()[0]);
-    for (int64_t start = 0; start < n; start += FUSED_CHUNK) {
+    for (int64_t start = 0; start < n;) {
         int64_t len = std::min(FUSED_CHUNK, n - start);
         for (int i = 0; i < n_inputs; ++i) {
+            int64_t period = x.inputs[i]->numel();
+            if (s.input_modes[i] == FUSED_ROW && period >= ROW_DIRECT) len = std::min(len, period - start % period);
+        }
+        for (int i = 0; i < n_inputs; ++i) {
             const Value& in = *x.inputs[i];
+            int64_t period = in.numel();
             if (s.input_modes[i] == FUSED_FULL) regs[i] = in.data<T>() + start;
             else if (s.input_modes[i] == FUSED_SCALAR) regs[i] = reg_at(i);
+            else if (period >= ROW_DIRECT) regs[i] = in.data<T>() + start % period;
             else {
-                fill_row(reg_at(i), in.data<T>(), in.numel(), start, len);
+                fill_row(reg_at(i), in.data<T>(), period, start, len);
                 regs[i] = reg_at(i);
             }
         }
@@ -1067,6 +1079,7 @@ void run_fused(const PlanStep& s, StepExec& x, PlanExec& e) {
             else x.math[j]->f64(operands, dst, len, op.attrs);
             regs[n_inputs + j] = dst;
         }
+        start += len;
     }
 }
 
