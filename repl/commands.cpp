@@ -105,7 +105,7 @@ bool call_frozen_method(lua_State* L, const char* name, const std::string& args)
     return ok;
 }
 
-// :freeze f = expr, args...   is   f = torch.freeze(expr, args...), then a one-line summary.
+// :freeze f = expr, args...   is   f = torch.freeze{name = "f", expr, args...}, then a summary.
 bool cmd_freeze(lua_State* L, const std::string& args) {
     size_t equals = args.find('=');
     std::string name = equals == std::string::npos ? "" : trim(args.substr(0, equals));
@@ -116,7 +116,7 @@ bool cmd_freeze(lua_State* L, const std::string& args) {
         fprintf(stderr, ":freeze needs a name, a function and its arguments, as in  :freeze f = step, x, y\n");
         return true;
     }
-    std::string code = name + " = torch.freeze(" + rest + ")";
+    std::string code = name + " = torch.freeze{name = \"" + name + "\", " + rest + "}";
     if (repl_run_chunk(L, code, "=stdin", false) != LUA_OK) return true;
     if (!frozen_for(L, name, "freeze")) return true;
     if (!call_frozen_method(L, "stats", "")) return true;
