@@ -37,6 +37,7 @@ local function eager_equals_frozen(name, make, calls)
     local F = make()
     local args = F.args
     local f = torch.freeze{passes = passes, F.fn, table.unpack(args, 1, #args)}
+    if #args == 0 then f() end   -- the table form without arguments records at the first call
     local eager = pack(E.fn(table.unpack(E.args, 1, #E.args)))
     local label = name
     for k, v in pairs(passes) do label = label .. " " .. k .. "=" .. tostring(v) end
@@ -147,6 +148,52 @@ eager_equals_frozen("nn_sgd", function()
     return loss
   end}
 end, 3)
+
+-- The lecture's scalar graph and the numpy-vs-torch graph (gradients accumulate across calls).
+eager_equals_frozen("scalar", function()
+  local a, b = torch.tensor(15.0, {requires_grad = true}), torch.tensor(20.0, {requires_grad = true})
+  return {params = {a, b}, args = {}, fn = function() local c = a * b; c:backward(); return c end}
+end, 2)
+eager_equals_frozen("numpy_vs_torch", function()
+  local x, y, z = torch.randn(3, 4, {requires_grad = true}), torch.randn(3, 4, {requires_grad = true}),
+                  torch.randn(3, 4, {requires_grad = true})
+  return {params = {x, y, z}, args = {}, fn = function() local c = (x * y + z):sum(); c:backward(); return c end}
+end, 2)
+
+-- The two-layer net with gradients by hand (no autograd; masked assignment, in-place updates).
+eager_equals_frozen("two_layer_net_manual", function()
+  local x, y = torch.randn(16, 30), torch.randn(16, 4)
+  local w1, w2 = torch.randn(30, 10), torch.randn(10, 4)
+  return {params = {w1, w2}, args = {x, y}, fn = function(x, y)
+    local h = x:mm(w1)
+    local h_relu = h:clamp{min = 0}
+    local y_pred = h_relu:mm(w2)
+    local loss = (y_pred - y):pow(2):sum()
+    local grad_y_pred = (y_pred - y) * 2.0
+    local grad_w2 = h_relu:t():mm(grad_y_pred)
+    local grad_h = grad_y_pred:mm(w2:t()):clone()
+    grad_h[h:lt(0)] = 0
+    local grad_w1 = x:t():mm(grad_h)
+    w1:sub_(grad_w1, 1e-4)
+    w2:sub_(grad_w2, 1e-4)
+    return loss
+  end}
+end, 3)
+
+-- The lecture's ParallelBlock in nn.Sequential (SGD here: Adam's step counter is Lua state, see docs/freeze.md).
+eager_equals_frozen("parallel_block", function()
+  local Block = nn.Module:extend("Block")
+  function Block:init(d_in, d_out) self.linear1 = nn.Linear(d_in, d_out); self.linear2 = nn.Linear(d_in, d_out) end
+  function Block:forward(x) return (self.linear1(x) * self.linear2(x)):clamp{min = 0} end
+  local model = nn.Sequential(Block(12, 8), Block(8, 8), nn.Linear(8, 3))
+  local opt = optim.SGD(model, {lr = 1e-3, momentum = 0.9})
+  local x, y = torch.randn(6, 12), torch.randn(6, 3)
+  return {params = model:parameters(), args = {x, y}, fn = function(x, y)
+    local loss = (model(x) - y):pow(2):mean()
+    loss:backward()
+    return loss
+  end}
+end, 2)
 
 -- The sigmoid neuron with retain_grad: a returned tensor's .grad comes back too.
 do
