@@ -480,6 +480,15 @@ void matmul_into(T* c, const T* a, const T* b, int64_t a_rows, int64_t a_cols, i
     Eigen::Map<Matrix> C(c, m, n);
     if (k == 0) {
         if (!accumulate) C.setZero();
+    } else if (k == 1) {   // an outer product (RNN weight gradients): GEMM's packing costs more than it
+        const T* col = a;   // op(A) is m x 1: A's elements in order either way
+        const T* row = b;   // op(B) is 1 x n: B's elements in order either way
+        for (int64_t i = 0; i < m; ++i) {
+            T* c_row = c + i * n;
+            T s = col[i];
+            if (accumulate) for (int64_t j = 0; j < n; ++j) c_row[j] += s * row[j];
+            else for (int64_t j = 0; j < n; ++j) c_row[j] = s * row[j];
+        }
     } else if (accumulate) {
         if (!ta && !tb) C.noalias() += A * B;
         else if (ta && !tb) C.noalias() += A.transpose() * B;

@@ -385,22 +385,36 @@ int record_call(lua_State* L, Frozen& f, int first, int n) {
     return n_results;
 }
 
+// Keeps the call's arguments (for :timeit) in one table, refilled each call (no allocation).
+void remember_args(lua_State* L, Frozen& f, int first, int n) {
+    if (f.last_args_ref == LUA_NOREF) {
+        lua_createtable(L, n, 1);
+        f.last_args_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    }
+    lua_rawgeti(L, LUA_REGISTRYINDEX, f.last_args_ref);
+    int t = lua_gettop(L);
+    lua_getfield(L, t, "n");
+    lua_Integer old = lua_tointeger(L, -1);
+    lua_pop(L, 1);
+    for (int i = 0; i < n; ++i) {
+        lua_pushvalue(L, first + i);
+        lua_rawseti(L, t, i + 1);
+    }
+    for (lua_Integer i = n + 1; i <= old; ++i) {
+        lua_pushnil(L);
+        lua_rawseti(L, t, i);
+    }
+    lua_pushinteger(L, n);
+    lua_setfield(L, t, "n");
+    lua_settop(L, t - 1);
+}
+
 // f(...): the first cached plan that fits runs; else re-record (or refuse when strict).
 int frozen_call(lua_State* L) {
     Frozen& f = check_frozen(L, 1);
     int first = 2, n = lua_gettop(L) - 1;
     ++f.calls;
-    f.unref(f.last_args_ref);
-    {
-        lua_createtable(L, n, 1);
-        for (int i = 0; i < n; ++i) {
-            lua_pushvalue(L, first + i);
-            lua_rawseti(L, -2, i + 1);
-        }
-        lua_pushinteger(L, n);
-        lua_setfield(L, -2, "n");
-        f.last_args_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-    }
+    remember_args(L, f, first, n);
     if (plan_recording())
         raise(L, f.name + ": a frozen function cannot run while another function is being frozen (call its eager function)");
     std::string reason;
@@ -693,15 +707,7 @@ int l_freeze(lua_State* L) {
     }
     if (record_now) {
         record_call(L, f, first, n);
-        f.unref(f.last_args_ref);
-        lua_createtable(L, n, 1);
-        for (int i = 0; i < n; ++i) {
-            lua_pushvalue(L, first + i);
-            lua_rawseti(L, -2, i + 1);
-        }
-        lua_pushinteger(L, n);
-        lua_setfield(L, -2, "n");
-        f.last_args_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+        remember_args(L, f, first, n);
     }
     lua_pushvalue(L, self);
     return 1;
