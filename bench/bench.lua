@@ -1,8 +1,15 @@
--- bench.lua: the benchmark workloads, timed single-threaded in µs per iteration.
+-- bench.lua: the benchmark workloads, timed single-threaded in µs per iteration, eager and frozen.
 --   tapedeck bench [W1 W2 ...]           (or: tapedeck bench/bench.lua [names])
--- Each workload is timed in samples of enough iterations to take ~20 ms; the table shows the
--- minimum (stable on shared machines) and the median of the samples. Shapes are the lecture's
--- (see ../shared/anchors.md for what PyTorch, DyNet and hand-written Eigen measure here).
+-- Each workload's setup returns a step function and a list of its arguments. The same step runs eagerly and frozen
+-- (torch.freeze), their samples interleaved (the machines are noisy: compare within one run); each
+-- sample is enough iterations to take ~20 ms; the table shows the minimum (stable on shared
+-- machines) and the median. A frozen step's peak memory and its max |difference| from the eager
+-- step (outputs, gradients, updated parameters) come from f:timeit(1). When PyTorch is installed
+-- (Debian's python3-torch), bench_torch.py runs the same workloads in PyTorch eager and
+-- TorchScript in this run, and their columns are added. See ../shared/anchors.md for the peers.
+--
+-- Adding a workload = one entry below (and one in bench_torch.py for the PyTorch columns).
+-- `needs` lists torch functions it uses that may not exist yet; without them it is skipped.
 
 local workloads = {}
 
@@ -13,40 +20,42 @@ workloads[#workloads + 1] = {name = "W1", title = "scalar c=a*b + backward", tar
   local a = torch.tensor(15.0, {requires_grad = true})
   local b = torch.tensor(20.0, {requires_grad = true})
   return function()
+    a.grad = nil
+    b.grad = nil
     local c = a * b
     c:backward()
   end
 end}
 
 -- W2: the RNN cell, forward + backward, gradients cleared every iteration.
-workloads[#workloads + 1] = {name = "W2", title = "rnn_cell fwd+bwd", target = 4, setup = function()
+workloads[#workloads + 1] = {name = "W2", title = "rnn_cell fwd+bwd", target = 1.5, setup = function()
   local W_h, W_x = leaf(torch.randn(20, 20)), leaf(torch.randn(20, 10))
   local x, prev_h = torch.randn(1, 10), torch.randn(1, 20)
-  return function()
+  return function(x, prev_h)
     W_h.grad = nil
     W_x.grad = nil
     local next_h = (torch.mm(W_h, prev_h:t()) + torch.mm(W_x, x:t())):tanh()
     next_h:sum():backward()
-  end
+  end, {x, prev_h}
 end}
 
 -- W3: the same cell unrolled for 50 steps with h fed back; loss = sum of the last h.
-workloads[#workloads + 1] = {name = "W3", title = "rnn unrolled 50 steps fwd+bwd", target = 150, setup = function()
+workloads[#workloads + 1] = {name = "W3", title = "rnn unrolled 50 steps fwd+bwd", target = 45, setup = function()
   local W_h, W_x = leaf(torch.randn(20, 20)), leaf(torch.randn(20, 10))
   local xs = {}
   for t = 1, 50 do xs[t] = torch.randn(10, 1) end
   local h0 = torch.randn(20, 1)
-  return function()
+  return function(h0)
     W_h.grad = nil
     W_x.grad = nil
     local h = h0
     for t = 1, 50 do h = (W_h:mm(h) + W_x:mm(xs[t])):tanh() end
     h:sum():backward()
-  end
+  end, {h0}
 end}
 
 -- W4: one training step of the lecture's two-layer net (autograd + manual SGD under no_grad).
-workloads[#workloads + 1] = {name = "W4", title = "two_layer_net train step", target = 300, setup = function()
+workloads[#workloads + 1] = {name = "W4", title = "two_layer_net train step", target = 260, setup = function()
   local x, y = torch.randn(64, 1000), torch.randn(64, 10)
   local w1, w2 = leaf(torch.randn(1000, 100)), leaf(torch.randn(100, 10))
   local lr = 1e-6
@@ -56,23 +65,41 @@ workloads[#workloads + 1] = {name = "W4", title = "two_layer_net train step", ta
     w1.grad:zero_()
     w2.grad:zero_()
   end
-  return function()
+  -- the gradients exist from the first step on (zeroed, not dropped), as in a training loop
+  torch.no_grad(function() w1.grad = torch.zeros(1000, 100); w2.grad = torch.zeros(100, 10) end)
+  return function(x, y)
     local loss = (x:mm(w1):clamp{min = 0}:mm(w2) - y):pow(2):sum()
     loss:backward()
     torch.no_grad(update)
-  end
+  end, {x, y}
 end}
 
 -- W5: a dense forward pass, relu(x·W1 + b1)·W2 + b2, MSE against y.
-workloads[#workloads + 1] = {name = "W5", title = "dense forward + mse", target = 250, setup = function()
+workloads[#workloads + 1] = {name = "W5", title = "dense forward + mse", target = 220, setup = function()
   local x, y = torch.randn(64, 1000), torch.randn(64, 1000)
   local W1, b1 = leaf(torch.randn(1000, 100) * 0.03), leaf(torch.zeros(100))
   local W2, b2 = leaf(torch.randn(100, 1000) * 0.1), leaf(torch.zeros(1000))
-  return function()
+  return function(x, y)
     local pred = (x:mm(W1) + b1):relu():mm(W2) + b2
-    local loss = (pred - y):pow(2):mean()
-    return loss
-  end
+    return (pred - y):pow(2):mean()
+  end, {x, y}
+end}
+
+-- W6: a small CNN, forward + backward (conv2d, max_pool2d and cross_entropy come from the conv and
+-- loss work; until they are in, W6 is skipped).
+workloads[#workloads + 1] = {name = "W6", title = "small_cnn fwd+bwd", target = 400,
+  needs = {"conv2d", "max_pool2d", "cross_entropy"}, setup = function()
+  local x = torch.randn(8, 1, 28, 28)
+  local labels = torch.tensor({1, 2, 3, 4, 5, 6, 7, 8}, {dtype = "int64"})
+  local conv_w, conv_b = leaf(torch.randn(8, 1, 3, 3) * 0.3), leaf(torch.zeros(8))
+  local fc_w, fc_b = leaf(torch.randn(10, 1568) * 0.02), leaf(torch.zeros(10))
+  return function(x, labels)
+    for _, p in ipairs({conv_w, conv_b, fc_w, fc_b}) do p.grad = nil end
+    local h = torch.conv2d(x, conv_w, conv_b, {padding = 1}):relu()
+    h = torch.max_pool2d(h, 2):reshape(8, 1568)
+    local loss = torch.cross_entropy(torch.linear(h, fc_w, fc_b), labels)
+    loss:backward()
+  end, {x, labels}
 end}
 
 -- W6: the lecture's small CNN, forward + backward: batch 8 of 1x28x28 -> conv2d(1->8, 3x3,
@@ -97,39 +124,108 @@ local function percentile_sorted(values, q)
   return values[math.max(1, math.floor(#values * q + 0.5))]
 end
 
--- Time `step`: calibrate a sample to ~20 ms, then take `samples` samples (µs per iteration).
-local function measure(step, samples)
+-- How many calls of `step` take ~20 ms.
+local function calibrate(step)
   local clock = torch.perf_counter
   for _ = 1, 20 do step() end
   local iterations = 1
   while true do
     local t0 = clock()
     for _ = 1, iterations do step() end
-    if clock() - t0 > 0.02 then break end
+    if clock() - t0 > 0.02 then return iterations end
     iterations = iterations * 2
   end
-  local per_iteration = {}
-  for s = 1, samples do
-    local t0 = clock()
-    for _ = 1, iterations do step() end
-    per_iteration[s] = (clock() - t0) / iterations * 1e6
+end
+
+-- Time the steps, samples interleaved; returns per step {min, median} in µs per iteration.
+local function measure(steps, samples)
+  local clock = torch.perf_counter
+  local iterations, times = {}, {}
+  for i, step in ipairs(steps) do
+    iterations[i] = calibrate(step)
+    times[i] = {}
   end
-  table.sort(per_iteration)
-  return per_iteration[1], percentile_sorted(per_iteration, 0.5), iterations
+  for s = 1, samples do
+    for i, step in ipairs(steps) do
+      local n = iterations[i]
+      local t0 = clock()
+      for _ = 1, n do step() end
+      times[i][s] = (clock() - t0) / n * 1e6
+    end
+  end
+  local results = {}
+  for i = 1, #steps do
+    table.sort(times[i])
+    results[i] = {times[i][1], percentile_sorted(times[i], 0.5)}
+  end
+  return results
+end
+
+-- PyTorch's columns: bench_torch.py prints "W1 eager <min> <median>" and "W1 script <min> <median>".
+local function pytorch_times(names, samples)
+  local here = (arg and arg[0] or ""):match("^(.*[/\\])") or (debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "./")
+  local script = here .. "bench_torch.py"
+  local probe = io.popen("python3 -c 'import torch' 2>&1 && echo TORCH_OK")
+  local found = probe and probe:read("a") or ""
+  if probe then probe:close() end
+  if not found:find("TORCH_OK", 1, true) then return nil, "PyTorch is not installed (Debian: python3-torch); its columns are skipped" end
+  local pipe = io.popen(("OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX} python3 '%s' %d %s 2>&1"):format(
+    script, samples, table.concat(names, " ")))
+  local out = pipe:read("a")
+  pipe:close()
+  local times = {}
+  for name, mode, min, median in out:gmatch("(W%d+) (%a+) ([%d%.]+) ([%d%.]+)") do
+    times[name] = times[name] or {}
+    times[name][mode] = {tonumber(min), tonumber(median)}
+  end
+  if next(times) == nil then return nil, "PyTorch run failed: " .. out:sub(1, 200) end
+  return times
 end
 
 local wanted = {}
 for _, name in ipairs({...}) do wanted[name:upper()] = true end
 local samples = tonumber(os.getenv("TAPEDECK_BENCH_SAMPLES")) or 25
 
-torch.manual_seed(0)
-print(("%-4s %-32s %10s %10s %10s %8s"):format("", "workload", "min µs", "median µs", "target", "iters"))
+local selected = {}
 for _, w in ipairs(workloads) do
-  if next(wanted) == nil or wanted[w.name] then
-    local step = w.setup()
-    local min, median, iterations = measure(step, samples)
-    local verdict = min <= w.target and "" or "  (over target)"
-    print(("%-4s %-32s %10.2f %10.2f %10.1f %8d%s"):format(w.name, w.title, min, median, w.target, iterations, verdict))
-    collectgarbage()
-  end
+  if next(wanted) == nil or wanted[w.name] then selected[#selected + 1] = w end
 end
+
+local torch_names = {}
+for _, w in ipairs(selected) do torch_names[#torch_names + 1] = w.name end
+local torch_times, torch_note = pytorch_times(torch_names, samples)
+
+torch.manual_seed(0)
+local header = ("%-3s %-30s %18s %18s %8s %7s %14s %10s"):format("", "workload", "eager min/median", "frozen min/median",
+  "speedup", "target", "peak KiB e/f", "max|diff|")
+if torch_times then header = header .. ("  %18s %18s"):format("torch eager", "torchscript") end
+print(header)
+for _, w in ipairs(selected) do
+  local missing
+  for _, fn in ipairs(w.needs or {}) do if not torch[fn] then missing = fn end end
+  if missing then
+    print(("%-3s %-30s skipped: torch.%s is not in this build"):format(w.name, w.title, missing))
+  else
+    local step, args = w.setup()
+    args = args or {}
+    local n = #args
+    local frozen = torch.freeze{name = w.name, strict = true, step, table.unpack(args, 1, n)}
+    local eager_step = function() step(table.unpack(args, 1, n)) end
+    local frozen_step = function() frozen(table.unpack(args, 1, n)) end
+    local t = measure({eager_step, frozen_step}, samples)
+    local report = frozen:timeit(1)
+    local eager, fr = t[1], t[2]
+    local verdict = fr[1] <= w.target and "" or " (over)"
+    local line = ("%-3s %-30s %8.2f /%8.2f %8.2f /%8.2f %7.2fx %6.1f%s %6.1f/%6.1f %10.2g"):format(w.name, w.title,
+      eager[1], eager[2], fr[1], fr[2], eager[1] / fr[1], w.target, verdict, report.eager_peak_bytes / 1024,
+      report.frozen_peak_bytes / 1024, report.max_diff)
+    local pt = torch_times and torch_times[w.name]
+    if pt then
+      local function cell(m) return m and ("%8.2f /%8.2f"):format(m[1], m[2]) or ("%18s"):format("-") end
+      line = line .. "  " .. cell(pt.eager) .. " " .. cell(pt.script)
+    end
+    print(line)
+  end
+  collectgarbage()
+end
+if torch_note then print(torch_note) end

@@ -126,9 +126,13 @@ void backward(const Tensor& root, const Tensor* grad) {
         if (!any) continue;
         g_recording.group_node = n;
 
-        for (Output& out : n->outputs)
-            if (out.pending.defined() && out.requires_grad && (n->is_leaf() || n->retains_grad))
-                accumulate_grad(out, out.pending, first_serial);
+        for (int i = 0; i < n->outputs.size(); ++i) {
+            Output& out = n->outputs[i];
+            if (!out.pending.defined() || !out.requires_grad || !(n->is_leaf() || n->retains_grad)) continue;
+            int64_t first_id = tape_next_id();
+            accumulate_grad(out, out.pending, first_serial);
+            engine_notify_grad(n, i, out.pending, first_id, tape_next_id());
+        }
         if (!n->tracks_grad) continue;
 
         fail_if_saved_changed(n);

@@ -2,7 +2,7 @@
 //
 // [SECTION] helpers        dtype dispatch, Eigen maps, the broadcast row walker, dim splits
 // [SECTION] creation       tensor zeros ones full rand randn eye arange
-// [SECTION] elementwise    binary (broadcast), scalar, unary, activation derivatives
+// [SECTION] elementwise    the math once (functors, span functions), the kernels, elementwise_math()
 // [SECTION] products       mm bmm
 // [SECTION] convolution    conv2d and its two backward ops (im2col + GEMM), max_pool2d and its backward
 // [SECTION] layout         transpose view expand sum_to cat narrow narrow_backward
@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "elementwise.h"
 #include "kernels_cpu.h"
 #include "tape.h"
 
@@ -189,25 +190,6 @@ void inplace_loop(const Value& x, const Value& y, F f) {
     }
 }
 
-// out = f(x) elementwise.
-template <class T, class F>
-void unary_loop(const Value& x, const Value& o, F f) {
-    const T* px = x.data<T>();
-    T* po = o.data<T>();
-    int64_t n = o.numel();
-    for (int64_t i = 0; i < n; ++i) po[i] = f(px[i]);
-}
-
-// out = f(a, b) for two inputs of the same shape (the activation derivatives).
-template <class T, class F>
-void pair_loop(const Value& a, const Value& b, const Value& o, F f) {
-    const T* pa = a.data<T>();
-    const T* pb = b.data<T>();
-    T* po = o.data<T>();
-    int64_t n = o.numel();
-    for (int64_t i = 0; i < n; ++i) po[i] = f(pa[i], pb[i]);
-}
-
 // Whether v replaces best in a running maximum: larger, or the first NaN (NaN propagates, as in
 // PyTorch). Ties keep the first. Bitwise, not short-circuit: a loop over it has no data-dependent
 // branch, and can vectorise.
@@ -286,155 +268,211 @@ void cpu_arange(const KernelCall& c) {
 
 // ============================================================================================
 // [SECTION] elementwise
+//
+// The math of each elementwise op is written once, as a functor (binary ops, which broadcast) or
+// a span function (out[i] = f(in[0][i], in[1][i]) over n contiguous elements). The kernels below
+// run it over whole tensors; elementwise_math() hands the same span functions to freeze's fused
+// loops (plan.cpp), so a fused chain computes exactly what the ops compute one by one.
 
-void cpu_add(const KernelCall& c) {
-    DISPATCH_ALL(out(c).dtype, binary_loop<T>(in(c, 0), in(c, 1), out(c), [](T a, T b) { return a + b; }));
+namespace {
+
+struct AddMath { template <class T> T operator()(T a, T b) const { return a + b; } };
+struct SubMath { template <class T> T operator()(T a, T b) const { return a - b; } };
+struct MulMath { template <class T> T operator()(T a, T b) const { return a * b; } };
+struct DivMath { template <class T> T operator()(T a, T b) const { return a / b; } };
+struct PowMath { template <class T> T operator()(T a, T b) const { return std::pow(a, b); } };
+struct EqMath { template <class T> bool operator()(T a, T b) const { return a == b; } };
+struct LtMath { template <class T> bool operator()(T a, T b) const { return a < b; } };
+struct LeMath { template <class T> bool operator()(T a, T b) const { return a <= b; } };
+struct GtMath { template <class T> bool operator()(T a, T b) const { return a > b; } };
+struct GeMath { template <class T> bool operator()(T a, T b) const { return a >= b; } };
+
+// A relation as a value: 1 where it holds, else 0.
+template <class Relation>
+struct HoldsMath {
+    template <class T> T operator()(T a, T b) const { return T(Relation()(a, b) ? 1 : 0); }
+};
+
+// masked_fill: s where the mask is nonzero, else x.
+template <class T>
+struct MaskedFillMath {
+    T s;
+    T operator()(T x, T m) const { return m != T(0) ? s : x; }
+};
+
+template <class T, class F>
+void span_binary(const T* const* in, T* out, int64_t n, F f) {
+    const T* a = in[0];
+    const T* b = in[1];
+    for (int64_t i = 0; i < n; ++i) out[i] = f(a[i], b[i]);
 }
 
-void cpu_sub(const KernelCall& c) {
-    DISPATCH_ALL(out(c).dtype, binary_loop<T>(in(c, 0), in(c, 1), out(c), [](T a, T b) { return a - b; }));
+#define SPAN(name) template <class T> void name(const T* const* in, T* out, int64_t n, const OpAttrs& a)
+#define X ConstArrayMap<T>(in[0], n)
+#define Y ArrayMap<T>(out, n)
+
+SPAN(span_add) { (void)a; span_binary(in, out, n, AddMath()); }
+SPAN(span_sub) { (void)a; span_binary(in, out, n, SubMath()); }
+SPAN(span_mul) { (void)a; span_binary(in, out, n, MulMath()); }
+SPAN(span_div) { (void)a; span_binary(in, out, n, DivMath()); }
+SPAN(span_pow_tensor) { (void)a; span_binary(in, out, n, PowMath()); }
+SPAN(span_eq) { (void)a; span_binary(in, out, n, HoldsMath<EqMath>()); }
+SPAN(span_lt) { (void)a; span_binary(in, out, n, HoldsMath<LtMath>()); }
+SPAN(span_le) { (void)a; span_binary(in, out, n, HoldsMath<LeMath>()); }
+SPAN(span_gt) { (void)a; span_binary(in, out, n, HoldsMath<GtMath>()); }
+SPAN(span_ge) { (void)a; span_binary(in, out, n, HoldsMath<GeMath>()); }
+SPAN(span_masked_fill) { span_binary(in, out, n, MaskedFillMath<T>{static_cast<T>(a.scalar)}); }
+
+SPAN(span_add_scalar) { Y = X + static_cast<T>(a.scalar); }
+SPAN(span_mul_scalar) { Y = X * static_cast<T>(a.scalar); }
+SPAN(span_div_scalar) { Y = X / static_cast<T>(a.scalar); }
+SPAN(span_rsub_scalar) { Y = static_cast<T>(a.scalar) - X; }
+SPAN(span_rdiv_scalar) { Y = static_cast<T>(a.scalar) / X; }
+SPAN(span_pow) {
+    double p = a.scalar;
+    if (p == 2) Y = X.square();
+    else if (p == 1) Y = X;
+    else if (p == 0.5) Y = X.sqrt();
+    else if (p == 3) Y = X.cube();
+    else Y = X.pow(static_cast<T>(p));
+}
+SPAN(span_neg) { (void)a; Y = -X; }
+SPAN(span_exp) { (void)a; Y = X.exp(); }
+SPAN(span_log) { (void)a; Y = X.log(); }
+SPAN(span_sqrt) { (void)a; Y = X.sqrt(); }
+SPAN(span_abs) { (void)a; Y = X.abs(); }
+SPAN(span_sign) {
+    (void)a;
+    for (int64_t i = 0; i < n; ++i) out[i] = T((in[0][i] > 0) - (in[0][i] < 0));
+}
+SPAN(span_tanh) { (void)a; Y = X.tanh(); }
+SPAN(span_sigmoid) { (void)a; Y = X.logistic(); }
+SPAN(span_relu) {   // NaN stays NaN, as in PyTorch
+    (void)a;
+    for (int64_t i = 0; i < n; ++i) out[i] = in[0][i] < 0 ? T(0) : in[0][i];
+}
+SPAN(span_clamp) {
+    T lo = std::isfinite(a.lo) || std::is_floating_point<T>::value ? static_cast<T>(a.lo)
+                                                                   : std::numeric_limits<T>::lowest();
+    T hi = std::isfinite(a.hi) || std::is_floating_point<T>::value ? static_cast<T>(a.hi)
+                                                                   : std::numeric_limits<T>::max();
+    for (int64_t i = 0; i < n; ++i) out[i] = std::min(std::max(in[0][i], lo), hi);
+}
+SPAN(span_tanh_backward) {   // grad * (1 - y^2)
+    (void)a;
+    for (int64_t i = 0; i < n; ++i) out[i] = in[0][i] * (T(1) - in[1][i] * in[1][i]);
+}
+SPAN(span_sigmoid_backward) {   // grad * y * (1 - y)
+    (void)a;
+    for (int64_t i = 0; i < n; ++i) out[i] = in[0][i] * in[1][i] * (T(1) - in[1][i]);
+}
+SPAN(span_relu_backward) {   // grad where y > 0
+    (void)a;
+    for (int64_t i = 0; i < n; ++i) out[i] = in[1][i] > 0 ? in[0][i] : T(0);
+}
+SPAN(span_clamp_backward) {   // grad where lo <= x <= hi
+    double lo = a.lo, hi = a.hi;
+    for (int64_t i = 0; i < n; ++i) {
+        double v = static_cast<double>(in[1][i]);
+        out[i] = v >= lo && v <= hi ? in[0][i] : T(0);
+    }
 }
 
-void cpu_mul(const KernelCall& c) {
-    DISPATCH_ALL(out(c).dtype, binary_loop<T>(in(c, 0), in(c, 1), out(c), [](T a, T b) { return a * b; }));
+#undef SPAN
+#undef X
+#undef Y
+
+// An op whose inputs and output all have the output's shape: the span function over everything.
+template <class T>
+void run_span(void (*span)(const T* const*, T*, int64_t, const OpAttrs&), const KernelCall& c) {
+    const T* inputs[2] = {in(c, 0).data<T>(), c.n_inputs > 1 ? in(c, 1).data<T>() : nullptr};
+    span(inputs, out(c).data<T>(), out(c).numel(), c.attrs);
 }
+
+}  // namespace
+
+#define FLOAT_SPAN_KERNEL(op) \
+    void cpu_##op(const KernelCall& c) { DISPATCH_FLOAT(#op, out(c).dtype, run_span<T>(span_##op<T>, c)); }
+#define ANY_SPAN_KERNEL(op) \
+    void cpu_##op(const KernelCall& c) { DISPATCH_ALL(out(c).dtype, run_span<T>(span_##op<T>, c)); }
+
+void cpu_add(const KernelCall& c) { DISPATCH_ALL(out(c).dtype, binary_loop<T>(in(c, 0), in(c, 1), out(c), AddMath())); }
+void cpu_sub(const KernelCall& c) { DISPATCH_ALL(out(c).dtype, binary_loop<T>(in(c, 0), in(c, 1), out(c), SubMath())); }
+void cpu_mul(const KernelCall& c) { DISPATCH_ALL(out(c).dtype, binary_loop<T>(in(c, 0), in(c, 1), out(c), MulMath())); }
 
 void cpu_div(const KernelCall& c) {
-    DISPATCH_FLOAT("div", out(c).dtype,
-                   binary_loop<T>(in(c, 0), in(c, 1), out(c), [](T a, T b) { return a / b; }));
+    DISPATCH_FLOAT("div", out(c).dtype, binary_loop<T>(in(c, 0), in(c, 1), out(c), DivMath()));
 }
 
 void cpu_pow_tensor(const KernelCall& c) {
-    DISPATCH_FLOAT("pow_tensor", out(c).dtype,
-                   binary_loop<T>(in(c, 0), in(c, 1), out(c), [](T a, T b) { return std::pow(a, b); }));
+    DISPATCH_FLOAT("pow_tensor", out(c).dtype, binary_loop<T>(in(c, 0), in(c, 1), out(c), PowMath()));
 }
 
-// Comparisons give 1 or 0 in the (float) output dtype; `holds(a, b)` is the relation.
+// Comparisons give 1 or 0 in the (float) output dtype.
 template <typename Relation>
-void compare_kernel(const KernelCall& c, const char* name, Relation holds) {
+void compare_kernel(const KernelCall& c, const char* name) {
     if (in(c, 0).dtype == out(c).dtype) {
-        DISPATCH_FLOAT(name, out(c).dtype,
-                       binary_loop<T>(in(c, 0), in(c, 1), out(c), [holds](T a, T b) { return T(holds(a, b) ? 1 : 0); }));
+        DISPATCH_FLOAT(name, out(c).dtype, binary_loop<T>(in(c, 0), in(c, 1), out(c), HoldsMath<Relation>()));
         return;
     }
     // int64 inputs, float32 result: compare as int64, then convert.
     Value as_int = value_new(out(c).shape, DTYPE_I64);
-    binary_loop<int64_t>(in(c, 0), in(c, 1), as_int, [holds](int64_t a, int64_t b) { return int64_t(holds(a, b)); });
+    binary_loop<int64_t>(in(c, 0), in(c, 1), as_int, HoldsMath<Relation>());
     for (int64_t i = 0; i < as_int.numel(); ++i) out(c).data<float>()[i] = static_cast<float>(as_int.data<int64_t>()[i]);
 }
 
-void cpu_eq(const KernelCall& c) { compare_kernel(c, "eq", [](auto a, auto b) { return a == b; }); }
-void cpu_lt(const KernelCall& c) { compare_kernel(c, "lt", [](auto a, auto b) { return a < b; }); }
-void cpu_le(const KernelCall& c) { compare_kernel(c, "le", [](auto a, auto b) { return a <= b; }); }
-void cpu_gt(const KernelCall& c) { compare_kernel(c, "gt", [](auto a, auto b) { return a > b; }); }
-void cpu_ge(const KernelCall& c) { compare_kernel(c, "ge", [](auto a, auto b) { return a >= b; }); }
+void cpu_eq(const KernelCall& c) { compare_kernel<EqMath>(c, "eq"); }
+void cpu_lt(const KernelCall& c) { compare_kernel<LtMath>(c, "lt"); }
+void cpu_le(const KernelCall& c) { compare_kernel<LeMath>(c, "le"); }
+void cpu_gt(const KernelCall& c) { compare_kernel<GtMath>(c, "gt"); }
+void cpu_ge(const KernelCall& c) { compare_kernel<GeMath>(c, "ge"); }
 
 // The mask has x's dtype (ops::masked_fill converts it); nonzero means fill.
 void cpu_masked_fill(const KernelCall& c) {
-    DISPATCH_ALL(out(c).dtype, T s = static_cast<T>(c.attrs.scalar);
-                 binary_loop<T>(in(c, 0), in(c, 1), out(c), [s](T x, T m) { return m != T(0) ? s : x; }));
+    DISPATCH_ALL(out(c).dtype,
+                 binary_loop<T>(in(c, 0), in(c, 1), out(c), MaskedFillMath<T>{static_cast<T>(c.attrs.scalar)}));
 }
 
-void cpu_add_scalar(const KernelCall& c) {
-    DISPATCH_ALL(out(c).dtype, T s = static_cast<T>(c.attrs.scalar);
-                 array_of<T>(out(c)) = const_array_of<T>(in(c, 0)) + s);
-}
+ANY_SPAN_KERNEL(add_scalar)
+ANY_SPAN_KERNEL(mul_scalar)
+FLOAT_SPAN_KERNEL(div_scalar)
+ANY_SPAN_KERNEL(rsub_scalar)
+FLOAT_SPAN_KERNEL(rdiv_scalar)
+FLOAT_SPAN_KERNEL(pow)
+ANY_SPAN_KERNEL(neg)
+FLOAT_SPAN_KERNEL(exp)
+FLOAT_SPAN_KERNEL(log)
+FLOAT_SPAN_KERNEL(sqrt)
+ANY_SPAN_KERNEL(abs)
+ANY_SPAN_KERNEL(sign)
+FLOAT_SPAN_KERNEL(tanh)
+FLOAT_SPAN_KERNEL(sigmoid)
+ANY_SPAN_KERNEL(relu)
+ANY_SPAN_KERNEL(clamp)
+FLOAT_SPAN_KERNEL(tanh_backward)
+FLOAT_SPAN_KERNEL(sigmoid_backward)
+ANY_SPAN_KERNEL(relu_backward)
+ANY_SPAN_KERNEL(clamp_backward)
 
-void cpu_mul_scalar(const KernelCall& c) {
-    DISPATCH_ALL(out(c).dtype, T s = static_cast<T>(c.attrs.scalar);
-                 array_of<T>(out(c)) = const_array_of<T>(in(c, 0)) * s);
-}
+#undef FLOAT_SPAN_KERNEL
+#undef ANY_SPAN_KERNEL
 
-void cpu_div_scalar(const KernelCall& c) {
-    DISPATCH_FLOAT("div_scalar", out(c).dtype, T s = static_cast<T>(c.attrs.scalar);
-                   array_of<T>(out(c)) = const_array_of<T>(in(c, 0)) / s);
-}
-
-void cpu_rsub_scalar(const KernelCall& c) {
-    DISPATCH_ALL(out(c).dtype, T s = static_cast<T>(c.attrs.scalar);
-                 array_of<T>(out(c)) = s - const_array_of<T>(in(c, 0)));
-}
-
-void cpu_rdiv_scalar(const KernelCall& c) {
-    DISPATCH_FLOAT("rdiv_scalar", out(c).dtype, T s = static_cast<T>(c.attrs.scalar);
-                   array_of<T>(out(c)) = s / const_array_of<T>(in(c, 0)));
-}
-
-void cpu_pow(const KernelCall& c) {
-    double p = c.attrs.scalar;
-    DISPATCH_FLOAT("pow", out(c).dtype, {
-        auto x = const_array_of<T>(in(c, 0));
-        auto y = array_of<T>(out(c));
-        if (p == 2) y = x.square();
-        else if (p == 1) y = x;
-        else if (p == 0.5) y = x.sqrt();
-        else if (p == 3) y = x.cube();
-        else y = x.pow(static_cast<T>(p));
-    });
-}
-
-void cpu_neg(const KernelCall& c) { DISPATCH_ALL(out(c).dtype, array_of<T>(out(c)) = -const_array_of<T>(in(c, 0))); }
-
-void cpu_exp(const KernelCall& c) {
-    DISPATCH_FLOAT("exp", out(c).dtype, array_of<T>(out(c)) = const_array_of<T>(in(c, 0)).exp());
-}
-
-void cpu_log(const KernelCall& c) {
-    DISPATCH_FLOAT("log", out(c).dtype, array_of<T>(out(c)) = const_array_of<T>(in(c, 0)).log());
-}
-
-void cpu_sqrt(const KernelCall& c) {
-    DISPATCH_FLOAT("sqrt", out(c).dtype, array_of<T>(out(c)) = const_array_of<T>(in(c, 0)).sqrt());
-}
-
-void cpu_abs(const KernelCall& c) { DISPATCH_ALL(out(c).dtype, array_of<T>(out(c)) = const_array_of<T>(in(c, 0)).abs()); }
-
-void cpu_sign(const KernelCall& c) {
-    DISPATCH_ALL(out(c).dtype, unary_loop<T>(in(c, 0), out(c), [](T x) { return T((x > 0) - (x < 0)); }));
-}
-
-void cpu_tanh(const KernelCall& c) {
-    DISPATCH_FLOAT("tanh", out(c).dtype, array_of<T>(out(c)) = const_array_of<T>(in(c, 0)).tanh());
-}
-
-void cpu_sigmoid(const KernelCall& c) {
-    DISPATCH_FLOAT("sigmoid", out(c).dtype, array_of<T>(out(c)) = const_array_of<T>(in(c, 0)).logistic());
-}
-
-void cpu_relu(const KernelCall& c) {   // NaN stays NaN, as in PyTorch
-    DISPATCH_ALL(out(c).dtype, unary_loop<T>(in(c, 0), out(c), [](T x) { return x < 0 ? T(0) : x; }));
-}
-
-void cpu_clamp(const KernelCall& c) {
-    DISPATCH_ALL(out(c).dtype, {
-        T lo = std::isfinite(c.attrs.lo) || std::is_floating_point<T>::value ? static_cast<T>(c.attrs.lo)
-                                                                            : std::numeric_limits<T>::lowest();
-        T hi = std::isfinite(c.attrs.hi) || std::is_floating_point<T>::value ? static_cast<T>(c.attrs.hi)
-                                                                            : std::numeric_limits<T>::max();
-        unary_loop<T>(in(c, 0), out(c), [lo, hi](T x) { return std::min(std::max(x, lo), hi); });
-    });
-}
-
-void cpu_tanh_backward(const KernelCall& c) {
-    DISPATCH_FLOAT("tanh_backward", out(c).dtype,
-                   pair_loop<T>(in(c, 0), in(c, 1), out(c), [](T g, T y) { return g * (T(1) - y * y); }));
-}
-
-void cpu_sigmoid_backward(const KernelCall& c) {
-    DISPATCH_FLOAT("sigmoid_backward", out(c).dtype,
-                   pair_loop<T>(in(c, 0), in(c, 1), out(c), [](T g, T y) { return g * y * (T(1) - y); }));
-}
-
-void cpu_relu_backward(const KernelCall& c) {
-    DISPATCH_ALL(out(c).dtype, pair_loop<T>(in(c, 0), in(c, 1), out(c), [](T g, T y) { return y > 0 ? g : T(0); }));
-}
-
-void cpu_clamp_backward(const KernelCall& c) {
-    double lo = c.attrs.lo, hi = c.attrs.hi;
-    DISPATCH_ALL(out(c).dtype, pair_loop<T>(in(c, 0), in(c, 1), out(c), [lo, hi](T g, T x) {
-        double v = static_cast<double>(x);
-        return v >= lo && v <= hi ? g : T(0);
-    }));
+const ElementwiseMath* elementwise_math(OpId op) {
+#define MATH(name, arity)                                                           \
+    case OP_##name: {                                                               \
+        static const ElementwiseMath math{arity, span_##name<float>, span_##name<double>}; \
+        return &math;                                                               \
+    }
+    switch (op) {
+        MATH(add, 2) MATH(sub, 2) MATH(mul, 2) MATH(div, 2) MATH(pow_tensor, 2)
+        MATH(eq, 2) MATH(lt, 2) MATH(le, 2) MATH(gt, 2) MATH(ge, 2) MATH(masked_fill, 2)
+        MATH(add_scalar, 1) MATH(mul_scalar, 1) MATH(div_scalar, 1) MATH(rsub_scalar, 1) MATH(rdiv_scalar, 1)
+        MATH(pow, 1) MATH(neg, 1) MATH(exp, 1) MATH(log, 1) MATH(sqrt, 1) MATH(abs, 1) MATH(sign, 1)
+        MATH(tanh, 1) MATH(sigmoid, 1) MATH(relu, 1) MATH(clamp, 1)
+        MATH(tanh_backward, 2) MATH(sigmoid_backward, 2) MATH(relu_backward, 2) MATH(clamp_backward, 2)
+        default: return nullptr;
+    }
+#undef MATH
 }
 
 // ============================================================================================
@@ -442,20 +480,38 @@ void cpu_clamp_backward(const KernelCall& c) {
 
 namespace {
 
-// C = op(A) op(B) for row-major A (a_rows x a_cols) and B. Eigen picks GEMV or GEMM at run time;
-// measured here, that beats its coefficient-based lazyProduct even for 20x20 by 20x1.
+// C = op(A) op(B) (or C += ..., `accumulate`) for row-major A (a_rows x a_cols) and B. Eigen picks
+// GEMV or GEMM at run time; measured here, that beats its coefficient-based lazyProduct even for
+// 20x20 by 20x1.
 template <class T>
 void matmul_into(T* c, const T* a, const T* b, int64_t a_rows, int64_t a_cols, int64_t b_rows, int64_t b_cols,
-                 bool ta, bool tb) {
+                 bool ta, bool tb, bool accumulate) {
     using Matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
     Eigen::Map<const Matrix> A(a, a_rows, a_cols), B(b, b_rows, b_cols);
     int64_t m = ta ? a_cols : a_rows, k = ta ? a_rows : a_cols, n = tb ? b_rows : b_cols;
     Eigen::Map<Matrix> C(c, m, n);
-    if (k == 0) C.setZero();
-    else if (!ta && !tb) C.noalias() = A * B;
-    else if (ta && !tb) C.noalias() = A.transpose() * B;
-    else if (!ta && tb) C.noalias() = A * B.transpose();
-    else C.noalias() = A.transpose() * B.transpose();
+    if (k == 0) {
+        if (!accumulate) C.setZero();
+    } else if (k == 1) {   // an outer product (RNN weight gradients): GEMM's packing costs more than it
+        const T* col = a;   // op(A) is m x 1: A's elements in order either way
+        const T* row = b;   // op(B) is 1 x n: B's elements in order either way
+        for (int64_t i = 0; i < m; ++i) {
+            T* c_row = c + i * n;
+            T s = col[i];
+            if (accumulate) for (int64_t j = 0; j < n; ++j) c_row[j] += s * row[j];
+            else for (int64_t j = 0; j < n; ++j) c_row[j] = s * row[j];
+        }
+    } else if (accumulate) {
+        if (!ta && !tb) C.noalias() += A * B;
+        else if (ta && !tb) C.noalias() += A.transpose() * B;
+        else if (!ta && tb) C.noalias() += A * B.transpose();
+        else C.noalias() += A.transpose() * B.transpose();
+    } else {
+        if (!ta && !tb) C.noalias() = A * B;
+        else if (ta && !tb) C.noalias() = A.transpose() * B;
+        else if (!ta && tb) C.noalias() = A * B.transpose();
+        else C.noalias() = A.transpose() * B.transpose();
+    }
 }
 
 }  // namespace
@@ -464,7 +520,7 @@ void cpu_mm(const KernelCall& c) {
     const Value &a = in(c, 0), &b = in(c, 1);
     DISPATCH_FLOAT("mm", out(c).dtype,
                    matmul_into<T>(out(c).data<T>(), a.data<T>(), b.data<T>(), a.shape[0], a.shape[1], b.shape[0],
-                                  b.shape[1], c.attrs.trans_a, c.attrs.trans_b));
+                                  b.shape[1], c.attrs.trans_a, c.attrs.trans_b, c.attrs.accumulate));
 }
 
 void cpu_bmm(const KernelCall& c) {
@@ -473,7 +529,8 @@ void cpu_bmm(const KernelCall& c) {
     int64_t a_size = a.shape[1] * a.shape[2], b_size = b.shape[1] * b.shape[2], o_size = o.shape[1] * o.shape[2];
     DISPATCH_FLOAT("bmm", o.dtype, for (int64_t i = 0; i < batch; ++i) {
         matmul_into<T>(o.data<T>() + i * o_size, a.data<T>() + i * a_size, b.data<T>() + i * b_size, a.shape[1],
-                       a.shape[2], b.shape[1], b.shape[2], c.attrs.trans_a, c.attrs.trans_b);
+                       a.shape[2], b.shape[1], b.shape[2], c.attrs.trans_a, c.attrs.trans_b,
+                       c.attrs.accumulate);
     });
 }
 

@@ -79,6 +79,7 @@ std::string op_describe_attrs(OpId op, const OpAttrs& a) {
             std::string s;
             if (a.trans_a) s += "Aᵀ";
             if (a.trans_b) s += std::string(s.empty() ? "" : " ") + "Bᵀ";
+            if (a.accumulate) s += std::string(s.empty() ? "" : " ") + "+=";
             return s;
         }
         case ATTRS_NARROW:

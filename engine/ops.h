@@ -52,6 +52,7 @@ struct OpAttrs {
     bool all = false;                                           // reduce every element / squeeze all size-1 dims
     bool keepdim = false;
     bool trans_a = false, trans_b = false;                      // mm/bmm: read A or B transposed
+    bool accumulate = false;                                    // mm/bmm: Y += A B (freeze's in-place gradients)
     int64_t start = 0, length = 0;                              // narrow
     int kernel = 0, stride = 1, padding = 0;                    // conv2d / pooling windows (square)
     Reduction reduction = REDUCTION_MEAN;                       // losses

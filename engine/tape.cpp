@@ -36,6 +36,8 @@ struct EngineState {
     bool grad_enabled = true;
     std::vector<Observer> observers;
     int next_observer_handle = 1;
+    GradObserver grad_observer = nullptr;
+    void* grad_observer_user = nullptr;
     SourceLocator locator = nullptr;
     void* locator_user = nullptr;
     std::mt19937_64 rng{5489u};
@@ -65,6 +67,17 @@ void engine_unobserve(int handle) {
             return;
         }
     }
+}
+
+bool engine_observed() { return !g.observers.empty(); }
+
+void engine_observe_grads(GradObserver observer, void* user) {
+    g.grad_observer = observer;
+    g.grad_observer_user = user;
+}
+
+void engine_notify_grad(Node* node, int output, const Tensor& grad, int64_t first_id, int64_t end_id) {
+    if (g.grad_observer) g.grad_observer(node, output, grad, first_id, end_id, g.grad_observer_user);
 }
 
 void engine_set_locator(SourceLocator locator, void* user) {
@@ -370,6 +383,32 @@ Tensor op_call(OpId op, const Tensor* const* inputs, int n_inputs, const OpAttrs
 
     exec_node(node);
     node->attrs.init_values = nullptr;   // only valid during the call
+    return result;
+}
+
+Tensor tape_record_prepared(OpId op, const OpAttrs& attrs, const Value* inputs, const int64_t* input_ids,
+                            int n_inputs, const Value* outputs, int n_outputs, Phase phase, SourceLoc where) {
+    Node* node = new Node();
+    Tensor result(node, 0);
+    node->id = g.next_id++;
+    node->op = op;
+    node->phase = phase;
+    node->attrs = attrs;
+    node->attrs.init_values = nullptr;
+    node->where = where;
+    node->inputs.resize(n_inputs);
+    for (int i = 0; i < n_inputs; ++i) {
+        Edge& e = node->inputs[i];
+        e.id = input_ids ? input_ids[i] : 0;
+        e.value = inputs[i];
+        e.version = e.value.storage ? e.value.storage->version : 0;
+    }
+    node->outputs.resize(n_outputs);
+    for (int i = 0; i < n_outputs; ++i) {
+        node->outputs[i].value = outputs[i];
+        node->outputs[i].version = outputs[i].storage ? outputs[i].storage->version : 0;
+    }
+    tape_append(node);
     return result;
 }
 

@@ -160,6 +160,15 @@ enum HookEvent : uint8_t { HOOK_BEFORE, HOOK_AFTER };
 typedef void (*NodeObserver)(Node* node, HookEvent event, void* user);
 int engine_observe(NodeObserver observer, void* user);   // returns a handle for unobserve
 void engine_unobserve(int handle);
+bool engine_observed();   // whether any observer is attached (plan_run then goes through exec_node)
+
+// Gradient accumulation can be watched too (freeze turns it into a step of its own). Called by
+// backward() right after node->outputs[output].grad received `grad`; the nodes with ids in
+// [first_id, end_id) were recorded by that accumulation itself (an add_, or a clone).
+typedef void (*GradObserver)(Node* node, int output, const Tensor& grad, int64_t first_id, int64_t end_id,
+                             void* user);
+void engine_observe_grads(GradObserver observer, void* user);   // one at a time; nullptr stops
+void engine_notify_grad(Node* node, int output, const Tensor& grad, int64_t first_id, int64_t end_id);
 
 // Where the current op call comes from (the Lua bindings install one that reads the Lua stack).
 typedef SourceLoc (*SourceLocator)(void* user);
@@ -174,6 +183,13 @@ Tensor op_call(OpId op, const Tensor* const* inputs, int n_inputs, const OpAttrs
                const std::shared_ptr<CustomFunction>* custom = nullptr);
 // Run a recorded node: observers before, the kernel, observers after. The only place kernels run.
 void exec_node(Node* node);
+
+// Record a node whose input and output values are already there: no dtype conversion, no shape
+// rule, no allocation, no autograd, and it is not run (the caller may run it with exec_node).
+// plan_run uses it for its steps under an observer and for the tensors a frozen call hands back.
+// input_ids[i] is the id of the node that made input i (0: none); input_ids may be null.
+Tensor tape_record_prepared(OpId op, const OpAttrs& attrs, const Value* inputs, const int64_t* input_ids,
+                            int n_inputs, const Value* outputs, int n_outputs, Phase phase, SourceLoc where);
 
 // What the recording is inside of. The backward pass sets both: its nodes get phase BACKWARD,
 // the group and the source line of the forward node they differentiate, and are kept by it.

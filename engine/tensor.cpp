@@ -94,6 +94,7 @@ struct StoragePool {
     size_t cached_bytes = 0;
     size_t allocated_total = 0;
     size_t live_bytes = 0;
+    size_t peak_bytes = 0;
     uint64_t next_serial = 1;
 
     ~StoragePool() { drop_all(); }
@@ -146,6 +147,7 @@ Storage* storage_new(size_t bytes, Device device) {
     s->bytes = rounded;
     p.allocated_total += rounded;
     p.live_bytes += rounded;
+    if (p.live_bytes > p.peak_bytes) p.peak_bytes = p.live_bytes;
     return s;
 }
 
@@ -159,6 +161,8 @@ void storage_free(Storage* s) {
 
 size_t storage_bytes_allocated_total() { return pool().allocated_total; }
 size_t storage_bytes_live() { return pool().live_bytes; }
+size_t storage_bytes_peak() { return pool().peak_bytes; }
+void storage_peak_reset() { pool().peak_bytes = pool().live_bytes; }
 uint64_t storage_next_serial() { return pool().next_serial; }
 
 // ---------------------------------------------------------------------------------------------

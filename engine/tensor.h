@@ -67,6 +67,8 @@ Storage* storage_new(size_t bytes, Device device);   // refcount 1, contents uni
 void storage_free(Storage* storage);
 size_t storage_bytes_allocated_total();               // running total, for Lua's collector
 size_t storage_bytes_live();                          // bytes held by live storages right now
+size_t storage_bytes_peak();                          // the most bytes live since storage_peak_reset()
+void storage_peak_reset();                            // peak := live now (to measure one run)
 uint64_t storage_next_serial();                       // the serial the next storage will get
 
 inline void ref_retain(Storage* s) { ++s->refcount; }

@@ -24,6 +24,7 @@
 
 #include "dot_export.h"
 #include "format.h"
+#include "plan.h"
 #include "tapedeck_lua.h"
 
 using namespace td;
@@ -783,6 +784,7 @@ int l_item(lua_State* L) {
     if (x.numel() != 1)
         engine_fail("item: tensor #%lld has %lld elements (shape %s); item() needs exactly one",
                     static_cast<long long>(x.id()), static_cast<long long>(x.numel()), x.shape().str().c_str());
+    if (plan_recording()) plan_record_note_values(x, locate_in_lua(nullptr), "item()");
     push_element(L, x.value(), 0);
     return 1;
 }
@@ -802,9 +804,46 @@ void push_nested(lua_State* L, const Value& v, int dim, int64_t offset) {
 }
 
 int l_totable(lua_State* L) {
-    push_nested(L, check_tensor(L, 1).value(), 0, 0);
+    Tensor& x = check_tensor(L, 1);
+    if (plan_recording()) plan_record_note_values(x, locate_in_lua(nullptr), "totable()");
+    push_nested(L, x.value(), 0, 0);
     return 1;
 }
+
+// a < b and a <= b (also a > b, a >= b, which Lua turns around): one-element tensors or numbers,
+// a boolean. While freezing, the truth is a guard (it may decide an if).
+int compare_scalars(lua_State* L, CompareOp op) {
+    Tensor* a = test_tensor(L, 1);
+    Tensor* b = test_tensor(L, 2);
+    const char* symbol = op == COMPARE_LT ? "<" : "<=";
+    auto scalar = [&](int idx, Tensor* t) {
+        if (!t) return check_number(L, idx, "operand");
+        if (t->numel() != 1)
+            engine_fail("compare: tensor #%lld has %lld elements; %s needs one (use lt/le/gt/ge for elementwise "
+                        "comparisons)",
+                        static_cast<long long>(t->id()), static_cast<long long>(t->numel()), symbol);
+        return value_get(t->value(), 0);
+    };
+    double x = scalar(1, a), y = scalar(2, b);
+    bool truth = op == COMPARE_LT ? x < y : x <= y;
+    if (plan_recording()) {
+        auto side = [&](Tensor* t, double v) {
+            if (t) return "#" + std::to_string(t->id());
+            char buffer[32];
+            snprintf(buffer, sizeof buffer, "%.6g", v);
+            return std::string(buffer);
+        };
+        std::string text = side(a, x) + " " + symbol + " " + side(b, y);
+        Tensor* subject = a ? a : b;
+        Tensor* other = a ? b : nullptr;
+        plan_record_note_compare(*subject, op, a == nullptr, other, a ? y : x, truth, locate_in_lua(nullptr), text);
+    }
+    lua_pushboolean(L, truth);
+    return 1;
+}
+
+int l_less(lua_State* L) { return compare_scalars(L, COMPARE_LT); }
+int l_less_equal(lua_State* L) { return compare_scalars(L, COMPARE_LE); }
 
 int l_backward(lua_State* L) {
     Tensor root = check_tensor(L, 1);   // a copy: the pass must not see x rebased under it
@@ -864,6 +903,7 @@ int tensor_field(lua_State* L) {
     if (strcmp(key, "shape") == 0) {
         push_shape(L, t.shape());
     } else if (strcmp(key, "grad") == 0) {
+        if (plan_recording()) plan_record_note_grad_read(t, out.grad, locate_in_lua(nullptr));
         if (out.grad.defined()) push_tensor(L, out.grad);
         else lua_pushnil(L);
     } else if (strcmp(key, "requires_grad") == 0) {
@@ -906,6 +946,11 @@ int tensor_newindex(lua_State* L) {
         set_requires_grad(t, lua_toboolean(L, 3));
     } else if (key && strcmp(key, "grad") == 0) {
         Output& out = t.node->outputs[t.output];
+        if (plan_recording()) {
+            if (lua_isnil(L, 3)) plan_record_note_grad_clear(t, locate_in_lua(nullptr));
+            else plan_record_refuse("the function assigns a tensor to .grad (" + where_at(L, 1) +
+                                    "); a plan can clear gradients (x.grad = nil) and accumulate them (backward), not set them");
+        }
         if (lua_isnil(L, 3)) {
             out.grad = Tensor();
         } else {
@@ -1029,10 +1074,18 @@ int l_perf_counter(lua_State* L) {
     return 1;
 }
 
-int l_memory(lua_State* L) {   // bytes held by tensor storages, and the number of live nodes
+// bytes held by tensor storages, the number of live nodes, and the most bytes held since
+// torch.reset_peak_memory()
+int l_memory(lua_State* L) {
     lua_pushinteger(L, static_cast<lua_Integer>(storage_bytes_live()));
     lua_pushinteger(L, tape_live_count());
-    return 2;
+    lua_pushinteger(L, static_cast<lua_Integer>(storage_bytes_peak()));
+    return 3;
+}
+
+int l_reset_peak_memory(lua_State*) {
+    storage_peak_reset();
+    return 0;
 }
 
 int node_tostring(lua_State* L) {
@@ -1076,13 +1129,14 @@ const Binding torch_only[] = {
     {"cat", l_cat}, {"no_grad", l_no_grad}, {"scope", l_scope}, {"enable_grad", l_enable_grad},
     {"is_grad_enabled", l_is_grad_enabled}, {"set_grad_enabled", l_set_grad_enabled},
     {"graph", l_graph}, {"tape", l_tape}, {"graphviz", l_graphviz}, {"is_tensor", l_is_tensor},
-    {"perf_counter", l_perf_counter}, {"memory", l_memory}, {"backward", l_backward},
+    {"perf_counter", l_perf_counter}, {"memory", l_memory}, {"reset_peak_memory", l_reset_peak_memory}, {"backward", l_backward},
     {nullptr, nullptr},
 };
 
 const Binding tensor_metamethods[] = {
     {"__add", l_add}, {"__sub", l_sub}, {"__mul", l_mul}, {"__div", l_div}, {"__pow", l_pow},
     {"__unm", l_neg}, {"__tostring", tensor_tostring}, {"__len", tensor_len},
+    {"__lt", l_less}, {"__le", l_less_equal},
     {"__newindex", tensor_newindex},
     {nullptr, nullptr},
 };
@@ -1178,6 +1232,7 @@ void tapedeck_open(lua_State* L) {
     register_bindings(L, tensor_functions);
     register_bindings(L, torch_only);
     tapedeck_open_function(L);
+    tapedeck_open_plan(L);
     lua_pushstring(L, "0.1");
     lua_setfield(L, -2, "version");
     lua_setglobal(L, "torch");

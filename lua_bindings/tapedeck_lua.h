@@ -25,3 +25,8 @@ constexpr const char* TAPEDECK_LIBRARY_CHUNK = "=tapedeck/";
 void tapedeck_open_function(lua_State* L);
 // "file.lua:12" of the innermost Lua frame at or above `level` (empty when none).
 std::string tapedeck_where(lua_State* L, int level);
+// Adds torch.freeze, save_plan, load_plan, save_npy, load_npy to the torch table on top of the
+// stack, and the frozen function's metatable (lua_plan.cpp).
+void tapedeck_open_plan(lua_State* L);
+// Whether the value at idx is a frozen function (from torch.freeze or torch.load_plan).
+bool tapedeck_is_frozen(lua_State* L, int idx);

@@ -1,6 +1,7 @@
 // commands.cpp: ':' commands. Adding one = one row in `commands` and its function.
 #include "commands.h"
 
+#include <cctype>
 #include <cstdio>
 #include <lua.hpp>
 #include <vector>
@@ -78,10 +79,101 @@ bool cmd_dot(lua_State* L, const std::string& args) {
 
 bool cmd_quit(lua_State*, const std::string&) { return false; }
 
+// The frozen function an expression names, left on the stack; false (message printed) otherwise.
+bool frozen_for(lua_State* L, const std::string& expression, const char* command) {
+    if (expression.empty()) {
+        fprintf(stderr, ":%s needs a frozen function, as in  :%s f\n", command, command);
+        return false;
+    }
+    if (!repl_eval(L, expression)) return false;
+    if (!tapedeck_is_frozen(L, -1)) {
+        fprintf(stderr, "'%s' is a %s, not a frozen function (make one with :freeze or torch.freeze)\n",
+                expression.c_str(), luaL_typename(L, -1));
+        lua_pop(L, 1);
+        return false;
+    }
+    return true;
+}
+
+// Calls method `name` of the frozen function on top of the stack with `args` (Lua code, may be
+// empty), leaving one result; false (error printed) on failure. Pops the frozen function.
+bool call_frozen_method(lua_State* L, const char* name, const std::string& args) {
+    lua_setglobal(L, "_tapedeck_frozen");
+    bool ok = repl_eval(L, "_tapedeck_frozen:" + std::string(name) + "(" + args + ")");
+    lua_pushnil(L);
+    lua_setglobal(L, "_tapedeck_frozen");
+    return ok;
+}
+
+// :freeze f = expr, args...   is   f = torch.freeze{name = "f", expr, args...}, then a summary.
+bool cmd_freeze(lua_State* L, const std::string& args) {
+    size_t equals = args.find('=');
+    std::string name = equals == std::string::npos ? "" : trim(args.substr(0, equals));
+    std::string rest = equals == std::string::npos ? "" : trim(args.substr(equals + 1));
+    bool is_name = !name.empty() && (isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_');
+    for (char c : name) is_name = is_name && (isalnum(static_cast<unsigned char>(c)) || c == '_');
+    if (!is_name || rest.empty()) {
+        fprintf(stderr, ":freeze needs a name, a function and its arguments, as in  :freeze f = step, x, y\n");
+        return true;
+    }
+    std::string code = name + " = torch.freeze{name = \"" + name + "\", " + rest + "}";
+    if (repl_run_chunk(L, code, "=stdin", false) != LUA_OK) return true;
+    if (!frozen_for(L, name, "freeze")) return true;
+    if (!call_frozen_method(L, "stats", "")) return true;
+    auto field = [&](const char* key) {
+        lua_getfield(L, -1, key);
+        double v = lua_tonumber(L, -1);
+        lua_pop(L, 1);
+        return v;
+    };
+    printf("%s: %g nodes recorded -> %g steps (%g fused groups), %g guards; buffers %.1f KiB, eager peak %.1f KiB\n",
+           name.c_str(), field("recorded_nodes"), field("steps"), field("fused_groups"), field("guards"),
+           field("buffer_bytes") / 1024, field("eager_peak_bytes") / 1024);
+    lua_pop(L, 1);
+    return true;
+}
+
+bool cmd_plan(lua_State* L, const std::string& args) {
+    if (!frozen_for(L, args, "plan")) return true;
+    if (!call_frozen_method(L, "plan", "")) return true;
+    fputs(lua_tostring(L, -1), stdout);
+    lua_pop(L, 1);
+    return true;
+}
+
+// :timeit f [N]: eager vs frozen on the last call's arguments, from the same state (put back after).
+bool cmd_timeit(lua_State* L, const std::string& args) {
+    std::string expression = args, count = "1000";
+    size_t space = args.find_last_of(" \t");
+    if (space != std::string::npos && args.find_first_not_of("0123456789", space + 1) == std::string::npos) {
+        expression = trim(args.substr(0, space));
+        count = args.substr(space + 1);
+    }
+    if (!frozen_for(L, expression, "timeit")) return true;
+    if (!call_frozen_method(L, "timeit", count)) return true;
+    auto field = [&](const char* key) {
+        lua_getfield(L, -1, key);
+        double v = lua_tonumber(L, -1);
+        lua_pop(L, 1);
+        return v;
+    };
+    double eager_peak = field("eager_peak_bytes"), frozen_peak = field("frozen_peak_bytes");
+    printf("%s: %s calls each, on its last arguments (µs per call, min / median)\n", expression.c_str(), count.c_str());
+    printf("  eager   %10.2f / %-10.2f  peak %9.1f KiB\n", field("eager_min_us"), field("eager_median_us"), eager_peak / 1024);
+    printf("  frozen  %10.2f / %-10.2f  peak %9.1f KiB\n", field("frozen_min_us"), field("frozen_median_us"), frozen_peak / 1024);
+    printf("  speedup %.2fx (min)   memory %.2fx   max |diff| %g (outputs, gradients, parameters)\n", field("speedup"),
+           eager_peak > 0 ? frozen_peak / eager_peak : 0.0, field("max_diff"));
+    lua_pop(L, 1);
+    return true;
+}
+
 const Command commands[] = {
     {"help", "h", "", "list the commands", cmd_help},
     {"graph", "g", "[expr]", "the tape as a table (id, op, phase, inputs, shape, file:line); with expr, the graph of that tensor", cmd_graph},
     {"dot", nullptr, "[expr] file", "write the graph as .dot, or render .svg/.png/.pdf with Graphviz", cmd_dot},
+    {"freeze", nullptr, "f = fn, args...", "f = torch.freeze(fn, args...): run fn once, recording it, and compile the plan", cmd_freeze},
+    {"plan", nullptr, "f", "the frozen function's plan: passes, steps, fused groups, buffers, guards", cmd_plan},
+    {"timeit", nullptr, "f [N]", "eager vs frozen on the same graph: µs per call, speedup, peak memory, max |diff|", cmd_timeit},
     {"quit", "q", "", "leave tapedeck", cmd_quit},
 };
 

@@ -3,11 +3,13 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <lua.hpp>
 #include <string>
 #include <vector>
 
+#include "plan.h"
 #include "repl.h"
 #include "tapedeck_lua.h"
 
@@ -16,6 +18,7 @@ namespace {
 const char* const USAGE =
     "usage: tapedeck [options] [script.lua [args...]]   (script '-' is stdin)\n"
     "       tapedeck bench [workload...]\n"
+    "       tapedeck run-plan plan.tdp [--input name=file.npy ...] [--out dir]\n"
     "Options:\n"
     "  -i          run the script, then open the REPL with its globals\n"
     "  -e code     run code (may be given more than once)\n"
@@ -30,6 +33,91 @@ int subcommand_bench(lua_State* L, int argc, char** argv) {
     return repl_run_chunk(L, script, "", true, argc) == LUA_OK ? 0 : 1;
 }
 
+// `tapedeck run-plan plan.tdp --input x=x.npy --input y=y.npy --out results/`: runs a saved plan
+// once on .npy inputs (by name, or in order without a name) and writes what it returned
+// (output1.npy, ...), the gradients it accumulated (<name>.grad.npy) and the captured tensors as
+// they are after the call (<name>.npy: updated weights) into the out directory.
+int subcommand_run_plan(lua_State*, int argc, char** argv) {
+    const char* usage = "usage: tapedeck run-plan plan.tdp [--input name=file.npy ...] [--out dir]\n";
+    std::string plan_path, out_dir = ".";
+    std::vector<std::pair<std::string, std::string>> given;
+    for (int i = 0; i < argc; ++i) {
+        std::string a = argv[i];
+        if ((a == "--input" || a == "--out") && i + 1 >= argc) {
+            fprintf(stderr, "run-plan: %s needs a value\n%s", a.c_str(), usage);
+            return 2;
+        }
+        if (a == "--input") {
+            std::string spec = argv[++i];
+            size_t eq = spec.find('=');
+            given.emplace_back(eq == std::string::npos ? "" : spec.substr(0, eq), eq == std::string::npos ? spec : spec.substr(eq + 1));
+        } else if (a == "--out") {
+            out_dir = argv[++i];
+        } else if (plan_path.empty() && a[0] != '-') {
+            plan_path = a;
+        } else {
+            fprintf(stderr, "run-plan: unknown argument '%s'\n%s", a.c_str(), usage);
+            return 2;
+        }
+    }
+    if (plan_path.empty()) {
+        fputs(usage, stderr);
+        return 2;
+    }
+    try {
+        td::PlanPasses passes;
+        std::unique_ptr<td::Plan> recorded = td::plan_load(plan_path, &passes);
+        std::unique_ptr<td::Plan> plan = td::plan_compile(*recorded, passes);
+        std::vector<td::Tensor> inputs(plan->inputs.size());
+        size_t next_positional = 0;
+        for (const auto& g : given) {
+            size_t k = next_positional;
+            if (!g.first.empty()) {
+                for (k = 0; k < plan->inputs.size() && plan->inputs[k].name != g.first; ++k) {}
+                if (k == plan->inputs.size()) {
+                    std::string names;
+                    for (const td::PlanInput& in : plan->inputs) names += " " + in.name;
+                    td::engine_fail("run-plan: the plan has no input '%s' (its inputs:%s)", g.first.c_str(), names.c_str());
+                }
+            } else {
+                ++next_positional;
+            }
+            if (k >= inputs.size()) td::engine_fail("run-plan: more inputs than the plan takes (%zu)", inputs.size());
+            td::Value v = td::npy_load(g.second);
+            td::Tensor t = td::ops::create(td::OP_zeros, v.shape, v.dtype);
+            memcpy(t.value().raw(), v.raw(), static_cast<size_t>(v.numel()) * td::dtype_size(v.dtype));
+            inputs[k] = t;
+        }
+        for (size_t k = 0; k < inputs.size(); ++k)
+            if (!inputs[k].defined())
+                td::engine_fail("run-plan: input %zu (%s, %s %s) is missing: give --input %s=file.npy", k + 1,
+                                plan->inputs[k].name.c_str(), td::dtype_name(plan->inputs[k].dtype),
+                                plan->inputs[k].shape.str().c_str(), plan->inputs[k].name.c_str());
+        td::PlanRunResult result = td::plan_run(*plan, inputs);
+        if (!result.completed) td::engine_fail("run-plan: %s", result.reason.c_str());
+        std::string mkdir = "mkdir -p '" + out_dir + "'";
+        if (system(mkdir.c_str()) != 0) td::engine_fail("run-plan: cannot make %s", out_dir.c_str());
+        auto write = [&](const std::string& file, const td::Value& v) {
+            std::string path = out_dir + "/" + file;
+            td::npy_save(v, path);
+            printf("wrote %s  %s %s\n", path.c_str(), td::dtype_name(v.dtype), v.shape.str().c_str());
+        };
+        for (size_t k = 0; k < result.outputs.size(); ++k)
+            if (result.outputs[k].defined()) write("output" + std::to_string(k + 1) + ".npy", result.outputs[k].value());
+        for (size_t c = 0; c < plan->captured.size(); ++c) {
+            const td::Tensor& t = plan->captured[c].tensor;
+            std::string name = plan->captured[c].name.empty() ? "captured" + std::to_string(c + 1) : plan->captured[c].name;
+            write(name + ".npy", t.value());
+            const td::Tensor& grad = t.node->outputs[t.output].grad;
+            if (grad.defined()) write(name + ".grad.npy", grad.value());
+        }
+    } catch (const std::exception& e) {
+        fprintf(stderr, "%s\n", e.what());
+        return 1;
+    }
+    return 0;
+}
+
 struct Subcommand {
     const char* name;
     int (*run)(lua_State* L, int argc, char** argv);   // args after the subcommand's name
@@ -37,6 +125,7 @@ struct Subcommand {
 
 const Subcommand subcommands[] = {
     {"bench", subcommand_bench},
+    {"run-plan", subcommand_run_plan},
 };
 
 // The global `arg`: arg[0] is the script, arg[1..] its arguments, negative indices the rest.

@@ -1,0 +1,1536 @@
+// plan.cpp: freeze — record a run, compile it into a Plan, replay it (plan.h says the contract).
+//
+// [SECTION] helpers     keys, roots, what a step reads and writes, attrs equality
+// [SECTION] record      the node and gradient observers, plan_record_*
+// [SECTION] passes      dead nodes, common subexpressions, constants, fusion, gradients in place,
+//                       guard hoisting, liveness-based buffers; plan_compile
+// [SECTION] run         the run-time state, guards, fused loops, plan_check_inputs, plan_run
+// [SECTION] describe    plan_describe and the names of values and guards
+#include "plan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <unordered_map>
+
+#include "elementwise.h"
+
+namespace td {
+
+// ============================================================================================
+// [SECTION] helpers
+
+namespace {
+
+uint64_t value_key(int64_t node_id, int output) { return static_cast<uint64_t>(node_id) * 1024u + static_cast<uint64_t>(output); }
+
+int root_of(const Plan& plan, int v) {
+    while (plan.values[v].alias_of >= 0) v = plan.values[v].alias_of;
+    return v;
+}
+
+size_t value_bytes(const PlanValue& v) { return static_cast<size_t>(v.shape.numel()) * dtype_size(v.dtype); }
+
+bool is_random(OpId op) { return op == OP_rand || op == OP_randn; }
+
+// The root a step writes in place, or -1 (its own outputs are made, not written).
+int step_written_root(const Plan& plan, const PlanStep& s) {
+    if (s.kind == STEP_GRAD_ACCUMULATE || s.kind == STEP_GRAD_CLEAR) return plan.grad_targets[s.target].grad_value;
+    if (s.kind == STEP_KERNEL && s.into_grad >= 0) return plan.grad_targets[s.into_grad].grad_value;
+    if (s.kind == STEP_KERNEL && (op_info(s.op).flags & OPF_INPLACE)) return root_of(plan, s.inputs[0]);
+    return -1;
+}
+
+bool root_is_outside(const Plan& plan, int root) {
+    ValueKind k = plan.values[root].kind;
+    return k == VALUE_INPUT || k == VALUE_CAPTURED || k == VALUE_GRAD;
+}
+
+// Whether running the step changes anything a caller could see (or the random stream).
+bool step_is_effect(const Plan& plan, const PlanStep& s) {
+    if (s.kind == STEP_GUARD || s.kind == STEP_GRAD_ACCUMULATE || s.kind == STEP_GRAD_CLEAR) return true;
+    if (s.kind == STEP_KERNEL && is_random(s.op)) return true;
+    int written = step_written_root(plan, s);
+    return written >= 0 && root_is_outside(plan, written);
+}
+
+bool attrs_equal(const OpAttrs& a, const OpAttrs& b) {
+    auto same = [](double x, double y) { return x == y || (std::isnan(x) && std::isnan(y)); };
+    return same(a.scalar, b.scalar) && same(a.lo, b.lo) && same(a.hi, b.hi) && a.dim == b.dim && a.dim2 == b.dim2 &&
+           a.all == b.all && a.keepdim == b.keepdim && a.trans_a == b.trans_a && a.trans_b == b.trans_b &&
+           a.accumulate == b.accumulate && a.start == b.start && a.length == b.length && a.kernel == b.kernel &&
+           a.stride == b.stride && a.padding == b.padding && a.reduction == b.reduction && a.shape == b.shape &&
+           a.dtype == b.dtype;
+}
+
+int add_value(Plan& plan, ValueKind kind, int index, const Shape& shape, DType dtype, int64_t recorded_id) {
+    PlanValue v;
+    v.kind = kind;
+    v.index = index;
+    v.shape = shape;
+    v.dtype = dtype;
+    v.recorded_id = recorded_id;
+    plan.values.push_back(v);
+    return static_cast<int>(plan.values.size()) - 1;
+}
+
+// The node whose .grad a target is, for this call's inputs.
+Output& target_output(Plan& plan, int t, const std::vector<Tensor>& inputs) {
+    const GradTarget& target = plan.grad_targets[t];
+    Node* node = target.kind == VALUE_INPUT ? inputs[target.index].node.get() : plan.captured[target.index].tensor.node.get();
+    return node->outputs[target.output];
+}
+
+}  // namespace
+
+const Value& plan_captured_value(const PlanCaptured& captured) { return captured.tensor.value(); }
+
+// ============================================================================================
+// [SECTION] record
+
+namespace {
+
+struct Recorder {
+    std::unique_ptr<Plan> plan;
+    int observer = 0;
+    int64_t first_id = 0;                           // nodes from this id on were made by the recording
+    std::unordered_map<uint64_t, int> value_of;     // (node id, output) -> value
+    std::unordered_map<const Storage*, int> latest_by_storage;   // the last value seen with these bytes
+    std::vector<uint64_t> input_keys;
+    std::unordered_map<uint64_t, int> target_of;    // (leaf id, output) -> grad target
+    std::vector<bool> target_state_known;           // a clear or an accumulation fixed its .grad state
+    std::string refusal;
+    size_t live_at_begin = 0;
+};
+
+Recorder* g_recorder = nullptr;
+
+void refuse(Recorder& r, const std::string& why) {
+    if (r.refusal.empty()) r.refusal = why;
+}
+
+void remember_storage(Recorder& r, const Value& value, int v) {
+    if (value.storage) r.latest_by_storage[value.storage.get()] = v;
+}
+
+// The value for a tensor the recording reads: one it made or an input, else a new captured one.
+int value_for(Recorder& r, int64_t id, int output, const Value& value, Node* node) {
+    auto found = r.value_of.find(value_key(id, output));
+    if (found != r.value_of.end()) return found->second;
+    Plan& plan = *r.plan;
+    if (!node) node = tape_find(id);
+    PlanCaptured c;
+    if (node) c.tensor = Tensor(node, output);
+    else c.tensor = tape_record_prepared(OP_tensor, OpAttrs(), nullptr, nullptr, 0, &value, 1, PHASE_FORWARD, SourceLoc());
+    plan.captured.push_back(c);
+    int v = add_value(plan, VALUE_CAPTURED, static_cast<int>(plan.captured.size()) - 1, value.shape, value.dtype, id);
+    r.value_of[value_key(id, output)] = v;
+    remember_storage(r, value, v);
+    return v;
+}
+
+int value_for_tensor(Recorder& r, const Tensor& t) {
+    return value_for(r, t.node->id, t.output, t.value(), t.node.get());
+}
+
+PlanStep& add_step(Plan& plan, StepKind kind, OpId op, Phase phase, SourceLoc where, int64_t recorded_id) {
+    PlanStep s;
+    s.kind = kind;
+    s.op = op;
+    s.phase = phase;
+    s.where = where;
+    s.recorded_id = recorded_id;
+    plan.steps.push_back(s);
+    return plan.steps.back();
+}
+
+// The outputs of a custom function node are the values its own ops made (or were given): found
+// by their bytes, the latest value that has them with the same shape.
+void record_custom_outputs(Recorder& r, Node* node) {
+    for (int i = 0; i < node->outputs.size(); ++i) {
+        const Value& value = node->outputs[i].value;
+        auto found = r.latest_by_storage.find(value.storage.get());
+        int v = -1;
+        if (found != r.latest_by_storage.end()) {
+            const PlanValue& candidate = r.plan->values[found->second];
+            if (candidate.shape == value.shape && candidate.dtype == value.dtype) v = found->second;
+        }
+        if (v < 0) v = value_for(r, node->id, i, value, nullptr);
+        r.value_of[value_key(node->id, i)] = v;
+    }
+}
+
+void record_node(Node* node, HookEvent event, void*) {
+    Recorder& r = *g_recorder;
+    if (event != HOOK_AFTER || node->id < r.first_id) return;
+    Plan& plan = *r.plan;
+    ++plan.stats.recorded_nodes;
+    if (node->custom) {   // its own ops were recorded as they ran: replay those, not the Lua code
+        record_custom_outputs(r, node);
+        return;
+    }
+    const OpInfo& info = node->info();
+    std::string where = source_loc_str(node->where);
+    if (info.flags & OPF_CUSTOM) {
+        refuse(r, "node #" + std::to_string(node->id) + " (" + node->name() + ", " + where +
+                      ") runs code outside the op table and recorded no ops of its own; a plan cannot replay it");
+        return;
+    }
+    for (const Output& out : node->outputs)
+        if (out.value.storage && out.value.device() != DEVICE_CPU)
+            refuse(r, "node #" + std::to_string(node->id) + " (" + node->name() + ", " + where +
+                          ") runs on " + device_name(out.value.device()) + "; plans run on the CPU only");
+
+    if (node->op == OP_tensor) {   // values from Lua: a constant, copied each call (it may be changed in place)
+        const Value& made = node->outputs[0].value;
+        Value copy = value_new(made.shape, made.dtype);
+        std::memcpy(copy.raw(), made.raw(), static_cast<size_t>(made.numel()) * dtype_size(made.dtype));
+        plan.constants.push_back(copy);
+        int c = add_value(plan, VALUE_CONSTANT, static_cast<int>(plan.constants.size()) - 1, made.shape, made.dtype,
+                          node->id);
+        int v = add_value(plan, VALUE_STEP, -1, made.shape, made.dtype, node->id);
+        PlanStep& s = add_step(plan, STEP_KERNEL, OP_clone, node->phase, node->where, node->id);
+        s.inputs.push_back(c);
+        s.outputs.push_back(v);
+        r.value_of[value_key(node->id, 0)] = v;
+        remember_storage(r, made, v);
+        return;
+    }
+
+    std::vector<int> inputs;
+    for (const Edge& e : node->inputs) inputs.push_back(value_for(r, e.id, e.output, e.value, e.node.get()));
+    PlanStep& s = add_step(plan, STEP_KERNEL, node->op, node->phase, node->where, node->id);
+    s.attrs = node->attrs;
+    s.attrs.init_values = nullptr;
+    s.inputs = inputs;
+    for (int i = 0; i < node->outputs.size(); ++i) {
+        const Value& value = node->outputs[i].value;
+        int v = add_value(plan, VALUE_STEP, -1, value.shape, value.dtype, node->id);
+        if (i == 0 && (info.flags & (OPF_VIEW | OPF_INPLACE))) plan.values[v].alias_of = inputs[0];
+        plan.steps.back().outputs.push_back(v);
+        r.value_of[value_key(node->id, i)] = v;
+        remember_storage(r, value, v);
+    }
+}
+
+// The grad target for a leaf from outside (a captured tensor or an argument), made on first use.
+int target_for(Recorder& r, Node* leaf, int output) {
+    uint64_t key = value_key(leaf->id, output);
+    auto found = r.target_of.find(key);
+    if (found != r.target_of.end()) return found->second;
+    Plan& plan = *r.plan;
+    GradTarget t;
+    t.output = output;
+    auto input = std::find(r.input_keys.begin(), r.input_keys.end(), key);
+    if (input != r.input_keys.end()) {
+        t.kind = VALUE_INPUT;
+        t.index = static_cast<int>(input - r.input_keys.begin());
+    } else {
+        int v = value_for(r, leaf->id, output, leaf->outputs[output].value, leaf);
+        if (plan.values[v].kind != VALUE_CAPTURED) {
+            refuse(r, "the .grad of tensor #" + std::to_string(leaf->id) + " is used in a way a plan cannot replay");
+            return -1;
+        }
+        t.kind = VALUE_CAPTURED;
+        t.index = plan.values[v].index;
+    }
+    const Value& value = leaf->outputs[output].value;
+    int index = static_cast<int>(plan.grad_targets.size());
+    t.grad_value = add_value(plan, VALUE_GRAD, index, value.shape, value.dtype, leaf->id);
+    plan.grad_targets.push_back(t);
+    r.target_state_known.push_back(false);
+    r.target_of[key] = index;
+    return index;
+}
+
+bool made_by_recording(const Recorder& r, const Node* node) { return node->id >= r.first_id; }
+
+// backward() stored a gradient: for a leaf from outside, the add_ (or clone) it recorded becomes one
+// accumulation step, which at run time adds into .grad or creates it, whatever its state then.
+void record_grad(Node* node, int output, const Tensor& grad, int64_t first_id, int64_t end_id, void*) {
+    Recorder& r = *g_recorder;
+    if (made_by_recording(r, node)) return;   // a fresh node each call: its recorded steps are right as they are
+    Plan& plan = *r.plan;
+    while (!plan.steps.empty() && plan.steps.back().recorded_id >= first_id && plan.steps.back().recorded_id < end_id &&
+           plan.steps.back().kind == STEP_KERNEL)
+        plan.steps.pop_back();
+    int t = target_for(r, node, output);
+    if (t < 0) return;
+    int v = value_for_tensor(r, grad);
+    if (plan.values[v].dtype != plan.values[plan.grad_targets[t].grad_value].dtype) {
+        refuse(r, "a gradient of tensor #" + std::to_string(node->id) + " has another dtype than the tensor");
+        return;
+    }
+    PlanStep& s = add_step(plan, STEP_GRAD_ACCUMULATE, OP_add_, PHASE_BACKWARD, grad.node->where, grad.node->id);
+    s.target = t;
+    s.inputs.push_back(v);
+    r.target_state_known[t] = true;
+    const Tensor& stored = node->outputs[output].grad;
+    if (stored.defined()) r.value_of[value_key(stored.node->id, stored.output)] = plan.grad_targets[t].grad_value;
+}
+
+void add_guard_step(Plan& plan, PlanGuard guard) {
+    plan.guards.push_back(guard);
+    PlanStep& s = add_step(plan, STEP_GUARD, OP_clone, PHASE_FORWARD, guard.where, 0);
+    s.target = static_cast<int>(plan.guards.size()) - 1;
+    s.inputs.push_back(guard.value);
+    if (guard.other_value >= 0) s.inputs.push_back(guard.other_value);
+}
+
+}  // namespace
+
+void plan_record_begin(const std::string& name, const std::vector<Tensor>& inputs,
+                       const std::vector<std::string>& input_names, SourceLoc where) {
+    if (g_recorder) engine_fail("freeze: already recording a function (one at a time)");
+    auto r = std::make_unique<Recorder>();
+    r->plan = std::make_unique<Plan>();
+    Plan& plan = *r->plan;
+    plan.name = name;
+    plan.where = where;
+    plan.grad_mode = grad_enabled();
+    r->first_id = tape_next_id();
+    for (size_t k = 0; k < inputs.size(); ++k) {
+        const Tensor& t = inputs[k];
+        PlanInput in;
+        in.name = k < input_names.size() ? input_names[k] : "argument " + std::to_string(k + 1);
+        in.shape = t.shape();
+        in.dtype = t.dtype();
+        in.device = t.value().device();
+        in.requires_grad = t.requires_grad();
+        if (t.requires_grad() && !t.node->is_leaf())
+            engine_fail("freeze: %s (argument %zu) is part of a graph (it requires grad and is not a leaf); detach it, "
+                        "or freeze the code that made it too",
+                        in.name.c_str(), k + 1);
+        plan.inputs.push_back(in);
+        int v = add_value(plan, VALUE_INPUT, static_cast<int>(k), t.shape(), t.dtype(), t.id());
+        uint64_t key = value_key(t.node->id, t.output);
+        r->value_of[key] = v;
+        r->input_keys.push_back(key);
+        remember_storage(*r, t.value(), v);
+    }
+    r->live_at_begin = storage_bytes_live();
+    storage_peak_reset();
+    g_recorder = r.release();
+    g_recorder->observer = engine_observe(record_node, nullptr);
+    engine_observe_grads(record_grad, nullptr);
+}
+
+bool plan_recording() { return g_recorder != nullptr; }
+
+void plan_record_note_values(const Tensor& t, SourceLoc where, const std::string& text) {
+    if (!g_recorder || !t.defined()) return;
+    PlanGuard g;
+    g.kind = GUARD_VALUES;
+    g.value = value_for_tensor(*g_recorder, t);
+    for (int64_t i = 0; i < t.numel(); ++i) g.expected.push_back(value_get(t.value(), i));
+    g.where = where;
+    g.text = text;
+    add_guard_step(*g_recorder->plan, g);
+}
+
+void plan_record_note_compare(const Tensor& t, CompareOp op, bool swapped, const Tensor* other, double other_number,
+                              bool truth, SourceLoc where, const std::string& text) {
+    if (!g_recorder || !t.defined()) return;
+    PlanGuard g;
+    g.kind = GUARD_COMPARE;
+    g.value = value_for_tensor(*g_recorder, t);
+    g.compare = op;
+    g.swapped = swapped;
+    if (other && other->defined()) g.other_value = value_for_tensor(*g_recorder, *other);
+    g.other_number = other_number;
+    g.truth = truth;
+    g.where = where;
+    g.text = text;
+    add_guard_step(*g_recorder->plan, g);
+}
+
+void plan_record_note_grad_read(const Tensor& leaf, const Tensor& grad, SourceLoc where) {
+    if (!g_recorder || !leaf.defined()) return;
+    Recorder& r = *g_recorder;
+    if (made_by_recording(r, leaf.node.get())) return;
+    int t = target_for(r, leaf.node.get(), leaf.output);
+    if (t < 0) return;
+    if (!r.target_state_known[t]) {   // the state it had when the call began: checked before running
+        PlanGuard g;
+        g.kind = GUARD_GRAD_STATE;
+        g.target = t;
+        g.defined = grad.defined();
+        g.where = where;
+        g.text = "grad";
+        r.plan->guards.push_back(g);
+        r.target_state_known[t] = true;
+    }
+    if (grad.defined()) r.value_of[value_key(grad.node->id, grad.output)] = r.plan->grad_targets[t].grad_value;
+}
+
+void plan_record_note_grad_clear(const Tensor& leaf, SourceLoc where) {
+    if (!g_recorder || !leaf.defined()) return;
+    Recorder& r = *g_recorder;
+    if (made_by_recording(r, leaf.node.get())) {
+        refuse(r, "the function sets .grad = nil on tensor #" + std::to_string(leaf.id()) + " (" + source_loc_str(where) +
+                      "), which it made itself; a plan can only clear the .grad of its arguments and captured tensors");
+        return;
+    }
+    int t = target_for(r, leaf.node.get(), leaf.output);
+    if (t < 0) return;
+    PlanStep& s = add_step(*r.plan, STEP_GRAD_CLEAR, OP_zero_, PHASE_FORWARD, where, 0);
+    s.target = t;
+    r.target_state_known[t] = true;
+}
+
+void plan_record_refuse(const std::string& why) {
+    if (g_recorder) refuse(*g_recorder, why);
+}
+
+namespace {
+
+void record_stop() {
+    engine_unobserve(g_recorder->observer);
+    engine_observe_grads(nullptr, nullptr);
+}
+
+// Drop captured tensors nothing reads any more (a gradient's old tensor, replaced by its target).
+void prune_captured(Plan& plan) {
+    std::vector<bool> used(plan.captured.size(), false);
+    auto mark = [&](int v) {
+        if (v >= 0 && plan.values[v].kind == VALUE_CAPTURED) used[plan.values[v].index] = true;
+    };
+    for (const PlanStep& s : plan.steps)
+        for (int v : s.inputs) mark(v);
+    for (const PlanValue& v : plan.values)
+        if (v.alias_of >= 0) mark(v.alias_of);
+    for (const PlanOutput& o : plan.outputs) mark(o.value);
+    for (const PlanGuard& g : plan.guards) {
+        mark(g.value);
+        mark(g.other_value);
+    }
+    for (const GradTarget& t : plan.grad_targets)
+        if (t.kind == VALUE_CAPTURED) used[t.index] = true;
+    std::vector<int> renumber(plan.captured.size(), -1);
+    std::vector<PlanCaptured> kept;
+    for (size_t i = 0; i < plan.captured.size(); ++i) {
+        if (!used[i]) continue;
+        renumber[i] = static_cast<int>(kept.size());
+        kept.push_back(plan.captured[i]);
+    }
+    plan.captured = kept;
+    for (PlanValue& v : plan.values)
+        if (v.kind == VALUE_CAPTURED) v.index = renumber[v.index];
+    for (GradTarget& t : plan.grad_targets)
+        if (t.kind == VALUE_CAPTURED) t.index = renumber[t.index];
+}
+
+}  // namespace
+
+std::unique_ptr<Plan> plan_record_end(const std::vector<Tensor>& outputs) {
+    if (!g_recorder) engine_fail("freeze: not recording");
+    std::unique_ptr<Recorder> r(g_recorder);
+    for (const Tensor& t : outputs) {
+        PlanOutput o;
+        o.value = value_for_tensor(*r, t);
+        const Tensor& grad = t.node->outputs[t.output].grad;
+        if (grad.defined() && made_by_recording(*r, t.node.get())) o.grad_value = value_for_tensor(*r, grad);
+        r->plan->outputs.push_back(o);
+    }
+    record_stop();
+    g_recorder = nullptr;
+    if (!r->refusal.empty()) engine_fail("freeze: %s", r->refusal.c_str());
+    Plan& plan = *r->plan;
+    size_t peak = storage_bytes_peak();
+    plan.stats.eager_peak_bytes = peak > r->live_at_begin ? peak - r->live_at_begin : 0;
+    prune_captured(plan);
+    return std::move(r->plan);
+}
+
+void plan_record_abort() {
+    if (!g_recorder) return;
+    record_stop();
+    delete g_recorder;
+    g_recorder = nullptr;
+}
+
+// ============================================================================================
+// [SECTION] passes
+//
+// Steps stay in record order (a valid order, with every in-place write where the function made
+// it); the passes remove steps, replace values, merge elementwise steps into the last of them and
+// move guards up. What a root's bytes hold at a step is tracked as a version: the number of
+// in-place writes to that root so far, so no pass reads a value across a write to it.
+
+namespace {
+
+struct PassState {
+    Plan& plan;
+    explicit PassState(Plan& p) : plan(p) {}
+
+    int root(int v) const { return root_of(plan, v); }
+
+    // uses[v]: the steps (and outputs, guards) that read value v, counted.
+    std::vector<int> use_counts() const {
+        std::vector<int> uses(plan.values.size(), 0);
+        for (const PlanStep& s : plan.steps)
+            for (int v : s.inputs) ++uses[v];
+        for (const PlanValue& v : plan.values)
+            if (v.alias_of >= 0) ++uses[v.alias_of];
+        for (const PlanOutput& o : plan.outputs) {
+            ++uses[o.value];
+            if (o.grad_value >= 0) ++uses[o.grad_value];
+        }
+        return uses;
+    }
+
+    std::vector<int> producers() const {   // the step that makes each value, -1 for none
+        std::vector<int> made_by(plan.values.size(), -1);
+        for (size_t k = 0; k < plan.steps.size(); ++k)
+            for (int v : plan.steps[k].outputs) made_by[v] = static_cast<int>(k);
+        return made_by;
+    }
+
+    void remove_steps(const std::vector<bool>& drop) {
+        std::vector<PlanStep> kept;
+        for (size_t k = 0; k < plan.steps.size(); ++k)
+            if (!drop[k]) kept.push_back(std::move(plan.steps[k]));
+        plan.steps = std::move(kept);
+    }
+};
+
+// Dead-node elimination, backwards: a step stays when it has an effect outside the plan, or when
+// a later step, an output or a guard needs what it makes (or writes in place).
+void pass_dead_nodes(Plan& plan) {
+    PassState p(plan);
+    std::vector<bool> needed(plan.values.size(), false);
+    for (const PlanOutput& o : plan.outputs) {
+        needed[p.root(o.value)] = true;
+        if (o.grad_value >= 0) needed[p.root(o.grad_value)] = true;
+    }
+    std::vector<bool> drop(plan.steps.size(), false);
+    for (int k = static_cast<int>(plan.steps.size()) - 1; k >= 0; --k) {
+        const PlanStep& s = plan.steps[k];
+        int written = step_written_root(plan, s);
+        bool live = step_is_effect(plan, s) || (written >= 0 && needed[written]);
+        for (int v : s.outputs) live = live || needed[p.root(v)];
+        if (!live) {
+            drop[k] = true;
+            ++plan.stats.dead;
+            continue;
+        }
+        for (int v : s.outputs)
+            if (plan.values[v].alias_of < 0) needed[v] = false;   // made here: not needed before
+        for (int v : s.inputs) needed[p.root(v)] = true;
+        if (s.kind == STEP_GRAD_ACCUMULATE || s.into_grad >= 0) needed[written] = true;
+    }
+    p.remove_steps(drop);
+}
+
+// Common subexpressions: a kernel step with the same op, attributes and inputs (at the same
+// versions) as an earlier one is dropped and its outputs replaced by the earlier step's.
+void pass_common_subexpressions(Plan& plan) {
+    PassState p(plan);
+    std::vector<int> replace(plan.values.size());
+    for (size_t v = 0; v < replace.size(); ++v) replace[v] = static_cast<int>(v);
+    std::vector<uint32_t> version(plan.values.size(), 0);
+    struct Seen {
+        int step;
+        std::vector<uint32_t> versions;
+    };
+    std::vector<Seen> seen;
+    std::vector<bool> drop(plan.steps.size(), false);
+    for (size_t k = 0; k < plan.steps.size(); ++k) {
+        PlanStep& s = plan.steps[k];
+        for (int& v : s.inputs) v = replace[v];
+        bool candidate = s.kind == STEP_KERNEL && !is_random(s.op) && !(op_info(s.op).flags & (OPF_INPLACE | OPF_CUSTOM)) &&
+                         s.into_grad < 0;
+        if (candidate) {
+            std::vector<uint32_t> versions;
+            for (int v : s.inputs) versions.push_back(version[p.root(v)]);
+            const Seen* match = nullptr;
+            for (const Seen& e : seen) {
+                const PlanStep& o = plan.steps[e.step];
+                if (o.op == s.op && o.inputs == s.inputs && e.versions == versions && o.outputs.size() == s.outputs.size() &&
+                    attrs_equal(o.attrs, s.attrs)) {
+                    match = &e;
+                    break;
+                }
+            }
+            if (match) {
+                const PlanStep& o = plan.steps[match->step];
+                for (size_t i = 0; i < s.outputs.size(); ++i) replace[s.outputs[i]] = o.outputs[i];
+                drop[k] = true;
+                ++plan.stats.common;
+                continue;
+            }
+            seen.push_back({static_cast<int>(k), versions});
+        }
+        int written = step_written_root(plan, s);
+        if (written >= 0) ++version[written];
+    }
+    for (PlanValue& v : plan.values)
+        if (v.alias_of >= 0) v.alias_of = replace[v.alias_of];
+    for (PlanOutput& o : plan.outputs) {
+        o.value = replace[o.value];
+        if (o.grad_value >= 0) o.grad_value = replace[o.grad_value];
+    }
+    for (PlanGuard& g : plan.guards) {
+        if (g.value >= 0) g.value = replace[g.value];
+        if (g.other_value >= 0) g.other_value = replace[g.other_value];
+    }
+    p.remove_steps(drop);
+}
+
+// Constant folding: a kernel step whose inputs are all constants (and is not random, not in
+// place, and makes bytes nothing writes later) runs now; its outputs become constants. Captured
+// tensors are not constants: they may be updated in place between calls.
+void pass_constant_folding(Plan& plan) {
+    PassState p(plan);
+    std::vector<bool> written(plan.values.size(), false);
+    for (const PlanStep& s : plan.steps) {
+        int w = step_written_root(plan, s);
+        if (w >= 0) written[w] = true;
+    }
+    std::vector<bool> drop(plan.steps.size(), false);
+    for (size_t k = 0; k < plan.steps.size(); ++k) {
+        PlanStep& s = plan.steps[k];
+        const OpInfo& info = op_info(s.op);
+        if (s.kind != STEP_KERNEL || is_random(s.op) || (info.flags & (OPF_INPLACE | OPF_CUSTOM)) || s.into_grad >= 0)
+            continue;
+        bool foldable = true;
+        for (int v : s.inputs) foldable = foldable && plan.values[v].kind == VALUE_CONSTANT;
+        for (int v : s.outputs) foldable = foldable && !written[p.root(v)];
+        if (!foldable) continue;
+        std::vector<const Value*> inputs;
+        for (int v : s.inputs) inputs.push_back(&plan.constants[plan.values[v].index]);
+        std::vector<Value> outputs(s.outputs.size());
+        for (size_t i = 0; i < s.outputs.size(); ++i) {
+            const PlanValue& pv = plan.values[s.outputs[i]];
+            if (i == 0 && (info.flags & OPF_VIEW)) {
+                outputs[i] = *inputs[0];
+                outputs[i].shape = pv.shape;
+                outputs[i].dtype = pv.dtype;
+            } else {
+                outputs[i] = value_new(pv.shape, pv.dtype);
+            }
+        }
+        std::vector<Value*> output_pointers;
+        for (Value& v : outputs) output_pointers.push_back(&v);
+        KernelCall call{inputs.data(), static_cast<int>(inputs.size()), output_pointers.data(),
+                        static_cast<int>(outputs.size()), s.attrs, nullptr};
+        info.cpu_kernel(call);
+        for (size_t i = 0; i < s.outputs.size(); ++i) {
+            PlanValue& pv = plan.values[s.outputs[i]];
+            plan.constants.push_back(outputs[i]);
+            pv.kind = VALUE_CONSTANT;
+            pv.index = static_cast<int>(plan.constants.size()) - 1;
+            pv.alias_of = -1;
+        }
+        drop[k] = true;
+        ++plan.stats.folded;
+    }
+    p.remove_steps(drop);
+}
+
+// How input value `in` of a fused step broadcasts to the result's shape, or -1 when it cannot.
+int fused_input_mode(const PlanValue& in, const PlanValue& result) {
+    if (in.shape == result.shape) return FUSED_FULL;
+    if (in.shape.numel() == 1) return FUSED_SCALAR;
+    const Shape& a = in.shape;
+    const Shape& r = result.shape;
+    int first = 0;
+    while (first < a.ndim && a.dims[first] == 1) ++first;   // leading 1s broadcast
+    int n = a.ndim - first;
+    if (n > r.ndim) return -1;
+    for (int i = 0; i < n; ++i)
+        if (a.dims[first + i] != r.dims[r.ndim - n + i]) return -1;
+    return FUSED_ROW;
+}
+
+// Whether step s can be part of a fused group: an elementwise op on float values whose inputs
+// broadcast to its result in a way the fused loop reads.
+bool fusable(const Plan& plan, const PlanStep& s) {
+    if (s.kind != STEP_KERNEL || s.into_grad >= 0 || !elementwise_math(s.op)) return false;
+    const PlanValue& out = plan.values[s.outputs[0]];
+    if (s.outputs.size() != 1 || out.alias_of >= 0 || !dtype_is_float(out.dtype)) return false;
+    if (static_cast<int>(s.inputs.size()) != elementwise_math(s.op)->arity) return false;
+    for (int v : s.inputs)
+        if (plan.values[v].dtype != out.dtype || fused_input_mode(plan.values[v], out) < 0) return false;
+    return true;
+}
+
+constexpr int MAX_FUSED_OPS = 16;
+constexpr int MAX_FUSED_INPUTS = 8;
+
+// Elementwise fusion: a fusable step joins the group of an input's maker when that input is the
+// maker's full-shape result, read by nothing else, and nothing writes the group's inputs in
+// between. A group of two or more ops becomes one STEP_FUSED where its last op was.
+void pass_fusion(Plan& plan) {
+    PassState p(plan);
+    std::vector<int> uses = p.use_counts();
+    std::vector<bool> guarded(plan.values.size(), false);
+    for (const PlanGuard& g : plan.guards) {
+        if (g.value >= 0) guarded[g.value] = true;
+        if (g.other_value >= 0) guarded[g.other_value] = true;
+    }
+    std::vector<int> made_by = p.producers();
+    std::vector<int> group_of(plan.steps.size(), -1);      // group id = index of its last step
+    std::vector<std::vector<int>> members(plan.steps.size());
+    // writes_before[k][r]: how many in-place writes root r had had before step k
+    std::vector<int> writes(plan.values.size(), 0);
+    std::vector<std::vector<int>> writes_before(plan.steps.size());
+    for (size_t k = 0; k < plan.steps.size(); ++k) {
+        writes_before[k] = writes;   // copies: plans have hundreds of values at most per fused check
+        int w = step_written_root(plan, plan.steps[k]);
+        if (w >= 0) ++writes[w];
+    }
+    auto group_inputs = [&](const std::vector<int>& group) {
+        std::vector<int> inputs;
+        for (int k : group)
+            for (int v : plan.steps[k].inputs) {
+                int maker = made_by[v];
+                bool internal = maker >= 0 && std::find(group.begin(), group.end(), maker) != group.end();
+                if (!internal && std::find(inputs.begin(), inputs.end(), v) == inputs.end()) inputs.push_back(v);
+            }
+        return inputs;
+    };
+    for (size_t k = 0; k < plan.steps.size(); ++k) {
+        const PlanStep& s = plan.steps[k];
+        if (!fusable(plan, s)) continue;
+        std::vector<int> group{static_cast<int>(k)};
+        for (int v : s.inputs) {
+            int maker = made_by[v];
+            if (maker < 0 || group_of[maker] < 0 || uses[v] != 1 || guarded[v]) continue;
+            const PlanValue& value = plan.values[v];
+            if (value.shape != plan.values[s.outputs[0]].shape || value.dtype != plan.values[s.outputs[0]].dtype) continue;
+            std::vector<int>& other = members[group_of[maker]];
+            if (std::find(group.begin(), group.end(), other.front()) != group.end()) continue;   // already joined
+            std::vector<int> merged = group;
+            merged.insert(merged.end(), other.begin(), other.end());
+            if (static_cast<int>(merged.size()) > MAX_FUSED_OPS) continue;
+            std::vector<int> inputs = group_inputs(merged);
+            if (static_cast<int>(inputs.size()) > MAX_FUSED_INPUTS) continue;
+            bool unchanged = true;   // the moved ops' inputs are not written between them and here
+            for (int in : inputs) {
+                int r = p.root(in);
+                for (int m : other) unchanged = unchanged && writes_before[m][r] == writes_before[k][r];
+            }
+            if (!unchanged) continue;
+            group = merged;
+        }
+        std::sort(group.begin(), group.end());
+        for (int m : group) group_of[m] = static_cast<int>(k);
+        members[k] = group;
+    }
+    std::vector<bool> drop(plan.steps.size(), false);
+    for (size_t k = 0; k < plan.steps.size(); ++k) {
+        const std::vector<int>& group = members[k];
+        if (group.size() < 2 || group_of[k] != static_cast<int>(k)) continue;
+        PlanStep fused;
+        fused.kind = STEP_FUSED;
+        fused.op = plan.steps[k].op;
+        fused.phase = plan.steps[k].phase;
+        fused.where = plan.steps[k].where;
+        fused.recorded_id = plan.steps[k].recorded_id;
+        fused.inputs = group_inputs(group);
+        fused.outputs = plan.steps[k].outputs;
+        const PlanValue& result = plan.values[fused.outputs[0]];
+        for (int v : fused.inputs) fused.input_modes.push_back(static_cast<uint8_t>(fused_input_mode(plan.values[v], result)));
+        int n_inputs = static_cast<int>(fused.inputs.size());
+        for (size_t i = 0; i < group.size(); ++i) {
+            const PlanStep& m = plan.steps[group[i]];
+            FusedOp op;
+            op.op = m.op;
+            op.attrs = m.attrs;
+            op.recorded_id = m.recorded_id;
+            op.where = m.where;
+            for (size_t j = 0; j < m.inputs.size(); ++j) {
+                int v = m.inputs[j];
+                int maker = made_by[v];
+                auto at = std::find(group.begin(), group.end(), maker);
+                if (maker >= 0 && at != group.end()) op.operands[j] = n_inputs + static_cast<int>(at - group.begin());
+                else op.operands[j] = static_cast<int>(std::find(fused.inputs.begin(), fused.inputs.end(), v) - fused.inputs.begin());
+            }
+            fused.fused.push_back(op);
+            if (group[i] != static_cast<int>(k)) drop[group[i]] = true;
+        }
+        plan.stats.fused_ops += static_cast<int>(group.size());
+        ++plan.stats.fused_groups;
+        plan.steps[k] = fused;
+    }
+    p.remove_steps(drop);
+}
+
+// Gradients in place: an mm/bmm whose result only feeds a gradient accumulation writes straight
+// into the target's .grad (Y += A B when it exists), so the gradient never has a buffer of its own.
+void pass_gradients_in_place(Plan& plan) {
+    PassState p(plan);
+    std::vector<int> uses = p.use_counts();
+    std::vector<int> made_by = p.producers();
+    std::vector<bool> drop(plan.steps.size(), false);
+    for (size_t k = 0; k < plan.steps.size(); ++k) {
+        const PlanStep& a = plan.steps[k];
+        if (a.kind != STEP_GRAD_ACCUMULATE) continue;
+        int v = a.inputs[0];
+        int maker = made_by[v];
+        if (maker < 0 || uses[v] != 1 || plan.values[v].alias_of >= 0) continue;
+        PlanStep& m = plan.steps[maker];
+        if (m.kind != STEP_KERNEL || (m.op != OP_mm && m.op != OP_bmm) || m.into_grad >= 0) continue;
+        int grad_root = plan.grad_targets[a.target].grad_value;
+        bool untouched = true;   // nothing between reads or writes that .grad
+        for (size_t j = maker + 1; j < k && untouched; ++j) {
+            const PlanStep& s = plan.steps[j];
+            for (int in : s.inputs) untouched = untouched && p.root(in) != grad_root;
+            untouched = untouched && step_written_root(plan, s) != grad_root;
+        }
+        if (!untouched) continue;
+        m.into_grad = a.target;
+        drop[k] = true;
+        ++plan.stats.grads_in_place;
+    }
+    p.remove_steps(drop);
+}
+
+// Guards move up to right after the step that makes (or last writes) what they read, so that they
+// are checked before the plan changes anything outside it whenever the data allow.
+void pass_hoist_guards(Plan& plan) {
+    std::vector<PlanStep> steps;
+    for (PlanStep& s : plan.steps) {
+        if (s.kind != STEP_GUARD) {
+            steps.push_back(std::move(s));
+            continue;
+        }
+        size_t at = 0;   // insert after the last step that touches a root the guard reads
+        for (size_t j = 0; j < steps.size(); ++j) {
+            const PlanStep& o = steps[j];
+            bool touches = false;
+            for (int in : s.inputs) {
+                int r = root_of(plan, in);
+                for (int out : o.outputs) touches = touches || root_of(plan, out) == r;
+                touches = touches || step_written_root(plan, o) == r;
+            }
+            if (touches || o.kind == STEP_GUARD) at = j + 1;
+        }
+        steps.insert(steps.begin() + static_cast<long>(at), std::move(s));
+    }
+    plan.steps = std::move(steps);
+}
+
+bool step_is_elementwise_over(const Plan& plan, const PlanStep& s, size_t input) {
+    if (s.kind == STEP_FUSED) return s.input_modes[input] == FUSED_FULL;
+    if (s.kind != STEP_KERNEL || !elementwise_math(s.op) || s.into_grad >= 0) return false;
+    return plan.values[s.inputs[input]].shape == plan.values[s.outputs[0]].shape;
+}
+
+// Buffers: each value made by a step gets bytes, shared with its views and in-place outputs.
+// Returned values get new bytes every call; gradients written in place use the .grad's. With
+// reuse, a buffer whose values are all dead is given to the next value that fits (best fit);
+// with in-place, an elementwise step may write over an input that dies at that step.
+void pass_buffers(Plan& plan, bool reuse, bool inplace) {
+    PassState p(plan);
+    size_t n = plan.values.size();
+    plan.value_buffer.assign(n, -1);
+    plan.value_per_call.assign(n, false);
+    plan.buffer_bytes.clear();
+    std::vector<bool> into_grad_output(n, false);
+    for (const PlanStep& s : plan.steps)
+        if (s.kind == STEP_KERNEL && s.into_grad >= 0) into_grad_output[s.outputs[0]] = true;
+    for (const PlanOutput& o : plan.outputs) {
+        int r = p.root(o.value);
+        if (plan.values[r].kind == VALUE_STEP) plan.value_per_call[r] = true;
+        if (o.grad_value >= 0 && plan.values[p.root(o.grad_value)].kind == VALUE_STEP)
+            plan.value_per_call[p.root(o.grad_value)] = true;
+    }
+    std::vector<int> last_use(n, -1);
+    for (size_t k = 0; k < plan.steps.size(); ++k) {
+        const PlanStep& s = plan.steps[k];
+        for (int v : s.inputs) last_use[p.root(v)] = static_cast<int>(k);
+        for (int v : s.outputs) last_use[p.root(v)] = std::max(last_use[p.root(v)], static_cast<int>(k));
+    }
+    auto owns_buffer = [&](int r) {
+        return plan.values[r].kind == VALUE_STEP && plan.values[r].alias_of < 0 && !plan.value_per_call[r] &&
+               !into_grad_output[r];
+    };
+    std::vector<int> free_buffers;
+    std::vector<bool> handed_on(n, false);
+    for (size_t k = 0; k < plan.steps.size(); ++k) {
+        const PlanStep& s = plan.steps[k];
+        for (int out : s.outputs) {
+            if (!owns_buffer(out) || plan.value_buffer[out] >= 0) continue;
+            size_t bytes = value_bytes(plan.values[out]);
+            plan.stats.unshared_bytes += bytes;
+            int chosen = -1;
+            if (inplace && s.outputs.size() == 1) {
+                for (size_t i = 0; i < s.inputs.size() && chosen < 0; ++i) {
+                    int r = p.root(s.inputs[i]);
+                    if (owns_buffer(r) && last_use[r] == static_cast<int>(k) && !handed_on[r] &&
+                        value_bytes(plan.values[r]) == bytes && step_is_elementwise_over(plan, s, i)) {
+                        chosen = plan.value_buffer[r];
+                        handed_on[r] = true;
+                        ++plan.stats.inplace;
+                    }
+                }
+            }
+            if (chosen < 0 && reuse && !free_buffers.empty()) {
+                int best = -1;
+                for (int b : free_buffers) {
+                    size_t have = plan.buffer_bytes[b];
+                    if (best < 0) { best = b; continue; }
+                    size_t best_have = plan.buffer_bytes[best];
+                    bool fits = have >= bytes, best_fits = best_have >= bytes;
+                    if ((fits && (!best_fits || have < best_have)) || (!fits && !best_fits && have > best_have)) best = b;
+                }
+                chosen = best;
+                free_buffers.erase(std::find(free_buffers.begin(), free_buffers.end(), best));
+                plan.buffer_bytes[chosen] = std::max(plan.buffer_bytes[chosen], bytes);
+            }
+            if (chosen < 0) {
+                chosen = static_cast<int>(plan.buffer_bytes.size());
+                plan.buffer_bytes.push_back(bytes);
+            }
+            plan.value_buffer[out] = chosen;
+        }
+        for (size_t r = 0; r < n; ++r)
+            if (last_use[r] == static_cast<int>(k) && plan.value_buffer[r] >= 0 && owns_buffer(static_cast<int>(r)) &&
+                !handed_on[r])
+                free_buffers.push_back(plan.value_buffer[r]);
+    }
+    for (size_t v = 0; v < n; ++v) {
+        int r = p.root(static_cast<int>(v));
+        if (plan.value_buffer[r] >= 0) plan.value_buffer[v] = plan.value_buffer[r];
+        if (plan.value_per_call[r] && plan.values[v].alias_of < 0) plan.stats.per_call_bytes += value_bytes(plan.values[v]);
+    }
+    for (size_t k = 0; k < plan.steps.size(); ++k)   // gradients created when .grad is nil
+        if (plan.steps[k].into_grad >= 0 || plan.steps[k].kind == STEP_GRAD_ACCUMULATE)
+            plan.stats.per_call_bytes += value_bytes(plan.values[plan.grad_targets[plan.steps[k].into_grad >= 0 ? plan.steps[k].into_grad : plan.steps[k].target].grad_value]);
+    plan.stats.buffers = static_cast<int>(plan.buffer_bytes.size());
+    plan.stats.buffer_bytes = 0;
+    for (size_t b : plan.buffer_bytes) plan.stats.buffer_bytes += b;
+}
+
+}  // namespace
+
+std::unique_ptr<Plan> plan_compile(const Plan& recorded, const PlanPasses& passes) {
+    if (recorded.compiled) engine_fail("freeze: plan_compile needs a recorded plan, not a compiled one");
+    auto plan = std::make_unique<Plan>(recorded);
+    plan->exec.reset();
+    plan->passes = passes;
+    PlanStats& st = plan->stats;
+    st.dead = st.common = st.folded = st.fused_ops = st.fused_groups = st.inplace = st.grads_in_place = 0;
+    st.unshared_bytes = st.per_call_bytes = 0;
+    if (passes.dce) pass_dead_nodes(*plan);
+    if (passes.cse) pass_common_subexpressions(*plan);
+    if (passes.fold) pass_constant_folding(*plan);
+    if (passes.dce && (passes.cse || passes.fold)) pass_dead_nodes(*plan);
+    if (passes.inplace) pass_gradients_in_place(*plan);
+    if (passes.fuse) pass_fusion(*plan);
+    pass_hoist_guards(*plan);
+    pass_buffers(*plan, passes.reuse, passes.inplace);
+    plan->first_effect_step = -1;
+    for (size_t k = 0; k < plan->steps.size() && plan->first_effect_step < 0; ++k) {
+        const PlanStep& s = plan->steps[k];
+        if (s.kind != STEP_GUARD && step_is_effect(*plan, s)) plan->first_effect_step = static_cast<int>(k);
+    }
+    plan->compiled = true;
+    return plan;
+}
+
+// ============================================================================================
+// [SECTION] run
+//
+// The run-time state is built once: a Value per plan value (the plan's buffers, constants and
+// captured tensors bound for good; arguments, .grad tensors and returned values bound per call)
+// and, per step, its kernel's input and output pointers. A call binds, runs the steps in a loop
+// and unbinds, so the plan never keeps a caller's tensor alive.
+
+constexpr int64_t FUSED_CHUNK = 1024;   // elements per chunk of a fused loop (its registers stay in L1/L2)
+
+struct StepExec {
+    std::vector<const Value*> inputs;
+    std::vector<Value*> outputs;
+    bool rebind = false;                       // output 0 shares input 0's bytes, bound each call
+    std::vector<bool> fresh;                   // output i gets new bytes each call (it is returned)
+    OpAttrs accumulate_attrs;                  // into_grad when the .grad exists: Y += A B
+    std::vector<const ElementwiseMath*> math;  // STEP_FUSED: per op
+};
+
+struct PlanExec {
+    std::vector<Value> slots;
+    std::vector<Ref<Storage>> buffers;
+    std::vector<StepExec> steps;
+    std::vector<int> per_call_values;   // slots to unbind after a call
+    std::vector<double> scratch;        // fused registers (double-sized, so either dtype fits)
+    bool running = false;
+};
+
+namespace {
+
+std::shared_ptr<PlanExec> exec_build(Plan& plan) {
+    auto e = std::make_shared<PlanExec>();
+    size_t n = plan.values.size();
+    e->slots.resize(n);
+    for (size_t b = 0; b < plan.buffer_bytes.size(); ++b)
+        e->buffers.push_back(Ref<Storage>::adopt(storage_new(plan.buffer_bytes[b], DEVICE_CPU)));
+    for (size_t v = 0; v < n; ++v) {
+        const PlanValue& pv = plan.values[v];
+        Value& slot = e->slots[v];
+        slot.shape = pv.shape;
+        slot.dtype = pv.dtype;
+        int r = root_of(plan, static_cast<int>(v));
+        const PlanValue& root = plan.values[r];
+        if (root.kind == VALUE_CAPTURED) slot.storage = plan_captured_value(plan.captured[root.index]).storage;
+        else if (root.kind == VALUE_CONSTANT) slot.storage = plan.constants[root.index].storage;
+        else if (plan.value_buffer[v] >= 0) slot.storage = e->buffers[plan.value_buffer[v]];
+        else e->per_call_values.push_back(static_cast<int>(v));
+    }
+    size_t scratch = 0;
+    for (const PlanStep& s : plan.steps) {
+        StepExec x;
+        for (int v : s.inputs) x.inputs.push_back(&e->slots[v]);
+        for (int v : s.outputs) {
+            x.outputs.push_back(&e->slots[v]);
+            x.fresh.push_back(plan.value_per_call[v] && plan.values[v].alias_of < 0);
+        }
+        x.rebind = s.kind == STEP_KERNEL && (op_info(s.op).flags & (OPF_VIEW | OPF_INPLACE));
+        x.accumulate_attrs = s.attrs;
+        x.accumulate_attrs.accumulate = true;
+        for (const FusedOp& op : s.fused) x.math.push_back(elementwise_math(op.op));
+        if (s.kind == STEP_FUSED) scratch = std::max(scratch, (s.inputs.size() + s.fused.size()) * FUSED_CHUNK);
+        e->steps.push_back(std::move(x));
+    }
+    e->scratch.resize(scratch);
+    return e;
+}
+
+// A tensor handed back to the caller: a leaf on the tape holding `value` (no autograd history).
+Tensor leaf_tensor(const Value& value, Phase phase, SourceLoc where) {
+    return tape_record_prepared(OP_tensor, OpAttrs(), nullptr, nullptr, 0, &value, 1, phase, where);
+}
+
+void give_fresh_bytes(Value& v) {
+    v.storage = Ref<Storage>::adopt(storage_new(static_cast<size_t>(v.numel()) * dtype_size(v.dtype), DEVICE_CPU));
+}
+
+bool guard_holds(const Plan& plan, const PlanExec& e, const PlanGuard& g) {
+    if (g.kind == GUARD_GRAD_STATE) return true;   // checked with the inputs, before the run
+    const Value& v = e.slots[g.value];
+    if (g.kind == GUARD_VALUES) {
+        if (static_cast<size_t>(v.numel()) != g.expected.size()) return false;
+        for (int64_t i = 0; i < v.numel(); ++i) {
+            double x = value_get(v, i), want = g.expected[static_cast<size_t>(i)];
+            if (!(x == want || (std::isnan(x) && std::isnan(want)))) return false;
+        }
+        return true;
+    }
+    double a = value_get(v, 0);
+    double b = g.other_value >= 0 ? value_get(e.slots[g.other_value], 0) : g.other_number;
+    if (g.swapped) std::swap(a, b);
+    bool truth = g.compare == COMPARE_LT ? a < b : a <= b;
+    (void)plan;
+    return truth == g.truth;
+}
+
+// Fills a chunk register from a row repeated along the result (FUSED_ROW), a segment at a time.
+template <class T>
+void fill_row(T* to, const T* row, int64_t period, int64_t start, int64_t len) {
+    int64_t at = start % period;
+    while (len > 0) {
+        int64_t part = std::min(len, period - at);
+        std::memcpy(to, row + at, static_cast<size_t>(part) * sizeof(T));
+        to += part;
+        len -= part;
+        at = 0;
+    }
+}
+
+constexpr int64_t ROW_DIRECT = 64;   // rows at least this long are read in place: chunks stop at row ends
+
+// One fused step: chunk by chunk, each op's span math over registers; the last op writes the
+// result. A full-shape input is read in place; a long row (a bias) too, the chunks cut at its ends.
+template <class T>
+void run_fused(const PlanStep& s, StepExec& x, PlanExec& e) {
+    int n_inputs = static_cast<int>(s.inputs.size());
+    int n_ops = static_cast<int>(s.fused.size());
+    Value& out = *x.outputs[0];
+    int64_t n = out.numel();
+    T* scratch = reinterpret_cast<T*>(e.scratch.data());
+    auto reg_at = [&](int r) { return scratch + static_cast<int64_t>(r) * FUSED_CHUNK; };
+    const T* regs[MAX_FUSED_INPUTS + MAX_FUSED_OPS];
+    for (int i = 0; i < n_inputs; ++i)
+        if (s.input_modes[i] == FUSED_SCALAR) std::fill(reg_at(i), reg_at(i) + FUSED_CHUNK, x.inputs[i]->data<T>()[0]);
+    for (int64_t start = 0; start < n;) {
+        int64_t len = std::min(FUSED_CHUNK, n - start);
+        for (int i = 0; i < n_inputs; ++i) {
+            int64_t period = x.inputs[i]->numel();
+            if (s.input_modes[i] == FUSED_ROW && period >= ROW_DIRECT) len = std::min(len, period - start % period);
+        }
+        for (int i = 0; i < n_inputs; ++i) {
+            const Value& in = *x.inputs[i];
+            int64_t period = in.numel();
+            if (s.input_modes[i] == FUSED_FULL) regs[i] = in.data<T>() + start;
+            else if (s.input_modes[i] == FUSED_SCALAR) regs[i] = reg_at(i);
+            else if (period >= ROW_DIRECT) regs[i] = in.data<T>() + start % period;
+            else {
+                fill_row(reg_at(i), in.data<T>(), period, start, len);
+                regs[i] = reg_at(i);
+            }
+        }
+        for (int j = 0; j < n_ops; ++j) {
+            const FusedOp& op = s.fused[j];
+            T* dst = j == n_ops - 1 ? out.data<T>() + start : reg_at(n_inputs + j);
+            const T* operands[2] = {regs[op.operands[0]], regs[op.operands[1]]};
+            if constexpr (sizeof(T) == 4) x.math[j]->f32(operands, dst, len, op.attrs);
+            else x.math[j]->f64(operands, dst, len, op.attrs);
+            regs[n_inputs + j] = dst;
+        }
+        start += len;
+    }
+}
+
+// The run of one call: binds, runs, unbinds (also when a kernel raises).
+struct PlanCall {
+    Plan& plan;
+    PlanExec& e;
+    const std::vector<Tensor>& inputs;
+    bool observed;
+    std::vector<int64_t> ids;   // observed runs: the node that made each value in this run
+
+    PlanCall(Plan& p, const std::vector<Tensor>& in) : plan(p), e(*p.exec), inputs(in), observed(engine_observed()) {
+        e.running = true;
+        if (observed) ids.assign(plan.values.size(), 0);
+        for (size_t v = 0; v < plan.values.size(); ++v) {
+            const PlanValue& pv = plan.values[v];
+            if (pv.kind == VALUE_INPUT) e.slots[v].storage = inputs[pv.index].value().storage;
+            else if (pv.kind == VALUE_GRAD) bind_grad(pv.index);
+            if (!observed) continue;
+            if (pv.kind == VALUE_INPUT) ids[v] = inputs[pv.index].id();
+            if (pv.kind == VALUE_CAPTURED) ids[v] = plan.captured[pv.index].tensor.id();
+        }
+    }
+    ~PlanCall() {
+        for (int v : e.per_call_values) e.slots[v].storage.reset();
+        e.running = false;
+    }
+
+    Output& target(int t) { return target_output(plan, t, inputs); }
+
+    void bind_grad(int t) {
+        const Tensor& grad = target(t).grad;
+        Value& slot = e.slots[plan.grad_targets[t].grad_value];
+        if (grad.defined()) slot.storage = grad.value().storage;
+        else slot.storage.reset();
+        if (observed && !ids.empty()) ids[plan.grad_targets[t].grad_value] = grad.defined() ? grad.id() : 0;
+    }
+
+    // Runs op on values: straight through the kernel, or as a node through exec_node when observed.
+    void run_op(OpId op, const OpAttrs& attrs, const Value* const* in, const int* in_values, int n_in, Value* const* out,
+                const int* out_values, int n_out, const PlanStep& s) {
+        if (!observed) {
+            KernelCall call{in, n_in, out, n_out, attrs, nullptr};
+            op_info(op).cpu_kernel(call);
+            if (op_info(op).flags & OPF_INPLACE) ++out[0]->storage->version;
+            return;
+        }
+        std::vector<Value> in_copy, out_copy;
+        std::vector<int64_t> in_ids;
+        for (int i = 0; i < n_in; ++i) {
+            in_copy.push_back(*in[i]);
+            in_ids.push_back(in_values && in_values[i] >= 0 ? ids[in_values[i]] : 0);
+        }
+        for (int i = 0; i < n_out; ++i) out_copy.push_back(*out[i]);
+        Tensor node = tape_record_prepared(op, attrs, in_copy.data(), in_ids.data(), n_in, out_copy.data(), n_out, s.phase,
+                                           s.where);
+        exec_node(node.node.get());
+        for (int i = 0; i < n_out; ++i)
+            if (out_values && out_values[i] >= 0) ids[out_values[i]] = node.id();
+    }
+
+    void run_kernel(const PlanStep& s, StepExec& x) {
+        for (size_t i = 0; i < x.outputs.size(); ++i)
+            if (x.fresh[i]) give_fresh_bytes(*x.outputs[i]);
+        if (x.rebind) x.outputs[0]->storage = x.inputs[0]->storage;
+        const OpAttrs* attrs = &s.attrs;
+        Output* grad_target = nullptr;
+        if (s.into_grad >= 0) {
+            grad_target = &target(s.into_grad);
+            if (grad_target->grad.defined()) {
+                x.outputs[0]->storage = grad_target->grad.value().storage;
+                attrs = &x.accumulate_attrs;
+            } else {
+                give_fresh_bytes(*x.outputs[0]);
+            }
+        }
+        run_op(s.op, *attrs, x.inputs.data(), s.inputs.data(), static_cast<int>(x.inputs.size()), x.outputs.data(),
+               s.outputs.data(), static_cast<int>(x.outputs.size()), s);
+        if (grad_target) {
+            if (attrs == &x.accumulate_attrs) ++x.outputs[0]->storage->version;
+            else set_new_grad(*grad_target, *x.outputs[0], s);
+            bind_grad(s.into_grad);
+        }
+    }
+
+    void set_new_grad(Output& target, const Value& value, const PlanStep& s) {
+        target.grad = leaf_tensor(value, PHASE_BACKWARD, s.where);
+        target.grad.value().storage->grad_owned = true;
+    }
+
+    void run_accumulate(const PlanStep& s, StepExec& x) {
+        Output& t = target(s.target);
+        int grad_value = plan.grad_targets[s.target].grad_value;
+        if (t.grad.defined()) {
+            Value grad = t.grad.value();
+            const Value* in[2] = {&grad, x.inputs[0]};
+            Value* out[1] = {&grad};
+            int in_values[2] = {grad_value, s.inputs[0]};
+            OpAttrs alpha;
+            alpha.scalar = 1;
+            run_op(OP_add_, alpha, in, in_values, 2, out, &grad_value, 1, s);
+        } else {
+            Value fresh = *x.inputs[0];
+            give_fresh_bytes(fresh);
+            Value* out[1] = {&fresh};
+            run_op(OP_clone, OpAttrs(), x.inputs.data(), s.inputs.data(), 1, out, nullptr, 1, s);
+            set_new_grad(t, fresh, s);
+        }
+        bind_grad(s.target);
+    }
+
+    // Observed: each op of the group as its own node, with new bytes for the values between them.
+    void run_fused_observed(const PlanStep& s, StepExec& x) {
+        int n_inputs = static_cast<int>(s.inputs.size());
+        std::vector<Value> results(s.fused.size());
+        for (size_t j = 0; j < s.fused.size(); ++j) {
+            const FusedOp& op = s.fused[j];
+            int arity = x.math[j]->arity;
+            const Value* in[2];
+            int in_values[2] = {-1, -1};
+            for (int a = 0; a < arity; ++a) {
+                int k = op.operands[a];
+                in[a] = k < n_inputs ? x.inputs[k] : &results[k - n_inputs];
+                if (k < n_inputs) in_values[a] = s.inputs[k];
+            }
+            bool last = j + 1 == s.fused.size();
+            if (!last) {
+                results[j].shape = x.outputs[0]->shape;
+                results[j].dtype = x.outputs[0]->dtype;
+                give_fresh_bytes(results[j]);
+            }
+            Value* out[1] = {last ? x.outputs[0] : &results[j]};
+            PlanStep member = s;
+            member.where = op.where;
+            run_op(op.op, op.attrs, in, in_values, arity, out, last ? s.outputs.data() : nullptr, 1, member);
+        }
+    }
+
+    void run_step(const PlanStep& s, StepExec& x) {
+        switch (s.kind) {
+            case STEP_KERNEL: run_kernel(s, x); break;
+            case STEP_FUSED:
+                if (x.fresh[0]) give_fresh_bytes(*x.outputs[0]);
+                if (observed) run_fused_observed(s, x);
+                else if (x.outputs[0]->dtype == DTYPE_F32) run_fused<float>(s, x, e);
+                else run_fused<double>(s, x, e);
+                break;
+            case STEP_GRAD_ACCUMULATE: run_accumulate(s, x); break;
+            case STEP_GRAD_CLEAR:
+                target(s.target).grad = Tensor();
+                bind_grad(s.target);
+                break;
+            case STEP_GUARD: break;   // checked by the loop
+        }
+    }
+
+    Tensor output_tensor(const PlanOutput& o) {
+        const PlanValue& pv = plan.values[o.value];
+        Tensor t;
+        if (pv.kind == VALUE_INPUT) t = inputs[pv.index];
+        else if (pv.kind == VALUE_CAPTURED) t = plan.captured[pv.index].tensor;
+        else if (pv.kind == VALUE_GRAD) t = target(pv.index).grad;
+        else if (pv.kind == VALUE_CONSTANT) {   // a copy: the caller may change it in place
+            Value copy = plan.constants[pv.index];
+            give_fresh_bytes(copy);
+            std::memcpy(copy.raw(), plan.constants[pv.index].raw(), static_cast<size_t>(copy.numel()) * dtype_size(copy.dtype));
+            t = leaf_tensor(copy, PHASE_FORWARD, plan.where);
+        } else {
+            t = leaf_tensor(e.slots[o.value], PHASE_FORWARD, plan.where);
+        }
+        if (t.defined() && o.grad_value >= 0) t.node->outputs[t.output].grad = leaf_tensor(e.slots[o.grad_value], PHASE_BACKWARD, plan.where);
+        return t;
+    }
+};
+
+}  // namespace
+
+std::string plan_check_inputs(const Plan& plan, const std::vector<Tensor>& inputs) {
+    char buffer[512];
+    if (inputs.size() != plan.inputs.size()) {
+        std::string names;
+        for (const PlanInput& in : plan.inputs) names += (names.empty() ? "" : ", ") + in.name;
+        snprintf(buffer, sizeof buffer, "expects %zu tensor argument%s (%s), got %zu", plan.inputs.size(),
+                 plan.inputs.size() == 1 ? "" : "s", names.c_str(), inputs.size());
+        return buffer;
+    }
+    for (size_t k = 0; k < inputs.size(); ++k) {
+        const PlanInput& want = plan.inputs[k];
+        const Tensor& t = inputs[k];
+        const char* name = want.name.c_str();
+        if (!t.defined()) {
+            snprintf(buffer, sizeof buffer, "input %zu (%s) is not a tensor", k + 1, name);
+            return buffer;
+        }
+        if (t.shape() != want.shape) {
+            snprintf(buffer, sizeof buffer, "input %zu (%s) has shape %s; the plan expects %s", k + 1, name,
+                     t.shape().str().c_str(), want.shape.str().c_str());
+            return buffer;
+        }
+        if (t.dtype() != want.dtype) {
+            snprintf(buffer, sizeof buffer, "input %zu (%s) is %s; the plan expects %s", k + 1, name, dtype_name(t.dtype()),
+                     dtype_name(want.dtype));
+            return buffer;
+        }
+        if (t.value().device() != want.device) {
+            snprintf(buffer, sizeof buffer, "input %zu (%s) is on %s; the plan expects %s", k + 1, name,
+                     device_name(t.value().device()), device_name(want.device));
+            return buffer;
+        }
+        if (t.requires_grad() != want.requires_grad) {
+            snprintf(buffer, sizeof buffer, "input %zu (%s) %s grad; the plan was recorded with one that %s", k + 1, name,
+                     t.requires_grad() ? "requires" : "does not require", want.requires_grad ? "does" : "does not");
+            return buffer;
+        }
+        if (t.requires_grad() && !t.node->is_leaf()) {
+            snprintf(buffer, sizeof buffer, "input %zu (%s) is part of a graph (requires grad, not a leaf); detach it", k + 1,
+                     name);
+            return buffer;
+        }
+    }
+    if (grad_enabled() != plan.grad_mode)
+        return plan.grad_mode ? "autograd is off (torch.no_grad); the plan was recorded with it on"
+                              : "autograd is on; the plan was recorded under torch.no_grad";
+    for (size_t t = 0; t < plan.grad_targets.size(); ++t) {
+        const GradTarget& target = plan.grad_targets[t];
+        const Node* node = target.kind == VALUE_INPUT ? inputs[target.index].node.get()
+                                                      : plan.captured[target.index].tensor.node.get();
+        if (!node->outputs[target.output].requires_grad && target.kind == VALUE_CAPTURED) {
+            snprintf(buffer, sizeof buffer, "%s no longer requires grad; the plan accumulates its gradient",
+                     plan_value_name(plan, target.grad_value).c_str());
+            return buffer;
+        }
+    }
+    for (size_t g = 0; g < plan.guards.size(); ++g) {
+        const PlanGuard& guard = plan.guards[g];
+        if (guard.kind != GUARD_GRAD_STATE) continue;
+        const GradTarget& target = plan.grad_targets[guard.target];
+        const Node* node = target.kind == VALUE_INPUT ? inputs[target.index].node.get()
+                                                      : plan.captured[target.index].tensor.node.get();
+        if (node->outputs[target.output].grad.defined() != guard.defined)
+            return plan_guard_describe(plan, static_cast<int>(g)) + (guard.defined ? ", now it is nil" : ", now it is a tensor");
+    }
+    return "";
+}
+
+PlanRunResult plan_run(Plan& plan, const std::vector<Tensor>& inputs) {
+    if (!plan.compiled) engine_fail("%s: the plan is not compiled", plan.name.c_str());
+    std::string mismatch = plan_check_inputs(plan, inputs);
+    if (!mismatch.empty()) engine_fail("%s: %s", plan.name.c_str(), mismatch.c_str());
+    if (!plan.exec) plan.exec = exec_build(plan);
+    if (plan.exec->running)
+        engine_fail("%s: already running (called again from inside its own run, e.g. at a breakpoint)", plan.name.c_str());
+    PlanRunResult result;
+    PlanCall call(plan, inputs);
+    size_t k = 0;
+    try {
+        for (; k < plan.steps.size(); ++k) {
+            const PlanStep& s = plan.steps[k];
+            if (s.kind == STEP_GUARD) {
+                if (guard_holds(plan, call.e, plan.guards[s.target])) continue;
+                result.failed_guard = s.target;
+                result.reason = plan_guard_describe(plan, s.target) + ", not this time";
+                if (plan.first_effect_step >= 0 && static_cast<int>(k) > plan.first_effect_step)
+                    engine_fail("%s: %s; the plan had already changed tensors outside it (step %d), so it cannot start "
+                                "over: read values before updating them in place, or call the function eagerly",
+                                plan.name.c_str(), result.reason.c_str(), plan.first_effect_step + 1);
+                return result;
+            }
+            call.run_step(s, call.e.steps[k]);
+        }
+    } catch (const EngineError& error) {
+        if (k >= plan.steps.size()) throw;
+        const PlanStep& s = plan.steps[k];
+        std::string what = error.what();
+        if (what.rfind(plan.name + ":", 0) == 0) throw;
+        engine_fail("%s: step %zu (%s, recorded at %s): %s", plan.name.c_str(), k + 1,
+                    s.kind == STEP_FUSED ? "fused" : op_info(s.op).name, source_loc_str(s.where).c_str(), what.c_str());
+    }
+    for (const PlanOutput& o : plan.outputs) result.outputs.push_back(call.output_tensor(o));
+    result.completed = true;
+    return result;
+}
+
+// ============================================================================================
+// [SECTION] describe
+
+namespace {
+
+std::string size_str(size_t bytes) {
+    char buffer[32];
+    if (bytes < 1024) snprintf(buffer, sizeof buffer, "%zu B", bytes);
+    else if (bytes < (1u << 20)) snprintf(buffer, sizeof buffer, "%.1f KiB", bytes / 1024.0);
+    else snprintf(buffer, sizeof buffer, "%.2f MiB", bytes / (1024.0 * 1024.0));
+    return buffer;
+}
+
+std::string number_str(double x) {
+    char buffer[32];
+    snprintf(buffer, sizeof buffer, "%.6g", x);
+    return buffer;
+}
+
+std::string target_name(const Plan& plan, int t) {
+    const GradTarget& target = plan.grad_targets[t];
+    if (target.kind == VALUE_INPUT) return plan.inputs[target.index].name;
+    const PlanCaptured& c = plan.captured[target.index];
+    return c.name.empty() ? "#" + std::to_string(c.tensor.id()) : c.name;
+}
+
+std::string op_with_attrs(OpId op, const OpAttrs& attrs) {
+    std::string a = op_describe_attrs(op, attrs);
+    return std::string(op_info(op).name) + (a.empty() ? "" : "(" + a + ")");
+}
+
+std::string value_list(const Plan& plan, const std::vector<int>& values) {
+    std::string s;
+    for (int v : values) s += (s.empty() ? "" : ", ") + plan_value_name(plan, v);
+    return s;
+}
+
+}  // namespace
+
+std::string plan_value_name(const Plan& plan, int v) {
+    const PlanValue& pv = plan.values[v];
+    switch (pv.kind) {
+        case VALUE_INPUT: return plan.inputs[pv.index].name;
+        case VALUE_CAPTURED: {
+            const PlanCaptured& c = plan.captured[pv.index];
+            return c.name.empty() ? "#" + std::to_string(c.tensor.id()) : c.name;
+        }
+        case VALUE_GRAD: return target_name(plan, pv.index) + ".grad";
+        case VALUE_CONSTANT: return "const#" + std::to_string(pv.recorded_id);
+        case VALUE_STEP: break;
+    }
+    int output = 0;   // a second output of the same node is "#12.2"
+    for (int u = v - 1; u >= 0 && plan.values[u].recorded_id == pv.recorded_id && plan.values[u].kind == VALUE_STEP; --u)
+        ++output;
+    return "#" + std::to_string(pv.recorded_id) + (output ? "." + std::to_string(output + 1) : "");
+}
+
+std::string plan_guard_describe(const Plan& plan, int guard) {
+    const PlanGuard& g = plan.guards[guard];
+    std::string where = " (" + source_loc_str(g.where) + ")";
+    switch (g.kind) {
+        case GUARD_VALUES: {
+            std::string values;
+            for (size_t i = 0; i < g.expected.size() && i < 4; ++i) values += (i ? ", " : "") + number_str(g.expected[i]);
+            if (g.expected.size() > 4) values += ", ...";
+            return g.text + " read " + (g.expected.size() == 1 ? values : "{" + values + "}") + " from " +
+                   plan_value_name(plan, g.value) + where;
+        }
+        case GUARD_COMPARE: return g.text + " was " + (g.truth ? "true" : "false") + where;
+        case GUARD_GRAD_STATE:
+            return target_name(plan, g.target) + ".grad was " + (g.defined ? "a tensor" : "nil") + " when recorded" + where;
+    }
+    return "?";
+}
+
+std::string plan_describe(const Plan& plan) {
+    std::string s;
+    char line[512];
+    snprintf(line, sizeof line, "plan %s: frozen at %s; %d nodes recorded, autograd %s\n", plan.name.c_str(),
+             source_loc_str(plan.where).c_str(), plan.stats.recorded_nodes, plan.grad_mode ? "on" : "off");
+    s += line;
+    s += "  inputs:  ";
+    if (plan.inputs.empty()) s += "(none)";
+    for (const PlanInput& in : plan.inputs)
+        s += in.name + " " + dtype_name(in.dtype) + " " + in.shape.str() + (in.requires_grad ? " requires_grad" : "") + "   ";
+    s += "\n  captured:";
+    if (plan.captured.empty()) s += " (none)";
+    for (size_t c = 0; c < plan.captured.size(); ++c) {
+        const Value& v = plan_captured_value(plan.captured[c]);
+        std::string name = plan.captured[c].name.empty() ? "#" + std::to_string(plan.captured[c].tensor.id()) : plan.captured[c].name;
+        s += " " + name + " " + dtype_name(v.dtype) + " " + v.shape.str() + "  ";
+    }
+    s += "\n";
+    if (!plan.compiled) return s + "  (recorded, not compiled)\n";
+    const PlanPasses& p = plan.passes;
+    const PlanStats& st = plan.stats;
+    auto onoff = [](bool on) { return on ? "on " : "off"; };
+    snprintf(line, sizeof line,
+             "  passes:  dce %s (%d dead)   cse %s (%d common)   fold %s (%d folded)   fuse %s (%d ops in %d groups)\n"
+             "           inplace %s (%d gradients, %d buffers)   reuse %s\n",
+             onoff(p.dce), st.dead, onoff(p.cse), st.common, onoff(p.fold), st.folded, onoff(p.fuse), st.fused_ops,
+             st.fused_groups, onoff(p.inplace), st.grads_in_place, st.inplace, onoff(p.reuse));
+    s += line;
+    snprintf(line, sizeof line, "  steps (%zu):\n", plan.steps.size());
+    s += line;
+    for (size_t k = 0; k < plan.steps.size(); ++k) {
+        const PlanStep& st_ = plan.steps[k];
+        std::string what, shape, buffer;
+        switch (st_.kind) {
+            case STEP_KERNEL: {
+                OpAttrs attrs = st_.attrs;
+                what = value_list(plan, st_.outputs) + " = " + op_with_attrs(st_.op, attrs) + "(" + value_list(plan, st_.inputs) + ")";
+                if (st_.into_grad >= 0) what += "  -> " + target_name(plan, st_.into_grad) + ".grad (+= when it exists)";
+                break;
+            }
+            case STEP_FUSED: {
+                what = value_list(plan, st_.outputs) + " = fused(" + value_list(plan, st_.inputs) + "):";
+                int n_in = static_cast<int>(st_.inputs.size());
+                for (size_t j = 0; j < st_.fused.size(); ++j) {
+                    const FusedOp& op = st_.fused[j];
+                    int arity = elementwise_math(op.op) ? elementwise_math(op.op)->arity : 1;
+                    std::string args;
+                    for (int a = 0; a < arity; ++a) {
+                        int r = op.operands[a];
+                        args += (a ? ", " : "") + (r < n_in ? plan_value_name(plan, st_.inputs[r]) : "t" + std::to_string(r - n_in + 1));
+                    }
+                    what += (j ? "; " : " ") + std::string(j + 1 == st_.fused.size() ? "" : "t" + std::to_string(j + 1) + "=") +
+                            op_with_attrs(op.op, op.attrs) + "(" + args + ")";
+                }
+                break;
+            }
+            case STEP_GRAD_ACCUMULATE:
+                what = target_name(plan, st_.target) + ".grad += " + plan_value_name(plan, st_.inputs[0]) + "  (a copy when nil)";
+                break;
+            case STEP_GRAD_CLEAR: what = target_name(plan, st_.target) + ".grad = nil"; break;
+            case STEP_GUARD: what = "guard " + std::to_string(st_.target + 1) + ": " + plan_guard_describe(plan, st_.target); break;
+        }
+        if (!st_.outputs.empty()) {
+            int v = st_.outputs[0];
+            shape = plan.values[v].shape.str();
+            if (plan.value_buffer[v] >= 0) buffer = "buf" + std::to_string(plan.value_buffer[v]);
+            else if (plan.value_per_call[root_of(plan, v)]) buffer = "new";
+            else if (st_.into_grad >= 0) buffer = "grad";
+            else if (plan.values[v].alias_of >= 0) buffer = "view";
+        }
+        snprintf(line, sizeof line, "  %4zu  %-9s %-6s %-14s %s\n", k + 1,
+                 st_.phase == PHASE_BACKWARD ? "backward" : "forward", buffer.c_str(), shape.c_str(),
+                 (what + "   " + source_loc_str(st_.where)).c_str());
+        s += line;
+    }
+    int entry_guards = 0;
+    for (const PlanGuard& g : plan.guards) entry_guards += g.kind == GUARD_GRAD_STATE;
+    snprintf(line, sizeof line, "  guards:  input shapes, dtypes, devices, requires_grad, autograd mode; %zu recorded:\n",
+             plan.guards.size());
+    s += line;
+    for (size_t g = 0; g < plan.guards.size(); ++g)
+        s += "    " + std::to_string(g + 1) + ". " + plan_guard_describe(plan, static_cast<int>(g)) + "\n";
+    s += "  outputs: ";
+    if (plan.outputs.empty()) s += "(none)";
+    for (const PlanOutput& o : plan.outputs) s += plan_value_name(plan, o.value) + " " + plan.values[o.value].shape.str() + "  ";
+    s += "\n";
+    snprintf(line, sizeof line,
+             "  memory:  %d buffers, %s (%s with one per value); up to %s new per call; eager peak %s\n", st.buffers,
+             size_str(st.buffer_bytes).c_str(), size_str(st.unshared_bytes).c_str(), size_str(st.per_call_bytes).c_str(),
+             size_str(st.eager_peak_bytes).c_str());
+    s += line;
+    (void)entry_guards;
+    return s;
+}
+
+}  // namespace td

@@ -1,0 +1,270 @@
+// plan.h: freeze — one recorded run of a function, compiled into a static plan, and replayed.
+//
+// Three layers, each a step of its own (DESIGN rule 5):
+//
+//   record   plan_record_begin() .. plan_record_end(): while the function runs eagerly, observers on
+//            the one hook (exec_node) and on gradient accumulation write every node down as a step
+//            over numbered values. What came from outside is an argument (an input) or a captured
+//            tensor (a parameter, read by identity). Every scalar the Lua code read out of a tensor
+//            (item, totable, a comparison) becomes a guard. The result: a Plan with no pass run.
+//   freeze   plan_compile(recorded, passes): dead-node elimination, common subexpressions, constant
+//            folding, elementwise fusion, gradients accumulated in place, liveness-based buffer
+//            reuse -> a Plan ready to run. Each pass can be switched off.
+//   replay   plan_run(plan, inputs): checks the guards and runs the steps with the op table's
+//            kernels: a tight loop over prepared calls, or through exec_node (the one hook) when an
+//            observer is attached, so a debugger sees a frozen run node by node.
+//
+// A step runs the op table's kernel of its op (ops.def), or, for a fused group, the ops' shared
+// span math (elementwise.h). Ops added to the table later are steps like any other; a node the
+// plan cannot replay is refused when recording, with the node and its line named.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tape.h"
+
+namespace td {
+
+// ---------------------------------------------------------------------------------------------
+// Values: every tensor a plan reads or makes, numbered.
+
+enum ValueKind : uint8_t {
+    VALUE_INPUT,      // argument `index` of the call
+    VALUE_CAPTURED,   // captured[index]: a tensor from outside, read by identity each call
+    VALUE_CONSTANT,   // constants[index]: data kept in the plan
+    VALUE_GRAD,       // the .grad of grad_targets[index], as it is when the step runs
+    VALUE_STEP,       // made by a step
+};
+
+struct PlanValue {
+    ValueKind kind = VALUE_STEP;
+    int index = -1;            // see ValueKind
+    Shape shape;
+    DType dtype = DTYPE_F32;
+    int alias_of = -1;         // shares the bytes of that value (a view, or an in-place op's output)
+    int64_t recorded_id = 0;   // the node that made it when recorded (shown by :plan)
+};
+
+// A tensor from outside the function, held by identity: in-place updates between calls are seen.
+struct PlanCaptured {
+    Tensor tensor;
+    std::string name;   // a Lua name for it when one was found ("W_h", "model.1.weight"), else ""
+};
+
+// A leaf whose .grad the plan accumulates into (a captured parameter, or an argument).
+struct GradTarget {
+    ValueKind kind = VALUE_CAPTURED;   // VALUE_CAPTURED or VALUE_INPUT
+    int index = 0;
+    int output = 0;                    // which output of the leaf node
+    int grad_value = -1;               // the VALUE_GRAD value standing for its .grad
+};
+
+// ---------------------------------------------------------------------------------------------
+// Steps
+
+enum StepKind : uint8_t {
+    STEP_KERNEL,            // op's kernel on input values -> output values
+    STEP_FUSED,             // a chain of elementwise ops run as one loop over chunks
+    STEP_GRAD_ACCUMULATE,   // target.grad += inputs[0] (a copy becomes .grad when it has none)
+    STEP_GRAD_CLEAR,        // target.grad = nil
+    STEP_GUARD,             // check guards[target]; a failure stops the run
+};
+
+enum FusedInputMode : uint8_t {
+    FUSED_FULL,     // same shape as the result
+    FUSED_SCALAR,   // one element, repeated
+    FUSED_ROW,      // a trailing part of the shape, repeated (a bias row)
+};
+
+// One op of a fused step. Operand k < number of the step's inputs is that input; otherwise the
+// result of op (k - number of inputs) of the same step.
+struct FusedOp {
+    OpId op = OP_add;
+    OpAttrs attrs;
+    int operands[2] = {0, 0};
+    int64_t recorded_id = 0;
+    SourceLoc where;
+};
+
+struct PlanStep {
+    StepKind kind = STEP_KERNEL;
+    OpId op = OP_clone;
+    OpAttrs attrs;
+    std::vector<int> inputs;    // value ids
+    std::vector<int> outputs;   // value ids
+    int target = -1;            // GRAD_*: grad_targets index; GUARD: guards index
+    int into_grad = -1;         // KERNEL: writes straight into grad_targets[into_grad].grad
+    Phase phase = PHASE_FORWARD;
+    SourceLoc where;
+    int64_t recorded_id = 0;
+    std::vector<FusedOp> fused;            // STEP_FUSED: the ops, in order
+    std::vector<uint8_t> input_modes;      // STEP_FUSED: FusedInputMode per input
+};
+
+// ---------------------------------------------------------------------------------------------
+// Guards: what must hold for the plan to be the function's answer.
+
+enum GuardKind : uint8_t {
+    GUARD_VALUES,       // the value's elements equal `expected` exactly (item(), totable())
+    GUARD_COMPARE,      // (value OP other) has truth `truth` (a comparison that decided an if)
+    GUARD_GRAD_STATE,   // grad target's .grad is defined (or not), as when recorded
+};
+
+enum CompareOp : uint8_t { COMPARE_LT, COMPARE_LE };
+
+struct PlanGuard {
+    GuardKind kind = GUARD_VALUES;
+    int value = -1;
+    std::vector<double> expected;   // GUARD_VALUES
+    CompareOp compare = COMPARE_LT; // GUARD_COMPARE: value < other (or other < value when swapped)
+    bool swapped = false;
+    int other_value = -1;           // ... other is this value, or the number below
+    double other_number = 0;
+    bool truth = false;
+    int target = -1;                // GUARD_GRAD_STATE
+    bool defined = false;
+    SourceLoc where;
+    std::string text;               // what the Lua code did: "loss:item()", "y > 0"
+};
+
+// The arguments, and what the plan returns.
+struct PlanInput {
+    std::string name;   // the Lua parameter's name ("x"), or "argument 2"
+    Shape shape;
+    DType dtype = DTYPE_F32;
+    Device device = DEVICE_CPU;
+    bool requires_grad = false;
+};
+
+struct PlanOutput {
+    int value = -1;
+    int grad_value = -1;   // a returned tensor's .grad (retain_grad), -1: none
+};
+
+struct PlanPasses {
+    bool dce = true;       // dead-node elimination
+    bool cse = true;       // common subexpression elimination
+    bool fold = true;      // constant folding of what depends on no input and no captured tensor
+    bool fuse = true;      // elementwise chains as one loop
+    bool inplace = true;   // gradients accumulated by the op that makes them; elementwise ops over a dying input
+    bool reuse = true;     // liveness-based buffer reuse
+};
+
+// What the passes did, for :plan.
+struct PlanStats {
+    int recorded_nodes = 0;    // nodes the recording saw (custom functions count their inner ops)
+    int dead = 0, common = 0, folded = 0, fused_ops = 0, fused_groups = 0, inplace = 0, grads_in_place = 0;
+    int buffers = 0;
+    size_t buffer_bytes = 0;   // bytes of the plan's own buffers (allocated once)
+    size_t per_call_bytes = 0; // bytes handed out per call (outputs, new .grad tensors)
+    size_t unshared_bytes = 0; // what the buffers would take with one per value
+    size_t eager_peak_bytes = 0;   // peak bytes of the recorded eager run, above what was live before
+};
+
+struct PlanExec;   // run-time state (plan.cpp), built on first run
+
+struct Plan {
+    std::string name;
+    SourceLoc where;                  // the line that froze it
+    bool grad_mode = true;            // autograd was on when recorded
+    std::vector<PlanInput> inputs;
+    std::vector<PlanCaptured> captured;
+    std::vector<Value> constants;
+    std::vector<GradTarget> grad_targets;
+    std::vector<PlanValue> values;
+    std::vector<PlanStep> steps;
+    std::vector<PlanGuard> guards;
+    std::vector<PlanOutput> outputs;
+    bool compiled = false;
+    PlanPasses passes;
+    PlanStats stats;
+    std::vector<int> value_buffer;    // after compile: the buffer of each value's bytes, -1 for none
+    std::vector<size_t> buffer_bytes;
+    std::vector<bool> value_per_call; // after compile: value's bytes are new each call (returned)
+    int first_effect_step = -1;       // after compile: first step that changes state outside the plan
+    std::shared_ptr<PlanExec> exec;
+};
+
+// ---------------------------------------------------------------------------------------------
+// record
+
+// Start recording. `inputs` are the function's tensor arguments, named for messages. One recording
+// at a time (an error otherwise). Peak memory is measured from here.
+void plan_record_begin(const std::string& name, const std::vector<Tensor>& inputs,
+                       const std::vector<std::string>& input_names, SourceLoc where);
+bool plan_recording();
+// The Lua code read values out of t (item(), totable()): a guard on their exact values.
+void plan_record_note_values(const Tensor& t, SourceLoc where, const std::string& text);
+// The Lua code compared t with `other` (a tensor, or the number when other is null) and got truth.
+void plan_record_note_compare(const Tensor& t, CompareOp op, bool swapped, const Tensor* other, double other_number,
+                              bool truth, SourceLoc where, const std::string& text);
+// The Lua code read leaf.grad (grad is empty when it was nil) / set leaf.grad = nil.
+void plan_record_note_grad_read(const Tensor& leaf, const Tensor& grad, SourceLoc where);
+void plan_record_note_grad_clear(const Tensor& leaf, SourceLoc where);
+// Something the plan cannot replay happened: plan_record_end will fail with this message.
+void plan_record_refuse(const std::string& why);
+// Stop recording; `outputs` are the tensors the function returned. Raises EngineError when the
+// recording was refused. The plan has had no pass run (see plan_compile).
+std::unique_ptr<Plan> plan_record_end(const std::vector<Tensor>& outputs);
+void plan_record_abort();   // stop without a plan (the function raised an error)
+
+// ---------------------------------------------------------------------------------------------
+// freeze
+
+// A runnable copy of `recorded` with `passes` applied (recorded must be uncompiled).
+std::unique_ptr<Plan> plan_compile(const Plan& recorded, const PlanPasses& passes);
+
+// ---------------------------------------------------------------------------------------------
+// replay
+
+struct PlanRunResult {
+    bool completed = false;
+    int failed_guard = -1;          // guards index when a guard stopped the run
+    std::string reason;             // the failed guard, said for people
+    std::vector<Tensor> outputs;    // one per plan output when completed
+};
+
+// Whether `inputs` fit the plan (count, shapes, dtypes, devices, requires_grad, the .grad state of
+// the targets): "" when they do, else the first mismatch, naming the input and what was expected.
+std::string plan_check_inputs(const Plan& plan, const std::vector<Tensor>& inputs);
+// Run the plan. A guard that fails before the plan changed anything outside it stops the run
+// (completed = false, nothing changed); one that fails later raises EngineError. A kernel error
+// raises EngineError naming the step's op and line.
+PlanRunResult plan_run(Plan& plan, const std::vector<Tensor>& inputs);
+// The current value of a captured tensor (what plan_run reads).
+const Value& plan_captured_value(const PlanCaptured& captured);
+
+// ---------------------------------------------------------------------------------------------
+// describe
+
+// The plan for people (:plan): passes, steps (fused groups, buffers), guards, memory. No timings
+// and no addresses, so it is the same text every run.
+std::string plan_describe(const Plan& plan);
+// A guard said for people: "y > 0 was true (script.lua:4)".
+std::string plan_guard_describe(const Plan& plan, int guard);
+// "float32 [64,1000]"-style description of one value ("x", "captured W_h", "#12 mm").
+std::string plan_value_name(const Plan& plan, int value);
+
+}  // namespace td
+
+namespace td {
+
+// ---------------------------------------------------------------------------------------------
+// files (plan_file.cpp)
+
+// Write a recorded plan (not compiled: the passes run again on load) with its captured tensors'
+// data, its constants and the passes to use. Data only: loading runs no code from the file.
+void plan_save(const Plan& recorded, const PlanPasses& passes, const std::string& path);
+// Read a plan written by plan_save. Everything is checked (magic, version, sizes, checksum, op
+// names, indices, and every step's shapes against its op's shape rule); a bad file raises
+// EngineError naming the file and what is wrong. Captured tensors become new leaves.
+std::unique_ptr<Plan> plan_load(const std::string& path, PlanPasses* passes);
+
+// NumPy .npy files (format 1.0-3.0; float32, float64, int64, and int32/bool/float16 read as
+// int64/int64/float32; either byte order; C order).
+void npy_save(const Value& value, const std::string& path);
+Value npy_load(const std::string& path);
+
+}  // namespace td

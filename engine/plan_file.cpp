@@ -1,0 +1,716 @@
+// plan_file.cpp: plans as files (.tdp) and tensors as NumPy .npy files.
+//
+// A plan file is data only: a fixed header, then a payload of counts, numbers, strings and raw
+// tensor bytes, all little-endian. Nothing in it is code; ops are named (not numbered), so a file
+// stays readable when the op table grows. Loading checks the header (magic, version, size,
+// checksum), reads with bounds checks, then checks the plan itself: every index in range, every
+// value defined before it is read, and every step's shapes and dtypes against its op's shape rule,
+// so a kernel never sees a shape that could make it read or write out of bounds.
+//
+//   header   "TDPLAN\r\n", u32 version, u32 flags (0), u64 payload bytes, u64 FNV-1a of the payload
+//   payload  see plan_write_payload / plan_read_payload (the same order)
+//
+// [SECTION] bytes      Writer and Reader
+// [SECTION] save       plan_save
+// [SECTION] load       plan_load and the checks
+// [SECTION] npy        npy_save, npy_load
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+#include "plan.h"
+
+namespace td {
+
+namespace {
+
+constexpr char PLAN_MAGIC[8] = {'T', 'D', 'P', 'L', 'A', 'N', '\r', '\n'};
+constexpr uint32_t PLAN_VERSION = 1;
+constexpr size_t HEADER_BYTES = 32;
+constexpr uint32_t MAX_COUNT = 1u << 24;          // of any list in a plan
+constexpr int64_t MAX_DIM = int64_t(1) << 32;
+constexpr int64_t MAX_NUMEL = int64_t(1) << 36;
+
+uint64_t fnv1a(const char* data, size_t n) {
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; ++i) {
+        h ^= static_cast<unsigned char>(data[i]);
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+// ============================================================================================
+// [SECTION] bytes
+
+struct Writer {
+    std::string bytes;
+    template <class T>
+    void raw(T x) {
+        bytes.append(reinterpret_cast<const char*>(&x), sizeof x);
+    }
+    void u8(uint32_t x) { raw(static_cast<uint8_t>(x)); }
+    void i32(int64_t x) { raw(static_cast<int32_t>(x)); }
+    void u32(size_t x) { raw(static_cast<uint32_t>(x)); }
+    void i64(int64_t x) { raw(x); }
+    void f64(double x) { raw(x); }
+    void str(const std::string& s) {
+        u32(s.size());
+        bytes += s;
+    }
+    void shape(const Shape& s) {
+        u8(static_cast<uint32_t>(s.ndim));
+        for (int i = 0; i < s.ndim; ++i) i64(s.dims[i]);
+    }
+    void tensor(const Value& v) {
+        u8(v.dtype);
+        shape(v.shape);
+        size_t n = static_cast<size_t>(v.numel()) * dtype_size(v.dtype);
+        raw(static_cast<uint64_t>(n));
+        bytes.append(static_cast<const char*>(v.raw()), n);
+    }
+    void loc(SourceLoc where) {
+        str(where.file >= 0 ? source_file_name(where.file) : "");
+        i32(where.line);
+    }
+};
+
+struct Reader {
+    const std::string& path;
+    const char* data;
+    size_t size;
+    size_t at = 0;
+
+    [[noreturn]] void bad(const std::string& why) const {
+        engine_fail("load_plan: %s: %s", path.c_str(), why.c_str());
+    }
+    void need(size_t n) const {
+        if (n > size - at) bad("the file is truncated (it ends inside the plan)");
+    }
+    template <class T>
+    T raw() {
+        need(sizeof(T));
+        T x;
+        std::memcpy(&x, data + at, sizeof x);
+        at += sizeof x;
+        return x;
+    }
+    uint32_t u8() { return raw<uint8_t>(); }
+    int i32() { return raw<int32_t>(); }
+    uint32_t count(const char* what) {
+        uint32_t n = raw<uint32_t>();
+        if (n > MAX_COUNT) bad(std::string("too many ") + what + " (" + std::to_string(n) + ")");
+        return n;
+    }
+    int64_t i64() { return raw<int64_t>(); }
+    double f64() { return raw<double>(); }
+    bool flag() {
+        uint32_t b = u8();
+        if (b > 1) bad("a yes/no field holds " + std::to_string(b));
+        return b == 1;
+    }
+    std::string str() {
+        uint32_t n = count("string bytes");
+        need(n);
+        std::string s(data + at, n);
+        at += n;
+        return s;
+    }
+    DType dtype() {
+        uint32_t d = u8();
+        if (d > DTYPE_I64) bad("unknown dtype " + std::to_string(d));
+        return static_cast<DType>(d);
+    }
+    Shape shape() {
+        Shape s;
+        uint32_t n = u8();
+        if (n > MAX_DIMS) bad("a shape has " + std::to_string(n) + " dims (at most " + std::to_string(MAX_DIMS) + ")");
+        s.ndim = static_cast<int>(n);
+        int64_t numel = 1;
+        for (int i = 0; i < s.ndim; ++i) {
+            s.dims[i] = i64();
+            if (s.dims[i] < 0 || s.dims[i] > MAX_DIM) bad("a shape has size " + std::to_string(s.dims[i]));
+            numel *= s.dims[i];
+            if (numel > MAX_NUMEL) bad("a shape is too large");
+        }
+        return s;
+    }
+    Value tensor() {
+        DType d = dtype();
+        Shape s = shape();
+        uint64_t n = raw<uint64_t>();
+        if (n != static_cast<uint64_t>(s.numel()) * dtype_size(d))
+            bad("a tensor of shape " + s.str() + " holds " + std::to_string(n) + " bytes");
+        need(n);
+        Value v = value_new(s, d);
+        std::memcpy(v.raw(), data + at, n);
+        at += n;
+        return v;
+    }
+    SourceLoc loc() {
+        std::string file = str();
+        SourceLoc where;
+        if (!file.empty()) where.file = source_file_intern(file.c_str());
+        where.line = i32();
+        return where;
+    }
+    int enum_value(uint32_t last, const char* what) {
+        uint32_t v = u8();
+        if (v > last) bad(std::string("unknown ") + what + " " + std::to_string(v));
+        return static_cast<int>(v);
+    }
+};
+
+void write_attrs(Writer& w, const OpAttrs& a) {
+    w.f64(a.scalar);
+    w.f64(a.lo);
+    w.f64(a.hi);
+    w.i32(a.dim);
+    w.i32(a.dim2);
+    w.u8(a.all);
+    w.u8(a.keepdim);
+    w.u8(a.trans_a);
+    w.u8(a.trans_b);
+    w.u8(a.accumulate);
+    w.i64(a.start);
+    w.i64(a.length);
+    w.i32(a.kernel);
+    w.i32(a.stride);
+    w.i32(a.padding);
+    w.u8(a.reduction);
+    w.shape(a.shape);
+    w.u8(a.dtype);
+}
+
+OpAttrs read_attrs(Reader& r) {
+    OpAttrs a;
+    a.scalar = r.f64();
+    a.lo = r.f64();
+    a.hi = r.f64();
+    a.dim = r.i32();
+    a.dim2 = r.i32();
+    a.all = r.flag();
+    a.keepdim = r.flag();
+    a.trans_a = r.flag();
+    a.trans_b = r.flag();
+    a.accumulate = r.flag();
+    a.start = r.i64();
+    a.length = r.i64();
+    a.kernel = r.i32();
+    a.stride = r.i32();
+    a.padding = r.i32();
+    a.reduction = static_cast<Reduction>(r.enum_value(REDUCTION_SUM, "reduction"));
+    a.shape = r.shape();
+    a.dtype = r.dtype();
+    return a;
+}
+
+void write_indices(Writer& w, const std::vector<int>& list) {
+    w.u32(list.size());
+    for (int v : list) w.i32(v);
+}
+
+std::vector<int> read_indices(Reader& r) {
+    std::vector<int> list(r.count("indices"));
+    for (int& v : list) v = r.i32();
+    return list;
+}
+
+}  // namespace
+
+// ============================================================================================
+// [SECTION] save
+
+void plan_save(const Plan& plan, const PlanPasses& passes, const std::string& path) {
+    if (plan.compiled) engine_fail("save_plan: needs the recorded plan, not a compiled one");
+    Writer w;
+    w.str(plan.name);
+    w.loc(plan.where);
+    w.u8(plan.grad_mode);
+    for (bool on : {passes.dce, passes.cse, passes.fold, passes.fuse, passes.inplace, passes.reuse}) w.u8(on);
+    w.u32(plan.inputs.size());
+    for (const PlanInput& in : plan.inputs) {
+        w.str(in.name);
+        w.u8(in.dtype);
+        w.u8(in.device);
+        w.u8(in.requires_grad);
+        w.shape(in.shape);
+    }
+    w.u32(plan.captured.size());
+    for (const PlanCaptured& c : plan.captured) {
+        w.str(c.name);
+        w.u8(c.tensor.requires_grad());
+        w.tensor(plan_captured_value(c));
+    }
+    w.u32(plan.constants.size());
+    for (const Value& v : plan.constants) w.tensor(v);
+    w.u32(plan.grad_targets.size());
+    for (const GradTarget& t : plan.grad_targets) {
+        w.u8(t.kind);
+        w.i32(t.index);
+        w.i32(t.output);
+        w.i32(t.grad_value);
+    }
+    w.u32(plan.values.size());
+    for (const PlanValue& v : plan.values) {
+        w.u8(v.kind);
+        w.i32(v.index);
+        w.u8(v.dtype);
+        w.shape(v.shape);
+        w.i32(v.alias_of);
+        w.i64(v.recorded_id);
+    }
+    w.u32(plan.steps.size());
+    for (const PlanStep& s : plan.steps) {
+        w.u8(s.kind);
+        w.str(op_info(s.op).name);
+        write_attrs(w, s.attrs);
+        write_indices(w, s.inputs);
+        write_indices(w, s.outputs);
+        w.i32(s.target);
+        w.u8(s.phase);
+        w.loc(s.where);
+        w.i64(s.recorded_id);
+    }
+    w.u32(plan.guards.size());
+    for (const PlanGuard& g : plan.guards) {
+        w.u8(g.kind);
+        w.i32(g.value);
+        w.u32(g.expected.size());
+        for (double x : g.expected) w.f64(x);
+        w.u8(g.compare);
+        w.u8(g.swapped);
+        w.i32(g.other_value);
+        w.f64(g.other_number);
+        w.u8(g.truth);
+        w.i32(g.target);
+        w.u8(g.defined);
+        w.loc(g.where);
+        w.str(g.text);
+    }
+    w.u32(plan.outputs.size());
+    for (const PlanOutput& o : plan.outputs) {
+        w.i32(o.value);
+        w.i32(o.grad_value);
+    }
+    w.i32(plan.stats.recorded_nodes);
+    w.raw(static_cast<uint64_t>(plan.stats.eager_peak_bytes));
+
+    Writer header;
+    header.bytes.append(PLAN_MAGIC, sizeof PLAN_MAGIC);
+    header.raw(PLAN_VERSION);
+    header.raw(static_cast<uint32_t>(0));
+    header.raw(static_cast<uint64_t>(w.bytes.size()));
+    header.raw(fnv1a(w.bytes.data(), w.bytes.size()));
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(header.bytes.data(), static_cast<std::streamsize>(header.bytes.size()));
+    out.write(w.bytes.data(), static_cast<std::streamsize>(w.bytes.size()));
+    if (!out) engine_fail("save_plan: cannot write %s", path.c_str());
+}
+
+// ============================================================================================
+// [SECTION] load
+
+namespace {
+
+// Every step's and value's indices in range; values read only after they exist; each kernel
+// step's inputs of the dtypes its kernel reads, and its outputs what its shape rule says.
+void check_plan(const Reader& r, const Plan& plan) {
+    int n_values = static_cast<int>(plan.values.size());
+    auto in_range = [&](int v, int n, const std::string& what) {
+        if (v < 0 || v >= n) r.bad(what + " refers to " + std::to_string(v) + ", out of range");
+    };
+    for (int v = 0; v < n_values; ++v) {
+        const PlanValue& pv = plan.values[v];
+        std::string what = "value " + std::to_string(v);
+        const Value* like = nullptr;
+        Shape want_shape;
+        DType want_dtype = pv.dtype;
+        switch (pv.kind) {
+            case VALUE_INPUT:
+                in_range(pv.index, static_cast<int>(plan.inputs.size()), what);
+                want_shape = plan.inputs[pv.index].shape;
+                want_dtype = plan.inputs[pv.index].dtype;
+                break;
+            case VALUE_CAPTURED:
+                in_range(pv.index, static_cast<int>(plan.captured.size()), what);
+                like = &plan_captured_value(plan.captured[pv.index]);
+                break;
+            case VALUE_CONSTANT:
+                in_range(pv.index, static_cast<int>(plan.constants.size()), what);
+                like = &plan.constants[pv.index];
+                break;
+            case VALUE_GRAD:
+                in_range(pv.index, static_cast<int>(plan.grad_targets.size()), what);
+                if (plan.grad_targets[pv.index].grad_value != v) r.bad(what + " is the .grad of a target that disowns it");
+                break;
+            case VALUE_STEP: break;
+        }
+        if (like) {
+            want_shape = like->shape;
+            want_dtype = like->dtype;
+        }
+        if ((pv.kind == VALUE_INPUT || like) && (pv.shape != want_shape || pv.dtype != want_dtype))
+            r.bad(what + " does not match the tensor it stands for");
+        if (pv.alias_of != -1 && (pv.kind != VALUE_STEP || pv.alias_of < 0 || pv.alias_of >= v))
+            r.bad(what + " shares the bytes of value " + std::to_string(pv.alias_of) + ", which it cannot");
+    }
+    for (size_t t = 0; t < plan.grad_targets.size(); ++t) {
+        const GradTarget& g = plan.grad_targets[t];
+        std::string what = "gradient target " + std::to_string(t);
+        if (g.kind != VALUE_CAPTURED && g.kind != VALUE_INPUT) r.bad(what + " is neither an input nor a captured tensor");
+        in_range(g.index, static_cast<int>(g.kind == VALUE_INPUT ? plan.inputs.size() : plan.captured.size()), what);
+        in_range(g.grad_value, n_values, what);
+        const PlanValue& gv = plan.values[g.grad_value];
+        Shape shape = g.kind == VALUE_INPUT ? plan.inputs[g.index].shape : plan_captured_value(plan.captured[g.index]).shape;
+        if (g.output != 0 || gv.kind != VALUE_GRAD || gv.index != static_cast<int>(t) || gv.shape != shape)
+            r.bad(what + " is inconsistent");
+        if (g.kind == VALUE_CAPTURED && !plan.captured[g.index].tensor.requires_grad())
+            r.bad(what + " receives gradients but its tensor does not require grad");
+    }
+    std::vector<bool> defined(plan.values.size(), false);
+    for (int v = 0; v < n_values; ++v) defined[v] = plan.values[v].kind != VALUE_STEP;
+    for (size_t k = 0; k < plan.steps.size(); ++k) {
+        const PlanStep& s = plan.steps[k];
+        const OpInfo& info = op_info(s.op);
+        std::string what = "step " + std::to_string(k + 1) + " (" + info.name + ")";
+        for (int v : s.inputs) {
+            in_range(v, n_values, what);
+            if (!defined[v]) r.bad(what + " reads value " + std::to_string(v) + " before it is made");
+        }
+        for (int v : s.outputs) {
+            in_range(v, n_values, what);
+            if (defined[v] || plan.values[v].kind != VALUE_STEP) r.bad(what + " makes value " + std::to_string(v) + " twice");
+            defined[v] = true;
+        }
+        switch (s.kind) {
+            case STEP_KERNEL: {
+                if ((info.flags & OPF_CUSTOM) || s.op == OP_tensor) r.bad(what + " is not an op a plan can run");
+                int n_in = static_cast<int>(s.inputs.size());
+                if (info.n_inputs >= 0 ? n_in != info.n_inputs : n_in < 1) r.bad(what + " has the wrong number of inputs");
+                if (s.outputs.empty() || static_cast<int>(s.outputs.size()) > info.max_outputs)
+                    r.bad(what + " has the wrong number of outputs");
+                if (s.target != -1) r.bad(what + " names a target");
+                std::vector<Value> inputs(n_in);
+                std::vector<const Value*> pointers;
+                for (int i = 0; i < n_in; ++i) {
+                    inputs[i].shape = plan.values[s.inputs[i]].shape;
+                    inputs[i].dtype = plan.values[s.inputs[i]].dtype;
+                    pointers.push_back(&inputs[i]);
+                }
+                for (int i = 0; i < n_in; ++i) {   // the dtypes op_call would have given the kernel
+                    DType d = inputs[i].dtype;
+                    bool same_as_first = d == inputs[0].dtype;
+                    bool needs_same = (info.flags & OPF_PROMOTE) || ((info.flags & OPF_INPLACE) && i == 1) ||
+                                      s.op == OP_masked_fill;
+                    if ((needs_same && !same_as_first) || ((info.flags & OPF_FLOAT_ONLY) && !dtype_is_float(d)))
+                        r.bad(what + " has inputs of dtypes its kernel does not take");
+                }
+                ShapeCall call(info.name, pointers.data(), n_in, s.attrs);
+                try {
+                    info.shape_rule(call);
+                } catch (const EngineError& e) {
+                    r.bad(what + ": " + e.what());
+                }
+                if (call.n_outputs != static_cast<int>(s.outputs.size())) r.bad(what + " has the wrong number of outputs");
+                for (int i = 0; i < call.n_outputs; ++i) {
+                    const PlanValue& out = plan.values[s.outputs[i]];
+                    if (out.shape != call.shapes[i] || out.dtype != call.dtypes[i])
+                        r.bad(what + " makes " + out.shape.str() + " " + dtype_name(out.dtype) + " where its op makes " +
+                              call.shapes[i].str() + " " + dtype_name(call.dtypes[i]));
+                    bool shares = i == 0 && (info.flags & (OPF_VIEW | OPF_INPLACE));
+                    if (out.alias_of != (shares ? s.inputs[0] : -1)) r.bad(what + " shares bytes it should not");
+                }
+                break;
+            }
+            case STEP_GRAD_ACCUMULATE: {
+                in_range(s.target, static_cast<int>(plan.grad_targets.size()), what);
+                const PlanValue& gv = plan.values[plan.grad_targets[s.target].grad_value];
+                if (s.inputs.size() != 1 || !s.outputs.empty() || plan.values[s.inputs[0]].shape != gv.shape ||
+                    plan.values[s.inputs[0]].dtype != gv.dtype)
+                    r.bad(what + " accumulates a gradient that does not fit");
+                break;
+            }
+            case STEP_GRAD_CLEAR:
+                in_range(s.target, static_cast<int>(plan.grad_targets.size()), what);
+                if (!s.inputs.empty() || !s.outputs.empty()) r.bad(what + " is inconsistent");
+                break;
+            case STEP_GUARD: {
+                in_range(s.target, static_cast<int>(plan.guards.size()), what);
+                const PlanGuard& g = plan.guards[s.target];
+                std::vector<int> want{g.value};
+                if (g.other_value >= 0) want.push_back(g.other_value);
+                if (s.inputs != want || !s.outputs.empty() || g.kind == GUARD_GRAD_STATE) r.bad(what + " is inconsistent");
+                break;
+            }
+            default: r.bad(what + " is of a kind a recorded plan does not have");
+        }
+    }
+    for (size_t g = 0; g < plan.guards.size(); ++g) {
+        const PlanGuard& guard = plan.guards[g];
+        std::string what = "guard " + std::to_string(g + 1);
+        if (guard.kind == GUARD_GRAD_STATE) {
+            in_range(guard.target, static_cast<int>(plan.grad_targets.size()), what);
+            continue;
+        }
+        in_range(guard.value, n_values, what);
+        int64_t numel = plan.values[guard.value].shape.numel();
+        if (guard.kind == GUARD_VALUES && static_cast<int64_t>(guard.expected.size()) != numel) r.bad(what + " is inconsistent");
+        if (guard.kind == GUARD_COMPARE) {
+            if (numel != 1) r.bad(what + " compares a tensor that is not one number");
+            if (guard.other_value >= 0 && (guard.other_value >= n_values || plan.values[guard.other_value].shape.numel() != 1))
+                r.bad(what + " is inconsistent");
+            if (guard.other_value < -1) r.bad(what + " is inconsistent");
+        }
+    }
+    for (const PlanOutput& o : plan.outputs) {
+        in_range(o.value, n_values, "an output");
+        if (!defined[o.value]) r.bad("an output is never made");
+        if (o.grad_value != -1) {
+            in_range(o.grad_value, n_values, "an output's gradient");
+            if (!defined[o.grad_value]) r.bad("an output's gradient is never made");
+        }
+    }
+}
+
+}  // namespace
+
+std::unique_ptr<Plan> plan_load(const std::string& path, PlanPasses* passes) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) engine_fail("load_plan: cannot open %s", path.c_str());
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    Reader h{path, bytes.data(), bytes.size()};
+    if (bytes.size() < sizeof PLAN_MAGIC || std::memcmp(bytes.data(), PLAN_MAGIC, sizeof PLAN_MAGIC) != 0)
+        h.bad("not a tapedeck plan file (it does not start with TDPLAN)");
+    h.at = sizeof PLAN_MAGIC;
+    uint32_t version = h.raw<uint32_t>();
+    if (version != PLAN_VERSION)
+        h.bad("plan file version " + std::to_string(version) + " (this tapedeck reads version " +
+              std::to_string(PLAN_VERSION) + ")");
+    uint32_t flags = h.raw<uint32_t>();
+    if (flags != 0) h.bad("unknown flags " + std::to_string(flags));
+    uint64_t payload = h.raw<uint64_t>();
+    uint64_t checksum = h.raw<uint64_t>();
+    if (bytes.size() - HEADER_BYTES < payload) h.bad("the file is truncated (" + std::to_string(bytes.size()) + " bytes)");
+    if (bytes.size() - HEADER_BYTES > payload) h.bad("the file has extra bytes after the plan");
+    if (fnv1a(bytes.data() + HEADER_BYTES, payload) != checksum) h.bad("checksum mismatch: the file is corrupted");
+
+    Reader r{path, bytes.data() + HEADER_BYTES, payload};
+    auto plan = std::make_unique<Plan>();
+    plan->name = r.str();
+    plan->where = r.loc();
+    plan->grad_mode = r.flag();
+    bool* switches[] = {&passes->dce, &passes->cse, &passes->fold, &passes->fuse, &passes->inplace, &passes->reuse};
+    for (bool* on : switches) *on = r.flag();
+    plan->inputs.resize(r.count("inputs"));
+    for (PlanInput& input : plan->inputs) {
+        input.name = r.str();
+        input.dtype = r.dtype();
+        input.device = static_cast<Device>(r.enum_value(DEVICE_CUDA, "device"));
+        input.requires_grad = r.flag();
+        input.shape = r.shape();
+    }
+    uint32_t n_captured = r.count("captured tensors");
+    for (uint32_t i = 0; i < n_captured; ++i) {
+        PlanCaptured c;
+        c.name = r.str();
+        bool requires_grad = r.flag();
+        Value v = r.tensor();
+        if (requires_grad && !dtype_is_float(v.dtype)) r.bad("an int64 captured tensor requires grad");
+        c.tensor = tape_record_prepared(OP_tensor, OpAttrs(), nullptr, nullptr, 0, &v, 1, PHASE_FORWARD, SourceLoc());
+        c.tensor.node->outputs[0].requires_grad = requires_grad;
+        plan->captured.push_back(c);
+    }
+    uint32_t n_constants = r.count("constants");
+    for (uint32_t i = 0; i < n_constants; ++i) plan->constants.push_back(r.tensor());
+    plan->grad_targets.resize(r.count("gradient targets"));
+    for (GradTarget& t : plan->grad_targets) {
+        t.kind = static_cast<ValueKind>(r.enum_value(VALUE_STEP, "value kind"));
+        t.index = r.i32();
+        t.output = r.i32();
+        t.grad_value = r.i32();
+    }
+    plan->values.resize(r.count("values"));
+    for (PlanValue& v : plan->values) {
+        v.kind = static_cast<ValueKind>(r.enum_value(VALUE_STEP, "value kind"));
+        v.index = r.i32();
+        v.dtype = r.dtype();
+        v.shape = r.shape();
+        v.alias_of = r.i32();
+        v.recorded_id = r.i64();
+    }
+    plan->steps.resize(r.count("steps"));
+    for (PlanStep& s : plan->steps) {
+        s.kind = static_cast<StepKind>(r.enum_value(STEP_GUARD, "step kind"));
+        std::string op = r.str();
+        if (!op_find(op.c_str(), &s.op)) r.bad("the plan uses op '" + op + "', which this tapedeck does not have");
+        s.attrs = read_attrs(r);
+        s.inputs = read_indices(r);
+        s.outputs = read_indices(r);
+        s.target = r.i32();
+        s.phase = static_cast<Phase>(r.enum_value(PHASE_BACKWARD, "phase"));
+        s.where = r.loc();
+        s.recorded_id = r.i64();
+    }
+    plan->guards.resize(r.count("guards"));
+    for (PlanGuard& g : plan->guards) {
+        g.kind = static_cast<GuardKind>(r.enum_value(GUARD_GRAD_STATE, "guard kind"));
+        g.value = r.i32();
+        g.expected.resize(r.count("guard values"));
+        for (double& x : g.expected) x = r.f64();
+        g.compare = static_cast<CompareOp>(r.enum_value(COMPARE_LE, "comparison"));
+        g.swapped = r.flag();
+        g.other_value = r.i32();
+        g.other_number = r.f64();
+        g.truth = r.flag();
+        g.target = r.i32();
+        g.defined = r.flag();
+        g.where = r.loc();
+        g.text = r.str();
+    }
+    plan->outputs.resize(r.count("outputs"));
+    for (PlanOutput& o : plan->outputs) {
+        o.value = r.i32();
+        o.grad_value = r.i32();
+    }
+    plan->stats.recorded_nodes = r.i32();
+    plan->stats.eager_peak_bytes = static_cast<size_t>(r.raw<uint64_t>());
+    if (r.at != r.size) r.bad("the plan ends before the payload does");
+    check_plan(r, *plan);
+    return plan;
+}
+
+// ============================================================================================
+// [SECTION] npy
+
+namespace {
+
+const char* npy_descr(DType d) { return d == DTYPE_F32 ? "<f4" : d == DTYPE_F64 ? "<f8" : "<i8"; }
+
+// The value of `key` in a header dict like {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }.
+std::string npy_field(const std::string& header, const std::string& key, const std::string& path) {
+    size_t at = header.find("'" + key + "'");
+    if (at == std::string::npos) engine_fail("load_npy: %s: the header has no '%s'", path.c_str(), key.c_str());
+    at = header.find(':', at);
+    if (at == std::string::npos) engine_fail("load_npy: %s: bad header", path.c_str());
+    ++at;
+    while (at < header.size() && header[at] == ' ') ++at;
+    size_t end = at;
+    if (at < header.size() && header[at] == '(') end = header.find(')', at) + 1;
+    else if (at < header.size() && header[at] == '\'') end = header.find('\'', at + 1) + 1;
+    else end = header.find_first_of(",}", at);
+    if (end == std::string::npos || end == 0 || end > header.size()) engine_fail("load_npy: %s: bad header", path.c_str());
+    return header.substr(at, end - at);
+}
+
+}  // namespace
+
+void npy_save(const Value& value, const std::string& path) {
+    std::string shape = "(";
+    for (int i = 0; i < value.shape.ndim; ++i) shape += std::to_string(value.shape.dims[i]) + (value.shape.ndim == 1 ? ",)" : i + 1 < value.shape.ndim ? ", " : ")");
+    if (value.shape.ndim == 0) shape = "()";
+    std::string header = std::string("{'descr': '") + npy_descr(value.dtype) + "', 'fortran_order': False, 'shape': " + shape + ", }";
+    size_t total = 10 + header.size() + 1;
+    header.append((64 - total % 64) % 64, ' ');
+    header += '\n';
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write("\x93NUMPY\x01\x00", 8);
+    uint16_t length = static_cast<uint16_t>(header.size());
+    out.write(reinterpret_cast<const char*>(&length), 2);
+    out.write(header.data(), static_cast<std::streamsize>(header.size()));
+    out.write(static_cast<const char*>(value.raw()), static_cast<std::streamsize>(value.numel() * dtype_size(value.dtype)));
+    if (!out) engine_fail("save_npy: cannot write %s", path.c_str());
+}
+
+Value npy_load(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) engine_fail("load_npy: cannot open %s", path.c_str());
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const char* p = path.c_str();
+    if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0) engine_fail("load_npy: %s: not a .npy file", p);
+    int major = static_cast<unsigned char>(bytes[6]);
+    size_t header_length, at;
+    if (major == 1) {
+        header_length = static_cast<unsigned char>(bytes[8]) | (static_cast<unsigned char>(bytes[9]) << 8);
+        at = 10;
+    } else if (major == 2 || major == 3) {
+        if (bytes.size() < 12) engine_fail("load_npy: %s: truncated", p);
+        uint32_t n;
+        std::memcpy(&n, bytes.data() + 8, 4);
+        header_length = n;
+        at = 12;
+    } else {
+        engine_fail("load_npy: %s: .npy format version %d is not supported (1, 2 and 3 are)", p, major);
+    }
+    if (bytes.size() < at + header_length) engine_fail("load_npy: %s: truncated header", p);
+    std::string header = bytes.substr(at, header_length);
+    at += header_length;
+    std::string descr = npy_field(header, "descr", path);
+    std::string fortran = npy_field(header, "fortran_order", path);
+    std::string shape_text = npy_field(header, "shape", path);
+    if (fortran != "False") engine_fail("load_npy: %s: Fortran-order arrays are not supported (save with order='C')", p);
+    if (descr.size() != 5) engine_fail("load_npy: %s: unsupported dtype %s", p, descr.c_str());
+    char order = descr[1], kind = descr[2];
+    int width = descr[3] - '0';
+    bool swap = order == '>' && width > 1;
+    DType dtype;
+    if (kind == 'f' && width == 4) dtype = DTYPE_F32;
+    else if (kind == 'f' && width == 8) dtype = DTYPE_F64;
+    else if (kind == 'f' && width == 2) dtype = DTYPE_F32;
+    else if ((kind == 'i' || kind == 'u') && (width == 8 || width == 4 || width == 2 || width == 1)) dtype = DTYPE_I64;
+    else if (kind == 'b' && width == 1) dtype = DTYPE_I64;
+    else engine_fail("load_npy: %s: unsupported dtype %s (float16/32/64, integers and bool are)", p, descr.c_str());
+    Shape shape;
+    for (size_t i = 1; i < shape_text.size();) {
+        size_t end = shape_text.find_first_of(",)", i);
+        std::string item = shape_text.substr(i, end - i);
+        size_t first = item.find_first_not_of(' ');
+        if (first != std::string::npos) {
+            if (shape.ndim == MAX_DIMS) engine_fail("load_npy: %s: more than %d dims", p, MAX_DIMS);
+            char* stop = nullptr;
+            long long d = strtoll(item.c_str() + first, &stop, 10);
+            if (d < 0 || d > MAX_DIM) engine_fail("load_npy: %s: bad shape %s", p, shape_text.c_str());
+            shape.dims[shape.ndim++] = d;
+        }
+        if (end == std::string::npos) break;
+        i = end + 1;
+    }
+    if (shape.numel() > MAX_NUMEL) engine_fail("load_npy: %s: too large", p);
+    size_t n = static_cast<size_t>(shape.numel());
+    if (bytes.size() - at < n * width) engine_fail("load_npy: %s: truncated data (%zu bytes for %zu elements)", p, bytes.size() - at, n);
+    Value v = value_new(shape, dtype);
+    const unsigned char* src = reinterpret_cast<const unsigned char*>(bytes.data() + at);
+    for (size_t i = 0; i < n; ++i) {
+        unsigned char e[8] = {};
+        for (int b = 0; b < width; ++b) e[b] = src[i * width + (swap ? width - 1 - b : b)];
+        double x = 0;
+        if (kind == 'f' && width == 4) { float f; std::memcpy(&f, e, 4); x = f; }
+        else if (kind == 'f' && width == 8) std::memcpy(&x, e, 8);
+        else if (kind == 'f' && width == 2) {   // half precision
+            uint16_t hbits = static_cast<uint16_t>(e[0] | (e[1] << 8));
+            int sign = hbits >> 15, exponent = (hbits >> 10) & 31, mantissa = hbits & 1023;
+            if (exponent == 0) x = std::ldexp(mantissa, -24);
+            else if (exponent == 31) x = mantissa ? NAN : INFINITY;
+            else x = std::ldexp(mantissa + 1024, exponent - 25);
+            if (sign) x = -x;
+        } else if (kind == 'b') x = e[0] != 0;
+        else {
+            uint64_t u = 0;
+            std::memcpy(&u, e, 8);
+            int64_t s = static_cast<int64_t>(u);
+            if (kind == 'i' && width < 8) {   // sign-extend
+                int shift = 64 - 8 * width;
+                s = static_cast<int64_t>(u << shift) >> shift;
+            }
+            if (dtype == DTYPE_I64) { v.data<int64_t>()[i] = s; continue; }
+            x = static_cast<double>(s);
+        }
+        if (dtype == DTYPE_I64 && kind != 'b') v.data<int64_t>()[i] = static_cast<int64_t>(x);
+        else value_set(v, static_cast<int64_t>(i), x);
+    }
+    return v;
+}
+
+}  // namespace td

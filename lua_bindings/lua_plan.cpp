@@ -1,0 +1,969 @@
+// lua_plan.cpp: freeze from Lua — torch.freeze, the frozen function, plan files and .npy files.
+//
+//   f = torch.freeze(step, x, y)          -- runs step(x, y) once, recording it; compiles the plan
+//   f = torch.freeze{step, x, y, strict = true, cache = 4, passes = {fuse = false}}
+//   f(x2, y2)                              -- replays the plan (re-records when a guard fails)
+//   torch.save_plan(f, "step.tdp"); g = torch.load_plan("step.tdp")
+//   torch.save_npy(t, "t.npy"); t = torch.load_npy("t.npy")
+//
+// The frozen function keeps a small cache of plans, most recently used first, each with the
+// non-tensor arguments it was recorded with (compared by value, tables by identity) and the shape
+// of what the function returned. A call tries them in turn; when none fits, it re-records (saying
+// which guard failed and where) or, in strict mode, refuses with that message.
+//
+// [SECTION] frozen        the userdata, its cache, recording one call, calling it
+// [SECTION] timeit        eager vs frozen on the same graph, with the state restored after
+// [SECTION] bindings      torch.freeze, methods and fields, save/load, npy; the guard notes
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "plan.h"
+#include "tapedeck_lua.h"
+
+using namespace td;
+
+namespace {
+
+// ============================================================================================
+// [SECTION] frozen
+
+const char* const FROZEN_TYPE = "tapedeck.Frozen";
+int g_tensor_marker;   // its address marks a tensor's place in a return template
+
+struct CacheEntry {
+    std::shared_ptr<Plan> recorded;   // as recorded (the passes run again on it for with_passes)
+    std::shared_ptr<Plan> plan;       // compiled
+    int args_ref = LUA_NOREF;         // {n = N, ...}: the non-tensor arguments (tensors: the marker)
+    int results_ref = LUA_NOREF;      // {n = N, ...}: what fn returned, tensors as {[marker] = k}
+};
+
+struct Frozen {
+    std::string name;
+    lua_State* main = nullptr;
+    int fn_ref = LUA_NOREF;           // the Lua function; none for a plan loaded from a file
+    int last_args_ref = LUA_NOREF;    // the latest call's arguments (for :timeit)
+    std::vector<CacheEntry> cache;    // most recently used first
+    PlanPasses passes;
+    bool strict = false;
+    bool verbose = true;
+    int cache_size = 8;
+    SourceLoc where;
+    int calls = 0, replays = 0, records = 0;
+    std::string last_reason;
+
+    void unref(int& ref) {
+        if (ref != LUA_NOREF && main) luaL_unref(main, LUA_REGISTRYINDEX, ref);
+        ref = LUA_NOREF;
+    }
+    void drop_entry(CacheEntry& e) {
+        unref(e.args_ref);
+        unref(e.results_ref);
+    }
+    ~Frozen() {
+        for (CacheEntry& e : cache) drop_entry(e);
+        unref(fn_ref);
+        unref(last_args_ref);
+    }
+};
+
+Frozen* test_frozen(lua_State* L, int idx) {
+    Frozen** p = static_cast<Frozen**>(luaL_testudata(L, idx, FROZEN_TYPE));
+    return p ? *p : nullptr;
+}
+
+Frozen& check_frozen(lua_State* L, int idx) {
+    Frozen* f = test_frozen(L, idx);
+    if (!f) luaL_error(L, "expected a frozen function (from torch.freeze), got %s", luaL_typename(L, idx));
+    return *f;
+}
+
+Frozen& push_frozen(lua_State* L) {
+    Frozen** p = static_cast<Frozen**>(lua_newuserdatauv(L, sizeof(Frozen*), 0));
+    *p = new Frozen();
+    (*p)->main = L;
+    lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
+    (*p)->main = lua_tothread(L, -1);
+    lua_pop(L, 1);
+    luaL_setmetatable(L, FROZEN_TYPE);
+    return **p;
+}
+
+SourceLoc lua_loc(lua_State* L, int level) {
+    lua_Debug ar;
+    SourceLoc loc;
+    for (; lua_getstack(L, level, &ar); ++level) {
+        lua_getinfo(L, "Sl", &ar);
+        if (ar.currentline <= 0 || strncmp(ar.source, TAPEDECK_LIBRARY_CHUNK, strlen(TAPEDECK_LIBRARY_CHUNK)) == 0) continue;
+        loc.file = source_file_intern(ar.short_src);
+        loc.line = ar.currentline;
+        break;
+    }
+    return loc;
+}
+
+[[noreturn]] void raise(lua_State* L, const std::string& message) {
+    lua_pushstring(L, message.c_str());
+    lua_error(L);
+    throw 0;   // not reached: lua_error does not return
+}
+
+// The arguments at [first, first + n): tensors in order, and a table {n = n, ...} with the
+// non-tensor ones (a tensor's place holds the marker).
+std::vector<Tensor> split_args(lua_State* L, int first, int n, int* args_ref) {
+    std::vector<Tensor> tensors;
+    lua_createtable(L, n, 1);
+    for (int i = 0; i < n; ++i) {
+        if (Tensor* t = tapedeck_test_tensor(L, first + i)) {
+            tensors.push_back(*t);
+            lua_pushlightuserdata(L, &g_tensor_marker);
+        } else {
+            lua_pushvalue(L, first + i);
+        }
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_pushinteger(L, n);
+    lua_setfield(L, -2, "n");
+    *args_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    return tensors;
+}
+
+// "" when the arguments at [first, first + n) match the entry's, else what differs.
+std::string args_mismatch(lua_State* L, const CacheEntry& e, int first, int n) {
+    lua_rawgeti(L, LUA_REGISTRYINDEX, e.args_ref);
+    int t = lua_gettop(L);
+    lua_getfield(L, t, "n");
+    int want = static_cast<int>(lua_tointeger(L, -1));
+    lua_pop(L, 1);
+    std::string why;
+    if (want != n) {
+        why = "it was recorded with " + std::to_string(want) + " argument" + (want == 1 ? "" : "s") + ", now " +
+              std::to_string(n);
+    }
+    for (int i = 1; i <= n && why.empty(); ++i) {
+        lua_rawgeti(L, t, i);
+        bool was_tensor = lua_touserdata(L, -1) == &g_tensor_marker;
+        bool is_tensor = tapedeck_test_tensor(L, first + i - 1) != nullptr;
+        if (was_tensor != is_tensor) {
+            why = "argument " + std::to_string(i) + (is_tensor ? " is a tensor now" : " is not a tensor now");
+        } else if (!was_tensor && !lua_rawequal(L, -1, first + i - 1)) {
+            const char* then = luaL_tolstring(L, -1, nullptr);
+            std::string then_s = then;
+            lua_pop(L, 1);
+            const char* now = luaL_tolstring(L, first + i - 1, nullptr);
+            why = "argument " + std::to_string(i) + " was " + then_s + " when recorded, now " + now;
+            lua_pop(L, 1);
+        }
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    return why;
+}
+
+// Builds the template of what the function returned ([first, first + n) on the stack): tensors
+// replaced by {[marker] = k} (k counts them), plain tables copied, other values kept.
+void template_of(lua_State* L, int idx, std::vector<Tensor>& tensors, int depth) {
+    idx = lua_absindex(L, idx);
+    if (Tensor* t = tapedeck_test_tensor(L, idx)) {
+        tensors.push_back(*t);
+        lua_createtable(L, 0, 1);
+        lua_pushlightuserdata(L, &g_tensor_marker);
+        lua_pushinteger(L, static_cast<lua_Integer>(tensors.size()));
+        lua_rawset(L, -3);
+        return;
+    }
+    if (!lua_istable(L, idx)) {
+        lua_pushvalue(L, idx);
+        return;
+    }
+    if (depth > 8) throw std::runtime_error("freeze: the function returned tables nested deeper than 8 levels");
+    if (lua_getmetatable(L, idx)) {
+        lua_pop(L, 1);
+        throw std::runtime_error("freeze: the function returned a table with a metatable (a module?); return tensors, "
+                                 "numbers or plain tables of them");
+    }
+    lua_newtable(L);
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        lua_pushvalue(L, -2);
+        template_of(L, -2, tensors, depth + 1);
+        lua_rawset(L, -5);
+        lua_pop(L, 1);
+    }
+}
+
+// Pushes the value a template stands for, with `outputs` in the tensors' places.
+void push_from_template(lua_State* L, int idx, const std::vector<Tensor>& outputs) {
+    idx = lua_absindex(L, idx);
+    if (!lua_istable(L, idx)) {
+        lua_pushvalue(L, idx);
+        return;
+    }
+    lua_pushlightuserdata(L, &g_tensor_marker);
+    if (lua_rawget(L, idx) == LUA_TNUMBER) {
+        size_t k = static_cast<size_t>(lua_tointeger(L, -1));
+        lua_pop(L, 1);
+        if (k >= 1 && k <= outputs.size() && outputs[k - 1].defined()) tapedeck_push_tensor(L, outputs[k - 1]);
+        else lua_pushnil(L);
+        return;
+    }
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        lua_pushvalue(L, -2);
+        push_from_template(L, -2, outputs);
+        lua_rawset(L, -5);
+        lua_pop(L, 1);
+    }
+}
+
+int push_results(lua_State* L, const CacheEntry& e, const std::vector<Tensor>& outputs) {
+    lua_rawgeti(L, LUA_REGISTRYINDEX, e.results_ref);
+    int t = lua_gettop(L);
+    lua_getfield(L, t, "n");
+    int n = static_cast<int>(lua_tointeger(L, -1));
+    lua_pop(L, 1);
+    luaL_checkstack(L, n + 4, "too many results");
+    for (int i = 1; i <= n; ++i) {
+        lua_rawgeti(L, t, i);
+        push_from_template(L, -1, outputs);
+        lua_remove(L, -2);
+    }
+    lua_remove(L, t);
+    return n;
+}
+
+// Names for captured tensors: the paths by which the function reaches them (its upvalues, the
+// upvalues of functions it calls, fields of tables), or globals. Written in Lua; data only.
+const char* const NAME_CAPTURED_LUA = R"(
+local fn, ids = ...
+local names, want, seen = {}, {}, {}
+for i, id in ipairs(ids) do want[id] = i end
+local queue = {}
+local function push(value, path, depth) queue[#queue + 1] = {value, path, depth} end
+local i = 1
+while true do
+  local n = 1
+  while true do
+    local name, value = debug.getupvalue(fn, n)
+    if not name then break end
+    if name ~= "_ENV" then push(value, name, 0) end
+    n = n + 1
+  end
+  break
+end
+for k, v in pairs(_G) do if type(k) == "string" then push(v, k, 1) end end
+while i <= #queue do
+  local value, path, depth = queue[i][1], queue[i][2], queue[i][3]
+  i = i + 1
+  if torch.is_tensor(value) then
+    local at = want[value.node]
+    if at and not names[at] then names[at] = path end
+  elseif (type(value) == "table" or type(value) == "function") and not seen[value] and depth < 4 then
+    seen[value] = true
+    if type(value) == "table" and value ~= _G and value ~= package.loaded then
+      for k, v in pairs(value) do
+        if type(k) == "string" or math.type(k) == "integer" then push(v, path .. "." .. tostring(k), depth + 1) end
+      end
+    elseif type(value) == "function" then
+      local n = 1
+      while true do
+        local name, v = debug.getupvalue(value, n)
+        if not name then break end
+        if name ~= "_ENV" then push(v, name, depth + 1) end
+        n = n + 1
+      end
+    end
+  end
+end
+return names
+)";
+
+void name_captured(lua_State* L, Frozen& f, Plan& plan) {
+    if (plan.captured.empty() || f.fn_ref == LUA_NOREF) return;
+    int top = lua_gettop(L);
+    if (luaL_loadstring(L, NAME_CAPTURED_LUA) != LUA_OK) {
+        lua_settop(L, top);
+        return;
+    }
+    lua_rawgeti(L, LUA_REGISTRYINDEX, f.fn_ref);
+    lua_createtable(L, static_cast<int>(plan.captured.size()), 0);
+    for (size_t i = 0; i < plan.captured.size(); ++i) {
+        lua_pushinteger(L, plan.captured[i].tensor.id());
+        lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
+    }
+    if (lua_pcall(L, 2, 1, 0) == LUA_OK && lua_istable(L, -1)) {
+        for (size_t i = 0; i < plan.captured.size(); ++i) {
+            if (lua_rawgeti(L, -1, static_cast<lua_Integer>(i + 1)) == LUA_TSTRING) plan.captured[i].name = lua_tostring(L, -1);
+            lua_pop(L, 1);
+        }
+    }
+    lua_settop(L, top);
+}
+
+// The parameter names of the function, for its tensor arguments' names.
+std::vector<std::string> input_names(lua_State* L, Frozen& f, int first, int n) {
+    std::vector<std::string> names;
+    for (int i = 0; i < n; ++i) {
+        if (!tapedeck_test_tensor(L, first + i)) continue;
+        std::string name = "argument " + std::to_string(i + 1);
+        if (f.fn_ref != LUA_NOREF) {
+            lua_rawgeti(L, LUA_REGISTRYINDEX, f.fn_ref);
+            const char* local = lua_getlocal(L, nullptr, i + 1);
+            if (local && local[0] != '(') name = local;
+            lua_pop(L, 1);
+        }
+        names.push_back(name);
+    }
+    return names;
+}
+
+int message_handler(lua_State* L) {
+    const char* message = lua_tostring(L, 1);
+    luaL_traceback(L, L, message ? message : "(error object is not a string)", 1);
+    return 1;
+}
+
+// Runs the function on the arguments at [first, first + n) while recording, compiles the plan and
+// puts it first in the cache. Leaves the function's results on the stack; returns their count.
+int record_call(lua_State* L, Frozen& f, int first, int n) {
+    if (plan_recording())
+        raise(L, f.name + ": cannot record while another function is being frozen (call the eager function inside it)");
+    CacheEntry e;
+    std::vector<Tensor> tensors = split_args(L, first, n, &e.args_ref);
+    std::vector<std::string> names = input_names(L, f, first, n);
+    int top = lua_gettop(L);
+    std::string error;
+    try {
+        plan_record_begin(f.name, tensors, names, f.where);
+    } catch (const std::exception& x) {
+        f.unref(e.args_ref);
+        raise(L, x.what());
+    }
+    lua_pushcfunction(L, message_handler);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, f.fn_ref);
+    for (int i = 0; i < n; ++i) lua_pushvalue(L, first + i);
+    int status = lua_pcall(L, n, LUA_MULTRET, top + 1);
+    if (status != LUA_OK) {
+        plan_record_abort();
+        f.unref(e.args_ref);
+        lua_remove(L, top + 1);
+        return lua_error(L);   // the function's own error, unchanged
+    }
+    lua_remove(L, top + 1);
+    int n_results = lua_gettop(L) - top;
+    std::vector<Tensor> outputs;
+    try {
+        lua_createtable(L, n_results, 1);
+        for (int i = 1; i <= n_results; ++i) {
+            template_of(L, top + i, outputs, 0);
+            lua_rawseti(L, -2, i);
+        }
+        lua_pushinteger(L, n_results);
+        lua_setfield(L, -2, "n");
+        e.results_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+        e.recorded = std::shared_ptr<Plan>(plan_record_end(outputs));
+        name_captured(L, f, *e.recorded);
+        e.plan = std::shared_ptr<Plan>(plan_compile(*e.recorded, f.passes));
+    } catch (const std::exception& x) {
+        plan_record_abort();
+        f.drop_entry(e);
+        error = x.what();
+    }
+    if (!error.empty()) raise(L, error);
+    f.cache.insert(f.cache.begin(), e);
+    while (static_cast<int>(f.cache.size()) > std::max(1, f.cache_size)) {
+        f.drop_entry(f.cache.back());
+        f.cache.pop_back();
+    }
+    ++f.records;
+    return n_results;
+}
+
+// Keeps the call's arguments (for :timeit) in one table, refilled each call (no allocation).
+void remember_args(lua_State* L, Frozen& f, int first, int n) {
+    if (f.last_args_ref == LUA_NOREF) {
+        lua_createtable(L, n, 1);
+        f.last_args_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    }
+    lua_rawgeti(L, LUA_REGISTRYINDEX, f.last_args_ref);
+    int t = lua_gettop(L);
+    lua_getfield(L, t, "n");
+    lua_Integer old = lua_tointeger(L, -1);
+    lua_pop(L, 1);
+    for (int i = 0; i < n; ++i) {
+        lua_pushvalue(L, first + i);
+        lua_rawseti(L, t, i + 1);
+    }
+    for (lua_Integer i = n + 1; i <= old; ++i) {
+        lua_pushnil(L);
+        lua_rawseti(L, t, i);
+    }
+    lua_pushinteger(L, n);
+    lua_setfield(L, t, "n");
+    lua_settop(L, t - 1);
+}
+
+// f(...): the first cached plan that fits runs; else re-record (or refuse when strict).
+int frozen_call(lua_State* L) {
+    Frozen& f = check_frozen(L, 1);
+    int first = 2, n = lua_gettop(L) - 1;
+    ++f.calls;
+    remember_args(L, f, first, n);
+    if (plan_recording())
+        raise(L, f.name + ": a frozen function cannot run while another function is being frozen (call its eager function)");
+    std::string reason;
+    for (size_t c = 0; c < f.cache.size(); ++c) {
+        CacheEntry& e = f.cache[c];
+        std::string why = f.fn_ref == LUA_NOREF ? "" : args_mismatch(L, e, first, n);
+        std::vector<Tensor> tensors;
+        for (int i = 0; i < n; ++i)
+            if (Tensor* t = tapedeck_test_tensor(L, first + i)) tensors.push_back(*t);
+        if (why.empty()) why = plan_check_inputs(*e.plan, tensors);
+        if (why.empty()) {
+            PlanRunResult result;
+            std::string error;
+            try {
+                result = plan_run(*e.plan, tensors);
+            } catch (const std::exception& x) {
+                error = x.what();
+            }
+            if (!error.empty()) {
+                std::string where = tapedeck_where(L, 1);
+                raise(L, error + (where.empty() ? "" : " (" + where + ")"));
+            }
+            if (result.completed) {
+                ++f.replays;
+                if (c > 0) std::rotate(f.cache.begin(), f.cache.begin() + static_cast<long>(c), f.cache.begin() + static_cast<long>(c) + 1);
+                return push_results(L, f.cache.front(), result.outputs);
+            }
+            why = result.reason;
+        }
+        if (reason.empty()) reason = why;
+    }
+    if (!reason.empty()) f.last_reason = reason;
+    std::string frozen_at = f.where.file >= 0 ? " (frozen at " + source_loc_str(f.where) + ")" : "";
+    if (f.fn_ref == LUA_NOREF) raise(L, f.name + ": " + reason + frozen_at);
+    if (f.strict && !f.cache.empty())
+        raise(L, f.name + ": guard failed: " + reason + "; strict mode does not re-record" + frozen_at);
+    if (f.verbose && !f.cache.empty())
+        fprintf(stderr, "freeze: re-recording %s: %s\n", f.name.c_str(), reason.c_str());
+    return record_call(L, f, first, n);
+}
+
+// ============================================================================================
+// [SECTION] timeit
+
+// The state a call can change: captured tensors' bytes, and the .grad of each grad target.
+struct Snapshot {
+    std::vector<std::pair<Value, std::vector<char>>> bytes;
+    std::vector<std::pair<Output*, Tensor>> grads;
+    std::vector<std::vector<char>> grad_bytes;
+
+    static std::vector<char> copy_of(const Value& v) {
+        const char* p = static_cast<const char*>(v.raw());
+        return std::vector<char>(p, p + v.numel() * static_cast<int64_t>(dtype_size(v.dtype)));
+    }
+    void take(const Plan& plan, const std::vector<Tensor>& inputs) {
+        for (const PlanCaptured& c : plan.captured) bytes.emplace_back(plan_captured_value(c), copy_of(plan_captured_value(c)));
+        for (const GradTarget& t : plan.grad_targets) {
+            Node* node = t.kind == VALUE_INPUT ? inputs[t.index].node.get() : plan.captured[t.index].tensor.node.get();
+            Output* out = &node->outputs[t.output];
+            grads.emplace_back(out, out->grad);
+            grad_bytes.push_back(out->grad.defined() ? copy_of(out->grad.value()) : std::vector<char>());
+        }
+    }
+    void restore() {
+        for (auto& b : bytes) std::memcpy(b.first.raw(), b.second.data(), b.second.size());
+        for (size_t i = 0; i < grads.size(); ++i) {
+            grads[i].first->grad = grads[i].second;
+            if (grads[i].second.defined()) std::memcpy(grads[i].second.value().raw(), grad_bytes[i].data(), grad_bytes[i].size());
+        }
+    }
+};
+
+// Everything a call produced that eager and frozen must agree on: the tensors it returned, the
+// gradients of the targets and the captured tensors (updated in place or not).
+std::vector<Value> call_results(lua_State* L, int base, const Plan& plan, const std::vector<Tensor>& inputs) {
+    std::vector<Value> values;
+    for (int i = base + 1; i <= lua_gettop(L); ++i)
+        if (Tensor* t = tapedeck_test_tensor(L, i)) values.push_back(t->value());
+    for (const GradTarget& t : plan.grad_targets) {
+        Node* node = t.kind == VALUE_INPUT ? inputs[t.index].node.get() : plan.captured[t.index].tensor.node.get();
+        if (node->outputs[t.output].grad.defined()) values.push_back(node->outputs[t.output].grad.value());
+    }
+    for (const PlanCaptured& c : plan.captured) {
+        const Value& v = plan_captured_value(c);
+        Value copy = v;
+        copy.storage = Ref<Storage>::adopt(storage_new(v.numel() * dtype_size(v.dtype), DEVICE_CPU));
+        std::memcpy(copy.raw(), v.raw(), v.numel() * dtype_size(v.dtype));
+        values.push_back(copy);
+    }
+    return values;
+}
+
+// Calls fn (the function at fn_idx) with the last arguments; false with the message on error.
+bool call_with_last_args(lua_State* L, Frozen& f, int fn_idx, int* base) {
+    *base = lua_gettop(L);
+    lua_pushvalue(L, fn_idx);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, f.last_args_ref);
+    int args = lua_gettop(L);
+    lua_getfield(L, args, "n");
+    int n = static_cast<int>(lua_tointeger(L, -1));
+    lua_pop(L, 1);
+    for (int i = 1; i <= n; ++i) lua_rawgeti(L, args, i);
+    lua_remove(L, args);
+    return lua_pcall(L, n, LUA_MULTRET, 0) == LUA_OK;
+}
+
+double now_seconds() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+struct Timing {
+    double min_us = 0, median_us = 0;
+    size_t peak_bytes = 0;
+};
+
+// Times `iterations` calls in samples; the state is restored before each sample.
+Timing time_calls(lua_State* L, Frozen& f, int fn_idx, int iterations, Snapshot& snapshot) {
+    Timing t;
+    std::vector<double> samples;
+    int per_sample = std::max(1, iterations / 10);
+    for (int done = 0; done < iterations; done += per_sample) {
+        snapshot.restore();
+        double t0 = now_seconds();
+        for (int i = 0; i < per_sample; ++i) {
+            int base;
+            if (!call_with_last_args(L, f, fn_idx, &base)) lua_error(L);
+            lua_settop(L, base);
+        }
+        samples.push_back((now_seconds() - t0) / per_sample * 1e6);
+    }
+    std::sort(samples.begin(), samples.end());
+    t.min_us = samples.front();
+    t.median_us = samples[samples.size() / 2];
+    return t;
+}
+
+// Peak bytes of one call above what was live before it, plus `fixed_bytes`. Before it: a full
+// collection (garbage of earlier calls must not be freed in the middle of it) and the captured
+// leaves let go of their latest backward group (eager keeps that history alive between calls,
+// e.g. a gradient's add_ holding the gradient it added; the call re-makes it).
+size_t peak_of_one_call(lua_State* L, Frozen& f, int fn_idx, Snapshot& snapshot, size_t fixed_bytes) {
+    snapshot.restore();
+    for (const PlanCaptured& c : f.cache.front().plan->captured) c.tensor.node->backward_nodes.clear();
+    lua_gc(L, LUA_GCCOLLECT);
+    lua_gc(L, LUA_GCCOLLECT);
+    size_t live = storage_bytes_live();
+    storage_peak_reset();
+    int base;
+    if (!call_with_last_args(L, f, fn_idx, &base)) lua_error(L);
+    size_t peak = storage_bytes_peak() - live + fixed_bytes;
+    lua_settop(L, base);
+    lua_gc(L, LUA_GCCOLLECT);
+    return peak;
+}
+
+// f:timeit(n): {eager_min_us, eager_median_us, frozen_min_us, frozen_median_us, speedup,
+// eager_peak_bytes, frozen_peak_bytes, max_diff, iterations}. Both run on the last call's
+// arguments from the same state, which is put back afterwards.
+int frozen_timeit(lua_State* L) {
+    Frozen& f = check_frozen(L, 1);
+    int iterations = static_cast<int>(luaL_optinteger(L, 2, 100));
+    if (iterations < 1) return luaL_error(L, "timeit: needs at least 1 iteration");
+    if (f.fn_ref == LUA_NOREF) return luaL_error(L, "timeit: %s was loaded from a file: there is no eager function to compare with", f.name.c_str());
+    if (f.last_args_ref == LUA_NOREF || f.cache.empty()) return luaL_error(L, "timeit: %s has not been called yet", f.name.c_str());
+    lua_settop(L, 1);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, f.fn_ref);
+    int fn_idx = lua_gettop(L);
+    std::vector<Tensor> inputs;
+    lua_rawgeti(L, LUA_REGISTRYINDEX, f.last_args_ref);
+    for (lua_Integer i = 1; i <= luaL_len(L, -1); ++i) {
+        lua_rawgeti(L, -1, i);
+        if (Tensor* t = tapedeck_test_tensor(L, -1)) inputs.push_back(*t);
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    std::shared_ptr<Plan> plan = f.cache.front().plan;
+    Snapshot snapshot;
+    snapshot.take(*plan, inputs);
+
+    // max |diff|: one eager and one frozen call from the same state.
+    int base;
+    if (!call_with_last_args(L, f, fn_idx, &base)) return lua_error(L);
+    std::vector<Value> eager = call_results(L, base, *plan, inputs);
+    lua_settop(L, base);
+    snapshot.restore();
+    if (!call_with_last_args(L, f, 1, &base)) return lua_error(L);
+    std::vector<Value> frozen = call_results(L, base, *plan, inputs);
+    lua_settop(L, base);
+    double max_diff = 0;
+    bool same_count = eager.size() == frozen.size();
+    for (size_t i = 0; same_count && i < eager.size(); ++i) {
+        if (eager[i].numel() != frozen[i].numel()) {
+            same_count = false;
+            break;
+        }
+        for (int64_t k = 0; k < eager[i].numel(); ++k) {
+            double d = std::fabs(value_get(eager[i], k) - value_get(frozen[i], k));
+            if (std::isnan(d)) d = INFINITY;
+            max_diff = std::max(max_diff, d);
+        }
+    }
+    if (!same_count) max_diff = INFINITY;
+
+    Timing e = time_calls(L, f, fn_idx, iterations, snapshot);
+    Timing z = time_calls(L, f, 1, iterations, snapshot);
+    e.peak_bytes = peak_of_one_call(L, f, fn_idx, snapshot, 0);
+    z.peak_bytes = peak_of_one_call(L, f, 1, snapshot, f.cache.front().plan->stats.buffer_bytes);
+    snapshot.restore();
+    lua_createtable(L, 0, 10);
+    auto field = [&](const char* name, double v) {
+        lua_pushnumber(L, v);
+        lua_setfield(L, -2, name);
+    };
+    field("eager_min_us", e.min_us);
+    field("eager_median_us", e.median_us);
+    field("frozen_min_us", z.min_us);
+    field("frozen_median_us", z.median_us);
+    field("speedup", z.min_us > 0 ? e.min_us / z.min_us : 0);
+    field("eager_peak_bytes", static_cast<double>(e.peak_bytes));
+    field("frozen_peak_bytes", static_cast<double>(z.peak_bytes));
+    field("max_diff", max_diff);
+    field("iterations", iterations);
+    return 1;
+}
+
+// ============================================================================================
+// [SECTION] bindings
+
+// Reads {dce=, cse=, fold=, fuse=, inplace=, reuse=} into passes; unknown keys are errors.
+void passes_from_table(lua_State* L, int idx, PlanPasses& passes) {
+    idx = lua_absindex(L, idx);
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        const char* key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
+        bool on = lua_toboolean(L, -1);
+        if (strcmp(key, "dce") == 0) passes.dce = on;
+        else if (strcmp(key, "cse") == 0) passes.cse = on;
+        else if (strcmp(key, "fold") == 0) passes.fold = on;
+        else if (strcmp(key, "fuse") == 0) passes.fuse = on;
+        else if (strcmp(key, "inplace") == 0) passes.inplace = on;
+        else if (strcmp(key, "reuse") == 0) passes.reuse = on;
+        else if (strcmp(key, "all") == 0) passes = on ? PlanPasses() : PlanPasses{false, false, false, false, false, false};
+        else luaL_error(L, "freeze: unknown pass '%s' (dce, cse, fold, fuse, inplace, reuse, all)", key);
+        lua_pop(L, 1);
+    }
+}
+
+std::string function_name(lua_State* L, int idx) {
+    lua_Debug ar;
+    lua_pushvalue(L, idx);
+    lua_getinfo(L, ">S", &ar);
+    return std::string("function (") + ar.short_src + ":" + std::to_string(ar.linedefined) + ")";
+}
+
+// torch.freeze(fn, args...) or torch.freeze{fn, args..., strict=, cache=, verbose=, passes=, name=}
+int l_freeze(lua_State* L) {
+    bool options = lua_istable(L, 1);
+    int fn_idx = 1, first = 2, n = lua_gettop(L) - 1;
+    if (options) {
+        int t = 1;
+        lua_Integer count = luaL_len(L, t);
+        luaL_checkstack(L, static_cast<int>(count) + 8, "too many arguments");
+        for (lua_Integer i = 1; i <= count; ++i) lua_rawgeti(L, t, i);
+        fn_idx = 2;
+        first = 3;
+        n = static_cast<int>(count) - 1;
+    }
+    if (lua_type(L, fn_idx) != LUA_TFUNCTION)
+        return luaL_error(L, "freeze: expects a function first (torch.freeze(fn, args...)), got %s", luaL_typename(L, fn_idx));
+    Frozen& f = push_frozen(L);
+    int self = lua_gettop(L);
+    lua_pushvalue(L, fn_idx);
+    f.fn_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    f.where = lua_loc(L, 1);
+    f.name = function_name(L, fn_idx);
+    bool record_now = !options;
+    if (options) {
+        lua_getfield(L, 1, "name");
+        if (lua_isstring(L, -1)) f.name = lua_tostring(L, -1);
+        lua_getfield(L, 1, "strict");
+        f.strict = lua_toboolean(L, -1);
+        lua_getfield(L, 1, "verbose");
+        if (!lua_isnil(L, -1)) f.verbose = lua_toboolean(L, -1);
+        lua_getfield(L, 1, "cache");
+        if (!lua_isnil(L, -1)) f.cache_size = static_cast<int>(luaL_checkinteger(L, -1));
+        lua_getfield(L, 1, "passes");
+        if (lua_istable(L, -1)) passes_from_table(L, -1, f.passes);
+        lua_pop(L, 5);
+        record_now = n > 0;
+    }
+    if (record_now) {
+        record_call(L, f, first, n);
+        remember_args(L, f, first, n);
+    }
+    lua_pushvalue(L, self);
+    return 1;
+}
+
+int frozen_gc(lua_State* L) {
+    Frozen** p = static_cast<Frozen**>(luaL_checkudata(L, 1, FROZEN_TYPE));
+    delete *p;
+    *p = nullptr;
+    return 0;
+}
+
+int frozen_tostring(lua_State* L) {
+    Frozen& f = check_frozen(L, 1);
+    if (f.cache.empty()) {
+        lua_pushfstring(L, "frozen %s (not recorded yet)", f.name.c_str());
+        return 1;
+    }
+    const Plan& p = *f.cache.front().plan;
+    lua_pushfstring(L, "frozen %s: %d steps, %d guards, %d plan%s cached", f.name.c_str(), static_cast<int>(p.steps.size()),
+                    static_cast<int>(p.guards.size()), static_cast<int>(f.cache.size()), f.cache.size() == 1 ? "" : "s");
+    return 1;
+}
+
+// f:plan(): the :plan text of the most recently used plan.
+int frozen_plan(lua_State* L) {
+    Frozen& f = check_frozen(L, 1);
+    if (f.cache.empty()) return luaL_error(L, "%s: not recorded yet (call it once)", f.name.c_str());
+    lua_pushstring(L, plan_describe(*f.cache.front().plan).c_str());
+    return 1;
+}
+
+// f:with_passes{fuse = false}: a new frozen function, the same recording compiled with those passes.
+int frozen_with_passes(lua_State* L) {
+    Frozen& f = check_frozen(L, 1);
+    luaL_checktype(L, 2, LUA_TTABLE);
+    if (f.cache.empty()) return luaL_error(L, "%s: not recorded yet (call it once)", f.name.c_str());
+    PlanPasses passes = f.passes;
+    passes_from_table(L, 2, passes);
+    Frozen& g = push_frozen(L);
+    g.name = f.name;
+    g.where = f.where;
+    g.strict = f.strict;
+    g.verbose = f.verbose;
+    g.cache_size = f.cache_size;
+    g.passes = passes;
+    if (f.fn_ref != LUA_NOREF) {
+        lua_rawgeti(L, LUA_REGISTRYINDEX, f.fn_ref);
+        g.fn_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    }
+    if (f.last_args_ref != LUA_NOREF) {
+        lua_rawgeti(L, LUA_REGISTRYINDEX, f.last_args_ref);
+        g.last_args_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    }
+    for (const CacheEntry& e : f.cache) {
+        CacheEntry c;
+        c.recorded = e.recorded;
+        try {
+            c.plan = std::shared_ptr<Plan>(plan_compile(*e.recorded, passes));
+        } catch (const std::exception& x) {
+            return luaL_error(L, "%s", x.what());
+        }
+        lua_rawgeti(L, LUA_REGISTRYINDEX, e.args_ref);
+        c.args_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+        lua_rawgeti(L, LUA_REGISTRYINDEX, e.results_ref);
+        c.results_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+        g.cache.push_back(c);
+    }
+    return 1;
+}
+
+int frozen_stats(lua_State* L) {
+    Frozen& f = check_frozen(L, 1);
+    lua_createtable(L, 0, 6);
+    lua_pushinteger(L, f.calls);
+    lua_setfield(L, -2, "calls");
+    lua_pushinteger(L, f.replays);
+    lua_setfield(L, -2, "replays");
+    lua_pushinteger(L, f.records);
+    lua_setfield(L, -2, "records");
+    lua_pushinteger(L, static_cast<lua_Integer>(f.cache.size()));
+    lua_setfield(L, -2, "cached");
+    lua_pushstring(L, f.last_reason.c_str());
+    lua_setfield(L, -2, "last_reason");
+    if (!f.cache.empty()) {
+        const PlanStats& s = f.cache.front().plan->stats;
+        lua_pushinteger(L, static_cast<lua_Integer>(f.cache.front().plan->steps.size()));
+        lua_setfield(L, -2, "steps");
+        lua_pushinteger(L, s.recorded_nodes);
+        lua_setfield(L, -2, "recorded_nodes");
+        lua_pushinteger(L, static_cast<lua_Integer>(s.buffer_bytes));
+        lua_setfield(L, -2, "buffer_bytes");
+        lua_pushinteger(L, static_cast<lua_Integer>(s.eager_peak_bytes));
+        lua_setfield(L, -2, "eager_peak_bytes");
+        lua_pushinteger(L, s.fused_groups);
+        lua_setfield(L, -2, "fused_groups");
+        lua_pushinteger(L, static_cast<lua_Integer>(f.cache.front().plan->guards.size()));
+        lua_setfield(L, -2, "guards");
+    }
+    return 1;
+}
+
+// f.strict, f.cache_size, f.verbose, f.name (read and write); methods.
+int frozen_index(lua_State* L) {
+    Frozen& f = check_frozen(L, 1);
+    const char* key = luaL_checkstring(L, 2);
+    if (strcmp(key, "strict") == 0) lua_pushboolean(L, f.strict);
+    else if (strcmp(key, "verbose") == 0) lua_pushboolean(L, f.verbose);
+    else if (strcmp(key, "cache_size") == 0) lua_pushinteger(L, f.cache_size);
+    else if (strcmp(key, "name") == 0) lua_pushstring(L, f.name.c_str());
+    else if (strcmp(key, "fn") == 0) {
+        if (f.fn_ref == LUA_NOREF) lua_pushnil(L);
+        else lua_rawgeti(L, LUA_REGISTRYINDEX, f.fn_ref);
+    } else {
+        lua_getmetatable(L, 1);
+        lua_getfield(L, -1, "methods");
+        lua_getfield(L, -1, key);
+        if (lua_isnil(L, -1)) return luaL_error(L, "frozen function has no field or method '%s'", key);
+    }
+    return 1;
+}
+
+int frozen_newindex(lua_State* L) {
+    Frozen& f = check_frozen(L, 1);
+    const char* key = luaL_checkstring(L, 2);
+    if (strcmp(key, "strict") == 0) f.strict = lua_toboolean(L, 3);
+    else if (strcmp(key, "verbose") == 0) f.verbose = lua_toboolean(L, 3);
+    else if (strcmp(key, "cache_size") == 0) f.cache_size = static_cast<int>(luaL_checkinteger(L, 3));
+    else if (strcmp(key, "name") == 0) f.name = luaL_checkstring(L, 3);
+    else return luaL_error(L, "frozen function: cannot set '%s' (strict, verbose, cache_size, name)", key);
+    return 0;
+}
+
+int run_guarded_std(lua_State* L, lua_CFunction fn) {
+    std::string message;
+    try {
+        return fn(L);
+    } catch (const std::exception& e) {
+        message = e.what();
+    }
+    std::string where = tapedeck_where(L, 1);
+    if (!where.empty()) message += " (" + where + ")";
+    lua_pushstring(L, message.c_str());
+    return lua_error(L);
+}
+
+// torch.save_plan(f, path): the most recently used plan, its weights and its passes.
+int save_plan_body(lua_State* L) {
+    Frozen& f = check_frozen(L, 1);
+    const char* path = luaL_checkstring(L, 2);
+    if (f.cache.empty()) return luaL_error(L, "save_plan: %s was never recorded (call it once)", f.name.c_str());
+    plan_save(*f.cache.front().recorded, f.passes, path);
+    return 0;
+}
+int l_save_plan(lua_State* L) { return run_guarded_std(L, save_plan_body); }
+
+// torch.load_plan(path [, {passes}]): a frozen function that runs the file's plan; its results are
+// the tensors the function returned, in order. It cannot re-record: wrong inputs are an error.
+int load_plan_body(lua_State* L) {
+    const char* path = luaL_checkstring(L, 1);
+    PlanPasses passes;
+    std::shared_ptr<Plan> recorded(plan_load(path, &passes));
+    if (lua_istable(L, 2)) passes_from_table(L, 2, passes);
+    Frozen& f = push_frozen(L);
+    f.name = recorded->name;
+    f.passes = passes;
+    CacheEntry e;
+    e.recorded = recorded;
+    e.plan = std::shared_ptr<Plan>(plan_compile(*recorded, passes));
+    lua_createtable(L, 0, 1);   // any arguments: only tensors count for a loaded plan
+    lua_pushinteger(L, static_cast<lua_Integer>(recorded->inputs.size()));
+    lua_setfield(L, -2, "n");
+    for (size_t i = 0; i < recorded->inputs.size(); ++i) {
+        lua_pushlightuserdata(L, &g_tensor_marker);
+        lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
+    }
+    e.args_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    lua_createtable(L, static_cast<int>(recorded->outputs.size()), 1);
+    for (size_t i = 0; i < recorded->outputs.size(); ++i) {
+        lua_createtable(L, 0, 1);
+        lua_pushlightuserdata(L, &g_tensor_marker);
+        lua_pushinteger(L, static_cast<lua_Integer>(i + 1));
+        lua_rawset(L, -3);
+        lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
+    }
+    lua_pushinteger(L, static_cast<lua_Integer>(recorded->outputs.size()));
+    lua_setfield(L, -2, "n");
+    e.results_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    f.cache.push_back(e);
+    return 1;
+}
+int l_load_plan(lua_State* L) { return run_guarded_std(L, load_plan_body); }
+
+// f:params(): {name = tensor} of the captured tensors (a loaded plan's weights).
+int frozen_params(lua_State* L) {
+    Frozen& f = check_frozen(L, 1);
+    lua_newtable(L);
+    if (f.cache.empty()) return 1;
+    const Plan& p = *f.cache.front().plan;
+    for (size_t i = 0; i < p.captured.size(); ++i) {
+        std::string name = p.captured[i].name.empty() ? "#" + std::to_string(p.captured[i].tensor.id()) : p.captured[i].name;
+        tapedeck_push_tensor(L, p.captured[i].tensor);
+        lua_setfield(L, -2, name.c_str());
+    }
+    return 1;
+}
+
+int save_npy_body(lua_State* L) {
+    Tensor* t = tapedeck_test_tensor(L, 1);
+    if (!t) return luaL_error(L, "save_npy: argument 1: tensor expected, got %s", luaL_typename(L, 1));
+    npy_save(t->value(), luaL_checkstring(L, 2));
+    return 0;
+}
+int l_save_npy(lua_State* L) { return run_guarded_std(L, save_npy_body); }
+
+int load_npy_body(lua_State* L) {
+    Value v = npy_load(luaL_checkstring(L, 1));
+    Tensor t = ops::create(OP_zeros, v.shape, v.dtype);
+    std::memcpy(t.value().raw(), v.raw(), static_cast<size_t>(v.numel()) * dtype_size(v.dtype));
+    return tapedeck_push_tensor(L, t);
+}
+int l_load_npy(lua_State* L) { return run_guarded_std(L, load_npy_body); }
+
+int l_is_frozen(lua_State* L) {
+    lua_pushboolean(L, test_frozen(L, 1) != nullptr);
+    return 1;
+}
+
+const luaL_Reg frozen_methods[] = {
+    {"plan", frozen_plan}, {"with_passes", frozen_with_passes}, {"stats", frozen_stats},
+    {"timeit", frozen_timeit}, {"params", frozen_params}, {nullptr, nullptr},
+};
+
+const luaL_Reg torch_plan_functions[] = {
+    {"freeze", l_freeze}, {"save_plan", l_save_plan}, {"load_plan", l_load_plan}, {"save_npy", l_save_npy},
+    {"load_npy", l_load_npy}, {"is_frozen", l_is_frozen}, {nullptr, nullptr},
+};
+
+}  // namespace
+
+void tapedeck_open_plan(lua_State* L) {
+    luaL_newmetatable(L, FROZEN_TYPE);
+    lua_pushcfunction(L, frozen_gc);
+    lua_setfield(L, -2, "__gc");
+    lua_pushcfunction(L, frozen_call);
+    lua_setfield(L, -2, "__call");
+    lua_pushcfunction(L, frozen_tostring);
+    lua_setfield(L, -2, "__tostring");
+    lua_pushcfunction(L, frozen_index);
+    lua_setfield(L, -2, "__index");
+    lua_pushcfunction(L, frozen_newindex);
+    lua_setfield(L, -2, "__newindex");
+    luaL_newlib(L, frozen_methods);
+    lua_setfield(L, -2, "methods");
+    lua_pop(L, 1);
+    luaL_setfuncs(L, torch_plan_functions, 0);   // into the torch table on top of the stack
+}
+
+bool tapedeck_is_frozen(lua_State* L, int idx) { return test_frozen(L, idx) != nullptr; }

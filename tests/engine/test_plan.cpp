@@ -1,0 +1,210 @@
+// test_plan.cpp: freeze at the engine layer — record a run, compile it with each pass on or off,
+// replay it (fast, and through the hook when observed), guards, and plan files under mutation.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <random>
+
+#include "plan.h"
+#include "test_helpers.h"
+
+using namespace td;
+using namespace td_test;
+
+namespace {
+
+std::vector<double> ramp(int64_t n, double scale, double phase = 1) {
+    std::vector<double> v;
+    for (int64_t k = 0; k < n; ++k) v.push_back(scale * std::sin(static_cast<double>(k) + phase));
+    return v;
+}
+
+// The lecture's RNN cell with its backward: loss = sum(tanh(W_h prev_hᵀ + W_x xᵀ)).
+struct Cell {
+    Tensor w_h = make_leaf(Shape{20, 20}, ramp(400, 0.1));
+    Tensor w_x = make_leaf(Shape{20, 10}, ramp(200, 0.2));
+
+    Tensor step(const Tensor& x, const Tensor& prev_h) const {
+        w_h.node->outputs[0].grad = Tensor();
+        w_x.node->outputs[0].grad = Tensor();
+        Tensor next_h = ops::unary(OP_tanh, ops::add(ops::mm(w_h, prev_h, false, true), ops::mm(w_x, x, false, true)));
+        Tensor loss = ops::reduce_all(OP_sum, next_h);
+        backward(loss, nullptr);
+        return loss;
+    }
+};
+
+std::unique_ptr<Plan> record_cell(const Cell& cell, const Tensor& x, const Tensor& h) {
+    plan_record_begin("cell", {x, h}, {"x", "prev_h"}, SourceLoc());
+    // the step clears the grads itself in C++ (no Lua): tell the recorder, as the Lua binding does
+    plan_record_note_grad_clear(cell.w_h, SourceLoc());
+    plan_record_note_grad_clear(cell.w_x, SourceLoc());
+    Tensor loss = cell.step(x, h);
+    return plan_record_end({loss});
+}
+
+const std::vector<PlanPasses> pass_configs = {
+    PlanPasses{},
+    PlanPasses{false, true, true, true, true, true},
+    PlanPasses{true, false, true, true, true, true},
+    PlanPasses{true, true, false, true, true, true},
+    PlanPasses{true, true, true, false, true, true},
+    PlanPasses{true, true, true, true, false, true},
+    PlanPasses{true, true, true, true, true, false},
+    PlanPasses{false, false, false, false, false, false},
+};
+
+struct Observed {
+    std::vector<std::string> ops;
+    static void on(Node* node, HookEvent event, void* user) {
+        if (event == HOOK_BEFORE) static_cast<Observed*>(user)->ops.push_back(node->name());
+    }
+};
+
+}  // namespace
+
+TEST_CASE("plan: a recorded RNN cell replays to the eager loss and gradients with every pass setting") {
+    Cell cell;
+    Tensor x = make_tensor(Shape{1, 10}, ramp(10, 1));
+    Tensor h = make_tensor(Shape{1, 20}, ramp(20, 0.5));
+    std::unique_ptr<Plan> recorded = record_cell(cell, x, h);
+    REQUIRE(recorded->inputs.size() == 2);
+    REQUIRE(recorded->captured.size() == 2);
+    REQUIRE(recorded->grad_targets.size() == 2);
+
+    Tensor x2 = make_tensor(Shape{1, 10}, ramp(10, 0.7, 3));
+    Tensor h2 = make_tensor(Shape{1, 20}, ramp(20, 0.3, 2));
+    Tensor eager_loss = cell.step(x2, h2);
+    std::vector<double> eager_gh = values_of(grad_of(cell.w_h)), eager_gx = values_of(grad_of(cell.w_x));
+    for (const PlanPasses& passes : pass_configs) {
+        std::unique_ptr<Plan> plan = plan_compile(*recorded, passes);
+        cell.w_h.node->outputs[0].grad = make_tensor(Shape{20, 20}, ramp(400, 9));   // cleared by the plan
+        PlanRunResult result = plan_run(*plan, {x2, h2});
+        REQUIRE(result.completed);
+        check_values(values_of(result.outputs[0]), values_of(eager_loss), 1e-12, 1e-12);
+        check_values(values_of(grad_of(cell.w_h)), eager_gh, 1e-12, 1e-12);
+        check_values(values_of(grad_of(cell.w_x)), eager_gx, 1e-12, 1e-12);
+    }
+}
+
+TEST_CASE("plan: with an observer attached, every step runs through exec_node, fused groups op by op") {
+    Cell cell;
+    Tensor x = make_tensor(Shape{1, 10}, ramp(10, 1));
+    Tensor h = make_tensor(Shape{1, 20}, ramp(20, 0.5));
+    std::unique_ptr<Plan> plan = plan_compile(*record_cell(cell, x, h), PlanPasses{});
+    PlanRunResult fast = plan_run(*plan, {x, h});
+    std::vector<double> fast_gh = values_of(grad_of(cell.w_h));
+    REQUIRE(plan->stats.fused_groups >= 1);
+
+    Observed seen;
+    int handle = engine_observe(Observed::on, &seen);
+    PlanRunResult observed = plan_run(*plan, {x, h});
+    engine_unobserve(handle);
+    REQUIRE(observed.completed);
+    check_values(values_of(observed.outputs[0]), values_of(fast.outputs[0]), 0, 0);
+    check_values(values_of(grad_of(cell.w_h)), fast_gh, 0, 0);
+    size_t expected = 0;
+    for (const PlanStep& s : plan->steps)
+        expected += s.kind == STEP_FUSED ? s.fused.size() : (s.kind == STEP_KERNEL || s.kind == STEP_GRAD_ACCUMULATE) ? 1 : 0;
+    CHECK(seen.ops.size() == expected);
+    CHECK(std::find(seen.ops.begin(), seen.ops.end(), "tanh") != seen.ops.end());
+    CHECK(std::find(seen.ops.begin(), seen.ops.end(), "tanh_backward") != seen.ops.end());
+}
+
+TEST_CASE("plan: liveness reuses buffers, gradients are written in place, and outputs are new each call") {
+    Cell cell;
+    Tensor x = make_tensor(Shape{1, 10}, ramp(10, 1));
+    Tensor h = make_tensor(Shape{1, 20}, ramp(20, 0.5));
+    std::unique_ptr<Plan> recorded = record_cell(cell, x, h);
+    std::unique_ptr<Plan> reused = plan_compile(*recorded, PlanPasses{});
+    std::unique_ptr<Plan> unshared = plan_compile(*recorded, PlanPasses{true, true, true, true, false, false});
+    CHECK(reused->stats.buffer_bytes < unshared->stats.buffer_bytes);
+    CHECK(reused->stats.grads_in_place == 2);   // both gradients come straight out of an mm
+    PlanRunResult a = plan_run(*reused, {x, h});
+    PlanRunResult b = plan_run(*reused, {x, h});
+    CHECK(a.outputs[0].value().storage.get() != b.outputs[0].value().storage.get());
+}
+
+TEST_CASE("plan: a guard on a value read while recording stops a run whose data differ, before any effect") {
+    Tensor w = make_leaf(Shape{2}, {1, 2});
+    Tensor x = make_tensor(Shape{2}, {3, 4});
+    plan_record_begin("guarded", {x}, {"x"}, SourceLoc());
+    Tensor s = ops::reduce_all(OP_sum, x);
+    plan_record_note_values(s, SourceLoc(), "item()");
+    Tensor loss = ops::reduce_all(OP_sum, ops::mul(w, x));
+    backward(loss, nullptr);
+    std::unique_ptr<Plan> plan = plan_compile(*plan_record_end({loss}), PlanPasses{});
+    REQUIRE(plan->guards.size() == 1);
+    std::vector<double> grad_before = values_of(grad_of(w));
+    PlanRunResult same = plan_run(*plan, {make_tensor(Shape{2}, {4, 3})});   // the sum is 7 again
+    CHECK(same.completed);
+    check_values(values_of(grad_of(w)), {grad_before[0] + 4, grad_before[1] + 3});
+    std::vector<double> grad_now = values_of(grad_of(w));
+    PlanRunResult other = plan_run(*plan, {make_tensor(Shape{2}, {1, 1})});
+    CHECK_FALSE(other.completed);
+    CHECK(other.failed_guard == 0);
+    CHECK(other.reason.find("item() read 7") != std::string::npos);
+    check_values(values_of(grad_of(w)), grad_now);   // nothing was accumulated
+    CHECK(plan_check_inputs(*plan, {make_tensor(Shape{3}, {1, 2, 3})}) == "input 1 (x) has shape [3]; the plan expects [2]");
+}
+
+TEST_CASE("plan: files round-trip, and mutated files (checksum fixed up) load or fail cleanly, never crash") {
+    Cell cell;
+    Tensor x = make_tensor(Shape{1, 10}, ramp(10, 1));
+    Tensor h = make_tensor(Shape{1, 20}, ramp(20, 0.5));
+    std::unique_ptr<Plan> recorded = record_cell(cell, x, h);
+    std::string path = "test_plan_fuzz.tdp";
+    plan_save(*recorded, PlanPasses{}, path);
+    PlanPasses passes;
+    std::unique_ptr<Plan> loaded = plan_load(path, &passes);
+    std::unique_ptr<Plan> plan = plan_compile(*loaded, passes);
+    PlanRunResult run = plan_run(*plan, {x, h});
+    std::unique_ptr<Plan> original = plan_compile(*recorded, PlanPasses{});
+    PlanRunResult reference = plan_run(*original, {x, h});
+    check_values(values_of(run.outputs[0]), values_of(reference.outputs[0]), 0, 0);
+
+    std::ifstream in(path, std::ios::binary);
+    std::string good((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    in.close();
+    auto fnv = [](const std::string& s, size_t from) {
+        uint64_t hash = 1469598103934665603ull;
+        for (size_t i = from; i < s.size(); ++i) {
+            hash ^= static_cast<unsigned char>(s[i]);
+            hash *= 1099511628211ull;
+        }
+        return hash;
+    };
+    std::mt19937 rng(1234);
+    int loaded_ok = 0, refused = 0;
+    for (int trial = 0; trial < 3000; ++trial) {
+        std::string bytes = good;
+        int changes = 1 + static_cast<int>(rng() % 3);
+        for (int c = 0; c < changes; ++c) {
+            size_t at = 32 + rng() % (bytes.size() - 32);
+            bytes[at] = static_cast<char>(rng() % 4 == 0 ? (bytes[at] ^ (1 << (rng() % 8))) : static_cast<char>(rng()));
+        }
+        uint64_t sum = fnv(bytes, 32);
+        std::memcpy(&bytes[24], &sum, 8);
+        std::ofstream out(path, std::ios::binary | std::ios::trunc);
+        out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+        out.close();
+        try {
+            PlanPasses p;
+            std::unique_ptr<Plan> l = plan_load(path, &p);
+            std::unique_ptr<Plan> c = plan_compile(*l, p);
+            try {
+                plan_run(*c, {x, h});
+            } catch (const EngineError&) {
+            }
+            ++loaded_ok;
+        } catch (const EngineError&) {
+            ++refused;
+        }
+    }
+    std::remove(path.c_str());
+    CHECK(refused > 0);
+    CHECK(loaded_ok + refused == 3000);
+}

@@ -1,0 +1,106 @@
+-- Plan files and .npy: a saved plan runs without the script and gives what the frozen function
+-- gives; a bad file is a clear error, never a crash; .npy files round-trip.
+local check = dofile((arg[0]:match("^(.*[/\\])") or "") .. "check.lua")
+local dir = os.getenv("TMPDIR") or "/tmp"
+local path = dir .. "/tapedeck_test_" .. tostring(os.time()) .. "_" .. tostring(math.random(1e9))
+
+torch.manual_seed(3)
+local x, y = torch.randn(16, 50), torch.randn(16, 5)
+local w1, w2 = torch.randn(50, 20, {requires_grad = true}), torch.randn(20, 5, {requires_grad = true})
+local function step(x, y)
+  local loss = (x:mm(w1):clamp{min = 0}:mm(w2) - y):pow(2):sum()
+  loss:backward()
+  torch.no_grad(function()
+    w1:sub_(w1.grad, 1e-4)
+    w2:sub_(w2.grad, 1e-4)
+    w1.grad:zero_()
+    w2.grad:zero_()
+  end)
+  return loss
+end
+local f = torch.freeze(step, x, y)
+torch.save_plan(f, path .. ".tdp")
+local g = torch.load_plan(path .. ".tdp")
+assert(tostring(g):find("frozen", 1, true))
+local params = g:params()
+check.close(params.w1, w1, 0, "weights saved with the plan")
+check.close(params.w2, w2, 0)
+-- Same state, same call: same loss, same updated weights.
+for i = 1, 3 do
+  local a = f(x, y)
+  local b = g(x, y)
+  check.close(b, a, 1e-5, "loaded plan, call " .. i)
+  check.close(params.w1, w1, 1e-5, "loaded plan updates its own weights, call " .. i)
+end
+-- With each pass off, from the file too.
+for _, pass in ipairs({"dce", "cse", "fold", "fuse", "inplace", "reuse"}) do
+  local h = torch.load_plan(path .. ".tdp", {[pass] = false})
+  local h0 = torch.load_plan(path .. ".tdp")
+  check.close(h(x, y), h0(x, y), 1e-5, "loaded with " .. pass .. " off")
+  check.close(h:params().w1, h0:params().w1, 1e-6, "weights with " .. pass .. " off")
+end
+
+-- Wrong inputs: named, with the expected shape.
+local ok, message = pcall(g, torch.randn(8, 50), y)
+assert(not ok and message:find("input 1 (x) has shape [8,50]; the plan expects [16,50]", 1, true), message)
+ok, message = pcall(g, x)
+assert(not ok and message:find("expects 2 tensor arguments (x, y), got 1", 1, true), message)
+ok, message = pcall(g, x, y:double())
+assert(not ok and message:find("input 2 (y) is float64; the plan expects float32", 1, true), message)
+
+-- Bad files: clear errors naming the file.
+local function read(p) local h = assert(io.open(p, "rb")); local s = h:read("a"); h:close(); return s end
+local function write(p, s) local h = assert(io.open(p, "wb")); h:write(s); h:close() end
+local good = read(path .. ".tdp")
+local bad = path .. "_bad.tdp"
+local function load_fails(bytes, pattern, what)
+  write(bad, bytes)
+  local ok2, err = pcall(torch.load_plan, bad)
+  assert(not ok2, what .. ": expected an error")
+  assert(err:find("load_plan: " .. bad, 1, true), what .. ": " .. err)
+  if pattern then assert(err:find(pattern, 1, true), what .. ": " .. err) end
+end
+load_fails("", "not a tapedeck plan file", "empty file")
+load_fails("hello world, not a plan at all", "not a tapedeck plan file", "text file")
+load_fails(good:sub(1, 20), "truncated", "cut in the header")
+load_fails(good:sub(1, #good - 7), "truncated", "cut at the end")
+load_fails(good .. "xx", "extra bytes", "bytes appended")
+load_fails(good:sub(1, 8) .. string.pack("<I4", 99) .. good:sub(13), "version 99 (this tapedeck reads version 1)", "version")
+load_fails(good:sub(1, 100) .. string.char((good:byte(101) + 1) % 256) .. good:sub(102), "checksum mismatch", "one byte")
+ok, message = pcall(torch.load_plan, dir .. "/no/such/file.tdp")
+assert(not ok and message:find("cannot open", 1, true), message)
+-- Fuzz: every cut and a few hundred random byte changes give an error, not a crash.
+math.randomseed(42)
+for cut = 0, #good - 1, math.max(1, #good // 97) do load_fails(good:sub(1, cut), nil, "cut at " .. cut) end
+for _ = 1, 300 do
+  local at = math.random(1, #good)
+  local mutated = good:sub(1, at - 1) .. string.char(math.random(0, 255)) .. good:sub(at + 1)
+  if mutated ~= good then load_fails(mutated, nil, "byte " .. at) end
+end
+os.remove(bad)
+os.remove(path .. ".tdp")
+
+-- .npy round trips, in each dtype.
+for _, dtype in ipairs({"float32", "float64", "int64"}) do
+  local t = (torch.arange(12, {dtype = dtype}) - 5):reshape(3, 4)
+  torch.save_npy(t, path .. ".npy")
+  local back = torch.load_npy(path .. ".npy")
+  check.equal(back.dtype, dtype, "npy dtype")
+  check.shape(back, {3, 4}, "npy shape")
+  check.close(back, t, 0, "npy values")
+end
+torch.save_npy(torch.tensor(2.5), path .. ".npy")
+check.close(torch.load_npy(path .. ".npy"), 2.5, 0, "0-d npy")
+-- A file numpy wrote (big-endian int16, format 1.0), byte for byte.
+local header = "{'descr': '>i2', 'fortran_order': False, 'shape': (3,), }"
+header = header .. string.rep(" ", 64 - (10 + #header + 1) % 64) .. "\n"
+write(path .. ".npy", "\x93NUMPY\1\0" .. string.pack("<I2", #header) .. header .. string.pack(">i2>i2>i2", -2, 7, 300))
+local ints = torch.load_npy(path .. ".npy")
+check.equal(ints.dtype, "int64")
+check.close(ints, {-2, 7, 300}, 0, "big-endian int16")
+write(path .. ".npy", "\x93NUMPY\1\0" .. string.pack("<I2", 10) .. "{'descr': ")
+ok, message = pcall(torch.load_npy, path .. ".npy")
+assert(not ok and message:find("load_npy: ", 1, true), message)
+os.remove(path .. ".npy")
+
+print("test_freeze_files: ok")
