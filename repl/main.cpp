@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <lua.hpp>
 #include <string>
 #include <vector>
@@ -95,10 +96,11 @@ int subcommand_run_plan(lua_State*, int argc, char** argv) {
                                 plan->inputs[k].shape.str().c_str(), plan->inputs[k].name.c_str());
         td::PlanRunResult result = td::plan_run(*plan, inputs);
         if (!result.completed) td::engine_fail("run-plan: %s", result.reason.c_str());
-        std::string mkdir = "mkdir -p '" + out_dir + "'";
-        if (system(mkdir.c_str()) != 0) td::engine_fail("run-plan: cannot make %s", out_dir.c_str());
+        std::error_code error;
+        std::filesystem::create_directories(out_dir, error);
+        if (error) td::engine_fail("run-plan: cannot make %s: %s", out_dir.c_str(), error.message().c_str());
         auto write = [&](const std::string& file, const td::Value& v) {
-            std::string path = out_dir + "/" + file;
+            std::string path = (std::filesystem::path(out_dir) / file).lexically_normal().string();
             td::npy_save(v, path);
             printf("wrote %s  %s %s\n", path.c_str(), td::dtype_name(v.dtype), v.shape.str().c_str());
         };
