@@ -1,6 +1,6 @@
 // tape.cpp: recording (op_call), running (exec_node, the one hook), the tape list, node lifetime.
 //
-// [SECTION] engine state   grad mode, phase/group of the current recording, observers, locator
+// [SECTION] engine state   grad mode, phase/group of the current recording, observers, interrupt, locator
 // [SECTION] source files   interned file names for node locations
 // [SECTION] tape           the intrusive list of live nodes; node destruction
 // [SECTION] op_call        dtype conversion, shape rule, node, outputs, exec
@@ -10,6 +10,8 @@
 
 #include "function.h"
 
+#include <algorithm>
+#include <csignal>
 #include <random>
 #include <unordered_map>
 
@@ -66,6 +68,14 @@ void engine_unobserve(int handle) {
         }
     }
 }
+
+namespace {
+volatile sig_atomic_t g_interrupt_requested = 0;
+}
+
+void engine_interrupt_request() { g_interrupt_requested = 1; }
+bool engine_interrupt_pending() { return g_interrupt_requested != 0; }
+void engine_interrupt_clear() { g_interrupt_requested = 0; }
 
 void engine_set_locator(SourceLocator locator, void* user) {
     g.locator = locator;
@@ -322,9 +332,22 @@ Tensor op_call(OpId op, const Tensor* const* inputs, int n_inputs, const OpAttrs
 // [SECTION] exec_node
 
 static void notify_observers(Node* node, HookEvent event) {
-    // An observer may unsubscribe (or subscribe) while being called: iterate over a copy.
-    std::vector<Observer> current = g.observers;
-    for (const Observer& o : current) o.fn(node, event, o.user);
+    // An observer may unsubscribe (or subscribe) while being called: iterate over a copy. A few
+    // observers are copied onto the stack: this runs twice per node, so no allocation.
+    constexpr size_t INLINE_OBSERVERS = 8;
+    size_t n = g.observers.size();
+    if (n > INLINE_OBSERVERS) {
+        std::vector<Observer> current = g.observers;
+        for (const Observer& o : current) o.fn(node, event, o.user);
+        return;
+    }
+    Observer current[INLINE_OBSERVERS];
+    std::copy(g.observers.begin(), g.observers.end(), current);
+    for (size_t i = 0; i < n; ++i) current[i].fn(node, event, current[i].user);
+}
+
+void engine_notify(Node* node, HookEvent event) {
+    if (!g.observers.empty()) notify_observers(node, event);
 }
 
 void exec_node(Node* node) {
