@@ -27,6 +27,7 @@ struct Observer {
     int handle;
     NodeObserver fn;
     void* user;
+    uint8_t events;   // hook_bit()s it asked for
 };
 
 struct EngineState {
@@ -37,6 +38,7 @@ struct EngineState {
     uint64_t tape_version = 0;
     bool grad_enabled = true;
     std::vector<Observer> observers;
+    uint8_t events_wanted = 0;   // the union of the observers' events: what exec_node checks
     int next_observer_handle = 1;
     SourceLocator locator = nullptr;
     void* locator_user = nullptr;
@@ -54,27 +56,37 @@ RecordingContext g_recording;
 bool grad_enabled() { return g.grad_enabled; }
 void set_grad_enabled(bool enabled) { g.grad_enabled = enabled; }
 
-int engine_observe(NodeObserver observer, void* user) {
+static void update_events_wanted() {
+    g.events_wanted = 0;
+    for (const Observer& o : g.observers) g.events_wanted |= o.events;
+}
+
+int engine_observe(NodeObserver observer, void* user, uint8_t events) {
     int handle = g.next_observer_handle++;
-    g.observers.push_back({handle, observer, user});
+    g.observers.push_back({handle, observer, user, events});
+    update_events_wanted();
     return handle;
+}
+
+void engine_observe_events(int handle, uint8_t events) {
+    for (Observer& o : g.observers)
+        if (o.handle == handle) o.events = events;
+    update_events_wanted();
 }
 
 void engine_unobserve(int handle) {
     for (size_t i = 0; i < g.observers.size(); ++i) {
         if (g.observers[i].handle == handle) {
             g.observers.erase(g.observers.begin() + static_cast<long>(i));
-            return;
+            break;
         }
     }
+    update_events_wanted();
 }
 
-namespace {
 volatile sig_atomic_t g_interrupt_requested = 0;
-}
 
 void engine_interrupt_request() { g_interrupt_requested = 1; }
-bool engine_interrupt_pending() { return g_interrupt_requested != 0; }
 void engine_interrupt_clear() { g_interrupt_requested = 0; }
 
 void engine_set_locator(SourceLocator locator, void* user) {
@@ -331,27 +343,34 @@ Tensor op_call(OpId op, const Tensor* const* inputs, int n_inputs, const OpAttrs
 // ============================================================================================
 // [SECTION] exec_node
 
+// Call the observers that asked for `event` (all of them for HOOK_AFTER while an interrupt is
+// pending, so that one can take it).
 static void notify_observers(Node* node, HookEvent event) {
     // An observer may unsubscribe (or subscribe) while being called: iterate over a copy. A few
     // observers are copied onto the stack: this runs twice per node, so no allocation.
     constexpr size_t INLINE_OBSERVERS = 8;
+    uint8_t bit = hook_bit(event);
+    bool interrupt = event == HOOK_AFTER && engine_interrupt_pending();
     size_t n = g.observers.size();
     if (n > INLINE_OBSERVERS) {
         std::vector<Observer> current = g.observers;
-        for (const Observer& o : current) o.fn(node, event, o.user);
+        for (const Observer& o : current)
+            if ((o.events & bit) || interrupt) o.fn(node, event, o.user);
         return;
     }
     Observer current[INLINE_OBSERVERS];
     std::copy(g.observers.begin(), g.observers.end(), current);
-    for (size_t i = 0; i < n; ++i) current[i].fn(node, event, current[i].user);
+    for (size_t i = 0; i < n; ++i)
+        if ((current[i].events & bit) || interrupt) current[i].fn(node, event, current[i].user);
 }
 
 void engine_notify(Node* node, HookEvent event) {
-    if (!g.observers.empty()) notify_observers(node, event);
+    if ((g.events_wanted & hook_bit(event)) || (event == HOOK_AFTER && engine_interrupt_pending()))
+        notify_observers(node, event);
 }
 
 void exec_node(Node* node) {
-    if (!g.observers.empty()) notify_observers(node, HOOK_BEFORE);
+    if (g.events_wanted & hook_bit(HOOK_BEFORE)) notify_observers(node, HOOK_BEFORE);
 
     const Value* inputs_local[4];
     std::vector<const Value*> inputs_heap;
@@ -372,7 +391,7 @@ void exec_node(Node* node) {
     if (node->info().flags & OPF_INPLACE) ++node->outputs[0].value.storage->version;
     for (Output& out : node->outputs) out.version = out.value.storage->version;
 
-    if (!g.observers.empty()) notify_observers(node, HOOK_AFTER);
+    if ((g.events_wanted & hook_bit(HOOK_AFTER)) || engine_interrupt_pending()) notify_observers(node, HOOK_AFTER);
 }
 
 // ============================================================================================

@@ -8,8 +8,9 @@
 // belongs to. Every node runs through exec_node(), which calls the observers before and after.
 #pragma once
 
-#include <vector>
+#include <csignal>
 #include <memory>
+#include <vector>
 
 #include "ops.h"
 
@@ -163,16 +164,24 @@ enum HookEvent : uint8_t {
                        // node and those leaving it, which an observer may replace before they flow on
 };
 typedef void (*NodeObserver)(Node* node, HookEvent event, void* user);
-int engine_observe(NodeObserver observer, void* user);   // returns a handle for unobserve
+inline uint8_t hook_bit(HookEvent event) { return static_cast<uint8_t>(1u << event); }
+constexpr uint8_t HOOK_ALL_EVENTS = (1u << HOOK_BEFORE) | (1u << HOOK_AFTER) | (1u << HOOK_GROUP_DONE);
+// Subscribe to the events in `events` (hook_bit()s). Returns a handle for unobserve.
+int engine_observe(NodeObserver observer, void* user, uint8_t events = HOOK_ALL_EVENTS);
+// Change which events an observer gets. With none it costs nothing: a debugger with no
+// breakpoint stays subscribed this way (an interrupt still reaches it, see below).
+void engine_observe_events(int handle, uint8_t events);
 void engine_unobserve(int handle);
 // Call the observers with `event` for `node` (exec_node and backward do; nothing when none).
 void engine_notify(Node* node, HookEvent event);
 
-// An asynchronous request to stop, set by a SIGINT handler (async-signal-safe) and taken by an
-// observer (the debugger stops at the next node). The engine itself only stores it.
+// An asynchronous request to stop, set by a SIGINT handler (async-signal-safe). While it is
+// pending every observer gets HOOK_AFTER, whatever events it asked for, so the debugger can stop
+// at the next node; the observer that takes it clears it.
 void engine_interrupt_request();
-bool engine_interrupt_pending();
 void engine_interrupt_clear();
+extern volatile sig_atomic_t g_interrupt_requested;
+inline bool engine_interrupt_pending() { return g_interrupt_requested != 0; }
 
 // Where the current op call comes from (the Lua bindings install one that reads the Lua stack).
 typedef SourceLoc (*SourceLocator)(void* user);

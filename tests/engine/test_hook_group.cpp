@@ -156,3 +156,41 @@ TEST_CASE("hook group: the interrupt flag is set, read and cleared (nothing else
     engine_interrupt_clear();
     CHECK_FALSE(engine_interrupt_pending());
 }
+
+namespace {
+
+struct EventCounts {
+    int before = 0, after = 0, group = 0;
+};
+
+void count_by_event(Node*, HookEvent event, void* user) {
+    EventCounts* c = static_cast<EventCounts*>(user);
+    if (event == HOOK_BEFORE) ++c->before;
+    else if (event == HOOK_AFTER) ++c->after;
+    else ++c->group;
+}
+
+}  // namespace
+
+TEST_CASE("hook group: an observer gets only the events it asked for, and every HOOK_AFTER while an interrupt is pending") {
+    Tensor w = make_leaf(Shape{2}, {1, 2});
+    EventCounts counts;
+    int handle = engine_observe(count_by_event, &counts, hook_bit(HOOK_GROUP_DONE));
+    Tensor loss = ops::reduce_all(OP_sum, ops::mul(w, w));   // two nodes, not seen
+    backward(loss, nullptr);                                // two groups (sum, mul)
+    CHECK(counts.before == 0);
+    CHECK(counts.after == 0);
+    CHECK(counts.group == 2);
+
+    engine_observe_events(handle, 0);   // subscribed to nothing: nothing arrives ...
+    Tensor a = ops::mul_scalar(w, 2);
+    CHECK(counts.after == 0);
+    engine_interrupt_request();          // ... except HOOK_AFTER while an interrupt is pending
+    Tensor b = ops::mul_scalar(w, 3);
+    engine_interrupt_clear();
+    Tensor c = ops::mul_scalar(w, 4);
+    engine_unobserve(handle);
+    CHECK(counts.before == 0);
+    CHECK(counts.after == 1);
+    CHECK(counts.group == 2);
+}
