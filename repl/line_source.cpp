@@ -165,18 +165,20 @@ public:
         interrupted = false;
         current_ = this;
         repl_take_interrupt();   // a Ctrl-C that came while no prompt was up is not meant for this one
+        cancelled_ = false;
         rl_callback_handler_install(prompt, on_line);
         while (!finished_) {
             struct pollfd fd = {STDIN_FILENO, POLLIN, 0};
             int ready = poll(&fd, 1, on_idle ? 15 : -1);
-            if (repl_take_interrupt()) {   // Ctrl-C at the prompt: drop the line (the loop drops the statement)
+            bool ctrl_c = repl_take_interrupt();
+            if (ctrl_c || cancelled_) {   // Ctrl-C at the prompt: drop the line (the loop drops the statement)
                 rl_point = rl_end;   // keep what was typed on screen, then ^C and a new line
                 rl_redisplay();
                 rl_free_line_state();
                 rl_callback_sigcleanup();
                 rl_replace_line("", 0);
                 rl_callback_handler_remove();
-                printf("^C\n");
+                printf(ctrl_c ? "^C\n" : "\n");
                 fflush(stdout);
                 line.clear();
                 interrupted = true;
@@ -189,6 +191,8 @@ public:
         line = line_;
         return true;
     }
+
+    void cancel_read() override { cancelled_ = true; }
 
 private:
     static void on_line(char* text) {
@@ -214,6 +218,7 @@ private:
     std::string line_;
     bool finished_ = false;
     bool at_eof_ = false;
+    bool cancelled_ = false;
 };
 
 TerminalLineSource* TerminalLineSource::current_ = nullptr;
