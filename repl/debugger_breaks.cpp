@@ -277,7 +277,7 @@ bool debugger_parse_break(lua_State*, const std::string& text, Breakpoint& bp, s
         bp.target = TARGET_ANY;
     } else if (target[0] == "node") {
         if (target.size() != 2 || !is_number(target[1]) || atoll(target[1].c_str()) <= 0) {
-            error = ":break node needs a node id, as in :break node 5";
+            error = "node needs a node id, as in :break node 5";
             return false;
         }
         bp.target = TARGET_NODE;
