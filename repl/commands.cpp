@@ -84,7 +84,7 @@ const Command commands[] = {
     {"help", "h", "", "list the commands", cmd_help},
     {"graph", "g", "[expr]", "the tape as a table (id, op, phase, inputs, shape, file:line); with expr, the graph of that tensor", cmd_graph},
     {"dot", nullptr, "[expr] file", "write the graph as .dot, or render .svg/.png/.pdf with Graphviz", cmd_dot},
-    {"break", "b", "SPEC", "set a breakpoint: [once] [fwd|bwd] op NAME | node N | FILE:LINE [if nan | max > 1e3 | Lua of t]", debugger_cmd_break},
+    {"break", "b", "SPEC", "set a breakpoint: [once] [fwd|bwd] op NAME | fn NAME | node N | FILE:LINE [if nan | max > 1e3 | Lua of t]", debugger_cmd_break},
     {"breaks", nullptr, "", "list the breakpoints", debugger_cmd_breaks},
     {"delete", nullptr, "N|all", "delete breakpoints", debugger_cmd_delete},
     {"disable", nullptr, "N|all", "disable breakpoints (they stay in the list)", debugger_cmd_disable},

@@ -53,6 +53,7 @@ struct DebugFrame {
     int line = 0;            // current line; 0 for C functions
     std::string name;        // the function's name, when Lua knows it
     std::string what;        // "Lua", "C", "main"
+    int line_defined = 0;    // where a Lua function starts
 };
 
 struct DebugStop {

@@ -268,7 +268,7 @@ bool debugger_parse_break(lua_State*, const std::string& text, Breakpoint& bp, s
         if (phase_given) ++w;
     }
     std::vector<std::string> target(words.begin() + static_cast<long>(w), words.end());
-    const char* usage = "usage: :break [once] [fwd|bwd] [op] NAME | node N | FILE:LINE [if CONDITION]";
+    const char* usage = "usage: :break [once] [fwd|bwd] [op] NAME | fn NAME | node N | FILE:LINE [if CONDITION]";
     if (target.empty()) {
         if (condition.empty()) {
             error = usage;
@@ -285,6 +285,10 @@ bool debugger_parse_break(lua_State*, const std::string& text, Breakpoint& bp, s
     } else if (target[0] == "op" && target.size() == 2) {
         bp.target = TARGET_OP;
         bp.function_name = target[1];   // resolved when added
+    } else if (target[0] == "fn" && target.size() == 2) {
+        bp.target = TARGET_OP;          // a torch.Function, maybe not defined yet
+        bp.op = OP_function;
+        bp.function_name = target[1];
     } else if (target.size() == 1 && split_file_line(target[0], bp.file, bp.line)) {
         bp.target = TARGET_LINE;
         if (!phase_given) bp.phases = BREAK_LINE;
@@ -344,6 +348,7 @@ std::string describe(const Breakpoint& bp) {
 // The op (or torch.Function) a name means; false with suggestions in `error`.
 bool resolve_op(lua_State* L, Breakpoint& bp, std::string& error) {
     const std::string& name = bp.function_name;
+    if (bp.op == OP_function) return true;   // "fn NAME": a torch.Function by name, defined or not
     OpId op;
     if (op_find(name.c_str(), &op)) {
         bp.op = op;
@@ -363,8 +368,9 @@ bool resolve_op(lua_State* L, Breakpoint& bp, std::string& error) {
         for (size_t i = 0; i < near.size(); ++i) error += std::string(i ? "," : "") + " " + near[i];
         error += "?)";
     } else {
-        error += " (ops are listed in engine/ops.def; a torch.Function by its name once defined)";
+        error += " (the ops are the rows of engine/ops.def)";
     }
+    error += "; a torch.Function not defined yet: fn " + name;
     return false;
 }
 

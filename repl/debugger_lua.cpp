@@ -3,6 +3,7 @@
 //
 //   local id = dbg.break_on{op = "tanh", phase = "bwd", when = function(t) return t:max():item() > 1 end}
 //   dbg.break_on{op = "mm", phase = "bwd", once = true, action = function(stop) print(stop.grad_out[1]) end}
+//   dbg.break_on{fn = "MyReLU", phase = "bwd"}      -- a torch.Function, by name
 //   dbg.step(), dbg.continue(), dbg.delete(id), dbg.breaks(), dbg.stopped(), dbg.command(":where")
 #include <lua.hpp>
 
@@ -37,7 +38,7 @@ int function_field(lua_State* L, const char* field) {
     return luaL_ref(L, LUA_REGISTRYINDEX);
 }
 
-const char* const BREAK_FIELDS[] = {"op", "phase", "node", "line", "file", "when", "once", "action", nullptr};
+const char* const BREAK_FIELDS[] = {"op", "fn", "phase", "node", "line", "file", "when", "once", "action", nullptr};
 
 // dbg.break_on{op=, phase=, node=, line=, file=, when=, once=, action=} -> id
 int l_break_on(lua_State* L) {
@@ -47,7 +48,7 @@ int l_break_on(lua_State* L) {
         bool known = false;
         const char* key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
         for (const char* const* f = BREAK_FIELDS; *f && !known; ++f) known = strcmp(key, *f) == 0;
-        if (!known) return luaL_error(L, "dbg.break_on: unknown field '%s' (op, phase, node, line, file, when, once, action)", key);
+        if (!known) return luaL_error(L, "dbg.break_on: unknown field '%s' (op, fn, phase, node, line, file, when, once, action)", key);
         lua_pop(L, 1);
     }
     Breakpoint bp;
@@ -56,9 +57,14 @@ int l_break_on(lua_State* L) {
     lua_getfield(L, 1, "line");
     lua_getfield(L, 1, "file");
     lua_getfield(L, 1, "phase");   // 6
+    lua_getfield(L, 1, "fn");      // 7: a torch.Function by name, maybe not defined yet
     if (!lua_isnil(L, 2)) {
         bp.target = TARGET_OP;
         bp.function_name = luaL_checkstring(L, 2);
+    } else if (!lua_isnil(L, 7)) {
+        bp.target = TARGET_OP;
+        bp.op = td::OP_function;
+        bp.function_name = luaL_checkstring(L, 7);
     } else if (!lua_isnil(L, 3)) {
         bp.target = TARGET_NODE;
         bp.node_id = luaL_checkinteger(L, 3);
@@ -89,7 +95,7 @@ int l_break_on(lua_State* L) {
             return luaL_error(L, "dbg.break_on: bad condition '%s'", lua_tostring(L, -1));
     }
     if (bp.target == TARGET_ANY && bp.condition == CONDITION_NONE)
-        return luaL_error(L, "dbg.break_on: give op, node, line or when");
+        return luaL_error(L, "dbg.break_on: give op, fn, node, line or when");
     bp.action_ref = function_field(L, "action");
     std::string error;
     int id = debugger_break_add(L, bp, error);

@@ -87,6 +87,7 @@ void capture_frames(lua_State* T, DebugStop& stop) {
         f.line = ar.currentline;
         f.name = ar.name ? ar.name : "";
         f.what = ar.what ? ar.what : "";
+        f.line_defined = ar.linedefined;
         note_source(f.source);
         bool library = f.source.compare(0, strlen(TAPEDECK_LIBRARY_CHUNK), TAPEDECK_LIBRARY_CHUNK) == 0;
         if (stop.frame < 0 && f.line > 0 && f.what != "C" && !library) stop.frame = level;
@@ -622,7 +623,7 @@ std::string frame_text(const DebugFrame& f) {
     s += ": in ";
     if (f.what == "main") s += "main chunk";
     else if (!f.name.empty()) s += "function '" + f.name + "'";
-    else s += f.what == "C" ? "?" : "function <" + f.short_src + ">";
+    else s += f.what == "C" ? "?" : "function <" + f.short_src + ":" + std::to_string(f.line_defined) + ">";
     return s;
 }
 
