@@ -75,6 +75,17 @@ int edit_distance(const std::string& a, const std::string& b) {
     return d[n][m];
 }
 
+std::vector<std::string> split_words(const std::string& text, const char* separators) {
+    std::vector<std::string> words;
+    for (size_t i = 0; i < text.size();) {
+        size_t end = text.find_first_of(separators, i);
+        if (end == std::string::npos) end = text.size();
+        if (end > i) words.push_back(text.substr(i, end - i));
+        i = end + 1;
+    }
+    return words;
+}
+
 }  // namespace dbg
 
 using namespace dbg;
@@ -245,13 +256,7 @@ bool debugger_parse_break(lua_State*, const std::string& text, Breakpoint& bp, s
             return false;
         }
     }
-    std::vector<std::string> words;
-    for (size_t i = 0; i < rest.size();) {
-        size_t end = rest.find_first_of(" \t", i);
-        if (end == std::string::npos) end = rest.size();
-        if (end > i) words.push_back(rest.substr(i, end - i));
-        i = end + 1;
-    }
+    std::vector<std::string> words = dbg::split_words(rest);
     size_t w = 0;
     bool phase_given = false;
     if (w < words.size() && words[w] == "once") {
@@ -368,9 +373,8 @@ bool resolve_op(lua_State* L, Breakpoint& bp, std::string& error) {
         for (size_t i = 0; i < near.size(); ++i) error += std::string(i ? "," : "") + " " + near[i];
         error += "?)";
     } else {
-        error += " (the ops are the rows of engine/ops.def)";
+        error += " (the ops are the rows of engine/ops.def; a torch.Function not defined yet: fn " + name + ")";
     }
-    error += "; a torch.Function not defined yet: fn " + name;
     return false;
 }
 

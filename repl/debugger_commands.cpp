@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "debugger.h"
+#include "debugger_internal.h"
 #include "repl.h"
 #include "tapedeck_lua.h"
 
@@ -30,13 +31,7 @@ bool parse_ids(const std::string& command, const std::string& args, const std::v
         ids = all;
         return true;
     }
-    size_t i = 0;
-    while (i < args.size()) {
-        size_t end = args.find_first_of(" \t,", i);
-        if (end == std::string::npos) end = args.size();
-        std::string word = args.substr(i, end - i);
-        i = end + 1;
-        if (word.empty()) continue;
+    for (const std::string& word : dbg::split_words(args, " \t,")) {
         char* stop = nullptr;
         long id = strtol(word.c_str(), &stop, 10);
         if (*stop != '\0' || id <= 0) {
@@ -133,13 +128,7 @@ bool debugger_cmd_run(lua_State* L, const std::string& args) {
         fail(":run: a run is stopped here; :continue or :abort it first");
         return true;
     }
-    std::vector<std::string> words;
-    for (size_t i = 0; i < args.size();) {
-        size_t end = args.find_first_of(" \t", i);
-        if (end == std::string::npos) end = args.size();
-        if (end > i) words.push_back(args.substr(i, end - i));
-        i = end + 1;
-    }
+    std::vector<std::string> words = dbg::split_words(args);
     if (words.empty()) {
         fail(":run needs a script, as in :run scripts/rnn_cell.lua");
         return true;

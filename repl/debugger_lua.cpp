@@ -104,20 +104,32 @@ int l_break_on(lua_State* L) {
     return 1;
 }
 
+// Fields of the table on top of the stack.
+void set_integer(lua_State* L, const char* field, lua_Integer x) {
+    lua_pushinteger(L, x);
+    lua_setfield(L, -2, field);
+}
+
+void set_number(lua_State* L, const char* field, double x) {
+    lua_pushnumber(L, x);
+    lua_setfield(L, -2, field);
+}
+
+void set_boolean(lua_State* L, const char* field, bool b) {
+    lua_pushboolean(L, b);
+    lua_setfield(L, -2, field);
+}
+
 int l_breaks(lua_State* L) {
     const std::vector<Breakpoint>& breaks = debugger_breakpoints();
     lua_createtable(L, static_cast<int>(breaks.size()), 0);
     for (size_t i = 0; i < breaks.size(); ++i) {
         const Breakpoint& bp = breaks[i];
         lua_createtable(L, 0, 5);
-        lua_pushinteger(L, bp.id);
-        lua_setfield(L, -2, "id");
-        lua_pushboolean(L, bp.enabled);
-        lua_setfield(L, -2, "enabled");
-        lua_pushinteger(L, bp.hits);
-        lua_setfield(L, -2, "hits");
-        lua_pushboolean(L, bp.once);
-        lua_setfield(L, -2, "once");
+        set_integer(L, "id", bp.id);
+        set_boolean(L, "enabled", bp.enabled);
+        set_integer(L, "hits", bp.hits);
+        set_boolean(L, "once", bp.once);
         lua_pushstring(L, bp.description.c_str());
         lua_setfield(L, -2, "description");
         lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
@@ -193,11 +205,6 @@ int l_banner(lua_State* L) {
     return 1;
 }
 
-void set_number(lua_State* L, const char* field, double x) {
-    lua_pushnumber(L, x);
-    lua_setfield(L, -2, field);
-}
-
 // dbg.inspect(t) -> {min, max, mean, std, sum, norm, absmax, count, nan, inf, histogram}
 int l_inspect(lua_State* L) {
     td::Tensor* t = tapedeck_test_tensor(L, 1);
@@ -211,12 +218,9 @@ int l_inspect(lua_State* L) {
     set_number(L, "sum", s.sum);
     set_number(L, "norm", s.norm);
     set_number(L, "absmax", s.absmax);
-    lua_pushinteger(L, s.count);
-    lua_setfield(L, -2, "count");
-    lua_pushinteger(L, s.nan);
-    lua_setfield(L, -2, "nan");
-    lua_pushinteger(L, s.inf);
-    lua_setfield(L, -2, "inf");
+    set_integer(L, "count", s.count);
+    set_integer(L, "nan", s.nan);
+    set_integer(L, "inf", s.inf);
     lua_createtable(L, static_cast<int>(s.histogram.size()), 0);
     for (size_t i = 0; i < s.histogram.size(); ++i) {
         lua_pushinteger(L, s.histogram[i]);
