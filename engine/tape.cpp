@@ -352,6 +352,11 @@ static void notify_observers(Node* node, HookEvent event) {
     uint8_t bit = hook_bit(event);
     bool interrupt = event == HOOK_AFTER && engine_interrupt_pending();
     size_t n = g.observers.size();
+    if (n == 1) {   // the usual case (the debugger): a copy of the one entry is enough
+        Observer o = g.observers[0];
+        if ((o.events & bit) || interrupt) o.fn(node, event, o.user);
+        return;
+    }
     if (n > INLINE_OBSERVERS) {
         std::vector<Observer> current = g.observers;
         for (const Observer& o : current)

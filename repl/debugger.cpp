@@ -45,11 +45,13 @@ void refresh() {
             g.every_node = true;
         }
     }
-    // Subscribed to nothing when nothing can stop: then a node costs the engine one test.
-    bool armed = g.every_node;
-    for (uint8_t bits : g.op_events) armed = armed || bits != 0;
-    if (g.observer)
-        engine_observe_events(g.observer, armed ? hook_bit(HOOK_AFTER) | hook_bit(HOOK_GROUP_DONE) : 0);
+    // Subscribed only to the events something can stop at (none: a node costs the engine one test).
+    uint8_t wanted = 0;
+    for (uint8_t bits : g.op_events) wanted |= bits;
+    uint8_t events = 0;
+    if (g.every_node || (wanted & (EVENT_FORWARD_NODE | EVENT_BACKWARD_NODE))) events |= hook_bit(HOOK_AFTER);
+    if (g.every_node || (wanted & EVENT_GROUP)) events |= hook_bit(HOOK_GROUP_DONE);
+    if (g.observer) engine_observe_events(g.observer, events);
     if (g.L) apply_lua_hook(g.L);
 }
 
