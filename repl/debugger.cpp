@@ -259,11 +259,15 @@ void run_stop_prompt(lua_State* T, DebugStop& stop) {
     options.env_ref = env_create(T, stop);
     options.should_leave = stop_should_leave;
     options.stack_base = static_cast<int>(stop.frames.size());
+    options.push_env_names = push_env_names;
     if (stop.reason == "Ctrl-C") printf("\n");   // after the terminal's ^C
     print_stop(T, options.env_ref);
     ReplEnd end = repl_loop(T, g.get_source(), options);
     env_release(T, options.env_ref);
-    if (end == REPL_END_INPUT) {
+    if (end == REPL_END_INPUT && g.break_in_on_ctrl_c) {   // Ctrl-D on a terminal: as :continue
+        printf("(Ctrl-D: continuing)\n");
+        fflush(stdout);
+    } else if (end == REPL_END_INPUT) {   // a pipe that ended: nobody is left to type at a stop
         g.input_ended = true;
         printf("(input ended at a stop: running on without stopping)\n");
         fflush(stdout);

@@ -36,7 +36,7 @@ struct State {
     lua_State* L = nullptr;                   // the main thread
     LineSource& (*get_source)() = nullptr;
     int observer = 0;                         // engine observer handle; 0 when detached
-    bool break_in_on_ctrl_c = false;
+    bool break_in_on_ctrl_c = false;          // an interactive session (stdin is a terminal)
 
     std::vector<Breakpoint> breaks;
     int next_break_id = 1;
@@ -98,6 +98,8 @@ void capture_frames(lua_State* T, DebugStop& stop);
 // globals); a registry ref. Released by env_release.
 int env_create(lua_State* L, DebugStop& stop);
 void env_release(lua_State* L, int ref);
+// Push a plain table of the stopped frame's locals and the stop's names (Tab completion).
+void push_env_names(lua_State* L);
 // Push the stop's names as one table (what dbg.stopped() returns and an action receives).
 void push_stop_names(lua_State* L);
 // Print the banner and the watches (evaluated with the stop's _ENV, env_ref) of the stop in progress.

@@ -479,6 +479,30 @@ int names_proxy_newindex(lua_State* L) {
 
 }  // namespace
 
+void push_env_names(lua_State* L) {
+    lua_newtable(L);
+    if (!g.stop) return;
+    int table = lua_gettop(L);
+    push_names(L, *g.stop);
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+        lua_pushvalue(L, -2);
+        lua_insert(L, -2);
+        lua_rawset(L, table);
+    }
+    lua_pop(L, 1);
+    lua_Debug ar;
+    lua_State* T = g.stop->thread;
+    if (!script_frame(*g.stop, ar)) return;
+    for (int i = 1;; ++i) {   // later locals of the same name shadow earlier ones, as in Lua
+        const char* name = lua_getlocal(T, &ar, i);
+        if (!name) break;
+        if (T != L) lua_xmove(T, L, 1);
+        if (name[0] == '(') lua_pop(L, 1);   // "(temporary)", "(for state)"
+        else lua_setfield(L, table, name);
+    }
+}
+
 void push_stop_names(lua_State* L) {
     if (!g.stop) {
         lua_pushnil(L);

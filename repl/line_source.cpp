@@ -44,9 +44,17 @@ const char* const LUA_KEYWORDS[] = {"and", "break", "do", "else", "elseif", "end
                                     "goto", "if", "in", "local", "nil", "not", "or", "repeat", "return", "then",
                                     "true", "until", "while", nullptr};
 
-// Push the value a dotted path names ("a.b.c"), or nil; never calls metamethods.
+// Push the value a dotted path names ("a.b.c"), or nil; never calls metamethods. The first name
+// is looked up among what the prompt adds to the globals (at a debugger stop: the stopped
+// frame's locals and the stop's names), then among the globals.
 void push_path(lua_State* L, const std::string& path) {
-    lua_pushglobaltable(L);
+    size_t first_end = path.find_first_of(".:");
+    repl_push_env_names(L);
+    lua_pushstring(L, path.substr(0, first_end).c_str());
+    bool in_env = lua_rawget(L, -2) != LUA_TNIL;
+    lua_pop(L, 2);
+    if (in_env) repl_push_env_names(L);
+    else lua_pushglobaltable(L);
     size_t start = 0;
     while (start <= path.size()) {
         size_t dot = path.find_first_of(".:", start);
@@ -94,6 +102,9 @@ void collect_matches(const std::string& text, bool line_start) {
     size_t sep = text.find_last_of(".:");
     if (sep == std::string::npos) {
         lua_pushglobaltable(L);
+        add_keys(L, "", text, false);
+        lua_pop(L, 1);
+        repl_push_env_names(L);
         add_keys(L, "", text, false);
         lua_pop(L, 1);
         for (const char* const* k = LUA_KEYWORDS; *k; ++k)

@@ -99,6 +99,11 @@ struct InnermostLoop {
 
 }  // namespace
 
+void repl_push_env_names(lua_State* L) {
+    if (g_innermost_loop && g_innermost_loop->push_env_names) g_innermost_loop->push_env_names(L);
+    else lua_newtable(L);
+}
+
 void repl_request_quit() { g_quit_requested = true; }
 bool repl_quit_requested() { return g_quit_requested; }
 void repl_set_break_in(bool (*break_in)(lua_State* L), void (*run_ended)(lua_State* L)) {

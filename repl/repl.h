@@ -33,6 +33,9 @@ struct ReplLoopOptions {
     bool (*should_leave)(void* user) = nullptr;   // asked after every line: true ends the loop
     void* user = nullptr;
     int stack_base = 0;   // Lua stack levels below the loop (a stop's program): left out of tracebacks
+    // Push a table of what its _ENV adds to the globals (a stop's locals and names, with their
+    // values), for Tab completion; it must not run user code.
+    void (*push_env_names)(lua_State* L) = nullptr;
 };
 
 enum ReplEnd { REPL_END_INPUT, REPL_END_QUIT, REPL_END_LEFT };
@@ -46,6 +49,10 @@ ReplEnd repl_loop(lua_State* L, LineSource& source, const ReplLoopOptions& optio
 // Load `code` as a chunk named `chunk_name` with the innermost loop's _ENV. Returns a lua status;
 // the function (or the error) is on the stack.
 int repl_load(lua_State* L, const std::string& code, const char* chunk_name);
+
+// For Tab completion: push a table of the names the innermost loop's _ENV adds to the globals
+// (empty at the top level).
+void repl_push_env_names(lua_State* L);
 
 // :quit from a nested loop: every loop ends, and the chunk running under it is abandoned.
 void repl_request_quit();
