@@ -323,6 +323,7 @@ void stop_here(lua_State* T, StopKind kind, Node* node, const std::string& reaso
         } else if (!g.input_ended) {
             run_stop_prompt(T, stop);
         }
+        stop_names_release(T);
         mode = g.resume == RESUME_NONE ? RESUME_CONTINUE : g.resume;
         start_stepping(stop, mode);
     }

@@ -98,6 +98,8 @@ void capture_frames(lua_State* T, DebugStop& stop);
 // globals); a registry ref. Released by env_release.
 int env_create(lua_State* L, DebugStop& stop);
 void env_release(lua_State* L, int ref);
+// Let go of the stop's names table (made on first use), so its tensors do not outlive the stop.
+void stop_names_release(lua_State* L);
 // Push a plain table of the stopped frame's locals and the stop's names (Tab completion).
 void push_env_names(lua_State* L);
 // Push the stop's names as one table (what dbg.stopped() returns and an action receives).

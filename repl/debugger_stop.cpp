@@ -458,8 +458,9 @@ int env_create(lua_State* L, DebugStop& stop) {
     return luaL_ref(L, LUA_REGISTRYINDEX);
 }
 
-void env_release(lua_State* L, int ref) {
-    luaL_unref(L, LUA_REGISTRYINDEX, ref);
+void env_release(lua_State* L, int ref) { luaL_unref(L, LUA_REGISTRYINDEX, ref); }
+
+void stop_names_release(lua_State* L) {
     luaL_unref(L, LUA_REGISTRYINDEX, g_names_ref);
     g_names_ref = LUA_NOREF;
     g_names_serial = 0;
