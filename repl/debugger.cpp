@@ -6,9 +6,10 @@
 // [SECTION] stop           building a stop, the nested REPL, resuming into a step mode
 // [SECTION] resume         debugger_resume, debugger_pause, watches
 //
-// The cost when nothing can stop: the observer returns after one table lookup and two flags
-// (op_events[op], every_node, the interrupt flag); no Lua hook is installed. Everything else
-// runs only when some breakpoint or step wants the event.
+// The cost: when nothing can stop, the debugger subscribes to no engine event (a node costs the
+// engine one test) and installs no Lua hook. With breakpoints it subscribes to the events they
+// need, and its observer returns after one table lookup and two flags (op_events[op],
+// every_node, the interrupt flag) unless a breakpoint or step wants that event.
 #include "debugger.h"
 
 #include <lua.hpp>
@@ -52,6 +53,7 @@ void refresh() {
     if (g.every_node || (wanted & (EVENT_FORWARD_NODE | EVENT_BACKWARD_NODE))) events |= hook_bit(HOOK_AFTER);
     if (g.every_node || (wanted & EVENT_GROUP)) events |= hook_bit(HOOK_GROUP_DONE);
     if (g.observer) engine_observe_events(g.observer, events);
+    if (!g.observer) g.line_hook = false;   // detached: breakpoints are kept but stop nothing
     if (g.L) apply_lua_hook(g.L);
 }
 
