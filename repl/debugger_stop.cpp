@@ -557,10 +557,10 @@ std::string backward_ids(const Node* node) {
 
 // Where the gradient arriving at a node came from.
 std::string arriving_from(const DebugStop& stop, const Tensor& grad) {
-    if (stop.node.get() == stop.pass->root) return "the seed of backward()";
     Node* p = grad.node.get();
-    if (p->phase == PHASE_FORWARD) return "given to backward()";
+    if (stop.node.get() == stop.pass->root) return p->phase == PHASE_BACKWARD ? "the seed of backward()" : "given to backward()";
     std::string s = "from #" + std::to_string(p->id) + " " + p->name();
+    if (p->phase == PHASE_FORWARD) return s + ", set at a debugger stop";
     if (p->group == stop.node->id) return s + ", gradients added here";
     Node* group = tape_find(p->group);
     return s + ", backward of #" + std::to_string(p->group) + (group ? std::string(" ") + group->name() : "");
