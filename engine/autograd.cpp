@@ -3,7 +3,9 @@
 // Ids grow in record order, and a node's inputs were recorded before it, so visiting the graph
 // in decreasing id order visits every node after all the nodes that consume it: no separate
 // topological sort is needed. Each node's backward rule calls ops, recorded like any others with
-// phase BACKWARD and group = the node, and kept alive by it (its `backward_nodes`).
+// phase BACKWARD and group = the node, and kept alive by it (its `backward_nodes`). After a
+// node's rule has run, observers get HOOK_GROUP_DONE (the debugger's per-group stop) and may
+// replace the gradients before they flow on to the node's inputs.
 #include <algorithm>
 #include <unordered_map>
 
@@ -14,6 +16,7 @@ namespace td {
 namespace {
 
 uint32_t g_walk_mark = 0;
+BackwardPass* g_pass = nullptr;   // the pass backward() is running
 
 // Every node reachable from `root` through held input edges (the autograd graph), unsorted.
 void collect_graph(Node* root, std::vector<Node*>& out) {
@@ -41,12 +44,17 @@ struct BackwardScope {
     bool saved_grad_mode = grad_enabled();
     RecordingContext saved_context = g_recording;
     std::vector<Node*>& order;
+    BackwardPass pass;
 
-    explicit BackwardScope(std::vector<Node*>& o) : order(o) {
+    BackwardScope(std::vector<Node*>& o, Node* root) : order(o) {
         set_grad_enabled(false);
         g_recording.phase = PHASE_BACKWARD;
+        pass.root = root;
+        pass.order = &order;
+        g_pass = &pass;
     }
     ~BackwardScope() {
+        g_pass = nullptr;
         for (Node* n : order)
             for (Output& out : n->outputs) out.pending = Tensor();
         set_grad_enabled(saved_grad_mode);
@@ -94,8 +102,15 @@ void accumulate_grad(Output& out, const Tensor& g, uint64_t first_serial) {
 
 }  // namespace
 
+const BackwardPass* engine_backward_pass() { return g_pass; }
+
 void backward(const Tensor& root, const Tensor* grad) {
     if (!root.defined()) engine_fail("backward: not a tensor");
+    if (g_pass)   // pending gradients live on the nodes: two passes at once would mix them
+        engine_fail("backward: the backward pass from #%lld has not finished (it is paused at #%lld); a second "
+                    "pass can start when it ends",
+                    static_cast<long long>(g_pass->root->id),
+                    static_cast<long long>(g_pass->group.node ? g_pass->group.node->id : g_pass->root->id));
     if (!root.requires_grad())
         engine_fail("backward: tensor #%lld does not require grad (nothing that made it has requires_grad=true)",
                     static_cast<long long>(root.id()));
@@ -111,7 +126,8 @@ void backward(const Tensor& root, const Tensor* grad) {
     std::vector<Node*> order;
     collect_graph(root.node.get(), order);
     std::sort(order.begin(), order.end(), by_id_descending);
-    BackwardScope scope(order);
+    BackwardScope scope(order, root.node.get());
+    BackwardPass& pass = scope.pass;
     for (Node* n : order) n->backward_nodes.clear();
     uint64_t first_serial = storage_next_serial();
 
@@ -120,7 +136,9 @@ void backward(const Tensor& root, const Tensor* grad) {
     root.node->outputs[root.output].pending = seed;
 
     std::vector<Tensor> grad_out, grad_in;
-    for (Node* n : order) {
+    for (size_t k = 0; k < order.size(); ++k) {
+        Node* n = order[k];
+        pass.position = k;
         bool any = false;
         for (const Output& out : n->outputs) any = any || out.pending.defined();
         if (!any) continue;
@@ -140,8 +158,11 @@ void backward(const Tensor& root, const Tensor* grad) {
         for (int i = 0; i < n->outputs.size(); ++i) grad_out[i] = n->outputs[i].pending;
         grad_in.assign(n->inputs.size(), Tensor());
         BackwardCall call{n, grad_out.data(), grad_in.data()};
+        pass.group = BackwardGroup{n, grad_out.data(), grad_in.data()};
         n->info().backward_rule(call);
         for (Output& out : n->outputs) out.pending = Tensor();
+        engine_notify(n, HOOK_GROUP_DONE);   // observers see (and may replace) grad_in before it flows
+        pass.group = BackwardGroup();
 
         for (int i = 0; i < n->inputs.size(); ++i) {
             if (!grad_in[i].defined() || !call.needs_grad(i)) continue;

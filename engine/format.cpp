@@ -171,7 +171,7 @@ static size_t display_width(const std::string& s) {
     return width;
 }
 
-std::string graph_format_table(const std::vector<Node*>& nodes) {
+std::string graph_format_table(const std::vector<Node*>& nodes, const std::vector<int64_t>& marked) {
     // One row of cells per node; each column is as wide as its widest cell (at least as wide as
     // before), so a long op ("expand(shape=[2,2])") or phase ("backward of #12") keeps the columns.
     std::vector<std::array<std::string, 6>> rows = {{"id", "op", "phase", "inputs", "shape", "where"}};
@@ -188,10 +188,14 @@ std::string graph_format_table(const std::vector<Node*>& nodes) {
         }
         std::string phase = n->phase == PHASE_FORWARD ? "forward" : "backward";
         if (n->phase == PHASE_BACKWARD) phase += " of #" + std::to_string(n->group);
+        if (n->edited & EDITED_OUTPUT) phase += " (edited)";
+        if (n->edited & EDITED_GRAD) phase += " (grad edited)";
         std::string op = n->name();
         std::string attrs = op_describe_attrs(n->op, n->attrs);
         if (!attrs.empty()) op += "(" + attrs + ")";
-        rows.push_back({std::to_string(n->id), op, phase, inputs, shapes, source_loc_str(n->where)});
+        std::string id = std::to_string(n->id);
+        if (std::find(marked.begin(), marked.end(), n->id) != marked.end()) id = "=> " + id;
+        rows.push_back({id, op, phase, inputs, shapes, source_loc_str(n->where)});
     }
     size_t width[6] = {6, 18, 9, 16, 14, 0};
     for (const auto& r : rows)

@@ -1,6 +1,6 @@
 // tape.cpp: recording (op_call), running (exec_node, the one hook), the tape list, node lifetime.
 //
-// [SECTION] engine state   grad mode, phase/group of the current recording, observers, locator
+// [SECTION] engine state   grad mode, phase/group of the current recording, observers, interrupt, locator
 // [SECTION] source files   interned file names for node locations
 // [SECTION] tape           the intrusive list of live nodes; node destruction
 // [SECTION] op_call        dtype conversion, shape rule, node, outputs, exec
@@ -10,6 +10,8 @@
 
 #include "function.h"
 
+#include <algorithm>
+#include <csignal>
 #include <random>
 #include <unordered_map>
 
@@ -25,6 +27,7 @@ struct Observer {
     int handle;
     NodeObserver fn;
     void* user;
+    uint8_t events;   // hook_bit()s it asked for
 };
 
 struct EngineState {
@@ -35,6 +38,7 @@ struct EngineState {
     uint64_t tape_version = 0;
     bool grad_enabled = true;
     std::vector<Observer> observers;
+    uint8_t events_wanted = 0;   // the union of the observers' events: what exec_node checks
     int next_observer_handle = 1;
     GradObserver grad_observer = nullptr;
     void* grad_observer_user = nullptr;
@@ -54,19 +58,32 @@ RecordingContext g_recording;
 bool grad_enabled() { return g.grad_enabled; }
 void set_grad_enabled(bool enabled) { g.grad_enabled = enabled; }
 
-int engine_observe(NodeObserver observer, void* user) {
+static void update_events_wanted() {
+    g.events_wanted = 0;
+    for (const Observer& o : g.observers) g.events_wanted |= o.events;
+}
+
+int engine_observe(NodeObserver observer, void* user, uint8_t events) {
     int handle = g.next_observer_handle++;
-    g.observers.push_back({handle, observer, user});
+    g.observers.push_back({handle, observer, user, events});
+    update_events_wanted();
     return handle;
+}
+
+void engine_observe_events(int handle, uint8_t events) {
+    for (Observer& o : g.observers)
+        if (o.handle == handle) o.events = events;
+    update_events_wanted();
 }
 
 void engine_unobserve(int handle) {
     for (size_t i = 0; i < g.observers.size(); ++i) {
         if (g.observers[i].handle == handle) {
             g.observers.erase(g.observers.begin() + static_cast<long>(i));
-            return;
+            break;
         }
     }
+    update_events_wanted();
 }
 
 bool engine_observed() { return !g.observers.empty(); }
@@ -79,6 +96,10 @@ void engine_observe_grads(GradObserver observer, void* user) {
 void engine_notify_grad(Node* node, int output, const Tensor& grad, int64_t first_id, int64_t end_id) {
     if (g.grad_observer) g.grad_observer(node, output, grad, first_id, end_id, g.grad_observer_user);
 }
+volatile sig_atomic_t g_interrupt_requested = 0;
+
+void engine_interrupt_request() { g_interrupt_requested = 1; }
+void engine_interrupt_clear() { g_interrupt_requested = 0; }
 
 void engine_set_locator(SourceLocator locator, void* user) {
     g.locator = locator;
@@ -415,14 +436,39 @@ Tensor tape_record_prepared(OpId op, const OpAttrs& attrs, const Value* inputs, 
 // ============================================================================================
 // [SECTION] exec_node
 
+// Call the observers that asked for `event` (all of them for HOOK_AFTER while an interrupt is
+// pending, so that one can take it).
 static void notify_observers(Node* node, HookEvent event) {
-    // An observer may unsubscribe (or subscribe) while being called: iterate over a copy.
-    std::vector<Observer> current = g.observers;
-    for (const Observer& o : current) o.fn(node, event, o.user);
+    // An observer may unsubscribe (or subscribe) while being called: iterate over a copy. A few
+    // observers are copied onto the stack: this runs twice per node, so no allocation.
+    constexpr size_t INLINE_OBSERVERS = 8;
+    uint8_t bit = hook_bit(event);
+    bool interrupt = event == HOOK_AFTER && engine_interrupt_pending();
+    size_t n = g.observers.size();
+    if (n == 1) {   // the usual case (the debugger): a copy of the one entry is enough
+        Observer o = g.observers[0];
+        if ((o.events & bit) || interrupt) o.fn(node, event, o.user);
+        return;
+    }
+    if (n > INLINE_OBSERVERS) {
+        std::vector<Observer> current = g.observers;
+        for (const Observer& o : current)
+            if ((o.events & bit) || interrupt) o.fn(node, event, o.user);
+        return;
+    }
+    Observer current[INLINE_OBSERVERS];
+    std::copy(g.observers.begin(), g.observers.end(), current);
+    for (size_t i = 0; i < n; ++i)
+        if ((current[i].events & bit) || interrupt) current[i].fn(node, event, current[i].user);
+}
+
+void engine_notify(Node* node, HookEvent event) {
+    if ((g.events_wanted & hook_bit(event)) || (event == HOOK_AFTER && engine_interrupt_pending()))
+        notify_observers(node, event);
 }
 
 void exec_node(Node* node) {
-    if (!g.observers.empty()) notify_observers(node, HOOK_BEFORE);
+    if (g.events_wanted & hook_bit(HOOK_BEFORE)) notify_observers(node, HOOK_BEFORE);
 
     const Value* inputs_local[4];
     std::vector<const Value*> inputs_heap;
@@ -443,7 +489,7 @@ void exec_node(Node* node) {
     if (node->info().flags & OPF_INPLACE) ++node->outputs[0].value.storage->version;
     for (Output& out : node->outputs) out.version = out.value.storage->version;
 
-    if (!g.observers.empty()) notify_observers(node, HOOK_AFTER);
+    if ((g.events_wanted & hook_bit(HOOK_AFTER)) || engine_interrupt_pending()) notify_observers(node, HOOK_AFTER);
 }
 
 // ============================================================================================

@@ -8,8 +8,9 @@
 // belongs to. Every node runs through exec_node(), which calls the observers before and after.
 #pragma once
 
-#include <vector>
+#include <csignal>
 #include <memory>
+#include <vector>
 
 #include "ops.h"
 
@@ -134,6 +135,7 @@ struct Node {
     Node* tape_prev = nullptr;
     Node* tape_next = nullptr;
     uint32_t walk_mark = 0;      // scratch for graph walks
+    uint8_t edited = 0;          // EDITED_* bits: a debugger replaced what this node computed
 
     // Nodes come and go by the thousand per training step: a free list, not malloc.
     static void* operator new(size_t size);
@@ -142,6 +144,13 @@ struct Node {
     const OpInfo& info() const { return op_info(op); }
     const char* name() const;   // the op's name; a custom function's own name
     bool is_leaf() const { return !tracks_grad; }
+};
+
+// Node::edited: set by whoever overwrote a node's results (the debugger's edit-and-continue), so
+// the tape shows that the rest of the pass did not use what the kernel or the rule computed.
+enum NodeEdit : uint8_t {
+    EDITED_OUTPUT = 1 << 0,   // an output's values were overwritten after the node ran
+    EDITED_GRAD = 1 << 1,     // a gradient the node's backward group produced was replaced
 };
 
 inline void ref_retain(Node* n) { ++n->refcount; }
@@ -154,11 +163,24 @@ inline bool Tensor::requires_grad() const { return node->outputs[output].require
 inline int64_t Tensor::id() const { return node ? node->id : 0; }
 
 // ---------------------------------------------------------------------------------------------
-// Observers: the one hook. Called before and after every node runs, forward and backward.
+// Observers: the one hook. Called before and after every node runs, forward and backward, and in
+// backward once per group (after a forward node's rule, before its gradients flow on).
 
-enum HookEvent : uint8_t { HOOK_BEFORE, HOOK_AFTER };
+enum HookEvent : uint8_t {
+    HOOK_BEFORE,       // `node` is about to run: its inputs are ready
+    HOOK_AFTER,        // `node` has run: its outputs hold the result (an observer may overwrite them)
+    HOOK_GROUP_DONE,   // backward: the rule of forward node `node` has run (its group of backward
+                       // nodes); engine_backward_pass()->group holds the gradients arriving at the
+                       // node and those leaving it, which an observer may replace before they flow on
+};
 typedef void (*NodeObserver)(Node* node, HookEvent event, void* user);
-int engine_observe(NodeObserver observer, void* user);   // returns a handle for unobserve
+inline uint8_t hook_bit(HookEvent event) { return static_cast<uint8_t>(1u << event); }
+constexpr uint8_t HOOK_ALL_EVENTS = (1u << HOOK_BEFORE) | (1u << HOOK_AFTER) | (1u << HOOK_GROUP_DONE);
+// Subscribe to the events in `events` (hook_bit()s). Returns a handle for unobserve.
+int engine_observe(NodeObserver observer, void* user, uint8_t events = HOOK_ALL_EVENTS);
+// Change which events an observer gets. With none it costs nothing: a debugger with no
+// breakpoint stays subscribed this way (an interrupt still reaches it, see below).
+void engine_observe_events(int handle, uint8_t events);
 void engine_unobserve(int handle);
 bool engine_observed();   // whether any observer is attached (plan_run then goes through exec_node)
 
@@ -169,6 +191,16 @@ typedef void (*GradObserver)(Node* node, int output, const Tensor& grad, int64_t
                              void* user);
 void engine_observe_grads(GradObserver observer, void* user);   // one at a time; nullptr stops
 void engine_notify_grad(Node* node, int output, const Tensor& grad, int64_t first_id, int64_t end_id);
+// Call the observers with `event` for `node` (exec_node and backward do; nothing when none).
+void engine_notify(Node* node, HookEvent event);
+
+// An asynchronous request to stop, set by a SIGINT handler (async-signal-safe). While it is
+// pending every observer gets HOOK_AFTER, whatever events it asked for, so the debugger can stop
+// at the next node; the observer that takes it clears it.
+void engine_interrupt_request();
+void engine_interrupt_clear();
+extern volatile sig_atomic_t g_interrupt_requested;
+inline bool engine_interrupt_pending() { return g_interrupt_requested != 0; }
 
 // Where the current op call comes from (the Lua bindings install one that reads the Lua stack).
 typedef SourceLoc (*SourceLocator)(void* user);
@@ -228,6 +260,27 @@ uint64_t engine_random_u64();
 // into .grad of leaves that require grad and of nodes that retain grad. The pass is recorded:
 // its nodes have phase BACKWARD and group = the forward node they differentiate.
 void backward(const Tensor& root, const Tensor* grad);
+
+// The backward pass in progress, for observers (HOOK_GROUP_DONE) and viewers (which groups ran).
+// Gradients here are named from the node's side: those arriving at its outputs and those its
+// rule produced for its inputs (the debugger shows them as grad_in and grad_out).
+struct BackwardGroup {
+    Node* node = nullptr;                  // the forward node being differentiated; null between groups
+    const Tensor* grad_outputs = nullptr;  // per output of node: d(root)/d(output); undefined where none
+    Tensor* grad_inputs = nullptr;         // per input of node: d(root)/d(input) from its rule; undefined
+                                           // where none. At HOOK_GROUP_DONE an observer may replace one
+                                           // (same shape, and only for inputs that need a gradient).
+};
+
+struct BackwardPass {
+    Node* root = nullptr;                     // backward() was called on an output of this node
+    const std::vector<Node*>* order = nullptr;   // the nodes the pass visits, in that order (ids decreasing)
+    size_t position = 0;                      // index in *order of the node being visited
+    BackwardGroup group;                      // set while a node's rule runs and at HOOK_GROUP_DONE
+};
+
+// The pass backward() is running, or null. One at a time: backward() while one runs is an error.
+const BackwardPass* engine_backward_pass();
 
 // What a backward rule sees. It sets grad_in[i] for inputs where needs_grad(i).
 struct BackwardCall {

@@ -269,6 +269,10 @@ int torch_function(lua_State* L) {
     } else if (!lua_isstring(L, -1)) {
         return luaL_error(L, "torch.Function: name must be a string");
     }
+    luaL_getsubtable(L, LUA_REGISTRYINDEX, TAPEDECK_FUNCTION_NAMES);
+    lua_pushvalue(L, -2);
+    lua_pushboolean(L, 1);
+    lua_rawset(L, -3);
     lua_settop(L, 1);
     lua_pushvalue(L, 1);
     lua_pushcclosure(L, function_apply_lua, 1);

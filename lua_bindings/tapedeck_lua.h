@@ -23,6 +23,9 @@ void tapedeck_open_library(lua_State* L);
 constexpr const char* TAPEDECK_LIBRARY_CHUNK = "=tapedeck/";
 // Adds torch.Function to the torch table on top of the stack (lua_function.cpp).
 void tapedeck_open_function(lua_State* L);
+// Registry field: a set (name -> true) of the torch.Function names defined so far (the debugger's
+// breakpoint names and suggestions).
+constexpr const char* TAPEDECK_FUNCTION_NAMES = "tapedeck.function_names";
 // "file.lua:12" of the innermost Lua frame at or above `level` (empty when none).
 std::string tapedeck_where(lua_State* L, int level);
 // Adds torch.freeze, save_plan, load_plan, save_npy, load_npy to the torch table on top of the

@@ -6,6 +6,8 @@
 #include <lua.hpp>
 #include <vector>
 
+#include "debugger.h"
+#include "debugger_commands.h"
 #include "dot_export.h"
 #include "format.h"
 #include "repl.h"
@@ -53,7 +55,7 @@ bool cmd_help(lua_State*, const std::string&) {
 bool cmd_graph(lua_State* L, const std::string& args) {
     std::vector<td::Node*> nodes;
     if (!nodes_for(L, args, nodes)) return true;
-    fputs(td::graph_format_table(nodes).c_str(), stdout);
+    fputs(td::graph_format_table(nodes, debugger_marked_nodes()).c_str(), stdout);
     printf("(%zu node%s)\n", nodes.size(), nodes.size() == 1 ? "" : "s");
     return true;
 }
@@ -174,6 +176,22 @@ const Command commands[] = {
     {"freeze", nullptr, "f = fn, args...", "f = torch.freeze(fn, args...): run fn once, recording it, and compile the plan", cmd_freeze},
     {"plan", nullptr, "f", "the frozen function's plan: passes, steps, fused groups, buffers, guards", cmd_plan},
     {"timeit", nullptr, "f [N]", "eager vs frozen on the same graph: µs per call, speedup, peak memory, max |diff|", cmd_timeit},
+    {"break", "b", "SPEC", "set a breakpoint: [once] [fwd|bwd] op NAME | fn NAME | node N | FILE:LINE [if nan | max > 1e3 | Lua of t]", debugger_cmd_break},
+    {"breaks", nullptr, "", "list the breakpoints", debugger_cmd_breaks},
+    {"delete", nullptr, "N|all", "delete breakpoints", debugger_cmd_delete},
+    {"disable", nullptr, "N|all", "disable breakpoints (they stay in the list)", debugger_cmd_disable},
+    {"enable", nullptr, "N|all", "enable breakpoints again", debugger_cmd_enable},
+    {"step", "s", "", "at a stop: run to the next forward op or backward group", debugger_cmd_step},
+    {"stepi", "si", "", "at a stop: run to the next node of any kind (the ops inside a backward group)", debugger_cmd_stepi},
+    {"next", "n", "", "at a stop: run to the next Lua line of this function", debugger_cmd_next},
+    {"finish", "fin", "", "at a stop: run to the end of this backward(), or of this Lua function", debugger_cmd_finish},
+    {"continue", "c", "", "at a stop: run to the next breakpoint", debugger_cmd_continue},
+    {"abort", nullptr, "", "at a stop: abandon the running code, back to the top prompt", debugger_cmd_abort},
+    {"run", "r", "file", "run a script, with any arguments after it (its breakpoints stop it)", debugger_cmd_run},
+    {"where", "bt", "", "the Lua stack and the position on the tape at the stop", debugger_cmd_where},
+    {"inspect", "i", "expr", "a tensor's shape, dtype, min, max, mean, std, NaN/Inf counts and histogram", debugger_cmd_inspect},
+    {"watch", nullptr, "[expr]", "print expr at every stop (no expr: list the watches)", debugger_cmd_watch},
+    {"unwatch", nullptr, "N|all", "stop printing a watch", debugger_cmd_unwatch},
     {"quit", "q", "", "leave tapedeck", cmd_quit},
 };
 
@@ -194,8 +212,11 @@ std::string command_help() {
         snprintf(line, sizeof line, "  %-20s %s\n", usage.c_str(), c.help);
         s += line;
     }
-    s += "Keys: Tab completes names, Up/Down recall earlier lines, Ctrl-C stops running code or drops\n"
-         "the line being typed, Ctrl-D leaves.\n";
+    s += "At a (tdb) stop, Lua sees the stopped frame's locals and node, inputs, out, outputs, saved,\n"
+         "grad_in, grad_out (backward), stop; assigning out or grad_out[i] changes what the rest of the pass\n"
+         "uses. From Lua: dbg.break_on{op=, phase=, node=, line=, when=, once=, action=}, dbg.step(), ...\n"
+         "Keys: Tab completes names, Up/Down recall earlier lines, Ctrl-C stops running code (in the\n"
+         "debugger, at the next node or line; :abort abandons it) or drops the line being typed, Ctrl-D leaves.\n";
     return s;
 }
 

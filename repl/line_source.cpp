@@ -44,9 +44,17 @@ const char* const LUA_KEYWORDS[] = {"and", "break", "do", "else", "elseif", "end
                                     "goto", "if", "in", "local", "nil", "not", "or", "repeat", "return", "then",
                                     "true", "until", "while", nullptr};
 
-// Push the value a dotted path names ("a.b.c"), or nil; never calls metamethods.
+// Push the value a dotted path names ("a.b.c"), or nil; never calls metamethods. The first name
+// is looked up among what the prompt adds to the globals (at a debugger stop: the stopped
+// frame's locals and the stop's names), then among the globals.
 void push_path(lua_State* L, const std::string& path) {
-    lua_pushglobaltable(L);
+    size_t first_end = path.find_first_of(".:");
+    repl_push_env_names(L);
+    lua_pushstring(L, path.substr(0, first_end).c_str());
+    bool in_env = lua_rawget(L, -2) != LUA_TNIL;
+    lua_pop(L, 2);
+    if (in_env) repl_push_env_names(L);
+    else lua_pushglobaltable(L);
     size_t start = 0;
     while (start <= path.size()) {
         size_t dot = path.find_first_of(".:", start);
@@ -94,6 +102,9 @@ void collect_matches(const std::string& text, bool line_start) {
     size_t sep = text.find_last_of(".:");
     if (sep == std::string::npos) {
         lua_pushglobaltable(L);
+        add_keys(L, "", text, false);
+        lua_pop(L, 1);
+        repl_push_env_names(L);
         add_keys(L, "", text, false);
         lua_pop(L, 1);
         for (const char* const* k = LUA_KEYWORDS; *k; ++k)
@@ -165,18 +176,20 @@ public:
         interrupted = false;
         current_ = this;
         repl_take_interrupt();   // a Ctrl-C that came while no prompt was up is not meant for this one
+        cancelled_ = false;
         rl_callback_handler_install(prompt, on_line);
         while (!finished_) {
             struct pollfd fd = {STDIN_FILENO, POLLIN, 0};
             int ready = poll(&fd, 1, on_idle ? 15 : -1);
-            if (repl_take_interrupt()) {   // Ctrl-C at the prompt: drop the line (the loop drops the statement)
+            bool ctrl_c = repl_take_interrupt();
+            if (ctrl_c || cancelled_) {   // Ctrl-C at the prompt: drop the line (the loop drops the statement)
                 rl_point = rl_end;   // keep what was typed on screen, then ^C and a new line
                 rl_redisplay();
                 rl_free_line_state();
                 rl_callback_sigcleanup();
                 rl_replace_line("", 0);
                 rl_callback_handler_remove();
-                printf("^C\n");
+                printf(ctrl_c ? "^C\n" : "\n");
                 fflush(stdout);
                 line.clear();
                 interrupted = true;
@@ -189,6 +202,8 @@ public:
         line = line_;
         return true;
     }
+
+    void cancel_read() override { cancelled_ = true; }
 
 private:
     static void on_line(char* text) {
@@ -214,6 +229,7 @@ private:
     std::string line_;
     bool finished_ = false;
     bool at_eof_ = false;
+    bool cancelled_ = false;
 };
 
 TerminalLineSource* TerminalLineSource::current_ = nullptr;

@@ -21,6 +21,9 @@ public:
     bool interrupted = false;
     // Called about every 15 ms while waiting for input (terminal only).
     std::function<void()> on_idle;
+    // Called from on_idle (a viewer's Continue button): the waiting read_line returns at once, as
+    // after Ctrl-C (an empty line, `interrupted` set). A pipe never waits, so it has nothing to do.
+    virtual void cancel_read() {}
 };
 
 // stdin is a terminal: readline with history (~/.tapedeck_history) and tab completion over the

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "plan.h"
+#include "debugger.h"
 #include "repl.h"
 #include "tapedeck_lua.h"
 
@@ -140,6 +141,24 @@ void set_arg_table(lua_State* L, char** argv, int argc, int script_index) {
     lua_setglobal(L, "arg");
 }
 
+// Where the REPL and debugger stops read lines: stdin, made on first use (a script that never
+// stops never sets up readline).
+lua_State* g_state = nullptr;
+
+LineSource& stdin_source() {
+    static std::unique_ptr<LineSource> source;
+    if (!source) source = line_source_for_stdin(g_state);
+    return *source;
+}
+
+// The debugger is attached unless TAPEDECK_DEBUGGER=off (to measure what attaching costs).
+void attach_debugger(lua_State* L) {
+    debugger_open_lua(L);
+    const char* setting = getenv("TAPEDECK_DEBUGGER");
+    if (setting && strcmp(setting, "off") == 0) return;
+    debugger_attach(L, stdin_source, isatty(STDIN_FILENO));
+}
+
 void print_banner() {
     printf("tapedeck %s (Lua 5.4) -- :help for commands, Ctrl-D to quit\n", TAPEDECK_VERSION);
 }
@@ -151,6 +170,8 @@ int main(int argc, char** argv) {
     luaL_openlibs(L);
     tapedeck_open(L);
     repl_install_interrupt_handler(L);
+    g_state = L;
+    attach_debugger(L);
 
     if (argc > 1) {
         for (const Subcommand& s : subcommands) {
@@ -205,9 +226,10 @@ int main(int argc, char** argv) {
         for (int j = script + 1; j < argc; ++j) lua_pushstring(L, argv[j]);
         if (repl_run_chunk(L, argv[script], "", true, argc - script - 1) != LUA_OK) status = 1;
     }
-    if (interactive) {   // after a script that failed too: its globals are there to inspect
-        std::unique_ptr<LineSource> source = line_source_for_stdin(L);
-        repl_loop(L, *source);
+    if (repl_quit_requested()) {   // :quit at a debugger stop
+        status = 0;
+    } else if (interactive) {   // after a script that failed too: its globals are there to inspect
+        repl_loop(L, stdin_source());
         status = 0;
     }
     lua_close(L);

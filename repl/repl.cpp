@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <lua.hpp>
+#include <string>
 
 #include "commands.h"
 
@@ -14,6 +15,10 @@ namespace {
 lua_State* g_running_state = nullptr;
 volatile sig_atomic_t g_interrupt_pending = 0;
 volatile sig_atomic_t g_lua_running = 0;
+bool (*g_break_in)(lua_State* L) = nullptr;
+void (*g_run_ended)(lua_State* L) = nullptr;
+const ReplLoopOptions* g_innermost_loop = nullptr;   // the loop whose line is running now
+bool g_quit_requested = false;
 
 // Set from the signal handler; stops the running Lua code at its next instruction or call.
 void stop_hook(lua_State* L, lua_Debug*) {
@@ -23,6 +28,7 @@ void stop_hook(lua_State* L, lua_Debug*) {
 
 void on_sigint(int) {
     if (g_lua_running && g_running_state) {
+        if (g_break_in && g_break_in(g_running_state)) return;
         int mask = LUA_MASKCALL | LUA_MASKRET | LUA_MASKLINE | LUA_MASKCOUNT;
         lua_sethook(g_running_state, stop_hook, mask, 1);
     } else {
@@ -37,6 +43,20 @@ int message_handler(lua_State* L) {
         message = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
     }
     luaL_traceback(L, L, message, 1);
+    if (g_innermost_loop && g_innermost_loop->stack_base > 0) {
+        // At a debugger stop: the frames of the stopped program are :where's, not this error's.
+        lua_Debug ar;
+        int depth = 0;
+        while (lua_getstack(L, depth, &ar)) ++depth;
+        int keep = depth - 1 - g_innermost_loop->stack_base;   // frames from level 1 up to the prompt's chunk
+        std::string text = lua_tostring(L, -1);
+        size_t at = text.find("\nstack traceback:");
+        for (int frame = 0; at != std::string::npos && frame <= keep; ++frame) at = text.find('\n', at + 1);
+        if (at != std::string::npos) {
+            lua_pop(L, 1);
+            lua_pushlstring(L, text.data(), at);
+        }
+    }
     return 1;
 }
 
@@ -60,7 +80,45 @@ void print_results(lua_State* L, int base) {
         fprintf(stderr, "error calling 'print' (%s)\n", lua_tostring(L, -1));
 }
 
+// Read a line with Lua marked as not running, so that Ctrl-C drops the line rather than stopping
+// code: a loop nested in a debugger stop waits inside running code.
+bool read_waiting(LineSource& source, const char* prompt, std::string& line) {
+    sig_atomic_t was_running = g_lua_running;
+    g_lua_running = 0;
+    bool ok = source.read_line(prompt, line);
+    g_lua_running = was_running;
+    return ok;
+}
+
+// Makes `options` the innermost loop for as long as it runs (loops nest inside debugger stops).
+struct InnermostLoop {
+    const ReplLoopOptions* saved = g_innermost_loop;
+    explicit InnermostLoop(const ReplLoopOptions* options) { g_innermost_loop = options; }
+    ~InnermostLoop() { g_innermost_loop = saved; }
+};
+
 }  // namespace
+
+void repl_push_env_names(lua_State* L) {
+    if (g_innermost_loop && g_innermost_loop->push_env_names) g_innermost_loop->push_env_names(L);
+    else lua_newtable(L);
+}
+
+void repl_request_quit() { g_quit_requested = true; }
+bool repl_quit_requested() { return g_quit_requested; }
+void repl_set_break_in(bool (*break_in)(lua_State* L), void (*run_ended)(lua_State* L)) {
+    g_break_in = break_in;
+    g_run_ended = run_ended;
+}
+
+int repl_load(lua_State* L, const std::string& code, const char* chunk_name) {
+    int status = luaL_loadbuffer(L, code.data(), code.size(), chunk_name);
+    if (status == LUA_OK && g_innermost_loop && g_innermost_loop->env_ref != LUA_NOREF) {
+        lua_rawgeti(L, LUA_REGISTRYINDEX, g_innermost_loop->env_ref);
+        if (!lua_setupvalue(L, -2, 1)) lua_pop(L, 1);   // upvalue 1 of a main chunk is its _ENV
+    }
+    return status;
+}
 
 bool repl_take_interrupt() {
     if (!g_interrupt_pending) return false;
@@ -88,11 +146,16 @@ int repl_docall(lua_State* L, int nargs, int nresults) {
     g_lua_running = was_running;
     if (!was_running && lua_gethook(L) == stop_hook)   // a Ctrl-C that came too late to stop anything;
         lua_sethook(L, nullptr, 0, 0);                  // a hook the user set (debug.sethook) stays
+    if (!was_running && g_run_ended) g_run_ended(L);
     lua_remove(L, base);
     return status;
 }
 
 void repl_report(lua_State* L) {
+    if (g_quit_requested) {   // the error that abandons running code after :quit at a stop
+        lua_pop(L, 1);
+        return;
+    }
     fflush(stdout);   // what was printed before the error comes before it, also when both go to one file
     const char* message = lua_tostring(L, -1);
     fprintf(stderr, "%s\n", message ? message : "(error object is not a string)");
@@ -116,38 +179,43 @@ int repl_run_chunk(lua_State* L, const std::string& source, const std::string& c
 
 bool repl_eval(lua_State* L, const std::string& expression) {
     std::string code = "return " + expression;
-    if (luaL_loadbuffer(L, code.data(), code.size(), "=stdin") != LUA_OK || repl_docall(L, 0, 1) != LUA_OK) {
+    if (repl_load(L, code, "=stdin") != LUA_OK || repl_docall(L, 0, 1) != LUA_OK) {
         repl_report(L);
         return false;
     }
     return true;
 }
 
-void repl_loop(lua_State* L, LineSource& source) {
+ReplEnd repl_loop(lua_State* L, LineSource& source, const ReplLoopOptions& options) {
+    InnermostLoop innermost(&options);
     std::string line;
-    while (source.read_line("> ", line)) {
+    while (read_waiting(source, options.prompt, line)) {
+        if (g_quit_requested) return REPL_END_QUIT;
+        if (options.should_leave && options.should_leave(options.user)) return REPL_END_LEFT;
         if (source.interrupted) continue;   // Ctrl-C: the line is gone, a new prompt
         size_t first = line.find_first_not_of(" \t");
         if (first != std::string::npos && line[first] == ':') {
             bool keep_going = command_run(L, line.substr(first + 1));
             fflush(stdout);
-            if (!keep_going) break;
+            if (!keep_going) g_quit_requested = true;
+            if (g_quit_requested) return REPL_END_QUIT;
+            if (options.should_leave && options.should_leave(options.user)) return REPL_END_LEFT;
             continue;
         }
         if (first != std::string::npos && line[first] == '=')   // "=x" is "return x", as in lua.c
             line = "return " + line.substr(first + 1);
         int base = lua_gettop(L);
         std::string with_return = "return " + line;
-        int status = luaL_loadbuffer(L, with_return.data(), with_return.size(), "=stdin");
+        int status = repl_load(L, with_return, "=stdin");
         bool dropped = false;
         if (status != LUA_OK) {
             lua_pop(L, 1);
             std::string chunk = line;
             for (;;) {   // a statement, maybe spanning lines
-                status = luaL_loadbuffer(L, chunk.data(), chunk.size(), "=stdin");
+                status = repl_load(L, chunk, "=stdin");
                 if (!is_incomplete(L, status)) break;
                 std::string more;
-                if (!source.read_line(">> ", more)) break;   // input ended: report the syntax error
+                if (!read_waiting(source, options.continuation, more)) break;   // input ended: report the syntax error
                 lua_pop(L, 1);
                 if (source.interrupted) {   // Ctrl-C at ">>" drops the whole statement
                     dropped = true;
@@ -162,5 +230,8 @@ void repl_loop(lua_State* L, LineSource& source) {
             else repl_report(L);
         }
         lua_settop(L, base);
+        if (g_quit_requested) return REPL_END_QUIT;
+        if (options.should_leave && options.should_leave(options.user)) return REPL_END_LEFT;
     }
+    return REPL_END_INPUT;
 }

@@ -23,12 +23,47 @@ int repl_run_chunk(lua_State* L, const std::string& source, const std::string& c
 // error reported) when it does not compile or fails.
 bool repl_eval(lua_State* L, const std::string& expression);
 
+// How one read-eval-print loop runs: the top level ("> "), or a debugger stop ("(tdb) ") whose
+// chunks see the stopped frame's locals through their own _ENV. Loops nest (a stop is a loop
+// inside a hook inside a running chunk); repl_eval uses the innermost loop's _ENV.
+struct ReplLoopOptions {
+    const char* prompt = "> ";
+    const char* continuation = ">> ";
+    int env_ref = -2;   // registry ref (LUA_NOREF = -2: none) of the table chunks get as _ENV
+    bool (*should_leave)(void* user) = nullptr;   // asked after every line: true ends the loop
+    void* user = nullptr;
+    int stack_base = 0;   // Lua stack levels below the loop (a stop's program): left out of tracebacks
+    // Push a table of what its _ENV adds to the globals (a stop's locals and names, with their
+    // values), for Tab completion; it must not run user code.
+    void (*push_env_names)(lua_State* L) = nullptr;
+};
+
+enum ReplEnd { REPL_END_INPUT, REPL_END_QUIT, REPL_END_LEFT };
+
 // The loop: read a line; ':' lines are commands; otherwise try "return <line>", then the line as
 // a statement, reading more lines while the chunk is incomplete; print results or the error.
-// Returns when input ends or :quit.
-void repl_loop(lua_State* L, LineSource& source);
+// Returns why it ended: input ended, :quit (or a quit requested from a nested loop), or
+// should_leave said so.
+ReplEnd repl_loop(lua_State* L, LineSource& source, const ReplLoopOptions& options = ReplLoopOptions());
+
+// Load `code` as a chunk named `chunk_name` with the innermost loop's _ENV. Returns a lua status;
+// the function (or the error) is on the stack.
+int repl_load(lua_State* L, const std::string& code, const char* chunk_name);
+
+// For Tab completion: push a table of the names the innermost loop's _ENV adds to the globals
+// (empty at the top level).
+void repl_push_env_names(lua_State* L);
+
+// :quit from a nested loop: every loop ends, and the chunk running under it is abandoned.
+void repl_request_quit();
+bool repl_quit_requested();
 
 // Ctrl-C while waiting at the prompt: the terminal source asks whether one came.
 bool repl_take_interrupt();
 // Install the SIGINT handler used at the prompt and while Lua runs.
 void repl_install_interrupt_handler(lua_State* L);
+// Ctrl-C while Lua runs calls `break_in` (from the signal handler: it may only set flags and call
+// lua_sethook). When it returns true it took the interrupt; otherwise the running code stops
+// with the error "interrupted!" as before. `run_ended` is called when the outermost chunk ends
+// (an interrupt it took may not have been delivered).
+void repl_set_break_in(bool (*break_in)(lua_State* L), void (*run_ended)(lua_State* L));

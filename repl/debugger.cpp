@@ -1,0 +1,395 @@
+// debugger.cpp: the debugger's state, the engine observer and the Lua hook that decide where to
+// stop, stepping, and the stop itself (a nested REPL).
+//
+// [SECTION] state          the one State, attach/detach, refresh (what the hot path reads)
+// [SECTION] events         the engine observer (nodes, backward groups) and the Lua hook (lines, Ctrl-C)
+// [SECTION] stop           building a stop, the nested REPL, resuming into a step mode
+// [SECTION] resume         debugger_resume, debugger_pause, watches
+//
+// The cost: when nothing can stop, the debugger subscribes to no engine event (a node costs the
+// engine one test) and installs no Lua hook. With breakpoints it subscribes to the events they
+// need, and its observer returns after one table lookup and two flags (op_events[op],
+// every_node, the interrupt flag) unless a breakpoint or step wants that event.
+#include "debugger.h"
+
+#include <lua.hpp>
+
+#include <climits>
+#include <cstdio>
+
+#include "debugger_internal.h"
+#include "line_source.h"
+#include "repl.h"
+#include "tapedeck_lua.h"
+
+using namespace td;
+
+namespace dbg {
+
+// ============================================================================================
+// [SECTION] state
+
+State g;
+
+void refresh() {
+    for (uint8_t& bits : g.op_events) bits = 0;
+    g.every_node = g.step == STEP_NODE || g.step == STEP_ANY || g.step == STEP_PAUSE;
+    g.line_hook = g.step == STEP_LINE || g.step == STEP_RETURN || g.step == STEP_PAUSE;
+    for (const Breakpoint& bp : g.breaks) {
+        if (!bp.enabled) continue;
+        if (bp.target == TARGET_OP) {
+            if (bp.phases & BREAK_FORWARD) g.op_events[bp.op] |= EVENT_FORWARD_NODE;
+            if (bp.phases & BREAK_BACKWARD) g.op_events[bp.op] |= EVENT_GROUP;
+        } else if (bp.target == TARGET_LINE && bp.phases == BREAK_LINE) {
+            g.line_hook = true;
+        } else {
+            g.every_node = true;
+        }
+    }
+    // Subscribed only to the events something can stop at (none: a node costs the engine one test).
+    uint8_t wanted = 0;
+    for (uint8_t bits : g.op_events) wanted |= bits;
+    uint8_t events = 0;
+    if (g.every_node || (wanted & (EVENT_FORWARD_NODE | EVENT_BACKWARD_NODE))) events |= hook_bit(HOOK_AFTER);
+    if (g.every_node || (wanted & EVENT_GROUP)) events |= hook_bit(HOOK_GROUP_DONE);
+    if (g.observer) engine_observe_events(g.observer, events);
+    if (!g.observer) g.line_hook = false;   // detached: breakpoints are kept but stop nothing
+    if (g.L) apply_lua_hook(g.L);
+}
+
+int stack_depth(lua_State* T) {
+    lua_Debug ar;
+    int depth = 0;
+    while (lua_getstack(T, depth, &ar)) ++depth;
+    return depth;
+}
+
+namespace {
+
+void on_lua_hook(lua_State* T, lua_Debug* ar);
+
+// Ctrl-C while Lua runs (called from the signal handler: flags and lua_sethook only). The first
+// one stops at the next node or Lua instruction; a second before that stop says "interrupted!".
+bool break_in(lua_State* T) {
+    if (!g.observer || !g.break_in_on_ctrl_c || g.stop || g.busy || g.break_in) return false;
+    g.break_in = 1;
+    engine_interrupt_request();
+    lua_sethook(T, on_lua_hook, (g.line_hook ? LUA_MASKLINE : 0) | LUA_MASKCOUNT, 1);
+    return true;
+}
+
+// The outermost chunk has ended: what it was stepping towards no longer exists.
+void run_ended(lua_State* T) {
+    if (g.stop || !g.observer) return;
+    g.break_in = 0;
+    engine_interrupt_clear();
+    if (g.step != STEP_NONE) {
+        g.step = STEP_NONE;
+        refresh();
+    }
+    apply_lua_hook(T);
+}
+
+void on_engine_event(Node* node, HookEvent event, void*);
+
+}  // namespace
+
+void apply_lua_hook(lua_State* T) {
+    int mask = g.line_hook ? LUA_MASKLINE : 0;
+    if (g.break_in) mask |= LUA_MASKCOUNT;
+    if (mask && !g.stop) lua_sethook(T, on_lua_hook, mask, 1);
+    else if (lua_gethook(T) == on_lua_hook) lua_sethook(T, nullptr, 0, 0);
+}
+
+}  // namespace dbg
+
+using namespace dbg;
+
+void debugger_attach(lua_State* L, LineSource& (*get_source)(), bool break_in_on_ctrl_c) {
+    g.L = L;
+    g.get_source = get_source;
+    g.break_in_on_ctrl_c = break_in_on_ctrl_c;
+    if (!g.observer) g.observer = engine_observe(on_engine_event, nullptr, 0);
+    repl_set_break_in(break_in, run_ended);
+    refresh();
+}
+
+void debugger_detach() {
+    if (!g.observer) return;
+    engine_unobserve(g.observer);
+    g.observer = 0;
+    repl_set_break_in(nullptr, nullptr);
+    g.line_hook = false;
+    if (g.L) apply_lua_hook(g.L);
+}
+
+bool debugger_attached() { return g.observer != 0; }
+
+namespace dbg {
+
+// ============================================================================================
+// [SECTION] events
+
+namespace {
+
+void stop_here(lua_State* T, StopKind kind, Node* node, const std::string& reason, const Hit& hit);
+
+// The Lua thread an op runs on (the one the bindings last ran on; the main thread without Lua).
+lua_State* running_thread() {
+    lua_State* T = tapedeck_current_state();
+    return T ? T : g.L;
+}
+
+// Why a step stops at this node event, or nullptr when it does not.
+const char* step_reason(uint8_t bit) {
+    switch (g.step) {
+        case STEP_NODE: return bit == EVENT_BACKWARD_NODE ? nullptr : "step";
+        case STEP_ANY: return "stepi";
+        case STEP_PAUSE: return "pause";
+        default: return nullptr;
+    }
+}
+
+// Everything that happens when a node event may stop (off the hot path).
+void node_event(Node* node, HookEvent event, uint8_t bit) {
+    if (g.busy || g.stop) return;
+    lua_State* T = running_thread();
+    StopKind kind = event == HOOK_GROUP_DONE ? STOP_GROUP : STOP_NODE;
+    if (engine_interrupt_pending()) {
+        engine_interrupt_clear();
+        g.break_in = 0;
+        stop_here(T, kind, node, "Ctrl-C", Hit());
+        return;
+    }
+    Hit hit = breaks_match_node(T, node, event);
+    if (hit.id) {
+        stop_here(T, kind, node, "breakpoint " + std::to_string(hit.id), hit);
+        return;
+    }
+    if (const char* reason = step_reason(bit)) stop_here(T, kind, node, reason, Hit());
+}
+
+// The engine observer (AFTER and GROUP_DONE while armed, AFTER while Ctrl-C is pending): returns
+// at once unless an op breakpoint, a step or Ctrl-C wants this event.
+void on_engine_event(Node* node, HookEvent event, void*) {
+    uint8_t bit = event == HOOK_GROUP_DONE              ? EVENT_GROUP
+                  : node->phase == PHASE_FORWARD ? EVENT_FORWARD_NODE
+                                                 : EVENT_BACKWARD_NODE;
+    if (!(g.op_events[node->op] & bit) && !g.every_node && !engine_interrupt_pending()) return;
+    node_event(node, event, bit);
+}
+
+// Why a step stops at this line event of T, or nullptr.
+const char* line_step_reason(lua_State* T) {
+    switch (g.step) {
+        case STEP_LINE:
+            return T == g.step_thread && stack_depth(T) <= g.step_depth ? "next" : nullptr;
+        case STEP_RETURN:
+            return T == g.step_thread && stack_depth(T) < g.step_depth ? "finish" : nullptr;
+        case STEP_PAUSE: return "pause";
+        default: return nullptr;
+    }
+}
+
+// Lua's hook: line events (line breakpoints, :next, :finish, pause) and the count event that
+// Ctrl-C arms.
+void on_lua_hook(lua_State* T, lua_Debug* ar) {
+    if (g.busy || g.stop) return;
+    if (ar->event == LUA_HOOKCOUNT) {
+        bool interrupted = g.break_in;
+        g.break_in = 0;
+        engine_interrupt_clear();
+        apply_lua_hook(T);   // back to line events only (or none)
+        if (interrupted) stop_here(T, STOP_LINE, nullptr, "Ctrl-C", Hit());
+        return;
+    }
+    if (ar->event != LUA_HOOKLINE) return;
+    Hit hit = breaks_match_line(T, ar);
+    if (hit.id) {
+        stop_here(T, STOP_LINE, nullptr, "breakpoint " + std::to_string(hit.id), hit);
+        return;
+    }
+    if (const char* reason = line_step_reason(T)) stop_here(T, STOP_LINE, nullptr, reason, Hit());
+}
+
+// ============================================================================================
+// [SECTION] stop
+
+// While stopped: the debugger ignores events, ops typed at the prompt are recorded as ordinary
+// forward ops (not into the backward group that is paused), and the Lua hook is off. Restored
+// however the stop ends (an :abort unwinds through here as a Lua error).
+struct StopScope {
+    DebugStop* saved_stop = g.stop;
+    RecordingContext saved_recording = g_recording;
+    lua_State* thread;
+
+    StopScope(DebugStop& stop, lua_State* T) : thread(T) {
+        g.stop = &stop;
+        g.busy = true;
+        g.resume = RESUME_NONE;
+        g_recording = RecordingContext();
+        if (lua_gethook(T) == on_lua_hook) lua_sethook(T, nullptr, 0, 0);
+    }
+    ~StopScope() {
+        g_recording = saved_recording;
+        g.stop = saved_stop;
+        g.busy = false;
+        refresh();
+        apply_lua_hook(thread);
+    }
+};
+
+bool stop_should_leave(void*) { return g.resume != RESUME_NONE; }
+
+// A breakpoint's action (or the dbg.on_stop handler) runs instead of the prompt: f(stop names).
+void run_stop_action(lua_State* T, const DebugStop& stop, int function_ref) {
+    lua_rawgeti(T, LUA_REGISTRYINDEX, function_ref);
+    push_stop_names(T);
+    if (repl_docall(T, 1, 0) != LUA_OK) {
+        if (stop.breakpoint) lua_pushfstring(T, "breakpoint %d: error in its action: %s", stop.breakpoint, lua_tostring(T, -1));
+        else lua_pushfstring(T, "dbg.on_stop: error in the handler: %s", lua_tostring(T, -1));
+        lua_remove(T, -2);
+        repl_report(T);
+    }
+}
+
+// The banner, then the nested REPL of a stop, in the stop's _ENV.
+void run_stop_prompt(lua_State* T, DebugStop& stop) {
+    ReplLoopOptions options;
+    options.prompt = "(tdb) ";
+    options.continuation = "(tdb)>> ";
+    options.env_ref = env_create(T, stop);
+    options.should_leave = stop_should_leave;
+    options.stack_base = static_cast<int>(stop.frames.size());
+    options.push_env_names = push_env_names;
+    if (stop.reason == "Ctrl-C") printf("\n");   // after the terminal's ^C
+    print_stop(T, options.env_ref);
+    ReplEnd end = repl_loop(T, g.get_source(), options);
+    env_release(T, options.env_ref);
+    if (end == REPL_END_INPUT && g.break_in_on_ctrl_c) {   // Ctrl-D on a terminal: as :continue
+        printf("(Ctrl-D: continuing)\n");
+        fflush(stdout);
+    } else if (end == REPL_END_INPUT) {   // a pipe that ended: nobody is left to type at a stop
+        g.input_ended = true;
+        printf("(input ended at a stop: running on without stopping)\n");
+        fflush(stdout);
+    } else if (end == REPL_END_QUIT) {
+        g.resume = RESUME_ABORT;
+    }
+}
+
+// The depth of the stop's script frame: a line event in that frame has this depth.
+int script_frame_depth(const DebugStop& stop) {
+    if (stop.frame < 0) return INT_MAX;
+    return static_cast<int>(stop.frames.size()) - stop.frame;
+}
+
+// Turn how the stop ended into what the resumed run looks for.
+void start_stepping(const DebugStop& stop, ResumeMode mode) {
+    g.step = STEP_NONE;
+    g.step_thread = stop.thread;
+    g.step_depth = script_frame_depth(stop);
+    switch (mode) {
+        case RESUME_STEP: g.step = STEP_NODE; break;
+        case RESUME_STEPI: g.step = STEP_ANY; break;
+        case RESUME_NEXT: g.step = STEP_LINE; break;
+        case RESUME_FINISH:   // in backward: to the line after backward() returns; else out of the function
+            g.step = stop.phase == PHASE_BACKWARD ? STEP_LINE : STEP_RETURN;
+            break;
+        default: break;
+    }
+}
+
+void stop_here(lua_State* T, StopKind kind, Node* node, const std::string& reason, const Hit& hit) {
+    DebugStop stop;
+    stop.kind = kind;
+    stop.node = Ref<Node>(node);
+    stop.phase = kind == STOP_GROUP || (node && node->phase == PHASE_BACKWARD) ? PHASE_BACKWARD : PHASE_FORWARD;
+    stop.pass = engine_backward_pass();
+    stop.reason = reason;
+    stop.breakpoint = hit.id;
+    stop.why = hit.why;
+    stop.thread = T;
+    stop.serial = ++g.serial;
+    int action_ref = hit.id ? breaks_record_hit(T, hit.id) : LUA_NOREF;
+    g.step = STEP_NONE;
+    ResumeMode mode;
+    {
+        StopScope scope(stop, T);
+        capture_frames(T, stop);
+        if (action_ref != LUA_NOREF) {
+            run_stop_action(T, stop, action_ref);
+            luaL_unref(T, LUA_REGISTRYINDEX, action_ref);
+        } else if (g.on_stop_ref != LUA_NOREF) {
+            run_stop_action(T, stop, g.on_stop_ref);
+        } else if (!g.input_ended) {
+            run_stop_prompt(T, stop);
+        }
+        stop_names_release(T);
+        mode = g.resume == RESUME_NONE ? RESUME_CONTINUE : g.resume;
+        start_stepping(stop, mode);
+    }
+    if (mode == RESUME_ABORT)
+        luaL_error(T, repl_quit_requested() ? "quit" : "abandoned at a debugger stop (:abort)");
+}
+
+}  // namespace
+
+}  // namespace dbg
+
+// ============================================================================================
+// [SECTION] resume
+
+const DebugStop* debugger_stop() { return g.stop; }
+
+std::vector<int64_t> debugger_marked_nodes() {
+    std::vector<int64_t> ids;
+    if (!g.stop || !g.stop->node) return ids;
+    ids.push_back(g.stop->node->id);
+    if (g.stop->kind == STOP_GROUP)
+        for (const Ref<Node>& b : g.stop->node->backward_nodes) ids.push_back(b->id);
+    return ids;
+}
+
+bool debugger_resume(ResumeMode mode, std::string* why) {
+    if (!g.stop) {
+        if (why) *why = "not stopped: there is nothing to resume (set a breakpoint with :break, then run code)";
+        return false;
+    }
+    g.resume = mode;
+    return true;
+}
+
+void debugger_pause() {
+    g.step = STEP_PAUSE;
+    refresh();
+}
+
+void debugger_cancel_step() {
+    g.step = STEP_NONE;
+    refresh();
+}
+
+int debugger_watch_add(const std::string& expression) {
+    g.watches.push_back({g.next_watch_id, expression});
+    return g.next_watch_id++;
+}
+
+bool debugger_watch_delete(int id) {
+    for (size_t i = 0; i < g.watches.size(); ++i) {
+        if (g.watches[i].id == id) {
+            g.watches.erase(g.watches.begin() + static_cast<long>(i));
+            return true;
+        }
+    }
+    return false;
+}
+
+void debugger_watch_clear() { g.watches.clear(); }
+
+std::string debugger_watches_format() {
+    if (g.watches.empty()) return "no watches (add one with :watch EXPR)\n";
+    std::string s;
+    for (const Watch& w : g.watches) s += "  " + std::to_string(w.id) + "  " + w.expression + "\n";
+    return s;
+}

@@ -1,0 +1,24 @@
+// debugger_commands.h: the debugger's ':' commands, as rows of the table in commands.cpp.
+// Each takes the text after the command's name; false means leave the REPL (none of them does).
+#pragma once
+
+#include <string>
+
+struct lua_State;
+
+bool debugger_cmd_break(lua_State* L, const std::string& args);     // :break SPEC
+bool debugger_cmd_breaks(lua_State* L, const std::string& args);    // :breaks
+bool debugger_cmd_delete(lua_State* L, const std::string& args);    // :delete N|all
+bool debugger_cmd_disable(lua_State* L, const std::string& args);   // :disable N|all
+bool debugger_cmd_enable(lua_State* L, const std::string& args);    // :enable N|all
+bool debugger_cmd_step(lua_State* L, const std::string& args);      // :step
+bool debugger_cmd_stepi(lua_State* L, const std::string& args);     // :stepi
+bool debugger_cmd_next(lua_State* L, const std::string& args);      // :next
+bool debugger_cmd_finish(lua_State* L, const std::string& args);    // :finish
+bool debugger_cmd_continue(lua_State* L, const std::string& args);  // :continue
+bool debugger_cmd_abort(lua_State* L, const std::string& args);     // :abort
+bool debugger_cmd_run(lua_State* L, const std::string& args);       // :run FILE [ARGS]
+bool debugger_cmd_where(lua_State* L, const std::string& args);     // :where
+bool debugger_cmd_inspect(lua_State* L, const std::string& args);   // :inspect EXPR
+bool debugger_cmd_watch(lua_State* L, const std::string& args);     // :watch [EXPR]
+bool debugger_cmd_unwatch(lua_State* L, const std::string& args);   // :unwatch N|all

@@ -1,0 +1,116 @@
+// debugger_internal.h: what the debugger's files share (debugger.h is what the rest may use).
+#pragma once
+
+#include <csignal>
+#include <string>
+
+#include "debugger.h"
+
+struct lua_Debug;
+
+namespace dbg {
+
+// What a resumed run is looking for (besides breakpoints).
+enum StepMode : uint8_t {
+    STEP_NONE,
+    STEP_NODE,     // :step — the next forward node (after it ran) or backward group
+    STEP_ANY,      // :stepi — the next node of any kind, or backward group
+    STEP_LINE,     // :next — a Lua line of step_thread at depth <= step_depth
+    STEP_RETURN,   // :finish in forward — a Lua line of step_thread at depth < step_depth
+    STEP_PAUSE,    // dbg.pause() — the next node, group or Lua line
+};
+
+// Bits of State::op_events: which events of an op some breakpoint wants.
+enum EventBit : uint8_t {
+    EVENT_FORWARD_NODE = 1,    // HOOK_AFTER of a forward node
+    EVENT_BACKWARD_NODE = 2,   // HOOK_AFTER of a backward node
+    EVENT_GROUP = 4,           // HOOK_GROUP_DONE
+};
+
+struct Watch {
+    int id;
+    std::string expression;
+};
+
+struct State {
+    lua_State* L = nullptr;                   // the main thread
+    LineSource& (*get_source)() = nullptr;
+    int observer = 0;                         // engine observer handle; 0 when detached
+    bool break_in_on_ctrl_c = false;          // an interactive session (stdin is a terminal)
+
+    std::vector<Breakpoint> breaks;
+    int next_break_id = 1;
+    std::vector<Watch> watches;
+    int next_watch_id = 1;
+
+    // Read on every node: rebuilt by refresh() whenever breakpoints or stepping change.
+    uint8_t op_events[td::OP_COUNT] = {};     // EventBit per op, from op breakpoints
+    bool every_node = false;                  // node, line-of-node or condition breakpoints, or stepping
+    bool line_hook = false;                   // Lua line events wanted (line breakpoints, :next, :finish, pause)
+
+    StepMode step = STEP_NONE;
+    lua_State* step_thread = nullptr;
+    int step_depth = 0;
+
+    DebugStop* stop = nullptr;                // the stop in progress
+    ResumeMode resume = RESUME_NONE;          // how it ends (set by :continue, dbg.step(), ...)
+    uint64_t serial = 0;
+    bool busy = false;                        // testing a condition or stopped: node events are ignored
+    bool input_ended = false;                 // stdin ended at a stop: stops no longer prompt
+    int on_stop_ref = -2;                     // dbg.on_stop(f): f(stop) runs at every stop instead of the prompt
+    volatile sig_atomic_t break_in = 0;       // Ctrl-C taken: stop at the next node or Lua instruction
+};
+
+extern State g;
+
+// Recompute the hot-path summary (op_events, every_node, line_hook) and the Lua hook.
+void refresh();
+// Install (or remove) the debugger's Lua hook on thread T as the state wants it.
+void apply_lua_hook(lua_State* T);
+// The number of levels on T's stack (a line event's depth).
+int stack_depth(lua_State* T);
+
+// ---- debugger_breaks.cpp
+// A condition as ":break ... if CONDITION" takes it: nan, STAT OP NUMBER, or Lua (compiled when
+// the breakpoint is added). False when a STAT comparison is malformed.
+bool parse_condition(const std::string& text, Breakpoint& bp);
+struct Hit {
+    int id = 0;          // the breakpoint; 0: none
+    std::string why;     // what its condition found, or the condition's error
+};
+// The first enabled breakpoint that wants this node event and whose condition holds.
+Hit breaks_match_node(lua_State* L, td::Node* node, td::HookEvent event);
+// The first enabled line breakpoint on the line that `ar` (a line event) is about to run.
+Hit breaks_match_line(lua_State* L, lua_Debug* ar);
+// A hit breakpoint: count it, and delete it when it was `once`. Returns its action ref (or LUA_NOREF).
+int breaks_record_hit(lua_State* L, int id);
+// Does a chunk name ("@scripts/rnn_cell.lua", "scripts/rnn_cell.lua") name the file `path`?
+bool source_matches(const std::string& source, const std::string& path);
+// Edit distance (for suggestions).
+int edit_distance(const std::string& a, const std::string& b);
+// The words of `text`, split at any of `separators`.
+std::vector<std::string> split_words(const std::string& text, const char* separators = " \t");
+
+// ---- debugger_stop.cpp
+// Fill stop.frames from T's stack (level 0 up) and choose the script frame.
+void capture_frames(lua_State* T, DebugStop& stop);
+// The table stop-prompt chunks get as _ENV (locals of the stopped frame, the stop's names,
+// globals); a registry ref. Released by env_release.
+int env_create(lua_State* L, DebugStop& stop);
+void env_release(lua_State* L, int ref);
+// Let go of the stop's names table (made on first use), so its tensors do not outlive the stop.
+void stop_names_release(lua_State* L);
+// Push a plain table of the stopped frame's locals and the stop's names (Tab completion).
+void push_env_names(lua_State* L);
+// Push the stop's names as one table (what dbg.stopped() returns and an action receives).
+void push_stop_names(lua_State* L);
+// Print the banner and the watches (evaluated with the stop's _ENV, env_ref) of the stop in progress.
+void print_stop(lua_State* L, int env_ref);
+// The source text of line `line` of the file a chunk name or short_src names ("" when unknown).
+std::string source_line_text(const std::string& file, int line);
+// Remember that a chunk name ("@path") was seen, so short_src names can be resolved to files.
+void note_source(const std::string& chunk_name);
+// A Lua value as a short string for messages ("[20,1] float32 tensor", "3", "nil").
+std::string describe_value(lua_State* L, int idx);
+
+}  // namespace dbg

@@ -1,0 +1,292 @@
+// debugger_lua.cpp: the global `dbg` table — every debugger command from Lua, so scripts can set
+// breakpoints with Lua predicates and actions, and step (`break` is a Lua keyword: break_on).
+//
+//   local id = dbg.break_on{op = "tanh", phase = "bwd", when = function(t) return t:max():item() > 1 end}
+//   dbg.break_on{op = "mm", phase = "bwd", once = true, action = function(stop) print(stop.grad_out[1]) end}
+//   dbg.break_on{fn = "MyReLU", phase = "bwd"}      -- a torch.Function, by name
+//   dbg.step(), dbg.continue(), dbg.delete(id), dbg.breaks(), dbg.stopped(), dbg.command(":where")
+#include <lua.hpp>
+
+#include <cstring>
+
+#include "commands.h"
+#include "debugger.h"
+#include "debugger_internal.h"
+#include "repl.h"
+#include "tapedeck_lua.h"
+
+namespace {
+
+// The phase field: "fwd", "forward", "bwd", "backward", "both", "line".
+uint8_t check_phase(lua_State* L, int idx, uint8_t fallback) {
+    if (lua_isnil(L, idx)) return fallback;
+    const char* p = luaL_checkstring(L, idx);
+    if (!strcmp(p, "fwd") || !strcmp(p, "forward")) return BREAK_FORWARD;
+    if (!strcmp(p, "bwd") || !strcmp(p, "backward")) return BREAK_BACKWARD;
+    if (!strcmp(p, "both")) return BREAK_BOTH;
+    if (!strcmp(p, "line")) return BREAK_LINE;
+    return static_cast<uint8_t>(luaL_error(L, "dbg.break_on: phase must be \"fwd\", \"bwd\", \"both\" or \"line\", not \"%s\"", p));
+}
+
+// A registry ref to the function in field `field` of the table at 1, or LUA_NOREF.
+int function_field(lua_State* L, const char* field) {
+    if (lua_getfield(L, 1, field) == LUA_TNIL) {
+        lua_pop(L, 1);
+        return LUA_NOREF;
+    }
+    if (!lua_isfunction(L, -1)) luaL_error(L, "dbg.break_on: %s must be a function", field);
+    return luaL_ref(L, LUA_REGISTRYINDEX);
+}
+
+const char* const BREAK_FIELDS[] = {"op", "fn", "phase", "node", "line", "file", "when", "once", "action", nullptr};
+
+// dbg.break_on{op=, phase=, node=, line=, file=, when=, once=, action=} -> id
+int l_break_on(lua_State* L) {
+    luaL_checktype(L, 1, LUA_TTABLE);
+    lua_pushnil(L);
+    while (lua_next(L, 1)) {
+        bool known = false;
+        const char* key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
+        for (const char* const* f = BREAK_FIELDS; *f && !known; ++f) known = strcmp(key, *f) == 0;
+        if (!known) return luaL_error(L, "dbg.break_on: unknown field '%s' (op, fn, phase, node, line, file, when, once, action)", key);
+        lua_pop(L, 1);
+    }
+    Breakpoint bp;
+    lua_getfield(L, 1, "op");
+    lua_getfield(L, 1, "node");
+    lua_getfield(L, 1, "line");
+    lua_getfield(L, 1, "file");
+    lua_getfield(L, 1, "phase");   // 6
+    lua_getfield(L, 1, "fn");      // 7: a torch.Function by name, maybe not defined yet
+    if (!lua_isnil(L, 2)) {
+        bp.target = TARGET_OP;
+        bp.function_name = luaL_checkstring(L, 2);
+    } else if (!lua_isnil(L, 7)) {
+        bp.target = TARGET_OP;
+        bp.op = td::OP_function;
+        bp.function_name = luaL_checkstring(L, 7);
+    } else if (!lua_isnil(L, 3)) {
+        bp.target = TARGET_NODE;
+        bp.node_id = luaL_checkinteger(L, 3);
+    } else if (!lua_isnil(L, 4)) {
+        bp.target = TARGET_LINE;
+        if (lua_type(L, 4) == LUA_TNUMBER) {
+            bp.line = static_cast<int>(luaL_checkinteger(L, 4));
+            bp.file = lua_isnil(L, 5) ? "" : luaL_checkstring(L, 5);
+        } else {
+            std::string spec = luaL_checkstring(L, 4);
+            size_t colon = spec.rfind(':');
+            if (colon == std::string::npos) return luaL_error(L, "dbg.break_on: line must be a number or \"file.lua:12\"");
+            bp.file = spec.substr(0, colon);
+            bp.line = atoi(spec.c_str() + colon + 1);
+        }
+    }
+    bp.phases = check_phase(L, 6, bp.target == TARGET_LINE ? BREAK_LINE : BREAK_BOTH);
+    lua_getfield(L, 1, "once");
+    bp.once = lua_toboolean(L, -1);
+    lua_getfield(L, 1, "when");
+    if (lua_isfunction(L, -1)) {
+        bp.condition = CONDITION_LUA;
+        bp.condition_text = "<Lua function>";
+        lua_pushvalue(L, -1);
+        bp.function_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    } else if (!lua_isnil(L, -1)) {   // as ':break ... if' takes it: "nan", "max > 1e3", Lua of t
+        if (!dbg::parse_condition(luaL_checkstring(L, -1), bp))
+            return luaL_error(L, "dbg.break_on: bad condition '%s'", lua_tostring(L, -1));
+    }
+    if (bp.target == TARGET_ANY && bp.condition == CONDITION_NONE)
+        return luaL_error(L, "dbg.break_on: give op, fn, node, line or when");
+    bp.action_ref = function_field(L, "action");
+    std::string error;
+    int id = debugger_break_add(L, bp, error);
+    if (!id) return luaL_error(L, "dbg.break_on: %s", error.c_str());
+    lua_pushinteger(L, id);
+    return 1;
+}
+
+// Fields of the table on top of the stack.
+void set_integer(lua_State* L, const char* field, lua_Integer x) {
+    lua_pushinteger(L, x);
+    lua_setfield(L, -2, field);
+}
+
+void set_number(lua_State* L, const char* field, double x) {
+    lua_pushnumber(L, x);
+    lua_setfield(L, -2, field);
+}
+
+void set_boolean(lua_State* L, const char* field, bool b) {
+    lua_pushboolean(L, b);
+    lua_setfield(L, -2, field);
+}
+
+int l_breaks(lua_State* L) {
+    const std::vector<Breakpoint>& breaks = debugger_breakpoints();
+    lua_createtable(L, static_cast<int>(breaks.size()), 0);
+    for (size_t i = 0; i < breaks.size(); ++i) {
+        const Breakpoint& bp = breaks[i];
+        lua_createtable(L, 0, 5);
+        set_integer(L, "id", bp.id);
+        set_boolean(L, "enabled", bp.enabled);
+        set_integer(L, "hits", bp.hits);
+        set_boolean(L, "once", bp.once);
+        lua_pushstring(L, bp.description.c_str());
+        lua_setfield(L, -2, "description");
+        lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
+    }
+    return 1;
+}
+
+int l_delete(lua_State* L) {
+    lua_pushboolean(L, debugger_break_delete(L, static_cast<int>(luaL_checkinteger(L, 1))));
+    return 1;
+}
+
+int l_disable(lua_State* L) {
+    lua_pushboolean(L, debugger_break_enable(static_cast<int>(luaL_checkinteger(L, 1)), false));
+    return 1;
+}
+
+int l_enable(lua_State* L) {
+    lua_pushboolean(L, debugger_break_enable(static_cast<int>(luaL_checkinteger(L, 1)), true));
+    return 1;
+}
+
+int resume(lua_State* L, ResumeMode mode, const char* name) {
+    std::string why;
+    if (!debugger_resume(mode, &why)) return luaL_error(L, "dbg.%s: %s", name, why.c_str());
+    return 0;
+}
+
+int l_step(lua_State* L) { return resume(L, RESUME_STEP, "step"); }
+int l_stepi(lua_State* L) { return resume(L, RESUME_STEPI, "stepi"); }
+int l_next(lua_State* L) { return resume(L, RESUME_NEXT, "next"); }
+int l_finish(lua_State* L) { return resume(L, RESUME_FINISH, "finish"); }
+// dbg.continue() at a stop resumes it; elsewhere it cancels a pending step or pause (false).
+int l_continue(lua_State* L) {
+    if (!debugger_stop()) {
+        debugger_cancel_step();
+        lua_pushboolean(L, 0);
+        return 1;
+    }
+    resume(L, RESUME_CONTINUE, "continue");
+    lua_pushboolean(L, 1);
+    return 1;
+}
+int l_abort(lua_State* L) { return resume(L, RESUME_ABORT, "abort"); }
+
+int l_pause(lua_State*) {
+    debugger_pause();
+    return 0;
+}
+
+// dbg.on_stop(f): f(stop) runs at every stop (that has no action of its own) instead of the
+// prompt; dbg.on_stop(nil) brings the prompt back.
+int l_on_stop(lua_State* L) {
+    if (!lua_isnoneornil(L, 1)) luaL_checktype(L, 1, LUA_TFUNCTION);
+    luaL_unref(L, LUA_REGISTRYINDEX, dbg::g.on_stop_ref);
+    lua_settop(L, 1);
+    dbg::g.on_stop_ref = lua_isnil(L, 1) ? LUA_NOREF : luaL_ref(L, LUA_REGISTRYINDEX);
+    return 0;
+}
+
+int l_stopped(lua_State* L) {
+    dbg::push_stop_names(L);
+    return 1;
+}
+
+int l_where(lua_State* L) {
+    lua_pushstring(L, debugger_where().c_str());
+    return 1;
+}
+
+int l_banner(lua_State* L) {
+    lua_pushstring(L, debugger_banner().c_str());
+    return 1;
+}
+
+// dbg.inspect(t) -> {min, max, mean, std, sum, norm, absmax, count, nan, inf, histogram}
+int l_inspect(lua_State* L) {
+    td::Tensor* t = tapedeck_test_tensor(L, 1);
+    if (!t) return luaL_error(L, "dbg.inspect: expected a tensor, got %s", luaL_typename(L, 1));
+    TensorStats s = debugger_stats(t->value(), static_cast<int>(luaL_optinteger(L, 2, 16)));
+    lua_createtable(L, 0, 11);
+    set_number(L, "min", s.min);
+    set_number(L, "max", s.max);
+    set_number(L, "mean", s.mean);
+    set_number(L, "std", s.std);
+    set_number(L, "sum", s.sum);
+    set_number(L, "norm", s.norm);
+    set_number(L, "absmax", s.absmax);
+    set_integer(L, "count", s.count);
+    set_integer(L, "nan", s.nan);
+    set_integer(L, "inf", s.inf);
+    lua_createtable(L, static_cast<int>(s.histogram.size()), 0);
+    for (size_t i = 0; i < s.histogram.size(); ++i) {
+        lua_pushinteger(L, s.histogram[i]);
+        lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
+    }
+    lua_setfield(L, -2, "histogram");
+    return 1;
+}
+
+int l_watch(lua_State* L) {
+    lua_pushinteger(L, debugger_watch_add(luaL_checkstring(L, 1)));
+    return 1;
+}
+
+int l_unwatch(lua_State* L) {
+    lua_pushboolean(L, debugger_watch_delete(static_cast<int>(luaL_checkinteger(L, 1))));
+    return 1;
+}
+
+// dbg.command(":where") or dbg.command("where"): any ':' command.
+int l_command(lua_State* L) {
+    std::string line = luaL_checkstring(L, 1);
+    size_t first = line.find_first_not_of(" \t");
+    if (first != std::string::npos && line[first] == ':') line = line.substr(first + 1);
+    if (!command_run(L, line)) repl_request_quit();
+    return 0;
+}
+
+int l_run(lua_State* L) {
+    const char* file = luaL_checkstring(L, 1);
+    if (debugger_stop()) return luaL_error(L, "dbg.run: a run is stopped here; continue it first");
+    int nargs = lua_gettop(L) - 1;
+    if (luaL_loadfile(L, file) != LUA_OK) return lua_error(L);
+    lua_insert(L, 2);
+    lua_call(L, nargs, LUA_MULTRET);
+    return lua_gettop(L) - 1;
+}
+
+int l_attach(lua_State* L) {
+    if (!dbg::g.get_source) return luaL_error(L, "dbg.attach: this program has no input for stops");
+    debugger_attach(L, dbg::g.get_source, dbg::g.break_in_on_ctrl_c);
+    return 0;
+}
+
+int l_detach(lua_State*) {
+    debugger_detach();
+    return 0;
+}
+
+int l_attached(lua_State* L) {
+    lua_pushboolean(L, debugger_attached());
+    return 1;
+}
+
+const luaL_Reg dbg_functions[] = {
+    {"break_on", l_break_on}, {"breaks", l_breaks}, {"delete", l_delete}, {"disable", l_disable},
+    {"enable", l_enable}, {"step", l_step}, {"stepi", l_stepi}, {"next", l_next}, {"finish", l_finish},
+    {"continue", l_continue}, {"abort", l_abort}, {"pause", l_pause}, {"on_stop", l_on_stop}, {"stopped", l_stopped},
+    {"where", l_where}, {"banner", l_banner}, {"inspect", l_inspect}, {"watch", l_watch},
+    {"unwatch", l_unwatch}, {"command", l_command}, {"run", l_run}, {"attach", l_attach},
+    {"detach", l_detach}, {"attached", l_attached}, {nullptr, nullptr},
+};
+
+}  // namespace
+
+void debugger_open_lua(lua_State* L) {
+    luaL_newlib(L, dbg_functions);
+    lua_setglobal(L, "dbg");
+}

@@ -1,0 +1,796 @@
+// debugger_stop.cpp: the stopped context — what the stop prompt sees and what the stop prints.
+//
+// [SECTION] sources      script files by chunk name, and the text of a line
+// [SECTION] frames       the Lua stack at the stop; the script frame's locals and upvalues
+// [SECTION] names        node, inputs, out, outputs, saved, grad_in, grad_out, stop; editing out and grad_out
+// [SECTION] env          the _ENV of stop-prompt chunks: locals, then the stop's names, then globals
+// [SECTION] banner       what a stop prints, :where, the watches
+// [SECTION] stats        min/max/mean/std, NaN/Inf counts, the histogram of :inspect
+#include <lua.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "debugger_internal.h"
+#include "repl.h"
+#include "tapedeck_lua.h"
+
+using namespace td;
+
+namespace dbg {
+
+namespace {
+
+std::string number_text(double x) {
+    char buffer[32];
+    snprintf(buffer, sizeof buffer, "%.4g", x);
+    return buffer;
+}
+
+// ============================================================================================
+// [SECTION] sources
+
+std::set<std::string>& seen_paths() {
+    static std::set<std::string> paths;
+    return paths;
+}
+
+// The file a chunk name ("@path") or a short_src ("path", ".../end/of/path") names.
+std::string path_of(const std::string& file) {
+    if (!file.empty() && file[0] == '@') return file.substr(1);
+    if (file.compare(0, 3, "...") == 0) {
+        std::string tail = file.substr(3);
+        for (const std::string& p : seen_paths())
+            if (p.size() >= tail.size() && p.compare(p.size() - tail.size(), tail.size(), tail) == 0) return p;
+        return "";
+    }
+    return file;
+}
+
+}  // namespace
+
+void note_source(const std::string& chunk_name) {
+    if (!chunk_name.empty() && chunk_name[0] == '@') seen_paths().insert(chunk_name.substr(1));
+}
+
+std::string source_line_text(const std::string& file, int line) {
+    static std::map<std::string, std::vector<std::string>> cache;
+    std::string path = path_of(file);
+    if (path.empty() || path == "stdin" || line <= 0) return "";
+    auto found = cache.find(path);
+    if (found == cache.end()) {
+        std::vector<std::string> lines;
+        std::ifstream in(path);
+        for (std::string text; std::getline(in, text);) lines.push_back(text);
+        found = cache.emplace(path, lines).first;
+    }
+    if (line > static_cast<int>(found->second.size())) return "";
+    const std::string& text = found->second[static_cast<size_t>(line - 1)];
+    size_t first = text.find_first_not_of(" \t");
+    return first == std::string::npos ? "" : text.substr(first);
+}
+
+// ============================================================================================
+// [SECTION] frames
+
+void capture_frames(lua_State* T, DebugStop& stop) {
+    lua_Debug ar;
+    for (int level = 0; lua_getstack(T, level, &ar); ++level) {
+        lua_getinfo(T, "Sln", &ar);
+        DebugFrame f;
+        f.source = ar.source ? ar.source : "";
+        f.short_src = ar.short_src;
+        f.line = ar.currentline;
+        f.name = ar.name ? ar.name : "";
+        f.what = ar.what ? ar.what : "";
+        f.line_defined = ar.linedefined;
+        note_source(f.source);
+        bool library = f.source.compare(0, strlen(TAPEDECK_LIBRARY_CHUNK), TAPEDECK_LIBRARY_CHUNK) == 0;
+        if (stop.frame < 0 && f.line > 0 && f.what != "C" && !library) stop.frame = level;
+        stop.frames.push_back(f);
+    }
+}
+
+namespace {
+
+// The activation record of the stop's script frame as the stack is now (frames above it come
+// and go while the prompt evaluates; those below it do not).
+bool script_frame(const DebugStop& stop, lua_Debug& ar) {
+    if (stop.frame < 0) return false;
+    int level = stack_depth(stop.thread) - (static_cast<int>(stop.frames.size()) - stop.frame);
+    return level >= 0 && lua_getstack(stop.thread, level, &ar);
+}
+
+// The index of the innermost active local called `name` in the frame, or 0.
+int find_local(lua_State* T, lua_Debug& ar, const char* name) {
+    int found = 0;
+    for (int i = 1;; ++i) {
+        const char* n = lua_getlocal(T, &ar, i);
+        if (!n) break;
+        lua_pop(T, 1);
+        if (strcmp(n, name) == 0) found = i;
+    }
+    return found;
+}
+
+// The index of the frame function's upvalue called `name` (not _ENV), or 0.
+int find_upvalue(lua_State* T, lua_Debug& ar, const char* name) {
+    if (strcmp(name, "_ENV") == 0) return 0;
+    lua_getinfo(T, "f", &ar);
+    int found = 0;
+    for (int i = 1; !found; ++i) {
+        const char* n = lua_getupvalue(T, -1, i);
+        if (!n) break;
+        lua_pop(T, 1);
+        if (strcmp(n, name) == 0) found = i;
+    }
+    lua_pop(T, 1);
+    return found;
+}
+
+// Push the value of the frame's variable `name` onto L; false when it has none.
+bool push_frame_variable(lua_State* L, const DebugStop& stop, const char* name) {
+    lua_Debug ar;
+    lua_State* T = stop.thread;
+    if (!script_frame(stop, ar)) return false;
+    if (int i = find_local(T, ar, name)) {
+        lua_getlocal(T, &ar, i);
+    } else if (int u = find_upvalue(T, ar, name)) {
+        lua_getinfo(T, "f", &ar);
+        lua_getupvalue(T, -1, u);
+        lua_remove(T, -2);
+    } else {
+        return false;
+    }
+    if (T != L) lua_xmove(T, L, 1);
+    return true;
+}
+
+// Set the frame's variable `name` to the value at L's index idx; false when it has none.
+bool set_frame_variable(lua_State* L, const DebugStop& stop, const char* name, int idx) {
+    lua_Debug ar;
+    lua_State* T = stop.thread;
+    if (!script_frame(stop, ar)) return false;
+    int i = find_local(T, ar, name);
+    int u = i ? 0 : find_upvalue(T, ar, name);
+    if (!i && !u) return false;
+    lua_pushvalue(L, idx);
+    if (T != L) lua_xmove(L, T, 1);
+    if (i) {
+        lua_setlocal(T, &ar, i);
+    } else {
+        lua_getinfo(T, "f", &ar);
+        lua_insert(T, -2);
+        lua_setupvalue(T, -2, u);
+        lua_pop(T, 1);
+    }
+    return true;
+}
+
+// ============================================================================================
+// [SECTION] names
+
+// The stop a proxy or env belongs to, when it is still the current one.
+DebugStop* live_stop(lua_State* L, int serial_index) {
+    lua_Integer serial = lua_tointeger(L, serial_index);
+    return g.stop && g.stop->serial == static_cast<uint64_t>(serial) ? g.stop : nullptr;
+}
+
+// A tensor for an input edge: the producing node's output when it is alive, else a copy of the value.
+Tensor input_tensor(const Edge& e) {
+    Node* producer = e.node ? e.node.get() : tape_find(e.id);
+    if (producer && producer->outputs[e.output].value.storage.get() == e.value.storage.get())
+        return Tensor(producer, e.output);
+    std::vector<double> values(static_cast<size_t>(e.value.numel()));
+    for (int64_t i = 0; i < e.value.numel(); ++i) values[static_cast<size_t>(i)] = value_get(e.value, i);
+    return ops::from_values(e.value.shape, e.value.dtype, values.data());
+}
+
+// What a backward rule reads (OPF_SAVES_*), named as the op's math line names them.
+struct SavedTensor {
+    const char* name;
+    int input;   // -1: output 0
+};
+
+std::vector<SavedTensor> saved_of(const Node* node) {
+    std::vector<SavedTensor> saved;
+    uint32_t flags = node->info().flags;
+    bool unary = node->inputs.size() == 1;
+    if (flags & OPF_SAVES_IN0) saved.push_back({unary ? "x" : "a", 0});
+    if ((flags & OPF_SAVES_IN1) && node->inputs.size() > 1) saved.push_back({"b", 1});
+    if (flags & OPF_SAVES_OUT0) saved.push_back({"y", -1});
+    return saved;
+}
+
+void set_field_tensor(lua_State* L, const char* field, const Tensor& t) {
+    if (t.defined()) tapedeck_push_tensor(L, t);
+    else lua_pushnil(L);
+    lua_setfield(L, -2, field);
+}
+
+// Overwrite output `output` of the node with the value at idx (a tensor of its shape, or a number).
+void overwrite_output(lua_State* L, Node* node, int output, int idx) {
+    const Value& dst = node->outputs[output].value;
+    if (lua_type(L, idx) == LUA_TNUMBER) {
+        double x = lua_tonumber(L, idx);
+        for (int64_t i = 0; i < dst.numel(); ++i) value_set(dst, i, x);
+    } else {
+        Tensor* t = tapedeck_test_tensor(L, idx);
+        if (!t) luaL_error(L, "out: assign a tensor of shape %s or a number, not a %s", dst.shape.str().c_str(), luaL_typename(L, idx));
+        if (t->shape() != dst.shape)
+            luaL_error(L, "out: the new value has shape %s, the output has shape %s", t->shape().str().c_str(), dst.shape.str().c_str());
+        Value src = t->value();
+        for (int64_t i = 0; i < dst.numel(); ++i) value_set(dst, i, value_get(src, i));
+    }
+    node->edited |= EDITED_OUTPUT;
+}
+
+// grad_out[i] = value at idx: the gradient flowing on to input i (a tensor, a number, or nil).
+void replace_grad(lua_State* L, DebugStop& stop, lua_Integer i, int idx) {
+    Node* node = stop.node.get();
+    if (i < 1 || i > node->inputs.size())
+        luaL_error(L, "grad_out[%d]: the node has %d input%s", static_cast<int>(i), node->inputs.size(), node->inputs.size() == 1 ? "" : "s");
+    const Edge& e = node->inputs[static_cast<int>(i - 1)];
+    if (!e.node || !e.node->outputs[e.output].requires_grad)
+        luaL_error(L, "grad_out[%d]: input %d (#%d) needs no gradient", static_cast<int>(i), static_cast<int>(i), static_cast<int>(e.id));
+    Tensor& slot = stop.pass->group.grad_inputs[i - 1];
+    DType dtype = slot.defined() ? slot.dtype() : e.value.dtype;
+    Tensor grad;
+    if (lua_type(L, idx) == LUA_TNUMBER) {
+        grad = ops::create(OP_full, e.value.shape, dtype, lua_tonumber(L, idx));
+    } else if (Tensor* t = tapedeck_test_tensor(L, idx)) {
+        if (t->shape() != e.value.shape)
+            luaL_error(L, "grad_out[%d]: the new gradient has shape %s, input %d has shape %s", static_cast<int>(i),
+                       t->shape().str().c_str(), static_cast<int>(i), e.value.shape.str().c_str());
+        grad = ops::unary(OP_clone, *t);   // a copy: the pass may take it over as a leaf's .grad
+        if (grad.dtype() != dtype) grad = ops::to(grad, dtype);
+    } else if (!lua_isnil(L, idx)) {
+        luaL_error(L, "grad_out[%d]: assign a tensor, a number or nil, not a %s", static_cast<int>(i), luaL_typename(L, idx));
+    }
+    slot = grad;
+    node->edited |= EDITED_GRAD;
+}
+
+// The grad_out proxy: upvalue 1 is the serial of its stop.
+DebugStop& proxy_stop(lua_State* L) {
+    DebugStop* stop = live_stop(L, lua_upvalueindex(1));
+    if (!stop) luaL_error(L, "grad_out: its stop has ended");
+    return *stop;
+}
+
+int grad_out_index(lua_State* L) {
+    DebugStop& stop = proxy_stop(L);
+    lua_Integer i = lua_tointeger(L, 2);
+    if (i < 1 || i > stop.node->inputs.size()) return 0;
+    const Tensor& grad = stop.pass->group.grad_inputs[i - 1];
+    if (!grad.defined()) return 0;
+    return tapedeck_push_tensor(L, grad);
+}
+
+int grad_out_newindex(lua_State* L) {
+    DebugStop& stop = proxy_stop(L);
+    if (!lua_isinteger(L, 2)) return luaL_error(L, "grad_out: index it by input number (1, 2, ...)");
+    replace_grad(L, stop, lua_tointeger(L, 2), 3);
+    return 0;
+}
+
+int grad_out_len(lua_State* L) {
+    lua_pushinteger(L, proxy_stop(L).node->inputs.size());
+    return 1;
+}
+
+int grad_out_tostring(lua_State* L) {
+    DebugStop& stop = proxy_stop(L);
+    std::string s = "grad_out {";
+    for (int i = 0; i < stop.node->inputs.size(); ++i) {
+        const Tensor& grad = stop.pass->group.grad_inputs[i];
+        s += i ? ", " : " ";
+        s += "[" + std::to_string(i + 1) + "] = " + (grad.defined() ? grad.shape().str() + " " + dtype_name(grad.dtype()) : "nil");
+    }
+    lua_pushstring(L, (s + " }").c_str());
+    return 1;
+}
+
+void push_grad_out_proxy(lua_State* L, const DebugStop& stop) {
+    lua_newtable(L);
+    lua_createtable(L, 0, 4);
+    const luaL_Reg methods[] = {{"__index", grad_out_index}, {"__newindex", grad_out_newindex}, {"__len", grad_out_len},
+                                {"__tostring", grad_out_tostring}, {nullptr, nullptr}};
+    lua_pushinteger(L, static_cast<lua_Integer>(stop.serial));
+    luaL_setfuncs(L, methods, 1);
+    lua_setmetatable(L, -2);
+}
+
+const char* kind_name(StopKind kind) { return kind == STOP_NODE ? "node" : kind == STOP_GROUP ? "group" : "line"; }
+
+// Build the names table of a stop.
+void push_new_names(lua_State* L, DebugStop& stop) {
+    lua_createtable(L, 0, 10);
+    Node* node = stop.node.get();
+    lua_createtable(L, 0, 8);   // stop
+    lua_pushstring(L, kind_name(stop.kind));
+    lua_setfield(L, -2, "kind");
+    lua_pushstring(L, stop.phase == PHASE_FORWARD ? "forward" : "backward");
+    lua_setfield(L, -2, "phase");
+    lua_pushstring(L, stop.reason.c_str());
+    lua_setfield(L, -2, "reason");
+    lua_pushinteger(L, stop.breakpoint);
+    lua_setfield(L, -2, "breakpoint");
+    lua_pushstring(L, stop.why.c_str());
+    lua_setfield(L, -2, "why");
+    if (stop.frame >= 0) {
+        lua_pushstring(L, stop.frames[stop.frame].short_src.c_str());
+        lua_setfield(L, -2, "file");
+        lua_pushinteger(L, stop.frames[stop.frame].line);
+        lua_setfield(L, -2, "line");
+    }
+    lua_setfield(L, -2, "stop");
+    if (!node) return;
+    tapedeck_push_node_record(L, node);
+    lua_setfield(L, -2, "node");
+    lua_createtable(L, node->inputs.size(), 0);
+    for (int i = 0; i < node->inputs.size(); ++i) {
+        tapedeck_push_tensor(L, input_tensor(node->inputs[i]));
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "inputs");
+    if (node->outputs.size() > 0) set_field_tensor(L, "out", Tensor(node, 0));
+    lua_createtable(L, node->outputs.size(), 0);
+    for (int i = 0; i < node->outputs.size(); ++i) {
+        tapedeck_push_tensor(L, Tensor(node, i));
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "outputs");
+    lua_newtable(L);
+    for (const SavedTensor& s : saved_of(node))
+        set_field_tensor(L, s.name, s.input < 0 ? Tensor(node, 0) : input_tensor(node->inputs[s.input]));
+    lua_setfield(L, -2, "saved");
+    if (node->phase == PHASE_BACKWARD)
+        if (Node* forward = tape_find(node->group)) {
+            tapedeck_push_node_record(L, forward);
+            lua_setfield(L, -2, "group");
+        }
+    if (stop.kind != STOP_GROUP) return;
+    const BackwardGroup& group = stop.pass->group;
+    if (node->outputs.size() == 1) {
+        set_field_tensor(L, "grad_in", group.grad_outputs[0]);
+    } else {
+        lua_newtable(L);
+        for (int i = 0; i < node->outputs.size(); ++i) {
+            if (group.grad_outputs[i].defined()) tapedeck_push_tensor(L, group.grad_outputs[i]);
+            else lua_pushnil(L);
+            lua_rawseti(L, -2, i + 1);
+        }
+        lua_setfield(L, -2, "grad_in");
+    }
+    push_grad_out_proxy(L, stop);
+    lua_setfield(L, -2, "grad_out");
+}
+
+// The names table of the current stop, made once per stop.
+int g_names_ref = LUA_NOREF;
+uint64_t g_names_serial = 0;
+
+void push_names(lua_State* L, DebugStop& stop) {
+    if (g_names_serial != stop.serial) {
+        luaL_unref(L, LUA_REGISTRYINDEX, g_names_ref);
+        push_new_names(L, stop);
+        g_names_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+        g_names_serial = stop.serial;
+    }
+    lua_rawgeti(L, LUA_REGISTRYINDEX, g_names_ref);
+}
+
+// `name = value` at the prompt for one of the stop's names: out and grad_out can be edited.
+void assign_stop_name(lua_State* L, DebugStop& stop, const char* name, int idx) {
+    if (strcmp(name, "out") == 0) {
+        if (stop.kind != STOP_NODE)
+            luaL_error(L, "out: at a backward group the forward pass is over; replace the gradients with grad_out[i] = ...");
+        overwrite_output(L, stop.node.get(), 0, idx);
+        return;
+    }
+    if (strcmp(name, "grad_out") == 0 && stop.kind == STOP_GROUP) {
+        if (!lua_istable(L, idx)) luaL_error(L, "grad_out: assign grad_out[i] = tensor, or a table of them");
+        for (int i = 1; i <= stop.node->inputs.size(); ++i) {
+            lua_rawgeti(L, idx, i);
+            replace_grad(L, stop, i, lua_gettop(L));
+            lua_pop(L, 1);
+        }
+        return;
+    }
+    luaL_error(L, "%s is read-only at a stop (out and grad_out[i] can be assigned)", name);
+}
+
+// When `name` is one of the stop's names, assign it (or raise why not) and return true.
+bool assign_if_stop_name(lua_State* L, DebugStop& stop, const char* name, int idx) {
+    push_names(L, stop);
+    bool is_name = lua_getfield(L, -1, name) != LUA_TNIL;
+    lua_pop(L, 2);
+    if (is_name) assign_stop_name(L, stop, name, idx);
+    return is_name;
+}
+
+// ============================================================================================
+// [SECTION] env
+
+// __index of a stop env: upvalue 1 = the stop's serial.
+int env_index(lua_State* L) {
+    DebugStop* stop = live_stop(L, lua_upvalueindex(1));
+    if (stop && lua_type(L, 2) == LUA_TSTRING) {
+        if (push_frame_variable(L, *stop, lua_tostring(L, 2))) return 1;
+        push_names(L, *stop);
+        lua_pushvalue(L, 2);
+        if (lua_rawget(L, -2) != LUA_TNIL) return 1;
+        lua_pop(L, 2);
+    }
+    lua_pushglobaltable(L);
+    lua_pushvalue(L, 2);
+    lua_gettable(L, -2);
+    return 1;
+}
+
+int env_newindex(lua_State* L) {
+    DebugStop* stop = live_stop(L, lua_upvalueindex(1));
+    if (stop && lua_type(L, 2) == LUA_TSTRING) {
+        const char* name = lua_tostring(L, 2);
+        if (set_frame_variable(L, *stop, name, 3) || assign_if_stop_name(L, *stop, name, 3)) return 0;
+    }
+    lua_pushglobaltable(L);
+    lua_pushvalue(L, 2);
+    lua_pushvalue(L, 3);
+    lua_settable(L, -3);
+    return 0;
+}
+
+}  // namespace
+
+int env_create(lua_State* L, DebugStop& stop) {
+    lua_newtable(L);
+    lua_createtable(L, 0, 2);
+    const luaL_Reg methods[] = {{"__index", env_index}, {"__newindex", env_newindex}, {nullptr, nullptr}};
+    lua_pushinteger(L, static_cast<lua_Integer>(stop.serial));
+    luaL_setfuncs(L, methods, 1);
+    lua_setmetatable(L, -2);
+    return luaL_ref(L, LUA_REGISTRYINDEX);
+}
+
+void env_release(lua_State* L, int ref) { luaL_unref(L, LUA_REGISTRYINDEX, ref); }
+
+void stop_names_release(lua_State* L) {
+    luaL_unref(L, LUA_REGISTRYINDEX, g_names_ref);
+    g_names_ref = LUA_NOREF;
+    g_names_serial = 0;
+}
+
+namespace {
+
+// `stop.out = x` and `stop.grad_out = {...}` on the table an action gets edit as at the prompt;
+// other new fields are the caller's own. Upvalue 1: the stop's serial.
+int names_proxy_newindex(lua_State* L) {
+    DebugStop* stop = live_stop(L, lua_upvalueindex(1));
+    const char* name = lua_type(L, 2) == LUA_TSTRING ? lua_tostring(L, 2) : nullptr;
+    if (stop && name && assign_if_stop_name(L, *stop, name, 3)) return 0;
+    lua_rawset(L, 1);
+    return 0;
+}
+
+}  // namespace
+
+void push_env_names(lua_State* L) {
+    lua_newtable(L);
+    if (!g.stop) return;
+    int table = lua_gettop(L);
+    push_names(L, *g.stop);
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+        lua_pushvalue(L, -2);
+        lua_insert(L, -2);
+        lua_rawset(L, table);
+    }
+    lua_pop(L, 1);
+    lua_Debug ar;
+    lua_State* T = g.stop->thread;
+    if (!script_frame(*g.stop, ar)) return;
+    for (int i = 1;; ++i) {   // later locals of the same name shadow earlier ones, as in Lua
+        const char* name = lua_getlocal(T, &ar, i);
+        if (!name) break;
+        if (T != L) lua_xmove(T, L, 1);
+        if (name[0] == '(') lua_pop(L, 1);   // "(temporary)", "(for state)"
+        else lua_setfield(L, table, name);
+    }
+}
+
+void push_stop_names(lua_State* L) {
+    if (!g.stop) {
+        lua_pushnil(L);
+        return;
+    }
+    lua_newtable(L);   // a proxy: reads from the names, writes edit the stop
+    lua_createtable(L, 0, 2);
+    push_names(L, *g.stop);
+    lua_setfield(L, -2, "__index");
+    lua_pushinteger(L, static_cast<lua_Integer>(g.stop->serial));
+    lua_pushcclosure(L, names_proxy_newindex, 1);
+    lua_setfield(L, -2, "__newindex");
+    lua_setmetatable(L, -2);
+}
+
+// ============================================================================================
+// [SECTION] banner
+
+namespace {
+
+std::string location(const std::string& file, int line) {
+    std::string s = file + ":" + std::to_string(line);
+    std::string text = source_line_text(file, line);
+    return text.empty() ? s : s + "  " + text;
+}
+
+std::string node_location(const Node* node) {
+    if (node->where.file < 0) return "";
+    return "  (" + location(source_file_name(node->where.file), node->where.line) + ")";
+}
+
+// "#4 add [20,1]": an input by its producer.
+std::string edge_text(const Edge& e) {
+    Node* producer = e.node ? e.node.get() : tape_find(e.id);
+    std::string s = "#" + std::to_string(e.id);
+    if (producer) s += std::string(" ") + producer->name();
+    return s + " " + e.value.shape.str();
+}
+
+std::string join_inputs(const Node* node) {
+    std::string s;
+    for (int i = 0; i < node->inputs.size(); ++i) s += (i ? ", " : "") + edge_text(node->inputs[i]);
+    return s.empty() ? "(none)" : s;
+}
+
+std::string backward_ids(const Node* node) {
+    std::string s;
+    for (const Ref<Node>& b : node->backward_nodes) s += (s.empty() ? "#" : ",#") + std::to_string(b->id);
+    return s;
+}
+
+// Where the gradient arriving at a node came from.
+std::string arriving_from(const DebugStop& stop, const Tensor& grad) {
+    Node* p = grad.node.get();
+    if (stop.node.get() == stop.pass->root) return p->phase == PHASE_BACKWARD ? "the seed of backward()" : "given to backward()";
+    std::string s = "from #" + std::to_string(p->id) + " " + p->name();
+    if (p->phase == PHASE_FORWARD) return s + ", set at a debugger stop";
+    if (p->group == stop.node->id) return s + ", gradients added here";
+    Node* group = tape_find(p->group);
+    return s + ", backward of #" + std::to_string(p->group) + (group ? std::string(" ") + group->name() : "");
+}
+
+// "= #9 tanh_backward: dx = grad * (1 - y^2)": how a produced gradient was computed.
+std::string produced_by(const DebugStop& stop, const Tensor& grad) {
+    const BackwardGroup& group = stop.pass->group;
+    for (int i = 0; i < stop.node->outputs.size(); ++i)
+        if (group.grad_outputs[i].defined() && group.grad_outputs[i].same_as(grad)) return "= grad (passed on unchanged)";
+    Node* p = grad.node.get();
+    std::string s = "= #" + std::to_string(p->id) + " " + p->name();
+    std::string attrs = op_describe_attrs(p->op, p->attrs);
+    if (!attrs.empty()) s += "(" + attrs + ")";
+    if (p->group != stop.node->id) return s + (p->phase == PHASE_FORWARD ? "  (edited at this stop)" : "");
+    return s + ": " + p->info().math;
+}
+
+void add_line(std::string& s, const char* label, const std::string& text) {
+    char head[16];
+    snprintf(head, sizeof head, "  %-10s", label);
+    s += head + text + "\n";
+}
+
+std::string group_banner(const DebugStop& stop) {
+    const Node* node = stop.node.get();
+    const BackwardGroup& group = stop.pass->group;
+    std::string root = "d#" + std::to_string(stop.pass->root->id);
+    std::string ids = backward_ids(node);
+    std::string s = "[" + stop.reason + "] backward" + (ids.empty() ? "" : " " + ids) + "  grad of #" +
+                    std::to_string(node->id) + " " + node->name() + node_location(node) + "\n";
+    std::string outs;
+    for (int i = 0; i < node->outputs.size(); ++i) outs += (i ? ", " : "") + ("#" + std::to_string(node->id)) + " " + node->outputs[i].value.shape.str();
+    add_line(s, "forward", "in: " + join_inputs(node) + "   out: " + outs);
+    std::string saved;
+    for (const SavedTensor& t : saved_of(node))
+        saved += (saved.empty() ? "" : ", ") + std::string(t.name) + " = " +
+                 (t.input < 0 ? "#" + std::to_string(node->id) + " " + node->outputs[0].value.shape.str() : edge_text(node->inputs[t.input]));
+    if (!saved.empty()) add_line(s, "saved", saved);
+    for (int i = 0; i < node->outputs.size(); ++i) {
+        const Tensor& grad = group.grad_outputs[i];
+        if (!grad.defined()) continue;
+        std::string label = root + "/d#" + std::to_string(node->id) + (node->outputs.size() > 1 ? "." + std::to_string(i + 1) : "");
+        add_line(s, "grad in", label + " " + grad.shape().str() + "   (" + arriving_from(stop, grad) + ")");
+    }
+    for (int i = 0; i < node->inputs.size(); ++i) {
+        const Tensor& grad = group.grad_inputs[i];
+        std::string label = root + "/d#" + std::to_string(node->inputs[i].id);
+        std::string text = grad.defined() ? label + " " + grad.shape().str() + "   " + produced_by(stop, grad)
+                                          : label + " -   (none: the input needs no gradient)";
+        add_line(s, i == 0 ? "grads out" : "", text);
+    }
+    return s;
+}
+
+std::string node_banner(const DebugStop& stop) {
+    const Node* node = stop.node.get();
+    std::string s = "[" + stop.reason + "] " + (node->phase == PHASE_FORWARD ? "forward" : "backward") + " #" +
+                    std::to_string(node->id) + " " + node->name();
+    std::string attrs = op_describe_attrs(node->op, node->attrs);
+    if (!attrs.empty()) s += "(" + attrs + ")";
+    if (node->phase == PHASE_BACKWARD) {
+        Node* forward = tape_find(node->group);
+        s += "  grad of #" + std::to_string(node->group) + (forward ? std::string(" ") + forward->name() : "");
+    }
+    s += node_location(node) + "\n";
+    add_line(s, "in", join_inputs(node));
+    for (int i = 0; i < node->outputs.size(); ++i) {
+        const Value& v = node->outputs[i].value;
+        add_line(s, "out", "#" + std::to_string(node->id) + (node->outputs.size() > 1 ? "." + std::to_string(i + 1) : "") +
+                               " " + v.shape.str() + " " + dtype_name(v.dtype) + (i == 0 ? std::string("   ") + node->info().math : ""));
+    }
+    return s;
+}
+
+std::string line_banner(const DebugStop& stop) {
+    if (stop.frame < 0) return "[" + stop.reason + "] (no Lua code)\n";
+    const DebugFrame& f = stop.frames[stop.frame];
+    return "[" + stop.reason + "] " + location(f.short_src, f.line) + "\n";
+}
+
+std::string frame_text(const DebugFrame& f) {
+    std::string s = f.short_src;
+    if (f.line > 0) s += ":" + std::to_string(f.line);
+    s += ": in ";
+    if (f.what == "main") s += "main chunk";
+    else if (!f.name.empty()) s += "function '" + f.name + "'";
+    else s += f.what == "C" ? "?" : "function <" + f.short_src + ":" + std::to_string(f.line_defined) + ">";
+    return s;
+}
+
+}  // namespace
+
+}  // namespace dbg
+
+using namespace dbg;
+
+std::string debugger_banner() {
+    const DebugStop* stop = g.stop;
+    if (!stop) return "";
+    std::string s = stop->kind == STOP_GROUP ? group_banner(*stop) : stop->kind == STOP_NODE ? node_banner(*stop) : line_banner(*stop);
+    if (!stop->why.empty()) add_line(s, "why", stop->why);
+    return s;
+}
+
+std::string debugger_where() {
+    const DebugStop* stop = g.stop;
+    if (!stop) return "not stopped (nothing is running)\n";
+    std::string s = "Lua stack, innermost first:\n";
+    for (size_t i = 0; i < stop->frames.size(); ++i)
+        s += (static_cast<int>(i) == stop->frame ? "=> " : "   ") + frame_text(stop->frames[i]) + "\n";
+    if (stop->frames.empty()) s += "   (no Lua code is running)\n";
+    s += "tape: ";
+    if (stop->pass) {
+        s += "backward pass from #" + std::to_string(stop->pass->root->id) + ", at node " +
+             std::to_string(stop->pass->position + 1) + " of the " + std::to_string(stop->pass->order->size()) +
+             " it visits";
+        if (stop->kind == STOP_NODE) s += ", inside its group";
+    } else {
+        s += "forward";
+    }
+    if (stop->node) s += "; stopped at #" + std::to_string(stop->node->id) + " " + stop->node->name();
+    s += "; next id #" + std::to_string(tape_next_id()) + "\n";
+    return s;
+}
+
+namespace dbg {
+
+std::string describe_value(lua_State* L, int idx) {
+    if (Tensor* t = tapedeck_test_tensor(L, idx)) return "tensor " + t->shape().str() + " " + dtype_name(t->dtype());
+    size_t len;
+    const char* s = luaL_tolstring(L, idx, &len);
+    std::string text(s, len);
+    lua_pop(L, 1);
+    return text;
+}
+
+void print_stop(lua_State* L, int env_ref) {
+    std::string s = debugger_banner();
+    for (const Watch& w : g.watches) {
+        std::string code = "return " + w.expression;
+        std::string value;
+        if (luaL_loadbuffer(L, code.data(), code.size(), "=watch") == LUA_OK) {
+            lua_rawgeti(L, LUA_REGISTRYINDEX, env_ref);
+            lua_setupvalue(L, -2, 1);
+            if (lua_pcall(L, 0, 1, 0) == LUA_OK) {
+                size_t len;
+                const char* text = luaL_tolstring(L, -1, &len);
+                value.assign(text, len);
+                lua_pop(L, 1);
+            } else {
+                value = std::string("error: ") + lua_tostring(L, -1);
+            }
+        } else {
+            value = std::string("error: ") + lua_tostring(L, -1);
+        }
+        lua_pop(L, 1);
+        s += "  watch " + std::to_string(w.id) + "  " + w.expression + " = " + value + "\n";
+    }
+    fputs(s.c_str(), stdout);
+    fflush(stdout);
+}
+
+}  // namespace dbg
+
+// ============================================================================================
+// [SECTION] stats
+
+TensorStats debugger_stats(const Value& value, int bins) {
+    TensorStats s;
+    int64_t n = value.numel();
+    double sum_squares = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        double x = value_get(value, i);
+        if (std::isnan(x)) {
+            ++s.nan;
+            continue;
+        }
+        if (std::isinf(x)) {
+            ++s.inf;
+            continue;
+        }
+        if (s.count == 0 || x < s.min) s.min = x;
+        if (s.count == 0 || x > s.max) s.max = x;
+        ++s.count;
+        s.sum += x;
+        sum_squares += x * x;
+        s.absmax = std::max(s.absmax, std::fabs(x));
+    }
+    if (s.count == 0) return s;
+    s.mean = s.sum / static_cast<double>(s.count);
+    s.norm = std::sqrt(sum_squares);
+    double deviations = 0;
+    if (bins > 0) s.histogram.assign(static_cast<size_t>(bins), 0);
+    for (int64_t i = 0; i < n; ++i) {
+        double x = value_get(value, i);
+        if (!std::isfinite(x)) continue;
+        deviations += (x - s.mean) * (x - s.mean);
+        if (bins > 0) {
+            double span = s.max - s.min;
+            int b = span > 0 ? static_cast<int>((x - s.min) / span * bins) : 0;
+            ++s.histogram[static_cast<size_t>(std::min(b, bins - 1))];
+        }
+    }
+    s.std = s.count > 1 ? std::sqrt(deviations / static_cast<double>(s.count - 1)) : 0;   // as torch.std (n - 1)
+    return s;
+}
+
+std::string debugger_inspect(const Tensor& t) {
+    const int bins = 16;
+    TensorStats s = debugger_stats(t.value(), bins);
+    const Node* node = t.node.get();
+    std::string out = "#" + std::to_string(node->id) + " " + node->name() + (node->outputs.size() > 1 ? "." + std::to_string(t.output + 1) : "") +
+                      " " + t.shape().str() + " " + dtype_name(t.dtype()) +
+                      (node->where.file >= 0 ? "  (" + source_loc_str(node->where) + ")" : "") + "\n";
+    if (s.count == 0) {
+        out += "  no finite elements";
+    } else {
+        out += "  min " + number_text(s.min) + "  max " + number_text(s.max) + "  mean " + number_text(s.mean) + "  std " +
+               number_text(s.std);
+    }
+    out += "  (" + std::to_string(t.numel()) + " element" + (t.numel() == 1 ? "" : "s") + ")\n";
+    out += "  NaN " + std::to_string(s.nan) + "  Inf " + std::to_string(s.inf) + "\n";
+    if (s.count > 1 && s.max > s.min) {
+        static const char* const BARS[] = {" ", "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
+        int64_t most = *std::max_element(s.histogram.begin(), s.histogram.end());
+        std::string bars;
+        for (int64_t c : s.histogram) bars += BARS[c == 0 ? 0 : 1 + static_cast<int>((c * 8 - 1) / most)];
+        out += "  histogram " + number_text(s.min) + " |" + bars + "| " + number_text(s.max) + "  (" + std::to_string(bins) +
+               " bins, tallest " + std::to_string(most) + ")\n";
+    }
+    return out;
+}
