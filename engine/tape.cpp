@@ -86,7 +86,9 @@ void engine_unobserve(int handle) {
     update_events_wanted();
 }
 
-bool engine_observed() { return !g.observers.empty(); }
+// An attached observer that wants no event (an idle debugger) does not count: plans keep their
+// fast loop until a breakpoint (or a Ctrl-C request) needs the hook.
+bool engine_observed() { return g.events_wanted != 0 || engine_interrupt_pending(); }
 
 void engine_observe_grads(GradObserver observer, void* user) {
     g.grad_observer = observer;

@@ -182,7 +182,7 @@ int engine_observe(NodeObserver observer, void* user, uint8_t events = HOOK_ALL_
 // breakpoint stays subscribed this way (an interrupt still reaches it, see below).
 void engine_observe_events(int handle, uint8_t events);
 void engine_unobserve(int handle);
-bool engine_observed();   // whether any observer is attached (plan_run then goes through exec_node)
+bool engine_observed();   // whether any observer wants an event (plan_run then goes through exec_node)
 
 // Gradient accumulation can be watched too (freeze turns it into a step of its own). Called by
 // backward() right after node->outputs[output].grad received `grad`; the nodes with ids in
