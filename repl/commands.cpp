@@ -9,6 +9,7 @@
 #include "format.h"
 #include "repl.h"
 #include "tapedeck_lua.h"
+#include "viewer.h"
 
 namespace {
 
@@ -76,12 +77,18 @@ bool cmd_dot(lua_State* L, const std::string& args) {
     return true;
 }
 
+bool cmd_view(lua_State* L, const std::string& args) {
+    viewer_command(L, args);
+    return true;
+}
+
 bool cmd_quit(lua_State*, const std::string&) { return false; }
 
 const Command commands[] = {
     {"help", "h", "", "list the commands", cmd_help},
     {"graph", "g", "[expr]", "the tape as a table (id, op, phase, inputs, shape, file:line); with expr, the graph of that tensor", cmd_graph},
     {"dot", nullptr, "[expr] file", "write the graph as .dot, or render .svg/.png/.pdf with Graphviz", cmd_dot},
+    {"view", "v", "[expr]", "open the graph viewer (and select expr's node); also :view close, :view screenshot f.png", cmd_view},
     {"quit", "q", "", "leave tapedeck", cmd_quit},
 };
 

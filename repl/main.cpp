@@ -10,6 +10,7 @@
 
 #include "repl.h"
 #include "tapedeck_lua.h"
+#include "viewer.h"
 
 namespace {
 
@@ -19,6 +20,8 @@ const char* const USAGE =
     "Options:\n"
     "  -i          run the script, then open the REPL with its globals\n"
     "  -e code     run code (may be given more than once)\n"
+    "  --view      open the graph viewer window (with no -i: until it is closed)\n"
+    "  --screenshot out.png [--frames N]   after the script, write the viewer as a PNG\n"
     "  -v          print the version\n"
     "  -h          print this help\n"
     "With no script and no -e, tapedeck opens the REPL. Inside it, type :help.\n";
@@ -59,6 +62,7 @@ int main(int argc, char** argv) {
     lua_State* L = luaL_newstate();
     luaL_openlibs(L);
     tapedeck_open(L);
+    viewer_open_lua(L);
     repl_install_interrupt_handler(L);
 
     if (argc > 1) {
@@ -74,9 +78,15 @@ int main(int argc, char** argv) {
     // Options first (as lua.c): -e chunks run in order after the banner, then the script.
     bool interactive = false;
     std::vector<const char*> code;
+    std::string option_error;
     int i = 1;
     for (; i < argc && argv[i][0] == '-' && argv[i][1] != '\0'; ++i) {   // "-" alone is a script: stdin
-        if (strcmp(argv[i], "-i") == 0) {
+        if (viewer_parse_option(argc, argv, &i, &option_error)) {   // --view, --screenshot FILE, --frames N
+            if (!option_error.empty()) {
+                fprintf(stderr, "tapedeck: %s\n%s", option_error.c_str(), USAGE);
+                return 1;
+            }
+        } else if (strcmp(argv[i], "-i") == 0) {
             interactive = true;
         } else if (strcmp(argv[i], "-e") == 0) {
             if (++i >= argc) {
@@ -102,6 +112,7 @@ int main(int argc, char** argv) {
     if (script == 0 && code.empty()) interactive = true;
     if (interactive && isatty(STDIN_FILENO)) print_banner();
     set_arg_table(L, argv, argc, script);
+    viewer_start_from_options();
 
     for (const char* chunk : code) {
         if (repl_run_chunk(L, chunk, "=command line", false) != LUA_OK) {
@@ -114,8 +125,10 @@ int main(int argc, char** argv) {
         for (int j = script + 1; j < argc; ++j) lua_pushstring(L, argv[j]);
         if (repl_run_chunk(L, argv[script], "", true, argc - script - 1) != LUA_OK) status = 1;
     }
+    if (viewer_finish_from_options(interactive) != 0) status = 1;
     if (interactive) {   // after a script that failed too: its globals are there to inspect
         std::unique_ptr<LineSource> source = line_source_for_stdin(L);
+        source->on_idle = viewer_frame;   // the viewer's window keeps drawing while the prompt waits
         repl_loop(L, *source);
         status = 0;
     }

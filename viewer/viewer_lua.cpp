@@ -1,0 +1,627 @@
+// viewer_lua.cpp: the `viewer` Lua table, so scripts and tests drive the window:
+//
+//   viewer.open([hidden]) -> true | nil, message     viewer.close()      viewer.is_open()
+//   viewer.frame([n])          draw n frames          viewer.wait_layout([seconds]) -> ready
+//   viewer.screenshot(path [, frames]) -> true | nil, message
+//   viewer.capture() -> width, height                 viewer.pixel(x, y) -> r, g, b, a
+//   viewer.set_stop(id, backward)  viewer.highlight(id)  viewer.clear_stop()   (the debugger's calls)
+//   viewer.select(id | tensor)     viewer.fit()          viewer.tab("value" | "gradient")
+//   viewer.zoom([z]) -> z      the Graph window's zoom (set about the centre)
+//   viewer.options{ghosts=, collapse_loops=, collapse_lines=, collapse_backward=, node_cap=,
+//                  backward_up=, cross_edges="none"|"selection"|"all", history=} -> the options
+//   viewer.expand(cluster_key, open)
+//   viewer.set_controls{continue=f, step=f, step_line=f, finish=f, break_node=f(id),
+//                       break_op=f(op, phase), break_line=f(file, line)} | nil
+//   viewer.set_breakpoints{{node=12}, {op="tanh", phase="backward"}, {file=..., line=17}}
+//   viewer.on_node(f | nil)    f(id, phase) before each node runs (a stand-in for the debugger)
+//   viewer.model() -> {boxes, edges, box_of, highlighted, stop, selected, shown, total, ...}
+//   viewer.inspect() -> statistics of the selected node's value, and whether a heatmap was drawn
+//   viewer.time_layout() -> seconds, boxes, edges     (no window needed)
+//   viewer.bench_frames(n) -> {ms...}                 viewer.request_close()
+//
+// Bindings only: each calls the viewer (viewer.h, viewer_internal.h).
+#include <algorithm>
+#include <cstring>
+#include <lua.hpp>
+
+#include "tapedeck_lua.h"
+#include "tensor_stats.h"
+#include "viewer_internal.h"
+
+using namespace td;
+
+namespace {
+
+lua_State* g_main_state = nullptr;
+int g_node_callback_ref = LUA_NOREF;
+int g_controls_ref = LUA_NOREF;
+
+lua_State* calling_state() {
+    lua_State* L = tapedeck_current_state();
+    return L ? L : g_main_state;
+}
+
+// Call field `name` of the registered controls table with the values pushed by `push_args`.
+void call_control(const char* name, int n_args, void (*push_args)(lua_State*, const void*), const void* args) {
+    lua_State* L = calling_state();
+    if (!L || g_controls_ref == LUA_NOREF) return;
+    lua_rawgeti(L, LUA_REGISTRYINDEX, g_controls_ref);
+    lua_getfield(L, -1, name);
+    lua_remove(L, -2);
+    if (!lua_isfunction(L, -1)) {
+        lua_pop(L, 1);
+        return;
+    }
+    if (push_args) push_args(L, args);
+    if (lua_pcall(L, n_args, 0, 0) != LUA_OK) {
+        fprintf(stderr, "viewer: controls.%s: %s\n", name, lua_tostring(L, -1));
+        lua_pop(L, 1);
+    }
+}
+
+void control_continue(void*) { call_control("continue", 0, nullptr, nullptr); }
+void control_step(void*) { call_control("step", 0, nullptr, nullptr); }
+void control_step_line(void*) { call_control("step_line", 0, nullptr, nullptr); }
+void control_finish(void*) { call_control("finish", 0, nullptr, nullptr); }
+void control_break_node(int64_t id, void*) {
+    call_control("break_node", 1, [](lua_State* L, const void* a) { lua_pushinteger(L, *static_cast<const int64_t*>(a)); }, &id);
+}
+struct OpArgs {
+    const char* op;
+    int phase;
+};
+void control_break_op(const char* op, int phase, void*) {
+    OpArgs args{op, phase};
+    call_control("break_op", 2,
+                 [](lua_State* L, const void* a) {
+                     const OpArgs* o = static_cast<const OpArgs*>(a);
+                     lua_pushstring(L, o->op);
+                     lua_pushstring(L, o->phase == PHASE_BACKWARD ? "backward" : "forward");
+                 },
+                 &args);
+}
+struct LineArgs {
+    const char* file;
+    int line;
+};
+void control_break_line(const char* file, int line, void*) {
+    LineArgs args{file, line};
+    call_control("break_line", 2,
+                 [](lua_State* L, const void* a) {
+                     const LineArgs* l = static_cast<const LineArgs*>(a);
+                     lua_pushstring(L, l->file);
+                     lua_pushinteger(L, l->line);
+                 },
+                 &args);
+}
+
+bool has_field_function(lua_State* L, int table, const char* name) {
+    lua_getfield(L, table, name);
+    bool yes = lua_isfunction(L, -1);
+    lua_pop(L, 1);
+    return yes;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Names: Lua globals (and fields of global tables, two levels down) that hold tensors.
+
+const char* const LIBRARY_TABLES[] = {"_G", "string", "table", "math", "io", "os", "package", "debug", "coroutine",
+                                      "utf8", "torch", "nn", "optim", "F", "viewer", "arg", "dbg", nullptr};
+
+bool is_library(const char* key) {
+    for (const char* const* k = LIBRARY_TABLES; *k; ++k)
+        if (strcmp(*k, key) == 0) return true;
+    return false;
+}
+
+void name_tensors(lua_State* L, int table, const std::string& prefix, int depth, int* budget,
+                  std::unordered_map<int64_t, std::string>& names) {
+    lua_pushnil(L);
+    while (lua_next(L, table) != 0) {
+        if (--*budget < 0) {
+            lua_pop(L, 2);
+            return;
+        }
+        std::string key;
+        if (lua_type(L, -2) == LUA_TSTRING) key = lua_tostring(L, -2);
+        else if (lua_isinteger(L, -2)) key = "[" + std::to_string(lua_tointeger(L, -2)) + "]";
+        if (!key.empty() && !(prefix.empty() && is_library(key.c_str()))) {
+            std::string name = prefix.empty() ? key : prefix + (key[0] == '[' ? "" : ".") + key;
+            if (Tensor* t = tapedeck_test_tensor(L, -1)) {
+                auto it = names.find(t->id());
+                if (it == names.end() || name.size() < it->second.size() ||
+                    (name.size() == it->second.size() && name < it->second))
+                    names[t->id()] = name;
+            } else if (lua_type(L, -1) == LUA_TTABLE && depth > 0 && key[0] != '_') {
+                name_tensors(L, lua_gettop(L), name, depth - 1, budget, names);
+            }
+        }
+        lua_pop(L, 1);
+    }
+}
+
+std::unordered_map<int64_t, std::string> lua_tensor_names() {
+    std::unordered_map<int64_t, std::string> names;
+    lua_State* L = calling_state();
+    if (!L) return names;
+    int top = lua_gettop(L);
+    if (!lua_checkstack(L, 16)) return names;
+    lua_pushglobaltable(L);
+    int budget = 2000;
+    name_tensors(L, lua_gettop(L), "", 2, &budget, names);
+    lua_settop(L, top);
+    return names;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bindings
+
+int l_open(lua_State* L) {
+    std::string error;
+    if (viewer_open(&error, lua_toboolean(L, 1))) {
+        lua_pushboolean(L, 1);
+        return 1;
+    }
+    lua_pushnil(L);
+    lua_pushstring(L, error.c_str());
+    return 2;
+}
+
+int l_close(lua_State*) {
+    viewer_close();
+    return 0;
+}
+
+int l_is_open(lua_State* L) {
+    lua_pushboolean(L, viewer_is_open());
+    return 1;
+}
+
+int l_frame(lua_State* L) {
+    int n = static_cast<int>(luaL_optinteger(L, 1, 1));
+    for (int i = 0; i < n && viewer_is_open(); ++i) viewer_frame_forced();
+    return 0;
+}
+
+int l_wait_layout(lua_State* L) {
+    lua_pushboolean(L, viewer_wait_layout(luaL_optnumber(L, 1, 60.0)));
+    return 1;
+}
+
+int l_screenshot(lua_State* L) {
+    std::string error;
+    if (viewer_screenshot(luaL_checkstring(L, 1), static_cast<int>(luaL_optinteger(L, 2, 2)), &error)) {
+        lua_pushboolean(L, 1);
+        return 1;
+    }
+    lua_pushnil(L);
+    lua_pushstring(L, error.c_str());
+    return 2;
+}
+
+int l_capture(lua_State* L) {
+    std::string error;
+    if (!viewer_capture(&error)) {
+        lua_pushnil(L);
+        lua_pushstring(L, error.c_str());
+        return 2;
+    }
+    lua_pushinteger(L, viewer_state().captured_width);
+    lua_pushinteger(L, viewer_state().captured_height);
+    return 2;
+}
+
+int l_pixel(lua_State* L) {
+    const ViewerState& s = viewer_state();
+    lua_Integer x = luaL_checkinteger(L, 1), y = luaL_checkinteger(L, 2);
+    if (x < 0 || y < 0 || x >= s.captured_width || y >= s.captured_height || s.captured.empty())
+        return luaL_error(L, "pixel (%d, %d) is outside the last capture (%dx%d)", static_cast<int>(x), static_cast<int>(y),
+                          s.captured_width, s.captured_height);
+    const unsigned char* p = &s.captured[(static_cast<size_t>(y) * s.captured_width + static_cast<size_t>(x)) * 4];
+    for (int i = 0; i < 4; ++i) lua_pushinteger(L, p[i]);
+    return 4;
+}
+
+int64_t node_id_arg(lua_State* L, int idx) {
+    if (Tensor* t = tapedeck_test_tensor(L, idx)) return t->id();
+    return luaL_checkinteger(L, idx);
+}
+
+int l_set_stop(lua_State* L) {
+    viewer_set_stop(node_id_arg(L, 1), lua_toboolean(L, 2));
+    return 0;
+}
+
+int l_highlight(lua_State* L) {
+    int64_t id = node_id_arg(L, 1);
+    Node* n = tape_find(id);
+    viewer_set_stop(id, n && n->phase == PHASE_BACKWARD);
+    return 0;
+}
+
+int l_clear_stop(lua_State*) {
+    viewer_clear_stop();
+    return 0;
+}
+
+int l_select(lua_State* L) {
+    viewer_select(lua_isnoneornil(L, 1) ? 0 : node_id_arg(L, 1), true);
+    return 0;
+}
+
+int l_fit(lua_State*) {
+    viewer_fit();
+    return 0;
+}
+
+// viewer.zoom([z]): the Graph window's zoom; with z, zoom about the canvas centre (camera stays).
+int l_zoom(lua_State* L) {
+    ViewerState& s = viewer_state();
+    if (!lua_isnoneornil(L, 1)) {
+        float z = static_cast<float>(luaL_checknumber(L, 1));
+        ImVec2 centre(s.pan.x + s.canvas_size.x * 0.5f / s.zoom, s.pan.y + s.canvas_size.y * 0.5f / s.zoom);
+        s.zoom = z;
+        s.pan = ImVec2(centre.x - s.canvas_size.x * 0.5f / z, centre.y - s.canvas_size.y * 0.5f / z);
+        s.camera = CAMERA_MANUAL;
+        s.force_frames = std::max(s.force_frames, 2);
+    }
+    lua_pushnumber(L, s.zoom);
+    return 1;
+}
+
+int l_tab(lua_State* L) {
+    const char* name = luaL_checkstring(L, 1);
+    viewer_state().tensor_tab_request = strcmp(name, "gradient") == 0 ? 1 : 0;
+    viewer_state().force_frames = 2;
+    return 0;
+}
+
+const char* const CROSS_NAMES[] = {"none", "selection", "all", "auto", nullptr};
+
+int l_options(lua_State* L) {
+    ViewerState& s = viewer_state();
+    if (lua_istable(L, 1)) {
+        ViewOptions o = s.options;
+        auto flag = [&](const char* name, bool* field) {
+            if (lua_getfield(L, 1, name) != LUA_TNIL) *field = lua_toboolean(L, -1);
+            lua_pop(L, 1);
+        };
+        flag("ghosts", &o.ghosts);
+        flag("collapse_loops", &o.collapse_loops);
+        flag("collapse_lines", &o.collapse_lines);
+        flag("collapse_backward", &o.collapse_backward);
+        flag("backward_up", &s.backward_up);
+        if (lua_getfield(L, 1, "node_cap") != LUA_TNIL) o.node_cap = static_cast<int>(luaL_checkinteger(L, -1));
+        lua_pop(L, 1);
+        if (lua_getfield(L, 1, "history") != LUA_TNIL) s.history_cap = static_cast<size_t>(luaL_checkinteger(L, -1));
+        lua_pop(L, 1);
+        if (lua_getfield(L, 1, "cross_edges") != LUA_TNIL) s.cross_edges = static_cast<CrossEdgeMode>(luaL_checkoption(L, -1, nullptr, CROSS_NAMES));
+        lua_pop(L, 1);
+        s.options = o;
+        viewer_invalidate();
+    }
+    lua_createtable(L, 0, 8);
+    lua_pushboolean(L, s.options.ghosts);
+    lua_setfield(L, -2, "ghosts");
+    lua_pushboolean(L, s.options.collapse_loops);
+    lua_setfield(L, -2, "collapse_loops");
+    lua_pushboolean(L, s.options.collapse_lines);
+    lua_setfield(L, -2, "collapse_lines");
+    lua_pushboolean(L, s.options.collapse_backward);
+    lua_setfield(L, -2, "collapse_backward");
+    lua_pushboolean(L, s.backward_up);
+    lua_setfield(L, -2, "backward_up");
+    lua_pushinteger(L, s.options.node_cap);
+    lua_setfield(L, -2, "node_cap");
+    lua_pushinteger(L, static_cast<lua_Integer>(s.history_cap));
+    lua_setfield(L, -2, "history");
+    lua_pushstring(L, CROSS_NAMES[s.cross_edges]);
+    lua_setfield(L, -2, "cross_edges");
+    return 1;
+}
+
+int l_expand(lua_State* L) {
+    viewer_set_expanded(luaL_checkstring(L, 1), lua_isnone(L, 2) ? true : lua_toboolean(L, 2));
+    return 0;
+}
+
+int l_set_controls(lua_State* L) {
+    if (g_controls_ref != LUA_NOREF) luaL_unref(L, LUA_REGISTRYINDEX, g_controls_ref);
+    g_controls_ref = LUA_NOREF;
+    if (lua_isnoneornil(L, 1)) {
+        viewer_set_controls(nullptr);
+        return 0;
+    }
+    luaL_checktype(L, 1, LUA_TTABLE);
+    ViewerControls c;
+    if (has_field_function(L, 1, "continue")) c.continue_run = control_continue;
+    if (has_field_function(L, 1, "step")) c.step = control_step;
+    if (has_field_function(L, 1, "step_line")) c.step_line = control_step_line;
+    if (has_field_function(L, 1, "finish")) c.finish = control_finish;
+    if (has_field_function(L, 1, "break_node")) c.toggle_node_breakpoint = control_break_node;
+    if (has_field_function(L, 1, "break_op")) c.toggle_op_breakpoint = control_break_op;
+    if (has_field_function(L, 1, "break_line")) c.toggle_line_breakpoint = control_break_line;
+    lua_pushvalue(L, 1);
+    g_controls_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    viewer_set_controls(&c);
+    return 0;
+}
+
+int l_set_breakpoints(lua_State* L) {
+    std::vector<ViewerBreakpoint> list;
+    if (lua_istable(L, 1)) {
+        lua_Integer n = luaL_len(L, 1);
+        for (lua_Integer i = 1; i <= n; ++i) {
+            lua_rawgeti(L, 1, i);
+            luaL_checktype(L, -1, LUA_TTABLE);
+            ViewerBreakpoint b;
+            if (lua_getfield(L, -1, "node") != LUA_TNIL) b.node_id = node_id_arg(L, lua_gettop(L));
+            lua_pop(L, 1);
+            if (lua_getfield(L, -1, "op") == LUA_TSTRING) b.op = lua_tostring(L, -1);
+            lua_pop(L, 1);
+            if (lua_getfield(L, -1, "phase") == LUA_TSTRING) b.phase = strcmp(lua_tostring(L, -1), "backward") == 0 ? 1 : 0;
+            lua_pop(L, 1);
+            if (lua_getfield(L, -1, "file") == LUA_TSTRING) b.file = lua_tostring(L, -1);
+            lua_pop(L, 1);
+            if (lua_getfield(L, -1, "line") != LUA_TNIL) b.line = static_cast<int>(lua_tointeger(L, -1));
+            lua_pop(L, 1);
+            lua_pop(L, 1);
+            list.push_back(b);
+        }
+    }
+    viewer_set_breakpoints(list);
+    return 0;
+}
+
+void call_node_callback(Node* node, HookEvent event) {
+    if (event != HOOK_BEFORE || g_node_callback_ref == LUA_NOREF) return;
+    lua_State* L = calling_state();
+    if (!L) return;
+    lua_rawgeti(L, LUA_REGISTRYINDEX, g_node_callback_ref);
+    lua_pushinteger(L, node->id);
+    lua_pushstring(L, node->phase == PHASE_BACKWARD ? "backward" : "forward");
+    if (lua_pcall(L, 2, 0, 0) != LUA_OK) {
+        fprintf(stderr, "viewer.on_node: %s\n", lua_tostring(L, -1));
+        lua_pop(L, 1);
+    }
+}
+
+int l_on_node(lua_State* L) {
+    if (g_node_callback_ref != LUA_NOREF) luaL_unref(L, LUA_REGISTRYINDEX, g_node_callback_ref);
+    g_node_callback_ref = LUA_NOREF;
+    if (lua_isnoneornil(L, 1)) {
+        viewer_set_node_callback(nullptr);
+        return 0;
+    }
+    luaL_checktype(L, 1, LUA_TFUNCTION);
+    lua_pushvalue(L, 1);
+    g_node_callback_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    viewer_set_node_callback(call_node_callback);
+    return 0;
+}
+
+const char* kind_name(BoxKind kind) {
+    switch (kind) {
+        case BOX_NODE: return "node";
+        case BOX_GHOST: return "ghost";
+        case BOX_STUB: return "stub";
+        case BOX_CLUSTER: return "group";
+    }
+    return "?";
+}
+
+void set_number(lua_State* L, const char* name, double value) {
+    lua_pushnumber(L, value);
+    lua_setfield(L, -2, name);
+}
+
+// The viewer's own model of the last drawn frame: every box (drawn rectangle in window pixels,
+// kind, flags), every edge (laid out by dot or drawn on top), every node's box.
+int l_model(lua_State* L) {
+    ViewerState& s = viewer_state();
+    const GraphView& v = s.view;
+    lua_createtable(L, 0, 12);
+    lua_createtable(L, static_cast<int>(s.drawn.size()), 0);
+    for (size_t i = 0; i < s.drawn.size(); ++i) {
+        const DrawnBox& d = s.drawn[i];
+        lua_createtable(L, 0, 14);
+        lua_pushstring(L, d.key.c_str());
+        lua_setfield(L, -2, "key");
+        lua_pushinteger(L, d.node_id);
+        lua_setfield(L, -2, "node");
+        lua_pushstring(L, kind_name(d.kind));
+        lua_setfield(L, -2, "kind");
+        set_number(L, "x0", d.x0);
+        set_number(L, "y0", d.y0);
+        set_number(L, "x1", d.x1);
+        set_number(L, "y1", d.y1);
+        lua_pushboolean(L, d.visible);
+        lua_setfield(L, -2, "visible");
+        lua_pushboolean(L, d.highlighted);
+        lua_setfield(L, -2, "highlighted");
+        lua_pushboolean(L, d.selected);
+        lua_setfield(L, -2, "selected");
+        if (d.box >= 0 && d.box < static_cast<int>(v.boxes.size())) {
+            const ViewBox& b = v.boxes[d.box];
+            lua_pushstring(L, b.phase == PHASE_BACKWARD ? "backward" : "forward");
+            lua_setfield(L, -2, "phase");
+            lua_pushinteger(L, b.member_count);
+            lua_setfield(L, -2, "members");
+            lua_pushboolean(L, !s.placement.provisional.empty() && !s.placement.provisional[d.box]);
+            lua_setfield(L, -2, "laid_out");
+            if (b.ghost_of >= 0) {
+                lua_pushstring(L, v.boxes[b.ghost_of].key.c_str());
+                lua_setfield(L, -2, "ghost_of");
+            }
+            lua_pushstring(L, b.title.c_str());
+            lua_setfield(L, -2, "title");
+        }
+        lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
+    }
+    lua_setfield(L, -2, "boxes");
+
+    lua_createtable(L, static_cast<int>(v.edges.size()), 0);
+    for (size_t i = 0; i < v.edges.size(); ++i) {
+        const ViewEdge& e = v.edges[i];
+        lua_createtable(L, 0, 4);
+        lua_pushstring(L, v.boxes[e.from].key.c_str());
+        lua_setfield(L, -2, "from");
+        lua_pushstring(L, v.boxes[e.to].key.c_str());
+        lua_setfield(L, -2, "to");
+        lua_pushboolean(L, e.cross);
+        lua_setfield(L, -2, "cross");
+        lua_pushboolean(L, i < s.placement.paths.size() && s.placement.paths[i] != nullptr);
+        lua_setfield(L, -2, "laid_out");
+        lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
+    }
+    lua_setfield(L, -2, "edges");
+
+    lua_createtable(L, 0, static_cast<int>(v.box_of_node.size()));
+    for (const auto& entry : v.box_of_node) {
+        lua_pushstring(L, v.boxes[entry.second].key.c_str());
+        lua_rawseti(L, -2, entry.first);
+    }
+    lua_setfield(L, -2, "box_of");
+
+    lua_createtable(L, 0, static_cast<int>(v.clusters.size()));
+    for (const Cluster& c : v.clusters) {
+        const char* state = c.state == CLUSTER_COLLAPSED ? "collapsed" : c.state == CLUSTER_EXPANDED ? "expanded" : "plain";
+        lua_pushstring(L, state);
+        lua_setfield(L, -2, c.key.c_str());
+    }
+    lua_setfield(L, -2, "clusters");
+
+    int highlighted = 0;
+    for (const DrawnBox& d : s.drawn)
+        if (d.highlighted) {
+            lua_pushinteger(L, d.node_id);
+            lua_setfield(L, -2, "highlighted");
+            lua_pushstring(L, d.key.c_str());
+            lua_setfield(L, -2, "highlighted_key");
+            ++highlighted;
+        }
+    lua_pushinteger(L, highlighted);
+    lua_setfield(L, -2, "highlighted_count");
+    lua_pushinteger(L, s.stop_node);
+    lua_setfield(L, -2, "stop");
+    lua_pushinteger(L, s.selected);
+    lua_setfield(L, -2, "selected");
+    lua_pushinteger(L, static_cast<lua_Integer>(v.boxes.size()));
+    lua_setfield(L, -2, "shown");
+    lua_pushinteger(L, v.total_boxes);
+    lua_setfield(L, -2, "total");
+    lua_pushinteger(L, v.cap_focus);
+    lua_setfield(L, -2, "cap_focus");
+    lua_pushinteger(L, static_cast<lua_Integer>(s.records.size()));
+    lua_setfield(L, -2, "records");
+    set_number(L, "layout_seconds", s.layout.seconds);
+    set_number(L, "zoom", s.zoom);
+    lua_pushinteger(L, static_cast<lua_Integer>(s.history.size()));
+    lua_setfield(L, -2, "history");
+    return 1;
+}
+
+int l_inspect(lua_State* L) {
+    ViewerState& s = viewer_state();
+    Node* n = s.selected ? tape_find(s.selected) : nullptr;
+    if (!n || n->outputs.size() == 0) return 0;
+    TensorStats st = tensor_stats_compute(n->outputs[0].value, 0);
+    lua_createtable(L, 0, 12);
+    lua_pushinteger(L, n->id);
+    lua_setfield(L, -2, "node");
+    lua_pushinteger(L, st.count);
+    lua_setfield(L, -2, "count");
+    lua_pushinteger(L, st.nan);
+    lua_setfield(L, -2, "nan");
+    lua_pushinteger(L, st.pos_inf);
+    lua_setfield(L, -2, "pos_inf");
+    lua_pushinteger(L, st.neg_inf);
+    lua_setfield(L, -2, "neg_inf");
+    set_number(L, "min", st.min);
+    set_number(L, "max", st.max);
+    set_number(L, "mean", st.mean);
+    set_number(L, "std", st.std);
+    lua_pushboolean(L, s.heatmap_drawn);
+    lua_setfield(L, -2, "heatmap");
+    lua_pushstring(L, s.tensor_tab == 1 ? "gradient" : "value");
+    lua_setfield(L, -2, "tab");
+    return 1;
+}
+
+int l_time_layout(lua_State* L) {
+    LayoutResult r = viewer_layout_now();
+    if (!r.ok) return luaL_error(L, "layout failed: %s", r.error.c_str());
+    lua_pushnumber(L, r.seconds);
+    lua_pushinteger(L, r.box_count);
+    lua_pushinteger(L, r.edge_count);
+    return 3;
+}
+
+int l_bench_frames(lua_State* L) {
+    std::vector<double> ms = viewer_bench_frames(static_cast<int>(luaL_optinteger(L, 1, 30)));
+    lua_createtable(L, static_cast<int>(ms.size()), 0);
+    for (size_t i = 0; i < ms.size(); ++i) {
+        lua_pushnumber(L, ms[i]);
+        lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
+    }
+    return 1;
+}
+
+int l_request_close(lua_State*) {
+    viewer_request_close();
+    return 0;
+}
+
+// Closing the Lua state closes the window first (retained nodes may hold Lua functions).
+int sentinel_gc(lua_State* L) {
+    viewer_shutdown();
+    if (g_node_callback_ref != LUA_NOREF) luaL_unref(L, LUA_REGISTRYINDEX, g_node_callback_ref);
+    if (g_controls_ref != LUA_NOREF) luaL_unref(L, LUA_REGISTRYINDEX, g_controls_ref);
+    g_node_callback_ref = g_controls_ref = LUA_NOREF;
+    g_main_state = nullptr;
+    return 0;
+}
+
+const luaL_Reg viewer_functions[] = {
+    {"open", l_open},
+    {"close", l_close},
+    {"is_open", l_is_open},
+    {"frame", l_frame},
+    {"wait_layout", l_wait_layout},
+    {"screenshot", l_screenshot},
+    {"capture", l_capture},
+    {"pixel", l_pixel},
+    {"set_stop", l_set_stop},
+    {"highlight", l_highlight},
+    {"clear_stop", l_clear_stop},
+    {"select", l_select},
+    {"fit", l_fit},
+    {"tab", l_tab},
+    {"zoom", l_zoom},
+    {"options", l_options},
+    {"expand", l_expand},
+    {"set_controls", l_set_controls},
+    {"set_breakpoints", l_set_breakpoints},
+    {"on_node", l_on_node},
+    {"model", l_model},
+    {"inspect", l_inspect},
+    {"time_layout", l_time_layout},
+    {"bench_frames", l_bench_frames},
+    {"request_close", l_request_close},
+    {nullptr, nullptr},
+};
+
+}  // namespace
+
+void viewer_open_lua(lua_State* L) {
+    g_main_state = L;
+    luaL_newlib(L, viewer_functions);
+    lua_setglobal(L, "viewer");
+    lua_newuserdatauv(L, 0, 0);   // closes the window when L closes
+    lua_createtable(L, 0, 1);
+    lua_pushcfunction(L, sentinel_gc);
+    lua_setfield(L, -2, "__gc");
+    lua_setmetatable(L, -2);
+    lua_setfield(L, LUA_REGISTRYINDEX, "tapedeck.viewer_sentinel");
+    viewer_state().namer = lua_tensor_names;
+}
