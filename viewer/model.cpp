@@ -516,8 +516,10 @@ void Builder::add_ghosts() {
     }
 }
 
-// Past node_cap boxes, keep the cap's worth nearest the focus (breadth first along every edge,
-// ghost and gradient link) and drop the rest.
+// Past node_cap boxes, keep the cap's worth nearest the focus (breadth first along the edges and
+// from each backward node to the forward node it differentiates) and drop the rest. Hubs are
+// not followed: a ghost stands for its original only at its one use, and a leaf's reads by the
+// backward pass (a parameter read at every step) would make every step a neighbour.
 void Builder::apply_cap() {
     view.total_boxes = static_cast<int>(view.boxes.size());
     int cap = std::max(1, in.options.node_cap);
@@ -543,10 +545,13 @@ void Builder::apply_cap() {
         adjacent[a].push_back(b);
         adjacent[b].push_back(a);
     };
-    for (const ViewEdge& e : view.edges) link(e.from, e.to);
+    for (const ViewEdge& e : view.edges) {
+        const ViewBox& from = view.boxes[e.from];
+        if (e.cross && (from.is_leaf || from.kind == BOX_STUB)) continue;
+        link(e.from, e.to);
+    }
     for (size_t i = 0; i < n; ++i) {
         const ViewBox& b = view.boxes[i];
-        if (b.kind == BOX_GHOST) link(static_cast<int>(i), b.ghost_of);
         if (b.phase == PHASE_BACKWARD && b.kind == BOX_NODE) {
             const NodeRecord* r = record(b.node_id);
             if (r) link(static_cast<int>(i), view.box_of(r->group));

@@ -160,6 +160,12 @@ struct ViewerState {
     int captured_width = 0, captured_height = 0;
     std::vector<DrawnBox> drawn;
 
+    // Scripted input (viewer.click): the mouse as a script puts it, instead of the real one.
+    bool scripted_mouse = false;
+    ImVec2 mouse_pos{0, 0};
+    bool mouse_down[3] = {false, false, false};
+    std::unordered_map<std::string, LayoutRect> item_rects;   // buttons and menu items by label
+
     // The Tensor window's tab (0 value, 1 gradient) and one a script asked for (-1: none).
     int tensor_tab = 0;
     int tensor_tab_request = -1;
@@ -182,6 +188,8 @@ void viewer_select(int64_t node_id, bool scroll);
 void viewer_set_expanded(const std::string& cluster_key, bool expanded);
 // Run `action` after the current frame (a button's callback).
 void viewer_defer(std::function<void()> action);
+// Remember where the last ImGui item was drawn, under `label` (scripts click it: viewer.click).
+void viewer_note_item(const std::string& label);
 // The breakpoints that mark this node / this source line.
 bool viewer_breakpoint_on_node(const ViewerState& s, const NodeRecord& r);
 bool viewer_breakpoint_on_line(const ViewerState& s, const std::string& file, int line);
@@ -203,6 +211,9 @@ bool viewer_capture(std::string* error);
 LayoutResult viewer_layout_now();
 // As if the user closed the window (its close button).
 void viewer_request_close();
+// As if the user clicked at (x, y) (window pixels) with `button` (0 left, 1 right): frames with the
+// mouse moved there, pressed, released. `double_click` clicks twice.
+void viewer_click(float x, float y, int button, bool double_click);
 // Fit the whole graph into the window.
 void viewer_fit();
 // Mark the model out of date (options changed).

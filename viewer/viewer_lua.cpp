@@ -18,6 +18,7 @@
 //   viewer.inspect() -> statistics of the selected node's value, and whether a heatmap was drawn
 //   viewer.time_layout() -> seconds, boxes, edges     (no window needed)
 //   viewer.bench_frames(n) -> {ms...}                 viewer.request_close()
+//   viewer.click(x, y [, "left"|"right"|"double"]) or viewer.click(label [, ...])   scripted input
 //
 // Bindings only: each calls the viewer (viewer.h, viewer_internal.h).
 #include <algorithm>
@@ -455,6 +456,8 @@ int l_model(lua_State* L) {
             }
             lua_pushstring(L, b.title.c_str());
             lua_setfield(L, -2, "title");
+            lua_pushboolean(L, b.executed);
+            lua_setfield(L, -2, "executed");
         }
         lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
     }
@@ -567,6 +570,28 @@ int l_bench_frames(lua_State* L) {
     return 1;
 }
 
+// viewer.click(x, y [, "left"|"right"|"double"]) or viewer.click(label [, ...]): a label names a
+// button or menu item drawn in the last frame ("Step", "Break at #14", "gutter 17").
+int l_click(lua_State* L) {
+    ViewerState& s = viewer_state();
+    float x, y;
+    int next = 3;
+    if (lua_type(L, 1) == LUA_TSTRING) {
+        auto it = s.item_rects.find(lua_tostring(L, 1));
+        if (it == s.item_rects.end()) return luaL_error(L, "viewer.click: no item '%s' in the last frame", lua_tostring(L, 1));
+        x = (it->second.x0 + it->second.x1) * 0.5f;
+        y = (it->second.y0 + it->second.y1) * 0.5f;
+        next = 2;
+    } else {
+        x = static_cast<float>(luaL_checknumber(L, 1));
+        y = static_cast<float>(luaL_checknumber(L, 2));
+    }
+    const char* const kinds[] = {"left", "right", "double", nullptr};
+    int kind = luaL_checkoption(L, next, "left", kinds);
+    viewer_click(x, y, kind == 1 ? 1 : 0, kind == 2);
+    return 0;
+}
+
 int l_request_close(lua_State*) {
     viewer_request_close();
     return 0;
@@ -608,6 +633,7 @@ const luaL_Reg viewer_functions[] = {
     {"time_layout", l_time_layout},
     {"bench_frames", l_bench_frames},
     {"request_close", l_request_close},
+    {"click", l_click},
     {nullptr, nullptr},
 };
 

@@ -51,6 +51,11 @@ void viewer_set_expanded(const std::string& cluster_key, bool expanded) {
 
 void viewer_defer(std::function<void()> action) { viewer_state().deferred.push_back(std::move(action)); }
 
+void viewer_note_item(const std::string& label) {
+    ImVec2 a = ImGui::GetItemRectMin(), b = ImGui::GetItemRectMax();
+    viewer_state().item_rects[label] = LayoutRect{a.x, a.y, b.x, b.y};
+}
+
 void viewer_invalidate() {
     ViewerState& s = viewer_state();
     s.view_dirty = true;
@@ -494,6 +499,12 @@ void frame_draw(ViewerState& s) {
     Clock::time_point start = Clock::now();
     ImGui_ImplOpenGL3_NewFrame();
     ImGui_ImplGlfw_NewFrame();
+    if (s.scripted_mouse) {   // viewer.click: the script's mouse, not the real one
+        ImGuiIO& io = ImGui::GetIO();
+        io.MousePos = s.mouse_pos;
+        for (int i = 0; i < 3; ++i) io.MouseDown[i] = s.mouse_down[i];
+    }
+    s.item_rects.clear();
     ImGui::NewFrame();
     ImGui::PushFont(s.ui_font);
 
@@ -712,6 +723,24 @@ LayoutResult viewer_layout_now() {
     }
     GraphView view = build_view(s, records);
     return layout_compute(layout_input_from_view(view, s.backward_up));
+}
+
+void viewer_click(float x, float y, int button, bool double_click) {
+    ViewerState& s = viewer_state();
+    if (!s.window) return;
+    button = std::clamp(button, 0, 2);
+    s.scripted_mouse = true;
+    s.mouse_pos = ImVec2(x, y);
+    for (bool& down : s.mouse_down) down = false;
+    frame_step(true);   // hover
+    for (int click = 0; click < (double_click ? 2 : 1); ++click) {
+        s.mouse_down[button] = true;
+        frame_step(true);
+        s.mouse_down[button] = false;
+        frame_step(true);
+    }
+    frame_step(true);
+    s.scripted_mouse = false;
 }
 
 void viewer_request_close() {

@@ -16,6 +16,7 @@ void control_button(const char* label, const char* key_hint, void (*action)(void
     ImGui::BeginDisabled(action == nullptr);
     bool clicked = ImGui::Button(label);
     ImGui::EndDisabled();
+    viewer_note_item(label);
     if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
         ImGui::SetTooltip(action ? "%s" : "%s (no debugger attached)", key_hint);
     if (action && (clicked || pressed_key)) viewer_defer([action, user] { action(user); });
@@ -93,6 +94,7 @@ void draw_controls_window(ViewerState& s, const Tile& tile) {
     else ImGui::TextDisabled(s.has_controls ? "running" : "at the prompt");
 
     if (ImGui::Button("Options")) ImGui::OpenPopup("options");
+    viewer_note_item("Options");
     if (ImGui::BeginPopup("options")) {
         draw_options(s);
         ImGui::EndPopup();

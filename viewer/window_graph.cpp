@@ -218,9 +218,11 @@ void draw_box_menu(ViewerState& s, const std::string& key) {
         std::string label = "Break at #" + std::to_string(id);
         if (ImGui::MenuItem(label.c_str(), nullptr, on_node, c.toggle_node_breakpoint != nullptr))
             viewer_defer([c, id] { c.toggle_node_breakpoint(id, c.user); });
+        viewer_note_item(label);
         label = "Break at every " + op + (phase == PHASE_BACKWARD ? " (backward)" : " (forward)");
         if (ImGui::MenuItem(label.c_str(), nullptr, false, c.toggle_op_breakpoint != nullptr))
             viewer_defer([c, op, phase] { c.toggle_op_breakpoint(op.c_str(), phase, c.user); });
+        viewer_note_item(label);
         if (!c.toggle_node_breakpoint && !c.toggle_op_breakpoint) ImGui::TextDisabled("(no debugger attached)");
         ImGui::Separator();
         if (r->phase == PHASE_FORWARD) {

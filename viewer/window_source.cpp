@@ -87,6 +87,7 @@ void draw_source_window(ViewerState& s, const Tile& tile) {
                 std::string f = file;
                 if (c.toggle_line_breakpoint) viewer_defer([c, f, line] { c.toggle_line_breakpoint(f.c_str(), line, c.user); });
             }
+            viewer_note_item("gutter " + std::to_string(line));
             if (ImGui::IsItemHovered())
                 ImGui::SetTooltip(s.controls.toggle_line_breakpoint ? "toggle a breakpoint on line %d"
                                                                     : "line %d (no debugger attached for breakpoints)",
