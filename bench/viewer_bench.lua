@@ -60,6 +60,7 @@ assert(viewer.open(true))
 local t0 = torch.perf_counter()
 build_rnn(steps)
 viewer.frame(1)                      -- the tape changed: the layout starts on the worker thread
+local update_ms = viewer.model().update_ms
 local frames_before = #viewer.bench_frames(0)
 local drawn, slowest = 0, 0
 local t_request = torch.perf_counter()
@@ -76,6 +77,7 @@ end
 local ready = torch.perf_counter() - t_request
 print(("layout  ready %.0f ms after the tape changed, %d frames drawn meanwhile (slowest %.1f ms)")
       :format(ready * 1000, drawn, slowest))
+print(("model   records + boxes rebuilt on the Lua thread for that change: %.1f ms"):format(update_ms))
 local _ = frames_before + t0
 
 -- 3. Frames with ~1,000 boxes: the whole graph on screen (level of detail: no labels, straight

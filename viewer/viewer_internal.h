@@ -152,6 +152,8 @@ struct ViewerState {
 
     // The pictures: frame times, the last capture, the drawn boxes.
     std::vector<double> frame_ms;    // the last 240 drawn frames
+    uint64_t frames_drawn = 0;
+    double update_ms = 0;            // the last model update that changed something (records, view)
     bool sync_frames = false;        // glFinish before the frame time is taken (benchmarks)
     std::string capture_path;        // write the next frame as this PNG
     bool capture_request = false;

@@ -2,10 +2,11 @@
 //
 //   viewer.open([hidden]) -> true | nil, message     viewer.close()      viewer.is_open()
 //   viewer.frame([n])          draw n frames          viewer.wait_layout([seconds]) -> ready
+//   viewer.wait(seconds)       keep drawing for that long (a pause)
 //   viewer.screenshot(path [, frames]) -> true | nil, message
 //   viewer.capture() -> width, height                 viewer.pixel(x, y) -> r, g, b, a
 //   viewer.set_stop(id, backward)  viewer.highlight(id)  viewer.clear_stop()   (the debugger's calls)
-//   viewer.select(id | tensor)     viewer.fit()          viewer.tab("value" | "gradient")
+//   viewer.select(id | tensor)     viewer.fit()          viewer.tab("value" | "gradient" | "inputs")
 //   viewer.zoom([z]) -> z      the Graph window's zoom (set about the centre)
 //   viewer.options{ghosts=, collapse_loops=, collapse_lines=, collapse_backward=, node_cap=,
 //                  backward_up=, cross_edges="none"|"selection"|"all", history=} -> the options
@@ -22,7 +23,9 @@
 //
 // Bindings only: each calls the viewer (viewer.h, viewer_internal.h).
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <thread>
 #include <lua.hpp>
 
 #include "tapedeck_lua.h"
@@ -184,6 +187,17 @@ int l_frame(lua_State* L) {
     return 0;
 }
 
+// viewer.wait(seconds): keep the window drawing for that long (a pause in a script).
+int l_wait(lua_State* L) {
+    double seconds = luaL_checknumber(L, 1);
+    auto start = std::chrono::steady_clock::now();
+    while (viewer_is_open() && std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < seconds) {
+        viewer_frame();
+        std::this_thread::sleep_for(std::chrono::milliseconds(15));
+    }
+    return 0;
+}
+
 int l_wait_layout(lua_State* L) {
     lua_pushboolean(L, viewer_wait_layout(luaL_optnumber(L, 1, 60.0)));
     return 1;
@@ -272,7 +286,7 @@ int l_zoom(lua_State* L) {
 
 int l_tab(lua_State* L) {
     const char* name = luaL_checkstring(L, 1);
-    viewer_state().tensor_tab_request = strcmp(name, "gradient") == 0 ? 1 : 0;
+    viewer_state().tensor_tab_request = strcmp(name, "gradient") == 0 ? 1 : strcmp(name, "inputs") == 0 ? 2 : 0;
     viewer_state().force_frames = 2;
     return 0;
 }
@@ -518,9 +532,12 @@ int l_model(lua_State* L) {
     lua_pushinteger(L, static_cast<lua_Integer>(s.records.size()));
     lua_setfield(L, -2, "records");
     set_number(L, "layout_seconds", s.layout.seconds);
+    set_number(L, "update_ms", s.update_ms);
     set_number(L, "zoom", s.zoom);
     lua_pushinteger(L, static_cast<lua_Integer>(s.history.size()));
     lua_setfield(L, -2, "history");
+    lua_pushinteger(L, static_cast<lua_Integer>(s.frames_drawn));
+    lua_setfield(L, -2, "frames");
     return 1;
 }
 
@@ -546,7 +563,7 @@ int l_inspect(lua_State* L) {
     set_number(L, "std", st.std);
     lua_pushboolean(L, s.heatmap_drawn);
     lua_setfield(L, -2, "heatmap");
-    lua_pushstring(L, s.tensor_tab == 1 ? "gradient" : "value");
+    lua_pushstring(L, s.tensor_tab == 1 ? "gradient" : s.tensor_tab == 2 ? "inputs" : "value");
     lua_setfield(L, -2, "tab");
     return 1;
 }
@@ -612,6 +629,7 @@ const luaL_Reg viewer_functions[] = {
     {"close", l_close},
     {"is_open", l_is_open},
     {"frame", l_frame},
+    {"wait", l_wait},
     {"wait_layout", l_wait_layout},
     {"screenshot", l_screenshot},
     {"capture", l_capture},

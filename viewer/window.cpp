@@ -535,6 +535,7 @@ void frame_draw(ViewerState& s) {
     s.frame_ms.push_back(ms);
     if (s.frame_ms.size() > 240) s.frame_ms.erase(s.frame_ms.begin());
     s.last_draw = Clock::now();
+    ++s.frames_drawn;
     s.had_event = false;
     if (s.force_frames > 0) --s.force_frames;
 }
@@ -559,7 +560,9 @@ void frame_step(bool force) {
         window_close(s);
         return;
     }
+    Clock::time_point update_start = Clock::now();
     bool changed = model_update(s);
+    if (changed) s.update_ms = seconds_since(update_start) * 1000.0;
     bool waiting_layout = s.layout_requested && s.worker.busy();
     bool draw = force || changed || s.had_event || s.force_frames > 0 || s.capture_request || waiting_layout ||
                 seconds_since(s.last_draw) > 0.5;

@@ -76,7 +76,7 @@ struct HeatTexture {
     int width = 0, height = 0;
 };
 
-HeatTexture g_textures[2];   // value tab, gradient tab
+HeatTexture g_textures[3];   // value tab, gradient tab, inputs tab
 
 void texture_upload(HeatTexture& t, const std::vector<uint32_t>& pixels, int width, int height) {
     if (!t.id) glGenTextures(1, &t.id);
@@ -233,8 +233,8 @@ void draw_table(const Value& v, const HeatLayout& h) {
 
 // One value: statistics, histogram, and a heatmap or a table. `tab` picks the texture.
 void draw_value_panel(ViewerState& s, const Value& v, int tab) {
-    static StatsCache caches[2];
-    static std::vector<int> slices[2];
+    static StatsCache caches[3];
+    static std::vector<int> slices[3];
     static bool as_table = false;
     if (!v.storage) return;
     if (v.device() != DEVICE_CPU) {
@@ -340,10 +340,54 @@ void draw_value_panel(ViewerState& s, const Value& v, int tab) {
 // ============================================================================================
 // [SECTION] window
 
-void node_button(ViewerState& s, const Node* n) {
+void node_button(const Node* n) {
     std::string label = "#" + std::to_string(n->id) + " " + n->name();
     if (ImGui::SmallButton(label.c_str())) viewer_select(n->id, true);
-    (void)s;
+}
+
+// What an input is to this node: the gradient flowing in, a saved forward value, a plain input.
+// (Backward nodes do not hold their producers: the records say which pass made an input.)
+const char* input_role(const ViewerState& s, const Node* n, const Edge& e) {
+    if (n->phase != PHASE_BACKWARD) return "input";
+    const NodeRecord* producer = record_find(s.records, e.id);
+    if (producer && producer->phase == PHASE_BACKWARD) return "gradient";
+    return producer ? "saved forward value" : "input";
+}
+
+// The Inputs tab: each input (its values are held by the node even when its producer is gone),
+// one shown at a time. Stopped before a node runs, this is what it is about to read.
+void draw_inputs_panel(ViewerState& s, Node* n) {
+    static int chosen = 0;
+    static int64_t chosen_for = 0;
+    if (chosen_for != n->id) {   // a new node: its first gradient input, else its first input
+        chosen = 0;
+        for (int i = 0; i < n->inputs.size(); ++i)
+            if (std::string(input_role(s, n, n->inputs[i])) == "gradient") {
+                chosen = i;
+                break;
+            }
+        chosen_for = n->id;
+    }
+    if (n->inputs.size() == 0) {
+        ImGui::TextDisabled("no inputs: a leaf made from its arguments");
+        return;
+    }
+    for (int i = 0; i < n->inputs.size(); ++i) {
+        const Edge& e = n->inputs[i];
+        const NodeRecord* r = record_find(s.records, e.id);
+        std::string label = "#" + std::to_string(e.id) + " " + (r ? r->op : std::string("(freed)")) + "  " +
+                            e.value.shape.str() + "  " + input_role(s, n, e);
+        ImGui::PushID(i);
+        ImGui::RadioButton(label.c_str(), &chosen, i);
+        if (r) {
+            ImGui::SameLine();
+            if (ImGui::SmallButton("go")) viewer_select(e.id, true);
+        }
+        ImGui::PopID();
+    }
+    chosen = std::clamp(chosen, 0, n->inputs.size() - 1);
+    ImGui::Separator();
+    draw_value_panel(s, n->inputs[chosen].value, 2);
 }
 
 }  // namespace
@@ -380,13 +424,13 @@ void draw_tensor_window(ViewerState& s, const Tile& tile) {
         ImGui::TextDisabled("gradient nodes:");
         for (const Ref<Node>& b : n->backward_nodes) {
             ImGui::SameLine();
-            node_button(s, b.get());
+            node_button(b.get());
         }
     } else if (n->phase == PHASE_BACKWARD) {
         Node* forward = tape_find(n->group);
         ImGui::TextDisabled("part of the gradient of:");
         ImGui::SameLine();
-        if (forward) node_button(s, forward);
+        if (forward) node_button(forward);
         else ImGui::Text("#%lld (freed)", static_cast<long long>(n->group));
     }
     if (n->outputs.size() == 0) {
@@ -394,13 +438,19 @@ void draw_tensor_window(ViewerState& s, const Tile& tile) {
         return;
     }
     bool not_run = s.running.count(n->id) > 0;
+    static int64_t last_node = 0;
+    if (n->id != last_node && s.tensor_tab_request < 0) s.tensor_tab_request = not_run ? 2 : s.tensor_tab == 2 ? 0 : -1;
+    last_node = n->id;
     if (ImGui::BeginTabBar("tensor_tabs")) {
         ImGuiTabItemFlags value_flags = s.tensor_tab_request == 0 ? ImGuiTabItemFlags_SetSelected : 0;
         ImGuiTabItemFlags grad_flags = s.tensor_tab_request == 1 ? ImGuiTabItemFlags_SetSelected : 0;
+        ImGuiTabItemFlags inputs_flags = s.tensor_tab_request == 2 ? ImGuiTabItemFlags_SetSelected : 0;
         s.tensor_tab_request = -1;
         if (ImGui::BeginTabItem("Value", nullptr, value_flags)) {
             s.tensor_tab = 0;
-            if (not_run) ImGui::TextColored(ImVec4(0.95f, 0.6f, 0.2f, 1), "not run yet: its output is computed when it runs");
+            if (not_run)
+                ImGui::TextColored(ImVec4(0.95f, 0.6f, 0.2f, 1),
+                                   "not run yet: its output is computed when it runs (its inputs: the Inputs tab)");
             else draw_value_panel(s, n->outputs[0].value, 0);
             ImGui::EndTabItem();
         }
@@ -420,6 +470,11 @@ void draw_tensor_window(ViewerState& s, const Tile& tile) {
                 ImGui::TextWrapped("No gradient kept yet: run backward() (call x:retain_grad() first to keep the .grad "
                                    "of a non-leaf tensor).");
             }
+            ImGui::EndTabItem();
+        }
+        if (ImGui::BeginTabItem("Inputs", nullptr, inputs_flags)) {
+            s.tensor_tab = 2;
+            draw_inputs_panel(s, n);
             ImGui::EndTabItem();
         }
         ImGui::EndTabBar();
