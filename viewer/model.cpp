@@ -333,6 +333,29 @@ struct Builder {
         function_cluster[r.id] = add_cluster(std::move(c), CLUSTER_COLLAPSED);
     }
 
+    // A node recorded inside a custom function: its own box in the function's frame when the
+    // function is open, else the function's box (which counts it).
+    void place_inner(const NodeRecord& r) {
+        auto fn = function_cluster.find(r.inner_of);
+        int fn_box = view.box_of(r.inner_of);
+        bool open = fn != function_cluster.end() && view.clusters[fn->second].state == CLUSTER_EXPANDED;
+        if (open && fn_box >= 0 && view.boxes[fn_box].kind == BOX_NODE) {
+            place(r.id, node_box(r, fn->second));
+        } else if (fn_box >= 0) {
+            place(r.id, fn_box);
+            if (view.boxes[fn_box].kind == BOX_NODE) view.boxes[fn_box].member_count++;
+        } else {
+            place(r.id, node_box(r, -1));
+        }
+    }
+
+    // A collapsed function's box says how much it hides.
+    void label_collapsed_functions(Phase phase) {
+        for (ViewBox& b : view.boxes)
+            if (b.kind == BOX_NODE && b.is_function && b.phase == phase && b.member_count > 1)
+                b.extra = "+" + std::to_string(b.member_count - 1) + " ops inside";
+    }
+
     void build_forward();
     void build_backward();
     void build_edges();
@@ -347,22 +370,12 @@ void Builder::build_forward() {
         for (int64_t id : view.clusters[index].members) container_of[id] = index;
     }
     for (const NodeRecord& r : records)
-        if (r.is_function) add_function_cluster(r);
+        if (r.is_function && r.phase == PHASE_FORWARD) add_function_cluster(r);
 
     for (const NodeRecord& r : records) {
         if (r.phase != PHASE_FORWARD) continue;
-        if (r.inner_of != 0) {   // inside a function: its box unless the function is open
-            int fn = function_cluster.count(r.inner_of) ? function_cluster[r.inner_of] : -1;
-            int fn_box = view.box_of(r.inner_of);
-            if (fn >= 0 && view.clusters[fn].state == CLUSTER_EXPANDED && fn_box >= 0 &&
-                view.boxes[fn_box].kind == BOX_NODE) {
-                place(r.id, node_box(r, fn));
-            } else if (fn_box >= 0) {
-                place(r.id, fn_box);
-                if (view.boxes[fn_box].kind == BOX_NODE) view.boxes[fn_box].member_count++;
-            } else {
-                place(r.id, node_box(r, -1));
-            }
+        if (r.inner_of != 0) {
+            place_inner(r);
             continue;
         }
         auto container = container_of.find(r.id);
@@ -378,10 +391,7 @@ void Builder::build_forward() {
             frame = function_cluster[r.id];   // an open function frames itself and its inner nodes
         place(r.id, node_box(r, frame));
     }
-    // A collapsed function box says how much it hides.
-    for (ViewBox& b : view.boxes)
-        if (b.kind == BOX_NODE && b.is_function && b.member_count > 1)
-            b.extra = "+" + std::to_string(b.member_count - 1) + " ops inside";
+    label_collapsed_functions(PHASE_FORWARD);
 }
 
 // Backward nodes: grouped by the forward box they differentiate. That group is one box when the
@@ -414,17 +424,7 @@ void Builder::build_backward() {
     for (const NodeRecord& r : records) {
         if (r.phase != PHASE_BACKWARD) continue;
         if (r.inner_of != 0) {
-            int fn = function_cluster.count(r.inner_of) ? function_cluster[r.inner_of] : -1;
-            int fn_box = view.box_of(r.inner_of);
-            if (fn >= 0 && view.clusters[fn].state == CLUSTER_EXPANDED && fn_box >= 0 &&
-                view.boxes[fn_box].kind == BOX_NODE) {
-                place(r.id, node_box(r, fn));
-            } else if (fn_box >= 0) {
-                place(r.id, fn_box);
-                if (view.boxes[fn_box].kind == BOX_NODE) view.boxes[fn_box].member_count++;
-            } else {
-                place(r.id, node_box(r, -1));
-            }
+            place_inner(r);
             continue;
         }
         int forward_box = view.box_of(r.group);
@@ -442,9 +442,7 @@ void Builder::build_backward() {
             frame = function_cluster[r.id];
         place(r.id, node_box(r, frame));
     }
-    for (ViewBox& b : view.boxes)
-        if (b.kind == BOX_NODE && b.is_function && b.phase == PHASE_BACKWARD && b.member_count > 1)
-            b.extra = "+" + std::to_string(b.member_count - 1) + " ops inside";
+    label_collapsed_functions(PHASE_BACKWARD);
 }
 
 // One edge per (producer box, consumer box); inputs whose node is gone get a stub box.

@@ -45,8 +45,33 @@ lua_State* calling_state() {
     return L ? L : g_main_state;
 }
 
-// Call field `name` of the registered controls table with the values pushed by `push_args`.
-void call_control(const char* name, int n_args, void (*push_args)(lua_State*, const void*), const void* args) {
+// Fields of the table on top of the stack.
+void set_number(lua_State* L, const char* name, double value) {
+    lua_pushnumber(L, value);
+    lua_setfield(L, -2, name);
+}
+void set_integer(lua_State* L, const char* name, lua_Integer value) {
+    lua_pushinteger(L, value);
+    lua_setfield(L, -2, name);
+}
+void set_boolean(lua_State* L, const char* name, bool value) {
+    lua_pushboolean(L, value);
+    lua_setfield(L, -2, name);
+}
+void set_string(lua_State* L, const char* name, const std::string& value) {
+    lua_pushstring(L, value.c_str());
+    lua_setfield(L, -2, name);
+}
+
+// An argument passed to a Lua control callback: a string or an integer.
+struct ControlArg {
+    const char* text;
+    lua_Integer number;
+};
+
+// Call field `name` of the registered controls table with `args`; an error is printed, not raised
+// (the viewer calls this after a frame, outside any Lua call that could catch it).
+void call_control(const char* name, std::initializer_list<ControlArg> args) {
     lua_State* L = calling_state();
     if (!L || g_controls_ref == LUA_NOREF) return;
     lua_rawgeti(L, LUA_REGISTRYINDEX, g_controls_ref);
@@ -56,48 +81,25 @@ void call_control(const char* name, int n_args, void (*push_args)(lua_State*, co
         lua_pop(L, 1);
         return;
     }
-    if (push_args) push_args(L, args);
-    if (lua_pcall(L, n_args, 0, 0) != LUA_OK) {
+    for (const ControlArg& a : args) {
+        if (a.text) lua_pushstring(L, a.text);
+        else lua_pushinteger(L, a.number);
+    }
+    if (lua_pcall(L, static_cast<int>(args.size()), 0, 0) != LUA_OK) {
         fprintf(stderr, "viewer: controls.%s: %s\n", name, lua_tostring(L, -1));
         lua_pop(L, 1);
     }
 }
 
-void control_continue(void*) { call_control("continue", 0, nullptr, nullptr); }
-void control_step(void*) { call_control("step", 0, nullptr, nullptr); }
-void control_step_line(void*) { call_control("step_line", 0, nullptr, nullptr); }
-void control_finish(void*) { call_control("finish", 0, nullptr, nullptr); }
-void control_break_node(int64_t id, void*) {
-    call_control("break_node", 1, [](lua_State* L, const void* a) { lua_pushinteger(L, *static_cast<const int64_t*>(a)); }, &id);
-}
-struct OpArgs {
-    const char* op;
-    int phase;
-};
+void control_continue(void*) { call_control("continue", {}); }
+void control_step(void*) { call_control("step", {}); }
+void control_step_line(void*) { call_control("step_line", {}); }
+void control_finish(void*) { call_control("finish", {}); }
+void control_break_node(int64_t id, void*) { call_control("break_node", {{nullptr, id}}); }
 void control_break_op(const char* op, int phase, void*) {
-    OpArgs args{op, phase};
-    call_control("break_op", 2,
-                 [](lua_State* L, const void* a) {
-                     const OpArgs* o = static_cast<const OpArgs*>(a);
-                     lua_pushstring(L, o->op);
-                     lua_pushstring(L, o->phase == PHASE_BACKWARD ? "backward" : "forward");
-                 },
-                 &args);
+    call_control("break_op", {{op, 0}, {phase == PHASE_BACKWARD ? "backward" : "forward", 0}});
 }
-struct LineArgs {
-    const char* file;
-    int line;
-};
-void control_break_line(const char* file, int line, void*) {
-    LineArgs args{file, line};
-    call_control("break_line", 2,
-                 [](lua_State* L, const void* a) {
-                     const LineArgs* l = static_cast<const LineArgs*>(a);
-                     lua_pushstring(L, l->file);
-                     lua_pushinteger(L, l->line);
-                 },
-                 &args);
-}
+void control_break_line(const char* file, int line, void*) { call_control("break_line", {{file, 0}, {nullptr, line}}); }
 
 bool has_field_function(lua_State* L, int table, const char* name) {
     lua_getfield(L, table, name);
@@ -316,22 +318,14 @@ int l_options(lua_State* L) {
         viewer_invalidate();
     }
     lua_createtable(L, 0, 8);
-    lua_pushboolean(L, s.options.ghosts);
-    lua_setfield(L, -2, "ghosts");
-    lua_pushboolean(L, s.options.collapse_loops);
-    lua_setfield(L, -2, "collapse_loops");
-    lua_pushboolean(L, s.options.collapse_lines);
-    lua_setfield(L, -2, "collapse_lines");
-    lua_pushboolean(L, s.options.collapse_backward);
-    lua_setfield(L, -2, "collapse_backward");
-    lua_pushboolean(L, s.backward_up);
-    lua_setfield(L, -2, "backward_up");
-    lua_pushinteger(L, s.options.node_cap);
-    lua_setfield(L, -2, "node_cap");
-    lua_pushinteger(L, static_cast<lua_Integer>(s.history_cap));
-    lua_setfield(L, -2, "history");
-    lua_pushstring(L, CROSS_NAMES[s.cross_edges]);
-    lua_setfield(L, -2, "cross_edges");
+    set_boolean(L, "ghosts", s.options.ghosts);
+    set_boolean(L, "collapse_loops", s.options.collapse_loops);
+    set_boolean(L, "collapse_lines", s.options.collapse_lines);
+    set_boolean(L, "collapse_backward", s.options.collapse_backward);
+    set_boolean(L, "backward_up", s.backward_up);
+    set_integer(L, "node_cap", s.options.node_cap);
+    set_integer(L, "history", static_cast<lua_Integer>(s.history_cap));
+    set_string(L, "cross_edges", CROSS_NAMES[s.cross_edges]);
     return 1;
 }
 
@@ -340,14 +334,23 @@ int l_expand(lua_State* L) {
     return 0;
 }
 
+// Keep argument 1 in the registry under *ref (checked to be of `type`), letting go of the value
+// kept before. False (nothing kept) when the argument is nil or absent.
+bool keep_argument(lua_State* L, int* ref, int type) {
+    if (*ref != LUA_NOREF) luaL_unref(L, LUA_REGISTRYINDEX, *ref);
+    *ref = LUA_NOREF;
+    if (lua_isnoneornil(L, 1)) return false;
+    luaL_checktype(L, 1, type);
+    lua_pushvalue(L, 1);
+    *ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    return true;
+}
+
 int l_set_controls(lua_State* L) {
-    if (g_controls_ref != LUA_NOREF) luaL_unref(L, LUA_REGISTRYINDEX, g_controls_ref);
-    g_controls_ref = LUA_NOREF;
-    if (lua_isnoneornil(L, 1)) {
+    if (!keep_argument(L, &g_controls_ref, LUA_TTABLE)) {
         viewer_set_controls(nullptr);
         return 0;
     }
-    luaL_checktype(L, 1, LUA_TTABLE);
     ViewerControls c;
     if (has_field_function(L, 1, "continue")) c.continue_run = control_continue;
     if (has_field_function(L, 1, "step")) c.step = control_step;
@@ -356,8 +359,6 @@ int l_set_controls(lua_State* L) {
     if (has_field_function(L, 1, "break_node")) c.toggle_node_breakpoint = control_break_node;
     if (has_field_function(L, 1, "break_op")) c.toggle_op_breakpoint = control_break_op;
     if (has_field_function(L, 1, "break_line")) c.toggle_line_breakpoint = control_break_line;
-    lua_pushvalue(L, 1);
-    g_controls_ref = luaL_ref(L, LUA_REGISTRYINDEX);
     viewer_set_controls(&c);
     return 0;
 }
@@ -402,16 +403,8 @@ void call_node_callback(Node* node, HookEvent event) {
 }
 
 int l_on_node(lua_State* L) {
-    if (g_node_callback_ref != LUA_NOREF) luaL_unref(L, LUA_REGISTRYINDEX, g_node_callback_ref);
-    g_node_callback_ref = LUA_NOREF;
-    if (lua_isnoneornil(L, 1)) {
-        viewer_set_node_callback(nullptr);
-        return 0;
-    }
-    luaL_checktype(L, 1, LUA_TFUNCTION);
-    lua_pushvalue(L, 1);
-    g_node_callback_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-    viewer_set_node_callback(call_node_callback);
+    bool kept = keep_argument(L, &g_node_callback_ref, LUA_TFUNCTION);
+    viewer_set_node_callback(kept ? call_node_callback : nullptr);
     return 0;
 }
 
@@ -425,10 +418,7 @@ const char* kind_name(BoxKind kind) {
     return "?";
 }
 
-void set_number(lua_State* L, const char* name, double value) {
-    lua_pushnumber(L, value);
-    lua_setfield(L, -2, name);
-}
+
 
 // The viewer's own model of the last drawn frame: every box (drawn rectangle in window pixels,
 // kind, flags), every edge (laid out by dot or drawn on top), every node's box.
@@ -440,38 +430,26 @@ int l_model(lua_State* L) {
     for (size_t i = 0; i < s.drawn.size(); ++i) {
         const DrawnBox& d = s.drawn[i];
         lua_createtable(L, 0, 14);
-        lua_pushstring(L, d.key.c_str());
-        lua_setfield(L, -2, "key");
-        lua_pushinteger(L, d.node_id);
-        lua_setfield(L, -2, "node");
-        lua_pushstring(L, kind_name(d.kind));
-        lua_setfield(L, -2, "kind");
+        set_string(L, "key", d.key);
+        set_integer(L, "node", d.node_id);
+        set_string(L, "kind", kind_name(d.kind));
         set_number(L, "x0", d.x0);
         set_number(L, "y0", d.y0);
         set_number(L, "x1", d.x1);
         set_number(L, "y1", d.y1);
-        lua_pushboolean(L, d.visible);
-        lua_setfield(L, -2, "visible");
-        lua_pushboolean(L, d.highlighted);
-        lua_setfield(L, -2, "highlighted");
-        lua_pushboolean(L, d.selected);
-        lua_setfield(L, -2, "selected");
+        set_boolean(L, "visible", d.visible);
+        set_boolean(L, "highlighted", d.highlighted);
+        set_boolean(L, "selected", d.selected);
         if (d.box >= 0 && d.box < static_cast<int>(v.boxes.size())) {
             const ViewBox& b = v.boxes[d.box];
-            lua_pushstring(L, b.phase == PHASE_BACKWARD ? "backward" : "forward");
-            lua_setfield(L, -2, "phase");
-            lua_pushinteger(L, b.member_count);
-            lua_setfield(L, -2, "members");
-            lua_pushboolean(L, !s.placement.provisional.empty() && !s.placement.provisional[d.box]);
-            lua_setfield(L, -2, "laid_out");
+            set_string(L, "phase", b.phase == PHASE_BACKWARD ? "backward" : "forward");
+            set_integer(L, "members", b.member_count);
+            set_boolean(L, "laid_out", !s.placement.provisional.empty() && !s.placement.provisional[d.box]);
             if (b.ghost_of >= 0) {
-                lua_pushstring(L, v.boxes[b.ghost_of].key.c_str());
-                lua_setfield(L, -2, "ghost_of");
+                set_string(L, "ghost_of", v.boxes[b.ghost_of].key);
             }
-            lua_pushstring(L, b.title.c_str());
-            lua_setfield(L, -2, "title");
-            lua_pushboolean(L, b.executed);
-            lua_setfield(L, -2, "executed");
+            set_string(L, "title", b.title);
+            set_boolean(L, "executed", b.executed);
         }
         lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
     }
@@ -481,14 +459,10 @@ int l_model(lua_State* L) {
     for (size_t i = 0; i < v.edges.size(); ++i) {
         const ViewEdge& e = v.edges[i];
         lua_createtable(L, 0, 4);
-        lua_pushstring(L, v.boxes[e.from].key.c_str());
-        lua_setfield(L, -2, "from");
-        lua_pushstring(L, v.boxes[e.to].key.c_str());
-        lua_setfield(L, -2, "to");
-        lua_pushboolean(L, e.cross);
-        lua_setfield(L, -2, "cross");
-        lua_pushboolean(L, i < s.placement.paths.size() && s.placement.paths[i] != nullptr);
-        lua_setfield(L, -2, "laid_out");
+        set_string(L, "from", v.boxes[e.from].key);
+        set_string(L, "to", v.boxes[e.to].key);
+        set_boolean(L, "cross", e.cross);
+        set_boolean(L, "laid_out", i < s.placement.paths.size() && s.placement.paths[i] != nullptr);
         lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
     }
     lua_setfield(L, -2, "edges");
@@ -511,33 +485,22 @@ int l_model(lua_State* L) {
     int highlighted = 0;
     for (const DrawnBox& d : s.drawn)
         if (d.highlighted) {
-            lua_pushinteger(L, d.node_id);
-            lua_setfield(L, -2, "highlighted");
-            lua_pushstring(L, d.key.c_str());
-            lua_setfield(L, -2, "highlighted_key");
+            set_integer(L, "highlighted", d.node_id);
+            set_string(L, "highlighted_key", d.key);
             ++highlighted;
         }
-    lua_pushinteger(L, highlighted);
-    lua_setfield(L, -2, "highlighted_count");
-    lua_pushinteger(L, s.stop_node);
-    lua_setfield(L, -2, "stop");
-    lua_pushinteger(L, s.selected);
-    lua_setfield(L, -2, "selected");
-    lua_pushinteger(L, static_cast<lua_Integer>(v.boxes.size()));
-    lua_setfield(L, -2, "shown");
-    lua_pushinteger(L, v.total_boxes);
-    lua_setfield(L, -2, "total");
-    lua_pushinteger(L, v.cap_focus);
-    lua_setfield(L, -2, "cap_focus");
-    lua_pushinteger(L, static_cast<lua_Integer>(s.records.size()));
-    lua_setfield(L, -2, "records");
+    set_integer(L, "highlighted_count", highlighted);
+    set_integer(L, "stop", s.stop_node);
+    set_integer(L, "selected", s.selected);
+    set_integer(L, "shown", static_cast<lua_Integer>(v.boxes.size()));
+    set_integer(L, "total", v.total_boxes);
+    set_integer(L, "cap_focus", v.cap_focus);
+    set_integer(L, "records", static_cast<lua_Integer>(s.records.size()));
     set_number(L, "layout_seconds", s.layout.seconds);
     set_number(L, "update_ms", s.update_ms);
     set_number(L, "zoom", s.zoom);
-    lua_pushinteger(L, static_cast<lua_Integer>(s.history.size()));
-    lua_setfield(L, -2, "history");
-    lua_pushinteger(L, static_cast<lua_Integer>(s.frames_drawn));
-    lua_setfield(L, -2, "frames");
+    set_integer(L, "history", static_cast<lua_Integer>(s.history.size()));
+    set_integer(L, "frames", static_cast<lua_Integer>(s.frames_drawn));
     return 1;
 }
 
@@ -547,24 +510,17 @@ int l_inspect(lua_State* L) {
     if (!n || n->outputs.size() == 0) return 0;
     TensorStats st = tensor_stats_compute(n->outputs[0].value, 0);
     lua_createtable(L, 0, 12);
-    lua_pushinteger(L, n->id);
-    lua_setfield(L, -2, "node");
-    lua_pushinteger(L, st.count);
-    lua_setfield(L, -2, "count");
-    lua_pushinteger(L, st.nan);
-    lua_setfield(L, -2, "nan");
-    lua_pushinteger(L, st.pos_inf);
-    lua_setfield(L, -2, "pos_inf");
-    lua_pushinteger(L, st.neg_inf);
-    lua_setfield(L, -2, "neg_inf");
+    set_integer(L, "node", n->id);
+    set_integer(L, "count", st.count);
+    set_integer(L, "nan", st.nan);
+    set_integer(L, "pos_inf", st.pos_inf);
+    set_integer(L, "neg_inf", st.neg_inf);
     set_number(L, "min", st.min);
     set_number(L, "max", st.max);
     set_number(L, "mean", st.mean);
     set_number(L, "std", st.std);
-    lua_pushboolean(L, s.heatmap_drawn);
-    lua_setfield(L, -2, "heatmap");
-    lua_pushstring(L, s.tensor_tab == 1 ? "gradient" : s.tensor_tab == 2 ? "inputs" : "value");
-    lua_setfield(L, -2, "tab");
+    set_boolean(L, "heatmap", s.heatmap_drawn);
+    set_string(L, "tab", s.tensor_tab == 1 ? "gradient" : s.tensor_tab == 2 ? "inputs" : "value");
     return 1;
 }
 
