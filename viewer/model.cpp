@@ -220,7 +220,8 @@ constexpr float BOX_PAD_Y = 4.0f;
 // Everything view_build works with while it builds one view.
 struct Builder {
     const ViewInput& in;
-    const std::vector<NodeRecord>& records;
+    const std::vector<NodeRecord>& records;    // the records drawn
+    const std::vector<NodeRecord>& all;        // every record (an input left out is "not shown", not "freed")
     GraphView view;
     std::unordered_map<int64_t, size_t> record_index;   // id -> index in records
     std::unordered_map<int64_t, int> container_of;       // node id -> loop/line cluster index
@@ -228,7 +229,8 @@ struct Builder {
     std::unordered_map<std::string, int> cluster_box;    // cluster key -> its box once made
     std::unordered_map<int64_t, std::vector<int64_t>> inner_members;   // function node -> inner ids
 
-    explicit Builder(const ViewInput& input) : in(input), records(*input.records) {}
+    Builder(const ViewInput& input, const std::vector<NodeRecord>& drawn)
+        : in(input), records(drawn), all(*input.records) {}
 
     const NodeRecord* record(int64_t id) const {
         auto it = record_index.find(id);
@@ -465,7 +467,7 @@ void Builder::build_edges() {
                     b.phase = r.phase;
                     b.is_leaf = true;
                     b.title = "#" + std::to_string(input);
-                    b.detail = "freed";
+                    b.detail = record_find(all, input) ? "not shown" : "freed";
                     it = stubs.emplace(key, add_box(std::move(b))).first;
                 }
                 from = it->second;
@@ -599,8 +601,74 @@ void Builder::apply_cap() {
 
 }  // namespace
 
+std::vector<NodeRecord> records_near(const std::vector<NodeRecord>& records, int64_t focus, size_t limit) {
+    // Neighbours as flat arrays (a tape can hold tens of thousands of nodes): for each link a->b
+    // (and b->a unless a is a hub), counted first, then filled.
+    int n = static_cast<int>(records.size());
+    auto index_of = [&](int64_t id) {
+        const NodeRecord* r = record_find(records, id);
+        return r ? static_cast<int>(r - records.data()) : -1;
+    };
+    std::vector<std::pair<int, int>> links;   // (record, its input or group), by index
+    std::vector<int> uses(n, 0);
+    for (int i = 0; i < n; ++i) {
+        for (int64_t input : records[i].inputs) {
+            int j = index_of(input);
+            if (j < 0) continue;
+            links.push_back({i, j});
+            ++uses[j];
+        }
+        int g = records[i].group ? index_of(records[i].group) : -1;
+        if (g >= 0) links.push_back({i, -2 - g});   // a group link: always both ways
+    }
+    std::vector<int> start(n + 1, 0), next;
+    auto each_direction = [&](auto visit) {
+        for (const auto& link : links) {
+            int a = link.first, b = link.second >= 0 ? link.second : -2 - link.second;
+            bool both = link.second < 0 || uses[b] <= 3;   // from a hub to its uses: not followed
+            visit(a, b);
+            if (both) visit(b, a);
+        }
+    };
+    each_direction([&](int a, int) { ++start[a + 1]; });
+    for (int i = 0; i < n; ++i) start[i + 1] += start[i];
+    next.resize(start[n]);
+    std::vector<int> fill(start.begin(), start.end() - 1);
+    each_direction([&](int a, int b) { next[fill[a]++] = b; });
+
+    int first = index_of(focus);
+    if (first < 0) first = n - 1;
+    std::vector<bool> taken(n, false);
+    std::deque<int> queue{first};
+    taken[first] = true;
+    std::vector<int> kept;
+    while (!queue.empty() && kept.size() < limit) {
+        int r = queue.front();
+        queue.pop_front();
+        kept.push_back(r);
+        for (int k = start[r]; k < start[r + 1]; ++k)
+            if (!taken[next[k]]) {
+                taken[next[k]] = true;
+                queue.push_back(next[k]);
+            }
+    }
+    std::sort(kept.begin(), kept.end());
+    std::vector<NodeRecord> out;
+    out.reserve(kept.size());
+    for (int r : kept) out.push_back(records[r]);
+    return out;
+}
+
 GraphView view_build(const ViewInput& input) {
-    Builder b(input);
+    size_t cap = static_cast<size_t>(std::max(1, input.options.node_cap));
+    std::vector<NodeRecord> near;
+    int64_t focus = input.stop_node ? input.stop_node : input.focus_node;
+    bool cut = input.records->size() > 2 * cap && !input.records->empty();
+    if (cut) {
+        if (!focus || !record_find(*input.records, focus)) focus = input.records->back().id;
+        near = records_near(*input.records, focus, cap);
+    }
+    Builder b(input, cut ? near : *input.records);
     for (size_t i = 0; i < b.records.size(); ++i) {
         const NodeRecord& r = b.records[i];
         b.record_index[r.id] = i;
@@ -612,6 +680,8 @@ GraphView view_build(const ViewInput& input) {
     b.add_ghosts();
     b.apply_cap();
     for (size_t i = 0; i < b.view.boxes.size(); ++i) b.view.box_by_key[b.view.boxes[i].key] = static_cast<int>(i);
+    b.view.total_nodes = static_cast<int>(input.records->size());
+    if (cut && !b.view.cap_focus) b.view.cap_focus = focus;
     return std::move(b.view);
 }
 

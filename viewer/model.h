@@ -134,11 +134,20 @@ struct GraphView {
     std::vector<Cluster> clusters;   // every cluster found, with its state
     std::unordered_map<int64_t, int> box_of_node;   // every shown node -> the box that shows it
     std::unordered_map<std::string, int> box_by_key;
-    int total_boxes = 0;             // before the cap
+    int total_boxes = 0;             // before the cap (of the nodes kept by the first cut, below)
+    int total_nodes = 0;             // records given
     int64_t cap_focus = 0;           // node the capped view is centred on; 0 when not capped
     int box_of(int64_t node_id) const;   // -1 when not shown
 };
 
+// The view of the records. Past twice the node cap, the records nearest the focus are picked
+// first (records_near), so that a huge tape costs what the cap costs; inputs left out are drawn
+// as stubs ("not shown").
 GraphView view_build(const ViewInput& input);
+
+// At most `limit` records nearest `focus` (breadth first along inputs, uses, and from a backward
+// node to the forward node it differentiates, never from a node to its uses when it has more than
+// three: a parameter read at every step would make every step a neighbour), in id order.
+std::vector<NodeRecord> records_near(const std::vector<NodeRecord>& records, int64_t focus, size_t limit);
 
 }  // namespace td

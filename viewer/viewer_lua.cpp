@@ -494,6 +494,7 @@ int l_model(lua_State* L) {
     set_integer(L, "selected", s.selected);
     set_integer(L, "shown", static_cast<lua_Integer>(v.boxes.size()));
     set_integer(L, "total", v.total_boxes);
+    set_integer(L, "total_nodes", v.total_nodes);
     set_integer(L, "cap_focus", v.cap_focus);
     set_integer(L, "records", static_cast<lua_Integer>(s.records.size()));
     set_number(L, "layout_seconds", s.layout.seconds);

@@ -303,8 +303,8 @@ void draw_toolbar(ViewerState& s) {
     }
     if (s.view.cap_focus != 0)
         ImGui::TextColored(ImVec4(1, 0.85f, 0.3f, 1),
-                           "Showing %d of %d boxes: the neighbourhood of #%lld (raise the cap in Options)",
-                           static_cast<int>(s.view.boxes.size()), s.view.total_boxes,
+                           "Showing %d boxes of %d nodes: the neighbourhood of #%lld (the node cap is in Options)",
+                           static_cast<int>(s.view.boxes.size()), s.view.total_nodes,
                            static_cast<long long>(s.view.cap_focus));
 }
 
