@@ -125,7 +125,7 @@ int main(int argc, char** argv) {
         for (int j = script + 1; j < argc; ++j) lua_pushstring(L, argv[j]);
         if (repl_run_chunk(L, argv[script], "", true, argc - script - 1) != LUA_OK) status = 1;
     }
-    if (viewer_finish_from_options(interactive) != 0) status = 1;
+    if (viewer_finish_from_options(interactive, repl_take_interrupt) != 0) status = 1;
     if (interactive) {   // after a script that failed too: its globals are there to inspect
         std::unique_ptr<LineSource> source = line_source_for_stdin(L);
         source->on_idle = viewer_frame;   // the viewer's window keeps drawing while the prompt waits

@@ -96,8 +96,9 @@ bool viewer_parse_option(int argc, char** argv, int* i, std::string* error);
 // the program goes on without it).
 void viewer_start_from_options();
 // After the script ran: write the --screenshot, or, with --view and no REPL to follow, keep drawing
-// until the window is closed. Returns the exit status to add (1 when the screenshot failed).
-int viewer_finish_from_options(bool interactive);
+// until the window is closed or `interrupted()` says Ctrl-C came. Returns the exit status to add
+// (1 when the screenshot failed).
+int viewer_finish_from_options(bool interactive, bool (*interrupted)());
 // The ':view' command: "" open, "close", "screenshot FILE", or a Lua expression (open and select
 // that tensor's node). Prints its messages.
 void viewer_command(lua_State* L, const std::string& args);

@@ -63,7 +63,7 @@ void viewer_start_from_options() {
         fprintf(stderr, "viewer: %s\n", error.c_str());   // the program goes on without the window
 }
 
-int viewer_finish_from_options(bool interactive) {
+int viewer_finish_from_options(bool interactive, bool (*interrupted)()) {
     if (!g_options.screenshot.empty()) {
         std::string error;
         if (!viewer_is_open()) {
@@ -78,8 +78,8 @@ int viewer_finish_from_options(bool interactive) {
         return 0;
     }
     if (g_options.view && !interactive && viewer_is_open()) {   // a script to look at: until the window closes
-        fprintf(stderr, "viewer: close the window to quit\n");
-        while (viewer_is_open()) {
+        fprintf(stderr, "viewer: close the window (or press Ctrl-C) to quit\n");
+        while (viewer_is_open() && !(interrupted && interrupted())) {
             viewer_frame();
             usleep(15000);
         }
