@@ -637,6 +637,9 @@ bool viewer_screenshot(const std::string& path, int frames, std::string* error) 
 
 void viewer_set_stop(int64_t node_id, bool backward) {
     ViewerState& s = viewer_state();
+    // The newest node, stopped before it runs: not run yet, whichever hook observer (the
+    // debugger's or the viewer's) was told first; the viewer's hook sees it finish.
+    if (s.window && node_id > 0 && node_id == tape_next_id() - 1 && tape_find(node_id)) s.running.insert(node_id);
     s.stop_node = node_id;
     s.stop_backward = backward;
     s.selected = node_id;
