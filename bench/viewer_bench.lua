@@ -108,6 +108,33 @@ viewer.zoom(0.55)
 measure("zoom 0.55 (labels on)")
 viewer.zoom(1.0)
 measure("zoom 1.0")
+-- 4. A long tape: 40,000 live nodes (a chain, every 1,000th kept), the node cap at its default.
+viewer.close()
+bench_keep = nil
+collectgarbage()
+collectgarbage()
+viewer.options{history = 100}
+local chain = {}
+local x = torch.randn(4, 4, {requires_grad = true})
+for i = 1, 20000 do
+  x = (x * 1.0001):tanh()
+  if i % 1000 == 0 then chain[#chain + 1] = x end
+end
+assert(viewer.open(true))
+viewer.wait_layout()
+local updates = {}
+for i = 1, 5 do
+  chain[#chain + 1] = x + i   -- one more node: records, the cut near the focus, boxes
+  viewer.frame(1)
+  updates[#updates + 1] = viewer.model().update_ms
+end
+local umin, umedian = sorted(updates)
+local m = viewer.model()
+print(("model   %d nodes on the tape, %d boxes shown (node cap): %.1f / %.1f ms per tape change (min / median)")
+      :format(m.total_nodes, m.shown, umin, umedian))
+chain = nil
+viewer.options{history = 2000}
+
 viewer.close()
 local e0 = {}
 assert(viewer.open(true))
