@@ -108,6 +108,22 @@ viewer.zoom(0.55)
 measure("zoom 0.55 (labels on)")
 viewer.zoom(1.0)
 measure("zoom 1.0")
+-- ... and 1,000 boxes big enough for outlines: 40 chains of 25 ops side by side.
+viewer.close()
+bench_keep = nil
+collectgarbage()
+collectgarbage()
+assert(viewer.open(true))
+bench_keep = {}
+for c = 1, 40 do
+  local t = torch.randn(2, 2)
+  for k = 1, 24 do t = t:tanh() end
+  bench_keep[c] = t
+end
+viewer.wait_layout()
+viewer.fit()
+measure("40 chains of 25 (fit)")
+
 -- 4. A long tape: 40,000 live nodes (a chain, every 1,000th kept), the node cap at its default.
 viewer.close()
 bench_keep = nil

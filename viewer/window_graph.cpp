@@ -477,7 +477,7 @@ void draw_graph_window(ViewerState& s, const Tile& tile) {
 
         // Edges laid out by dot: their curves; edges to boxes not laid out yet: straight.
         ImDrawListFlags saved_flags = dl->Flags;
-        if (!curves || v.edges.size() > 1500) dl->Flags &= ~ImDrawListFlags_AntiAliasedLines;
+        if (!curves || v.edges.size() > 1500) dl->Flags &= ~ImDrawListFlags_AntiAliasedLines;   // 1-px lines: 4 vertices
         float edge_w = std::clamp(1.2f * z, 1.0f, 2.0f);
         float arrow = std::clamp(7.0f * z, 3.0f, 10.0f);
         for (size_t i = 0; i < v.edges.size(); ++i) {
@@ -575,15 +575,26 @@ void draw_graph_window(ViewerState& s, const Tile& tile) {
 
             const NodeRecord* rec = b.kind == BOX_NODE || b.kind == BOX_GHOST ? record_find(s.records, b.node_id) : nullptr;
             float alpha = p.provisional[i] ? 0.55f : (b.kind == BOX_GHOST ? 0.8f : 1.0f);
-            float round = std::min(4.0f * z, 6.0f);
-            bool tiny = (c.y - a.y) < 5.0f;
+            float height = c.y - a.y;
             ImU32 fill = d.highlighted ? COLOUR_HIGHLIGHT : box_fill(b);
             if (!b.executed && !d.highlighted) fill = COLOUR_OP;
-            if (tiny) {   // far away: a dot of colour
+            bool stacked = b.kind == BOX_CLUSTER || (b.is_function && b.member_count > 1);
+            if (height < 5.0f) {   // far away: a dot of colour
                 dl->AddRectFilled(a, ImVec2(std::max(c.x, a.x + 1), std::max(c.y, a.y + 1)), fade(fill == COLOUR_OP ? COLOUR_BORDER : fill, alpha));
                 continue;
             }
-            bool stacked = b.kind == BOX_CLUSTER || (b.is_function && b.member_count > 1);
+            if (height < 22.0f) {   // too small for labels: square rectangles, the outline as an underlay
+                float edge = d.highlighted ? 2.5f : d.selected ? 2.0f : 1.0f;
+                ImU32 outline = d.highlighted  ? COLOUR_HIGHLIGHT_BORDER
+                                : d.selected   ? COLOUR_SELECTED
+                                : b.kind == BOX_GHOST || b.kind == BOX_STUB ? fade(COLOUR_BORDER, 0.45f)
+                                               : fade(COLOUR_BORDER, alpha);
+                if (stacked) dl->AddRectFilled(ImVec2(a.x + 2, a.y + 2), ImVec2(c.x + 3, c.y + 3), outline);
+                dl->AddRectFilled(ImVec2(a.x - edge, a.y - edge), ImVec2(c.x + edge, c.y + edge), outline);
+                if (b.kind != BOX_STUB) dl->AddRectFilled(a, c, fade(fill, alpha));
+                continue;
+            }
+            float round = std::min(4.0f * z, 6.0f);
             if (stacked) {
                 float off = std::clamp(3.0f * z, 2.0f, 4.0f);
                 dl->AddRectFilled(ImVec2(a.x + 2 * off, a.y + 2 * off), ImVec2(c.x + 2 * off, c.y + 2 * off), fade(fill, alpha * 0.6f), round);
