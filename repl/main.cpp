@@ -20,7 +20,7 @@ const char* const USAGE =
     "Options:\n"
     "  -i          run the script, then open the REPL with its globals\n"
     "  -e code     run code (may be given more than once)\n"
-    "  --view      open the graph viewer window (with no -i: until it is closed)\n"
+    "  --view      open the graph viewer window (with no -i: until it is closed or Ctrl-C)\n"
     "  --screenshot out.png [--frames N]   after the script, write the viewer as a PNG\n"
     "  -v          print the version\n"
     "  -h          print this help\n"
