@@ -91,6 +91,7 @@ struct Tile {   // a window's place in the GLFW window
 struct ViewerState {
     // The window.
     GLFWwindow* window = nullptr;
+    uint64_t window_serial = 0;      // bumped per window made: GL objects of an older one are gone
     bool hidden = false;
     bool in_frame = false;
     bool had_event = false;          // input or resize since the last drawn frame

@@ -20,6 +20,7 @@
 //   viewer.time_layout() -> seconds, boxes, edges     (no window needed)
 //   viewer.bench_frames(n) -> {ms...}                 viewer.request_close()
 //   viewer.click(x, y [, "left"|"right"|"double"]) or viewer.click(label [, ...])   scripted input
+//   viewer.item_rect(label) -> x0, y0, x1, y1   where a button, menu item or "heatmap" was drawn
 //
 // Bindings only: each calls the viewer (viewer.h, viewer_internal.h).
 #include <algorithm>
@@ -566,6 +567,18 @@ int l_click(lua_State* L) {
     return 0;
 }
 
+// viewer.item_rect(label) -> x0, y0, x1, y1 of a button, menu item or the heatmap in the last frame.
+int l_item_rect(lua_State* L) {
+    const ViewerState& s = viewer_state();
+    auto it = s.item_rects.find(luaL_checkstring(L, 1));
+    if (it == s.item_rects.end()) return 0;
+    lua_pushnumber(L, it->second.x0);
+    lua_pushnumber(L, it->second.y0);
+    lua_pushnumber(L, it->second.x1);
+    lua_pushnumber(L, it->second.y1);
+    return 4;
+}
+
 int l_request_close(lua_State*) {
     viewer_request_close();
     return 0;
@@ -609,6 +622,7 @@ const luaL_Reg viewer_functions[] = {
     {"bench_frames", l_bench_frames},
     {"request_close", l_request_close},
     {"click", l_click},
+    {"item_rect", l_item_rect},
     {nullptr, nullptr},
 };
 

@@ -423,6 +423,7 @@ bool window_create(ViewerState& s, bool hidden, std::string* error) {
     ImGui_ImplOpenGL3_Init("#version 330");
     font_textures_create(s);
     s.window = window;
+    ++s.window_serial;
     s.hidden = hidden;
     return true;
 }

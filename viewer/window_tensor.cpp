@@ -300,8 +300,8 @@ void draw_value_panel(ViewerState& s, const Value& v, int tab) {
 
     double lo = st.finite ? st.min : 0, hi = st.finite ? st.max : 1;
     HeatTexture& t = g_textures[tab];
-    if (t.window_serial != reinterpret_cast<uintptr_t>(s.window)) t = HeatTexture();   // a new GL context
-    t.window_serial = reinterpret_cast<uintptr_t>(s.window);
+    if (t.window_serial != s.window_serial) t = HeatTexture();   // made in a closed window's GL context: gone
+    t.window_serial = s.window_serial;
     std::string image_key = key;
     for (int i : slice) image_key += ":" + std::to_string(i);
     heat_texture_update(t, image_key, v, h, lo, hi);
@@ -315,6 +315,7 @@ void draw_value_panel(ViewerState& s, const Value& v, int tab) {
     ImVec2 size(std::max(t.width * scale, std::min(24.0f, avail.x)), std::max(t.height * scale, 24.0f));
     ImVec2 at = ImGui::GetCursorScreenPos();
     ImGui::Image(reinterpret_cast<ImTextureID>(static_cast<intptr_t>(t.id)), size);
+    viewer_note_item("heatmap");
     s.heatmap_drawn = true;
     if (ImGui::IsItemHovered()) {   // the element under the mouse
         ImVec2 m = ImGui::GetIO().MousePos;

@@ -15,6 +15,23 @@ assert(seen.nan == 1 and seen.pos_inf == 1 and seen.neg_inf == 1, "NaN and Inf a
 assert(seen.min == -2 and seen.max == 3, "min and max ignore NaN and Inf")
 assert(seen.heatmap, "the heatmap was drawn")
 
+-- The heatmap's cells in the pixels: [1,2] is NaN (magenta), [2,1] +Inf (yellow), [2,2] -Inf (cyan).
+local function cell_colour(row, col)
+  local x0, y0, x1, y1 = viewer.item_rect("heatmap")
+  assert(x0, "the heatmap's place is known")
+  viewer.capture()
+  local x = math.floor(x0 + (col - 0.5) * (x1 - x0) / 3)
+  local y = math.floor(y0 + (row - 0.5) * (y1 - y0) / 3)
+  return table.pack(viewer.pixel(x, y))
+end
+local function check_cells()
+  local nan, pos, neg = cell_colour(1, 2), cell_colour(2, 1), cell_colour(2, 2)
+  assert(nan[1] == 255 and nan[2] == 0 and nan[3] == 255, "NaN is magenta: " .. table.concat(nan, ","))
+  assert(pos[1] == 255 and pos[2] == 230 and pos[3] == 0, "+Inf is yellow: " .. table.concat(pos, ","))
+  assert(neg[1] == 0 and neg[2] == 230 and neg[3] == 255, "-Inf is cyan: " .. table.concat(neg, ","))
+end
+check_cells()
+
 acts = torch.randn(2, 6, 5, 5)
 viewer.select(acts)
 check.shot("channels.png")
@@ -40,4 +57,7 @@ assert(viewer.open(true), "the window opens again")
 assert(viewer.wait_layout())
 check.shot("reopened.png")
 assert(viewer.model().box_of[bad.node], "the reopened window shows the tape")
+viewer.select(bad)          -- its heatmap again, in the new window's GL context
+viewer.frame(2)
+check_cells()
 print("ok")
