@@ -11,6 +11,7 @@ packages=(
   libgraphviz-dev graphviz
   catch2
   xvfb xauth libgl1-mesa-dri
+  fonts-dejavu-core
 )
 
 missing=()

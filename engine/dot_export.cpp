@@ -72,6 +72,11 @@ std::string graph_to_dot(const std::vector<Node*>& nodes) {
     return dot;
 }
 
+std::mutex& graphviz_mutex() {
+    static std::mutex mutex;
+    return mutex;
+}
+
 // Writes the graph to `path`, as DOT text (.dot, .gv) or rendered by Graphviz (.svg, .png, .pdf).
 // The file is opened here first, so an unwritable path is an error naming it (Graphviz itself
 // would only print to stderr); a file left half-written by a failed render is removed.
@@ -89,6 +94,7 @@ void graph_write(const std::vector<Node*>& nodes, const std::string& path) {
     if (is_text) {
         failed = fputs(dot.c_str(), f) < 0;
     } else {
+        std::lock_guard<std::mutex> lock(graphviz_mutex());
         GVC_t* gvc = gvContext();
         Agraph_t* g = agmemread(dot.c_str());
         failed = !g || gvLayout(gvc, g, "dot") != 0 || gvRender(gvc, g, format.c_str(), f) != 0;

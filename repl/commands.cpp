@@ -12,6 +12,7 @@
 #include "format.h"
 #include "repl.h"
 #include "tapedeck_lua.h"
+#include "viewer.h"
 
 namespace {
 
@@ -76,6 +77,11 @@ bool cmd_dot(lua_State* L, const std::string& args) {
     } catch (const std::exception& e) {
         fprintf(stderr, "%s\n", e.what());
     }
+    return true;
+}
+
+bool cmd_view(lua_State* L, const std::string& args) {
+    viewer_command(L, args);
     return true;
 }
 
@@ -192,6 +198,7 @@ const Command commands[] = {
     {"inspect", "i", "expr", "a tensor's shape, dtype, min, max, mean, std, NaN/Inf counts and histogram", debugger_cmd_inspect},
     {"watch", nullptr, "[expr]", "print expr at every stop (no expr: list the watches)", debugger_cmd_watch},
     {"unwatch", nullptr, "N|all", "stop printing a watch", debugger_cmd_unwatch},
+    {"view", "v", "[expr]", "open the graph viewer (and select expr's node); also :view close, :view screenshot f.png", cmd_view},
     {"quit", "q", "", "leave tapedeck", cmd_quit},
 };
 

@@ -14,6 +14,7 @@
 #include "debugger.h"
 #include "repl.h"
 #include "tapedeck_lua.h"
+#include "viewer.h"
 
 namespace {
 
@@ -24,6 +25,8 @@ const char* const USAGE =
     "Options:\n"
     "  -i          run the script, then open the REPL with its globals\n"
     "  -e code     run code (may be given more than once)\n"
+    "  --view      open the graph viewer window (with no -i: until it is closed or Ctrl-C)\n"
+    "  --screenshot out.png [--frames N]   after the script, write the viewer as a PNG\n"
     "  -v          print the version\n"
     "  -h          print this help\n"
     "With no script and no -e, tapedeck opens the REPL. Inside it, type :help.\n";
@@ -147,7 +150,10 @@ lua_State* g_state = nullptr;
 
 LineSource& stdin_source() {
     static std::unique_ptr<LineSource> source;
-    if (!source) source = line_source_for_stdin(g_state);
+    if (!source) {
+        source = line_source_for_stdin(g_state);
+        source->on_idle = viewer_frame;   // the viewer's window keeps drawing while the prompt (or a stop) waits
+    }
     return *source;
 }
 
@@ -169,6 +175,7 @@ int main(int argc, char** argv) {
     lua_State* L = luaL_newstate();
     luaL_openlibs(L);
     tapedeck_open(L);
+    viewer_open_lua(L);
     repl_install_interrupt_handler(L);
     g_state = L;
     attach_debugger(L);
@@ -186,9 +193,15 @@ int main(int argc, char** argv) {
     // Options first (as lua.c): -e chunks run in order after the banner, then the script.
     bool interactive = false;
     std::vector<const char*> code;
+    std::string option_error;
     int i = 1;
     for (; i < argc && argv[i][0] == '-' && argv[i][1] != '\0'; ++i) {   // "-" alone is a script: stdin
-        if (strcmp(argv[i], "-i") == 0) {
+        if (viewer_parse_option(argc, argv, &i, &option_error)) {   // --view, --screenshot FILE, --frames N
+            if (!option_error.empty()) {
+                fprintf(stderr, "tapedeck: %s\n%s", option_error.c_str(), USAGE);
+                return 1;
+            }
+        } else if (strcmp(argv[i], "-i") == 0) {
             interactive = true;
         } else if (strcmp(argv[i], "-e") == 0) {
             if (++i >= argc) {
@@ -214,6 +227,7 @@ int main(int argc, char** argv) {
     if (script == 0 && code.empty()) interactive = true;
     if (interactive && isatty(STDIN_FILENO)) print_banner();
     set_arg_table(L, argv, argc, script);
+    viewer_start_from_options();
 
     for (const char* chunk : code) {
         if (repl_run_chunk(L, chunk, "=command line", false) != LUA_OK) {
@@ -228,9 +242,12 @@ int main(int argc, char** argv) {
     }
     if (repl_quit_requested()) {   // :quit at a debugger stop
         status = 0;
-    } else if (interactive) {   // after a script that failed too: its globals are there to inspect
-        repl_loop(L, stdin_source());
-        status = 0;
+    } else {
+        if (viewer_finish_from_options(interactive, repl_take_interrupt) != 0) status = 1;
+        if (interactive) {   // after a script that failed too: its globals are there to inspect
+            repl_loop(L, stdin_source());
+            status = 0;
+        }
     }
     lua_close(L);
     return status;

@@ -1,0 +1,361 @@
+// layout.cpp: Graphviz dot through libgvc, on a worker thread, from plain copies of the boxes.
+//
+// [SECTION] input     a view as sizes and edges, and its signature
+// [SECTION] dot       one graph (forward or backward) laid out by dot
+// [SECTION] compute   both graphs, placed side by side
+// [SECTION] worker    the thread
+#include "layout.h"
+
+#include <graphviz/cgraph.h>
+#include <graphviz/gvc.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+
+#include "dot_export.h"
+
+namespace td {
+
+// ============================================================================================
+// [SECTION] input
+
+namespace {
+
+uint64_t hash_bytes(uint64_t h, const void* data, size_t size) {
+    const unsigned char* p = static_cast<const unsigned char*>(data);
+    for (size_t i = 0; i < size; ++i) h = (h ^ p[i]) * 1099511628211ull;   // FNV-1a
+    return h;
+}
+
+uint64_t hash_string(uint64_t h, const std::string& s) { return hash_bytes(h, s.data(), s.size() + 1); }
+
+template <class T>
+uint64_t hash_value(uint64_t h, T value) {
+    return hash_bytes(h, &value, sizeof value);
+}
+
+}  // namespace
+
+std::string layout_edge_key(const std::string& from, const std::string& to) { return from + ">" + to; }
+
+LayoutInput layout_input_from_view(const GraphView& view, bool backward_up) {
+    LayoutInput in;
+    in.backward_up = backward_up;
+    std::unordered_map<int, int> frame_index;   // cluster index -> frame index
+    for (const ViewBox& b : view.boxes) {
+        LayoutInput::Box box;
+        box.key = b.key;
+        box.width = b.width;
+        box.height = b.height;
+        box.phase = b.phase;
+        if (b.frame >= 0) {
+            auto it = frame_index.find(b.frame);
+            if (it == frame_index.end()) {
+                const Cluster& c = view.clusters[b.frame];
+                it = frame_index.emplace(b.frame, static_cast<int>(in.frames.size())).first;
+                in.frames.push_back({c.key, c.title});
+            }
+            box.frame = it->second;
+        }
+        in.boxes.push_back(std::move(box));
+    }
+    for (const ViewEdge& e : view.edges)
+        if (!e.cross) in.edges.push_back({e.from, e.to});
+
+    uint64_t h = 1469598103934665603ull;
+    h = hash_value(h, backward_up);
+    for (const LayoutInput::Box& b : in.boxes) {
+        h = hash_string(h, b.key);
+        h = hash_value(h, static_cast<int>(std::lround(b.width)));
+        h = hash_value(h, static_cast<int>(std::lround(b.height)));
+        h = hash_value(h, b.frame);
+    }
+    for (const LayoutInput::Edge& e : in.edges) {
+        h = hash_value(h, e.from);
+        h = hash_value(h, e.to);
+    }
+    for (const LayoutInput::Frame& f : in.frames) h = hash_string(h, f.title);
+    in.signature = h;
+    return in;
+}
+
+// ============================================================================================
+// [SECTION] dot
+
+namespace {
+
+// Graphviz takes `char*` for names and values it does not change.
+char* gv(const char* s) { return const_cast<char*>(s); }
+
+GVC_t* graphviz_context() {   // one for the program; call with graphviz_mutex() held
+    static GVC_t* context = gvContext();
+    return context;
+}
+
+// The boxes of the longest chain of edges in one phase. Given to dot as one `group`, they are
+// drawn in a straight column: an unrolled loop reads top to bottom instead of drifting sideways
+// as each step's side inputs push it over.
+std::vector<bool> longest_path(const LayoutInput& in, Phase phase) {
+    size_t n = in.boxes.size();
+    std::vector<std::vector<int>> out(n);
+    std::vector<int> in_degree(n, 0);
+    for (const LayoutInput::Edge& e : in.edges) {
+        if (in.boxes[e.from].phase != phase || in.boxes[e.to].phase != phase) continue;
+        out[e.from].push_back(e.to);
+        ++in_degree[e.to];
+    }
+    std::vector<int> depth(n, 0), previous(n, -1), ready;
+    for (size_t i = 0; i < n; ++i)
+        if (in.boxes[i].phase == phase && in_degree[i] == 0) ready.push_back(static_cast<int>(i));
+    int deepest = -1;
+    while (!ready.empty()) {   // Kahn's order: every box after all its inputs
+        int b = ready.back();
+        ready.pop_back();
+        if (deepest < 0 || depth[b] > depth[deepest]) deepest = b;
+        for (int next : out[b]) {
+            if (depth[b] + 1 > depth[next]) {
+                depth[next] = depth[b] + 1;
+                previous[next] = b;
+            }
+            if (--in_degree[next] == 0) ready.push_back(next);
+        }
+    }
+    std::vector<bool> on_path(n, false);
+    for (int b = deepest; b >= 0 && depth[deepest] > 0; b = previous[b]) on_path[b] = true;
+    return on_path;
+}
+
+// One phase's boxes laid out by dot; rectangles and curves in this graph's own coordinates
+// (origin top-left, y down). False with `error` set when dot fails.
+bool layout_phase(const LayoutInput& in, Phase phase, LayoutResult& out, LayoutRect& bounds, std::string& error) {
+    std::vector<int> boxes;
+    for (size_t i = 0; i < in.boxes.size(); ++i)
+        if (in.boxes[i].phase == phase) boxes.push_back(static_cast<int>(i));
+    bounds = LayoutRect{};
+    if (boxes.empty()) return true;
+
+    Agraph_t* g = agopen(gv("tapedeck"), Agdirected, nullptr);
+    bool upward = phase == PHASE_BACKWARD && in.backward_up;
+    agattr(g, AGRAPH, gv("rankdir"), gv(upward ? "BT" : "TB"));
+    agattr(g, AGRAPH, gv("nodesep"), gv("0.22"));
+    agattr(g, AGRAPH, gv("ranksep"), gv("0.32"));
+    // Network-simplex and crossing-minimisation limits: near-linear time on unrolled loops.
+    agattr(g, AGRAPH, gv("nslimit"), gv("1"));
+    agattr(g, AGRAPH, gv("nslimit1"), gv("1"));
+    agattr(g, AGRAPH, gv("mclimit"), gv("0.1"));
+    agattr(g, AGRAPH, gv("label"), gv(""));
+    agattr(g, AGRAPH, gv("fontsize"), gv("10"));
+    agattr(g, AGRAPH, gv("labeljust"), gv("l"));
+    agattr(g, AGNODE, gv("shape"), gv("box"));
+    agattr(g, AGNODE, gv("fixedsize"), gv("true"));
+    agattr(g, AGNODE, gv("label"), gv(""));
+    Agsym_t* width_sym = agattr(g, AGNODE, gv("width"), gv("0.75"));
+    Agsym_t* height_sym = agattr(g, AGNODE, gv("height"), gv("0.5"));
+    agattr(g, AGEDGE, gv("arrowsize"), gv("0.6"));
+
+    Agsym_t* group_sym = agattr(g, AGNODE, gv("group"), gv(""));
+    std::vector<bool> spine = longest_path(in, phase);
+
+    std::unordered_map<int, Agraph_t*> frames;   // frame index -> dot cluster
+    std::unordered_map<int, Agnode_t*> nodes;     // box index -> dot node
+    char name[32], value[32];
+    for (int b : boxes) {
+        const LayoutInput::Box& box = in.boxes[b];
+        Agraph_t* parent = g;
+        if (box.frame >= 0) {
+            auto it = frames.find(box.frame);
+            if (it == frames.end()) {
+                snprintf(name, sizeof name, "cluster_%d", box.frame);
+                Agraph_t* sub = agsubg(g, name, 1);
+                agset(sub, gv("label"), gv(in.frames[box.frame].title.c_str()));
+                it = frames.emplace(box.frame, sub).first;
+            }
+            parent = it->second;
+        }
+        snprintf(name, sizeof name, "b%d", b);
+        Agnode_t* n = agnode(parent, name, 1);
+        snprintf(value, sizeof value, "%.4f", box.width / 72.0);
+        agxset(n, width_sym, value);
+        snprintf(value, sizeof value, "%.4f", box.height / 72.0);
+        agxset(n, height_sym, value);
+        if (spine[b]) agxset(n, group_sym, gv("spine"));
+        nodes[b] = n;
+    }
+    std::vector<std::pair<Agedge_t*, int>> edges;   // dot edge, index into in.edges
+    for (size_t i = 0; i < in.edges.size(); ++i) {
+        auto tail = nodes.find(in.edges[i].from), head = nodes.find(in.edges[i].to);
+        if (tail == nodes.end() || head == nodes.end()) continue;
+        edges.push_back({agedge(g, tail->second, head->second, nullptr, 1), static_cast<int>(i)});
+    }
+
+    if (gvLayout(graphviz_context(), g, "dot") != 0) {
+        error = "Graphviz dot failed to lay out the graph";
+        agclose(g);
+        return false;
+    }
+    boxf bb = GD_bb(g);
+    auto to_view = [&](pointf p) { return LayoutPoint{static_cast<float>(p.x - bb.LL.x), static_cast<float>(bb.UR.y - p.y)}; };
+    bounds = {0, 0, static_cast<float>(bb.UR.x - bb.LL.x), static_cast<float>(bb.UR.y - bb.LL.y)};
+
+    for (const auto& entry : nodes) {
+        Agnode_t* n = entry.second;
+        LayoutPoint c = to_view(ND_coord(n));
+        float w = static_cast<float>(ND_width(n) * 72.0) * 0.5f, h = static_cast<float>(ND_height(n) * 72.0) * 0.5f;
+        out.boxes[in.boxes[entry.first].key] = {c.x - w, c.y - h, c.x + w, c.y + h};
+    }
+    for (const auto& entry : edges) {
+        splines* spl = ED_spl(entry.first);
+        if (!spl || spl->size < 1 || spl->list[0].size < 4) continue;
+        const bezier& bz = spl->list[0];
+        LayoutEdgePath path;
+        for (int i = 0; i < bz.size; ++i) path.bezier.push_back(to_view(bz.list[i]));
+        path.tip = bz.eflag ? to_view(bz.ep) : path.bezier.back();
+        LayoutRect r{path.tip.x, path.tip.y, path.tip.x, path.tip.y};
+        for (const LayoutPoint& p : path.bezier) {
+            r.x0 = std::min(r.x0, p.x);
+            r.y0 = std::min(r.y0, p.y);
+            r.x1 = std::max(r.x1, p.x);
+            r.y1 = std::max(r.y1, p.y);
+        }
+        path.bounds = r;
+        const LayoutInput::Edge& e = in.edges[entry.second];
+        out.edges[layout_edge_key(in.boxes[e.from].key, in.boxes[e.to].key)] = std::move(path);
+    }
+    for (const auto& entry : frames) {
+        boxf fb = GD_bb(entry.second);
+        LayoutPoint a = to_view(fb.LL), b = to_view(fb.UR);
+        out.frames[in.frames[entry.first].key] = {std::min(a.x, b.x), std::min(a.y, b.y), std::max(a.x, b.x),
+                                                  std::max(a.y, b.y)};
+    }
+    gvFreeLayout(graphviz_context(), g);
+    agclose(g);
+    return true;
+}
+
+void shift_rect(LayoutRect& r, float dx, float dy) {
+    r.x0 += dx;
+    r.x1 += dx;
+    r.y0 += dy;
+    r.y1 += dy;
+}
+
+}  // namespace
+
+// ============================================================================================
+// [SECTION] compute
+
+LayoutResult layout_compute(const LayoutInput& in) {
+    auto start = std::chrono::steady_clock::now();
+    LayoutResult forward, backward;
+    LayoutRect forward_bounds, backward_bounds;
+    std::string error;
+    bool ok;
+    {
+        std::lock_guard<std::mutex> lock(graphviz_mutex());
+        agerrlevel_t saved = agseterr(AGMAX);   // no warnings on the REPL's terminal
+        ok = layout_phase(in, PHASE_FORWARD, forward, forward_bounds, error) &&
+             layout_phase(in, PHASE_BACKWARD, backward, backward_bounds, error);
+        agseterr(saved);
+    }
+    LayoutResult result;
+    result.signature = in.signature;
+    result.ok = ok;
+    result.error = error;
+    result.box_count = static_cast<int>(in.boxes.size());
+    result.edge_count = static_cast<int>(in.edges.size());
+    if (ok) {
+        // Side by side: the backward graph to the right; bottoms aligned when it flows upwards
+        // (the seed of the gradient next to the loss), tops aligned otherwise.
+        const float gap = 60.0f;
+        float height = std::max(forward_bounds.y1, backward_bounds.y1);
+        float forward_dy = in.backward_up ? height - forward_bounds.y1 : 0;
+        float backward_dy = in.backward_up ? height - backward_bounds.y1 : 0;
+        float backward_dx = forward_bounds.x1 > 0 ? forward_bounds.x1 + gap : 0;
+        auto merge = [&](LayoutResult& part, float dx, float dy) {
+            for (auto& entry : part.boxes) {
+                shift_rect(entry.second, dx, dy);
+                result.boxes.emplace(entry.first, entry.second);
+            }
+            for (auto& entry : part.edges) {
+                for (LayoutPoint& p : entry.second.bezier) {
+                    p.x += dx;
+                    p.y += dy;
+                }
+                entry.second.tip.x += dx;
+                entry.second.tip.y += dy;
+                shift_rect(entry.second.bounds, dx, dy);
+                result.edges.emplace(entry.first, std::move(entry.second));
+            }
+            for (auto& entry : part.frames) {
+                shift_rect(entry.second, dx, dy);
+                result.frames.emplace(entry.first, entry.second);
+            }
+        };
+        merge(forward, 0, forward_dy);
+        merge(backward, backward_dx, backward_dy);
+        result.bounds = {0, 0, std::max(forward_bounds.x1, backward_dx + backward_bounds.x1), height};
+    }
+    result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return result;
+}
+
+// ============================================================================================
+// [SECTION] worker
+
+LayoutWorker::~LayoutWorker() { stop(); }
+
+void LayoutWorker::request(LayoutInput input) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    request_ = std::move(input);
+    has_request_ = true;
+    if (!thread_.joinable()) {
+        stopping_ = false;
+        thread_ = std::thread(&LayoutWorker::run, this);
+    }
+    wake_.notify_one();
+}
+
+bool LayoutWorker::take_result(LayoutResult* out) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!has_result_) return false;
+    *out = std::move(result_);
+    has_result_ = false;
+    return true;
+}
+
+bool LayoutWorker::busy() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return has_request_ || running_;
+}
+
+void LayoutWorker::stop() {
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        stopping_ = true;
+        has_request_ = false;
+        wake_.notify_one();
+    }
+    if (thread_.joinable()) thread_.join();
+    has_result_ = false;
+}
+
+void LayoutWorker::run() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+        wake_.wait(lock, [this] { return has_request_ || stopping_; });
+        if (stopping_) return;
+        LayoutInput input = std::move(request_);
+        has_request_ = false;
+        running_ = true;
+        lock.unlock();
+        LayoutResult result = layout_compute(input);
+        lock.lock();
+        running_ = false;
+        result_ = std::move(result);
+        has_result_ = true;
+    }
+}
+
+}  // namespace td

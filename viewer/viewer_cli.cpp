@@ -1,0 +1,123 @@
+// viewer_cli.cpp: the viewer's command-line options (--view, --screenshot FILE, --frames N) and
+// the ':view' command. Only viewer.h is used, so this works in a build without the window too.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <lua.hpp>
+
+#include "tapedeck_lua.h"
+#include "viewer.h"
+
+namespace {
+
+struct ViewerOptions {
+    bool view = false;
+    std::string screenshot;   // write this PNG after the script
+    int frames = 3;           // frames drawn before the screenshot
+};
+
+ViewerOptions g_options;
+
+std::string trim(const std::string& s) {
+    size_t a = s.find_first_not_of(" \t"), b = s.find_last_not_of(" \t");
+    return a == std::string::npos ? "" : s.substr(a, b - a + 1);
+}
+
+}  // namespace
+
+bool viewer_parse_option(int argc, char** argv, int* i, std::string* error) {
+    const char* arg = argv[*i];
+    if (strcmp(arg, "--view") == 0) {
+        g_options.view = true;
+        return true;
+    }
+    bool screenshot = strcmp(arg, "--screenshot") == 0;
+    bool frames = strcmp(arg, "--frames") == 0;
+    if (!screenshot && !frames) return false;
+    if (*i + 1 >= argc) {
+        *error = std::string(arg) + (screenshot ? " needs a file name (out.png)" : " needs a number");
+        return true;
+    }
+    const char* value = argv[++*i];
+    if (screenshot) {
+        g_options.screenshot = value;
+        g_options.view = true;
+    } else {
+        char* end = nullptr;
+        long n = strtol(value, &end, 10);
+        if (!end || *end != '\0' || n < 0 || n > 100000) {
+            *error = std::string("--frames needs a number of frames, not '") + value + "'";
+            return true;
+        }
+        g_options.frames = static_cast<int>(n);
+    }
+    return true;
+}
+
+void viewer_start_from_options() {
+    if (!g_options.view) return;
+    std::string error;
+    if (!viewer_open(&error, !g_options.screenshot.empty()))
+        fprintf(stderr, "viewer: %s\n", error.c_str());   // the program goes on without the window
+}
+
+int viewer_finish_from_options(bool interactive, bool (*interrupted)()) {
+    if (!g_options.screenshot.empty()) {
+        std::string error;
+        if (!viewer_is_open()) {
+            fprintf(stderr, "viewer: no screenshot written to %s: the window is not open\n", g_options.screenshot.c_str());
+            return 1;
+        }
+        if (!viewer_screenshot(g_options.screenshot, g_options.frames, &error)) {
+            fprintf(stderr, "viewer: no screenshot written to %s: %s\n", g_options.screenshot.c_str(), error.c_str());
+            return 1;
+        }
+        fprintf(stderr, "viewer: wrote %s\n", g_options.screenshot.c_str());
+        return 0;
+    }
+    if (g_options.view && !interactive && viewer_is_open()) {   // a script to look at: until the window closes
+        fprintf(stderr, "viewer: close the window (or press Ctrl-C) to quit\n");
+        while (viewer_is_open() && !(interrupted && interrupted())) {
+            viewer_frame();
+            usleep(15000);
+        }
+    }
+    return 0;
+}
+
+void viewer_command(lua_State* L, const std::string& args_in) {
+    std::string args = trim(args_in);
+    if (args == "close" || args == "off") {
+        viewer_close();
+        return;
+    }
+    if (args.compare(0, 10, "screenshot") == 0) {
+        std::string path = trim(args.substr(10));
+        if (path.empty()) {
+            fprintf(stderr, ":view screenshot needs a file name, as in  :view screenshot graph.png\n");
+            return;
+        }
+        std::string error;
+        if (viewer_screenshot(path, 2, &error)) printf("wrote %s\n", path.c_str());
+        else fprintf(stderr, "viewer: %s\n", error.c_str());
+        return;
+    }
+    std::string error;
+    if (!viewer_open(&error, false)) {
+        fprintf(stderr, "viewer: %s\n", error.c_str());
+        return;
+    }
+    if (args.empty()) return;
+    std::string code = "return " + args;
+    if (luaL_loadbuffer(L, code.data(), code.size(), "=view") != LUA_OK || lua_pcall(L, 0, 1, 0) != LUA_OK) {
+        fprintf(stderr, "%s\n", lua_tostring(L, -1));
+        lua_pop(L, 1);
+        return;
+    }
+    td::Tensor* t = tapedeck_test_tensor(L, -1);
+    if (t) viewer_select_node(t->id());
+    else fprintf(stderr, "'%s' is a %s, not a tensor\n", args.c_str(), luaL_typename(L, -1));
+    lua_pop(L, 1);
+}

@@ -1,0 +1,642 @@
+// viewer_lua.cpp: the `viewer` Lua table, so scripts and tests drive the window:
+//
+//   viewer.open([hidden]) -> true | nil, message     viewer.close()      viewer.is_open()
+//   viewer.frame([n])          draw n frames          viewer.wait_layout([seconds]) -> ready
+//   viewer.wait(seconds)       keep drawing for that long (a pause)
+//   viewer.screenshot(path [, frames]) -> true | nil, message
+//   viewer.capture() -> width, height                 viewer.pixel(x, y) -> r, g, b, a
+//   viewer.set_stop(id, backward)  viewer.highlight(id)  viewer.clear_stop()   (the debugger's calls)
+//   viewer.select(id | tensor)     viewer.fit()          viewer.tab("value" | "gradient" | "inputs")
+//   viewer.zoom([z]) -> z      the Graph window's zoom (set about the centre)
+//   viewer.options{ghosts=, collapse_loops=, collapse_lines=, collapse_backward=, node_cap=,
+//                  backward_up=, cross_edges="none"|"selection"|"all", history=} -> the options
+//   viewer.expand(cluster_key, open)
+//   viewer.set_controls{continue=f, step=f, step_line=f, finish=f, break_node=f(id),
+//                       break_op=f(op, phase), break_line=f(file, line)} | nil
+//   viewer.set_breakpoints{{node=12}, {op="tanh", phase="backward"}, {file=..., line=17}}
+//   viewer.on_node(f | nil)    f(id, phase) before each node runs (a stand-in for the debugger)
+//   viewer.model() -> {boxes, edges, box_of, highlighted, stop, selected, shown, total, ...}
+//   viewer.inspect() -> statistics of the selected node's value, and whether a heatmap was drawn
+//   viewer.time_layout() -> seconds, boxes, edges     (no window needed)
+//   viewer.bench_frames(n) -> {ms...}                 viewer.request_close()
+//   viewer.click(x, y [, "left"|"right"|"double"]) or viewer.click(label [, ...])   scripted input
+//   viewer.item_rect(label) -> x0, y0, x1, y1   where a button, menu item or "heatmap" was drawn
+//
+// Bindings only: each calls the viewer (viewer.h, viewer_internal.h).
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <lua.hpp>
+
+#include "tapedeck_lua.h"
+#include "tensor_stats.h"
+#include "viewer_internal.h"
+
+using namespace td;
+
+namespace {
+
+lua_State* g_main_state = nullptr;
+int g_node_callback_ref = LUA_NOREF;
+int g_controls_ref = LUA_NOREF;
+
+lua_State* calling_state() {
+    lua_State* L = tapedeck_current_state();
+    return L ? L : g_main_state;
+}
+
+// Fields of the table on top of the stack.
+void set_number(lua_State* L, const char* name, double value) {
+    lua_pushnumber(L, value);
+    lua_setfield(L, -2, name);
+}
+void set_integer(lua_State* L, const char* name, lua_Integer value) {
+    lua_pushinteger(L, value);
+    lua_setfield(L, -2, name);
+}
+void set_boolean(lua_State* L, const char* name, bool value) {
+    lua_pushboolean(L, value);
+    lua_setfield(L, -2, name);
+}
+void set_string(lua_State* L, const char* name, const std::string& value) {
+    lua_pushstring(L, value.c_str());
+    lua_setfield(L, -2, name);
+}
+
+// An argument passed to a Lua control callback: a string or an integer.
+struct ControlArg {
+    const char* text;
+    lua_Integer number;
+};
+
+// Call field `name` of the registered controls table with `args`; an error is printed, not raised
+// (the viewer calls this after a frame, outside any Lua call that could catch it).
+void call_control(const char* name, std::initializer_list<ControlArg> args) {
+    lua_State* L = calling_state();
+    if (!L || g_controls_ref == LUA_NOREF) return;
+    lua_rawgeti(L, LUA_REGISTRYINDEX, g_controls_ref);
+    lua_getfield(L, -1, name);
+    lua_remove(L, -2);
+    if (!lua_isfunction(L, -1)) {
+        lua_pop(L, 1);
+        return;
+    }
+    for (const ControlArg& a : args) {
+        if (a.text) lua_pushstring(L, a.text);
+        else lua_pushinteger(L, a.number);
+    }
+    if (lua_pcall(L, static_cast<int>(args.size()), 0, 0) != LUA_OK) {
+        fprintf(stderr, "viewer: controls.%s: %s\n", name, lua_tostring(L, -1));
+        lua_pop(L, 1);
+    }
+}
+
+void control_continue(void*) { call_control("continue", {}); }
+void control_step(void*) { call_control("step", {}); }
+void control_step_line(void*) { call_control("step_line", {}); }
+void control_finish(void*) { call_control("finish", {}); }
+void control_break_node(int64_t id, void*) { call_control("break_node", {{nullptr, id}}); }
+void control_break_op(const char* op, int phase, void*) {
+    call_control("break_op", {{op, 0}, {phase == PHASE_BACKWARD ? "backward" : "forward", 0}});
+}
+void control_break_line(const char* file, int line, void*) { call_control("break_line", {{file, 0}, {nullptr, line}}); }
+
+bool has_field_function(lua_State* L, int table, const char* name) {
+    lua_getfield(L, table, name);
+    bool yes = lua_isfunction(L, -1);
+    lua_pop(L, 1);
+    return yes;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Names: Lua globals (and fields of global tables, two levels down) that hold tensors.
+
+const char* const LIBRARY_TABLES[] = {"_G", "string", "table", "math", "io", "os", "package", "debug", "coroutine",
+                                      "utf8", "torch", "nn", "optim", "F", "viewer", "arg", "dbg", nullptr};
+
+bool is_library(const char* key) {
+    for (const char* const* k = LIBRARY_TABLES; *k; ++k)
+        if (strcmp(*k, key) == 0) return true;
+    return false;
+}
+
+void name_tensors(lua_State* L, int table, const std::string& prefix, int depth, int* budget,
+                  std::unordered_map<int64_t, std::string>& names) {
+    lua_pushnil(L);
+    while (lua_next(L, table) != 0) {
+        if (--*budget < 0) {
+            lua_pop(L, 2);
+            return;
+        }
+        std::string key;
+        if (lua_type(L, -2) == LUA_TSTRING) key = lua_tostring(L, -2);
+        else if (lua_isinteger(L, -2)) key = "[" + std::to_string(lua_tointeger(L, -2)) + "]";
+        if (!key.empty() && !(prefix.empty() && is_library(key.c_str()))) {
+            std::string name = prefix.empty() ? key : prefix + (key[0] == '[' ? "" : ".") + key;
+            if (Tensor* t = tapedeck_test_tensor(L, -1)) {
+                auto it = names.find(t->id());
+                if (it == names.end() || name.size() < it->second.size() ||
+                    (name.size() == it->second.size() && name < it->second))
+                    names[t->id()] = name;
+            } else if (lua_type(L, -1) == LUA_TTABLE && depth > 0 && key[0] != '_') {
+                name_tensors(L, lua_gettop(L), name, depth - 1, budget, names);
+            }
+        }
+        lua_pop(L, 1);
+    }
+}
+
+std::unordered_map<int64_t, std::string> lua_tensor_names() {
+    std::unordered_map<int64_t, std::string> names;
+    lua_State* L = calling_state();
+    if (!L) return names;
+    int top = lua_gettop(L);
+    if (!lua_checkstack(L, 16)) return names;
+    lua_pushglobaltable(L);
+    int budget = 2000;
+    name_tensors(L, lua_gettop(L), "", 2, &budget, names);
+    lua_settop(L, top);
+    return names;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bindings
+
+int l_open(lua_State* L) {
+    std::string error;
+    if (viewer_open(&error, lua_toboolean(L, 1))) {
+        lua_pushboolean(L, 1);
+        return 1;
+    }
+    lua_pushnil(L);
+    lua_pushstring(L, error.c_str());
+    return 2;
+}
+
+int l_close(lua_State*) {
+    viewer_close();
+    return 0;
+}
+
+int l_is_open(lua_State* L) {
+    lua_pushboolean(L, viewer_is_open());
+    return 1;
+}
+
+int l_frame(lua_State* L) {
+    int n = static_cast<int>(luaL_optinteger(L, 1, 1));
+    for (int i = 0; i < n && viewer_is_open(); ++i) viewer_frame_forced();
+    return 0;
+}
+
+// viewer.wait(seconds): keep the window drawing for that long (a pause in a script).
+int l_wait(lua_State* L) {
+    double seconds = luaL_checknumber(L, 1);
+    auto start = std::chrono::steady_clock::now();
+    while (viewer_is_open() && std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < seconds) {
+        viewer_frame();
+        std::this_thread::sleep_for(std::chrono::milliseconds(15));
+    }
+    return 0;
+}
+
+int l_wait_layout(lua_State* L) {
+    lua_pushboolean(L, viewer_wait_layout(luaL_optnumber(L, 1, 60.0)));
+    return 1;
+}
+
+int l_screenshot(lua_State* L) {
+    std::string error;
+    if (viewer_screenshot(luaL_checkstring(L, 1), static_cast<int>(luaL_optinteger(L, 2, 2)), &error)) {
+        lua_pushboolean(L, 1);
+        return 1;
+    }
+    lua_pushnil(L);
+    lua_pushstring(L, error.c_str());
+    return 2;
+}
+
+int l_capture(lua_State* L) {
+    std::string error;
+    if (!viewer_capture(&error)) {
+        lua_pushnil(L);
+        lua_pushstring(L, error.c_str());
+        return 2;
+    }
+    lua_pushinteger(L, viewer_state().captured_width);
+    lua_pushinteger(L, viewer_state().captured_height);
+    return 2;
+}
+
+int l_pixel(lua_State* L) {
+    const ViewerState& s = viewer_state();
+    lua_Integer x = luaL_checkinteger(L, 1), y = luaL_checkinteger(L, 2);
+    if (x < 0 || y < 0 || x >= s.captured_width || y >= s.captured_height || s.captured.empty())
+        return luaL_error(L, "pixel (%d, %d) is outside the last capture (%dx%d)", static_cast<int>(x), static_cast<int>(y),
+                          s.captured_width, s.captured_height);
+    const unsigned char* p = &s.captured[(static_cast<size_t>(y) * s.captured_width + static_cast<size_t>(x)) * 4];
+    for (int i = 0; i < 4; ++i) lua_pushinteger(L, p[i]);
+    return 4;
+}
+
+int64_t node_id_arg(lua_State* L, int idx) {
+    if (Tensor* t = tapedeck_test_tensor(L, idx)) return t->id();
+    return luaL_checkinteger(L, idx);
+}
+
+int l_set_stop(lua_State* L) {
+    viewer_set_stop(node_id_arg(L, 1), lua_toboolean(L, 2));
+    return 0;
+}
+
+int l_highlight(lua_State* L) {
+    int64_t id = node_id_arg(L, 1);
+    Node* n = tape_find(id);
+    viewer_set_stop(id, n && n->phase == PHASE_BACKWARD);
+    return 0;
+}
+
+int l_clear_stop(lua_State*) {
+    viewer_clear_stop();
+    return 0;
+}
+
+int l_select(lua_State* L) {
+    viewer_select(lua_isnoneornil(L, 1) ? 0 : node_id_arg(L, 1), true);
+    return 0;
+}
+
+int l_fit(lua_State*) {
+    viewer_fit();
+    return 0;
+}
+
+// viewer.zoom([z]): the Graph window's zoom; with z, zoom about the canvas centre (camera stays).
+int l_zoom(lua_State* L) {
+    ViewerState& s = viewer_state();
+    if (!lua_isnoneornil(L, 1)) {
+        float z = static_cast<float>(luaL_checknumber(L, 1));
+        ImVec2 centre(s.pan.x + s.canvas_size.x * 0.5f / s.zoom, s.pan.y + s.canvas_size.y * 0.5f / s.zoom);
+        s.zoom = z;
+        s.pan = ImVec2(centre.x - s.canvas_size.x * 0.5f / z, centre.y - s.canvas_size.y * 0.5f / z);
+        s.camera = CAMERA_MANUAL;
+        s.force_frames = std::max(s.force_frames, 2);
+    }
+    lua_pushnumber(L, s.zoom);
+    return 1;
+}
+
+int l_tab(lua_State* L) {
+    const char* name = luaL_checkstring(L, 1);
+    viewer_state().tensor_tab_request = strcmp(name, "gradient") == 0 ? 1 : strcmp(name, "inputs") == 0 ? 2 : 0;
+    viewer_state().force_frames = 2;
+    return 0;
+}
+
+const char* const CROSS_NAMES[] = {"none", "selection", "all", "auto", nullptr};
+
+int l_options(lua_State* L) {
+    ViewerState& s = viewer_state();
+    if (lua_istable(L, 1)) {
+        ViewOptions o = s.options;
+        auto flag = [&](const char* name, bool* field) {
+            if (lua_getfield(L, 1, name) != LUA_TNIL) *field = lua_toboolean(L, -1);
+            lua_pop(L, 1);
+        };
+        flag("ghosts", &o.ghosts);
+        flag("collapse_loops", &o.collapse_loops);
+        flag("collapse_lines", &o.collapse_lines);
+        flag("collapse_backward", &o.collapse_backward);
+        flag("backward_up", &s.backward_up);
+        if (lua_getfield(L, 1, "node_cap") != LUA_TNIL) o.node_cap = static_cast<int>(luaL_checkinteger(L, -1));
+        lua_pop(L, 1);
+        if (lua_getfield(L, 1, "history") != LUA_TNIL) s.history_cap = static_cast<size_t>(luaL_checkinteger(L, -1));
+        lua_pop(L, 1);
+        if (lua_getfield(L, 1, "cross_edges") != LUA_TNIL) s.cross_edges = static_cast<CrossEdgeMode>(luaL_checkoption(L, -1, nullptr, CROSS_NAMES));
+        lua_pop(L, 1);
+        s.options = o;
+        viewer_invalidate();
+    }
+    lua_createtable(L, 0, 8);
+    set_boolean(L, "ghosts", s.options.ghosts);
+    set_boolean(L, "collapse_loops", s.options.collapse_loops);
+    set_boolean(L, "collapse_lines", s.options.collapse_lines);
+    set_boolean(L, "collapse_backward", s.options.collapse_backward);
+    set_boolean(L, "backward_up", s.backward_up);
+    set_integer(L, "node_cap", s.options.node_cap);
+    set_integer(L, "history", static_cast<lua_Integer>(s.history_cap));
+    set_string(L, "cross_edges", CROSS_NAMES[s.cross_edges]);
+    return 1;
+}
+
+int l_expand(lua_State* L) {
+    viewer_set_expanded(luaL_checkstring(L, 1), lua_isnone(L, 2) ? true : lua_toboolean(L, 2));
+    return 0;
+}
+
+// Keep argument 1 in the registry under *ref (checked to be of `type`), letting go of the value
+// kept before. False (nothing kept) when the argument is nil or absent.
+bool keep_argument(lua_State* L, int* ref, int type) {
+    if (*ref != LUA_NOREF) luaL_unref(L, LUA_REGISTRYINDEX, *ref);
+    *ref = LUA_NOREF;
+    if (lua_isnoneornil(L, 1)) return false;
+    luaL_checktype(L, 1, type);
+    lua_pushvalue(L, 1);
+    *ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    return true;
+}
+
+int l_set_controls(lua_State* L) {
+    if (!keep_argument(L, &g_controls_ref, LUA_TTABLE)) {
+        viewer_set_controls(nullptr);
+        return 0;
+    }
+    ViewerControls c;
+    if (has_field_function(L, 1, "continue")) c.continue_run = control_continue;
+    if (has_field_function(L, 1, "step")) c.step = control_step;
+    if (has_field_function(L, 1, "step_line")) c.step_line = control_step_line;
+    if (has_field_function(L, 1, "finish")) c.finish = control_finish;
+    if (has_field_function(L, 1, "break_node")) c.toggle_node_breakpoint = control_break_node;
+    if (has_field_function(L, 1, "break_op")) c.toggle_op_breakpoint = control_break_op;
+    if (has_field_function(L, 1, "break_line")) c.toggle_line_breakpoint = control_break_line;
+    viewer_set_controls(&c);
+    return 0;
+}
+
+int l_set_breakpoints(lua_State* L) {
+    std::vector<ViewerBreakpoint> list;
+    if (lua_istable(L, 1)) {
+        lua_Integer n = luaL_len(L, 1);
+        for (lua_Integer i = 1; i <= n; ++i) {
+            lua_rawgeti(L, 1, i);
+            luaL_checktype(L, -1, LUA_TTABLE);
+            ViewerBreakpoint b;
+            if (lua_getfield(L, -1, "node") != LUA_TNIL) b.node_id = node_id_arg(L, lua_gettop(L));
+            lua_pop(L, 1);
+            if (lua_getfield(L, -1, "op") == LUA_TSTRING) b.op = lua_tostring(L, -1);
+            lua_pop(L, 1);
+            if (lua_getfield(L, -1, "phase") == LUA_TSTRING) b.phase = strcmp(lua_tostring(L, -1), "backward") == 0 ? 1 : 0;
+            lua_pop(L, 1);
+            if (lua_getfield(L, -1, "file") == LUA_TSTRING) b.file = lua_tostring(L, -1);
+            lua_pop(L, 1);
+            if (lua_getfield(L, -1, "line") != LUA_TNIL) b.line = static_cast<int>(lua_tointeger(L, -1));
+            lua_pop(L, 1);
+            lua_pop(L, 1);
+            list.push_back(b);
+        }
+    }
+    viewer_set_breakpoints(list);
+    return 0;
+}
+
+void call_node_callback(Node* node, HookEvent event) {
+    if (event != HOOK_BEFORE || g_node_callback_ref == LUA_NOREF) return;
+    lua_State* L = calling_state();
+    if (!L) return;
+    lua_rawgeti(L, LUA_REGISTRYINDEX, g_node_callback_ref);
+    lua_pushinteger(L, node->id);
+    lua_pushstring(L, node->phase == PHASE_BACKWARD ? "backward" : "forward");
+    if (lua_pcall(L, 2, 0, 0) != LUA_OK) {
+        fprintf(stderr, "viewer.on_node: %s\n", lua_tostring(L, -1));
+        lua_pop(L, 1);
+    }
+}
+
+int l_on_node(lua_State* L) {
+    bool kept = keep_argument(L, &g_node_callback_ref, LUA_TFUNCTION);
+    viewer_set_node_callback(kept ? call_node_callback : nullptr);
+    return 0;
+}
+
+const char* kind_name(BoxKind kind) {
+    switch (kind) {
+        case BOX_NODE: return "node";
+        case BOX_GHOST: return "ghost";
+        case BOX_STUB: return "stub";
+        case BOX_CLUSTER: return "group";
+    }
+    return "?";
+}
+
+
+
+// The viewer's own model of the last drawn frame: every box (drawn rectangle in window pixels,
+// kind, flags), every edge (laid out by dot or drawn on top), every node's box.
+int l_model(lua_State* L) {
+    ViewerState& s = viewer_state();
+    const GraphView& v = s.view;
+    lua_createtable(L, 0, 12);
+    lua_createtable(L, static_cast<int>(s.drawn.size()), 0);
+    for (size_t i = 0; i < s.drawn.size(); ++i) {
+        const DrawnBox& d = s.drawn[i];
+        lua_createtable(L, 0, 14);
+        set_string(L, "key", d.key);
+        set_integer(L, "node", d.node_id);
+        set_string(L, "kind", kind_name(d.kind));
+        set_number(L, "x0", d.x0);
+        set_number(L, "y0", d.y0);
+        set_number(L, "x1", d.x1);
+        set_number(L, "y1", d.y1);
+        set_boolean(L, "visible", d.visible);
+        set_boolean(L, "highlighted", d.highlighted);
+        set_boolean(L, "selected", d.selected);
+        if (d.box >= 0 && d.box < static_cast<int>(v.boxes.size())) {
+            const ViewBox& b = v.boxes[d.box];
+            set_string(L, "phase", b.phase == PHASE_BACKWARD ? "backward" : "forward");
+            set_integer(L, "members", b.member_count);
+            set_boolean(L, "laid_out", !s.placement.provisional.empty() && !s.placement.provisional[d.box]);
+            if (b.ghost_of >= 0) {
+                set_string(L, "ghost_of", v.boxes[b.ghost_of].key);
+            }
+            set_string(L, "title", b.title);
+            set_boolean(L, "executed", b.executed);
+        }
+        lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
+    }
+    lua_setfield(L, -2, "boxes");
+
+    lua_createtable(L, static_cast<int>(v.edges.size()), 0);
+    for (size_t i = 0; i < v.edges.size(); ++i) {
+        const ViewEdge& e = v.edges[i];
+        lua_createtable(L, 0, 4);
+        set_string(L, "from", v.boxes[e.from].key);
+        set_string(L, "to", v.boxes[e.to].key);
+        set_boolean(L, "cross", e.cross);
+        set_boolean(L, "laid_out", i < s.placement.paths.size() && s.placement.paths[i] != nullptr);
+        lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
+    }
+    lua_setfield(L, -2, "edges");
+
+    lua_createtable(L, 0, static_cast<int>(v.box_of_node.size()));
+    for (const auto& entry : v.box_of_node) {
+        lua_pushstring(L, v.boxes[entry.second].key.c_str());
+        lua_rawseti(L, -2, entry.first);
+    }
+    lua_setfield(L, -2, "box_of");
+
+    lua_createtable(L, 0, static_cast<int>(v.clusters.size()));
+    for (const Cluster& c : v.clusters) {
+        const char* state = c.state == CLUSTER_COLLAPSED ? "collapsed" : c.state == CLUSTER_EXPANDED ? "expanded" : "plain";
+        lua_pushstring(L, state);
+        lua_setfield(L, -2, c.key.c_str());
+    }
+    lua_setfield(L, -2, "clusters");
+
+    int highlighted = 0;
+    for (const DrawnBox& d : s.drawn)
+        if (d.highlighted) {
+            set_integer(L, "highlighted", d.node_id);
+            set_string(L, "highlighted_key", d.key);
+            ++highlighted;
+        }
+    set_integer(L, "highlighted_count", highlighted);
+    set_integer(L, "stop", s.stop_node);
+    set_integer(L, "selected", s.selected);
+    set_integer(L, "shown", static_cast<lua_Integer>(v.boxes.size()));
+    set_integer(L, "total", v.total_boxes);
+    set_integer(L, "total_nodes", v.total_nodes);
+    set_integer(L, "cap_focus", v.cap_focus);
+    set_integer(L, "records", static_cast<lua_Integer>(s.records.size()));
+    set_number(L, "layout_seconds", s.layout.seconds);
+    set_number(L, "update_ms", s.update_ms);
+    set_number(L, "zoom", s.zoom);
+    set_integer(L, "history", static_cast<lua_Integer>(s.history.size()));
+    set_integer(L, "frames", static_cast<lua_Integer>(s.frames_drawn));
+    return 1;
+}
+
+int l_inspect(lua_State* L) {
+    ViewerState& s = viewer_state();
+    Node* n = s.selected ? tape_find(s.selected) : nullptr;
+    if (!n || n->outputs.size() == 0) return 0;
+    TensorStats st = tensor_stats_compute(n->outputs[0].value, 0);
+    lua_createtable(L, 0, 12);
+    set_integer(L, "node", n->id);
+    set_integer(L, "count", st.count);
+    set_integer(L, "nan", st.nan);
+    set_integer(L, "pos_inf", st.pos_inf);
+    set_integer(L, "neg_inf", st.neg_inf);
+    set_number(L, "min", st.min);
+    set_number(L, "max", st.max);
+    set_number(L, "mean", st.mean);
+    set_number(L, "std", st.std);
+    set_boolean(L, "heatmap", s.heatmap_drawn);
+    set_string(L, "tab", s.tensor_tab == 1 ? "gradient" : s.tensor_tab == 2 ? "inputs" : "value");
+    return 1;
+}
+
+int l_time_layout(lua_State* L) {
+    LayoutResult r = viewer_layout_now();
+    if (!r.ok) return luaL_error(L, "layout failed: %s", r.error.c_str());
+    lua_pushnumber(L, r.seconds);
+    lua_pushinteger(L, r.box_count);
+    lua_pushinteger(L, r.edge_count);
+    return 3;
+}
+
+int l_bench_frames(lua_State* L) {
+    std::vector<double> ms = viewer_bench_frames(static_cast<int>(luaL_optinteger(L, 1, 30)));
+    lua_createtable(L, static_cast<int>(ms.size()), 0);
+    for (size_t i = 0; i < ms.size(); ++i) {
+        lua_pushnumber(L, ms[i]);
+        lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
+    }
+    return 1;
+}
+
+// viewer.click(x, y [, "left"|"right"|"double"]) or viewer.click(label [, ...]): a label names a
+// button or menu item drawn in the last frame ("Step", "Break at #14", "gutter 17").
+int l_click(lua_State* L) {
+    ViewerState& s = viewer_state();
+    float x, y;
+    int next = 3;
+    if (lua_type(L, 1) == LUA_TSTRING) {
+        auto it = s.item_rects.find(lua_tostring(L, 1));
+        if (it == s.item_rects.end()) return luaL_error(L, "viewer.click: no item '%s' in the last frame", lua_tostring(L, 1));
+        x = (it->second.x0 + it->second.x1) * 0.5f;
+        y = (it->second.y0 + it->second.y1) * 0.5f;
+        next = 2;
+    } else {
+        x = static_cast<float>(luaL_checknumber(L, 1));
+        y = static_cast<float>(luaL_checknumber(L, 2));
+    }
+    const char* const kinds[] = {"left", "right", "double", nullptr};
+    int kind = luaL_checkoption(L, next, "left", kinds);
+    viewer_click(x, y, kind == 1 ? 1 : 0, kind == 2);
+    return 0;
+}
+
+// viewer.item_rect(label) -> x0, y0, x1, y1 of a button, menu item or the heatmap in the last frame.
+int l_item_rect(lua_State* L) {
+    const ViewerState& s = viewer_state();
+    auto it = s.item_rects.find(luaL_checkstring(L, 1));
+    if (it == s.item_rects.end()) return 0;
+    lua_pushnumber(L, it->second.x0);
+    lua_pushnumber(L, it->second.y0);
+    lua_pushnumber(L, it->second.x1);
+    lua_pushnumber(L, it->second.y1);
+    return 4;
+}
+
+int l_request_close(lua_State*) {
+    viewer_request_close();
+    return 0;
+}
+
+// Closing the Lua state closes the window first (retained nodes may hold Lua functions).
+int sentinel_gc(lua_State* L) {
+    viewer_shutdown();
+    if (g_node_callback_ref != LUA_NOREF) luaL_unref(L, LUA_REGISTRYINDEX, g_node_callback_ref);
+    if (g_controls_ref != LUA_NOREF) luaL_unref(L, LUA_REGISTRYINDEX, g_controls_ref);
+    g_node_callback_ref = g_controls_ref = LUA_NOREF;
+    g_main_state = nullptr;
+    return 0;
+}
+
+const luaL_Reg viewer_functions[] = {
+    {"open", l_open},
+    {"close", l_close},
+    {"is_open", l_is_open},
+    {"frame", l_frame},
+    {"wait", l_wait},
+    {"wait_layout", l_wait_layout},
+    {"screenshot", l_screenshot},
+    {"capture", l_capture},
+    {"pixel", l_pixel},
+    {"set_stop", l_set_stop},
+    {"highlight", l_highlight},
+    {"clear_stop", l_clear_stop},
+    {"select", l_select},
+    {"fit", l_fit},
+    {"tab", l_tab},
+    {"zoom", l_zoom},
+    {"options", l_options},
+    {"expand", l_expand},
+    {"set_controls", l_set_controls},
+    {"set_breakpoints", l_set_breakpoints},
+    {"on_node", l_on_node},
+    {"model", l_model},
+    {"inspect", l_inspect},
+    {"time_layout", l_time_layout},
+    {"bench_frames", l_bench_frames},
+    {"request_close", l_request_close},
+    {"click", l_click},
+    {"item_rect", l_item_rect},
+    {nullptr, nullptr},
+};
+
+}  // namespace
+
+void viewer_open_lua(lua_State* L) {
+    g_main_state = L;
+    luaL_newlib(L, viewer_functions);
+    lua_setglobal(L, "viewer");
+    lua_newuserdatauv(L, 0, 0);   // closes the window when L closes
+    lua_createtable(L, 0, 1);
+    lua_pushcfunction(L, sentinel_gc);
+    lua_setfield(L, -2, "__gc");
+    lua_setmetatable(L, -2);
+    lua_setfield(L, LUA_REGISTRYINDEX, "tapedeck.viewer_sentinel");
+    viewer_state().namer = lua_tensor_names;
+}

@@ -1,0 +1,50 @@
+// viewer_off.cpp: viewer.h in a build without the window (TAPEDECK_VIEWER off): opening fails with
+// a message saying so, the debugger's calls do nothing, and `viewer` in Lua has open/is_open only.
+#include <lua.hpp>
+
+#include "viewer.h"
+
+namespace {
+
+const char* const NOT_BUILT =
+    "this tapedeck was built without the viewer (install libimgui-dev libglfw3-dev libgl-dev and "
+    "configure with -DTAPEDECK_VIEWER=ON)";
+
+int l_open(lua_State* L) {
+    lua_pushnil(L);
+    lua_pushstring(L, NOT_BUILT);
+    return 2;
+}
+
+int l_is_open(lua_State* L) {
+    lua_pushboolean(L, 0);
+    return 1;
+}
+
+}  // namespace
+
+bool viewer_open(std::string* error, bool) {
+    if (error) *error = NOT_BUILT;
+    return false;
+}
+void viewer_close() {}
+bool viewer_is_open() { return false; }
+void viewer_frame() {}
+bool viewer_screenshot(const std::string&, int, std::string* error) {
+    if (error) *error = NOT_BUILT;
+    return false;
+}
+void viewer_select_node(int64_t) {}
+void viewer_set_stop(int64_t, bool) {}
+void viewer_clear_stop() {}
+void viewer_set_controls(const ViewerControls*) {}
+void viewer_set_breakpoints(const std::vector<ViewerBreakpoint>&) {}
+
+void viewer_open_lua(lua_State* L) {
+    lua_createtable(L, 0, 2);
+    lua_pushcfunction(L, l_open);
+    lua_setfield(L, -2, "open");
+    lua_pushcfunction(L, l_is_open);
+    lua_setfield(L, -2, "is_open");
+    lua_setglobal(L, "viewer");
+}

@@ -1,0 +1,786 @@
+// window.cpp: the viewer's GLFW window and frame loop, the model kept up to date with the tape,
+// screenshots, and the functions of viewer.h.
+//
+// [SECTION] state        the one ViewerState; selection and groups
+// [SECTION] engine       the node hook: started/finished nodes, the retained history
+// [SECTION] model        records -> view -> layout request -> placement, once per tape change
+// [SECTION] window       GLFW + Dear ImGui + OpenGL 3 setup and teardown
+// [SECTION] frame        one frame: four windows, capture, swap
+// [SECTION] api          viewer.h
+// [SECTION] scripts      what the `viewer` Lua table calls
+#include <GLFW/glfw3.h>
+#include <backends/imgui_impl_glfw.h>
+#include <backends/imgui_impl_opengl3.h>
+#include <stb_image_write.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cfloat>
+#include <cstdio>
+#include <thread>
+
+#include "viewer_internal.h"
+
+namespace td {
+
+using Clock = std::chrono::steady_clock;
+
+static double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// ============================================================================================
+// [SECTION] state
+
+ViewerState& viewer_state() {
+    static ViewerState state;
+    return state;
+}
+
+void viewer_select(int64_t node_id, bool scroll) {
+    ViewerState& s = viewer_state();
+    s.selected = node_id;
+    s.scroll_to_selected = scroll;
+    if (s.view.cap_focus != 0 && s.view.box_of(node_id) < 0) s.view_dirty = true;   // re-centre a capped view
+    s.force_frames = std::max(s.force_frames, 2);
+}
+
+void viewer_set_expanded(const std::string& cluster_key, bool expanded) {
+    ViewerState& s = viewer_state();
+    s.user_expanded[cluster_key] = expanded;
+    s.view_dirty = true;
+}
+
+void viewer_defer(std::function<void()> action) { viewer_state().deferred.push_back(std::move(action)); }
+
+void viewer_note_item(const std::string& label) {
+    ImVec2 a = ImGui::GetItemRectMin(), b = ImGui::GetItemRectMax();
+    viewer_state().item_rects[label] = LayoutRect{a.x, a.y, b.x, b.y};
+}
+
+void viewer_invalidate() {
+    ViewerState& s = viewer_state();
+    s.view_dirty = true;
+    s.force_frames = std::max(s.force_frames, 2);
+}
+
+bool viewer_breakpoint_on_node(const ViewerState& s, const NodeRecord& r) {
+    for (const ViewerBreakpoint& b : s.breakpoints) {
+        if (b.node_id > 0 && b.node_id == r.id) return true;
+        if (!b.op.empty() && (b.phase < 0 || b.phase == static_cast<int>(r.phase))) {
+            size_t paren = r.op.find('(');
+            if (r.op.compare(0, paren, b.op) == 0 && (paren == std::string::npos ? r.op.size() : paren) == b.op.size())
+                return true;
+        }
+    }
+    return false;
+}
+
+bool viewer_breakpoint_on_line(const ViewerState& s, const std::string& file, int line) {
+    for (const ViewerBreakpoint& b : s.breakpoints)
+        if (!b.file.empty() && b.line == line && b.file == file) return true;
+    return false;
+}
+
+std::string viewer_stop_text(const ViewerState& s) {
+    if (s.stop_node == 0) return "";
+    const NodeRecord* r = record_find(s.records, s.stop_node);
+    std::string text = "stopped before #" + std::to_string(s.stop_node);
+    if (r) {
+        text += " " + r->op;
+        if (r->phase == PHASE_BACKWARD) text += " (backward of #" + std::to_string(r->group) + ")";
+        text += "  " + source_loc_str(r->where);
+    } else {
+        text += s.stop_backward ? " (backward)" : " (forward)";
+    }
+    return text;
+}
+
+// ============================================================================================
+// [SECTION] engine
+
+static void on_node_event(Node* node, HookEvent event, void*) {
+    ViewerState& s = viewer_state();
+    if (event == HOOK_BEFORE) {
+        if (s.window) {
+            s.running.insert(node->id);
+            s.history.emplace_back(node);
+            while (s.history.size() > s.history_cap) s.history.pop_front();
+        }
+        if (s.node_callback) s.node_callback(node, event);
+        return;
+    }
+    if (s.window) s.running.erase(node->id);
+    if (s.node_callback) s.node_callback(node, event);
+    // While a script runs, show the graph growing: a frame now and then (~30 a second).
+    if (s.window && !s.in_frame && seconds_since(s.last_live_frame) > 0.033) {
+        s.last_live_frame = Clock::now();
+        viewer_frame();
+    }
+}
+
+// The hook is subscribed while the window is open or a script watches nodes.
+static void observer_sync(ViewerState& s) {
+    bool wanted = s.window || s.node_callback;
+    if (wanted && !s.observer) s.observer = engine_observe(on_node_event, nullptr);
+    if (!wanted && s.observer) {
+        engine_unobserve(s.observer);
+        s.observer = 0;
+    }
+}
+
+// ============================================================================================
+// [SECTION] model
+
+static TextMeasure measure_for(const ViewerState& s) {
+    if (!s.graph_font) return text_measure_estimate;
+    ImFont* font = s.graph_font;
+    return [font](const std::string& text, float* width, float* height) {
+        ImVec2 size = font->CalcTextSizeA(GRAPH_FONT_SIZE, FLT_MAX, 0.0f, text.c_str());
+        *width = size.x;
+        *height = GRAPH_FONT_SIZE + 1.0f;
+    };
+}
+
+static GraphView build_view(const ViewerState& s, const std::vector<NodeRecord>& records) {
+    ViewInput in;
+    in.records = &records;
+    in.options = s.options;
+    in.user_expanded = s.user_expanded;
+    in.stop_node = s.stop_node;
+    in.focus_node = s.selected;
+    in.measure = measure_for(s);
+    return view_build(in);
+}
+
+// Boxes the layout has not placed yet go below an input that is placed (the graph grows
+// downwards), or in a column right of everything.
+static void placement_compute(ViewerState& s) {
+    const GraphView& v = s.view;
+    Placement& p = s.placement;
+    size_t n = v.boxes.size();
+    p.rects.assign(n, LayoutRect{});
+    p.provisional.assign(n, true);
+    p.paths.assign(v.edges.size(), nullptr);
+    bool any = false;
+    LayoutRect bounds{};
+    auto grow = [&](const LayoutRect& r) {
+        if (!any) bounds = r;
+        bounds.x0 = std::min(bounds.x0, r.x0);
+        bounds.y0 = std::min(bounds.y0, r.y0);
+        bounds.x1 = std::max(bounds.x1, r.x1);
+        bounds.y1 = std::max(bounds.y1, r.y1);
+        any = true;
+    };
+    for (size_t i = 0; i < n; ++i) {
+        auto it = s.layout.boxes.find(v.boxes[i].key);
+        if (it == s.layout.boxes.end()) continue;
+        p.rects[i] = it->second;
+        p.provisional[i] = false;
+        grow(it->second);
+    }
+    std::vector<int> first_input(n, -1), first_use(n, -1);
+    for (const ViewEdge& e : v.edges) {
+        if (e.cross) continue;
+        if (first_input[e.to] < 0) first_input[e.to] = e.from;
+        if (first_use[e.from] < 0) first_use[e.from] = e.to;
+    }
+    std::unordered_map<int, float> next_x;   // parent box -> x where its next new child goes
+    float column_y = any ? bounds.y0 : 0;
+    float column_x = any ? bounds.x1 + 40 : 0;
+    for (size_t i = 0; i < n; ++i) {
+        if (!p.provisional[i]) continue;
+        const ViewBox& b = v.boxes[i];
+        int parent = first_input[i];
+        if (parent >= 0 && static_cast<size_t>(parent) < i) {
+            const LayoutRect& pr = p.rects[parent];
+            float x = next_x.count(parent) ? next_x[parent] : (pr.x0 + pr.x1) * 0.5f - b.width * 0.5f;
+            float y = pr.y1 + 28;
+            if (b.phase == PHASE_BACKWARD && s.backward_up) y = pr.y0 - 28 - b.height;
+            p.rects[i] = {x, y, x + b.width, y + b.height};
+            next_x[parent] = x + b.width + 12;
+        } else {
+            p.rects[i] = {column_x, column_y, column_x + b.width, column_y + b.height};
+            column_y += b.height + 14;
+        }
+        grow(p.rects[i]);
+    }
+    // Ghosts and inputs placed after their consumers: just above the consumer.
+    for (size_t i = 0; i < n; ++i) {
+        if (!p.provisional[i] || first_input[i] >= 0) continue;
+        int user = first_use[i];
+        if (user < 0 || !p.provisional[i]) continue;
+        const LayoutRect& ur = p.rects[user];
+        const ViewBox& b = v.boxes[i];
+        float x = (ur.x0 + ur.x1) * 0.5f - b.width * 0.5f;
+        p.rects[i] = {x, ur.y0 - 28 - b.height, x + b.width, ur.y0 - 28};
+        grow(p.rects[i]);
+    }
+    for (size_t i = 0; i < v.edges.size(); ++i) {
+        const ViewEdge& e = v.edges[i];
+        if (e.cross || p.provisional[e.from] || p.provisional[e.to]) continue;
+        auto it = s.layout.edges.find(layout_edge_key(v.boxes[e.from].key, v.boxes[e.to].key));
+        if (it != s.layout.edges.end()) p.paths[i] = &it->second;
+    }
+    p.bounds = bounds;
+}
+
+static bool same_names(const std::unordered_map<int64_t, std::string>& a,
+                       const std::unordered_map<int64_t, std::string>& b) {
+    return a == b;
+}
+
+// Bring the model up to date: records when the tape changed, names, the view, the layout request,
+// a finished layout, the placement. True when something visible changed.
+static bool model_update(ViewerState& s) {
+    bool changed = false;
+    if (tape_version() != s.seen_tape_version) {
+        s.seen_tape_version = tape_version();
+        records_update(s.records, s.running);
+        for (auto it = s.running.begin(); it != s.running.end();)   // nodes that died unfinished
+            it = record_find(s.records, *it) ? std::next(it) : s.running.erase(it);
+        s.view_dirty = true;
+        changed = true;
+    } else {
+        for (NodeRecord& r : s.records) {   // nodes that finished since (no tape change)
+            bool executed = s.running.count(r.id) == 0;
+            if (r.executed != executed) {
+                r.executed = executed;
+                s.view_dirty = true;
+            }
+        }
+    }
+    if (s.namer && (changed || seconds_since(s.last_naming) > 1.0)) {
+        s.last_naming = Clock::now();
+        std::unordered_map<int64_t, std::string> names = s.namer();
+        if (changed || !same_names(names, s.names)) {
+            s.names = std::move(names);
+            for (NodeRecord& r : s.records) {
+                auto it = s.names.find(r.id);
+                std::string name = it == s.names.end() ? "" : it->second;
+                if (r.name != name) {
+                    r.name = name;
+                    s.view_dirty = true;
+                }
+            }
+        }
+    }
+    if (s.view_dirty) {
+        s.view = build_view(s, s.records);
+        s.view_dirty = false;
+        ++s.view_serial;
+        s.placement_dirty = true;
+        changed = true;
+        LayoutInput input = layout_input_from_view(s.view, s.backward_up);
+        if (!s.layout_requested || input.signature != s.requested_signature) {
+            s.requested_signature = input.signature;
+            s.layout_requested = true;
+            s.layout_started = Clock::now();
+            s.worker.request(std::move(input));
+        }
+    }
+    LayoutResult result;
+    if (s.worker.take_result(&result)) {
+        if (result.ok) {
+            s.layout = std::move(result);
+            if (s.camera == CAMERA_FOLLOW) s.follow_request = true;
+            if (s.camera == CAMERA_FIT) s.fit_request = true;
+            if (s.stop_node) s.scroll_to_stop = true;
+        } else {
+            s.layout.error = result.error;
+        }
+        s.placement_dirty = true;
+        changed = true;
+    }
+    if (s.placement_dirty) {
+        placement_compute(s);
+        s.placement_dirty = false;
+    }
+    return changed;
+}
+
+static bool layout_current(ViewerState& s) {
+    return !s.view_dirty && s.layout_requested && s.layout.signature == s.requested_signature && !s.worker.busy();
+}
+
+// ============================================================================================
+// [SECTION] window
+
+namespace {
+
+std::string g_glfw_error;
+bool g_glfw_ready = false;
+
+void on_glfw_error(int, const char* description) { g_glfw_error = description ? description : "unknown error"; }
+
+void on_event_cursor(GLFWwindow*, double, double) { viewer_state().had_event = true; }
+void on_event_refresh(GLFWwindow*) { viewer_state().had_event = true; }
+void on_event_size(GLFWwindow*, int, int) { viewer_state().had_event = true; }
+void on_event_button(GLFWwindow*, int, int, int) { viewer_state().had_event = true; }
+void on_event_scroll(GLFWwindow*, double, double) { viewer_state().had_event = true; }
+void on_event_key(GLFWwindow*, int, int, int, int) { viewer_state().had_event = true; }
+void on_event_char(GLFWwindow*, unsigned int) { viewer_state().had_event = true; }
+
+bool file_exists(const char* path) { return access(path, R_OK) == 0; }
+
+// DejaVu (Graphviz's dependency fonts-dejavu-core) when installed, else ImGui's built-in font.
+// Besides Latin-1: Greek, arrows, maths and the "ᵀ" of op names like "mm(Bᵀ)".
+void fonts_load(ViewerState& s) {
+    ImGuiIO& io = ImGui::GetIO();
+    static ImVector<ImWchar> ranges;
+    if (ranges.empty()) {
+        ImFontGlyphRangesBuilder builder;
+        builder.AddRanges(io.Fonts->GetGlyphRangesDefault());
+        const ImWchar extra[] = {0x0370, 0x03FF, 0x1D00, 0x1DBF, 0x2000, 0x206F, 0x2190, 0x21FF, 0x2200, 0x22FF, 0};
+        builder.AddRanges(extra);
+        builder.BuildRanges(&ranges);
+    }
+    const char* sans = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
+    const char* mono = "/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf";
+    bool have_sans = file_exists(sans);
+    s.ui_font = have_sans ? io.Fonts->AddFontFromFileTTF(sans, 15.0f, nullptr, ranges.Data) : nullptr;
+    if (!s.ui_font) s.ui_font = io.Fonts->AddFontDefault();   // ProggyClean 13 px
+    s.mono_font = file_exists(mono) ? io.Fonts->AddFontFromFileTTF(mono, 14.0f, nullptr, ranges.Data) : nullptr;
+    if (!s.mono_font) s.mono_font = s.ui_font;
+    io.Fonts->Build();
+    // Node labels are drawn scaled with the zoom: they get an atlas of their own, sampled smoothly.
+    s.graph_atlas = IM_NEW(ImFontAtlas)();
+    s.graph_font = have_sans ? s.graph_atlas->AddFontFromFileTTF(sans, GRAPH_FONT_SIZE, nullptr, ranges.Data) : nullptr;
+    if (!s.graph_font) s.graph_font = s.graph_atlas->AddFontDefault();
+    s.graph_atlas->Build();
+}
+
+// Textures of the two atlases. The UI's is sampled NEAREST: its text is drawn at its own size, and
+// on llvmpipe every window background (drawn through the atlas's white pixel) costs about a third
+// less than with LINEAR. The labels' atlas is LINEAR, as they are scaled.
+void font_textures_create(ViewerState& s) {
+    ImGui_ImplOpenGL3_CreateDeviceObjects();
+    glBindTexture(GL_TEXTURE_2D, static_cast<GLuint>(reinterpret_cast<intptr_t>(ImGui::GetIO().Fonts->TexID)));
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
+    unsigned char* pixels = nullptr;
+    int width = 0, height = 0;
+    s.graph_atlas->GetTexDataAsRGBA32(&pixels, &width, &height);
+    GLuint texture = 0;
+    glGenTextures(1, &texture);
+    glBindTexture(GL_TEXTURE_2D, texture);
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_LINEAR);
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_LINEAR);
+    glPixelStorei(GL_UNPACK_ROW_LENGTH, 0);
+    glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA, width, height, 0, GL_RGBA, GL_UNSIGNED_BYTE, pixels);
+    s.graph_atlas->SetTexID(reinterpret_cast<ImTextureID>(static_cast<intptr_t>(texture)));
+    s.graph_atlas->ClearTexData();
+}
+
+void style_set() {
+    ImGui::StyleColorsDark();
+    ImGuiStyle& style = ImGui::GetStyle();
+    style.WindowRounding = 0;
+    style.WindowBorderSize = 1;
+    style.FrameRounding = 3;
+    style.WindowPadding = ImVec2(6, 6);
+    style.ItemSpacing = ImVec2(6, 4);
+}
+
+// Create the window and the ImGui context. False with `error` when there is no display or GL.
+bool window_create(ViewerState& s, bool hidden, std::string* error) {
+    g_glfw_error.clear();
+    glfwSetErrorCallback(on_glfw_error);
+    if (!g_glfw_ready) {
+        if (!glfwInit()) {
+            *error = "cannot open a window: " + (g_glfw_error.empty() ? std::string("GLFW failed to start") : g_glfw_error);
+            if (!getenv("DISPLAY") && !getenv("WAYLAND_DISPLAY"))
+                *error += " (no display: run under X11, or `xvfb-run tapedeck ...` for screenshots)";
+            return false;
+        }
+        g_glfw_ready = true;
+    }
+    glfwDefaultWindowHints();
+    glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
+    glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
+    glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
+    glfwWindowHint(GLFW_VISIBLE, hidden ? GLFW_FALSE : GLFW_TRUE);
+    GLFWwindow* window = glfwCreateWindow(1280, 800, "tapedeck viewer", nullptr, nullptr);
+    if (!window) {
+        *error = "cannot create an OpenGL 3.3 window: " + g_glfw_error;
+        return false;
+    }
+    glfwMakeContextCurrent(window);
+    glfwSwapInterval(0);   // frames are paced by the caller's wait loop, not by vsync
+    // Our callbacks first: ImGui's backend chains to them (they only note that something happened).
+    glfwSetCursorPosCallback(window, on_event_cursor);
+    glfwSetWindowRefreshCallback(window, on_event_refresh);
+    glfwSetFramebufferSizeCallback(window, on_event_size);
+    glfwSetMouseButtonCallback(window, on_event_button);
+    glfwSetScrollCallback(window, on_event_scroll);
+    glfwSetKeyCallback(window, on_event_key);
+    glfwSetCharCallback(window, on_event_char);
+
+    IMGUI_CHECKVERSION();
+    ImGui::CreateContext();
+    ImGui::GetIO().IniFilename = nullptr;   // no imgui.ini in the user's directory
+    style_set();
+    fonts_load(s);
+    ImGui_ImplGlfw_InitForOpenGL(window, true);
+    ImGui_ImplOpenGL3_Init("#version 330");
+    font_textures_create(s);
+    s.window = window;
+    ++s.window_serial;
+    s.hidden = hidden;
+    return true;
+}
+
+void window_destroy(ViewerState& s) {
+    if (!s.window) return;
+    glfwMakeContextCurrent(s.window);
+    GLuint texture = static_cast<GLuint>(reinterpret_cast<intptr_t>(s.graph_atlas->TexID));
+    glDeleteTextures(1, &texture);
+    IM_DELETE(s.graph_atlas);
+    s.graph_atlas = nullptr;
+    ImGui_ImplOpenGL3_Shutdown();
+    ImGui_ImplGlfw_Shutdown();
+    ImGui::DestroyContext();
+    glfwDestroyWindow(s.window);
+    s.window = nullptr;
+    s.ui_font = s.mono_font = s.graph_font = nullptr;
+}
+
+// Everything the open window held goes; options, groups, stop, controls and breakpoints stay.
+void window_close(ViewerState& s) {
+    s.worker.stop();
+    window_destroy(s);
+    s.history.clear();   // may free nodes: the tape changes
+    s.running.clear();
+    s.records.clear();
+    s.names.clear();
+    s.view = GraphView();
+    s.layout = LayoutResult();
+    s.placement = Placement();
+    s.layout_requested = false;
+    s.seen_tape_version = ~0ull;
+    s.view_dirty = true;
+    s.drawn.clear();
+    s.captured.clear();
+    s.deferred.clear();
+    s.camera = CAMERA_FOLLOW;
+    s.follow_request = true;
+    observer_sync(s);
+}
+
+}  // namespace
+
+// ============================================================================================
+// [SECTION] frame
+
+namespace {
+
+// Read the back buffer (before the swap) into s.captured, top row first; write it as a PNG when
+// a path was asked for.
+void capture_pixels(ViewerState& s) {
+    int w = 0, h = 0;
+    glfwGetFramebufferSize(s.window, &w, &h);
+    std::vector<unsigned char> bottom_up(static_cast<size_t>(w) * h * 4);
+    glPixelStorei(GL_PACK_ALIGNMENT, 1);
+    glReadBuffer(GL_BACK);
+    glReadPixels(0, 0, w, h, GL_RGBA, GL_UNSIGNED_BYTE, bottom_up.data());
+    s.captured.resize(bottom_up.size());
+    size_t row = static_cast<size_t>(w) * 4;
+    for (int y = 0; y < h; ++y)
+        std::copy_n(bottom_up.data() + static_cast<size_t>(h - 1 - y) * row, row, s.captured.data() + y * row);
+    s.captured_width = w;
+    s.captured_height = h;
+    s.capture_error.clear();
+    if (!s.capture_path.empty() && !stbi_write_png(s.capture_path.c_str(), w, h, 4, s.captured.data(), w * 4))
+        s.capture_error = "cannot write '" + s.capture_path + "'";
+    s.capture_path.clear();
+    s.capture_request = false;
+}
+
+// The four windows tile the GLFW window: Controls across the top, Graph on the left, Tensor and
+// Source on the right.
+void frame_draw(ViewerState& s) {
+    Clock::time_point start = Clock::now();
+    ImGui_ImplOpenGL3_NewFrame();
+    ImGui_ImplGlfw_NewFrame();
+    if (s.scripted_mouse) {   // viewer.click: the script's mouse, not the real one
+        ImGuiIO& io = ImGui::GetIO();
+        io.MousePos = s.mouse_pos;
+        for (int i = 0; i < 3; ++i) io.MouseDown[i] = s.mouse_down[i];
+    }
+    s.item_rects.clear();
+    ImGui::NewFrame();
+    ImGui::PushFont(s.ui_font);
+
+    ImVec2 display = ImGui::GetIO().DisplaySize;
+    float top = 62.0f;
+    float left = std::floor(display.x * 0.62f);
+    float right = display.x - left;
+    float rest = std::max(display.y - top, 100.0f);
+    float tensor_h = std::floor(rest * 0.58f);
+    draw_controls_window(s, {ImVec2(0, 0), ImVec2(display.x, top)});
+    draw_graph_window(s, {ImVec2(0, top), ImVec2(left, rest)});
+    draw_tensor_window(s, {ImVec2(left, top), ImVec2(right, tensor_h)});
+    draw_source_window(s, {ImVec2(left, top + tensor_h), ImVec2(right, rest - tensor_h)});
+
+    ImGui::PopFont();
+    ImGui::Render();
+    int w = 0, h = 0;
+    glfwGetFramebufferSize(s.window, &w, &h);
+    glViewport(0, 0, w, h);
+    glClearColor(0.12f, 0.12f, 0.13f, 1.0f);
+    glClear(GL_COLOR_BUFFER_BIT);
+    ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+    if (s.capture_request) capture_pixels(s);
+    if (s.sync_frames) glFinish();
+    glfwSwapBuffers(s.window);
+
+    double ms = seconds_since(start) * 1000.0;
+    s.frame_ms.push_back(ms);
+    if (s.frame_ms.size() > 240) s.frame_ms.erase(s.frame_ms.begin());
+    s.last_draw = Clock::now();
+    ++s.frames_drawn;
+    s.had_event = false;
+    if (s.force_frames > 0) --s.force_frames;
+}
+
+void run_deferred(ViewerState& s) {
+    while (!s.deferred.empty()) {
+        std::vector<std::function<void()>> actions;
+        actions.swap(s.deferred);
+        for (std::function<void()>& action : actions) action();
+    }
+}
+
+// One pass of the frame loop. `force`: draw even when nothing changed.
+void frame_step(bool force) {
+    ViewerState& s = viewer_state();
+    if (!s.window || s.in_frame) return;
+    s.in_frame = true;
+    glfwMakeContextCurrent(s.window);
+    glfwPollEvents();
+    if (glfwWindowShouldClose(s.window)) {
+        s.in_frame = false;
+        window_close(s);
+        return;
+    }
+    Clock::time_point update_start = Clock::now();
+    bool changed = model_update(s);
+    if (changed) s.update_ms = seconds_since(update_start) * 1000.0;
+    bool waiting_layout = s.layout_requested && s.worker.busy();
+    bool draw = force || changed || s.had_event || s.force_frames > 0 || s.capture_request || waiting_layout ||
+                seconds_since(s.last_draw) > 0.5;
+    if (draw) frame_draw(s);
+    s.in_frame = false;
+    run_deferred(s);
+}
+
+}  // namespace
+
+// ============================================================================================
+// [SECTION] api
+
+}  // namespace td
+
+using namespace td;
+
+bool viewer_open(std::string* error, bool hidden) {
+    ViewerState& s = viewer_state();
+    if (s.window) {
+        if (!hidden && s.hidden) {
+            glfwShowWindow(s.window);
+            s.hidden = false;
+        }
+        if (!s.hidden) glfwFocusWindow(s.window);
+        s.force_frames = std::max(s.force_frames, 2);
+        return true;
+    }
+    std::string message;
+    if (!window_create(s, hidden, &message)) {
+        if (error) *error = message;
+        return false;
+    }
+    observer_sync(s);
+    s.force_frames = 3;
+    s.last_live_frame = Clock::now();
+    frame_step(true);
+    return true;
+}
+
+void viewer_close() {
+    ViewerState& s = viewer_state();
+    if (s.window) window_close(s);
+}
+
+bool viewer_is_open() { return viewer_state().window != nullptr; }
+
+void viewer_frame() { frame_step(false); }
+
+bool viewer_screenshot(const std::string& path, int frames, std::string* error) {
+    ViewerState& s = viewer_state();
+    if (!s.window) {
+        if (error) *error = "the viewer window is not open";
+        return false;
+    }
+    viewer_wait_layout(60.0);
+    for (int i = 0; i < frames && s.window; ++i) frame_step(true);
+    if (!s.window) {
+        if (error) *error = "the viewer window was closed";
+        return false;
+    }
+    s.capture_request = true;
+    s.capture_path = path;
+    frame_step(true);
+    if (!s.capture_error.empty() || s.capture_request) {
+        if (error) *error = s.capture_error.empty() ? "no frame was drawn" : s.capture_error;
+        s.capture_request = false;
+        return false;
+    }
+    return true;
+}
+
+void viewer_set_stop(int64_t node_id, bool backward) {
+    ViewerState& s = viewer_state();
+    // The newest node, stopped before it runs: not run yet, whichever hook observer (the
+    // debugger's or the viewer's) was told first; the viewer's hook sees it finish.
+    if (s.window && node_id > 0 && node_id == tape_next_id() - 1 && tape_find(node_id)) s.running.insert(node_id);
+    s.stop_node = node_id;
+    s.stop_backward = backward;
+    s.selected = node_id;
+    s.scroll_to_stop = true;
+    s.view_dirty = true;   // a group hiding the stop opens
+    s.force_frames = std::max(s.force_frames, 3);
+}
+
+void viewer_clear_stop() {
+    ViewerState& s = viewer_state();
+    if (s.stop_node == 0) return;
+    s.stop_node = 0;
+    s.stop_backward = false;
+    s.view_dirty = true;
+    s.force_frames = std::max(s.force_frames, 2);
+}
+
+void viewer_select_node(int64_t node_id) { viewer_select(node_id, true); }
+
+void viewer_set_controls(const ViewerControls* controls) {
+    ViewerState& s = viewer_state();
+    s.has_controls = controls != nullptr;
+    s.controls = controls ? *controls : ViewerControls();
+    s.force_frames = std::max(s.force_frames, 2);
+}
+
+void viewer_set_breakpoints(const std::vector<ViewerBreakpoint>& breakpoints) {
+    ViewerState& s = viewer_state();
+    s.breakpoints = breakpoints;
+    s.force_frames = std::max(s.force_frames, 2);
+}
+
+namespace td {
+
+// ============================================================================================
+// [SECTION] scripts
+
+void viewer_frame_forced() { frame_step(true); }
+
+bool viewer_wait_layout(double timeout) {
+    ViewerState& s = viewer_state();
+    Clock::time_point start = Clock::now();
+    while (s.window) {
+        frame_step(false);
+        if (s.window && layout_current(s)) {
+            model_update(s);
+            return true;
+        }
+        if (seconds_since(start) > timeout) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return false;
+}
+
+std::vector<double> viewer_bench_frames(int frames) {
+    ViewerState& s = viewer_state();
+    std::vector<double> ms;
+    s.sync_frames = true;
+    for (int i = 0; i < frames && s.window; ++i) {
+        frame_step(true);
+        if (!s.frame_ms.empty()) ms.push_back(s.frame_ms.back());
+    }
+    s.sync_frames = false;
+    return ms;
+}
+
+bool viewer_capture(std::string* error) {
+    ViewerState& s = viewer_state();
+    if (!s.window) {
+        if (error) *error = "the viewer window is not open";
+        return false;
+    }
+    s.capture_request = true;
+    s.capture_path.clear();
+    frame_step(true);
+    return !s.capture_request;
+}
+
+LayoutResult viewer_layout_now() {
+    ViewerState& s = viewer_state();
+    std::vector<NodeRecord> records;
+    if (s.window) {
+        model_update(s);
+        records = s.records;
+    } else {
+        records_update(records, {});
+    }
+    GraphView view = build_view(s, records);
+    return layout_compute(layout_input_from_view(view, s.backward_up));
+}
+
+void viewer_click(float x, float y, int button, bool double_click) {
+    ViewerState& s = viewer_state();
+    if (!s.window) return;
+    button = std::clamp(button, 0, 2);
+    s.scripted_mouse = true;
+    s.mouse_pos = ImVec2(x, y);
+    for (bool& down : s.mouse_down) down = false;
+    frame_step(true);   // hover
+    for (int click = 0; click < (double_click ? 2 : 1); ++click) {
+        s.mouse_down[button] = true;
+        frame_step(true);
+        s.mouse_down[button] = false;
+        frame_step(true);
+    }
+    frame_step(true);
+    s.scripted_mouse = false;
+}
+
+void viewer_request_close() {
+    ViewerState& s = viewer_state();
+    if (s.window) glfwSetWindowShouldClose(s.window, GLFW_TRUE);
+}
+
+void viewer_fit() {
+    ViewerState& s = viewer_state();
+    s.fit_request = true;
+    s.camera = CAMERA_FIT;
+    s.force_frames = std::max(s.force_frames, 2);
+}
+
+// Closing the Lua state: the window, the hook, and every callback into Lua go.
+void viewer_shutdown() {
+    ViewerState& s = viewer_state();
+    viewer_close();
+    s.node_callback = nullptr;
+    s.namer = nullptr;
+    s.has_controls = false;
+    s.controls = ViewerControls();
+    observer_sync(s);
+    if (g_glfw_ready) {
+        glfwTerminate();
+        g_glfw_ready = false;
+    }
+}
+
+void viewer_set_node_callback(std::function<void(Node*, HookEvent)> callback) {
+    ViewerState& s = viewer_state();
+    s.node_callback = std::move(callback);
+    observer_sync(s);
+}
+
+}  // namespace td

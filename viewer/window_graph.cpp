@@ -1,0 +1,695 @@
+// window_graph.cpp: the Graph window. The laid-out boxes and edges drawn with ImDrawList (the model
+// is Dear ImGui's "Custom Rendering" canvas): pan (drag), zoom (wheel), fit (F), hover tooltip,
+// click to select, double-click to open or close a group, right-click for breakpoints.
+//
+// Level of detail keeps a frame cheap at a thousand boxes on a software renderer: boxes and edges
+// off the canvas are skipped, labels are drawn only where they are legible, curves become straight
+// lines and lose anti-aliasing when the graph is small on screen.
+//
+// [SECTION] camera     layout <-> screen, fit, scroll into view
+// [SECTION] shapes     box colours, dashed outlines, arrows
+// [SECTION] menu       the right-click menu and the tooltip
+// [SECTION] window     draw_graph_window
+#include <GLFW/glfw3.h>
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <deque>
+
+#include "source_cache.h"
+#include "viewer_internal.h"
+
+namespace td {
+
+namespace {
+
+// ============================================================================================
+// [SECTION] camera
+
+struct Camera {
+    ImVec2 origin;   // canvas top-left on screen
+    ImVec2 pan;      // layout point at the canvas top-left
+    float zoom;
+
+    ImVec2 to_screen(float x, float y) const {
+        return ImVec2(origin.x + (x - pan.x) * zoom, origin.y + (y - pan.y) * zoom);
+    }
+    ImVec2 to_layout(ImVec2 p) const { return ImVec2(pan.x + (p.x - origin.x) / zoom, pan.y + (p.y - origin.y) / zoom); }
+};
+
+constexpr float MIN_ZOOM = 0.02f, MAX_ZOOM = 4.0f;
+
+constexpr float LEGEND_HEIGHT = 20.0f;   // the legend strip along the canvas top
+
+void camera_fit(ViewerState& s, ImVec2 canvas) {
+    const LayoutRect& b = s.placement.bounds;
+    float w = b.x1 - b.x0 + 40, h = b.y1 - b.y0 + 40;
+    if (w <= 40 && h <= 40) return;
+    float top = LEGEND_HEIGHT;   // keep the graph clear of the legend
+    s.zoom = std::clamp(std::min(canvas.x / w, (canvas.y - top) / h), MIN_ZOOM, 1.5f);
+    s.pan = ImVec2((b.x0 + b.x1) * 0.5f - canvas.x * 0.5f / s.zoom,
+                   (b.y0 + b.y1) * 0.5f - (canvas.y + top) * 0.5f / s.zoom);
+}
+
+// Keep the camera over the graph: no more empty canvas than needed on any side.
+void camera_clamp(ViewerState& s, ImVec2 canvas) {
+    const LayoutRect& b = s.placement.bounds;
+    float margin = 20.0f / s.zoom, top = LEGEND_HEIGHT / s.zoom;
+    float view_w = canvas.x / s.zoom, view_h = canvas.y / s.zoom;
+    if (b.x1 - b.x0 + 2 * margin <= view_w) s.pan.x = (b.x0 + b.x1 - view_w) * 0.5f;
+    else s.pan.x = std::clamp(s.pan.x, b.x0 - margin, b.x1 + margin - view_w);
+    if (b.y1 - b.y0 + 2 * margin + top <= view_h) s.pan.y = (b.y0 + b.y1 - view_h - top) * 0.5f;
+    else s.pan.y = std::clamp(s.pan.y, b.y0 - margin - top, b.y1 + margin - view_h);
+}
+
+// After a new layout, unless the user moved the camera: the whole graph when its labels stay
+// legible, else a legible zoom centred on the node of interest (the stop, the selection, or the
+// newest node: where the graph grows).
+void camera_follow(ViewerState& s, ImVec2 canvas) {
+    camera_fit(s, canvas);
+    if (s.zoom * GRAPH_FONT_SIZE >= 7.0f) return;
+    const GraphView& v = s.view;
+    int focus = s.stop_node ? v.box_of(s.stop_node) : s.selected ? v.box_of(s.selected) : -1;
+    int64_t newest = 0;
+    if (focus < 0)
+        for (const auto& entry : v.box_of_node)
+            if (entry.first > newest) {
+                newest = entry.first;
+                focus = entry.second;
+            }
+    if (focus < 0 || static_cast<size_t>(focus) >= s.placement.rects.size()) return;
+    const LayoutRect& r = s.placement.rects[focus];
+    s.zoom = 0.8f;
+    s.pan = ImVec2((r.x0 + r.x1) * 0.5f - canvas.x * 0.5f / s.zoom, (r.y0 + r.y1) * 0.5f - canvas.y * 0.5f / s.zoom);
+    camera_clamp(s, canvas);
+}
+
+// Pan (and zoom in to a legible size if needed) so that r is on the canvas; nothing when it is.
+void camera_show(ViewerState& s, const LayoutRect& r, ImVec2 canvas) {
+    bool legible = s.zoom * GRAPH_FONT_SIZE >= 7.0f;
+    float margin = 16.0f / s.zoom;
+    bool inside = r.x0 >= s.pan.x + margin && r.y0 >= s.pan.y + margin && r.x1 <= s.pan.x + canvas.x / s.zoom - margin &&
+                  r.y1 <= s.pan.y + canvas.y / s.zoom - margin;
+    if (inside && legible) return;
+    if (!legible) s.zoom = 1.0f;
+    s.pan = ImVec2((r.x0 + r.x1) * 0.5f - canvas.x * 0.5f / s.zoom, (r.y0 + r.y1) * 0.5f - canvas.y * 0.5f / s.zoom);
+    s.camera = CAMERA_MANUAL;
+}
+
+// ============================================================================================
+// [SECTION] shapes
+
+ImU32 box_fill(const ViewBox& b) {
+    if (b.kind == BOX_STUB) return IM_COL32(0, 0, 0, 0);
+    if (b.kind == BOX_CLUSTER && !b.is_function) return b.phase == PHASE_BACKWARD ? COLOUR_GROUP_BACKWARD : COLOUR_GROUP;
+    if (b.phase == PHASE_BACKWARD) return COLOUR_BACKWARD;
+    if (b.is_leaf) return b.requires_grad ? COLOUR_PARAM : COLOUR_DATA;
+    return COLOUR_OP;
+}
+
+ImU32 fade(ImU32 colour, float alpha) {
+    unsigned a = (colour >> IM_COL32_A_SHIFT) & 0xFF;
+    a = static_cast<unsigned>(static_cast<float>(a) * alpha);
+    return (colour & ~IM_COL32_A_MASK) | (a << IM_COL32_A_SHIFT);
+}
+
+void dashed_line(ImDrawList* dl, ImVec2 a, ImVec2 b, ImU32 colour, float thickness) {
+    float dx = b.x - a.x, dy = b.y - a.y;
+    float length = std::sqrt(dx * dx + dy * dy);
+    if (length < 1) return;
+    const float dash = 5.0f, gap = 3.5f;
+    for (float t = 0; t < length; t += dash + gap) {
+        float e = std::min(t + dash, length);
+        dl->AddLine(ImVec2(a.x + dx * t / length, a.y + dy * t / length), ImVec2(a.x + dx * e / length, a.y + dy * e / length),
+                    colour, thickness);
+    }
+}
+
+void dashed_rect(ImDrawList* dl, ImVec2 p0, ImVec2 p1, ImU32 colour, float thickness) {
+    dashed_line(dl, p0, ImVec2(p1.x, p0.y), colour, thickness);
+    dashed_line(dl, ImVec2(p1.x, p0.y), p1, colour, thickness);
+    dashed_line(dl, p1, ImVec2(p0.x, p1.y), colour, thickness);
+    dashed_line(dl, ImVec2(p0.x, p1.y), p0, colour, thickness);
+}
+
+void arrow_head(ImDrawList* dl, ImVec2 from, ImVec2 tip, float size, ImU32 colour) {
+    float dx = tip.x - from.x, dy = tip.y - from.y;
+    float length = std::sqrt(dx * dx + dy * dy);
+    if (length < 0.01f) return;
+    dx /= length;
+    dy /= length;
+    ImVec2 base(tip.x - dx * size, tip.y - dy * size);
+    ImVec2 side(-dy * size * 0.45f, dx * size * 0.45f);
+    dl->AddTriangleFilled(tip, ImVec2(base.x + side.x, base.y + side.y), ImVec2(base.x - side.x, base.y - side.y), colour);
+}
+
+// Where the segment from the centre of r towards `toward` leaves r (layout units).
+LayoutPoint border_point(const LayoutRect& r, LayoutPoint toward) {
+    float cx = (r.x0 + r.x1) * 0.5f, cy = (r.y0 + r.y1) * 0.5f;
+    float dx = toward.x - cx, dy = toward.y - cy;
+    float hw = (r.x1 - r.x0) * 0.5f, hh = (r.y1 - r.y0) * 0.5f;
+    if (std::fabs(dx) < 1e-3f && std::fabs(dy) < 1e-3f) return {cx, cy};
+    float t = std::min(std::fabs(dx) > 1e-3f ? hw / std::fabs(dx) : 1e9f, std::fabs(dy) > 1e-3f ? hh / std::fabs(dy) : 1e9f);
+    return {cx + dx * t, cy + dy * t};
+}
+
+bool intersects(const LayoutRect& r, const LayoutRect& view) {
+    return r.x1 >= view.x0 && r.x0 <= view.x1 && r.y1 >= view.y0 && r.y0 <= view.y1;
+}
+
+// ============================================================================================
+// [SECTION] menu
+
+// Text of one line of a node list: "#5 mm".
+std::string node_label(const ViewerState& s, int64_t id) {
+    const NodeRecord* r = record_find(s.records, id);
+    return "#" + std::to_string(id) + (r ? " " + r->op : std::string(" (freed)"));
+}
+
+void draw_tooltip(ViewerState& s, const ViewBox& b) {
+    ImGui::BeginTooltip();
+    const NodeRecord* r = record_find(s.records, b.node_id);
+    if (b.kind == BOX_CLUSTER && b.cluster >= 0) {
+        const Cluster& c = s.view.clusters[b.cluster];
+        ImGui::TextUnformatted(c.title.c_str());
+        ImGui::TextDisabled("%d ops, collapsed (double-click to open)", static_cast<int>(c.members.size()));
+        for (size_t i = 0; i < c.members.size() && i < 10; ++i) ImGui::Text("  %s", node_label(s, c.members[i]).c_str());
+        if (c.members.size() > 10) ImGui::TextDisabled("  ... %d more", static_cast<int>(c.members.size() - 10));
+    } else if (b.kind == BOX_STUB) {
+        ImGui::Text("#%lld: freed (no tensor reaches it any more)", static_cast<long long>(b.node_id));
+    } else if (r) {
+        ImGui::Text("#%lld %s   %s %s", static_cast<long long>(r->id), r->op.c_str(), r->shape.c_str(), r->dtype.c_str());
+        if (!r->name.empty()) ImGui::Text("global: %s", r->name.c_str());
+        if (r->phase == PHASE_BACKWARD) ImGui::Text("backward: part of the gradient of %s", node_label(s, r->group).c_str());
+        else ImGui::TextUnformatted(r->is_leaf ? (r->requires_grad ? "leaf, requires grad" : "leaf") : "forward op");
+        std::string where = source_loc_str(r->where);
+        std::string text = source_line_text(source_file_name(r->where.file), r->where.line);
+        ImGui::Text("%s", where.c_str());
+        if (!text.empty()) ImGui::TextDisabled("  %s", text.c_str());
+        if (b.kind == BOX_GHOST) ImGui::TextDisabled("a copy of #%lld drawn next to this use", static_cast<long long>(r->id));
+        if (!r->executed) ImGui::TextColored(ImVec4(0.9f, 0.5f, 0.1f, 1), "not run yet");
+        if (b.is_function && b.member_count > 1) ImGui::TextDisabled("double-click to show the ops inside");
+    }
+    ImGui::EndTooltip();
+}
+
+// The menu of a right-clicked box: breakpoints (through the debugger's callbacks), going between
+// a node and its gradient, opening and closing groups.
+void draw_box_menu(ViewerState& s, const std::string& key) {
+    auto found = s.view.box_by_key.find(key);
+    if (found == s.view.box_by_key.end()) {
+        ImGui::CloseCurrentPopup();
+        return;
+    }
+    const ViewBox& b = s.view.boxes[found->second];
+    const NodeRecord* r = record_find(s.records, b.node_id);
+    ImGui::TextUnformatted(b.title.c_str());
+    ImGui::Separator();
+    if (ImGui::MenuItem("Select")) viewer_select(b.node_id, false);
+    if (r && b.kind != BOX_CLUSTER) {
+        ViewerControls c = s.controls;
+        int64_t id = r->id;
+        std::string op = r->op.substr(0, r->op.find('('));
+        int phase = static_cast<int>(r->phase);
+        bool on_node = false;
+        for (const ViewerBreakpoint& bp : s.breakpoints) on_node = on_node || bp.node_id == id;
+        std::string label = "Break at #" + std::to_string(id);
+        if (ImGui::MenuItem(label.c_str(), nullptr, on_node, c.toggle_node_breakpoint != nullptr))
+            viewer_defer([c, id] { c.toggle_node_breakpoint(id, c.user); });
+        viewer_note_item(label);
+        label = "Break at every " + op + (phase == PHASE_BACKWARD ? " (backward)" : " (forward)");
+        if (ImGui::MenuItem(label.c_str(), nullptr, false, c.toggle_op_breakpoint != nullptr))
+            viewer_defer([c, op, phase] { c.toggle_op_breakpoint(op.c_str(), phase, c.user); });
+        viewer_note_item(label);
+        if (!c.toggle_node_breakpoint && !c.toggle_op_breakpoint) ImGui::TextDisabled("(no debugger attached)");
+        ImGui::Separator();
+        if (r->phase == PHASE_FORWARD) {
+            int64_t first = 0;
+            for (const NodeRecord& m : s.records)
+                if (m.phase == PHASE_BACKWARD && m.group == id && m.inner_of == 0) {
+                    first = m.id;
+                    break;
+                }
+            if (first && ImGui::MenuItem(("Go to its gradient " + node_label(s, first)).c_str())) viewer_select(first, true);
+        } else if (r->inner_of == 0 && ImGui::MenuItem(("Go to the forward node " + node_label(s, r->group)).c_str())) {
+            viewer_select(r->group, true);
+        }
+        if (b.kind == BOX_GHOST && ImGui::MenuItem("Go to the original")) viewer_select(id, true);
+    }
+    if (b.kind == BOX_CLUSTER && b.cluster >= 0 && ImGui::MenuItem("Open this group"))
+        viewer_set_expanded(s.view.clusters[b.cluster].key, true);
+    if (b.kind == BOX_NODE && b.is_function && b.member_count > 1 && ImGui::MenuItem("Show the ops inside"))
+        viewer_set_expanded("fn:" + std::to_string(b.node_id), true);
+    if (b.frame >= 0 && b.frame < static_cast<int>(s.view.clusters.size())) {
+        const Cluster& c = s.view.clusters[b.frame];
+        if (ImGui::MenuItem(("Close group: " + c.title).c_str())) viewer_set_expanded(c.key, false);
+    }
+}
+
+// Find a node by "#12", "12" or an op name (the next match after the selection).
+void find_node(ViewerState& s, const char* text) {
+    while (*text == ' ' || *text == '#') ++text;
+    if (!*text) return;
+    char* end = nullptr;
+    long long id = strtoll(text, &end, 10);
+    if (end && *end == '\0' && id > 0) {
+        viewer_select(id, true);
+        return;
+    }
+    int64_t first = 0, next = 0;
+    for (const NodeRecord& r : s.records) {
+        if (r.op.find(text) == std::string::npos && r.name != text) continue;
+        if (!first) first = r.id;
+        if (!next && r.id > s.selected) next = r.id;
+    }
+    if (next || first) viewer_select(next ? next : first, true);
+}
+
+// ============================================================================================
+// [SECTION] window
+
+bool show_legend = true;
+
+void draw_toolbar(ViewerState& s) {
+    if (ImGui::Button("Fit")) {
+        s.fit_request = true;
+        s.camera = CAMERA_FIT;
+    }
+    ImGui::SameLine();
+    ImGui::Text("%3.0f%%", s.zoom * 100.0f);
+    ImGui::SameLine();
+    static char find_text[64] = "";
+    ImGui::SetNextItemWidth(150);
+    if (ImGui::InputTextWithHint("##find", "find: #id, op, name", find_text, sizeof find_text,
+                                 ImGuiInputTextFlags_EnterReturnsTrue))
+        find_node(s, find_text);
+    ImGui::SameLine();
+    ImGui::Checkbox("legend", &show_legend);
+    ImGui::SameLine();
+    int nodes = static_cast<int>(s.records.size());
+    ImGui::TextDisabled("%d node%s, %d box%s", nodes, nodes == 1 ? "" : "s", static_cast<int>(s.view.boxes.size()),
+                        s.view.boxes.size() == 1 ? "" : "es");
+    ImGui::SameLine();
+    if (s.layout_requested && s.worker.busy())
+        ImGui::TextColored(ImVec4(0.95f, 0.75f, 0.3f, 1), "laying out... %.1f s",
+                           std::chrono::duration<double>(std::chrono::steady_clock::now() - s.layout_started).count());
+    else if (s.layout.ok)
+        ImGui::TextDisabled("layout %.0f ms", s.layout.seconds * 1000.0);
+    if (!s.layout.error.empty()) {
+        ImGui::SameLine();
+        ImGui::TextColored(ImVec4(1, 0.4f, 0.4f, 1), "%s", s.layout.error.c_str());
+    }
+    if (s.view.cap_focus != 0)
+        ImGui::TextColored(ImVec4(1, 0.85f, 0.3f, 1),
+                           "Showing %d boxes of %d nodes: the neighbourhood of #%lld (the node cap is in Options)",
+                           static_cast<int>(s.view.boxes.size()), s.view.total_nodes,
+                           static_cast<long long>(s.view.cap_focus));
+}
+
+// The colours, in a strip along the top of the canvas.
+void draw_legend(ImDrawList* dl, ImVec2 origin, float width) {
+    struct Item {
+        const char* text;
+        ImU32 fill;
+        bool dashed;
+    };
+    const Item items[] = {{"parameter", COLOUR_PARAM, false}, {"data", COLOUR_DATA, false},
+                          {"op", COLOUR_OP, false},           {"backward", COLOUR_BACKWARD, false},
+                          {"group", COLOUR_GROUP, false},     {"copy of a shared leaf", COLOUR_PARAM, true},
+                          {"stopped", COLOUR_HIGHLIGHT, false}};
+    dl->AddRectFilled(origin, ImVec2(origin.x + width, origin.y + LEGEND_HEIGHT), IM_COL32(255, 255, 255, 200));
+    float x = origin.x + 6, y = origin.y + 3;
+    for (const Item& item : items) {
+        ImVec2 a(x, y + 2), b(x + 18, y + 13);
+        dl->AddRectFilled(a, b, item.fill, 2);
+        if (item.dashed) dashed_rect(dl, a, b, COLOUR_BORDER, 1);
+        else dl->AddRect(a, b, COLOUR_BORDER, 2);
+        dl->AddText(ImVec2(x + 23, y - 1), COLOUR_TEXT_DIM, item.text);
+        x += 30 + ImGui::CalcTextSize(item.text).x;
+    }
+}
+
+}  // namespace
+
+void draw_graph_window(ViewerState& s, const Tile& tile) {
+    ImGui::SetNextWindowPos(tile.pos);
+    ImGui::SetNextWindowSize(tile.size);
+    ImGuiWindowFlags flags = ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse |
+                             ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse |
+                             ImGuiWindowFlags_NoBringToFrontOnFocus | ImGuiWindowFlags_NoBackground;
+    // No window background under the canvas: on a software renderer a 1280x800 frame is fill-rate
+    // bound (llvmpipe), so no pixel is drawn twice that need not be. The toolbar gets its own.
+    ImGui::Begin("Graph", nullptr, flags);
+    ImDrawList* window_dl = ImGui::GetWindowDrawList();
+    window_dl->ChannelsSplit(2);
+    window_dl->ChannelsSetCurrent(1);
+    draw_toolbar(s);
+
+    ImVec2 origin = ImGui::GetCursorScreenPos();
+    window_dl->ChannelsSetCurrent(0);
+    window_dl->AddRectFilled(ImGui::GetWindowPos(), ImVec2(tile.pos.x + tile.size.x, origin.y), ImGui::GetColorU32(ImGuiCol_WindowBg));
+    window_dl->ChannelsSetCurrent(1);
+    ImVec2 size = ImGui::GetContentRegionAvail();
+    size.x = std::max(size.x, 50.0f);
+    size.y = std::max(size.y, 50.0f);
+    s.canvas_size = size;
+    ImGui::InvisibleButton("canvas", size,
+                           ImGuiButtonFlags_MouseButtonLeft | ImGuiButtonFlags_MouseButtonRight |
+                               ImGuiButtonFlags_MouseButtonMiddle);
+    bool hovered = ImGui::IsItemHovered();
+    bool active = ImGui::IsItemActive();
+    ImGuiIO& io = ImGui::GetIO();
+    const GraphView& v = s.view;
+    const Placement& p = s.placement;
+
+    // Camera: fit, the stop or selection into view, wheel zoom about the mouse, drag to pan.
+    if ((s.fit_request || s.follow_request) && !v.boxes.empty() && p.rects.size() == v.boxes.size()) {
+        if (s.fit_request) camera_fit(s, size);
+        else camera_follow(s, size);
+        s.fit_request = s.follow_request = false;
+    }
+    auto show_node = [&](int64_t id) {
+        int b = v.box_of(id);
+        if (b < 0 || b >= static_cast<int>(p.rects.size())) return false;
+        if (p.provisional[b] && s.layout_requested && s.worker.busy()) return false;   // wait for its place
+        camera_show(s, p.rects[b], size);
+        return true;
+    };
+    if (s.scroll_to_stop && s.stop_node && show_node(s.stop_node)) s.scroll_to_stop = false;
+    if (s.scroll_to_selected && s.selected && show_node(s.selected)) s.scroll_to_selected = false;
+    Camera cam{origin, s.pan, s.zoom};
+    if (hovered && io.MouseWheel != 0 && io.KeyShift) {   // Shift+wheel scrolls up and down
+        s.pan.y -= io.MouseWheel * 60.0f / s.zoom;
+        s.camera = CAMERA_MANUAL;
+    } else if (hovered && io.MouseWheel != 0) {
+        ImVec2 anchor = cam.to_layout(io.MousePos);
+        s.zoom = std::clamp(s.zoom * std::pow(1.15f, io.MouseWheel), MIN_ZOOM, MAX_ZOOM);
+        s.pan = ImVec2(anchor.x - (io.MousePos.x - origin.x) / s.zoom, anchor.y - (io.MousePos.y - origin.y) / s.zoom);
+        s.camera = CAMERA_MANUAL;
+    }
+    bool dragging = active && (ImGui::IsMouseDragging(ImGuiMouseButton_Left) || ImGui::IsMouseDragging(ImGuiMouseButton_Right) ||
+                               ImGui::IsMouseDragging(ImGuiMouseButton_Middle));
+    if (dragging) {
+        s.pan = ImVec2(s.pan.x - io.MouseDelta.x / s.zoom, s.pan.y - io.MouseDelta.y / s.zoom);
+        s.camera = CAMERA_MANUAL;
+    }
+    if (ImGui::IsWindowFocused() && !io.WantTextInput) {
+        if (ImGui::IsKeyPressed(GLFW_KEY_F, false)) {
+            s.fit_request = true;
+            s.camera = CAMERA_FIT;
+        }
+        if (ImGui::IsKeyPressed(GLFW_KEY_EQUAL) || ImGui::IsKeyPressed(GLFW_KEY_KP_ADD))
+            s.zoom = std::min(s.zoom * 1.2f, MAX_ZOOM);
+        if (ImGui::IsKeyPressed(GLFW_KEY_MINUS) || ImGui::IsKeyPressed(GLFW_KEY_KP_SUBTRACT))
+            s.zoom = std::max(s.zoom / 1.2f, MIN_ZOOM);
+        if (ImGui::IsKeyPressed(GLFW_KEY_ESCAPE, false)) viewer_select(0, false);
+        float step = 80.0f / s.zoom;
+        if (ImGui::IsKeyPressed(GLFW_KEY_UP) || ImGui::IsKeyPressed(GLFW_KEY_PAGE_UP)) s.pan.y -= step * (ImGui::IsKeyPressed(GLFW_KEY_PAGE_UP) ? 5 : 1);
+        if (ImGui::IsKeyPressed(GLFW_KEY_DOWN) || ImGui::IsKeyPressed(GLFW_KEY_PAGE_DOWN)) s.pan.y += step * (ImGui::IsKeyPressed(GLFW_KEY_PAGE_DOWN) ? 5 : 1);
+        if (ImGui::IsKeyPressed(GLFW_KEY_LEFT)) s.pan.x -= step;
+        if (ImGui::IsKeyPressed(GLFW_KEY_RIGHT)) s.pan.x += step;
+    }
+    cam = Camera{origin, s.pan, s.zoom};
+
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    ImVec2 corner(origin.x + size.x, origin.y + size.y);
+    dl->PushClipRect(origin, corner, true);
+    dl->AddRectFilled(origin, corner, COLOUR_CANVAS);
+    LayoutRect visible{s.pan.x, s.pan.y, s.pan.x + size.x / s.zoom, s.pan.y + size.y / s.zoom};
+    float z = s.zoom;
+    float label_px = GRAPH_FONT_SIZE * z;
+    bool labels = label_px >= 6.5f;
+    bool details = label_px >= 9.0f;
+    bool curves = z >= 0.3f;
+
+    int highlighted = s.stop_node ? v.box_of(s.stop_node) : -1;
+    int64_t stop_group = 0;
+    if (s.stop_node && s.stop_backward) {
+        const NodeRecord* stop = record_find(s.records, s.stop_node);
+        if (stop) stop_group = stop->phase == PHASE_BACKWARD ? stop->group : stop->id;
+    }
+
+    // Hovered box: the last drawn (topmost) box under the mouse.
+    int hovered_box = -1;
+    if (hovered && !dragging && p.rects.size() == v.boxes.size()) {
+        ImVec2 m = cam.to_layout(io.MousePos);
+        for (int i = static_cast<int>(v.boxes.size()) - 1; i >= 0; --i) {
+            const LayoutRect& r = p.rects[i];
+            if (m.x >= r.x0 && m.x <= r.x1 && m.y >= r.y0 && m.y <= r.y1) {
+                hovered_box = i;
+                break;
+            }
+        }
+    }
+    int selected_box = s.selected ? v.box_of(s.selected) : -1;
+
+    // Labels are drawn after every box, in one pass with the labels' font texture.
+    struct Text {
+        ImVec2 pos;
+        ImU32 colour;
+        const std::string* text;
+        ImVec4 clip;
+    };
+    std::vector<Text> texts;
+    std::deque<std::string> frame_titles;   // stable addresses for `texts`
+    if (p.rects.size() == v.boxes.size()) {
+        // Frames of open groups (only once the layout has placed them).
+        for (size_t c = 0; c < v.clusters.size(); ++c) {
+            const Cluster& cluster = v.clusters[c];
+            if (cluster.state != CLUSTER_EXPANDED) continue;
+            auto it = s.layout.frames.find(cluster.key);
+            if (it == s.layout.frames.end() || !intersects(it->second, visible)) continue;
+            ImVec2 a = cam.to_screen(it->second.x0, it->second.y0), b = cam.to_screen(it->second.x1, it->second.y1);
+            dl->AddRectFilled(a, b, IM_COL32(120, 140, 170, 28), 6 * z);
+            dl->AddRect(a, b, COLOUR_FRAME, 6 * z, 0, 1.5f);
+            if (labels) {
+                frame_titles.push_back(cluster.title + "  [close]");
+                const std::string& title = frame_titles.back();
+                texts.push_back({ImVec2(a.x + 5 * z, a.y + 2 * z), COLOUR_FRAME, &title, ImVec4(a.x, a.y, b.x, b.y)});
+                ImVec2 title_end(a.x + 5 * z + s.graph_font->CalcTextSizeA(label_px, FLT_MAX, 0, title.c_str()).x, a.y + label_px + 4 * z);
+                if (hovered && ImGui::IsMouseClicked(ImGuiMouseButton_Left) && io.MousePos.x >= a.x &&
+                    io.MousePos.x <= title_end.x && io.MousePos.y >= a.y && io.MousePos.y <= title_end.y)
+                    viewer_set_expanded(cluster.key, false);
+            }
+        }
+
+        // Edges laid out by dot: their curves; edges to boxes not laid out yet: straight.
+        ImDrawListFlags saved_flags = dl->Flags;
+        if (!curves || v.edges.size() > 1500) dl->Flags &= ~ImDrawListFlags_AntiAliasedLines;   // 1-px lines: 4 vertices
+        float edge_w = std::clamp(1.2f * z, 1.0f, 2.0f);
+        float arrow = std::clamp(7.0f * z, 3.0f, 10.0f);
+        for (size_t i = 0; i < v.edges.size(); ++i) {
+            const ViewEdge& e = v.edges[i];
+            if (e.cross) continue;
+            const LayoutEdgePath* path = p.paths[i];
+            if (path) {
+                if (!intersects(path->bounds, visible)) continue;
+                const std::vector<LayoutPoint>& bz = path->bezier;
+                ImVec2 last = cam.to_screen(bz.back().x, bz.back().y);
+                ImVec2 tip = cam.to_screen(path->tip.x, path->tip.y);
+                if (!curves) {
+                    dl->AddLine(cam.to_screen(bz[0].x, bz[0].y), tip, COLOUR_EDGE, 1.0f);
+                } else {
+                    for (size_t k = 0; k + 3 < bz.size(); k += 3) {
+                        ImVec2 a = cam.to_screen(bz[k].x, bz[k].y), b = cam.to_screen(bz[k + 3].x, bz[k + 3].y);
+                        float length = std::fabs(b.x - a.x) + std::fabs(b.y - a.y);
+                        int segments = std::clamp(static_cast<int>(length / 14.0f), 2, 14);
+                        dl->AddBezierCubic(a, cam.to_screen(bz[k + 1].x, bz[k + 1].y), cam.to_screen(bz[k + 2].x, bz[k + 2].y),
+                                           b, COLOUR_EDGE, edge_w, segments);
+                    }
+                    if (std::fabs(tip.x - last.x) + std::fabs(tip.y - last.y) > 0.5f)
+                        dl->AddLine(last, tip, COLOUR_EDGE, edge_w);
+                }
+                ImVec2 from = std::fabs(tip.x - last.x) + std::fabs(tip.y - last.y) > 0.5f
+                                  ? last
+                                  : cam.to_screen(bz[bz.size() - 2].x, bz[bz.size() - 2].y);
+                arrow_head(dl, from, tip, arrow, COLOUR_EDGE);
+            } else {
+                const LayoutRect& a = p.rects[e.from];
+                const LayoutRect& b = p.rects[e.to];
+                LayoutRect span{std::min(a.x0, b.x0), std::min(a.y0, b.y0), std::max(a.x1, b.x1), std::max(a.y1, b.y1)};
+                if (!intersects(span, visible)) continue;
+                LayoutPoint ca{(a.x0 + a.x1) * 0.5f, (a.y0 + a.y1) * 0.5f}, cb{(b.x0 + b.x1) * 0.5f, (b.y0 + b.y1) * 0.5f};
+                LayoutPoint pa = border_point(a, cb), pb = border_point(b, ca);
+                ImVec2 sa = cam.to_screen(pa.x, pa.y), sb = cam.to_screen(pb.x, pb.y);
+                dl->AddLine(sa, sb, fade(COLOUR_EDGE, 0.6f), edge_w);
+                arrow_head(dl, sa, sb, arrow, fade(COLOUR_EDGE, 0.6f));
+            }
+        }
+
+        // Forward value -> backward node (saved tensors): never given to dot, drawn over it.
+        CrossEdgeMode cross_mode = s.cross_edges;
+        if (cross_mode == CROSS_EDGES_AUTO) {   // all of them while they stay few enough to read
+            int count = 0;
+            for (const ViewEdge& e : v.edges) count += e.cross;
+            cross_mode = count <= 30 ? CROSS_EDGES_ALL : CROSS_EDGES_SELECTION;
+        }
+        if (cross_mode != CROSS_EDGES_NONE) {
+            for (const ViewEdge& e : v.edges) {
+                if (!e.cross) continue;
+                bool touches = e.from == hovered_box || e.to == hovered_box || e.from == selected_box ||
+                               e.to == selected_box || (highlighted >= 0 && (e.from == highlighted || e.to == highlighted));
+                if (cross_mode == CROSS_EDGES_SELECTION && !touches) continue;
+                const LayoutRect& a = p.rects[e.from];
+                const LayoutRect& b = p.rects[e.to];
+                LayoutRect span{std::min(a.x0, b.x0), std::min(a.y0, b.y0), std::max(a.x1, b.x1), std::max(a.y1, b.y1)};
+                if (!intersects(span, visible)) continue;
+                bool left_to_right = a.x1 <= b.x0;
+                ImVec2 sa = cam.to_screen(left_to_right ? a.x1 : a.x0, (a.y0 + a.y1) * 0.5f);
+                ImVec2 sb = cam.to_screen(left_to_right ? b.x0 : b.x1, (b.y0 + b.y1) * 0.5f);
+                float bend = std::max(std::fabs(sb.x - sa.x) * 0.35f, 20.0f) * (left_to_right ? 1.0f : -1.0f);
+                ImU32 colour = touches ? IM_COL32(130, 60, 200, 220) : COLOUR_CROSS_EDGE;
+                float w = touches ? 2.0f : 1.0f;
+                if (curves)
+                    dl->AddBezierCubic(sa, ImVec2(sa.x + bend, sa.y), ImVec2(sb.x - bend, sb.y), sb, colour, w, 12);
+                else
+                    dl->AddLine(sa, sb, colour, w);
+                arrow_head(dl, ImVec2(sb.x - bend, sb.y), sb, arrow * 0.8f, colour);
+            }
+        }
+        dl->Flags = saved_flags;
+
+        // Boxes, with their labels, marks and outlines; the drawn model for tests on the side.
+        s.drawn.clear();
+        s.drawn.reserve(v.boxes.size());
+        for (size_t i = 0; i < v.boxes.size(); ++i) {
+            const ViewBox& b = v.boxes[i];
+            const LayoutRect& r = p.rects[i];
+            DrawnBox d;
+            d.box = static_cast<int>(i);
+            d.key = b.key;
+            d.node_id = b.node_id;
+            d.kind = b.kind;
+            ImVec2 a = cam.to_screen(r.x0, r.y0), c = cam.to_screen(r.x1, r.y1);
+            d.x0 = a.x;
+            d.y0 = a.y;
+            d.x1 = c.x;
+            d.y1 = c.y;
+            d.highlighted = static_cast<int>(i) == highlighted;
+            d.selected = s.selected != 0 && b.node_id == s.selected && b.kind != BOX_STUB;
+            d.visible = intersects(r, visible);
+            s.drawn.push_back(d);
+            if (!d.visible) continue;
+
+            const NodeRecord* rec = b.kind == BOX_NODE || b.kind == BOX_GHOST ? record_find(s.records, b.node_id) : nullptr;
+            float alpha = p.provisional[i] ? 0.55f : (b.kind == BOX_GHOST ? 0.8f : 1.0f);
+            float height = c.y - a.y;
+            ImU32 fill = d.highlighted ? COLOUR_HIGHLIGHT : box_fill(b);
+            if (!b.executed && !d.highlighted) fill = COLOUR_OP;
+            bool stacked = b.kind == BOX_CLUSTER || (b.is_function && b.member_count > 1);
+            if (height < 5.0f) {   // far away: a dot of colour
+                dl->AddRectFilled(a, ImVec2(std::max(c.x, a.x + 1), std::max(c.y, a.y + 1)), fade(fill == COLOUR_OP ? COLOUR_BORDER : fill, alpha));
+                continue;
+            }
+            if (height < 22.0f) {   // too small for labels: square rectangles, the outline as an underlay
+                float edge = d.highlighted ? 2.5f : d.selected ? 2.0f : 1.0f;
+                ImU32 outline = d.highlighted  ? COLOUR_HIGHLIGHT_BORDER
+                                : d.selected   ? COLOUR_SELECTED
+                                : b.kind == BOX_GHOST || b.kind == BOX_STUB ? fade(COLOUR_BORDER, 0.45f)
+                                               : fade(COLOUR_BORDER, alpha);
+                if (stacked) dl->AddRectFilled(ImVec2(a.x + 2, a.y + 2), ImVec2(c.x + 3, c.y + 3), outline);
+                dl->AddRectFilled(ImVec2(a.x - edge, a.y - edge), ImVec2(c.x + edge, c.y + edge), outline);
+                if (b.kind != BOX_STUB) dl->AddRectFilled(a, c, fade(fill, alpha));
+                continue;
+            }
+            float round = std::min(4.0f * z, 6.0f);
+            if (stacked) {
+                float off = std::clamp(3.0f * z, 2.0f, 4.0f);
+                dl->AddRectFilled(ImVec2(a.x + 2 * off, a.y + 2 * off), ImVec2(c.x + 2 * off, c.y + 2 * off), fade(fill, alpha * 0.6f), round);
+                dl->AddRect(ImVec2(a.x + 2 * off, a.y + 2 * off), ImVec2(c.x + 2 * off, c.y + 2 * off), fade(COLOUR_BORDER, alpha * 0.6f), round);
+                dl->AddRectFilled(ImVec2(a.x + off, a.y + off), ImVec2(c.x + off, c.y + off), fade(fill, alpha), round);
+                dl->AddRect(ImVec2(a.x + off, a.y + off), ImVec2(c.x + off, c.y + off), fade(COLOUR_BORDER, alpha), round);
+            }
+            if (b.kind != BOX_STUB) dl->AddRectFilled(a, c, fade(fill, alpha), round);
+            float border_w = std::clamp(z, 1.0f, 1.5f);
+            if (d.highlighted) {
+                dl->AddRect(ImVec2(a.x - 2, a.y - 2), ImVec2(c.x + 2, c.y + 2), COLOUR_HIGHLIGHT_BORDER, round + 2, 0, 3.0f);
+            } else if (b.kind == BOX_GHOST || b.kind == BOX_STUB) {
+                dashed_rect(dl, a, c, fade(COLOUR_BORDER, alpha), border_w);
+            } else if (!b.executed) {
+                dashed_rect(dl, a, c, IM_COL32(220, 120, 30, 255), 1.5f);
+            } else {
+                dl->AddRect(a, c, fade(COLOUR_BORDER, alpha), round, 0, border_w);
+            }
+            if (d.selected && !d.highlighted)
+                dl->AddRect(ImVec2(a.x - 2, a.y - 2), ImVec2(c.x + 2, c.y + 2), COLOUR_SELECTED, round + 2, 0, 2.5f);
+            if (static_cast<int>(i) == hovered_box && !d.highlighted)
+                dl->AddRect(ImVec2(a.x - 1, a.y - 1), ImVec2(c.x + 1, c.y + 1), IM_COL32(30, 100, 255, 140), round + 1, 0, 1.5f);
+
+            float mark = std::clamp(3.5f * z, 2.5f, 5.0f);
+            if (rec && b.kind == BOX_NODE && viewer_breakpoint_on_node(s, *rec))
+                dl->AddCircleFilled(ImVec2(a.x + mark + 1, a.y + mark + 1), mark, COLOUR_BREAKPOINT);
+            // While stopped in the backward pass: forward nodes whose gradient is done / still to come.
+            if (stop_group && b.phase == PHASE_FORWARD && b.requires_grad && b.kind != BOX_GHOST) {
+                ImVec2 at(c.x - mark - 2, a.y + mark + 2);
+                if (b.node_id > stop_group) dl->AddCircleFilled(at, mark, COLOUR_GRAD_DONE);
+                else if (b.node_id == stop_group) dl->AddCircleFilled(at, mark, COLOUR_HIGHLIGHT_BORDER);
+                else dl->AddCircle(at, mark, COLOUR_GRAD_PENDING, 0, 1.5f);
+            }
+
+            if (labels) {
+                ImVec4 clip(a.x + 1, a.y + 1, c.x - 1, c.y - 1);
+                float line = label_px + z;
+                float y = a.y + 4 * z;
+                float x = a.x + 8 * z;
+                ImU32 text = b.kind == BOX_STUB ? COLOUR_TEXT_DIM : fade(COLOUR_TEXT, std::max(alpha, 0.8f));
+                texts.push_back({ImVec2(x, y), text, &b.title, clip});
+                if (details) {
+                    if (!b.detail.empty()) {
+                        y += line;
+                        texts.push_back({ImVec2(x, y), COLOUR_TEXT_DIM, &b.detail, clip});
+                    }
+                    if (!b.extra.empty()) {
+                        y += line;
+                        texts.push_back({ImVec2(x, y), COLOUR_TEXT_DIM, &b.extra, clip});
+                    }
+                }
+            }
+        }
+        dl->PushTextureID(s.graph_atlas->TexID);
+        for (const Text& t : texts)
+            dl->AddText(s.graph_font, label_px, t.pos, t.colour, t.text->c_str(), nullptr, 0, &t.clip);
+        dl->PopTextureID();
+    }
+    if (show_legend) draw_legend(dl, origin, size.x);
+    if (v.boxes.empty()) {
+        const char* text = "The tape is empty: run some tensor ops at the prompt.";
+        dl->AddText(ImVec2(origin.x + 20, origin.y + 20), COLOUR_TEXT_DIM, text);
+    }
+    dl->PopClipRect();
+
+    // Clicks: select, open/close groups, the menu.
+    static std::string menu_key;
+    bool click_left = hovered && ImGui::IsMouseReleased(ImGuiMouseButton_Left) &&
+                      ImGui::GetMouseDragDelta(ImGuiMouseButton_Left, 0.0f).x == 0 &&
+                      ImGui::GetMouseDragDelta(ImGuiMouseButton_Left, 0.0f).y == 0;
+    float right_drag = std::fabs(ImGui::GetMouseDragDelta(ImGuiMouseButton_Right, 0.0f).x) +
+                       std::fabs(ImGui::GetMouseDragDelta(ImGuiMouseButton_Right, 0.0f).y);
+    if (hovered_box >= 0) {
+        const ViewBox& b = v.boxes[hovered_box];
+        if (ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left)) {
+            if (b.kind == BOX_CLUSTER && b.cluster >= 0) viewer_set_expanded(v.clusters[b.cluster].key, true);
+            else if (b.is_function && b.member_count > 1) viewer_set_expanded("fn:" + std::to_string(b.node_id), true);
+            else if (b.kind == BOX_GHOST) viewer_select(b.node_id, true);
+        } else if (click_left && b.kind != BOX_STUB) {
+            viewer_select(b.node_id, false);
+        }
+        if (hovered && ImGui::IsMouseReleased(ImGuiMouseButton_Right) && right_drag < 3.0f) {
+            menu_key = b.key;
+            ImGui::OpenPopup("box_menu");
+        }
+        if (!ImGui::IsPopupOpen("box_menu")) draw_tooltip(s, b);
+    } else if (click_left) {
+        viewer_select(0, false);
+    }
+    window_dl->ChannelsMerge();
+    if (ImGui::BeginPopup("box_menu")) {
+        draw_box_menu(s, menu_key);
+        ImGui::EndPopup();
+    }
+    ImGui::End();
+}
+
+}  // namespace td

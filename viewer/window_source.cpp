@@ -1,0 +1,111 @@
+// window_source.cpp: the Source window: the script of the stopped (or selected) node, with the
+// stop line marked, breakpoint dots in the gutter (a click there toggles one through the
+// debugger's callback), and a dot on every line that recorded nodes (a click selects its newest).
+#include <algorithm>
+#include <map>
+
+#include "source_cache.h"
+#include "viewer_internal.h"
+
+namespace td {
+
+namespace {
+
+constexpr ImU32 COLOUR_STOP_LINE = IM_COL32(120, 95, 0, 255);
+constexpr ImU32 COLOUR_SELECTED_LINE = IM_COL32(40, 70, 120, 255);
+
+}  // namespace
+
+void draw_source_window(ViewerState& s, const Tile& tile) {
+    ImGui::SetNextWindowPos(tile.pos);
+    ImGui::SetNextWindowSize(tile.size);
+    ImGui::Begin("Source", nullptr, ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse);
+
+    // Which file: the stop's, else the selection's, else the last one shown.
+    static std::string file;
+    static int last_target_line = 0;
+    static int64_t last_target = -1;
+    const NodeRecord* stop = s.stop_node ? record_find(s.records, s.stop_node) : nullptr;
+    const NodeRecord* selected = s.selected ? record_find(s.records, s.selected) : nullptr;
+    const NodeRecord* target = stop ? stop : selected;
+    if (target && target->where.file >= 0) file = source_file_name(target->where.file);
+    if (file.empty()) {
+        ImGui::TextDisabled("The script of the selected node shows here.");
+        ImGui::End();
+        return;
+    }
+    const std::vector<std::string>* lines = source_lines(file);
+    ImGui::TextDisabled("%s", file.c_str());
+    if (!lines) {
+        ImGui::TextDisabled("(no source: typed at the prompt, or not a file)");
+        ImGui::End();
+        return;
+    }
+    int stop_line = stop && file == source_file_name(stop->where.file) ? stop->where.line : 0;
+    int selected_line = selected && file == source_file_name(selected->where.file) ? selected->where.line : 0;
+
+    // Lines that recorded nodes in this file: line -> newest node.
+    std::map<int, int64_t> line_nodes;
+    std::map<int, int> line_counts;
+    for (const NodeRecord& r : s.records) {
+        if (r.where.file < 0 || r.phase != PHASE_FORWARD || source_file_name(r.where.file) != file) continue;
+        line_nodes[r.where.line] = r.id;
+        ++line_counts[r.where.line];
+    }
+
+    ImGui::PushFont(s.mono_font);
+    ImGui::BeginChild("lines", ImVec2(0, 0), false, ImGuiWindowFlags_HorizontalScrollbar);
+    float line_h = ImGui::GetTextLineHeightWithSpacing();
+    int want = stop_line ? stop_line : selected_line;
+    int64_t target_id = target ? target->id : 0;
+    if (want > 0 && (target_id != last_target || want != last_target_line)) {   // scroll to it once per change
+        ImGui::SetScrollY(std::max(0.0f, (want - 1) * line_h - ImGui::GetWindowHeight() * 0.4f));
+        last_target = target_id;
+        last_target_line = want;
+    }
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    float gutter = 16.0f;
+    ImGuiListClipper clipper;
+    clipper.Begin(static_cast<int>(lines->size()), line_h);
+    while (clipper.Step()) {
+        for (int i = clipper.DisplayStart; i < clipper.DisplayEnd; ++i) {
+            int line = i + 1;
+            ImVec2 p = ImGui::GetCursorScreenPos();
+            float width = std::max(ImGui::GetWindowWidth(), 600.0f);
+            if (line == stop_line) dl->AddRectFilled(p, ImVec2(p.x + width, p.y + line_h), COLOUR_STOP_LINE);
+            else if (line == selected_line) dl->AddRectFilled(p, ImVec2(p.x + width, p.y + line_h), COLOUR_SELECTED_LINE);
+            ImVec2 dot(p.x + gutter * 0.5f, p.y + line_h * 0.5f);
+            if (viewer_breakpoint_on_line(s, file, line)) dl->AddCircleFilled(dot, 5.0f, COLOUR_BREAKPOINT);
+            else if (line_nodes.count(line)) dl->AddCircleFilled(dot, 2.0f, IM_COL32(150, 150, 150, 255));
+            if (line == stop_line)
+                dl->AddTriangleFilled(ImVec2(p.x + gutter, p.y + 3), ImVec2(p.x + gutter + 7, p.y + line_h * 0.5f),
+                                      ImVec2(p.x + gutter, p.y + line_h - 3), COLOUR_HIGHLIGHT);
+
+            ImGui::PushID(i);
+            if (ImGui::InvisibleButton("gutter", ImVec2(gutter, line_h))) {
+                ViewerControls c = s.controls;
+                std::string f = file;
+                if (c.toggle_line_breakpoint) viewer_defer([c, f, line] { c.toggle_line_breakpoint(f.c_str(), line, c.user); });
+            }
+            viewer_note_item("gutter " + std::to_string(line));
+            if (ImGui::IsItemHovered())
+                ImGui::SetTooltip(s.controls.toggle_line_breakpoint ? "toggle a breakpoint on line %d"
+                                                                    : "line %d (no debugger attached for breakpoints)",
+                                  line);
+            ImGui::SameLine(0, 10);
+            ImGui::TextDisabled("%4d", line);
+            ImGui::SameLine();
+            ImGui::TextUnformatted((*lines)[i].c_str());
+            if (ImGui::IsItemClicked() && line_nodes.count(line)) viewer_select(line_nodes[line], true);
+            if (ImGui::IsItemHovered() && line_counts.count(line))
+                ImGui::SetTooltip("%d node%s recorded here (click: select the newest)", line_counts[line],
+                                  line_counts[line] == 1 ? "" : "s");
+            ImGui::PopID();
+        }
+    }
+    ImGui::EndChild();
+    ImGui::PopFont();
+    ImGui::End();
+}
+
+}  // namespace td
