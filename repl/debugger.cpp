@@ -55,6 +55,7 @@ void refresh() {
     if (g.observer) engine_observe_events(g.observer, events);
     if (!g.observer) g.line_hook = false;   // detached: breakpoints are kept but stop nothing
     if (g.L) apply_lua_hook(g.L);
+    viewer_show_breakpoints();
 }
 
 int stack_depth(lua_State* T) {
@@ -112,6 +113,7 @@ void debugger_attach(lua_State* L, LineSource& (*get_source)(), bool break_in_on
     if (!g.observer) g.observer = engine_observe(on_engine_event, nullptr, 0);
     repl_set_break_in(break_in, run_ended);
     refresh();
+    viewer_show_attached(true);
 }
 
 void debugger_detach() {
@@ -121,6 +123,7 @@ void debugger_detach() {
     repl_set_break_in(nullptr, nullptr);
     g.line_hook = false;
     if (g.L) apply_lua_hook(g.L);
+    viewer_show_attached(false);
 }
 
 bool debugger_attached() { return g.observer != 0; }
@@ -231,6 +234,7 @@ struct StopScope {
         if (lua_gethook(T) == on_lua_hook) lua_sethook(T, nullptr, 0, 0);
     }
     ~StopScope() {
+        viewer_show_stop_end(saved_stop);
         g_recording = saved_recording;
         g.stop = saved_stop;
         g.busy = false;
@@ -317,6 +321,7 @@ void stop_here(lua_State* T, StopKind kind, Node* node, const std::string& reaso
     {
         StopScope scope(stop, T);
         capture_frames(T, stop);
+        viewer_show_stop_begin(stop);
         if (action_ref != LUA_NOREF) {
             run_stop_action(T, stop, action_ref);
             luaL_unref(T, LUA_REGISTRYINDEX, action_ref);

@@ -12,9 +12,10 @@
 //   debugger_commands.cpp     the ':' commands (rows of the command table in commands.cpp)
 //   debugger_lua.cpp          the global `dbg` table: every command from Lua
 //
-// For a viewer (a later window): debugger_stop() says where the program is stopped, the resume
-// functions are its Continue/Step buttons (call them from the line source's on_idle, then
-// LineSource::cancel_read()), and debugger_breakpoints() lists what to mark.
+//   debugger_viewer.cpp       the viewer's window: the stop highlighted, its buttons and breakpoint menus
+//
+// The viewer's window shows every stop (debugger_viewer.cpp): its Continue/Step buttons call the
+// resume functions from the line source's on_idle, then LineSource::cancel_read().
 #pragma once
 
 #include <string>

@@ -113,4 +113,14 @@ void note_source(const std::string& chunk_name);
 // A Lua value as a short string for messages ("[20,1] float32 tensor", "3", "nil").
 std::string describe_value(lua_State* L, int idx);
 
+// ---- debugger_viewer.cpp: what the viewer's window shows of the debugger
+// A stop began: highlight its node (or mark its line) and make the resume buttons live.
+void viewer_show_stop_begin(const DebugStop& stop);
+// A stop ended: show the stop it was nested in (`outer`), or none.
+void viewer_show_stop_end(const DebugStop* outer);
+// Attached or detached: the window's breakpoint menus work only while attached.
+void viewer_show_attached(bool attached);
+// Send the breakpoint list to the viewer when it changed (called by refresh()).
+void viewer_show_breakpoints();
+
 }  // namespace dbg

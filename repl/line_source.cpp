@@ -178,6 +178,11 @@ public:
         repl_take_interrupt();   // a Ctrl-C that came while no prompt was up is not meant for this one
         cancelled_ = false;
         rl_callback_handler_install(prompt, on_line);
+        struct Waiting {   // the prompt is on screen (print_message draws it again)
+            bool& flag;
+            explicit Waiting(bool& f) : flag(f) { flag = true; }
+            ~Waiting() { flag = false; }
+        } waiting(waiting_);
         while (!finished_) {
             struct pollfd fd = {STDIN_FILENO, POLLIN, 0};
             int ready = poll(&fd, 1, on_idle ? 15 : -1);
@@ -205,6 +210,17 @@ public:
 
     void cancel_read() override { cancelled_ = true; }
 
+    void print_message(const std::string& text) override {
+        bool waiting = waiting_ && !finished_;
+        if (waiting) rl_clear_visible_line();
+        fputs(text.c_str(), stdout);
+        fflush(stdout);
+        if (waiting) {
+            rl_on_new_line();
+            rl_redisplay();
+        }
+    }
+
 private:
     static void on_line(char* text) {
         TerminalLineSource* self = current_;
@@ -230,6 +246,7 @@ private:
     bool finished_ = false;
     bool at_eof_ = false;
     bool cancelled_ = false;
+    bool waiting_ = false;
 };
 
 TerminalLineSource* TerminalLineSource::current_ = nullptr;

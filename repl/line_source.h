@@ -5,6 +5,7 @@
 // waits for a key, an idle callback runs (the viewer draws its frames there).
 #pragma once
 
+#include <cstdio>
 #include <functional>
 #include <memory>
 #include <string>
@@ -24,6 +25,12 @@ public:
     // Called from on_idle (a viewer's Continue button): the waiting read_line returns at once, as
     // after Ctrl-C (an empty line, `interrupted` set). A pipe never waits, so it has nothing to do.
     virtual void cancel_read() {}
+    // Print `text` (whole lines) from on_idle (a breakpoint set in the viewer): a terminal clears
+    // the prompt line, prints, and draws the prompt and what was typed again below.
+    virtual void print_message(const std::string& text) {
+        fputs(text.c_str(), stdout);
+        fflush(stdout);
+    }
 };
 
 // stdin is a terminal: readline with history (~/.tapedeck_history) and tab completion over the

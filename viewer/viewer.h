@@ -47,12 +47,17 @@ void viewer_select_node(int64_t node_id);
 // the node hook and when it runs on; all of them are cheap and may be called with the window closed
 // (the state is kept and shown when the window opens).
 
-// The program is stopped before node `node_id` runs, in the forward or the backward pass. The
-// viewer highlights its box (expanding a collapsed group that hides it), scrolls it into view,
-// selects it in the Tensor window and marks its line in the Source window. While stopped in the
-// backward pass, forward nodes whose gradient is done and those still waiting are drawn apart.
-void viewer_set_stop(int64_t node_id, bool backward);
-// Running again (or back at the prompt): no node is highlighted.
+// The program is stopped at node `node_id`, in the forward or the backward pass: before it runs
+// (`has_run` false), or after (the debugger stops after a forward op, and at a backward group once
+// its gradients are computed). The viewer highlights its box (expanding a collapsed group that
+// hides it), scrolls it into view, selects it in the Tensor window and marks its line in the Source
+// window. While stopped in the backward pass, forward nodes whose gradient is done and those still
+// waiting are drawn apart.
+void viewer_set_stop(int64_t node_id, bool backward, bool has_run = false);
+// The program is stopped at a Lua line, at no node (a line breakpoint, :next): the Source window
+// shows `file` (a path, as the tape records it) with `line` marked; no box is highlighted.
+void viewer_set_stop_line(const std::string& file, int line);
+// Running again (or back at the prompt): no node is highlighted, no line marked.
 void viewer_clear_stop();
 
 // What the viewer's buttons and menus do. A null function shows its button disabled. The viewer

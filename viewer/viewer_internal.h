@@ -136,6 +136,10 @@ struct ViewerState {
     int64_t selected = 0;            // node shown in the Tensor window
     int64_t stop_node = 0;
     bool stop_backward = false;
+    bool stop_has_run = false;       // stopped after the node ran (the debugger), not before it
+    std::string stop_file;           // stopped at a Lua line with no node: the Source window marks it
+    int stop_line = 0;
+    bool live = false;               // drawing from the node hook: a script is running
     bool scroll_to_stop = false;
     bool scroll_to_selected = false;
     ViewerControls controls;

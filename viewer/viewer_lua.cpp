@@ -492,6 +492,10 @@ int l_model(lua_State* L) {
         }
     set_integer(L, "highlighted_count", highlighted);
     set_integer(L, "stop", s.stop_node);
+    set_integer(L, "stop_line", s.stop_line);
+    set_boolean(L, "can_step", s.controls.step != nullptr);
+    set_boolean(L, "can_break", s.controls.toggle_node_breakpoint != nullptr);
+    set_string(L, "stop_file", s.stop_file);
     set_integer(L, "selected", s.selected);
     set_integer(L, "shown", static_cast<lua_Integer>(v.boxes.size()));
     set_integer(L, "total", v.total_boxes);

@@ -35,7 +35,8 @@ bool viewer_screenshot(const std::string&, int, std::string* error) {
     return false;
 }
 void viewer_select_node(int64_t) {}
-void viewer_set_stop(int64_t, bool) {}
+void viewer_set_stop(int64_t, bool, bool) {}
+void viewer_set_stop_line(const std::string&, int) {}
 void viewer_clear_stop() {}
 void viewer_set_controls(const ViewerControls*) {}
 void viewer_set_breakpoints(const std::vector<ViewerBreakpoint>&) {}

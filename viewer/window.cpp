@@ -62,12 +62,16 @@ void viewer_invalidate() {
     s.force_frames = std::max(s.force_frames, 2);
 }
 
+// An op breakpoint marks the forward nodes of that op (phase forward or both) and, in the
+// backward pass, the nodes of their gradient groups (phase backward or both).
 bool viewer_breakpoint_on_node(const ViewerState& s, const NodeRecord& r) {
+    const NodeRecord* forward = r.phase == PHASE_BACKWARD ? record_find(s.records, r.group) : &r;
     for (const ViewerBreakpoint& b : s.breakpoints) {
         if (b.node_id > 0 && b.node_id == r.id) return true;
-        if (!b.op.empty() && (b.phase < 0 || b.phase == static_cast<int>(r.phase))) {
-            size_t paren = r.op.find('(');
-            if (r.op.compare(0, paren, b.op) == 0 && (paren == std::string::npos ? r.op.size() : paren) == b.op.size())
+        if (!b.op.empty() && forward && (b.phase < 0 || b.phase == static_cast<int>(r.phase))) {
+            const std::string& op = forward->op;
+            size_t paren = op.find('(');
+            if (op.compare(0, paren, b.op) == 0 && (paren == std::string::npos ? op.size() : paren) == b.op.size())
                 return true;
         }
     }
@@ -81,12 +85,18 @@ bool viewer_breakpoint_on_line(const ViewerState& s, const std::string& file, in
 }
 
 std::string viewer_stop_text(const ViewerState& s) {
+    if (s.stop_node == 0 && s.stop_line > 0) {
+        size_t slash = s.stop_file.find_last_of('/');
+        return "stopped at line " + s.stop_file.substr(slash == std::string::npos ? 0 : slash + 1) + ":" +
+               std::to_string(s.stop_line);
+    }
     if (s.stop_node == 0) return "";
     const NodeRecord* r = record_find(s.records, s.stop_node);
-    std::string text = "stopped before #" + std::to_string(s.stop_node);
+    std::string text = (s.stop_has_run ? "stopped after #" : "stopped before #") + std::to_string(s.stop_node);
     if (r) {
         text += " " + r->op;
         if (r->phase == PHASE_BACKWARD) text += " (backward of #" + std::to_string(r->group) + ")";
+        else if (s.stop_backward) text += " (its gradients, passed on unchanged)";
         text += "  " + source_loc_str(r->where);
     } else {
         text += s.stop_backward ? " (backward)" : " (forward)";
@@ -113,7 +123,9 @@ static void on_node_event(Node* node, HookEvent event, void*) {
     // While a script runs, show the graph growing: a frame now and then (~30 a second).
     if (s.window && !s.in_frame && seconds_since(s.last_live_frame) > 0.033) {
         s.last_live_frame = Clock::now();
+        s.live = true;
         viewer_frame();
+        s.live = false;
     }
 }
 
@@ -636,21 +648,36 @@ bool viewer_screenshot(const std::string& path, int frames, std::string* error) 
     return true;
 }
 
-void viewer_set_stop(int64_t node_id, bool backward) {
+void viewer_set_stop(int64_t node_id, bool backward, bool has_run) {
     ViewerState& s = viewer_state();
-    // The newest node, stopped before it runs: not run yet, whichever hook observer (the
-    // debugger's or the viewer's) was told first; the viewer's hook sees it finish.
-    if (s.window && node_id > 0 && node_id == tape_next_id() - 1 && tape_find(node_id)) s.running.insert(node_id);
+    // Whichever hook observer (the debugger's or the viewer's) is told first: the newest node,
+    // stopped before it runs, has not run yet (the viewer's hook sees it finish); a node the
+    // debugger stopped after has run.
+    if (has_run) s.running.erase(node_id);
+    else if (s.window && node_id > 0 && node_id == tape_next_id() - 1 && tape_find(node_id)) s.running.insert(node_id);
     s.stop_node = node_id;
     s.stop_backward = backward;
+    s.stop_has_run = has_run;
+    s.stop_file.clear();
+    s.stop_line = 0;
     s.selected = node_id;
     s.scroll_to_stop = true;
     s.view_dirty = true;   // a group hiding the stop opens
     s.force_frames = std::max(s.force_frames, 3);
 }
 
+void viewer_set_stop_line(const std::string& file, int line) {
+    viewer_clear_stop();
+    ViewerState& s = viewer_state();
+    s.stop_file = file;
+    s.stop_line = line;
+    s.force_frames = std::max(s.force_frames, 2);
+}
+
 void viewer_clear_stop() {
     ViewerState& s = viewer_state();
+    s.stop_file.clear();
+    s.stop_line = 0;
     if (s.stop_node == 0) return;
     s.stop_node = 0;
     s.stop_backward = false;

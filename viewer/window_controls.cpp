@@ -90,8 +90,8 @@ void draw_controls_window(ViewerState& s, const Tile& tile) {
     control_button("Finish", "Shift+F11: run to the end of this group", c.finish, c.user,
                    keys && io.KeyShift && ImGui::IsKeyPressed(GLFW_KEY_F11, false));
     ImGui::SameLine(0, 18);
-    if (s.stop_node) ImGui::TextColored(ImVec4(1.0f, 0.8f, 0.2f, 1), "%s", viewer_stop_text(s).c_str());
-    else ImGui::TextDisabled(s.has_controls ? "running" : "at the prompt");
+    if (s.stop_node || s.stop_line) ImGui::TextColored(ImVec4(1.0f, 0.8f, 0.2f, 1), "%s", viewer_stop_text(s).c_str());
+    else ImGui::TextDisabled(s.live ? "running" : "at the prompt");
 
     if (ImGui::Button("Options")) ImGui::OpenPopup("options");
     viewer_note_item("Options");

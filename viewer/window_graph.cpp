@@ -211,18 +211,25 @@ void draw_box_menu(ViewerState& s, const std::string& key) {
     if (r && b.kind != BOX_CLUSTER) {
         ViewerControls c = s.controls;
         int64_t id = r->id;
-        std::string op = r->op.substr(0, r->op.find('('));
-        int phase = static_cast<int>(r->phase);
+        // An op breakpoint names a forward op: in the backward pass it stops at that op's gradient
+        // group, so a backward node offers its forward node's op.
+        const NodeRecord* forward = r->phase == PHASE_BACKWARD ? record_find(s.records, r->group) : r;
+        std::string op = forward ? forward->op.substr(0, forward->op.find('(')) : "";
         bool on_node = false;
         for (const ViewerBreakpoint& bp : s.breakpoints) on_node = on_node || bp.node_id == id;
         std::string label = "Break at #" + std::to_string(id);
         if (ImGui::MenuItem(label.c_str(), nullptr, on_node, c.toggle_node_breakpoint != nullptr))
             viewer_defer([c, id] { c.toggle_node_breakpoint(id, c.user); });
         viewer_note_item(label);
-        label = "Break at every " + op + (phase == PHASE_BACKWARD ? " (backward)" : " (forward)");
-        if (ImGui::MenuItem(label.c_str(), nullptr, false, c.toggle_op_breakpoint != nullptr))
-            viewer_defer([c, op, phase] { c.toggle_op_breakpoint(op.c_str(), phase, c.user); });
-        viewer_note_item(label);
+        for (int phase = PHASE_FORWARD; phase <= PHASE_BACKWARD && !op.empty(); ++phase) {
+            if (phase == PHASE_FORWARD && r->phase == PHASE_BACKWARD) continue;
+            bool on_op = false;
+            for (const ViewerBreakpoint& bp : s.breakpoints) on_op = on_op || (bp.op == op && bp.phase == phase);
+            label = "Break at every " + op + (phase == PHASE_BACKWARD ? " (its backward)" : " (forward)");
+            if (ImGui::MenuItem(label.c_str(), nullptr, on_op, c.toggle_op_breakpoint != nullptr))
+                viewer_defer([c, op, phase] { c.toggle_op_breakpoint(op.c_str(), phase, c.user); });
+            viewer_note_item(label);
+        }
         if (!c.toggle_node_breakpoint && !c.toggle_op_breakpoint) ImGui::TextDisabled("(no debugger attached)");
         ImGui::Separator();
         if (r->phase == PHASE_FORWARD) {
@@ -583,7 +590,7 @@ void draw_graph_window(ViewerState& s, const Tile& tile) {
                 dl->AddRectFilled(a, ImVec2(std::max(c.x, a.x + 1), std::max(c.y, a.y + 1)), fade(fill == COLOUR_OP ? COLOUR_BORDER : fill, alpha));
                 continue;
             }
-            if (height < 22.0f) {   // too small for labels: square rectangles, the outline as an underlay
+            if (!labels || height < label_px + 6.0f) {   // too small for a label: square rectangles, the outline as an underlay
                 float edge = d.highlighted ? 2.5f : d.selected ? 2.0f : 1.0f;
                 ImU32 outline = d.highlighted  ? COLOUR_HIGHLIGHT_BORDER
                                 : d.selected   ? COLOUR_SELECTED

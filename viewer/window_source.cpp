@@ -21,14 +21,16 @@ void draw_source_window(ViewerState& s, const Tile& tile) {
     ImGui::SetNextWindowSize(tile.size);
     ImGui::Begin("Source", nullptr, ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse);
 
-    // Which file: the stop's, else the selection's, else the last one shown.
+    // Which file: the stop's (a node's, or a Lua line's), else the selection's, else the last one shown.
     static std::string file;
     static int last_target_line = 0;
     static int64_t last_target = -1;
     const NodeRecord* stop = s.stop_node ? record_find(s.records, s.stop_node) : nullptr;
     const NodeRecord* selected = s.selected ? record_find(s.records, s.selected) : nullptr;
     const NodeRecord* target = stop ? stop : selected;
-    if (target && target->where.file >= 0) file = source_file_name(target->where.file);
+    bool line_stop = !stop && s.stop_line > 0;
+    if (line_stop) file = s.stop_file;
+    else if (target && target->where.file >= 0) file = source_file_name(target->where.file);
     if (file.empty()) {
         ImGui::TextDisabled("The script of the selected node shows here.");
         ImGui::End();
@@ -41,7 +43,7 @@ void draw_source_window(ViewerState& s, const Tile& tile) {
         ImGui::End();
         return;
     }
-    int stop_line = stop && file == source_file_name(stop->where.file) ? stop->where.line : 0;
+    int stop_line = stop && file == source_file_name(stop->where.file) ? stop->where.line : line_stop ? s.stop_line : 0;
     int selected_line = selected && file == source_file_name(selected->where.file) ? selected->where.line : 0;
 
     // Lines that recorded nodes in this file: line -> newest node.
@@ -57,7 +59,7 @@ void draw_source_window(ViewerState& s, const Tile& tile) {
     ImGui::BeginChild("lines", ImVec2(0, 0), false, ImGuiWindowFlags_HorizontalScrollbar);
     float line_h = ImGui::GetTextLineHeightWithSpacing();
     int want = stop_line ? stop_line : selected_line;
-    int64_t target_id = target ? target->id : 0;
+    int64_t target_id = line_stop ? 0 : target ? target->id : 0;
     if (want > 0 && (target_id != last_target || want != last_target_line)) {   // scroll to it once per change
         ImGui::SetScrollY(std::max(0.0f, (want - 1) * line_h - ImGui::GetWindowHeight() * 0.4f));
         last_target = target_id;
