@@ -144,25 +144,44 @@ local function measure(steps, samples)
   return results
 end
 
--- PyTorch's columns: bench_torch.py prints "W1 eager <min> <median>" and "W1 script <min> <median>".
+-- PyTorch's columns: bench_torch.py prints "W1 eager <min> <median>" and "W1 script <min> <median>",
+-- after its version and the BLAS it uses. Returns the times by workload and a note (or nil, why not).
 local function pytorch_times(names, samples)
   local here = (arg and arg[0] or ""):match("^(.*[/\\])") or (debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "./")
   local script = here .. "bench_torch.py"
-  local probe = io.popen("python3 -c 'import torch' 2>&1 && echo TORCH_OK")
-  local found = probe and probe:read("a") or ""
-  if probe then probe:close() end
-  if not found:find("TORCH_OK", 1, true) then return nil, "PyTorch is not installed (Debian: python3-torch); its columns are skipped" end
-  local pipe = io.popen(("OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX} python3 '%s' %d %s 2>&1"):format(
-    script, samples, table.concat(names, " ")))
+  -- The python3 on PATH (a virtualenv with pip's torch), else Debian's (python3-torch): a PATH
+  -- python3 from pyenv or a venv does not see Debian's dist-packages.
+  local python
+  for _, candidate in ipairs({"python3", "/usr/bin/python3"}) do
+    local probe = io.popen(candidate .. " -c 'import torch' 2>&1 && echo TORCH_OK")
+    local found = probe and probe:read("a") or ""
+    if probe then probe:close() end
+    if found:find("TORCH_OK", 1, true) then python = candidate break end
+  end
+  if not python then return nil, "PyTorch is not installed (Debian: python3-torch); its columns are skipped" end
+  -- Debian's OpenBLAS 0.3.21 takes an AVX-512 CPU for a "Prescott" and runs ~5x slower unless told
+  -- the core type (../shared/anchors.md); on a CPU without AVX-512 that core type would crash.
+  local cpuinfo = io.open("/proc/cpuinfo")
+  local avx512 = cpuinfo and cpuinfo:read("a"):find("avx512f", 1, true)
+  if cpuinfo then cpuinfo:close() end
+  local coretype = avx512 and "OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX} " or ""
+  local pipe = io.popen(("OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 %s%s '%s' %d %s 2>&1"):format(
+    coretype, python, script, samples, table.concat(names, " ")))
   local out = pipe:read("a")
   pipe:close()
+  local blas = out:match("blas (%S+)") or "unknown"
+  if not blas:find("openblas", 1, true) and not blas:find("mkl", 1, true) then
+    blas = blas .. " -- the reference BLAS: PyTorch's matmuls are ~25x slower than with OpenBLAS " ..
+           "(apt-get install libopenblas0-pthread for a fair comparison)"
+  end
+  local note = "PyTorch " .. (out:match("torch (%S+)") or "") .. " (" .. python .. "), one thread, BLAS: " .. blas
   local times = {}
   for name, mode, min, median in out:gmatch("(W%d+) (%a+) ([%d%.]+) ([%d%.]+)") do
     times[name] = times[name] or {}
     times[name][mode] = {tonumber(min), tonumber(median)}
   end
   if next(times) == nil then return nil, "PyTorch run failed: " .. out:sub(1, 200) end
-  return times
+  return times, note
 end
 
 local wanted = {}

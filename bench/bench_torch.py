@@ -4,9 +4,9 @@
     python3 bench_torch.py SAMPLES [W1 W2 ...]
 
 Prints one line per workload and mode: "W2 eager <min µs> <median µs>" and "W2 script <min> <median>"
-(TorchScript: torch.jit.trace of the step, backward included, as the anchors measured). `tapedeck
-bench` runs it when PyTorch is installed and adds its columns. Adding a workload = one function
-returning (step, args) below, named like the Lua one.
+(TorchScript: torch.jit.trace of the forward, then backward and the update as in eager), after a
+line "blas <library>" naming the BLAS the matmuls use. `tapedeck bench` runs it when PyTorch is
+installed and adds its columns. Adding a workload = one function below, named like the Lua one.
 """
 import sys
 import time
@@ -17,89 +17,86 @@ torch.set_num_threads(1)
 torch.manual_seed(0)
 
 
-def w1():
-    a = torch.tensor(15.0, requires_grad=True)
-    b = torch.tensor(20.0, requires_grad=True)
+# Each workload: (forward, inputs, params, update). forward(*inputs, *params) returns the loss;
+# one step sets the parameters' .grad to None, runs forward, then backward (unless update is
+# "forward only") and the update, if any. TorchScript traces forward with the parameters as inputs
+# (a captured tensor that requires grad cannot be a trace constant); backward runs as in eager.
+FORWARD_ONLY = "forward only"
 
-    def step():
-        a.grad = None
-        b.grad = None
-        (a * b).backward()
-    return step, ()
+
+def w1():
+    def forward(a, b):
+        return a * b
+    return forward, (), (torch.tensor(15.0, requires_grad=True), torch.tensor(20.0, requires_grad=True)), None
 
 
 def w2():
-    W_h = torch.randn(20, 20, requires_grad=True)
-    W_x = torch.randn(20, 10, requires_grad=True)
-    x, prev_h = torch.randn(1, 10), torch.randn(1, 20)
-
-    def step(x, prev_h):
-        W_h.grad = None
-        W_x.grad = None
-        next_h = torch.tanh(W_h.mm(prev_h.t()) + W_x.mm(x.t()))
-        next_h.sum().backward()
-    return step, (x, prev_h)
+    def forward(x, prev_h, W_h, W_x):
+        return torch.tanh(W_h.mm(prev_h.t()) + W_x.mm(x.t())).sum()
+    params = (torch.randn(20, 20, requires_grad=True), torch.randn(20, 10, requires_grad=True))
+    return forward, (torch.randn(1, 10), torch.randn(1, 20)), params, None
 
 
 def w3():
-    W_h = torch.randn(20, 20, requires_grad=True)
-    W_x = torch.randn(20, 10, requires_grad=True)
-    xs = [torch.randn(10, 1) for _ in range(50)]
-    h0 = torch.randn(20, 1)
+    xs = torch.randn(50, 10, 1)
 
-    def step(h0):
-        W_h.grad = None
-        W_x.grad = None
+    def forward(h0, xs, W_h, W_x):
         h = h0
         for t in range(50):
             h = torch.tanh(W_h.mm(h) + W_x.mm(xs[t]))
-        h.sum().backward()
-    return step, (h0,)
+        return h.sum()
+    params = (torch.randn(20, 20, requires_grad=True), torch.randn(20, 10, requires_grad=True))
+    return forward, (torch.randn(20, 1), xs), params, None
 
 
 def w4():
-    x, y = torch.randn(64, 1000), torch.randn(64, 10)
     w1 = torch.randn(1000, 100, requires_grad=True)
     w2 = torch.randn(100, 10, requires_grad=True)
-    w1.grad, w2.grad = torch.zeros(1000, 100), torch.zeros(100, 10)
 
-    def step(x, y):
-        loss = (x.mm(w1).clamp(min=0).mm(w2) - y).pow(2).sum()
-        loss.backward()
+    def forward(x, y, w1, w2):
+        return (x.mm(w1).clamp(min=0).mm(w2) - y).pow(2).sum()
+
+    def update():
         with torch.no_grad():
             w1.sub_(w1.grad, alpha=1e-6)
             w2.sub_(w2.grad, alpha=1e-6)
-            w1.grad.zero_()
-            w2.grad.zero_()
-    return step, (x, y)
+    return forward, (torch.randn(64, 1000), torch.randn(64, 10)), (w1, w2), update
 
 
 def w5():
-    x, y = torch.randn(64, 1000), torch.randn(64, 1000)
-    W1, b1 = (torch.randn(1000, 100) * 0.03).requires_grad_(), torch.zeros(100, requires_grad=True)
-    W2, b2 = (torch.randn(100, 1000) * 0.1).requires_grad_(), torch.zeros(1000, requires_grad=True)
-
-    def step(x, y):
+    def forward(x, y, W1, b1, W2, b2):
         pred = (x.mm(W1) + b1).relu().mm(W2) + b2
         return (pred - y).pow(2).mean()
-    return step, (x, y)
+    params = ((torch.randn(1000, 100) * 0.03).requires_grad_(), torch.zeros(100, requires_grad=True),
+              (torch.randn(100, 1000) * 0.1).requires_grad_(), torch.zeros(1000, requires_grad=True))
+    return forward, (torch.randn(64, 1000), torch.randn(64, 1000)), params, FORWARD_ONLY
 
 
 def w6():
-    x = torch.randn(8, 1, 28, 28)
-    labels = torch.arange(8)
     conv = torch.nn.Conv2d(1, 8, 3, padding=1)
     fc = torch.nn.Linear(1568, 10)
+    F = torch.nn.functional
 
-    def step(x, labels):
-        for p in (*conv.parameters(), *fc.parameters()):
-            p.grad = None
-        h = torch.nn.functional.max_pool2d(conv(x).relu(), 2).reshape(8, 1568)
-        torch.nn.functional.cross_entropy(fc(h), labels).backward()
-    return step, (x, labels)
+    def forward(x, labels, conv_w, conv_b, fc_w, fc_b):
+        h = F.max_pool2d(F.conv2d(x, conv_w, conv_b, padding=1).relu(), 2).reshape(8, 1568)
+        return F.cross_entropy(F.linear(h, fc_w, fc_b), labels)
+    params = (conv.weight, conv.bias, fc.weight, fc.bias)
+    return forward, (torch.randn(8, 1, 28, 28), torch.arange(8)), params, None
 
 
 WORKLOADS = {"W1": w1, "W2": w2, "W3": w3, "W4": w4, "W5": w5, "W6": w6}
+
+
+def make_step(forward, inputs, params, update):
+    def step():
+        if update == FORWARD_ONLY:
+            return forward(*inputs, *params)
+        for p in params:
+            p.grad = None
+        forward(*inputs, *params).backward()
+        if update is not None:
+            update()
+    return step
 
 
 def measure(fn, samples):
@@ -123,23 +120,37 @@ def measure(fn, samples):
     return times[0], times[len(times) // 2]
 
 
+def blas_in_use():
+    """The BLAS library torch's matmuls went to (read from this process's mappings)."""
+    torch.randn(8, 8).mm(torch.randn(8, 8))
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                if "blas" in line.lower():
+                    return line.split()[-1]
+    except OSError:
+        pass
+    return "unknown"
+
+
 def main():
     samples = int(sys.argv[1]) if len(sys.argv) > 1 else 25
     names = [n.upper() for n in sys.argv[2:]] or list(WORKLOADS)
+    print(f"torch {torch.__version__}", flush=True)
+    print(f"blas {blas_in_use()}", flush=True)
     for name in names:
         if name not in WORKLOADS:
             continue
-        step, args = WORKLOADS[name]()
-        lo, mid = measure(lambda: step(*args), samples)
+        forward, inputs, params, update = WORKLOADS[name]()
+        lo, mid = measure(make_step(forward, inputs, params, update), samples)
         print(f"{name} eager {lo:.3f} {mid:.3f}", flush=True)
         try:
-            traced = torch.jit.trace(step, args, check_trace=False) if args else None
-        except Exception as error:  # some steps (no tensor output) cannot be traced: say so, skip
+            traced = torch.jit.trace(forward, (*inputs, *params), check_trace=False)
+        except Exception as error:  # noqa: BLE001 -- a workload that cannot be traced: say so, skip
             print(f"# {name}: torch.jit.trace failed: {error}", file=sys.stderr)
-            traced = None
-        if traced is not None:
-            lo, mid = measure(lambda: traced(*args), samples)
-            print(f"{name} script {lo:.3f} {mid:.3f}", flush=True)
+            continue
+        lo, mid = measure(make_step(traced, inputs, params, update), samples)
+        print(f"{name} script {lo:.3f} {mid:.3f}", flush=True)
 
 
 if __name__ == "__main__":
