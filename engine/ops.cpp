@@ -299,6 +299,12 @@ void shape_max_pool2d_backward(ShapeCall& c) {
     c.set_output(0, c.attrs.shape, in(c, 0).dtype);
 }
 
+bool transpose_moves_nothing(const Shape& shape, int dim, int dim2) {
+    int longer = 0;
+    for (int d = std::min(dim, dim2); d <= std::max(dim, dim2) && d < shape.ndim; ++d) longer += shape.dims[d] > 1;
+    return longer <= 1;
+}
+
 void shape_transpose(ShapeCall& c) {
     Shape s = in(c, 0).shape;
     check_dim(c, c.attrs.dim, s.ndim);

@@ -125,6 +125,11 @@ int dim_normalize(const char* op_name, int64_t dim, int ndim);
 // Broadcast two shapes NumPy-style; on mismatch an error naming `op_name` and both shapes.
 Shape broadcast_shapes(const char* op_name, const Shape& a, const Shape& b);
 
+// Whether swapping dims `dim` and `dim2` (0-based) of a contiguous tensor of shape `shape` leaves
+// every element where it was: at most one of the dims from the first to the second is longer than
+// 1 (a [1,20] row transposed to [20,1]). Freeze runs such a transpose as a view.
+bool transpose_moves_nothing(const Shape& shape, int dim, int dim2);
+
 // ---------------------------------------------------------------------------------------------
 // ops:: — call an op (records a node and runs it). Dims are 0-based here.
 

@@ -523,9 +523,20 @@ void pass_dead_nodes(Plan& plan) {
 }
 
 // Common subexpressions: a kernel step with the same op, attributes and inputs (at the same
-// versions) as an earlier one is dropped and its outputs replaced by the earlier step's.
+// versions) as an earlier one is dropped and its outputs replaced by the earlier step's. Not when
+// either result is written in place later, or returned: in eager they are two tensors, and a
+// write into one (now, or by the caller) must not show in the other.
 void pass_common_subexpressions(Plan& plan) {
     PassState p(plan);
+    std::vector<bool> kept_apart(plan.values.size(), false);
+    for (const PlanStep& s : plan.steps) {
+        int written = step_written_root(plan, s);
+        if (written >= 0) kept_apart[written] = true;
+    }
+    for (const PlanOutput& o : plan.outputs) {
+        kept_apart[p.root(o.value)] = true;
+        if (o.grad_value >= 0) kept_apart[p.root(o.grad_value)] = true;
+    }
     std::vector<int> replace(plan.values.size());
     for (size_t v = 0; v < replace.size(); ++v) replace[v] = static_cast<int>(v);
     std::vector<uint32_t> version(plan.values.size(), 0);
@@ -540,6 +551,7 @@ void pass_common_subexpressions(Plan& plan) {
         for (int& v : s.inputs) v = replace[v];
         bool candidate = s.kind == STEP_KERNEL && !is_random(s.op) && !(op_info(s.op).flags & (OPF_INPLACE | OPF_CUSTOM)) &&
                          s.into_grad < 0;
+        for (int v : s.outputs) candidate = candidate && !kept_apart[v];
         if (candidate) {
             std::vector<uint32_t> versions;
             for (int v : s.inputs) versions.push_back(version[p.root(v)]);
@@ -787,6 +799,32 @@ void pass_gradients_in_place(Plan& plan) {
     p.remove_steps(drop);
 }
 
+// Transposes in place: a transpose that moves no element (a [1,20] row to a [20,1] column) shares
+// its input's bytes instead of copying them, unless anything in the plan writes to either in
+// place (eager's copy would not see that write) or the result is returned (the caller gets its
+// own bytes). The step stays a transpose on the tape; unobserved, it runs no kernel.
+void pass_transposes_in_place(Plan& plan) {
+    PassState p(plan);
+    std::vector<bool> written(plan.values.size(), false);
+    for (const PlanStep& s : plan.steps) {
+        int w = step_written_root(plan, s);
+        if (w >= 0) written[w] = true;
+    }
+    std::vector<bool> returned(plan.values.size(), false);
+    for (const PlanOutput& o : plan.outputs) {
+        returned[o.value] = true;
+        if (o.grad_value >= 0) returned[o.grad_value] = true;
+    }
+    for (PlanStep& s : plan.steps) {
+        if (s.kind != STEP_KERNEL || s.op != OP_transpose || s.into_grad >= 0) continue;
+        int in = s.inputs[0], out = s.outputs[0];
+        if (!transpose_moves_nothing(plan.values[in].shape, s.attrs.dim, s.attrs.dim2)) continue;
+        if (written[p.root(in)] || written[out] || returned[out] || plan.values[out].alias_of >= 0) continue;
+        plan.values[out].alias_of = in;
+        ++plan.stats.views;
+    }
+}
+
 // Guards move up to right after the step that makes (or last writes) what they read, so that they
 // are checked before the plan changes anything outside it whenever the data allow.
 void pass_hoist_guards(Plan& plan) {
@@ -912,13 +950,14 @@ std::unique_ptr<Plan> plan_compile(const Plan& recorded, const PlanPasses& passe
     plan->exec.reset();
     plan->passes = passes;
     PlanStats& st = plan->stats;
-    st.dead = st.common = st.folded = st.fused_ops = st.fused_groups = st.inplace = st.grads_in_place = 0;
+    st.dead = st.common = st.folded = st.fused_ops = st.fused_groups = st.inplace = st.grads_in_place = st.views = 0;
     st.unshared_bytes = st.per_call_bytes = 0;
     if (passes.dce) pass_dead_nodes(*plan);
     if (passes.cse) pass_common_subexpressions(*plan);
     if (passes.fold) pass_constant_folding(*plan);
     if (passes.dce && (passes.cse || passes.fold)) pass_dead_nodes(*plan);
     if (passes.inplace) pass_gradients_in_place(*plan);
+    if (passes.inplace) pass_transposes_in_place(*plan);
     if (passes.fuse) pass_fusion(*plan);
     pass_hoist_guards(*plan);
     pass_buffers(*plan, passes.reuse, passes.inplace);
@@ -945,6 +984,7 @@ struct StepExec {
     std::vector<const Value*> inputs;
     std::vector<Value*> outputs;
     bool rebind = false;                       // output 0 shares input 0's bytes, bound each call
+    bool transpose_view = false;               // a transpose that moves nothing: shares, runs no kernel
     std::vector<bool> fresh;                   // output i gets new bytes each call (it is returned)
     OpAttrs accumulate_attrs;                  // into_grad when the .grad exists: Y += A B
     std::vector<const ElementwiseMath*> math;  // STEP_FUSED: per op
@@ -956,6 +996,7 @@ struct PlanExec {
     std::vector<StepExec> steps;
     std::vector<int> per_call_values;   // slots to unbind after a call
     std::vector<double> scratch;        // fused registers (double-sized, so either dtype fits)
+    std::vector<Tensor> recycled;       // per grad target: a .grad the call cleared that nothing else holds
     bool running = false;
 };
 
@@ -988,6 +1029,8 @@ std::shared_ptr<PlanExec> exec_build(Plan& plan) {
             x.fresh.push_back(plan.value_per_call[v] && plan.values[v].alias_of < 0);
         }
         x.rebind = s.kind == STEP_KERNEL && (op_info(s.op).flags & (OPF_VIEW | OPF_INPLACE));
+        x.transpose_view = s.kind == STEP_KERNEL && s.op == OP_transpose && plan.values[s.outputs[0]].alias_of >= 0;
+        x.rebind = x.rebind || x.transpose_view;
         x.accumulate_attrs = s.attrs;
         x.accumulate_attrs.accumulate = true;
         for (const FusedOp& op : s.fused) x.math.push_back(elementwise_math(op.op));
@@ -995,6 +1038,7 @@ std::shared_ptr<PlanExec> exec_build(Plan& plan) {
         e->steps.push_back(std::move(x));
     }
     e->scratch.resize(scratch);
+    e->recycled.resize(plan.grad_targets.size());
     return e;
 }
 
@@ -1105,6 +1149,7 @@ struct PlanCall {
     }
     ~PlanCall() {
         for (int v : e.per_call_values) e.slots[v].storage.reset();
+        for (Tensor& t : e.recycled) t = Tensor();
         e.running = false;
     }
 
@@ -1152,15 +1197,16 @@ struct PlanCall {
             if (grad_target->grad.defined()) {
                 x.outputs[0]->storage = grad_target->grad.value().storage;
                 attrs = &x.accumulate_attrs;
-            } else {
+            } else if (!take_recycled(s.into_grad, *x.outputs[0])) {
                 give_fresh_bytes(*x.outputs[0]);
             }
         }
+        if (x.transpose_view && !observed) return;   // observed, its node runs (copying each element onto itself)
         run_op(s.op, *attrs, x.inputs.data(), s.inputs.data(), static_cast<int>(x.inputs.size()), x.outputs.data(),
                s.outputs.data(), static_cast<int>(x.outputs.size()), s);
         if (grad_target) {
             if (attrs == &x.accumulate_attrs) ++x.outputs[0]->storage->version;
-            else set_new_grad(*grad_target, *x.outputs[0], s);
+            else set_grad_after_write(s.into_grad, *x.outputs[0], s);
             bind_grad(s.into_grad);
         }
     }
@@ -1168,6 +1214,41 @@ struct PlanCall {
     void set_new_grad(Output& target, const Value& value, const PlanStep& s) {
         target.grad = leaf_tensor(value, PHASE_BACKWARD, s.where);
         target.grad.value().storage->grad_owned = true;
+    }
+
+    // `.grad = nil` then a new .grad, call after call (a training step that clears its gradients):
+    // when nothing but the leaf holds the old .grad (no Lua value, no view, no viewer history), the
+    // new one is that tensor again, overwritten -- nobody can tell it from a new tensor, and the
+    // call makes no tape record and no allocation. Observed runs make new tensors, as eager does.
+    void clear_grad(int t) {
+        Tensor& grad = target(t).grad;
+        Value& slot = e.slots[plan.grad_targets[t].grad_value];
+        slot.storage.reset();
+        if (!observed && grad.defined() && grad.node->refcount == 1 && grad.node->outputs.size() == 1 &&
+            grad.value().storage->refcount == 1 && !grad.node->outputs[0].grad.defined())
+            e.recycled[t] = std::move(grad);
+        grad = Tensor();
+        bind_grad(t);
+    }
+
+    // The bytes of the cleared .grad of target t when they fit `v`, taken for its new .grad; else false.
+    bool take_recycled(int t, Value& v) {
+        Tensor& old = e.recycled[t];
+        if (!old.defined() || old.value().shape != v.shape || old.value().dtype != v.dtype) return false;
+        v.storage = old.value().storage;
+        return true;
+    }
+
+    // The new .grad of target t holds `value`: the recycled tensor when its bytes were taken.
+    void set_grad_after_write(int t, const Value& value, const PlanStep& s) {
+        Tensor& old = e.recycled[t];
+        if (old.defined() && old.value().storage.get() == value.storage.get()) {
+            ++value.storage->version;
+            target(t).grad = std::move(old);
+            old = Tensor();
+        } else {
+            set_new_grad(target(t), value, s);
+        }
     }
 
     void run_accumulate(const PlanStep& s, StepExec& x) {
@@ -1183,10 +1264,10 @@ struct PlanCall {
             run_op(OP_add_, alpha, in, in_values, 2, out, &grad_value, 1, s);
         } else {
             Value fresh = *x.inputs[0];
-            give_fresh_bytes(fresh);
+            if (!take_recycled(s.target, fresh)) give_fresh_bytes(fresh);
             Value* out[1] = {&fresh};
             run_op(OP_clone, OpAttrs(), x.inputs.data(), s.inputs.data(), 1, out, nullptr, 1, s);
-            set_new_grad(t, fresh, s);
+            set_grad_after_write(s.target, fresh, s);
         }
         bind_grad(s.target);
     }
@@ -1228,10 +1309,7 @@ struct PlanCall {
                 else run_fused<double>(s, x, e);
                 break;
             case STEP_GRAD_ACCUMULATE: run_accumulate(s, x); break;
-            case STEP_GRAD_CLEAR:
-                target(s.target).grad = Tensor();
-                bind_grad(s.target);
-                break;
+            case STEP_GRAD_CLEAR: clear_grad(s.target); break;
             case STEP_GUARD: break;   // checked by the loop
         }
     }
@@ -1462,9 +1540,10 @@ std::string plan_describe(const Plan& plan) {
     auto onoff = [](bool on) { return on ? "on " : "off"; };
     snprintf(line, sizeof line,
              "  passes:  dce %s (%d dead)   cse %s (%d common)   fold %s (%d folded)   fuse %s (%d ops in %d groups)\n"
-             "           inplace %s (%d gradients, %d buffers)   reuse %s\n",
+             "           inplace %s (%d gradients, %d buffers%s)   reuse %s\n",
              onoff(p.dce), st.dead, onoff(p.cse), st.common, onoff(p.fold), st.folded, onoff(p.fuse), st.fused_ops,
-             st.fused_groups, onoff(p.inplace), st.grads_in_place, st.inplace, onoff(p.reuse));
+             st.fused_groups, onoff(p.inplace), st.grads_in_place, st.inplace,
+             st.views ? (", " + std::to_string(st.views) + " transposes as views").c_str() : "", onoff(p.reuse));
     s += line;
     snprintf(line, sizeof line, "  steps (%zu):\n", plan.steps.size());
     s += line;

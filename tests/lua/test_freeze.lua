@@ -245,4 +245,52 @@ do
   check.equal(n, 7)
 end
 
+-- A transpose that moves no element runs as a view, unless something writes into it or its
+-- input in place, or it is returned: eager's copy would not share those bytes. (The three equal
+-- x:t() calls must not be merged by common subexpressions either: one is written in place.)
+do
+  local w = torch.randn(4, 4, {requires_grad = true})
+  local f = torch.freeze(function(x)
+    w.grad = nil
+    local column = x:t()                      -- [1,4] -> [4,1]: a view in the plan
+    local bumped = x:t()
+    bumped:add_(1)                            -- written in place: stays a copy
+    local loss = (w:mm(column) + bumped):tanh():sum()
+    loss:backward()
+    return loss, x:t()                        -- returned: stays a copy
+  end, torch.ones(1, 4))
+  check.equal(f:plan():find("1 transposes as views", 1, true) ~= nil, true, "one of the three transposes is a view")
+  local x = torch.tensor({{1, 2, 3, 4}})
+  local loss, returned = f(x)
+  check.close(x, {{1, 2, 3, 4}}, 0, "the input is not changed through the in-place write")
+  returned:mul_(10)
+  check.close(x, {{1, 2, 3, 4}}, 0, "the returned transpose has bytes of its own")
+  local expected = (w:mm(x:t()) + (x:t() + 1)):tanh():sum()
+  check.close(loss, expected:item(), 1e-6, "the frozen loss")
+end
+
+-- .grad = nil every call: the cleared .grad that nothing else holds is the next call's new one,
+-- overwritten; one a caller kept keeps its values.
+do
+  local w = torch.randn(3, 3, {requires_grad = true})
+  local f = torch.freeze(function(x)
+    w.grad = nil
+    w:mm(x):sum():backward()
+  end, torch.ones(3, 1))
+  local x1, x2 = torch.ones(3, 1), torch.tensor({{1}, {2}, {3}})
+  f(x1)
+  local kept = w.grad
+  f(x2)
+  check.close(kept, torch.ones(3, 1):mm(x1:t()), 0, "a kept .grad keeps the first call's values")
+  check.close(w.grad, torch.ones(3, 1):mm(x2:t()), 0, "the new .grad has the second call's")
+  check.equal(kept.node ~= w.grad.node, true, "a kept .grad is not reused")
+  kept = nil
+  local id = w.grad.node
+  collectgarbage()
+  collectgarbage()
+  f(x1)
+  check.equal(w.grad.node, id, "nothing else held the cleared .grad: it is the new one")
+  check.close(w.grad, torch.ones(3, 1):mm(x1:t()), 0, "the recycled .grad holds the third call's values")
+end
+
 print("test_freeze: ok")
