@@ -995,6 +995,7 @@ struct PlanExec {
     std::vector<Ref<Storage>> buffers;
     std::vector<StepExec> steps;
     std::vector<int> per_call_values;   // slots to unbind after a call
+    std::vector<int> bound_values;      // slots bound at the start of a call: inputs, .grad tensors, captured
     std::vector<double> scratch;        // fused registers (double-sized, so either dtype fits)
     std::vector<Tensor> recycled;       // per grad target: a .grad the call cleared that nothing else holds
     bool running = false;
@@ -1019,6 +1020,7 @@ std::shared_ptr<PlanExec> exec_build(Plan& plan) {
         else if (root.kind == VALUE_CONSTANT) slot.storage = plan.constants[root.index].storage;
         else if (plan.value_buffer[v] >= 0) slot.storage = e->buffers[plan.value_buffer[v]];
         else e->per_call_values.push_back(static_cast<int>(v));
+        if (pv.kind == VALUE_INPUT || pv.kind == VALUE_GRAD || pv.kind == VALUE_CAPTURED) e->bound_values.push_back(static_cast<int>(v));
     }
     size_t scratch = 0;
     for (const PlanStep& s : plan.steps) {
@@ -1138,7 +1140,7 @@ struct PlanCall {
     PlanCall(Plan& p, const std::vector<Tensor>& in) : plan(p), e(*p.exec), inputs(in), observed(engine_observed()) {
         e.running = true;
         if (observed) ids.assign(plan.values.size(), 0);
-        for (size_t v = 0; v < plan.values.size(); ++v) {
+        for (int v : e.bound_values) {
             const PlanValue& pv = plan.values[v];
             if (pv.kind == VALUE_INPUT) e.slots[v].storage = inputs[pv.index].value().storage;
             else if (pv.kind == VALUE_GRAD) bind_grad(pv.index);
@@ -1403,10 +1405,12 @@ std::string plan_check_inputs(const Plan& plan, const std::vector<Tensor>& input
     return "";
 }
 
-PlanRunResult plan_run(Plan& plan, const std::vector<Tensor>& inputs) {
+PlanRunResult plan_run(Plan& plan, const std::vector<Tensor>& inputs, bool inputs_checked) {
     if (!plan.compiled) engine_fail("%s: the plan is not compiled", plan.name.c_str());
-    std::string mismatch = plan_check_inputs(plan, inputs);
-    if (!mismatch.empty()) engine_fail("%s: %s", plan.name.c_str(), mismatch.c_str());
+    if (!inputs_checked) {
+        std::string mismatch = plan_check_inputs(plan, inputs);
+        if (!mismatch.empty()) engine_fail("%s: %s", plan.name.c_str(), mismatch.c_str());
+    }
     if (!plan.exec) plan.exec = exec_build(plan);
     if (plan.exec->running)
         engine_fail("%s: already running (called again from inside its own run, e.g. at a breakpoint)", plan.name.c_str());

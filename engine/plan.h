@@ -232,8 +232,9 @@ struct PlanRunResult {
 std::string plan_check_inputs(const Plan& plan, const std::vector<Tensor>& inputs);
 // Run the plan. A guard that fails before the plan changed anything outside it stops the run
 // (completed = false, nothing changed); one that fails later raises EngineError. A kernel error
-// raises EngineError naming the step's op and line.
-PlanRunResult plan_run(Plan& plan, const std::vector<Tensor>& inputs);
+// raises EngineError naming the step's op and line. `inputs_checked`: the caller has just had ""
+// from plan_check_inputs for these inputs (else plan_run checks them).
+PlanRunResult plan_run(Plan& plan, const std::vector<Tensor>& inputs, bool inputs_checked = false);
 // The current value of a captured tensor (what plan_run reads).
 const Value& plan_captured_value(const PlanCaptured& captured);
 

@@ -71,9 +71,14 @@ struct Frozen {
     }
 };
 
+const void* g_frozen_metatable = nullptr;   // compared by address: no registry lookup per call
+
 Frozen* test_frozen(lua_State* L, int idx) {
-    Frozen** p = static_cast<Frozen**>(luaL_testudata(L, idx, FROZEN_TYPE));
-    return p ? *p : nullptr;
+    void* p = lua_touserdata(L, idx);
+    if (!p || !lua_getmetatable(L, idx)) return nullptr;
+    bool is_frozen = lua_topointer(L, -1) == g_frozen_metatable;
+    lua_pop(L, 1);
+    return is_frozen ? *static_cast<Frozen**>(p) : nullptr;
 }
 
 Frozen& check_frozen(lua_State* L, int idx) {
@@ -429,7 +434,7 @@ int frozen_call(lua_State* L) {
             PlanRunResult result;
             std::string error;
             try {
-                result = plan_run(*e.plan, tensors);
+                result = plan_run(*e.plan, tensors, true);
             } catch (const std::exception& x) {
                 error = x.what();
             }
@@ -950,6 +955,7 @@ const luaL_Reg torch_plan_functions[] = {
 
 void tapedeck_open_plan(lua_State* L) {
     luaL_newmetatable(L, FROZEN_TYPE);
+    g_frozen_metatable = lua_topointer(L, -1);
     lua_pushcfunction(L, frozen_gc);
     lua_setfield(L, -2, "__gc");
     lua_pushcfunction(L, frozen_call);
