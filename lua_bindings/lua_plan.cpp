@@ -46,7 +46,8 @@ struct Frozen {
     std::string name;
     lua_State* main = nullptr;
     int fn_ref = LUA_NOREF;           // the Lua function; none for a plan loaded from a file
-    int last_args_ref = LUA_NOREF;    // the latest call's arguments (for :timeit)
+    int last_args_ref = LUA_NOREF;    // the latest call's arguments (for :timeit): {n = count, ...}
+    int last_args_n = 0;              // its n (kept here too, so a call reads no field)
     std::vector<CacheEntry> cache;    // most recently used first
     PlanPasses passes;
     bool strict = false;
@@ -394,23 +395,26 @@ int record_call(lua_State* L, Frozen& f, int first, int n) {
 void remember_args(lua_State* L, Frozen& f, int first, int n) {
     if (f.last_args_ref == LUA_NOREF) {
         lua_createtable(L, n, 1);
+        lua_pushinteger(L, 0);
+        lua_setfield(L, -2, "n");
         f.last_args_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+        f.last_args_n = 0;
     }
     lua_rawgeti(L, LUA_REGISTRYINDEX, f.last_args_ref);
     int t = lua_gettop(L);
-    lua_getfield(L, t, "n");
-    lua_Integer old = lua_tointeger(L, -1);
-    lua_pop(L, 1);
     for (int i = 0; i < n; ++i) {
         lua_pushvalue(L, first + i);
         lua_rawseti(L, t, i + 1);
     }
-    for (lua_Integer i = n + 1; i <= old; ++i) {
+    for (int i = n + 1; i <= f.last_args_n; ++i) {
         lua_pushnil(L);
         lua_rawseti(L, t, i);
     }
-    lua_pushinteger(L, n);
-    lua_setfield(L, t, "n");
+    if (n != f.last_args_n) {
+        lua_pushinteger(L, n);
+        lua_setfield(L, t, "n");
+        f.last_args_n = n;
+    }
     lua_settop(L, t - 1);
 }
 
@@ -763,9 +767,18 @@ int frozen_with_passes(lua_State* L) {
         lua_rawgeti(L, LUA_REGISTRYINDEX, f.fn_ref);
         g.fn_ref = luaL_ref(L, LUA_REGISTRYINDEX);
     }
-    if (f.last_args_ref != LUA_NOREF) {
+    if (f.last_args_ref != LUA_NOREF) {   // a copy: each function's calls update only its own
         lua_rawgeti(L, LUA_REGISTRYINDEX, f.last_args_ref);
+        lua_createtable(L, f.last_args_n, 1);
+        for (int i = 1; i <= f.last_args_n; ++i) {
+            lua_rawgeti(L, -2, i);
+            lua_rawseti(L, -2, i);
+        }
+        lua_pushinteger(L, f.last_args_n);
+        lua_setfield(L, -2, "n");
         g.last_args_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+        g.last_args_n = f.last_args_n;
+        lua_pop(L, 1);
     }
     for (const CacheEntry& e : f.cache) {
         CacheEntry c;
