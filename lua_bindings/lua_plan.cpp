@@ -48,6 +48,8 @@ struct Frozen {
     int fn_ref = LUA_NOREF;           // the Lua function; none for a plan loaded from a file
     int last_args_ref = LUA_NOREF;    // the latest call's arguments (for :timeit): {n = count, ...}
     int last_args_n = 0;              // its n (kept here too, so a call reads no field)
+    std::vector<Tensor> call_inputs;  // a call's tensor arguments (kept for its capacity: no allocation per call)
+    bool in_call = false;             // call_inputs is in use (a call re-entered at a breakpoint gets its own)
     std::vector<CacheEntry> cache;    // most recently used first
     PlanPasses passes;
     bool strict = false;
@@ -426,13 +428,27 @@ int frozen_call(lua_State* L) {
     remember_args(L, f, first, n);
     if (plan_recording())
         raise(L, f.name + ": a frozen function cannot run while another function is being frozen (call its eager function)");
+    struct InputsInUse {   // lets go of the arguments however the call ends
+        Frozen& f;
+        std::vector<Tensor> own;
+        std::vector<Tensor>& tensors;
+        bool outer;
+        explicit InputsInUse(Frozen& frozen)
+            : f(frozen), tensors(frozen.in_call ? own : frozen.call_inputs), outer(!frozen.in_call) {
+            f.in_call = true;
+        }
+        ~InputsInUse() {
+            tensors.clear();
+            if (outer) f.in_call = false;
+        }
+    } in_use(f);
+    std::vector<Tensor>& tensors = in_use.tensors;
+    for (int i = 0; i < n; ++i)
+        if (Tensor* t = tapedeck_test_tensor(L, first + i)) tensors.push_back(*t);
     std::string reason;
     for (size_t c = 0; c < f.cache.size(); ++c) {
         CacheEntry& e = f.cache[c];
         std::string why = f.fn_ref == LUA_NOREF ? "" : args_mismatch(L, e, first, n);
-        std::vector<Tensor> tensors;
-        for (int i = 0; i < n; ++i)
-            if (Tensor* t = tapedeck_test_tensor(L, first + i)) tensors.push_back(*t);
         if (why.empty()) why = plan_check_inputs(*e.plan, tensors);
         if (why.empty()) {
             PlanRunResult result;
