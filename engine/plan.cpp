@@ -479,6 +479,26 @@ struct PassState {
         return uses;
     }
 
+    // written[r]: some step writes root r in place.
+    std::vector<bool> written_roots() const {
+        std::vector<bool> written(plan.values.size(), false);
+        for (const PlanStep& s : plan.steps) {
+            int w = step_written_root(plan, s);
+            if (w >= 0) written[w] = true;
+        }
+        return written;
+    }
+
+    // returned[r]: root r is returned (an output, or an output's gradient).
+    std::vector<bool> returned_roots() const {
+        std::vector<bool> returned(plan.values.size(), false);
+        for (const PlanOutput& o : plan.outputs) {
+            returned[root(o.value)] = true;
+            if (o.grad_value >= 0) returned[root(o.grad_value)] = true;
+        }
+        return returned;
+    }
+
     std::vector<int> producers() const {   // the step that makes each value, -1 for none
         std::vector<int> made_by(plan.values.size(), -1);
         for (size_t k = 0; k < plan.steps.size(); ++k)
@@ -528,15 +548,7 @@ void pass_dead_nodes(Plan& plan) {
 // write into one (now, or by the caller) must not show in the other.
 void pass_common_subexpressions(Plan& plan) {
     PassState p(plan);
-    std::vector<bool> kept_apart(plan.values.size(), false);
-    for (const PlanStep& s : plan.steps) {
-        int written = step_written_root(plan, s);
-        if (written >= 0) kept_apart[written] = true;
-    }
-    for (const PlanOutput& o : plan.outputs) {
-        kept_apart[p.root(o.value)] = true;
-        if (o.grad_value >= 0) kept_apart[p.root(o.grad_value)] = true;
-    }
+    std::vector<bool> written = p.written_roots(), returned = p.returned_roots();
     std::vector<int> replace(plan.values.size());
     for (size_t v = 0; v < replace.size(); ++v) replace[v] = static_cast<int>(v);
     std::vector<uint32_t> version(plan.values.size(), 0);
@@ -551,7 +563,7 @@ void pass_common_subexpressions(Plan& plan) {
         for (int& v : s.inputs) v = replace[v];
         bool candidate = s.kind == STEP_KERNEL && !is_random(s.op) && !(op_info(s.op).flags & (OPF_INPLACE | OPF_CUSTOM)) &&
                          s.into_grad < 0;
-        for (int v : s.outputs) candidate = candidate && !kept_apart[v];
+        for (int v : s.outputs) candidate = candidate && !written[v] && !returned[v];
         if (candidate) {
             std::vector<uint32_t> versions;
             for (int v : s.inputs) versions.push_back(version[p.root(v)]);
@@ -594,11 +606,7 @@ void pass_common_subexpressions(Plan& plan) {
 // tensors are not constants: they may be updated in place between calls.
 void pass_constant_folding(Plan& plan) {
     PassState p(plan);
-    std::vector<bool> written(plan.values.size(), false);
-    for (const PlanStep& s : plan.steps) {
-        int w = step_written_root(plan, s);
-        if (w >= 0) written[w] = true;
-    }
+    std::vector<bool> written = p.written_roots();
     std::vector<bool> drop(plan.steps.size(), false);
     for (size_t k = 0; k < plan.steps.size(); ++k) {
         PlanStep& s = plan.steps[k];
@@ -805,16 +813,7 @@ void pass_gradients_in_place(Plan& plan) {
 // own bytes). The step stays a transpose on the tape; unobserved, it runs no kernel.
 void pass_transposes_in_place(Plan& plan) {
     PassState p(plan);
-    std::vector<bool> written(plan.values.size(), false);
-    for (const PlanStep& s : plan.steps) {
-        int w = step_written_root(plan, s);
-        if (w >= 0) written[w] = true;
-    }
-    std::vector<bool> returned(plan.values.size(), false);
-    for (const PlanOutput& o : plan.outputs) {
-        returned[o.value] = true;
-        if (o.grad_value >= 0) returned[o.grad_value] = true;
-    }
+    std::vector<bool> written = p.written_roots(), returned = p.returned_roots();
     for (PlanStep& s : plan.steps) {
         if (s.kind != STEP_KERNEL || s.op != OP_transpose || s.into_grad >= 0) continue;
         int in = s.inputs[0], out = s.outputs[0];
