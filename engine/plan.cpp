@@ -1191,6 +1191,10 @@ struct PlanCall {
         for (size_t i = 0; i < x.outputs.size(); ++i)
             if (x.fresh[i]) give_fresh_bytes(*x.outputs[i]);
         if (x.rebind) x.outputs[0]->storage = x.inputs[0]->storage;
+        if (x.transpose_view) {   // observed: a transpose node with bytes of its own, as eager makes
+            if (!observed) return;
+            give_fresh_bytes(*x.outputs[0]);
+        }
         const OpAttrs* attrs = &s.attrs;
         Output* grad_target = nullptr;
         if (s.into_grad >= 0) {
@@ -1202,7 +1206,6 @@ struct PlanCall {
                 give_fresh_bytes(*x.outputs[0]);
             }
         }
-        if (x.transpose_view && !observed) return;   // observed, its node runs (copying each element onto itself)
         run_op(s.op, *attrs, x.inputs.data(), s.inputs.data(), static_cast<int>(x.inputs.size()), x.outputs.data(),
                s.outputs.data(), static_cast<int>(x.outputs.size()), s);
         if (grad_target) {
