@@ -48,8 +48,7 @@ struct Frozen {
     int fn_ref = LUA_NOREF;           // the Lua function; none for a plan loaded from a file
     int last_args_ref = LUA_NOREF;    // the latest call's arguments (for :timeit): {n = count, ...}
     int last_args_n = 0;              // its n (kept here too, so a call reads no field)
-    std::vector<Tensor> call_inputs;  // a call's tensor arguments (kept for its capacity: no allocation per call)
-    bool in_call = false;             // call_inputs is in use (a call re-entered at a breakpoint gets its own)
+    std::vector<Tensor> spare_inputs; // empty; lent to each call for its capacity (no allocation per call)
     std::vector<CacheEntry> cache;    // most recently used first
     PlanPasses passes;
     bool strict = false;
@@ -77,11 +76,8 @@ struct Frozen {
 const void* g_frozen_metatable = nullptr;   // compared by address: no registry lookup per call
 
 Frozen* test_frozen(lua_State* L, int idx) {
-    void* p = lua_touserdata(L, idx);
-    if (!p || !lua_getmetatable(L, idx)) return nullptr;
-    bool is_frozen = lua_topointer(L, -1) == g_frozen_metatable;
-    lua_pop(L, 1);
-    return is_frozen ? *static_cast<Frozen**>(p) : nullptr;
+    Frozen** p = static_cast<Frozen**>(tapedeck_test_udata(L, idx, g_frozen_metatable));
+    return p ? *p : nullptr;
 }
 
 Frozen& check_frozen(lua_State* L, int idx) {
@@ -428,21 +424,16 @@ int frozen_call(lua_State* L) {
     remember_args(L, f, first, n);
     if (plan_recording())
         raise(L, f.name + ": a frozen function cannot run while another function is being frozen (call its eager function)");
-    struct InputsInUse {   // lets go of the arguments however the call ends
-        Frozen& f;
-        std::vector<Tensor> own;
-        std::vector<Tensor>& tensors;
-        bool outer;
-        explicit InputsInUse(Frozen& frozen)
-            : f(frozen), tensors(frozen.in_call ? own : frozen.call_inputs), outer(!frozen.in_call) {
-            f.in_call = true;
-        }
-        ~InputsInUse() {
+    struct BorrowedInputs {   // f's spare vector for this call, emptied and handed back however it ends
+        std::vector<Tensor>& home;
+        std::vector<Tensor> tensors;
+        explicit BorrowedInputs(std::vector<Tensor>& spare) : home(spare) { tensors.swap(home); }
+        ~BorrowedInputs() {
             tensors.clear();
-            if (outer) f.in_call = false;
+            home.swap(tensors);
         }
-    } in_use(f);
-    std::vector<Tensor>& tensors = in_use.tensors;
+    } borrowed(f.spare_inputs);
+    std::vector<Tensor>& tensors = borrowed.tensors;
     for (int i = 0; i < n; ++i)
         if (Tensor* t = tapedeck_test_tensor(L, first + i)) tensors.push_back(*t);
     std::string reason;

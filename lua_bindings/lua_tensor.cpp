@@ -107,13 +107,7 @@ void register_bindings(lua_State* L, const Binding* bindings) {
     }
 }
 
-Tensor* test_tensor(lua_State* L, int idx) {
-    void* p = lua_touserdata(L, idx);
-    if (!p || !lua_getmetatable(L, idx)) return nullptr;
-    bool is_tensor = lua_topointer(L, -1) == g_tensor_metatable;
-    lua_pop(L, 1);
-    return is_tensor ? static_cast<Tensor*>(p) : nullptr;
-}
+Tensor* test_tensor(lua_State* L, int idx) { return static_cast<Tensor*>(tapedeck_test_udata(L, idx, g_tensor_metatable)); }
 
 // What to call the value at idx in a message: "tensor" for a tensor, else Lua's type name.
 const char* type_name_of(lua_State* L, int idx) { return test_tensor(L, idx) ? "tensor" : luaL_typename(L, idx); }
@@ -1152,6 +1146,14 @@ int open_torch_table(lua_State* L) {
 // public
 
 td::Tensor* tapedeck_test_tensor(lua_State* L, int idx) { return test_tensor(L, idx); }
+
+void* tapedeck_test_udata(lua_State* L, int idx, const void* metatable) {
+    void* p = lua_touserdata(L, idx);
+    if (!p || !lua_getmetatable(L, idx)) return nullptr;
+    bool same = lua_topointer(L, -1) == metatable;
+    lua_pop(L, 1);
+    return same ? p : nullptr;
+}
 int tapedeck_push_tensor(lua_State* L, td::Tensor t) { return push_tensor(L, std::move(t)); }
 std::string tapedeck_where(lua_State* L, int level) { return where_at(L, level); }
 lua_State* tapedeck_current_state() { return g_current_state; }

@@ -11,6 +11,9 @@ void tapedeck_open(lua_State* L);
 
 // The tensor at stack index idx, or nullptr when it is not one.
 td::Tensor* tapedeck_test_tensor(lua_State* L, int idx);
+// The block of the full userdata at idx when its metatable is `metatable` (as lua_topointer gives
+// it), else nullptr: luaL_testudata without a registry lookup by name (bindings on hot paths).
+void* tapedeck_test_udata(lua_State* L, int idx, const void* metatable);
 // Push t as a Lua Tensor; returns 1.
 int tapedeck_push_tensor(lua_State* L, td::Tensor t);
 // Push a Lua table describing a node: id, op, phase, group, inputs, shape, dtype, where, math.
