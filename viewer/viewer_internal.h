@@ -143,7 +143,6 @@ struct ViewerState {
     bool scroll_to_stop = false;
     bool scroll_to_selected = false;
     ViewerControls controls;
-    bool has_controls = false;
     std::vector<ViewerBreakpoint> breakpoints;
     std::vector<std::function<void()>> deferred;   // run after the frame (buttons, menus)
 

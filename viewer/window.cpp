@@ -689,7 +689,6 @@ void viewer_select_node(int64_t node_id) { viewer_select(node_id, true); }
 
 void viewer_set_controls(const ViewerControls* controls) {
     ViewerState& s = viewer_state();
-    s.has_controls = controls != nullptr;
     s.controls = controls ? *controls : ViewerControls();
     s.force_frames = std::max(s.force_frames, 2);
 }
@@ -795,7 +794,6 @@ void viewer_shutdown() {
     viewer_close();
     s.node_callback = nullptr;
     s.namer = nullptr;
-    s.has_controls = false;
     s.controls = ViewerControls();
     observer_sync(s);
     if (g_glfw_ready) {
