@@ -113,7 +113,7 @@ void debugger_attach(lua_State* L, LineSource& (*get_source)(), bool break_in_on
     if (!g.observer) g.observer = engine_observe(on_engine_event, nullptr, 0);
     repl_set_break_in(break_in, run_ended);
     refresh();
-    viewer_show_attached(true);
+    viewer_show_attachment();
 }
 
 void debugger_detach() {
@@ -123,7 +123,7 @@ void debugger_detach() {
     repl_set_break_in(nullptr, nullptr);
     g.line_hook = false;
     if (g.L) apply_lua_hook(g.L);
-    viewer_show_attached(false);
+    viewer_show_attachment();
 }
 
 bool debugger_attached() { return g.observer != 0; }

@@ -118,8 +118,8 @@ std::string describe_value(lua_State* L, int idx);
 void viewer_show_stop_begin(const DebugStop& stop);
 // A stop ended: show the stop it was nested in (`outer`), or none.
 void viewer_show_stop_end(const DebugStop* outer);
-// Attached or detached: the window's breakpoint menus work only while attached.
-void viewer_show_attached(bool attached);
+// Attached or detached (g.observer): the window's breakpoint menus work only while attached.
+void viewer_show_attachment();
 // Send the breakpoint list to the viewer when it changed (called by refresh()).
 void viewer_show_breakpoints();
 

@@ -120,9 +120,13 @@ void on_toggle_line(const char* file, int line, void*) {
     if (!found) add_parsed(path + ":" + std::to_string(line));
 }
 
-// Register the callbacks: the breakpoint menus always (while attached), the resume buttons only
-// while stopped (grey otherwise).
+// Register the callbacks: none while detached; the breakpoint menus while attached; the resume
+// buttons too while stopped (grey otherwise).
 void set_controls(bool stopped) {
+    if (!g.observer) {
+        viewer_set_controls(nullptr);
+        return;
+    }
     ViewerControls c;
     c.toggle_node_breakpoint = on_toggle_node;
     c.toggle_op_breakpoint = on_toggle_op;
@@ -150,23 +154,12 @@ void viewer_show_stop_begin(const DebugStop& stop) {
 }
 
 void viewer_show_stop_end(const DebugStop* outer) {
-    if (outer) {
-        show_stop(*outer);
-        set_controls(true);
-    } else {
-        viewer_clear_stop();
-        if (g.observer) set_controls(false);
-        else viewer_set_controls(nullptr);
-    }
+    if (outer) show_stop(*outer);
+    else viewer_clear_stop();
+    set_controls(outer != nullptr);
 }
 
-void viewer_show_attached(bool attached) {
-    if (attached) {
-        set_controls(g.stop != nullptr);
-    } else {
-        viewer_set_controls(nullptr);
-    }
-}
+void viewer_show_attachment() { set_controls(g.stop != nullptr); }
 
 void viewer_show_breakpoints() {
     std::vector<ViewerBreakpoint> list;

@@ -211,11 +211,10 @@ public:
     void cancel_read() override { cancelled_ = true; }
 
     void print_message(const std::string& text) override {
-        bool waiting = waiting_ && !finished_;
-        if (waiting) rl_clear_visible_line();
+        if (waiting_) rl_clear_visible_line();
         fputs(text.c_str(), stdout);
         fflush(stdout);
-        if (waiting) {
+        if (waiting_) {
             rl_on_new_line();
             rl_redisplay();
         }
