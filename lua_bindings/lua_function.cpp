@@ -79,11 +79,9 @@ public:
         int n_args = static_cast<int>(lua_tointeger(L, -1));
         lua_pop(L, 1);
         std::vector<Tensor> grads;
-        int n_tensor_args = 0;
         for (int i = 1; i <= n_args; ++i) {
             bool is_tensor_arg = lua_rawgeti(L, args, i) == LUA_TUSERDATA && tapedeck_test_tensor(L, -1);
             lua_pop(L, 1);
-            n_tensor_args += is_tensor_arg;
             bool returned = i <= n_results;
             if (!returned && is_tensor_arg) {
                 lua_settop(L, top);
