@@ -74,7 +74,10 @@ struct ShapeCall {
     ShapeCall(const char* name, const Value* const* in, int n, const OpAttrs& a)
         : op_name(name), inputs(in), n_inputs(n), attrs(a) {}
 
+    // Every output shape passes here: a negative size or an element count that overflows is an
+    // error naming the op, whatever arithmetic the rule did.
     void set_output(int i, const Shape& shape, DType dtype) {
+        shape_checked_numel(shape, op_name);
         shapes[i] = shape;
         dtypes[i] = dtype;
         if (i + 1 > n_outputs) n_outputs = i + 1;

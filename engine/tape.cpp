@@ -305,6 +305,15 @@ static Tensor view_base(const Tensor& x) {
     return base;
 }
 
+// A new output value; when the memory limit refuses it, the error names the op and the shape.
+static void allocate_output(const OpInfo& info, const Shape& shape, DType dtype, Value* out) {
+    try {
+        *out = value_new(shape, dtype);
+    } catch (const EngineError& e) {
+        engine_fail("%s: a result of shape %s (%s): %s", info.name, shape.str().c_str(), dtype_name(dtype), e.what());
+    }
+}
+
 Tensor op_call(OpId op, const Tensor* const* inputs, int n_inputs, const OpAttrs& attrs,
                const std::shared_ptr<CustomFunction>* custom) {
     const OpInfo& info = op_table[op];
@@ -398,7 +407,7 @@ Tensor op_call(OpId op, const Tensor* const* inputs, int n_inputs, const OpAttrs
             out.value.dtype = shape_call.dtypes[0];
             out.value.storage = input_values[0]->storage;
         } else {
-            out.value = value_new(shape_call.shapes[i], shape_call.dtypes[i]);
+            allocate_output(info, shape_call.shapes[i], shape_call.dtypes[i], &out.value);
         }
         out.requires_grad = track && dtype_is_float(shape_call.dtypes[i]);
     }

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <unistd.h>
 #include <unordered_map>
 #include <vector>
 
@@ -68,6 +69,26 @@ bool Shape::operator==(const Shape& o) const {
     return true;
 }
 
+bool shape_numel_fits(const Shape& shape, int64_t* numel) {
+    int64_t n = 1;
+    for (int i = 0; i < shape.ndim; ++i) {
+        if (shape.dims[i] < 0 || __builtin_mul_overflow(n, shape.dims[i], &n)) return false;
+    }
+    int64_t bytes;
+    if (__builtin_mul_overflow(n, int64_t(8), &bytes)) return false;
+    *numel = n;
+    return true;
+}
+
+int64_t shape_checked_numel(const Shape& shape, const char* what) {
+    int64_t numel = 0;
+    if (shape_numel_fits(shape, &numel)) return numel;
+    for (int i = 0; i < shape.ndim; ++i)
+        if (shape.dims[i] < 0) engine_fail("%s: negative size %lld in shape %s", what, static_cast<long long>(shape.dims[i]), shape.str().c_str());
+    engine_fail("%s: shape %s has more elements than a tensor can hold (its element count overflows 64 bits)", what,
+                shape.str().c_str());
+}
+
 std::string Shape::str() const {
     std::string s = "[";
     for (int i = 0; i < ndim; ++i) {
@@ -121,11 +142,33 @@ StoragePool& pool() {
 
 size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
+size_t g_memory_limit = 0;   // 0: the default
+
+size_t default_memory_limit() {
+    long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGE_SIZE);
+    if (pages <= 0 || page_size <= 0) return size_t(8) << 30;
+    return static_cast<size_t>(pages) / 4 * 3 * static_cast<size_t>(page_size);
+}
+
+double gigabytes(size_t bytes) { return static_cast<double>(bytes) / (1u << 30); }
+
 }  // namespace
+
+size_t memory_limit_bytes() {
+    if (g_memory_limit == 0) g_memory_limit = default_memory_limit();
+    return g_memory_limit;
+}
+
+void memory_set_limit_bytes(size_t bytes) { g_memory_limit = bytes; }
 
 Storage* storage_new(size_t bytes, Device device) {
     if (device != DEVICE_CPU) engine_fail("storage: device %s is not available", device_name(device));
     StoragePool& p = pool();
+    size_t limit = memory_limit_bytes();
+    if (bytes > limit || p.live_bytes > limit - bytes)
+        engine_fail("out of memory: %.2f GB asked for, with %.2f GB of the %.2f GB memory limit in use "
+                    "(torch.set_memory_limit changes it)",
+                    gigabytes(bytes), gigabytes(p.live_bytes), gigabytes(limit));
     size_t rounded = round_up(bytes == 0 ? 1 : bytes, 64);
     Storage* s = nullptr;
     std::vector<Storage*>& list = p.free_list(rounded);
@@ -172,7 +215,8 @@ Value value_new(const Shape& shape, DType dtype, Device device) {
     Value v;
     v.shape = shape;
     v.dtype = dtype;
-    v.storage = Ref<Storage>::adopt(storage_new(shape.numel() * dtype_size(dtype), device));
+    int64_t numel = shape_checked_numel(shape, "tensor");
+    v.storage = Ref<Storage>::adopt(storage_new(static_cast<size_t>(numel) * dtype_size(dtype), device));
     return v;
 }
 

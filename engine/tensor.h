@@ -49,6 +49,13 @@ struct Shape {
     std::string str() const;   // "[20,20]"; "[]" for a scalar
 };
 
+// The element count of `shape`, checked: false when a size is negative or when the count, or its
+// size in bytes at the widest dtype (8 bytes), does not fit in int64. Shape::numel() itself does
+// not check; every shape that can reach an allocation is checked here first.
+bool shape_numel_fits(const Shape& shape, int64_t* numel);
+// The same, as an error naming `what` ("zeros", "load_npy: x.npy") and the shape when it fails.
+int64_t shape_checked_numel(const Shape& shape, const char* what);
+
 // ---------------------------------------------------------------------------------------------
 // Storage: refcounted bytes on a device. `version` is bumped by every in-place write, so that
 // autograd can tell a saved tensor was changed after it was saved.
@@ -69,6 +76,10 @@ size_t storage_bytes_allocated_total();               // running total, for Lua'
 size_t storage_bytes_live();                          // bytes held by live storages right now
 size_t storage_bytes_peak();                          // the most bytes live since storage_peak_reset()
 void storage_peak_reset();                            // peak := live now (to measure one run)
+// The memory limit: storage_new refuses to hold more than this many bytes of tensor data at once,
+// with an error that gives the sizes in GB. By default 3/4 of physical memory; 0 restores that.
+size_t memory_limit_bytes();
+void memory_set_limit_bytes(size_t bytes);
 uint64_t storage_next_serial();                       // the serial the next storage will get
 
 inline void ref_retain(Storage* s) { ++s->refcount; }
