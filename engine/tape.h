@@ -19,6 +19,13 @@ namespace td {
 struct Node;
 struct CustomFunction;
 void node_destroy(Node* node);
+// Frees the spare node memory kept for reuse (the next node is allocated afresh).
+void node_release_spares();
+// Orderly shutdown, after the last tensor is gone (lua_close, the end of a test run): frees the
+// spare nodes and the storage pool's cached blocks. The engine's singletons are immortal (never
+// destroyed at exit), so this is the one place their spare memory goes back; calling it earlier
+// is harmless, it only costs the reuse.
+void engine_release_spares();
 inline void ref_retain(Node* n);
 inline void ref_release(Node* n);
 

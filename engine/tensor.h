@@ -72,6 +72,7 @@ struct Storage {
 
 Storage* storage_new(size_t bytes, Device device);   // refcount 1, contents uninitialised
 void storage_free(Storage* storage);
+void storage_release_cached();                        // frees the pool's cached blocks (engine_release_spares)
 size_t storage_bytes_allocated_total();               // running total, for Lua's collector
 size_t storage_bytes_live();                          // bytes held by live storages right now
 size_t storage_bytes_peak();                          // the most bytes live since storage_peak_reset()

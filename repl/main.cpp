@@ -147,14 +147,14 @@ void set_arg_table(lua_State* L, char** argv, int argc, int script_index) {
 // Where the REPL and debugger stops read lines: stdin, made on first use (a script that never
 // stops never sets up readline).
 lua_State* g_state = nullptr;
+std::unique_ptr<LineSource> g_stdin_source;   // ends in shutdown(), not in static destruction
 
 LineSource& stdin_source() {
-    static std::unique_ptr<LineSource> source;
-    if (!source) {
-        source = line_source_for_stdin(g_state);
-        source->on_idle = viewer_frame;   // the viewer's window keeps drawing while the prompt (or a stop) waits
+    if (!g_stdin_source) {
+        g_stdin_source = line_source_for_stdin(g_state);
+        g_stdin_source->on_idle = viewer_frame;   // the viewer's window keeps drawing while the prompt (or a stop) waits
     }
-    return *source;
+    return *g_stdin_source;
 }
 
 // The debugger is attached unless TAPEDECK_DEBUGGER=off (to measure what attaching costs).
@@ -167,6 +167,16 @@ void attach_debugger(lua_State* L) {
 
 void print_banner() {
     printf("tapedeck %s (Lua 5.4) -- :help for commands, Ctrl-D to quit\n", TAPEDECK_VERSION);
+}
+
+// The one way out of main: the Lua state closes (every tensor, the debugger, the viewer's window
+// and worker go, in order), then the line source, then the engine's spare memory. The engine's singletons are immortal,
+// so nothing of it is destroyed after main returns.
+int shutdown(lua_State* L, int status) {
+    lua_close(L);
+    g_stdin_source.reset();   // readline's history file is trimmed here
+    td::engine_release_spares();
+    return status;
 }
 
 }  // namespace
@@ -183,9 +193,7 @@ int main(int argc, char** argv) {
     if (argc > 1) {
         for (const Subcommand& s : subcommands) {
             if (strcmp(argv[1], s.name) == 0) {
-                int code = s.run(L, argc - 2, argv + 2);
-                lua_close(L);
-                return code;
+                return shutdown(L, s.run(L, argc - 2, argv + 2));
             }
         }
     }
@@ -199,28 +207,28 @@ int main(int argc, char** argv) {
         if (viewer_parse_option(argc, argv, &i, &option_error)) {   // --view, --screenshot FILE, --frames N
             if (!option_error.empty()) {
                 fprintf(stderr, "tapedeck: %s\n%s", option_error.c_str(), USAGE);
-                return 1;
+                return shutdown(L, 1);
             }
         } else if (strcmp(argv[i], "-i") == 0) {
             interactive = true;
         } else if (strcmp(argv[i], "-e") == 0) {
             if (++i >= argc) {
                 fprintf(stderr, "tapedeck: -e needs code after it\n%s", USAGE);
-                return 1;
+                return shutdown(L, 1);
             }
             code.push_back(argv[i]);
         } else if (strcmp(argv[i], "-v") == 0 || strcmp(argv[i], "--version") == 0) {
             printf("tapedeck %s\n", TAPEDECK_VERSION);
-            return 0;
+            return shutdown(L, 0);
         } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             fputs(USAGE, stdout);
-            return 0;
+            return shutdown(L, 0);
         } else if (strcmp(argv[i], "--") == 0) {
             ++i;
             break;
         } else {
             fprintf(stderr, "tapedeck: unknown option '%s'\n%s", argv[i], USAGE);
-            return 1;
+            return shutdown(L, 1);
         }
     }
     int script = i < argc ? i : 0;   // index of the script in argv; 0: none
@@ -230,10 +238,7 @@ int main(int argc, char** argv) {
     viewer_start_from_options();
 
     for (const char* chunk : code) {
-        if (repl_run_chunk(L, chunk, "=command line", false) != LUA_OK) {
-            lua_close(L);
-            return 1;
-        }
+        if (repl_run_chunk(L, chunk, "=command line", false) != LUA_OK) return shutdown(L, 1);
     }
     int status = 0;
     if (script) {   // the rest of the command line is its arguments (also passed as `...`)
@@ -249,6 +254,5 @@ int main(int argc, char** argv) {
             status = 0;
         }
     }
-    lua_close(L);
-    return status;
+    return shutdown(L, status);
 }
