@@ -73,8 +73,13 @@ std::string graph_to_dot(const std::vector<Node*>& nodes) {
 }
 
 std::mutex& graphviz_mutex() {
-    static std::mutex mutex;
-    return mutex;
+    static std::mutex* mutex = new std::mutex;   // immortal: the viewer's worker may hold it at exit
+    return *mutex;
+}
+
+GVC_t* graphviz_context() {
+    static GVC_t* context = gvContext();
+    return context;
 }
 
 // Writes the graph to `path`, as DOT text (.dot, .gv) or rendered by Graphviz (.svg, .png, .pdf).
@@ -95,14 +100,13 @@ void graph_write(const std::vector<Node*>& nodes, const std::string& path) {
         failed = fputs(dot.c_str(), f) < 0;
     } else {
         std::lock_guard<std::mutex> lock(graphviz_mutex());
-        GVC_t* gvc = gvContext();
+        GVC_t* gvc = graphviz_context();
         Agraph_t* g = agmemread(dot.c_str());
         failed = !g || gvLayout(gvc, g, "dot") != 0 || gvRender(gvc, g, format.c_str(), f) != 0;
         if (g) {
             gvFreeLayout(gvc, g);
             agclose(g);
         }
-        gvFreeContext(gvc);
     }
     failed = (fclose(f) != 0) || failed;
     if (failed) {

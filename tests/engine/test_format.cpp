@@ -122,3 +122,26 @@ TEST_CASE("dot: graph_write writes DOT text to .dot and renders SVG for .svg") {
     CHECK_THROWS_WITH(graph_write(nodes, (dir.path / "graph").string()), Contains("needs one of the extensions"));
     CHECK_THROWS_AS(graph_write(nodes, (dir.path / "missing_dir" / "g.dot").string()), EngineError);
 }
+
+// Graphviz 2.42's pango plugin keeps a pointer into the font dictionary of the context that first
+// laid text out; a context freed and made again left it dangling, and the next render compared
+// freed memory (a heap-use-after-free under ./run.sh test-asan). One context serves the process.
+TEST_CASE("dot: graph_write renders again and again through the one Graphviz context") {
+    Tensor x = make_leaf(Shape{2}, {1, 2});
+    Tensor loss = ops::reduce_all(OP_sum, ops::unary(OP_tanh, x));
+    std::vector<Node*> nodes = graph_collect(loss);
+    TempDir dir;
+    GVC_s* context = nullptr;
+    {
+        std::lock_guard<std::mutex> lock(graphviz_mutex());
+        context = graphviz_context();
+    }
+    REQUIRE(context != nullptr);
+    for (int i = 0; i < 3; ++i) {
+        std::filesystem::path svg_path = dir.path / ("graph" + std::to_string(i) + ".svg");
+        graph_write(nodes, svg_path.string());
+        CHECK_THAT(read_file(svg_path), Contains("tanh"));
+        std::lock_guard<std::mutex> lock(graphviz_mutex());
+        CHECK(graphviz_context() == context);
+    }
+}
