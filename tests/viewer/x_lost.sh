@@ -36,7 +36,8 @@ fi
 DISPLAY=:$(cat "$work/display")
 export DISPLAY
 
-"$tapedeck" --view "$script" "$work/ready" >"$work/out" 2>"$work/err" &
+# At most 90 s: a tapedeck stuck on the dead connection fails the test (status 124), not CTest's timeout.
+timeout -k 5 90 "$tapedeck" --view "$script" "$work/ready" >"$work/out" 2>"$work/err" &
 tapedeck_pid=$!
 for _ in $(seq 600); do
   [ -s "$work/ready" ] && break
