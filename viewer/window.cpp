@@ -498,6 +498,12 @@ namespace {
 void capture_pixels(ViewerState& s) {
     int w = 0, h = 0;
     glfwGetFramebufferSize(s.window, &w, &h);
+    if (display_lost() || w <= 0 || h <= 0) {
+        s.capture_error = "the window has no pixels (the X display was lost)";
+        s.capture_path.clear();
+        s.capture_request = false;
+        return;
+    }
     std::vector<unsigned char> bottom_up(static_cast<size_t>(w) * h * 4);
     glPixelStorei(GL_PACK_ALIGNMENT, 1);
     glReadBuffer(GL_BACK);
@@ -517,10 +523,14 @@ void capture_pixels(ViewerState& s) {
 
 // The four windows tile the GLFW window: Controls across the top, Graph on the left, Tensor and
 // Source on the right.
+// Every GLFW call that asks the X server something can be the one that finds the connection dead:
+// then its answer (a window size) is garbage, so the frame stops there (frame_step closes the
+// window after it).
 void frame_draw(ViewerState& s) {
     Clock::time_point start = Clock::now();
     ImGui_ImplOpenGL3_NewFrame();
-    ImGui_ImplGlfw_NewFrame();
+    ImGui_ImplGlfw_NewFrame();   // asks X for the window and framebuffer sizes
+    if (display_lost()) return;
     if (s.scripted_mouse) {   // viewer.click: the script's mouse, not the real one
         ImGuiIO& io = ImGui::GetIO();
         io.MousePos = s.mouse_pos;
@@ -545,6 +555,7 @@ void frame_draw(ViewerState& s) {
     ImGui::Render();
     int w = 0, h = 0;
     glfwGetFramebufferSize(s.window, &w, &h);
+    if (display_lost() || w <= 0 || h <= 0) return;
     glViewport(0, 0, w, h);
     glClearColor(0.12f, 0.12f, 0.13f, 1.0f);
     glClear(GL_COLOR_BUFFER_BIT);
