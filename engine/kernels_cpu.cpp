@@ -925,6 +925,7 @@ void max_along(const Value& x, const Value* values, const Value* indices, const 
 // softmax / log_softmax along a dim, shifted by the max for stability.
 template <class T>
 void softmax_along(const Value& x, const Value& o, int dim, bool log) {
+    if (x.numel() == 0) return;   // nothing to normalise (an empty dim has no row to take a max of)
     DimSplit d = split_at(x.shape, dim);
     const T* px = x.data<T>();
     T* po = o.data<T>();
