@@ -158,8 +158,8 @@ std::string tensor_format(const Tensor& t) {
     return s;
 }
 
-std::vector<Node*> tape_nodes() {
-    std::vector<Node*> nodes;
+NodeList tape_nodes() {
+    NodeList nodes;
     for (Node* n = tape_first(); n; n = n->tape_next) nodes.push_back(n);
     return nodes;
 }
@@ -171,11 +171,11 @@ static size_t display_width(const std::string& s) {
     return width;
 }
 
-std::string graph_format_table(const std::vector<Node*>& nodes, const std::vector<int64_t>& marked) {
+std::string graph_format_table(const NodeList& nodes, const std::vector<int64_t>& marked) {
     // One row of cells per node; each column is as wide as its widest cell (at least as wide as
     // before), so a long op ("expand(shape=[2,2])") or phase ("backward of #12") keeps the columns.
     std::vector<std::array<std::string, 6>> rows = {{"id", "op", "phase", "inputs", "shape", "where"}};
-    for (const Node* n : nodes) {
+    for (const Ref<Node>& n : nodes) {
         std::string inputs;
         for (const Edge& e : n->inputs) {
             if (!inputs.empty()) inputs += ",";
