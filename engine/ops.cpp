@@ -330,12 +330,13 @@ static Shape resolve_reshape(const char* op_name, const Shape& from, const Shape
             infer = i;
         } else if (s.dims[i] < 0) {
             engine_fail("%s: negative size in shape %s", op_name, to.str().c_str());
-        } else {
-            known *= s.dims[i];
+        } else if (__builtin_mul_overflow(known, s.dims[i], &known)) {
+            known = -1;   // more elements than any tensor holds: cannot match
         }
     }
     if (infer >= 0 && known > 0 && from.numel() % known == 0) s.dims[infer] = from.numel() / known;
-    if (s.numel() != from.numel() || (infer >= 0 && known == 0))
+    int64_t numel = 0;
+    if (!shape_numel_fits(s, &numel) || numel != from.numel() || (infer >= 0 && known <= 0))
         engine_fail("%s: cannot view %s (%lld elements) as %s", op_name, from.str().c_str(),
                     static_cast<long long>(from.numel()), to.str().c_str());
     return s;

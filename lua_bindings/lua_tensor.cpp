@@ -284,6 +284,13 @@ int l_manual_seed(lua_State* L) {
 
 enum Arith { ARITH_ADD, ARITH_SUB, ARITH_MUL, ARITH_DIV };
 
+// t beside the number at number_idx, as PyTorch promotes: an int64 tensor with a float number
+// (1.5, 2.0, 1e308, NaN) computes in float32; with an integer number it stays int64.
+Tensor promoted_for_number(lua_State* L, int number_idx, const Tensor& t) {
+    if (t.dtype() == DTYPE_I64 && !lua_isinteger(L, number_idx)) return ops::to(t, DTYPE_F32);
+    return t;
+}
+
 // a (+ - * /) b where either side may be a number.
 int arith(lua_State* L, Arith kind, const char* name) {
     Tensor* a = test_tensor(L, 1);
@@ -298,20 +305,22 @@ int arith(lua_State* L, Arith kind, const char* name) {
     }
     if (a && lua_type(L, 2) == LUA_TNUMBER) {
         double s = lua_tonumber(L, 2);
+        Tensor x = promoted_for_number(L, 2, *a);
         switch (kind) {
-            case ARITH_ADD: return push_tensor(L, ops::add_scalar(*a, s));
-            case ARITH_SUB: return push_tensor(L, ops::add_scalar(*a, -s));
-            case ARITH_MUL: return push_tensor(L, ops::mul_scalar(*a, s));
-            case ARITH_DIV: return push_tensor(L, ops::div_scalar(*a, s));
+            case ARITH_ADD: return push_tensor(L, ops::add_scalar(x, s));
+            case ARITH_SUB: return push_tensor(L, ops::add_scalar(x, -s));
+            case ARITH_MUL: return push_tensor(L, ops::mul_scalar(x, s));
+            case ARITH_DIV: return push_tensor(L, ops::div_scalar(x, s));
         }
     }
     if (b && lua_type(L, 1) == LUA_TNUMBER) {
         double s = lua_tonumber(L, 1);
+        Tensor x = promoted_for_number(L, 1, *b);
         switch (kind) {
-            case ARITH_ADD: return push_tensor(L, ops::add_scalar(*b, s));
-            case ARITH_SUB: return push_tensor(L, ops::rsub_scalar(*b, s));
-            case ARITH_MUL: return push_tensor(L, ops::mul_scalar(*b, s));
-            case ARITH_DIV: return push_tensor(L, ops::rdiv_scalar(*b, s));
+            case ARITH_ADD: return push_tensor(L, ops::add_scalar(x, s));
+            case ARITH_SUB: return push_tensor(L, ops::rsub_scalar(x, s));
+            case ARITH_MUL: return push_tensor(L, ops::mul_scalar(x, s));
+            case ARITH_DIV: return push_tensor(L, ops::rdiv_scalar(x, s));
         }
     }
     engine_fail("%s: expects tensors or numbers, got %s and %s", name, type_name_of(L, 1), type_name_of(L, 2));
@@ -334,8 +343,10 @@ int l_pow(lua_State* L) {
 // a:eq(b), a:lt(b), ...: b a tensor or a number; the result is 1 where the relation holds, else 0.
 int compare_binding(lua_State* L, OpId op) {
     Tensor& a = check_tensor(L, 1);
-    if (lua_type(L, 2) == LUA_TNUMBER)
-        return push_tensor(L, ops::compare(op, a, ops::create(OP_full, Shape{}, a.dtype(), lua_tonumber(L, 2))));
+    if (lua_type(L, 2) == LUA_TNUMBER) {   // a float number beside an int64 tensor compares in float64
+        DType dtype = a.dtype() == DTYPE_I64 && !lua_isinteger(L, 2) ? DTYPE_F64 : a.dtype();
+        return push_tensor(L, ops::compare(op, a, ops::create(OP_full, Shape{}, dtype, lua_tonumber(L, 2))));
+    }
     return push_tensor(L, ops::compare(op, a, check_tensor(L, 2)));
 }
 int l_eq(lua_State* L) { return compare_binding(L, OP_eq); }

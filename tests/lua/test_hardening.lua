@@ -93,4 +93,25 @@ check.fails("add", "expects tensors or numbers", function() return y + {} end)
 -- A watch that does not parse is refused when it is set, not at every stop.
 ok, why = pcall(dbg.watch, "))(")
 assert(not ok and why:find("dbg.watch", 1, true) and why:find("not a Lua expression", 1, true), why)
+
+
+-- int64 tensors beside float numbers compute as PyTorch does (in float); conversions to int64
+-- are defined for every float (NaN is 0, the rest saturates); int64 arithmetic wraps around.
+local ints = torch.tensor({2, 3}, {dtype = "int64"})
+check.equal((ints * 1.5).dtype, "float32", "int64 * a float number")
+check.close(ints * 1.5, {3, 4.5}, 0, "int64 * 1.5")
+check.equal((ints * 2).dtype, "int64", "int64 * an integer number")
+check.close(ints:lt(2.5), {1, 0}, 0, "int64 < 2.5 compares in float")
+check.close(ints + 1e308, {1 / 0, 1 / 0}, 0, "int64 + 1e308 is inf in float32, as in PyTorch")
+local converted = torch.tensor({0 / 0, 1 / 0, -1 / 0, 1e30, -1e30, -2.7}, {dtype = "float64"}):long():totable()
+check.equal(converted[1], 0, "NaN as int64")
+check.equal(converted[2], math.maxinteger, "inf as int64")
+check.equal(converted[3], math.mininteger, "-inf as int64")
+check.equal(converted[4], math.maxinteger, "1e30 as int64")
+check.equal(converted[5], math.mininteger, "-1e30 as int64")
+check.equal(converted[6], -2, "-2.7 as int64 (toward zero)")
+check.equal(torch.full({1}, 0 / 0, {dtype = "int64"}):item(), 0, "full of NaN as int64")
+check.equal((torch.tensor({2 ^ 62}, {dtype = "int64"}) * 4):item(), 0, "int64 overflow wraps")
+check.equal(torch.full({1}, math.mininteger, {dtype = "int64"}):neg():item(), math.mininteger, "-(int64 min) wraps")
+check.equal(tostring(torch.tensor({1e30}):long()), "tensor([9223372036854775807], size=[1], dtype=int64)", "int64 printed exactly")
 print("hardening: ok")
