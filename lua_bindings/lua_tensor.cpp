@@ -1033,6 +1033,21 @@ int l_memory(lua_State* L) {
     return 3;
 }
 
+// torch.set_memory_limit(bytes): the most bytes tensor data may take at once (nil or 0: the
+// default, 3/4 of physical memory); torch.memory_limit() reads it. Creating a tensor past it is an
+// error naming the op and the sizes in GB.
+int l_set_memory_limit(lua_State* L) {
+    int64_t bytes = lua_isnoneornil(L, 1) ? 0 : check_integer(L, 1, "bytes");
+    if (bytes < 0) arg_fail(1, "bytes must not be negative, got %lld", static_cast<long long>(bytes));
+    memory_set_limit_bytes(static_cast<size_t>(bytes));
+    return 0;
+}
+
+int l_memory_limit(lua_State* L) {
+    lua_pushinteger(L, static_cast<lua_Integer>(memory_limit_bytes()));
+    return 1;
+}
+
 int l_reset_peak_memory(lua_State*) {
     storage_peak_reset();
     return 0;
@@ -1080,6 +1095,7 @@ const Binding torch_only[] = {
     {"is_grad_enabled", l_is_grad_enabled}, {"set_grad_enabled", l_set_grad_enabled},
     {"graph", l_graph}, {"tape", l_tape}, {"graphviz", l_graphviz}, {"is_tensor", l_is_tensor},
     {"perf_counter", l_perf_counter}, {"memory", l_memory}, {"reset_peak_memory", l_reset_peak_memory}, {"backward", l_backward},
+    {"set_memory_limit", l_set_memory_limit}, {"memory_limit", l_memory_limit},
     {nullptr, nullptr},
 };
 

@@ -114,4 +114,16 @@ check.equal(torch.full({1}, 0 / 0, {dtype = "int64"}):item(), 0, "full of NaN as
 check.equal((torch.tensor({2 ^ 62}, {dtype = "int64"}) * 4):item(), 0, "int64 overflow wraps")
 check.equal(torch.full({1}, math.mininteger, {dtype = "int64"}):neg():item(), math.mininteger, "-(int64 min) wraps")
 check.equal(tostring(torch.tensor({1e30}):long()), "tensor([9223372036854775807], size=[1], dtype=int64)", "int64 printed exactly")
+
+-- The memory limit is the user's to set: past it, creating a tensor is an error in GB.
+local default_limit = torch.memory_limit()
+assert(default_limit > 0, "a default memory limit")
+torch.set_memory_limit(1 << 20)
+local big = check.fails("randn", "GB", function() return torch.randn(1024, 1024) end)
+assert(big:find("memory limit", 1, true), big)
+local small = torch.randn(64, 64)   -- 16 KB fits
+torch.set_memory_limit(nil)
+check.equal(torch.memory_limit(), default_limit, "nil restores the default limit")
+check.close(torch.randn(1024, 1024):numel(), 1024 * 1024, 0, "fits again")
+check.fails("set_memory_limit", "negative", function() torch.set_memory_limit(-1) end)
 print("hardening: ok")
