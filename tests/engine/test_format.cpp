@@ -129,7 +129,7 @@ TEST_CASE("dot: graph_write writes DOT text to .dot and renders SVG for .svg") {
 TEST_CASE("dot: graph_write renders again and again through the one Graphviz context") {
     Tensor x = make_leaf(Shape{2}, {1, 2});
     Tensor loss = ops::reduce_all(OP_sum, ops::unary(OP_tanh, x));
-    std::vector<Node*> nodes = graph_collect(loss);
+    NodeList nodes = graph_collect(loss);
     TempDir dir;
     GVC_s* context = nullptr;
     {
