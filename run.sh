@@ -27,10 +27,10 @@ test_asan() {
   # readable and suppressions can name the library (the viewer's window tests turn it back on:
   # tests/viewer/CMakeLists.txt says why). exitcode 66: a report is told apart from a script that
   # fails on purpose (exit 1). check_initialization_order: static initialisers reading globals of
-  # another file before they are made.
-  export ASAN_OPTIONS="detect_leaks=1:fast_unwind_on_malloc=0:exitcode=66:check_initialization_order=1"
-  export LSAN_OPTIONS="suppressions=$PWD/tests/sanitizers/lsan.supp:print_suppressions=0"
-  export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:exitcode=66"
+  # another file before they are made. Options already in the environment come last and win.
+  export ASAN_OPTIONS="detect_leaks=1:fast_unwind_on_malloc=0:exitcode=66:check_initialization_order=1:${ASAN_OPTIONS:-}"
+  export LSAN_OPTIONS="suppressions=$PWD/tests/sanitizers/lsan.supp:print_suppressions=0:${LSAN_OPTIONS:-}"
+  export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:exitcode=66:${UBSAN_OPTIONS:-}"
   # Stacks with function names and lines: llvm-symbolizer (Debian's `llvm`, or llvm-14's own).
   if [[ -z "${ASAN_SYMBOLIZER_PATH:-}" ]]; then
     for symbolizer in "$(command -v llvm-symbolizer || true)" /usr/bin/llvm-symbolizer-14; do
