@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "npy.h"
 #include "tape.h"
 
 namespace td {
@@ -263,10 +264,5 @@ void plan_save(const Plan& recorded, const PlanPasses& passes, const std::string
 // names, indices, and every step's shapes against its op's shape rule); a bad file raises
 // EngineError naming the file and what is wrong. Captured tensors become new leaves.
 std::unique_ptr<Plan> plan_load(const std::string& path, PlanPasses* passes);
-
-// NumPy .npy files (format 1.0-3.0; float32, float64, int64, and int32/bool/float16 read as
-// int64/int64/float32; either byte order; C order).
-void npy_save(const Value& value, const std::string& path);
-Value npy_load(const std::string& path);
 
 }  // namespace td

@@ -1,4 +1,4 @@
-// plan_file.cpp: plans as files (.tdp) and tensors as NumPy .npy files.
+// plan_file.cpp: plans as files (.tdp). (.npy files: npy.cpp.)
 //
 // A plan file is data only: a fixed header, then a payload of counts, numbers, strings and raw
 // tensor bytes, all little-endian. Nothing in it is code; ops are named (not numbered), so a file
@@ -13,7 +13,6 @@
 // [SECTION] bytes      Writer and Reader
 // [SECTION] save       plan_save
 // [SECTION] load       plan_load and the checks
-// [SECTION] npy        npy_save, npy_load
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -583,137 +582,6 @@ std::unique_ptr<Plan> plan_load(const std::string& path, PlanPasses* passes) {
     if (r.at != r.size) r.bad("the plan ends before the payload does");
     check_plan(r, *plan);
     return plan;
-}
-
-// ============================================================================================
-// [SECTION] npy
-
-namespace {
-
-const char* npy_descr(DType d) { return d == DTYPE_F32 ? "<f4" : d == DTYPE_F64 ? "<f8" : "<i8"; }
-
-// The value of `key` in a header dict like {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }.
-std::string npy_field(const std::string& header, const std::string& key, const std::string& path) {
-    size_t at = header.find("'" + key + "'");
-    if (at == std::string::npos) engine_fail("load_npy: %s: the header has no '%s'", path.c_str(), key.c_str());
-    at = header.find(':', at);
-    if (at == std::string::npos) engine_fail("load_npy: %s: bad header", path.c_str());
-    ++at;
-    while (at < header.size() && header[at] == ' ') ++at;
-    size_t end = at;
-    if (at < header.size() && header[at] == '(') end = header.find(')', at) + 1;
-    else if (at < header.size() && header[at] == '\'') end = header.find('\'', at + 1) + 1;
-    else end = header.find_first_of(",}", at);
-    if (end == std::string::npos || end == 0 || end > header.size()) engine_fail("load_npy: %s: bad header", path.c_str());
-    return header.substr(at, end - at);
-}
-
-}  // namespace
-
-void npy_save(const Value& value, const std::string& path) {
-    std::string shape = "(";
-    for (int i = 0; i < value.shape.ndim; ++i) shape += std::to_string(value.shape.dims[i]) + (value.shape.ndim == 1 ? ",)" : i + 1 < value.shape.ndim ? ", " : ")");
-    if (value.shape.ndim == 0) shape = "()";
-    std::string header = std::string("{'descr': '") + npy_descr(value.dtype) + "', 'fortran_order': False, 'shape': " + shape + ", }";
-    size_t total = 10 + header.size() + 1;
-    header.append((64 - total % 64) % 64, ' ');
-    header += '\n';
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out.write("\x93NUMPY\x01\x00", 8);
-    uint16_t length = static_cast<uint16_t>(header.size());
-    out.write(reinterpret_cast<const char*>(&length), 2);
-    out.write(header.data(), static_cast<std::streamsize>(header.size()));
-    out.write(static_cast<const char*>(value.raw()), static_cast<std::streamsize>(value.numel() * dtype_size(value.dtype)));
-    if (!out) engine_fail("save_npy: cannot write %s", path.c_str());
-}
-
-Value npy_load(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) engine_fail("load_npy: cannot open %s", path.c_str());
-    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const char* p = path.c_str();
-    if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0) engine_fail("load_npy: %s: not a .npy file", p);
-    int major = static_cast<unsigned char>(bytes[6]);
-    size_t header_length, at;
-    if (major == 1) {
-        header_length = static_cast<unsigned char>(bytes[8]) | (static_cast<unsigned char>(bytes[9]) << 8);
-        at = 10;
-    } else if (major == 2 || major == 3) {
-        if (bytes.size() < 12) engine_fail("load_npy: %s: truncated", p);
-        uint32_t n;
-        std::memcpy(&n, bytes.data() + 8, 4);
-        header_length = n;
-        at = 12;
-    } else {
-        engine_fail("load_npy: %s: .npy format version %d is not supported (1, 2 and 3 are)", p, major);
-    }
-    if (bytes.size() < at + header_length) engine_fail("load_npy: %s: truncated header", p);
-    std::string header = bytes.substr(at, header_length);
-    at += header_length;
-    std::string descr = npy_field(header, "descr", path);
-    std::string fortran = npy_field(header, "fortran_order", path);
-    std::string shape_text = npy_field(header, "shape", path);
-    if (fortran != "False") engine_fail("load_npy: %s: Fortran-order arrays are not supported (save with order='C')", p);
-    if (descr.size() != 5) engine_fail("load_npy: %s: unsupported dtype %s", p, descr.c_str());
-    char order = descr[1], kind = descr[2];
-    int width = descr[3] - '0';
-    bool swap = order == '>' && width > 1;
-    DType dtype;
-    if (kind == 'f' && width == 4) dtype = DTYPE_F32;
-    else if (kind == 'f' && width == 8) dtype = DTYPE_F64;
-    else if (kind == 'f' && width == 2) dtype = DTYPE_F32;
-    else if ((kind == 'i' || kind == 'u') && (width == 8 || width == 4 || width == 2 || width == 1)) dtype = DTYPE_I64;
-    else if (kind == 'b' && width == 1) dtype = DTYPE_I64;
-    else engine_fail("load_npy: %s: unsupported dtype %s (float16/32/64, integers and bool are)", p, descr.c_str());
-    Shape shape;
-    for (size_t i = 1; i < shape_text.size();) {
-        size_t end = shape_text.find_first_of(",)", i);
-        std::string item = shape_text.substr(i, end - i);
-        size_t first = item.find_first_not_of(' ');
-        if (first != std::string::npos) {
-            if (shape.ndim == MAX_DIMS) engine_fail("load_npy: %s: more than %d dims", p, MAX_DIMS);
-            char* stop = nullptr;
-            long long d = strtoll(item.c_str() + first, &stop, 10);
-            if (d < 0 || d > MAX_DIM) engine_fail("load_npy: %s: bad shape %s", p, shape_text.c_str());
-            shape.dims[shape.ndim++] = d;
-        }
-        if (end == std::string::npos) break;
-        i = end + 1;
-    }
-    if (shape.numel() > MAX_NUMEL) engine_fail("load_npy: %s: too large", p);
-    size_t n = static_cast<size_t>(shape.numel());
-    if (bytes.size() - at < n * width) engine_fail("load_npy: %s: truncated data (%zu bytes for %zu elements)", p, bytes.size() - at, n);
-    Value v = value_new(shape, dtype);
-    const unsigned char* src = reinterpret_cast<const unsigned char*>(bytes.data() + at);
-    for (size_t i = 0; i < n; ++i) {
-        unsigned char e[8] = {};
-        for (int b = 0; b < width; ++b) e[b] = src[i * width + (swap ? width - 1 - b : b)];
-        double x = 0;
-        if (kind == 'f' && width == 4) { float f; std::memcpy(&f, e, 4); x = f; }
-        else if (kind == 'f' && width == 8) std::memcpy(&x, e, 8);
-        else if (kind == 'f' && width == 2) {   // half precision
-            uint16_t hbits = static_cast<uint16_t>(e[0] | (e[1] << 8));
-            int sign = hbits >> 15, exponent = (hbits >> 10) & 31, mantissa = hbits & 1023;
-            if (exponent == 0) x = std::ldexp(mantissa, -24);
-            else if (exponent == 31) x = mantissa ? NAN : INFINITY;
-            else x = std::ldexp(mantissa + 1024, exponent - 25);
-            if (sign) x = -x;
-        } else if (kind == 'b') x = e[0] != 0;
-        else {
-            uint64_t u = 0;
-            std::memcpy(&u, e, 8);
-            int64_t s = static_cast<int64_t>(u);
-            if (kind == 'i' && width < 8) {   // sign-extend
-                int shift = 64 - 8 * width;
-                s = static_cast<int64_t>(u << shift) >> shift;
-            }
-            if (dtype == DTYPE_I64) { v.data<int64_t>()[i] = s; continue; }
-            x = static_cast<double>(s);
-        }
-        if (dtype == DTYPE_I64 && kind != 'b') v.data<int64_t>()[i] = static_cast<int64_t>(x);
-        else value_set(v, static_cast<int64_t>(i), x);
-    }
-    return v;
 }
 
 }  // namespace td
