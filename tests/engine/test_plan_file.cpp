@@ -1,0 +1,222 @@
+// test_plan_file.cpp: the plan file loader against hostile files (checksum-valid, as any editor
+// makes them): attributes out of range, counts the file cannot hold, shapes that overflow, plans
+// that would take more memory than the bound, and every attribute of every op of the fuzz seeds
+// pushed to extremes. Each must load (and then compile and run) or fail with an error naming
+// load_plan and the file; none may crash (the sanitizer build checks what a release build hides).
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <limits>
+
+#include "plan.h"
+#include "test_helpers.h"
+
+using namespace td;
+using namespace td_test;
+
+namespace {
+
+uint64_t fnv1a(const std::string& s, size_t from) {
+    uint64_t hash = 1469598103934665603ull;
+    for (size_t i = from; i < s.size(); ++i) {
+        hash ^= static_cast<unsigned char>(s[i]);
+        hash *= 1099511628211ull;
+    }
+    return hash;
+}
+
+void fix_checksum(std::string& bytes) {
+    uint64_t sum = fnv1a(bytes, 32);
+    std::memcpy(&bytes[24], &sum, 8);
+}
+
+std::string load_error(const std::string& bytes, const PlanLoadOptions& options = {}) {
+    try {
+        PlanPasses passes;
+        plan_load_bytes(bytes, "hostile.tdp", &passes, options);
+    } catch (const EngineError& e) {
+        return e.what();
+    }
+    return "";
+}
+
+// A recorded plan of `fn` over tensors of these shapes (float32 zeros).
+template <class F>
+std::unique_ptr<Plan> record(const std::vector<Shape>& shapes, F fn) {
+    std::vector<Tensor> inputs;
+    std::vector<std::string> names;
+    for (const Shape& s : shapes) {
+        inputs.push_back(ops::create(OP_zeros, s, DTYPE_F32));
+        names.push_back("x" + std::to_string(names.size() + 1));
+    }
+    plan_record_begin("hostile", inputs, names, SourceLoc());
+    std::vector<Tensor> outputs = fn(inputs);
+    return plan_record_end(outputs);
+}
+
+PlanStep& step_of(Plan& plan, OpId op) {
+    for (PlanStep& s : plan.steps)
+        if (s.kind == STEP_KERNEL && s.op == op) return s;
+    FAIL("no step of op " << op_info(op).name);
+    throw 0;
+}
+
+// Loads, compiles and runs on zero inputs; "" when all of it worked, else the error.
+std::string load_compile_run(const std::string& bytes, size_t max_bytes = size_t(64) << 20) {
+    try {
+        PlanPasses passes;
+        PlanLoadOptions options;
+        options.max_bytes = max_bytes;
+        std::unique_ptr<Plan> recorded = plan_load_bytes(bytes, "hostile.tdp", &passes, options);
+        std::unique_ptr<Plan> plan = plan_compile(*recorded, passes);
+        std::vector<Tensor> inputs;
+        for (const PlanInput& in : plan->inputs) {
+            inputs.push_back(ops::create(OP_zeros, in.shape, in.dtype));
+            inputs.back().node->outputs[0].requires_grad = in.requires_grad;
+        }
+        NoGradGuard keep_mode;
+        set_grad_enabled(plan->grad_mode);
+        plan_run(*plan, inputs);
+        plan_run(*plan, inputs);
+    } catch (const EngineError& e) {
+        return e.what();
+    }
+    return "";
+}
+
+std::string read_file(const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+}  // namespace
+
+TEST_CASE("plan file: an out-of-range dim on a max step is an error naming load_plan, the step and the op") {
+    std::unique_ptr<Plan> plan = record({Shape{2, 3}}, [](const std::vector<Tensor>& x) {
+        return std::vector<Tensor>{ops::reduce(OP_max, x[0], 1, false)};
+    });
+    step_of(*plan, OP_max).attrs.dim = 7;
+    std::string error = load_error(plan_save_bytes(*plan, PlanPasses{}));
+    CHECK(error.find("load_plan: hostile.tdp: step 1 (max): max: dim 8 out of range for a 2-d tensor") != std::string::npos);
+    step_of(*plan, OP_max).attrs.dim = -100000;
+    CHECK(load_error(plan_save_bytes(*plan, PlanPasses{})).find("max: dim -99999 out of range") != std::string::npos);
+}
+
+TEST_CASE("plan file: a count the bytes left cannot hold fails before anything is allocated for it") {
+    std::unique_ptr<Plan> plan = record({Shape{2}}, [](const std::vector<Tensor>& x) {
+        return std::vector<Tensor>{ops::neg(x[0])};
+    });
+    std::string good = plan_save_bytes(*plan, PlanPasses{});
+    // payload: name (u32 + 8 bytes "hostile"), loc (u32 + 0 bytes, i32), grad mode, 6 passes, then the inputs' count
+    size_t at = 32 + 4 + plan->name.size() + 4 + 4 + 1 + 6;
+    uint32_t count = 0;
+    std::memcpy(&count, &good[at], 4);
+    REQUIRE(count == 1);
+    for (uint32_t n : {uint32_t(1) << 24, uint32_t(1) << 20, uint32_t(1000)}) {
+        std::string bad = good;
+        std::memcpy(&bad[at], &n, 4);
+        fix_checksum(bad);
+        std::string error = load_error(bad);
+        CHECK(error.find("load_plan: hostile.tdp: the file says it holds " + std::to_string(n) + " inputs, but only") !=
+              std::string::npos);
+    }
+}
+
+TEST_CASE("plan file: shapes whose element count overflows are refused where they are read") {
+    std::unique_ptr<Plan> plan = record({Shape{2, 2}}, [](const std::vector<Tensor>& x) {
+        return std::vector<Tensor>{ops::neg(x[0])};
+    });
+    Shape huge{int64_t(1) << 32, int64_t(1) << 32};
+    plan->inputs[0].shape = huge;
+    for (PlanValue& v : plan->values) v.shape = huge;
+    std::string error = load_error(plan_save_bytes(*plan, PlanPasses{}));
+    CHECK(error.find("load_plan: hostile.tdp: a tensor of shape [4294967296,4294967296]") != std::string::npos);
+    CHECK(error.find("more elements than a tensor can hold") != std::string::npos);
+}
+
+TEST_CASE("plan file: a small file that would make a huge tensor is refused by the memory bound, before anything is allocated") {
+    std::unique_ptr<Plan> plan = record({}, [](const std::vector<Tensor>&) {
+        return std::vector<Tensor>{ops::create(OP_full, Shape{2, 2}, DTYPE_F64, 1.5)};
+    });
+    Shape big{int64_t(1) << 15, int64_t(1) << 15};   // 8 GiB of float64, folded (filled) at load by the fold pass
+    step_of(*plan, OP_full).attrs.shape = big;
+    for (PlanValue& v : plan->values) v.shape = big;
+    std::string bytes = plan_save_bytes(*plan, PlanPasses{});
+    CHECK(bytes.size() < 1000);
+    PlanLoadOptions options;
+    options.max_bytes = size_t(1) << 30;
+    size_t live = storage_bytes_live();
+    std::string error = load_error(bytes, options);
+    CHECK(error.find("load_plan: hostile.tdp: the plan needs 8.00 GB") != std::string::npos);
+    CHECK(error.find("the bound is 1.00 GB") != std::string::npos);
+    CHECK(storage_bytes_live() == live);
+    // The default bound is half the memory limit; a bound that covers it lets the plan load.
+    CHECK(plan_load_default_max_bytes() == memory_limit_bytes() / 2);
+    options.max_bytes = size_t(9) << 30;
+    CHECK(load_error(bytes, options) == "");
+}
+
+TEST_CASE("plan file: the memory bound counts inputs, captured tensors, every value made and kernel scratch") {
+    Tensor w = make_leaf(Shape{30, 40}, std::vector<double>(1200, 0.5), DTYPE_F32);
+    std::unique_ptr<Plan> plan = record({Shape{50, 30}}, [&](const std::vector<Tensor>& x) {
+        Tensor y = ops::mm(x[0], w);   // [50,40]
+        Tensor loss = ops::reduce_all(OP_sum, ops::unary(OP_tanh, y));
+        backward(loss, nullptr);
+        return std::vector<Tensor>{loss};
+    });
+    size_t bound = plan_memory_bound(*plan);
+    size_t made = 0;
+    for (const PlanValue& v : plan->values)
+        if ((v.kind == VALUE_STEP && v.alias_of < 0) || v.kind == VALUE_GRAD) made += static_cast<size_t>(v.shape.numel()) * dtype_size(v.dtype);
+    CHECK(bound >= made + 50 * 30 * 4 + 30 * 40 * 4);
+    std::string bytes = plan_save_bytes(*plan, PlanPasses{});
+    REQUIRE(bytes.size() < bound);
+    CHECK(load_compile_run(bytes, bound) == "");
+    CHECK(load_compile_run(bytes, bound - 1).find("the plan needs") != std::string::npos);
+    w.node->outputs[0].grad = Tensor();
+}
+
+TEST_CASE("plan file: a reshape to -1 (view(-1)) round-trips") {
+    std::unique_ptr<Plan> plan = record({Shape{2, 3}}, [](const std::vector<Tensor>& x) {
+        return std::vector<Tensor>{ops::reshape(ops::mul_scalar(x[0], 2), Shape{-1})};
+    });
+    CHECK(load_compile_run(plan_save_bytes(*plan, PlanPasses{})) == "");
+}
+
+TEST_CASE("plan file: a step that adds into its output (a compiled plan's own attribute) is refused") {
+    std::unique_ptr<Plan> plan = record({Shape{2, 2}}, [](const std::vector<Tensor>& x) {
+        return std::vector<Tensor>{ops::mm(x[0], x[0])};
+    });
+    step_of(*plan, OP_mm).attrs.accumulate = true;
+    CHECK(load_error(plan_save_bytes(*plan, PlanPasses{})).find("adds into its output") != std::string::npos);
+}
+
+TEST_CASE("plan file: plan_load and plan_load_bytes read the same plan; file errors name load_plan and the file") {
+    std::unique_ptr<Plan> plan = record({Shape{2}}, [](const std::vector<Tensor>& x) {
+        return std::vector<Tensor>{ops::unary(OP_exp, x[0])};
+    });
+    std::string path = "test_plan_file_same.tdp";
+    plan_save(*plan, PlanPasses{}, path);
+    CHECK(read_file(path) == plan_save_bytes(*plan, PlanPasses{}));
+    PlanPasses passes;
+    CHECK(plan_load(path, &passes)->steps.size() == plan->steps.size());
+    PlanLoadOptions tiny;
+    tiny.max_bytes = 16;
+    try {
+        plan_load(path, &passes, tiny);
+        FAIL("a file larger than max_bytes loaded");
+    } catch (const EngineError& e) {
+        CHECK(std::string(e.what()).find("load_plan: test_plan_file_same.tdp: the file is larger than the bound of 16 bytes") !=
+              std::string::npos);
+    }
+    std::remove(path.c_str());
+    try {
+        plan_load(".", &passes);
+        FAIL("a directory loaded");
+    } catch (const EngineError& e) {
+        CHECK(std::string(e.what()) == "load_plan: . is a directory, not a file");
+    }
+}
