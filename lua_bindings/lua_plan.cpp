@@ -3,7 +3,7 @@
 //   f = torch.freeze(step, x, y)          -- runs step(x, y) once, recording it; compiles the plan
 //   f = torch.freeze{step, x, y, strict = true, cache = 4, passes = {fuse = false}}
 //   f(x2, y2)                              -- replays the plan (re-records when a guard fails)
-//   torch.save_plan(f, "step.tdp"); g = torch.load_plan("step.tdp")
+//   torch.save_plan(f, "step.tdp"); g = torch.load_plan("step.tdp" [, {max_bytes = N, fuse = false}])
 //   torch.save_npy(t, "t.npy"); t = torch.load_npy("t.npy")
 //
 // The frozen function keeps a small cache of plans, most recently used first, each with the
@@ -15,6 +15,7 @@
 // [SECTION] timeit        eager vs frozen on the same graph, with the state restored after
 // [SECTION] bindings      torch.freeze, methods and fields, save/load, npy; the guard notes
 #include <algorithm>
+#include <cstdarg>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -659,21 +660,28 @@ int frozen_timeit(lua_State* L) {
 // ============================================================================================
 // [SECTION] bindings
 
+// Sets the pass `key` (dce, cse, fold, fuse, inplace, reuse, or all of them); false when there is
+// no such pass.
+bool pass_set(PlanPasses& passes, const char* key, bool on) {
+    if (strcmp(key, "dce") == 0) passes.dce = on;
+    else if (strcmp(key, "cse") == 0) passes.cse = on;
+    else if (strcmp(key, "fold") == 0) passes.fold = on;
+    else if (strcmp(key, "fuse") == 0) passes.fuse = on;
+    else if (strcmp(key, "inplace") == 0) passes.inplace = on;
+    else if (strcmp(key, "reuse") == 0) passes.reuse = on;
+    else if (strcmp(key, "all") == 0) passes = on ? PlanPasses() : PlanPasses{false, false, false, false, false, false};
+    else return false;
+    return true;
+}
+
 // Reads {dce=, cse=, fold=, fuse=, inplace=, reuse=} into passes; unknown keys are errors.
 void passes_from_table(lua_State* L, int idx, PlanPasses& passes) {
     idx = lua_absindex(L, idx);
     lua_pushnil(L);
     while (lua_next(L, idx)) {
         const char* key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
-        bool on = lua_toboolean(L, -1);
-        if (strcmp(key, "dce") == 0) passes.dce = on;
-        else if (strcmp(key, "cse") == 0) passes.cse = on;
-        else if (strcmp(key, "fold") == 0) passes.fold = on;
-        else if (strcmp(key, "fuse") == 0) passes.fuse = on;
-        else if (strcmp(key, "inplace") == 0) passes.inplace = on;
-        else if (strcmp(key, "reuse") == 0) passes.reuse = on;
-        else if (strcmp(key, "all") == 0) passes = on ? PlanPasses() : PlanPasses{false, false, false, false, false, false};
-        else luaL_error(L, "freeze: unknown pass '%s' (dce, cse, fold, fuse, inplace, reuse, all)", key);
+        if (!pass_set(passes, key, lua_toboolean(L, -1)))
+            luaL_error(L, "freeze: unknown pass '%s' (dce, cse, fold, fuse, inplace, reuse, all)", key);
         lua_pop(L, 1);
     }
 }
@@ -866,6 +874,41 @@ int frozen_newindex(lua_State* L) {
     return 0;
 }
 
+// A bad argument of save_plan, load_plan, save_npy or load_npy: "load_npy: argument 1: ..." (the
+// bindings run under run_guarded_std, which adds the script's line).
+[[noreturn]] __attribute__((format(printf, 3, 4))) void arg_fail(const char* function, int index, const char* format, ...) {
+    char buffer[512];
+    va_list args;
+    va_start(args, format);
+    vsnprintf(buffer, sizeof buffer, format, args);
+    va_end(args);
+    throw EngineError(std::string(function) + ": argument " + std::to_string(index) + ": " + buffer);
+}
+
+const char* type_name_of(lua_State* L, int idx) { return tapedeck_test_tensor(L, idx) ? "tensor" : luaL_typename(L, idx); }
+
+const char* check_path(lua_State* L, int idx, const char* function) {
+    if (lua_type(L, idx) != LUA_TSTRING) arg_fail(function, idx, "a file path (string) expected, got %s", type_name_of(L, idx));
+    return lua_tostring(L, idx);
+}
+
+Tensor& check_tensor_arg(lua_State* L, int idx, const char* function) {
+    Tensor* t = tapedeck_test_tensor(L, idx);
+    if (!t) arg_fail(function, idx, "tensor expected, got %s", type_name_of(L, idx));
+    return *t;
+}
+
+Frozen& check_frozen_arg(lua_State* L, int idx, const char* function) {
+    Frozen* f = test_frozen(L, idx);
+    if (!f) arg_fail(function, idx, "a frozen function (from torch.freeze or torch.load_plan) expected, got %s", type_name_of(L, idx));
+    return *f;
+}
+
+void check_no_more_args(lua_State* L, int last, const char* function) {
+    if (lua_gettop(L) > last)
+        arg_fail(function, last + 1, "unexpected (%s takes %d argument%s)", function, last, last == 1 ? "" : "s");
+}
+
 int run_guarded_std(lua_State* L, lua_CFunction fn) {
     std::string message;
     try {
@@ -881,21 +924,59 @@ int run_guarded_std(lua_State* L, lua_CFunction fn) {
 
 // torch.save_plan(f, path): the most recently used plan, its weights and its passes.
 int save_plan_body(lua_State* L) {
-    Frozen& f = check_frozen(L, 1);
-    const char* path = luaL_checkstring(L, 2);
-    if (f.cache.empty()) return luaL_error(L, "save_plan: %s was never recorded (call it once)", f.name.c_str());
+    Frozen& f = check_frozen_arg(L, 1, "save_plan");
+    const char* path = check_path(L, 2, "save_plan");
+    check_no_more_args(L, 2, "save_plan");
+    if (f.cache.empty()) engine_fail("save_plan: %s was never recorded (call it once)", f.name.c_str());
     plan_save(*f.cache.front().recorded, f.passes, path);
     return 0;
 }
 int l_save_plan(lua_State* L) { return run_guarded_std(L, save_plan_body); }
 
-// torch.load_plan(path [, {passes}]): a frozen function that runs the file's plan; its results are
-// the tensors the function returned, in order. It cannot re-record: wrong inputs are an error.
+// The options of load_plan: {max_bytes = N} and pass switches ({fuse = false}), which apply over the
+// file's passes.
+struct LoadPlanOptions {
+    PlanLoadOptions load;
+    std::vector<std::pair<std::string, bool>> passes;
+};
+
+LoadPlanOptions load_plan_options(lua_State* L, int idx) {
+    LoadPlanOptions options;
+    if (lua_isnoneornil(L, idx)) return options;
+    if (!lua_istable(L, idx))
+        arg_fail("load_plan", idx, "options must be a table like {max_bytes = 1e9, fuse = false}, got %s", type_name_of(L, idx));
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        if (lua_type(L, -2) != LUA_TSTRING) arg_fail("load_plan", idx, "option names are strings, got %s", luaL_typename(L, -2));
+        const char* key = lua_tostring(L, -2);
+        PlanPasses probe;
+        if (strcmp(key, "max_bytes") == 0) {
+            int is_integer = 0;
+            lua_Integer n = lua_tointegerx(L, -1, &is_integer);
+            if (!is_integer || n < 1)
+                arg_fail("load_plan", idx, "max_bytes must be a positive whole number of bytes, got %s",
+                         lua_type(L, -1) == LUA_TNUMBER ? lua_tostring(L, -1) : type_name_of(L, -1));
+            options.load.max_bytes = static_cast<size_t>(n);
+        } else if (pass_set(probe, key, true)) {
+            options.passes.emplace_back(key, lua_toboolean(L, -1));
+        } else {
+            arg_fail("load_plan", idx, "unknown option '%s' (max_bytes, or a pass: dce, cse, fold, fuse, inplace, reuse, all)", key);
+        }
+        lua_pop(L, 1);
+    }
+    return options;
+}
+
+// torch.load_plan(path [, {max_bytes = N, passes...}]): a frozen function that runs the file's
+// plan; its results are the tensors the function returned, in order. It cannot re-record: wrong
+// inputs are an error. max_bytes bounds the memory the plan may take (plan_load).
 int load_plan_body(lua_State* L) {
-    const char* path = luaL_checkstring(L, 1);
+    const char* path = check_path(L, 1, "load_plan");
+    LoadPlanOptions options = load_plan_options(L, 2);
+    check_no_more_args(L, 2, "load_plan");
     PlanPasses passes;
-    std::shared_ptr<Plan> recorded(plan_load(path, &passes));
-    if (lua_istable(L, 2)) passes_from_table(L, 2, passes);
+    std::shared_ptr<Plan> recorded(plan_load(path, &passes, options.load));
+    for (const auto& [key, on] : options.passes) pass_set(passes, key.c_str(), on);
     Frozen& f = push_frozen(L);
     f.name = recorded->name;
     f.passes = passes;
@@ -941,15 +1022,18 @@ int frozen_params(lua_State* L) {
 }
 
 int save_npy_body(lua_State* L) {
-    Tensor* t = tapedeck_test_tensor(L, 1);
-    if (!t) return luaL_error(L, "save_npy: argument 1: tensor expected, got %s", luaL_typename(L, 1));
-    npy_save(t->value(), luaL_checkstring(L, 2));
+    Tensor& t = check_tensor_arg(L, 1, "save_npy");
+    const char* path = check_path(L, 2, "save_npy");
+    check_no_more_args(L, 2, "save_npy");
+    npy_save(t.value(), path);
     return 0;
 }
 int l_save_npy(lua_State* L) { return run_guarded_std(L, save_npy_body); }
 
 int load_npy_body(lua_State* L) {
-    Value v = npy_load(luaL_checkstring(L, 1));
+    const char* path = check_path(L, 1, "load_npy");
+    check_no_more_args(L, 1, "load_npy");
+    Value v = npy_load(path);
     Tensor t = ops::create(OP_zeros, v.shape, v.dtype);
     std::memcpy(t.value().raw(), v.raw(), static_cast<size_t>(v.numel()) * dtype_size(v.dtype));
     return tapedeck_push_tensor(L, t);
