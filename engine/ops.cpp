@@ -43,6 +43,12 @@ bool op_find(const char* name, OpId* out) {
     return false;
 }
 
+// A 0-based index as the user wrote it (1-based), without overflowing at the largest int64.
+static std::string one_based(int64_t index) {
+    if (index == std::numeric_limits<int64_t>::max()) return "9223372036854775808";
+    return std::to_string(index + 1);
+}
+
 static std::string number_str(double x) {
     char buffer[32];
     snprintf(buffer, sizeof buffer, "%g", x);
@@ -67,13 +73,13 @@ std::string op_describe_attrs(OpId op, const OpAttrs& a) {
         }
         case ATTRS_DIM:
             if (op == OP_squeeze && a.all) return "";
-            return "dim=" + std::to_string(a.dim + 1);
-        case ATTRS_DIM2: return "dims=" + std::to_string(a.dim + 1) + "," + std::to_string(a.dim2 + 1);
+            return "dim=" + std::to_string(int64_t(a.dim) + 1);
+        case ATTRS_DIM2: return "dims=" + std::to_string(int64_t(a.dim) + 1) + "," + std::to_string(int64_t(a.dim2) + 1);
         case ATTRS_REDUCE:
             if (a.all) return "";
-            return "dim=" + std::to_string(a.dim + 1) + (a.keepdim ? " keepdim" : "");
+            return "dim=" + std::to_string(int64_t(a.dim) + 1) + (a.keepdim ? " keepdim" : "");
         case ATTRS_SHAPE:
-            if (op == OP_scatter_add) return "dim=" + std::to_string(a.dim + 1) + " shape=" + a.shape.str();
+            if (op == OP_scatter_add) return "dim=" + std::to_string(int64_t(a.dim) + 1) + " shape=" + a.shape.str();
             return "shape=" + a.shape.str();
         case ATTRS_MATMUL: {
             std::string s;
@@ -83,7 +89,7 @@ std::string op_describe_attrs(OpId op, const OpAttrs& a) {
             return s;
         }
         case ATTRS_NARROW:
-            return "dim=" + std::to_string(a.dim + 1) + " start=" + std::to_string(a.start + 1) +
+            return "dim=" + std::to_string(int64_t(a.dim) + 1) + " start=" + one_based(a.start) +
                    " length=" + std::to_string(a.length);
         case ATTRS_DTYPE: return dtype_name(a.dtype);
         case ATTRS_WINDOW: {
@@ -129,7 +135,7 @@ static const Value& in(const ShapeCall& c, int i) { return *c.inputs[i]; }
 
 static void check_dim(const ShapeCall& c, int dim, int ndim) {
     if (dim < 0 || dim >= ndim)
-        engine_fail("%s: dim %d out of range for a %d-d tensor", c.op_name, dim + 1, ndim);
+        engine_fail("%s: dim %lld out of range for a %d-d tensor", c.op_name, static_cast<long long>(dim) + 1, ndim);
 }
 
 // Attributes are checked here, by the shape rules, for every caller: op_call, a plan file's steps
@@ -375,12 +381,12 @@ static Shape resolve_reshape(const char* op_name, const Shape& from, const Shape
         } else if (s.dims[i] < 0) {
             engine_fail("%s: negative size in shape %s", op_name, to.str().c_str());
         } else if (__builtin_mul_overflow(known, s.dims[i], &known)) {
-            engine_fail("%s: shape %s has more elements than a tensor can hold", op_name, to.str().c_str());
+            known = -1;   // more elements than any tensor holds: cannot match
         }
     }
     if (infer >= 0 && known > 0 && from.numel() % known == 0) s.dims[infer] = from.numel() / known;
     int64_t numel = 0;
-    if (!shape_numel_fits(s, &numel) || numel != from.numel() || (infer >= 0 && known == 0))
+    if (!shape_numel_fits(s, &numel) || numel != from.numel() || (infer >= 0 && known <= 0))
         engine_fail("%s: cannot view %s (%lld elements) as %s", op_name, from.str().c_str(),
                     static_cast<long long>(from.numel()), to.str().c_str());
     return s;
@@ -446,9 +452,9 @@ void shape_cat(ShapeCall& c) {
 static void check_narrow_range(const ShapeCall& c, const Shape& full) {
     check_dim(c, c.attrs.dim, full.ndim);
     int64_t size = full.dims[c.attrs.dim];
-    if (c.attrs.start < 0 || c.attrs.length < 0 || c.attrs.start + c.attrs.length > size)
-        engine_fail("%s: start %lld length %lld out of range for size %lld along dim %d", c.op_name,
-                    static_cast<long long>(c.attrs.start + 1), static_cast<long long>(c.attrs.length),
+    if (c.attrs.start < 0 || c.attrs.length < 0 || c.attrs.start > size || c.attrs.length > size - c.attrs.start)
+        engine_fail("%s: start %s length %lld out of range for size %lld along dim %d", c.op_name,
+                    one_based(c.attrs.start).c_str(), static_cast<long long>(c.attrs.length),
                     static_cast<long long>(size), c.attrs.dim + 1);
 }
 

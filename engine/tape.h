@@ -298,8 +298,12 @@ struct BackwardCall {
     const OpAttrs& attrs() const { return node->attrs; }
 };
 
+// A list of nodes that holds them: a caller may run code that frees nodes (Lua's collector
+// finalising tensors while the caller builds Lua tables) and still read every node of the list.
+typedef std::vector<Ref<Node>> NodeList;
+
 // The nodes that produced t: its autograd ancestry and their recorded backward nodes, by id.
-std::vector<Node*> graph_collect(const Tensor& t);
+NodeList graph_collect(const Tensor& t);
 
 // Description of a node on one line: "#5 tanh [20,1] <- #4  (rnn_cell.lua:12)".
 std::string node_describe(const Node* node);

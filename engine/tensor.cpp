@@ -220,6 +220,13 @@ Value value_new(const Shape& shape, DType dtype, Device device) {
     return v;
 }
 
+int64_t int64_from_double(double x) {
+    if (x != x) return 0;
+    if (x >= 9223372036854775808.0) return INT64_MAX;   // 2^63: the first double past the largest int64
+    if (x < -9223372036854775808.0) return INT64_MIN;
+    return static_cast<int64_t>(x);
+}
+
 double value_get(const Value& v, int64_t i) {
     switch (v.dtype) {
         case DTYPE_F32: return v.data<float>()[i];
@@ -233,7 +240,7 @@ void value_set(const Value& v, int64_t i, double x) {
     switch (v.dtype) {
         case DTYPE_F32: v.data<float>()[i] = static_cast<float>(x); break;
         case DTYPE_F64: v.data<double>()[i] = x; break;
-        case DTYPE_I64: v.data<int64_t>()[i] = static_cast<int64_t>(x); break;
+        case DTYPE_I64: v.data<int64_t>()[i] = int64_from_double(x); break;
     }
 }
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 namespace td {
 
@@ -153,6 +154,20 @@ struct Value {
 
 // A new value with fresh (uninitialised) storage.
 Value value_new(const Shape& shape, DType dtype, Device device = DEVICE_CPU);
+// A double as an int64 element: truncated toward zero; NaN becomes 0 and what is out of range
+// saturates at the int64 limits. C++ leaves those conversions undefined; tensors never do them.
+int64_t int64_from_double(double x);
+
+// An element of type Out from a value of type In (float32, float64 or int64): as C++ converts,
+// except that float to int64 goes through int64_from_double.
+template <class Out, class In>
+inline Out element_cast(In x) {
+    if constexpr (std::is_same<Out, int64_t>::value && std::is_floating_point<In>::value)
+        return int64_from_double(static_cast<double>(x));
+    else
+        return static_cast<Out>(x);
+}
+
 // Element i (row-major) read as a double, whatever the dtype.
 double value_get(const Value& v, int64_t i);
 void value_set(const Value& v, int64_t i, double x);

@@ -231,7 +231,10 @@ int l_inspect(lua_State* L) {
 }
 
 int l_watch(lua_State* L) {
-    lua_pushinteger(L, debugger_watch_add(luaL_checkstring(L, 1)));
+    std::string error;
+    int id = debugger_watch_add(L, luaL_checkstring(L, 1), &error);
+    if (!id) return luaL_error(L, "dbg.watch: '%s' is not a Lua expression: %s", lua_tostring(L, 1), error.c_str());
+    lua_pushinteger(L, id);
     return 1;
 }
 

@@ -70,12 +70,12 @@ TEST_CASE("format: graph_format_table lists each node's id, op, phase and inputs
     Tensor y = ops::unary(OP_tanh, x);
     Tensor loss = ops::reduce_all(OP_sum, y);
     backward(loss, nullptr);
-    std::vector<Node*> nodes = graph_collect(loss);
+    NodeList nodes = graph_collect(loss);
     std::string table = graph_format_table(nodes);
     INFO(table);
     CHECK_THAT(table, Contains("id") && Contains("op") && Contains("phase") && Contains("inputs"));
     bool has_backward = false;
-    for (Node* n : nodes) {
+    for (const Ref<Node>& n : nodes) {
         std::string id = std::to_string(n->id);
         CHECK_THAT(table, Contains(id + "  " + n->name()));
         has_backward = has_backward || n->phase == PHASE_BACKWARD;
@@ -91,12 +91,12 @@ TEST_CASE("dot: graph_to_dot names every node by id and op, with its edges") {
     Tensor x = make_leaf(Shape{2}, {1, 2});
     Tensor y = ops::mul_scalar(x, 3);
     Tensor loss = ops::reduce_all(OP_sum, y);
-    std::vector<Node*> nodes = graph_collect(loss);
+    NodeList nodes = graph_collect(loss);
     REQUIRE(nodes.size() == 3);
     std::string dot = graph_to_dot(nodes);
     INFO(dot);
     CHECK_THAT(dot, Contains("digraph"));
-    for (Node* n : nodes) {
+    for (const Ref<Node>& n : nodes) {
         CHECK_THAT(dot, Contains("n" + std::to_string(n->id) + " [label=\"#" + std::to_string(n->id) + " " + n->name()));
     }
     CHECK_THAT(dot, Contains("n" + std::to_string(x.id()) + " -> n" + std::to_string(y.id())));
@@ -108,7 +108,7 @@ TEST_CASE("dot: graph_write writes DOT text to .dot and renders SVG for .svg") {
     Tensor x = make_leaf(Shape{2}, {1, 2});
     Tensor loss = ops::reduce_all(OP_sum, ops::unary(OP_exp, x));
     backward(loss, nullptr);
-    std::vector<Node*> nodes = graph_collect(loss);
+    NodeList nodes = graph_collect(loss);
     TempDir dir;
     std::filesystem::path dot_path = dir.path / "graph.dot", svg_path = dir.path / "graph.svg";
     graph_write(nodes, dot_path.string());
