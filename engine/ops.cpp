@@ -151,13 +151,6 @@ static void check_dtype_attr(const ShapeCall& c) {
 // no negative size, and an element count that fits.
 static void check_shape_attr(const ShapeCall& c) { shape_checked_numel(c.attrs.shape, c.op_name); }
 
-// A number the kernel converts to `dtype`: for int64, a finite number in int64's range (C++
-// leaves converting anything else undefined). Floats take any number (out of range is ±inf).
-static void check_number_fits(const ShapeCall& c, double x, DType dtype, const char* what) {
-    if (dtype == DTYPE_I64 && !(x >= -0x1p63 && x < 0x1p63))
-        engine_fail("%s: %s %g does not fit an int64 tensor", c.op_name, what, x);
-}
-
 static void check_reduction_attr(const ShapeCall& c) {
     if (c.attrs.reduction != REDUCTION_MEAN && c.attrs.reduction != REDUCTION_SUM)
         engine_fail("%s: unknown reduction %d (mean or sum)", c.op_name, static_cast<int>(c.attrs.reduction));
@@ -171,12 +164,6 @@ void shape_create(ShapeCall& c) {
     c.set_output(0, c.attrs.shape, c.attrs.dtype);
 }
 
-// full: the fill value is converted to the dtype.
-void shape_full(ShapeCall& c) {
-    shape_create(c);
-    check_number_fits(c, c.attrs.scalar, c.attrs.dtype, "value");
-}
-
 void shape_broadcast(ShapeCall& c) {
     c.set_output(0, broadcast_shapes(c.op_name, in(c, 0).shape, in(c, 1).shape), in(c, 0).dtype);
 }
@@ -187,19 +174,6 @@ void shape_compare(ShapeCall& c) {
 }
 
 void shape_same(ShapeCall& c) { c.set_output(0, in(c, 0).shape, in(c, 0).dtype); }
-
-// An elementwise op with a number (x + s, fill_): s is converted to x's dtype.
-void shape_scalar(ShapeCall& c) {
-    check_number_fits(c, c.attrs.scalar, in(c, 0).dtype, "the number");
-    shape_same(c);
-}
-
-// clamp: finite bounds are converted to x's dtype (an infinite one means no bound).
-void shape_clamp(ShapeCall& c) {
-    if (std::isfinite(c.attrs.lo)) check_number_fits(c, c.attrs.lo, in(c, 0).dtype, "min");
-    if (std::isfinite(c.attrs.hi)) check_number_fits(c, c.attrs.hi, in(c, 0).dtype, "max");
-    shape_same(c);
-}
 
 void shape_same_pair(ShapeCall& c) {
     if (in(c, 0).shape != in(c, 1).shape)
@@ -594,12 +568,6 @@ void shape_inplace(ShapeCall& c) {
     if (y.ndim > x.ndim || broadcast_shapes(c.op_name, x, y) != x)
         engine_fail("%s: cannot broadcast %s into %s", c.op_name, y.str().c_str(), x.str().c_str());
     c.set_output(0, x, in(c, 0).dtype);
-}
-
-// In place with a number (x += alpha y, masked_fill_'s s): the number is converted to x's dtype.
-void shape_inplace_scalar(ShapeCall& c) {
-    check_number_fits(c, c.attrs.scalar, in(c, 0).dtype, "the number");
-    shape_inplace(c);
 }
 
 // ============================================================================================
