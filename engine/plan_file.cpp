@@ -552,13 +552,38 @@ void check_kernel_step(const Reader& r, const Plan& plan, const PlanStep& s, con
     }
 }
 
-// Step k, in order: `defined` says which values exist before it, and gets its outputs.
-void check_step(const Reader& r, const Plan& plan, size_t k, std::vector<bool>& defined) {
+// Whether each gradient target's .grad is set, as the steps go: known at the start only from a
+// GUARD_GRAD_STATE guard (checked before a run), set by an accumulation, nil after a clear. A
+// VALUE_GRAD value is read only where its .grad is known to be set (else a kernel would read nil).
+enum GradState : int8_t { GRAD_UNKNOWN, GRAD_SET, GRAD_NIL };
+
+std::vector<GradState> initial_grad_states(const Reader& r, const Plan& plan) {
+    std::vector<GradState> states(plan.grad_targets.size(), GRAD_UNKNOWN);
+    for (const PlanGuard& g : plan.guards) {
+        if (g.kind != GUARD_GRAD_STATE) continue;
+        GradState state = g.defined ? GRAD_SET : GRAD_NIL;
+        if (states[g.target] != GRAD_UNKNOWN && states[g.target] != state)
+            r.bad("two guards disagree on whether gradient target " + std::to_string(g.target) + " has a .grad");
+        states[g.target] = state;
+    }
+    return states;
+}
+
+void check_grad_read(const Reader& r, const Plan& plan, int v, const std::vector<GradState>& grads, const std::string& what) {
+    const PlanValue& pv = plan.values[v];
+    if (pv.kind == VALUE_GRAD && grads[pv.index] != GRAD_SET)
+        r.bad(what + " reads the .grad of gradient target " + std::to_string(pv.index) + " where it may be nil");
+}
+
+// Step k, in order: `defined` says which values exist before it, and gets its outputs; `grads`
+// which .grad are set.
+void check_step(const Reader& r, const Plan& plan, size_t k, std::vector<bool>& defined, std::vector<GradState>& grads) {
     const PlanStep& s = plan.steps[k];
     std::string what = "step " + std::to_string(k + 1) + " (" + op_info(s.op).name + ")";
     for (int v : s.inputs) {
         check_index(r, v, plan.values.size(), what);
         if (!defined[v]) r.bad(what + " reads value " + std::to_string(v) + " before it is made");
+        check_grad_read(r, plan, v, grads, what);
     }
     for (int v : s.outputs) {
         check_index(r, v, plan.values.size(), what);
@@ -573,11 +598,13 @@ void check_step(const Reader& r, const Plan& plan, size_t k, std::vector<bool>& 
             if (s.inputs.size() != 1 || !s.outputs.empty() || plan.values[s.inputs[0]].shape != gv.shape ||
                 plan.values[s.inputs[0]].dtype != gv.dtype)
                 r.bad(what + " accumulates a gradient that does not fit");
+            grads[s.target] = GRAD_SET;
             break;
         }
         case STEP_GRAD_CLEAR:
             check_index(r, s.target, plan.grad_targets.size(), what);
             if (!s.inputs.empty() || !s.outputs.empty()) r.bad(what + " is inconsistent");
+            grads[s.target] = GRAD_NIL;
             break;
         case STEP_GUARD: {
             check_index(r, s.target, plan.guards.size(), what);
@@ -614,13 +641,15 @@ void check_guards(const Reader& r, const Plan& plan) {
     }
 }
 
-void check_outputs(const Reader& r, const Plan& plan, const std::vector<bool>& defined) {
+void check_outputs(const Reader& r, const Plan& plan, const std::vector<bool>& defined, const std::vector<GradState>& grads) {
     for (const PlanOutput& o : plan.outputs) {
         check_index(r, o.value, plan.values.size(), "an output");
         if (!defined[o.value]) r.bad("an output is never made");
+        check_grad_read(r, plan, o.value, grads, "an output");
         if (o.grad_value != -1) {
             check_index(r, o.grad_value, plan.values.size(), "an output's gradient");
             if (!defined[o.grad_value]) r.bad("an output's gradient is never made");
+            check_grad_read(r, plan, o.grad_value, grads, "an output's gradient");
         }
     }
 }
@@ -629,11 +658,12 @@ void check_plan(const Reader& r, const Plan& plan) {
     check_inputs(r, plan);
     check_values(r, plan);
     check_targets(r, plan);
+    check_guards(r, plan);
+    std::vector<GradState> grads = initial_grad_states(r, plan);
     std::vector<bool> defined(plan.values.size(), false);
     for (size_t v = 0; v < plan.values.size(); ++v) defined[v] = plan.values[v].kind != VALUE_STEP;
-    for (size_t k = 0; k < plan.steps.size(); ++k) check_step(r, plan, k, defined);
-    check_guards(r, plan);
-    check_outputs(r, plan, defined);
+    for (size_t k = 0; k < plan.steps.size(); ++k) check_step(r, plan, k, defined, grads);
+    check_outputs(r, plan, defined, grads);
 }
 
 // shape x dtype in bytes; SIZE_MAX when it does not fit.

@@ -277,3 +277,26 @@ TEST_CASE("plan file: every attribute of every seed op at extreme values loads a
     CHECK(refused > 0);
     CHECK(refused < tried);
 }
+
+// A .grad read before the plan sets it is safe only when a guard checks, before the run, that it is
+// set: without the guard (a file edited to drop it), a kernel read the nil .grad (segfault).
+TEST_CASE("plan file: a step reading a .grad that may be nil is refused") {
+    std::filesystem::path seed = std::filesystem::path(TAPEDECK_SOURCE_DIR) / "tests/fuzz/corpus/plan_load/grad_state.tdp";
+    PlanPasses passes;
+    std::unique_ptr<Plan> plan = plan_load_bytes(read_file(seed), "grad_state.tdp", &passes);
+    CHECK(load_compile_run(plan_save_bytes(*plan, passes)).find("w.grad was a tensor when recorded") != std::string::npos);
+    std::vector<PlanGuard> kept;
+    std::vector<int> renumber(plan->guards.size(), -1);
+    for (size_t g = 0; g < plan->guards.size(); ++g) {
+        if (plan->guards[g].kind == GUARD_GRAD_STATE) continue;
+        renumber[g] = static_cast<int>(kept.size());
+        kept.push_back(plan->guards[g]);
+    }
+    REQUIRE(kept.size() < plan->guards.size());
+    plan->guards = kept;
+    for (PlanStep& s : plan->steps)
+        if (s.kind == STEP_GUARD) s.target = renumber[s.target];
+    std::string error = load_error(plan_save_bytes(*plan, passes));
+    CHECK(error.find("load_plan: hostile.tdp: step 1 (mul) reads the .grad of gradient target 0 where it may be nil") !=
+          std::string::npos);
+}

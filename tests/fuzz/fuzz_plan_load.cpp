@@ -3,10 +3,9 @@
 // Any bytes are a plan file, made checksum-valid as any editor or attacker can make one (the
 // header's payload size and FNV-1a checksum are rewritten to fit, so mutations reach the payload
 // parser instead of stopping at the checksum): load it (plan_load_bytes), compile the plan with
-// the passes the file names, and run it twice on zero inputs of its input shapes and dtypes (the
-// second run finds the .grad tensors the first one made), all under a 64 MB memory bound. An
-// EngineError is the right answer to a bad file; a crash, a hang, a sanitizer report or a leak is
-// a bug.
+// the passes the file names, and run it twice on ones of its input shapes and dtypes (the second
+// run finds the .grad tensors the first one made), all under a 64 MB memory bound. An EngineError
+// is the right answer to a bad file; a crash, a hang, a sanitizer report or a leak is a bug.
 //
 //   fuzz_plan_load -dict=tests/fuzz/plan_load.dict corpus_dir    (see tests/fuzz/CMakeLists.txt)
 #include <cstdint>
@@ -22,8 +21,10 @@ namespace {
 
 constexpr size_t FUZZ_MAX_BYTES = size_t(64) << 20;
 
-Tensor zero_input(const PlanInput& in) {
-    Tensor t = ops::create(OP_zeros, in.shape, in.dtype);
+// An input of ones: a valid class label and index (they are 1-based) as well as a number, so that
+// runs get past the losses and gathers into backward and the optimizer steps.
+Tensor input_like(const PlanInput& in) {
+    Tensor t = ops::create(OP_ones, in.shape, in.dtype);
     t.node->outputs[t.output].requires_grad = in.requires_grad;
     return t;
 }
@@ -49,7 +50,7 @@ void load_compile_run(const std::string& bytes) {
     std::unique_ptr<Plan> recorded = plan_load_bytes(bytes, "fuzz.tdp", &passes, options);
     std::unique_ptr<Plan> plan = plan_compile(*recorded, passes);
     std::vector<Tensor> inputs;
-    for (const PlanInput& in : plan->inputs) inputs.push_back(zero_input(in));
+    for (const PlanInput& in : plan->inputs) inputs.push_back(input_like(in));
     set_grad_enabled(plan->grad_mode);
     for (int run = 0; run < 2; ++run) {
         PlanRunResult result = plan_run(*plan, inputs);

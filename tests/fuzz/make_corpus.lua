@@ -78,6 +78,21 @@ do
   save("guards", torch.freeze(guarded, torch.ones(3)))
 end
 
+-- 4b. A .grad read before backward (a guard on its state) and a .grad cleared inside the plan.
+do
+  local w = torch.randn(2, {requires_grad = true})
+  local first = (w * 2):sum()
+  first:backward()   -- w.grad exists when the step is recorded
+  local function grad_reads(x)
+    local scaled = x * w.grad
+    w.grad = nil
+    local loss = (scaled * w):sum()
+    loss:backward()
+    return loss
+  end
+  save("grad_state", torch.freeze(grad_reads, torch.ones(2)))
+end
+
 -- 5. More ops: softmax, log_softmax, nll_loss, mse_loss, multi_margin_loss, cat, narrow, gather
 -- (scatter_add in its backward), expand, view(-1), unsqueeze/squeeze, clamp, pow, exp, log,
 -- sigmoid, masked_fill, max along a dim, mean, to, comparisons, bmm, and constants folded at load.
