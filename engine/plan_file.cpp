@@ -4,20 +4,21 @@
 // tensor bytes, all little-endian. Nothing in it is code; ops are named (not numbered), so a file
 // stays readable when the op table grows. Loading checks the header (magic, version, size,
 // checksum), reads with bounds checks, then checks the plan itself: every index in range, every
-// value defined before it is read, and every step's shapes and dtypes against its op's shape rule,
-// so a kernel never sees a shape that could make it read or write out of bounds.
+// value defined before it is read, every .grad read where it is set, and every step's shapes,
+// dtypes and attributes against its op's shape rule, so a kernel never sees a shape or an attribute
+// that could make it read or write out of bounds.
 //
 //   header   "TDPLAN\r\n", u32 version, u32 flags (0), u64 payload bytes, u64 FNV-1a of the payload
-//   payload  see plan_write_payload / plan_read_payload (the same order)
+//   payload  see plan_save_bytes / read_payload (the same order)
 //
 // A plan may cost no more memory than a bound (PlanLoadOptions::max_bytes): what loading,
 // compiling and running it would allocate is computed from its values before anything big is
 // allocated (plan_memory_bound). Counts are checked against the bytes left before allocating.
 //
 // [SECTION] bytes      Writer and Reader
-// [SECTION] save       plan_save
+// [SECTION] save       plan_save_bytes, plan_save
 // [SECTION] read       the payload, field by field
-// [SECTION] check      check_values, check_targets, check_step, check_guards, check_outputs
+// [SECTION] check      check_inputs, check_values, check_targets, check_guards, check_step, check_outputs
 // [SECTION] memory     plan_memory_bound
 // [SECTION] load       plan_load_bytes, plan_load
 #include <cerrno>
