@@ -481,7 +481,9 @@ void check_values(const Reader& r, const Plan& plan) {
                 if (plan.grad_targets[pv.index].grad_value != static_cast<int>(v))
                     r.bad(what + " is the .grad of a target that disowns it");
                 break;
-            case VALUE_STEP: break;
+            case VALUE_STEP:
+                if (pv.index != -1) r.bad(what + " is made by a step but names an index " + std::to_string(pv.index));
+                break;
         }
         if (like && (pv.shape != like->shape || pv.dtype != like->dtype))
             r.bad(what + " does not match the tensor it stands for");
@@ -619,15 +621,19 @@ void check_step(const Reader& r, const Plan& plan, size_t k, std::vector<bool>& 
     }
 }
 
-// A values guard expects one number per element; a comparison reads one number from each side.
+// A values guard expects one number per element; a comparison reads one number from each side; a
+// grad-state guard names a gradient target. Fields a kind does not use hold -1, as the recorder
+// writes them (the passes renumber every value a guard names).
 void check_guards(const Reader& r, const Plan& plan) {
     for (size_t g = 0; g < plan.guards.size(); ++g) {
         const PlanGuard& guard = plan.guards[g];
         std::string what = "guard " + std::to_string(g + 1);
         if (guard.kind == GUARD_GRAD_STATE) {
             check_index(r, guard.target, plan.grad_targets.size(), what);
+            if (guard.value != -1 || guard.other_value != -1) r.bad(what + " is inconsistent");
             continue;
         }
+        if (guard.target != -1 || (guard.kind == GUARD_VALUES && guard.other_value != -1)) r.bad(what + " is inconsistent");
         check_index(r, guard.value, plan.values.size(), what);
         int64_t numel = plan.values[guard.value].shape.numel();
         if (guard.kind == GUARD_VALUES && static_cast<int64_t>(guard.expected.size()) != numel) r.bad(what + " is inconsistent");

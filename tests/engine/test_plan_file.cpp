@@ -305,3 +305,18 @@ TEST_CASE("plan file: a step reading a .grad that may be nil is refused") {
     CHECK(error.find("load_plan: hostile.tdp: step 1 (mul) reads the .grad of gradient target 0 where it may be nil") !=
           std::string::npos);
 }
+
+// Each crash the fuzzer found is kept in its corpus as crash_*.tdp (checksum-valid): each must be
+// refused at load with an error naming the file (fuzz.plan_load_corpus replays them under ASan too).
+TEST_CASE("plan file: the fuzzer's crash inputs in the corpus are refused with an error") {
+    std::filesystem::path seeds = std::filesystem::path(TAPEDECK_SOURCE_DIR) / "tests/fuzz/corpus/plan_load";
+    int crashes = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(seeds)) {
+        std::string name = entry.path().filename().string();
+        if (name.rfind("crash_", 0) != 0) continue;
+        ++crashes;
+        INFO(name);
+        CHECK(load_error(read_file(entry.path())).rfind("load_plan: hostile.tdp: ", 0) == 0);
+    }
+    CHECK(crashes >= 2);
+}
