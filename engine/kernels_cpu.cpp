@@ -11,6 +11,7 @@
 // [SECTION] copies         to clone
 // [SECTION] losses         mse_loss cross_entropy nll_loss multi_margin_loss and their derivatives
 // [SECTION] in place       add_ sub_ mul_ zero_ fill_ copy_
+// [SECTION] scratch        what kernels allocate beyond their outputs (cpu_kernel_scratch_bytes)
 //
 // Kernels read call.inputs, write call.outputs (already allocated; aliased for views and in-place
 // ops) and may raise engine_fail for data-dependent errors (an index out of range).
@@ -1260,6 +1261,56 @@ void cpu_fill_inplace(const KernelCall& c) { cpu_full(c); }
 
 void cpu_copy_inplace(const KernelCall& c) {
     DISPATCH_ALL(out(c).dtype, inplace_loop<T>(out(c), in(c, 1), [](T, T y) { return y; }));
+}
+
+// ============================================================================================
+// [SECTION] scratch
+
+namespace {
+
+size_t times(size_t a, size_t b) {
+    size_t r;
+    return __builtin_mul_overflow(a, b, &r) ? SIZE_MAX : r;
+}
+
+size_t plus(size_t a, size_t b) {
+    size_t r;
+    return __builtin_add_overflow(a, b, &r) ? SIZE_MAX : r;
+}
+
+size_t bytes_of(const Shape& shape, DType dtype) {
+    int64_t numel;
+    return shape_numel_fits(shape, &numel) ? times(static_cast<size_t>(numel), dtype_size(dtype)) : SIZE_MAX;
+}
+
+// conv2d's column matrix: (C kH kW) rows of (Ho Wo) positions.
+size_t columns_bytes(const Shape& weight, const Shape& output, DType dtype) {
+    if (weight.ndim != 4 || output.ndim != 4) return 0;
+    size_t patch = times(times(static_cast<size_t>(weight[1]), static_cast<size_t>(weight[2])), static_cast<size_t>(weight[3]));
+    return times(times(patch, times(static_cast<size_t>(output[2]), static_cast<size_t>(output[3]))), dtype_size(dtype));
+}
+
+}  // namespace
+
+size_t cpu_kernel_scratch_bytes(OpId op, const Value* const* inputs, int n_inputs, const Shape& output,
+                                DType output_dtype, const OpAttrs& attrs) {
+    if (n_inputs < 1) return 0;
+    switch (op) {
+        case OP_eq: case OP_lt: case OP_le: case OP_gt: case OP_ge:   // int64 inputs: compared as int64 first
+            return inputs[0]->dtype == output_dtype ? 0 : bytes_of(output, DTYPE_I64);
+        case OP_conv2d: return n_inputs > 1 ? columns_bytes(inputs[1]->shape, output, output_dtype) : 0;
+        case OP_conv2d_backward_input: return n_inputs > 1 ? columns_bytes(inputs[1]->shape, inputs[0]->shape, output_dtype) : 0;
+        case OP_conv2d_backward_weight: return columns_bytes(output, inputs[0]->shape, output_dtype);
+        case OP_max_pool2d: {   // the windows as columns, the winners, the offsets
+            if (output.ndim != 4 || attrs.kernel < 1) return 0;
+            size_t window = times(static_cast<size_t>(attrs.kernel), static_cast<size_t>(attrs.kernel));
+            size_t positions = times(static_cast<size_t>(output[2]), static_cast<size_t>(output[3]));
+            return plus(plus(times(times(window, positions), dtype_size(output_dtype)), times(positions, 4)), times(window, 8));
+        }
+        case OP_softmax: case OP_log_softmax: return times(bytes_of(inputs[0]->shape, inputs[0]->dtype), 2);
+        case OP_cross_entropy: return bytes_of(inputs[0]->shape, inputs[0]->dtype);
+        default: return 0;
+    }
 }
 
 }  // namespace td

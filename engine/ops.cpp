@@ -138,10 +138,29 @@ static void check_dim(const ShapeCall& c, int dim, int ndim) {
         engine_fail("%s: dim %lld out of range for a %d-d tensor", c.op_name, static_cast<long long>(dim) + 1, ndim);
 }
 
+// Attributes are checked here, by the shape rules, for every caller: op_call, a plan file's steps
+// (plan_load runs each step's rule) and any later one. A kernel reads only what its rule checked.
+
+// attrs.dtype: one of the dtypes (a file or a caller may hold any byte).
+static void check_dtype_attr(const ShapeCall& c) {
+    if (c.attrs.dtype != DTYPE_F32 && c.attrs.dtype != DTYPE_F64 && c.attrs.dtype != DTYPE_I64)
+        engine_fail("%s: unknown dtype %d", c.op_name, static_cast<int>(c.attrs.dtype));
+}
+
+// attrs.shape where it is the shape of a tensor (not a reshape's target, which may hold a -1):
+// no negative size, and an element count that fits.
+static void check_shape_attr(const ShapeCall& c) { shape_checked_numel(c.attrs.shape, c.op_name); }
+
+static void check_reduction_attr(const ShapeCall& c) {
+    if (c.attrs.reduction != REDUCTION_MEAN && c.attrs.reduction != REDUCTION_SUM)
+        engine_fail("%s: unknown reduction %d (mean or sum)", c.op_name, static_cast<int>(c.attrs.reduction));
+}
+
 void shape_create(ShapeCall& c) {
     for (int i = 0; i < c.attrs.shape.ndim; ++i)
         if (c.attrs.shape.dims[i] < 0)
             engine_fail("%s: negative size in shape %s", c.op_name, c.attrs.shape.str().c_str());
+    check_dtype_attr(c);
     c.set_output(0, c.attrs.shape, c.attrs.dtype);
 }
 
@@ -205,7 +224,7 @@ void shape_bmm(ShapeCall& c) {
 // How many windows of `kernel` fit along `size` padded on both sides: windows that do not fit
 // are dropped (floor), as PyTorch does.
 static int64_t window_count(int64_t size, int64_t kernel, int stride, int padding) {
-    return (size + 2 * padding - kernel) / stride + 1;
+    return (size + 2 * int64_t(padding) - kernel) / stride + 1;   // sizes < 2^62 (they fit a tensor): no overflow
 }
 
 static void check_stride_padding(const ShapeCall& c, const std::string& shapes) {
@@ -228,7 +247,7 @@ static Shape conv2d_output_shape(const ShapeCall& c, const Shape& input, const S
     if (input[1] != weight[1])
         engine_fail("%s: the input's channels (%lld) do not match the weight's (%lld) (%s)", c.op_name,
                     static_cast<long long>(input[1]), static_cast<long long>(weight[1]), shapes.c_str());
-    int64_t padded_h = input[2] + 2 * c.attrs.padding, padded_w = input[3] + 2 * c.attrs.padding;
+    int64_t padded_h = input[2] + 2 * int64_t(c.attrs.padding), padded_w = input[3] + 2 * int64_t(c.attrs.padding);
     if (weight[2] > padded_h || weight[3] > padded_w)
         engine_fail("%s: the kernel %lldx%lld is larger than the padded input %lldx%lld (%s, padding %d)", c.op_name,
                     static_cast<long long>(weight[2]), static_cast<long long>(weight[3]),
@@ -260,12 +279,14 @@ static void check_output_grad(const ShapeCall& c, const Shape& output) {
 
 // Inputs: grad of the output, weight. attrs.shape: the forward input's shape.
 void shape_conv2d_backward_input(ShapeCall& c) {
+    check_shape_attr(c);
     check_output_grad(c, conv2d_output_shape(c, c.attrs.shape, in(c, 1).shape));
     c.set_output(0, c.attrs.shape, in(c, 0).dtype);
 }
 
 // Inputs: grad of the output, the forward input. attrs.shape: the weight's shape.
 void shape_conv2d_backward_weight(ShapeCall& c) {
+    check_shape_attr(c);
     check_output_grad(c, conv2d_output_shape(c, in(c, 1).shape, c.attrs.shape));
     c.set_output(0, c.attrs.shape, in(c, 0).dtype);
 }
@@ -280,6 +301,8 @@ static Shape max_pool2d_output_shape(const ShapeCall& c, const Shape& input) {
     if (c.attrs.padding != 0)
         engine_fail("%s: padding is not supported, got %d (%s)", c.op_name, c.attrs.padding, shapes.c_str());
     if (k < 1) engine_fail("%s: kernel must be at least 1, got %d (%s)", c.op_name, k, shapes.c_str());
+    if (k > 46340)   // the kernel numbers a window's k*k elements with int32
+        engine_fail("%s: kernel %d is larger than 46340 (%s)", c.op_name, k, shapes.c_str());
     if (k > input[2] || k > input[3])
         engine_fail("%s: the kernel %dx%d is larger than the input %lldx%lld (%s)", c.op_name, k, k,
                     static_cast<long long>(input[2]), static_cast<long long>(input[3]), shapes.c_str());
@@ -295,6 +318,7 @@ void shape_max_pool2d(ShapeCall& c) {
 
 // Inputs: grad of the output, the forward's indices. attrs.shape: the forward input's shape.
 void shape_max_pool2d_backward(ShapeCall& c) {
+    check_shape_attr(c);
     if (in(c, 1).dtype != DTYPE_I64)
         engine_fail("%s: the indices must be an int64 tensor, got %s", c.op_name, dtype_name(in(c, 1).dtype));
     Shape out = max_pool2d_output_shape(c, c.attrs.shape);
@@ -393,7 +417,8 @@ void shape_cat(ShapeCall& c) {
         if (!fits)
             engine_fail("%s: tensor %d has shape %s, which does not match %s outside dim %d", c.op_name, i + 1,
                         x.str().c_str(), first.str().c_str(), c.attrs.dim + 1);
-        s.dims[c.attrs.dim] += x.dims[c.attrs.dim];
+        if (__builtin_add_overflow(s.dims[c.attrs.dim], x.dims[c.attrs.dim], &s.dims[c.attrs.dim]))
+            engine_fail("%s: the sizes along dim %d add up to more than a tensor can hold", c.op_name, c.attrs.dim + 1);
     }
     c.set_output(0, s, in(c, 0).dtype);
 }
@@ -444,10 +469,10 @@ static Shape reduced_shape(const ShapeCall& c) {
 void shape_reduce(ShapeCall& c) { c.set_output(0, reduced_shape(c), in(c, 0).dtype); }
 
 void shape_max(ShapeCall& c) {
-    if (in(c, 0).numel() == 0) engine_fail("%s: the tensor is empty", c.op_name);
+    Shape s = reduced_shape(c);   // checks the dim first
     if (!c.attrs.all && in(c, 0).shape.ndim > 0 && in(c, 0).shape.dims[c.attrs.dim] == 0)
         engine_fail("%s: dim %d is empty", c.op_name, c.attrs.dim + 1);
-    Shape s = reduced_shape(c);
+    if (in(c, 0).numel() == 0) engine_fail("%s: the tensor is empty", c.op_name);
     c.set_output(0, s, in(c, 0).dtype);
     if (!c.attrs.all) c.set_output(1, s, DTYPE_I64);
 }
@@ -469,6 +494,7 @@ void shape_gather(ShapeCall& c) {
 }
 
 void shape_scatter_add(ShapeCall& c) {
+    check_shape_attr(c);
     check_dim(c, c.attrs.dim, c.attrs.shape.ndim);
     if (in(c, 1).shape != in(c, 0).shape)
         engine_fail("%s: index shape %s must equal source shape %s", c.op_name, in(c, 1).shape.str().c_str(),
@@ -477,9 +503,13 @@ void shape_scatter_add(ShapeCall& c) {
     c.set_output(0, c.attrs.shape, in(c, 0).dtype);
 }
 
-void shape_to(ShapeCall& c) { c.set_output(0, in(c, 0).shape, c.attrs.dtype); }
+void shape_to(ShapeCall& c) {
+    check_dtype_attr(c);
+    c.set_output(0, in(c, 0).shape, c.attrs.dtype);
+}
 
 void shape_mse_loss(ShapeCall& c) {
+    check_reduction_attr(c);
     if (in(c, 0).shape != in(c, 1).shape)
         engine_fail("%s: input %s and target %s must have the same shape", c.op_name, in(c, 0).shape.str().c_str(),
                     in(c, 1).shape.str().c_str());
@@ -509,6 +539,7 @@ static void check_loss_grad(const ShapeCall& c) {
 
 // cross_entropy, nll_loss, multi_margin_loss: (scores, labels) -> a 0-d loss.
 void shape_class_loss(ShapeCall& c) {
+    check_reduction_attr(c);
     check_float(c, in(c, 0), "input");
     check_class_shapes(c, in(c, 0).shape, in(c, 1).shape);
     c.set_output(0, Shape{}, in(c, 0).dtype);
@@ -516,6 +547,7 @@ void shape_class_loss(ShapeCall& c) {
 
 // cross_entropy_backward, multi_margin_loss_backward: (grad, scores, labels) -> the scores' shape.
 void shape_class_loss_backward(ShapeCall& c) {
+    check_reduction_attr(c);
     check_loss_grad(c);
     check_float(c, in(c, 1), "input");
     check_class_shapes(c, in(c, 1).shape, in(c, 2).shape);
@@ -524,6 +556,8 @@ void shape_class_loss_backward(ShapeCall& c) {
 
 // nll_loss_backward: (grad, labels) -> attrs.shape, the shape of nll_loss's input.
 void shape_nll_loss_backward(ShapeCall& c) {
+    check_reduction_attr(c);
+    check_shape_attr(c);
     check_loss_grad(c);
     check_class_shapes(c, c.attrs.shape, in(c, 1).shape);
     c.set_output(0, c.attrs.shape, in(c, 0).dtype);

@@ -3,7 +3,7 @@
 //   f = torch.freeze(step, x, y)          -- runs step(x, y) once, recording it; compiles the plan
 //   f = torch.freeze{step, x, y, strict = true, cache = 4, passes = {fuse = false}}
 //   f(x2, y2)                              -- replays the plan (re-records when a guard fails)
-//   torch.save_plan(f, "step.tdp"); g = torch.load_plan("step.tdp")
+//   torch.save_plan(f, "step.tdp"); g = torch.load_plan("step.tdp" [, {max_bytes = N, fuse = false}])
 //   torch.save_npy(t, "t.npy"); t = torch.load_npy("t.npy")
 //
 // The frozen function keeps a small cache of plans, most recently used first, each with the
@@ -657,13 +657,18 @@ int frozen_timeit(lua_State* L) {
 // ============================================================================================
 // [SECTION] bindings
 
-// Reads {dce=, cse=, fold=, fuse=, inplace=, reuse=} into passes; unknown keys are errors.
-void passes_from_table(lua_State* L, int idx, PlanPasses& passes) {
+// Reads {dce=, cse=, fold=, fuse=, inplace=, reuse=} into passes; unknown keys are errors, but for
+// `also` (an option the caller reads itself: load_plan's max_bytes), which is skipped.
+void passes_from_table(lua_State* L, int idx, PlanPasses& passes, const char* also = nullptr) {
     idx = lua_absindex(L, idx);
     lua_pushnil(L);
     while (lua_next(L, idx)) {
         const char* key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
         bool on = lua_toboolean(L, -1);
+        if (also && strcmp(key, also) == 0) {
+            lua_pop(L, 1);
+            continue;
+        }
         if (strcmp(key, "dce") == 0) passes.dce = on;
         else if (strcmp(key, "cse") == 0) passes.cse = on;
         else if (strcmp(key, "fold") == 0) passes.fold = on;
@@ -671,6 +676,7 @@ void passes_from_table(lua_State* L, int idx, PlanPasses& passes) {
         else if (strcmp(key, "inplace") == 0) passes.inplace = on;
         else if (strcmp(key, "reuse") == 0) passes.reuse = on;
         else if (strcmp(key, "all") == 0) passes = on ? PlanPasses() : PlanPasses{false, false, false, false, false, false};
+        else if (also) tdlua::arg_fail(idx, "unknown option '%s' (%s, or a pass: dce, cse, fold, fuse, inplace, reuse, all)", key, also);
         else tdlua::arg_fail(idx, "unknown pass '%s' (dce, cse, fold, fuse, inplace, reuse, all)", key);
         lua_pop(L, 1);
     }
@@ -904,13 +910,35 @@ int l_save_plan(lua_State* L) {
     return 0;
 }
 
-// torch.load_plan(path [, {passes}]): a frozen function that runs the file's plan; its results are
-// the tensors the function returned, in order. It cannot re-record: wrong inputs are an error.
+// load_plan's {max_bytes = N}: the memory bound of plan_load (0: its default).
+size_t load_plan_max_bytes(lua_State* L, int idx) {
+    lua_getfield(L, idx, "max_bytes");
+    size_t max_bytes = 0;
+    if (!lua_isnil(L, -1)) {
+        int is_integer = 0;
+        lua_Integer n = lua_tointegerx(L, -1, &is_integer);
+        if (!is_integer || n < 1)
+            tdlua::arg_fail(idx, "max_bytes must be a positive whole number of bytes, got %s", luaL_tolstring(L, -1, nullptr));
+        max_bytes = static_cast<size_t>(n);
+    }
+    lua_pop(L, 1);
+    return max_bytes;
+}
+
+// torch.load_plan(path [, {max_bytes = N, passes...}]): a frozen function that runs the file's
+// plan; its results are the tensors the function returned, in order. It cannot re-record: wrong
+// inputs are an error. max_bytes bounds the memory the plan may take (plan_load); the passes
+// switch the file's passes on or off.
 int l_load_plan(lua_State* L) {
     const char* path = tdlua::check_string(L, 1, "path");
+    bool options = !lua_isnoneornil(L, 2);
+    if (options && !lua_istable(L, 2))
+        tdlua::arg_fail(2, "options must be a table like {max_bytes = 2^30, fuse = false}, got %s", tdlua::type_name_of(L, 2));
+    PlanLoadOptions load;
+    if (options) load.max_bytes = load_plan_max_bytes(L, 2);
     PlanPasses passes;
-    std::shared_ptr<Plan> recorded(plan_load(path, &passes));
-    if (lua_istable(L, 2)) passes_from_table(L, 2, passes);
+    std::shared_ptr<Plan> recorded(plan_load(path, &passes, load));
+    if (options) passes_from_table(L, 2, passes, "max_bytes");
     Frozen& f = push_frozen(L);
     f.name = recorded->name;
     f.passes = passes;

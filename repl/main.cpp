@@ -21,7 +21,7 @@ namespace {
 const char* const USAGE =
     "usage: tapedeck [options] [script.lua [args...]]   (script '-' is stdin)\n"
     "       tapedeck bench [workload...]\n"
-    "       tapedeck run-plan plan.tdp [--input name=file.npy ...] [--out dir]\n"
+    "       tapedeck run-plan plan.tdp [--input name=file.npy ...] [--out dir] [--max-bytes N]\n"
     "Options:\n"
     "  -i          run the script, then open the REPL with its globals\n"
     "  -e code     run code (may be given more than once)\n"
@@ -38,17 +38,55 @@ int subcommand_bench(lua_State* L, int argc, char** argv) {
     return repl_run_chunk(L, script, "", true, argc) == LUA_OK ? 0 : 1;
 }
 
+// "1000000", "512M", "4G": a number of bytes (K, M, G: powers of 1024); false when it is not one.
+bool parse_byte_count(const std::string& text, size_t* out) {
+    size_t digits = 0;
+    unsigned long long n = 0;
+    while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') {
+        if (__builtin_mul_overflow(n, 10ull, &n) || __builtin_add_overflow(n, static_cast<unsigned long long>(text[digits] - '0'), &n))
+            return false;
+        ++digits;
+    }
+    if (digits == 0 || n == 0) return false;
+    std::string unit = text.substr(digits);
+    int shift = unit.empty() ? 0 : unit == "K" || unit == "k" ? 10 : unit == "M" || unit == "m" ? 20 : unit == "G" || unit == "g" ? 30 : -1;
+    if (shift < 0 || n > (~0ull >> shift)) return false;
+    *out = static_cast<size_t>(n << shift);
+    return true;
+}
+
+// The tensor of a --input file for plan input k, or an error naming run-plan, the input and the file.
+td::Tensor run_plan_input(const td::Plan& plan, size_t k, const std::string& file) {
+    const td::PlanInput& in = plan.inputs[k];
+    td::Value v;
+    try {
+        v = td::npy_load(file);
+    } catch (const td::EngineError& e) {
+        td::engine_fail("run-plan: input %zu (%s): %s", k + 1, in.name.c_str(), e.what());
+    }
+    if (v.shape != in.shape || v.dtype != in.dtype)
+        td::engine_fail("run-plan: input %zu (%s) must be %s %s, but %s holds %s %s", k + 1, in.name.c_str(),
+                        td::dtype_name(in.dtype), in.shape.str().c_str(), file.c_str(), td::dtype_name(v.dtype),
+                        v.shape.str().c_str());
+    td::Tensor t = td::ops::create(td::OP_zeros, v.shape, v.dtype);
+    memcpy(t.value().raw(), v.raw(), static_cast<size_t>(v.numel()) * td::dtype_size(v.dtype));
+    t.node->outputs[t.output].requires_grad = in.requires_grad;
+    return t;
+}
+
 // `tapedeck run-plan plan.tdp --input x=x.npy --input y=y.npy --out results/`: runs a saved plan
 // once on .npy inputs (by name, or in order without a name) and writes what it returned
 // (output1.npy, ...), the gradients it accumulated (<name>.grad.npy) and the captured tensors as
-// they are after the call (<name>.npy: updated weights) into the out directory.
+// they are after the call (<name>.npy: updated weights) into the out directory. --max-bytes bounds
+// the memory the plan may take (plan_load's max_bytes).
 int subcommand_run_plan(lua_State*, int argc, char** argv) {
-    const char* usage = "usage: tapedeck run-plan plan.tdp [--input name=file.npy ...] [--out dir]\n";
+    const char* usage = "usage: tapedeck run-plan plan.tdp [--input name=file.npy ...] [--out dir] [--max-bytes N[K|M|G]]\n";
     std::string plan_path, out_dir = ".";
+    td::PlanLoadOptions load_options;
     std::vector<std::pair<std::string, std::string>> given;
     for (int i = 0; i < argc; ++i) {
         std::string a = argv[i];
-        if ((a == "--input" || a == "--out") && i + 1 >= argc) {
+        if ((a == "--input" || a == "--out" || a == "--max-bytes") && i + 1 >= argc) {
             fprintf(stderr, "run-plan: %s needs a value\n%s", a.c_str(), usage);
             return 2;
         }
@@ -58,7 +96,13 @@ int subcommand_run_plan(lua_State*, int argc, char** argv) {
             given.emplace_back(eq == std::string::npos ? "" : spec.substr(0, eq), eq == std::string::npos ? spec : spec.substr(eq + 1));
         } else if (a == "--out") {
             out_dir = argv[++i];
-        } else if (plan_path.empty() && a[0] != '-') {
+        } else if (a == "--max-bytes") {
+            if (!parse_byte_count(argv[++i], &load_options.max_bytes)) {
+                fprintf(stderr, "run-plan: --max-bytes needs a positive number of bytes like 1000000, 512M or 4G, got '%s'\n%s",
+                        argv[i], usage);
+                return 2;
+            }
+        } else if (plan_path.empty() && !a.empty() && a[0] != '-') {
             plan_path = a;
         } else {
             fprintf(stderr, "run-plan: unknown argument '%s'\n%s", a.c_str(), usage);
@@ -71,7 +115,7 @@ int subcommand_run_plan(lua_State*, int argc, char** argv) {
     }
     try {
         td::PlanPasses passes;
-        std::unique_ptr<td::Plan> recorded = td::plan_load(plan_path, &passes);
+        std::unique_ptr<td::Plan> recorded = td::plan_load(plan_path, &passes, load_options);
         std::unique_ptr<td::Plan> plan = td::plan_compile(*recorded, passes);
         std::vector<td::Tensor> inputs(plan->inputs.size());
         size_t next_positional = 0;
@@ -82,23 +126,27 @@ int subcommand_run_plan(lua_State*, int argc, char** argv) {
                 if (k == plan->inputs.size()) {
                     std::string names;
                     for (const td::PlanInput& in : plan->inputs) names += " " + in.name;
+                    if (names.empty()) names = " none";
                     td::engine_fail("run-plan: the plan has no input '%s' (its inputs:%s)", g.first.c_str(), names.c_str());
                 }
             } else {
                 ++next_positional;
             }
-            if (k >= inputs.size()) td::engine_fail("run-plan: more inputs than the plan takes (%zu)", inputs.size());
-            td::Value v = td::npy_load(g.second);
-            td::Tensor t = td::ops::create(td::OP_zeros, v.shape, v.dtype);
-            memcpy(t.value().raw(), v.raw(), static_cast<size_t>(v.numel()) * td::dtype_size(v.dtype));
-            inputs[k] = t;
+            if (k >= inputs.size())
+                td::engine_fail("run-plan: more inputs given than the plan takes (%zu)", inputs.size());
+            if (inputs[k].defined())
+                td::engine_fail("run-plan: input %zu (%s) is given twice", k + 1, plan->inputs[k].name.c_str());
+            inputs[k] = run_plan_input(*plan, k, g.second);
         }
         for (size_t k = 0; k < inputs.size(); ++k)
             if (!inputs[k].defined())
                 td::engine_fail("run-plan: input %zu (%s, %s %s) is missing: give --input %s=file.npy", k + 1,
                                 plan->inputs[k].name.c_str(), td::dtype_name(plan->inputs[k].dtype),
                                 plan->inputs[k].shape.str().c_str(), plan->inputs[k].name.c_str());
-        td::PlanRunResult result = td::plan_run(*plan, inputs);
+        td::set_grad_enabled(plan->grad_mode);   // as when it was recorded (a plan made under no_grad too)
+        std::string mismatch = td::plan_check_inputs(*plan, inputs);
+        if (!mismatch.empty()) td::engine_fail("run-plan: %s", mismatch.c_str());
+        td::PlanRunResult result = td::plan_run(*plan, inputs, true);
         if (!result.completed) td::engine_fail("run-plan: %s", result.reason.c_str());
         std::error_code error;
         std::filesystem::create_directories(out_dir, error);
