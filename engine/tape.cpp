@@ -513,7 +513,7 @@ void exec_node(Node* node) {
     for (int i = 0; i < n_outputs; ++i) outputs[i] = &node->outputs[i].value;
 
     KernelCall call{inputs, n_inputs, outputs, n_outputs, node->attrs, node};
-    node->info().cpu_kernel(call);
+    kernel_run(node->op, call);
 
     if (node->info().flags & OPF_INPLACE) ++node->outputs[0].value.storage->version;
     for (Output& out : node->outputs) out.version = out.value.storage->version;

@@ -111,8 +111,10 @@ SourceLoc lua_loc(lua_State* L, int level) {
     return loc;
 }
 
+// Raises `message` as a Lua error, with the user's file:line appended as the guarded bindings do.
 [[noreturn]] void raise(lua_State* L, const std::string& message) {
-    lua_pushstring(L, message.c_str());
+    std::string where = tdlua::where_at(L, 1);
+    lua_pushstring(L, (where.empty() ? message : message + " (" + where + ")").c_str());
     lua_error(L);
     throw 0;   // not reached: lua_error does not return
 }
@@ -441,10 +443,7 @@ int frozen_call(lua_State* L) {
             } catch (const std::exception& x) {
                 error = x.what();
             }
-            if (!error.empty()) {
-                std::string where = tapedeck_where(L, 1);
-                raise(L, error + (where.empty() ? "" : " (" + where + ")"));
-            }
+            if (!error.empty()) raise(L, error);
             if (result.completed) {
                 ++f.replays;
                 if (c > 0) std::rotate(f.cache.begin(), f.cache.begin() + static_cast<long>(c), f.cache.begin() + static_cast<long>(c) + 1);
@@ -1007,7 +1006,7 @@ const tdlua::Binding frozen_methods[] = {
 };
 
 const tdlua::Binding frozen_metamethods[] = {
-    {"__index", frozen_index}, {"__newindex", frozen_newindex}, {nullptr, nullptr},
+    {"__index", frozen_index, "frozen function"}, {"__newindex", frozen_newindex, "frozen function"}, {nullptr, nullptr},
 };
 
 const tdlua::Binding torch_plan_functions[] = {

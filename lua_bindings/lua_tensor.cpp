@@ -874,19 +874,21 @@ int tensor_index(lua_State* L) {
     return run_guarded(L, tensor_field, "index");
 }
 
-int tensor_newindex(lua_State* L) {
+// x[mask] = value, as PyTorch's grad_input[x < 0] = 0
+int assign_masked(lua_State* L) {
+    ops::masked_fill_(check_tensor(L, 1), check_tensor(L, 2), check_number(L, 3, "value"));
+    return 0;
+}
+
+int assign_requires_grad(lua_State* L) {
+    set_requires_grad(check_tensor(L, 1), lua_toboolean(L, 3));
+    return 0;
+}
+
+// x.grad = g (a tensor of x's shape) or nil
+int assign_grad(lua_State* L) {
     Tensor& t = check_tensor(L, 1);
-    if (Tensor* mask = test_tensor(L, 2)) {   // x[mask] = value, as PyTorch's grad_input[x < 0] = 0
-        int is_number = 0;
-        double value = lua_tonumberx(L, 3, &is_number);
-        if (!is_number) engine_fail("x[mask] = value: the value must be a number, got %s", type_name_of(L, 3));
-        ops::masked_fill_(t, *mask, value);
-        return 0;
-    }
-    const char* key = lua_type(L, 2) == LUA_TSTRING ? lua_tostring(L, 2) : nullptr;
-    if (key && strcmp(key, "requires_grad") == 0) {
-        set_requires_grad(t, lua_toboolean(L, 3));
-    } else if (key && strcmp(key, "grad") == 0) {
+    {
         Output& out = t.node->outputs[t.output];
         if (plan_recording()) {
             if (lua_isnil(L, 3)) plan_record_note_grad_clear(t, locate_in_lua(nullptr));
@@ -902,10 +904,23 @@ int tensor_newindex(lua_State* L) {
                             t.shape().str().c_str());
             out.grad = g;
         }
-    } else {
-        engine_fail("tensor: cannot set field '%s' (only requires_grad and grad can be set, and x[mask] = value)", key ? key : "?");
     }
     return 0;
+}
+
+int assign_unknown(lua_State* L) {
+    const char* key = lua_type(L, 2) == LUA_TSTRING ? lua_tostring(L, 2) : nullptr;
+    engine_fail("tensor: cannot set field '%s' (only requires_grad and grad can be set, and x[mask] = value)",
+                key ? key : luaL_typename(L, 2));
+}
+
+// x[k] = v: each assignment runs guarded under the name the user wrote.
+int tensor_newindex(lua_State* L) {
+    if (test_tensor(L, 2)) return run_guarded(L, assign_masked, "x[mask] = value");
+    const char* key = lua_type(L, 2) == LUA_TSTRING ? lua_tostring(L, 2) : "";
+    if (strcmp(key, "requires_grad") == 0) return run_guarded(L, assign_requires_grad, "requires_grad");
+    if (strcmp(key, "grad") == 0) return run_guarded(L, assign_grad, "grad");
+    return run_guarded(L, assign_unknown, "tensor");
 }
 
 // Lets go of the node; the userdata stays an empty Tensor, which test_tensor refuses (it may be
@@ -1104,7 +1119,6 @@ const Binding tensor_metamethods[] = {
     {"__add", l_add, "add"}, {"__sub", l_sub, "sub"}, {"__mul", l_mul, "mul"}, {"__div", l_div, "div"},
     {"__pow", l_pow, "pow"}, {"__unm", l_neg, "neg"}, {"__tostring", tensor_tostring, "tostring"},
     {"__len", tensor_len, "len"}, {"__lt", l_less, "compare"}, {"__le", l_less_equal, "compare"},
-    {"__newindex", tensor_newindex, "x[key] = value"},
     {nullptr, nullptr},
 };
 
@@ -1184,6 +1198,8 @@ void tapedeck_open(lua_State* L) {
     register_bindings(L, tensor_metamethods);
     lua_pushcfunction(L, tensor_gc);
     lua_setfield(L, -2, "__gc");
+    lua_pushcfunction(L, tensor_newindex);
+    lua_setfield(L, -2, "__newindex");
     lua_pushstring(L, TENSOR_TYPE);   // getmetatable(t) gives the type name: scripts cannot call __gc
     lua_setfield(L, -2, "__metatable");
     lua_newtable(L);   // methods

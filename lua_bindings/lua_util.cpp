@@ -38,8 +38,11 @@ int run_guarded(lua_State* L, lua_CFunction fn, const char* name) {
         return fn(L);
     } catch (const ArgError& e) {
         message = std::string(name) + ": " + e.what();
-    } catch (const std::exception& e) {
-        message = e.what();
+    } catch (const std::exception& e) {   // an engine error names its op: one inside another (pow_tensor
+        message = e.what();                 // in pow, add in linear) also gets the function the user called
+        size_t length = strlen(name);
+        if (length && (message.compare(0, length, name) != 0 || message.compare(length, 1, ":") != 0))
+            message = std::string(name) + ": " + message;
     }
     std::string where = where_at(L, 1);
     if (!where.empty()) message += " (" + where + ")";

@@ -30,8 +30,8 @@ struct Binding {
 // Sets each binding (up to the {nullptr, nullptr} row) as a field of the table on top of the stack.
 void register_bindings(lua_State* L, const Binding* bindings);
 // Runs fn(L) guarded as `name` (what register_bindings does for each call): an ArgError becomes
-// "name: argument N: ... (file.lua:12)", another std::exception "its message (file.lua:12)". Lua
-// errors fn raises itself pass through unchanged.
+// "name: argument N: ... (file.lua:12)", another std::exception "its message (file.lua:12)",
+// prefixed with "name: " unless it starts so already. Lua errors fn raises pass through unchanged.
 int run_guarded(lua_State* L, lua_CFunction fn, const char* name);
 
 // Whether a frame runs code of the Lua-written library (nn, optim): positions skip those frames to

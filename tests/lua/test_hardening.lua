@@ -87,7 +87,7 @@ check.fails("load_plan", "argument 1: path must be a string", function() return 
 
 -- Assignments name what was written.
 local y = torch.zeros(3)
-check.fails("x[mask] = value", "must be a number, got tensor", function() y[y:gt(0)] = torch.ones(3) end)
+check.fails("x[mask] = value", "value must be a number, got tensor", function() y[y:gt(0)] = torch.ones(3) end)
 check.fails("add", "expects tensors or numbers", function() return y + {} end)
 
 -- A watch that does not parse is refused when it is set, not at every stop.
@@ -126,4 +126,23 @@ torch.set_memory_limit(nil)
 check.equal(torch.memory_limit(), default_limit, "nil restores the default limit")
 check.close(torch.randn(1024, 1024):numel(), 1024 * 1024, 0, "fits again")
 check.fails("set_memory_limit", "negative", function() torch.set_memory_limit(-1) end)
+
+-- An empty result is not walked row by row, however large its other dims (these looped for
+-- minutes, or for ever in the sanitizer build).
+local started = os.clock()
+check.shape(torch.randn({1, 1, 0}):expand(2 ^ 32, 1, 4, 0), {2 ^ 32, 1, 4, 0}, "expand to an empty huge shape")
+check.shape(torch.zeros(0, math.maxinteger):t():clone(), {math.maxinteger, 0}, "transpose of an empty huge tensor")
+assert(os.clock() - started < 5, "empty results take no time")
+
+-- torch.Function without a name is called "Function" (it said "table index is nil").
+local Unnamed = torch.Function{forward = function(ctx, v) return v * 2 end, backward = function(ctx, g) return g * 2 end}
+check.equal(Unnamed.name, "Function", "the default name")
+check.close(Unnamed(torch.ones(2)), {2, 2}, 0, "an unnamed function runs")
+
+-- dbg.run names itself for a file it cannot load.
+ok, why = pcall(dbg.run, "/nonexistent/script.lua")
+assert(not ok and why:find("dbg.run: cannot open /nonexistent/script.lua", 1, true), why)
+
+-- A frozen function's fields take what they say, and name themselves otherwise.
+check.fails("frozen function", "cache_size must be an integer", function() f.cache_size = true end)
 print("hardening: ok")
