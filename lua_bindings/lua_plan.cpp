@@ -469,6 +469,11 @@ int frozen_call(lua_State* L) {
 // ============================================================================================
 // [SECTION] timeit
 
+// memcpy that also takes an empty vector's null data() (memcpy's pointers must not be null).
+void copy_bytes(void* to, const void* from, size_t n) {
+    if (n > 0) std::memcpy(to, from, n);
+}
+
 // The state a call can change: captured tensors' bytes, and the .grad of each grad target.
 struct Snapshot {
     std::vector<std::pair<Value, std::vector<char>>> bytes;
@@ -489,10 +494,10 @@ struct Snapshot {
         }
     }
     void restore() {
-        for (auto& b : bytes) std::memcpy(b.first.raw(), b.second.data(), b.second.size());
+        for (auto& b : bytes) copy_bytes(b.first.raw(), b.second.data(), b.second.size());
         for (size_t i = 0; i < grads.size(); ++i) {
             grads[i].first->grad = grads[i].second;
-            if (grads[i].second.defined()) std::memcpy(grads[i].second.value().raw(), grad_bytes[i].data(), grad_bytes[i].size());
+            if (grads[i].second.defined()) copy_bytes(grads[i].second.value().raw(), grad_bytes[i].data(), grad_bytes[i].size());
         }
     }
 };

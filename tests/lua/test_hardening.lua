@@ -145,4 +145,8 @@ assert(not ok and why:find("dbg.run: cannot open /nonexistent/script.lua", 1, tr
 
 -- A frozen function's fields take what they say, and name themselves otherwise.
 check.fails("frozen function", "cache_size must be an integer", function() f.cache_size = true end)
+-- timeit over empty tensors (their saved bytes are an empty vector).
+local empty = torch.randn({2, 0}, {requires_grad = true})
+local fe = torch.freeze(function(v) local l = (v * v):sum(); l:backward(); return l end, empty)
+check.equal(fe:timeit(1).max_diff, 0, "timeit of a function of an empty tensor")
 print("hardening: ok")
