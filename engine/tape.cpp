@@ -254,7 +254,7 @@ void* Node::operator new(size_t size) {
 
 void Node::operator delete(void* p) {
     std::vector<void*>& list = free_nodes();
-    if (list.size() < MAX_FREE_NODES) list.push_back(p);
+    if (ENGINE_RECYCLES_MEMORY && list.size() < MAX_FREE_NODES) list.push_back(p);
     else ::operator delete(p);
 }
 

@@ -198,6 +198,10 @@ Storage* storage_new(size_t bytes, Device device) {
 void storage_free(Storage* s) {
     StoragePool& p = pool();
     p.live_bytes -= s->bytes;
+    if (!ENGINE_RECYCLES_MEMORY) {
+        std::free(s);
+        return;
+    }
     if (p.cached_bytes + s->bytes > POOL_MAX_CACHED) p.drop_all();
     p.free_list(s->bytes).push_back(s);
     p.cached_bytes += s->bytes;

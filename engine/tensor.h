@@ -13,6 +13,21 @@
 
 namespace td {
 
+// Freed nodes and storage blocks are kept for reuse (the hot path of a training loop), except under
+// AddressSanitizer: there every free goes back to the allocator, so that a use after free is
+// reported instead of silently reading a recycled block.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool ENGINE_RECYCLES_MEMORY = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool ENGINE_RECYCLES_MEMORY = false;
+#else
+constexpr bool ENGINE_RECYCLES_MEMORY = true;
+#endif
+#else
+constexpr bool ENGINE_RECYCLES_MEMORY = true;
+#endif
+
 enum DType : uint8_t { DTYPE_F32, DTYPE_F64, DTYPE_I64 };
 enum Device : uint8_t { DEVICE_CPU, DEVICE_CUDA };
 
