@@ -9,19 +9,27 @@
 #                     behaviour (it halts). Suppressions, for third-party libraries only, each
 #                     explained: tests/sanitizers/. Extra ctest arguments pass through
 #                     (./run.sh test-asan -R viewer).
+#   ./run.sh fuzz [seconds]  the fuzzers on the sanitizer build, each for `seconds` (default 300):
+#                     libFuzzer on the plan loader and on the .npy loader (tests/fuzz/fuzz_*.cpp,
+#                     seeded with tests/fuzz/corpus/), and the random op-sequence fuzzer through the
+#                     Lua API (tests/fuzz/run_api_fuzz.sh). Findings land in build-asan/fuzz/; the
+#                     exit status is 1 when any fuzzer found something.
 #   ./run.sh bench    the benchmark (W1-W5, µs per iteration)
 set -euo pipefail
 cd "$(dirname "$0")"
 
 .ci/install-deps.sh
 
-# The sanitizer suite: its own build directory, configured once with clang.
-test_asan() {
+# The sanitizer build: its own build directory, configured once with clang.
+build_asan() {
   if [[ ! -f build-asan/CMakeCache.txt ]]; then
     CC=clang CXX=clang++ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" -DTAPEDECK_SANITIZE=ON > /dev/null
   fi
   cmake --build build-asan -j "$(nproc)" > build-asan/build.log 2>&1 || { tail -50 build-asan/build.log; exit 1; }
+}
+
+sanitizer_env() {
   # detect_leaks: LeakSanitizer at every exit. fast_unwind_on_malloc=0: whole allocation stacks,
   # also through libraries built without frame pointers (fontconfig, Graphviz), so reports are
   # readable and suppressions can name the library (the viewer's window tests turn it back on:
@@ -37,14 +45,40 @@ test_asan() {
       if [[ -x "$symbolizer" ]]; then export ASAN_SYMBOLIZER_PATH=$symbolizer; break; fi
     done
   fi
+}
+
+test_asan() {
+  build_asan
+  sanitizer_env
   ctest --test-dir build-asan --output-on-failure -j "$(nproc)" "$@"
 }
 
-if [[ "${1:-demo}" == test-asan ]]; then
-  shift
-  test_asan "$@"
-  exit
-fi
+# Each fuzzer for $1 seconds on the sanitizer build; new inputs and findings in build-asan/fuzz/.
+fuzz() {
+  local seconds=${1:-300} failed=0
+  build_asan
+  sanitizer_env
+  export ASAN_OPTIONS="$ASAN_OPTIONS:fast_unwind_on_malloc=1"   # speed: whole stacks only matter for reading a leak
+  mkdir -p build-asan/fuzz
+  for name in plan_load npy_load; do
+    echo "=== fuzz: $name, ${seconds} s (libFuzzer, seeds tests/fuzz/corpus/$name)"
+    mkdir -p "build-asan/fuzz/$name"
+    build-asan/tests/fuzz/fuzz_$name -dict="tests/fuzz/$name.dict" -max_total_time="$seconds" -timeout=30 \
+      -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="build-asan/fuzz/$name-" \
+      "build-asan/fuzz/$name" "tests/fuzz/corpus/$name" > "build-asan/fuzz/$name.log" 2>&1 || failed=1
+    grep -E "^(stat::number_of_executed_units|stat::peak_rss_mb|==[0-9]+==ERROR|SUMMARY)" "build-asan/fuzz/$name.log" || true
+    tail -1 "build-asan/fuzz/$name.log"
+  done
+  echo "=== fuzz: the Lua API, ${seconds} s (tests/fuzz/run_api_fuzz.sh)"
+  APIFUZZ_OUT=build-asan/fuzz/api APIFUZZ_ARGS="--strict ${APIFUZZ_ARGS:-}" \
+    tests/fuzz/run_api_fuzz.sh build-asan/tapedeck "$seconds" "${FUZZ_FIRST_SEED:-1}" || failed=1
+  return $failed
+}
+
+case "${1:-demo}" in
+  test-asan) shift; test_asan "$@"; exit ;;
+  fuzz)      shift; fuzz "$@"; exit ;;
+esac
 
 if [[ ! -f build/CMakeCache.txt ]]; then
   cmake -S . -B build -DCMAKE_BUILD_TYPE=Release > /dev/null
@@ -57,5 +91,5 @@ case "${1:-demo}" in
           build/tapedeck "${view[@]}" scripts/rnn_cell.lua build/rnn_cell.svg ;;
   test)  ctest --test-dir build --output-on-failure -j "$(nproc)" ;;
   bench) build/tapedeck bench ;;
-  *)     echo "usage: ./run.sh [demo|test|test-asan|bench]" >&2; exit 2 ;;
+  *)     echo "usage: ./run.sh [demo|test|test-asan|fuzz [seconds]|bench]" >&2; exit 2 ;;
 esac
