@@ -104,6 +104,13 @@ void accumulate_grad(Output& out, const Tensor& g, uint64_t first_serial) {
 
 const BackwardPass* engine_backward_pass() { return g_pass; }
 
+Node* backward_pass_find(int64_t id) {
+    if (!g_pass || !g_pass->order) return nullptr;
+    const std::vector<Node*>& order = *g_pass->order;   // ids decreasing
+    auto at = std::lower_bound(order.begin(), order.end(), id, [](const Node* n, int64_t want) { return n->id > want; });
+    return at != order.end() && (*at)->id == id ? *at : nullptr;
+}
+
 void backward(const Tensor& root, const Tensor* grad) {
     if (!root.defined()) engine_fail("backward: not a tensor");
     if (g_pass)   // pending gradients live on the nodes: two passes at once would mix them

@@ -279,6 +279,9 @@ uint64_t tape_version() { return g.tape_version; }
 int64_t tape_next_id() { return g.next_id; }
 
 Node* tape_find(int64_t id) {
+    // The nodes a running backward pass visits are found by binary search: stops in a backward
+    // pass ask for them at every group (walking the tape there made a pass with stops O(n^2)).
+    if (Node* visited = backward_pass_find(id)) return visited;
     for (Node* n = g.tape_tail; n; n = n->tape_prev) {
         if (n->id == id) return n;
         if (n->id < id) break;

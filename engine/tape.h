@@ -288,6 +288,8 @@ struct BackwardPass {
 
 // The pass backward() is running, or null. One at a time: backward() while one runs is an error.
 const BackwardPass* engine_backward_pass();
+// The node with this id among those the running pass visits (O(log n)); null when none is.
+Node* backward_pass_find(int64_t id);
 
 // What a backward rule sees. It sets grad_in[i] for inputs where needs_grad(i).
 struct BackwardCall {
