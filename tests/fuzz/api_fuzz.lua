@@ -61,6 +61,7 @@ local AVOID = {
   npy_overflow = ".npy files whose shape's element count overflows int64",
   timeit_empty = "f:timeit() of functions given or capturing tensors with a 0-size dim",
   int_overflow = "int64 values near 2^63 next to int64 tensors (arithmetic overflows)",
+  empty_huge = "0-element sizes next to a size of 2^20 or more (nn.Linear(2^63-1, 0): copies loop over the huge dim)",
   conv_padding_huge = "conv2d / nn.Conv2d with padding or stride >= 2^20",
 }
 
@@ -279,6 +280,9 @@ local function safe_dims(dims)
     local i = rnd(#dims)
     dims[i] = {"2^44", 2^44}
   end
+  if avoid.empty_huge and all_valid and product == 0 then
+    for i, d in ipairs(dims) do if d[2] > 2^20 then dims[i] = {"3", 3} end end
+  end
   return dims
 end
 
@@ -309,7 +313,18 @@ local WRONG = {
   "torch.zeros(0)", "torch.ones({}, {dtype = 'int64'})", "string.rep('a', 300)", "{dtype = 'float64'}",
   "{requires_grad = true}", "{min = 0}", "setmetatable({}, {__index = function() error('fuzz_user_error') end})",
 }
-local function wrong() return pick(WRONG) end
+-- Numbers among them that a --avoid class keeps away from the call being made (set by targ() for
+-- int64 tensors under int_cast/int_overflow, and by the generators of reshape, narrow and conv2d).
+local HUGE_WRONG = {["math.maxinteger"] = true, ["math.mininteger"] = true, ["2^31"] = true, ["2^32"] = true,
+                    ["2^63"] = true, ["-2^63"] = true, ["0/0"] = true, ["1/0"] = true, ["-1/0"] = true}
+local no_huge_wrong = false
+local function wrong()
+  local w = pick(WRONG)
+  while no_huge_wrong and HUGE_WRONG[w] do w = pick(WRONG) end
+  if avoid.softmax_empty and w == "torch.zeros(0)" then w = "torch.zeros(2)" end
+  if (avoid.int_cast or avoid.int_overflow) and w:find("int64") then w = "torch.tensor(1.5)" end
+  return w
+end
 
 -- Tensor element values, nasty ones included.
 local SPECIALS = {"0/0", "1/0", "-1/0", "1e38", "-1e38", "3e38", "1e-45", "1e308", "-0.0", "0", "1", "-2", "0.5",
@@ -394,10 +409,12 @@ local function slot() return rnd(NT) end
 -- A tensor argument: a pool tensor matching pred (usually), or a new one from make() (or random).
 -- Returns its source and its meta {shape, dtype, rg}.
 local function targ(pred, make, pool_chance)
+  local int_avoid = avoid.int_cast or avoid.int_overflow
   if chance(pool_chance or 0.75) then
     local s = live(pred)
     if #s > 0 then
       local i = pick(s)
+      if int_avoid and TM[i].dtype == "int64" then no_huge_wrong = true end
       return "T[" .. i .. "]", TM[i]
     end
   end
@@ -406,6 +423,7 @@ local function targ(pred, make, pool_chance)
   shape = shape or rand_shape()
   dtype = dtype or rand_dtype()
   if rg == nil then rg = dtype ~= "int64" and chance(0.4) end
+  if int_avoid and dtype == "int64" then no_huge_wrong = true end
   return fresh(shape, dtype, rg), {shape = shape, dtype = dtype, rg = rg}
 end
 
@@ -627,8 +645,12 @@ end)
 
 gen("masked_fill", 6, function()
   local x, m = targ()
+  local mask_pred = nil
+  if (avoid.int_cast or avoid.int_overflow) and m.dtype == "int64" then   -- a NaN in a float mask is cast to int64
+    mask_pred = function(o) return o.dtype == "int64" end
+  end
   local mask = chance(0.5) and (x .. ":gt(0)") or
-                 (targ(nil, function() return copy(m.shape), chance(0.5) and "int64" or "float32", false end))
+                 (targ(mask_pred, function() return copy(m.shape), (mask_pred or chance(0.5)) and "int64" or "float32", false end))
   local v = chance(0.9) and value_for(m) or wrong()
   local r = rnd(3)
   if r == 1 then return store("masked_fill", render("masked_fill", x, mutate({mask, v}))) end
@@ -685,6 +707,7 @@ local function window_int()
 end
 
 gen("conv2d", 5, function()
+  if avoid.conv_padding_huge then no_huge_wrong = true end
   local x, m = targ(function(o) return #o.shape == 4 end, function()
     return {rnd(1, 2), rnd(1, 3), rnd(1, 6), rnd(1, 6)}, chance(0.9) and "float32" or rand_dtype() end)
   local c = m.shape[2] or 1
@@ -738,6 +761,7 @@ gen("shape_op", 14, function()
     elseif r == 3 then shape = {-1}
     elseif r == 4 then shape = rand_shape()
     elseif r == 5 then shape = {1, numel(m.shape)} end
+    if avoid.reshape_overflow then no_huge_wrong = true end
     local sizes = size_args(shape, 0.15, avoid.reshape_overflow)
     local args = chance(0.5) and {"{" .. join(sizes) .. "}"} or sizes
     return store(op, render(op, x, mutate(args)), op == "view" and {"view", "reshape"} or {op})
@@ -769,6 +793,7 @@ gen("shape_op", 14, function()
       if chance(0.5) then start = pick(bad) else len = pick(bad) end
     end
     local dim = chance(0.9) and tostring(d) or dim_arg(n)
+    if avoid.narrow_huge then no_huge_wrong = true end
     return store(op, render(op, x, mutate({dim, start, len})))
   end
   -- cat
@@ -1180,7 +1205,9 @@ gen("freeze", 6, function()
   local k = rnd(NZ)
   local body = pick(FROZEN_BODIES)
   if avoid.tape_gc and body[1]:find("tape") then body = FROZEN_BODIES[1] end
-  if avoid.softmax_empty and body[1]:find("softmax") then body = FROZEN_BODIES[1] end
+  if avoid.softmax_empty and (body[1]:find("softmax") or body[1]:find("cross_entropy") or body[1]:find("M%[1%]")) then
+    body = FROZEN_BODIES[1]
+  end
   local args, metas = {}, {}
   for i = 1, body[2] do
     local a, m = targ(nil, function() return rand_shape(), pick({"float32", "float32", "float64"}), chance(0.7) end)
@@ -1503,8 +1530,9 @@ gen("nn_call", 10, function()
     else y = labels_for(m.shape[1] or 1, m.shape[2] or 1) end
     return store("nn_loss", fmt("M[%d](%s, %s)", k, x, y), names)
   end
-  if info.kind == "Sequential" or info.kind == "Module" then
-    return store("nn_call", fmt("M[%d](%s)", k, (targ())), names)
+  if info.kind == "Sequential" or info.kind == "Module" then   -- a Sequential may hold a Softmax
+    local pred = avoid.softmax_empty and function(o) return not has_zero(o.shape) end or nil
+    return store("nn_call", fmt("M[%d](%s)", k, (targ(pred, function() return {rnd(1, 3), rnd(1, 4)} end))), names)
   end
   local x = module_input(info)
   local r = rnd(10)
@@ -1819,6 +1847,7 @@ while n < opt.calls do
   if opt.seconds and os.difftime(os.time(), started) >= opt.seconds then break end
   n = n + 1
   local name = wpick(weights)
+  no_huge_wrong = false
   local c, frozen_k = gens[name]()
   current = c
   local slots = {}
