@@ -152,8 +152,8 @@ function APIFUZZ_ORACLE(n, what)   -- the fuzzer replaces it; a replay prints
   io.stderr:write("APIFUZZ_FINDING oracle call ", n, ": ", what, "\n")
 end
 
--- Run call n (its source text), then refresh the metadata of the pool slots it assigned (and of
--- 5, 6, 7, which breakpoint actions and dbg.run scripts assign). A pause or step still pending when
+-- Run call n (its source text), then refresh the metadata of the pool slots it assigned, of every
+-- slot its text names, and of 5, 6, 7 (which breakpoint actions and dbg.run scripts assign). A pause or step still pending when
 -- the chunk returns is cancelled on the same line (a new line would stop here, in the runtime).
 local ALWAYS = {5, 6, 7}
 function C(n, src, slots)
@@ -164,6 +164,7 @@ function C(n, src, slots)
   local all = {}
   for _, slot in ipairs(slots or {}) do all[#all + 1] = slot end
   for _, slot in ipairs(ALWAYS) do all[#all + 1] = slot end
+  for slot in src:gmatch("T%[(%d+)%]") do all[#all + 1] = tonumber(slot) end   -- any slot the text names
   for _, slot in ipairs(all) do
     local m = meta(T[slot])
     if m then
@@ -1019,6 +1020,47 @@ gen("grad_games", 8, function()
   return call("enable_grad", "X.v = torch.enable_grad(function() return torch.is_grad_enabled() end)", {"enable_grad", "is_grad_enabled"})
 end)
 
+gen("inplace_view", 4, function()
+  local x, m = targ(function(o) return #o.shape >= 1 and o.numel > 0 end, function() return {rnd(1, 3), rnd(1, 3)} end)
+  local view = pick({x .. ":view(-1)", x .. "[1]", x .. ":reshape(" .. numel(m.shape) .. ")", x .. ":unsqueeze(1)",
+                     x .. ":squeeze()", x .. ":narrow(1, 1, 1)", x .. ":detach()", x .. ".data", x .. ":t()", x .. ":expand(" ..
+                     join(size_args(m.shape, 0)) .. ")"})
+  local op = pick({"add_(1)", "mul_(2)", "zero_()", "fill_(3)", "sub_(" .. x .. ")", "copy_(" .. x .. ")"})
+  local wrap = pick({"%s", "torch.no_grad(function() %s end)"})
+  local k = slot()
+  local body = fmt("T[%d] = %s; %s", k, view, fmt(wrap, fmt("T[%d]:%s", k, op)))
+  if chance(0.4) then body = body .. fmt("; (%s * 1):sum():backward()", x) end
+  return call("inplace_view", body, {"view", "reshape", "index", "unsqueeze", "squeeze", "narrow", "detach", "t", "expand",
+                                     "add_", "mul_", "zero_", "fill_", "sub_", "copy_", "backward", "mul", "sum", "data"}, {k})
+end)
+
+-- The API from a coroutine (another lua_State): ops, a torch.Function, yields across the bindings.
+gen("coroutine", 3, function()
+  local x = targ(nil, function() return rand_shape(), "float32", true end)
+  local body = pick({
+    "local y = a * 2; coroutine.yield(y); return y:sum()",
+    "return torch.no_grad(function() coroutine.yield(1); return a + 1 end)",
+    "local y = (FN[1] or torch.Function{forward = function(ctx, v) coroutine.yield(); return v end, backward = function(ctx, g) return g end}).apply(a); return y",
+    "local l = (a * a):sum(); coroutine.yield(l); l:backward(); return a.grad",
+    "error('fuzz_user_error')",
+    "return torch.freeze(function(v) coroutine.yield(); return v * 2 end, a)",
+  })
+  local k = slot()
+  local src = fmt("X.co = coroutine.wrap(function(a) %s end)\nT[%d] = X.co(%s)\nif math.random then T[%d] = X.co() end", body, k, x, k)
+  if chance(0.3) then src = src .. "\nX.co = nil; collectgarbage()" end
+  return call("coroutine", src, {"yield", "no_grad", "apply", "Fn%d", "Function", "backward", "mul", "sum", "add", "freeze",
+                                 "fuzz_user_error", "cannot resume dead coroutine", "forward", "frozen", "guard"}, {k})
+end)
+
+gen("misc", 2, function()
+  local r = rnd(4)
+  if r == 1 then return call("require", "X.v = require('tapedeck') == torch and require('nn') == nn and require('optim') == optim", {"require"}) end
+  if r == 2 then return call("no_grad_guard", "X.guard = torch.no_grad()", {"no_grad"}) end   -- left open: grad stays off
+  if r == 3 then return call("no_grad_guard", "X.guard = nil; torch.set_grad_enabled(true)", {"set_grad_enabled"}) end
+  return call("no_grad", "torch.no_grad(" .. pick({"5", "'x'", "{}", "function() error('fuzz_user_error') end", "T[1]"}) .. ")",
+              {"no_grad", "fuzz_user_error"})
+end)
+
 -- ============================================================================================
 -- [SECTION] graph, tape, memory
 
@@ -1309,7 +1351,15 @@ gen("frozen_methods", 8, function()
   if r == 7 then
     local field = pick({"strict", "cache_size", "verbose", "name", "bogus", "fn"})
     local v = pick({"true", "false", "0", "1", "-1", "2^31", "math.maxinteger", "'n'", "{}", "nil", "1.5"})
-    return call("frozen_newindex", fmt("Z[%d].%s = %s", k, field, v), {field, "frozen", "cache_size", "name"})
+    local c = call("frozen_newindex", fmt("Z[%d].%s = %s", k, field, v), {field, "frozen", "cache_size", "name"})
+    if field == "name" then   -- later errors name it so
+      c.on_ok = function()
+        local names = copy(info.names)
+        names[#names + 1] = (v:gsub("'", ""))
+        info.names = names
+      end
+    end
+    return c
   end
   if r == 8 then return call("frozen_index", fmt("X.v = Z[%d].%s", k, pick({"strict", "cache_size", "verbose", "name", "fn", "bogus", "plan"})), {"frozen", "index"}) end
   if r == 9 then return call("tostring", fmt("X.s = tostring(Z[%d])", k), {"tostring"}) end
@@ -1334,7 +1384,9 @@ gen("plan_file", 6, function()
     local passes = pick({"", "", ", {fuse = false}", ", {all = false}", ", {bogus = 1}", ", 5"})
     local path = chance(0.9) and pick(PLAN_FILES) or pick({"'/nonexistent.tdp'", "nil", "{}"})
     local c = call("load_plan", fmt("Z[%d] = torch.load_plan(%s%s)", j, path, passes), {"load_plan"})
-    c.on_ok = function() ZI[j] = {body = {"loaded", 0, {}}, metas = {}, args = {}, names = {"load_plan", "guard"}, loaded = true} end
+    -- a loaded plan keeps the saved function's name: "function (fuzz_call_3:1)", "z2", or one set with f.name = ...
+    local loaded_names = {"load_plan", "function", "z%d", "n", "0", "1"}
+    c.on_ok = function() ZI[j] = {body = {"loaded", 0, {}}, metas = {}, args = {}, names = loaded_names, loaded = true} end
     return c
   end
   if r <= 8 then   -- a saved plan with some bytes changed, then loaded
@@ -1415,6 +1467,12 @@ local function small_size()
   return pick({"0", "-1", "1.5", "'3'", "nil", "{}", "2^31", "2^40", "math.maxinteger"})
 end
 
+-- What an error from calling a Sequential may name: any module it holds, or their ops.
+local ANY_MODULE_NAMES = {"Sequential", "Linear", "linear", "Conv2d", "conv2d", "MaxPool2d", "max_pool2d", "Flatten",
+  "flatten", "ReLU", "relu", "Tanh", "tanh", "Sigmoid", "sigmoid", "Softmax", "softmax", "MSELoss", "mse_loss",
+  "CrossEntropyLoss", "cross_entropy", "NLLLoss", "nll_loss", "MultiMarginLoss", "multi_margin_loss", "Module", "forward",
+  "matmul", "Net%d", "fuzz_user_error", "Parameter"}
+
 -- A module constructor: source, info (kind and sizes for making inputs), acceptable names.
 local function module_ctor()
   local r = rnd(16)
@@ -1446,7 +1504,7 @@ local function module_ctor()
   if r <= 13 then
     local parts = {}
     for i = 1, rnd(0, 3) do parts[i] = chance(0.7) and fmt("nn.Linear(%d, %d)", rnd(1, 4), rnd(1, 4)) or pick({"nn.ReLU()", "M[1]", "5", "nn.Tanh()"}) end
-    return "nn.Sequential(" .. join(parts) .. ")", {kind = "Sequential"}, {"Sequential", "Linear", "linear", "relu", "tanh"}
+    return "nn.Sequential(" .. join(parts) .. ")", {kind = "Sequential"}, ANY_MODULE_NAMES
   end
   if r == 14 then return "nn.Parameter(" .. (chance(0.9) and (targ()) or wrong()) .. ")", nil, {"Parameter", "detach", "clone", "requires_grad_"} end
   if r == 15 then return fmt("nn.%s(%s)", pick({"Linear", "Conv2d", "MaxPool2d", "Softmax"}), wrong()), nil,
@@ -1505,7 +1563,7 @@ local function module_input(info)
     return targ(function(o) return #o.shape == 4 and o.shape[2] == info.cin end,
                 function() return {rnd(1, 2), chance(0.9) and info.cin or rnd(1, 3), rnd(info.k, 6), rnd(info.k, 6)} end)
   end
-  if info.kind == "Softmax" and avoid.softmax_empty then
+  if avoid.softmax_empty then   -- a Softmax, or a Sequential holding one
     return targ(function(o) return not has_zero(o.shape) end, function() return {rnd(1, 3), rnd(1, 3)} end)
   end
   return targ()
@@ -1564,13 +1622,18 @@ gen("nn_methods", 5, function()
   if r == 8 then return call("module_field", fmt("M[%d].extra = %s", k, pick({"nn.Linear(2, 2)", "torch.ones(2)", "{nn.ReLU()}", "5"})), names) end
   if r == 9 then
     local j = rnd(NM)
-    local info = {kind = "Sequential", names = {"Sequential", "Linear", "linear", "relu", "tanh", "conv2d", "softmax", "flatten", "max_pool2d"}}
+    local info = {kind = "Sequential", names = ANY_MODULE_NAMES}
     local c = call("nn.Sequential", fmt("M[%d] = nn.Sequential(M[%d], M[%d])", j, k, rnd(NM)), info.names)
     c.on_ok = function() MI[j] = info end
     return c
   end
-  return call("F", fmt("T[%d] = F.%s(%s)", slot(), pick({"relu", "tanh", "sigmoid", "softmax", "log_softmax", "flatten"}), (targ())),
-              {"relu", "tanh", "sigmoid", "softmax", "log_softmax", "flatten"})
+  local f = pick({"relu", "tanh", "sigmoid", "softmax", "log_softmax", "flatten"})
+  local args = {(targ())}
+  if f == "softmax" or f == "log_softmax" then
+    local pred = avoid.softmax_empty and function(o) return not has_zero(o.shape) and #o.shape > 0 end or nil
+    args = {(targ(pred, function() return {rnd(1, 3), rnd(1, 3)} end)), chance(0.9) and "1" or wrong()}
+  end
+  return store("F", fmt("F.%s(%s)", f, join(args)), {"relu", "tanh", "sigmoid", "softmax", "log_softmax", "flatten"})
 end)
 
 -- ============================================================================================
@@ -1778,6 +1841,14 @@ local function names_function(msg, names)
   return false
 end
 
+-- Whether msg carries a user's line: "(fuzz_call_12:1)" at its end (the bindings' form),
+-- "fuzz_call_12:1:" (Lua's error()), or fuzz_call_12:1 anywhere else except inside a frozen
+-- function's default name "function (fuzz_call_3:1)" (where it was defined, not where it failed).
+local function is_located(msg)
+  if msg:find("%(fuzz_call_%d+:%d+%)%s*$") or msg:find("^fuzz_call_%d+:%d+:") then return true end
+  return msg:gsub("function %(fuzz_call_%d+:%d+%)", ""):find("fuzz_call_%d+:%d+") ~= nil
+end
+
 local findings = {}
 
 function APIFUZZ_ORACLE(n, what)
@@ -1801,8 +1872,7 @@ function APIFUZZ_RESULT(n, ok, err)
   end
   stats.errors = stats.errors + 1
   local named = #current.names == 0 or names_function(msg, current.names)
-  -- a frozen function's default name, "function (fuzz_call_3:1)", is where it was defined: not a line
-  local located = msg:gsub("function %(fuzz_call_%d+:%d+%)", ""):find("fuzz_call_%d+:%d+") ~= nil
+  local located = is_located(msg)
   local oneline = not msg:find("\n") and not msg:find("stack traceback")
   if named then stats.named = stats.named + 1 end
   if located then stats.located = stats.located + 1 end
@@ -1818,7 +1888,8 @@ function APIFUZZ_RESULT(n, ok, err)
     local o = offenders[key]
     if not o then
       o = {count = 0, kind = current.kind, fails = f, norm = norm,
-           example = msg:gsub("\n", "\\n"):sub(1, 300) .. "  <= " .. current.src:gsub("\n", " "):sub(1, 200)}
+           example = msg:gsub("\n", "\\n"):sub(1, 300) .. "  <= " .. current.src:gsub("\n", " "):sub(1, 200) ..
+                     (named and "" or "  [accepted: " .. join(current.names, " ") .. "]")}
       offenders[key] = o
     end
     o.count = o.count + 1
