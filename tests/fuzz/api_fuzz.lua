@@ -322,7 +322,7 @@ local no_huge_wrong = false
 local function wrong()
   local w = pick(WRONG)
   while no_huge_wrong and HUGE_WRONG[w] do w = pick(WRONG) end
-  if avoid.softmax_empty and w == "torch.zeros(0)" then w = "torch.zeros(2)" end
+  if avoid.softmax_empty and (w == "torch.zeros(0)" or w:find("^T%[")) then w = "torch.zeros(2)" end   -- pool tensors may be empty
   if (avoid.int_cast or avoid.int_overflow) and w:find("int64") then w = "torch.tensor(1.5)" end
   return w
 end
@@ -744,6 +744,7 @@ gen("shape_op", 14, function()
   local op = pick({"t", "transpose", "reshape", "view", "flatten", "unsqueeze", "squeeze", "expand", "narrow", "cat"})
   local x, m = targ()
   local n = #m.shape
+  if avoid.empty_huge and has_zero(m.shape) then no_huge_wrong = true end
   if op == "t" then return store("t", render("t", x, mutate({}, 0))) end
   if op == "transpose" then return store(op, render(op, x, mutate({dim_arg(n), dim_arg(n)}))) end
   if op == "flatten" then
@@ -1090,7 +1091,7 @@ gen("graph", 6, function()
     local ext = pick({"dot", "dot", "gv", "txt", "svg"})
     if ext == "svg" and avoid.graphviz_render then ext = "dot" end
     local x = targ()
-    local path = chance(0.9) and fmt("PATH('g.%s')", ext) or pick({"'/nonexistent/dir/g.dot'", "nil", "5", "''"})
+    local path = chance(0.9) and fmt("PATH('g.%s')", ext) or pick({"'/nonexistent/dir/g.dot'", "nil", "true", "''"})
     return call("graphviz", "torch.graphviz(" .. x .. ", " .. path .. ")", {"graphviz"})
   end
   if r == 6 then return call("memory", "X.a, X.b, X.c = torch.memory(); torch.reset_peak_memory()", {"memory", "reset_peak_memory"}) end
@@ -1376,7 +1377,7 @@ gen("plan_file", 6, function()
   local r = rnd(10)
   local k = frozen_slot()
   if r <= 3 and k then
-    local path = chance(0.9) and pick(PLAN_FILES) or pick({"'/nonexistent/dir/x.tdp'", "nil", "5", "''"})
+    local path = chance(0.9) and pick(PLAN_FILES) or pick({"'/nonexistent/dir/x.tdp'", "nil", "true", "''"})
     return call("save_plan", fmt("torch.save_plan(Z[%d], %s)", k, path), {"save_plan"})
   end
   if r <= 6 then
@@ -1435,7 +1436,7 @@ gen("npy", 5, function()
   local r = rnd(10)
   if r <= 3 then
     local x = targ()
-    local path = chance(0.9) and pick(NPY_FILES) or pick({"'/nonexistent/d/x.npy'", "nil", "{}", "5"})
+    local path = chance(0.9) and pick(NPY_FILES) or pick({"'/nonexistent/d/x.npy'", "nil", "{}", "true"})
     return call("save_npy", fmt("torch.save_npy(%s, %s)", chance(0.95) and x or wrong(), path), {"save_npy"})
   end
   if r <= 6 then
