@@ -1847,6 +1847,7 @@ end
 -- function's default name "function (fuzz_call_3:1)" (where it was defined, not where it failed).
 local function is_located(msg)
   if msg:find("%(fuzz_call_%d+:%d+%)%s*$") or msg:find("^fuzz_call_%d+:%d+:") then return true end
+  if msg:find("^/[^:]*_s%.lua:%d+:") then return true end   -- an error of a dbg.run script, at its line
   return msg:gsub("function %(fuzz_call_%d+:%d+%)", ""):find("fuzz_call_%d+:%d+") ~= nil
 end
 
@@ -1872,7 +1873,8 @@ function APIFUZZ_RESULT(n, ok, err)
     return
   end
   stats.errors = stats.errors + 1
-  local named = #current.names == 0 or names_function(msg, current.names)
+  -- a breakpoint action's dbg.abort() ends whatever call is running, with the debugger's message
+  local named = #current.names == 0 or names_function(msg, current.names) or msg:find("abandoned at a debugger stop (:abort)", 1, true)
   local located = is_located(msg)
   local oneline = not msg:find("\n") and not msg:find("stack traceback")
   if named then stats.named = stats.named + 1 end
