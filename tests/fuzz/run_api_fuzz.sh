@@ -13,7 +13,8 @@
 # Optional environment:
 #   APIFUZZ_CALLS         calls per seed (default 3000)
 #   APIFUZZ_SEED_SECONDS  wall seconds per seed at most (default 60)
-#   APIFUZZ_HANG_SECONDS  seconds past that before a seed counts as hung (default 60)
+#   APIFUZZ_HANG_SECONDS  seconds past that before a seed counts as hung (default 30); a run may
+#                         so last SECONDS + APIFUZZ_HANG_SECONDS when its last seed hangs
 #   APIFUZZ_ARGS          more api_fuzz.lua arguments, e.g. "--avoid tape_gc,softmax_empty --gc stress --strict"
 #   APIFUZZ_GC_STRESS     every Nth seed runs with --gc stress (default 4; 0: never)
 #   APIFUZZ_OUT           output directory (default build/apifuzz under the repository): crashes/,
@@ -39,7 +40,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 fuzzer=$here/api_fuzz.lua
 calls=${APIFUZZ_CALLS:-3000}
 seed_seconds=${APIFUZZ_SEED_SECONDS:-60}
-hang_seconds=${APIFUZZ_HANG_SECONDS:-60}
+hang_seconds=${APIFUZZ_HANG_SECONDS:-30}
 stress_every=${APIFUZZ_GC_STRESS:-4}
 out=${APIFUZZ_OUT:-$here/../../build/apifuzz}
 read -r -a extra <<< "${APIFUZZ_ARGS:-}"
