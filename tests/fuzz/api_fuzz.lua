@@ -963,7 +963,7 @@ gen("inspect", 8, function()
   if r == 9 then
     local f = pick({"shape", "grad", "requires_grad", "grad_fn", "node", "is_leaf", "dtype", "device", "data", "bogus", "T"})
     if f == "data" or f == "grad" then return store("index", x .. "." .. f, {"index", f}) end
-    return call("index", "X.v = " .. x .. "." .. f, {"index", f})
+    return call("index", "X.v = " .. x .. "." .. f, {"index", f, "tensor has no field"})
   end
   if r == 10 then return call("index", "X.v = " .. x .. "[" .. pick({"1.5", "{}", "true", "x", "0/0"}) .. "]", {"index"}) end
   if r == 11 then
