@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # install-deps.sh: install the Debian 12 packages tapedeck builds and tests with, if missing.
 # Idempotent and quick when everything is there (one dpkg-query). Needs root to install.
+#   libx11-dev: the viewer sets Xlib's I/O error handlers (a lost X display closes the viewer).
+#   clang, libclang-rt-14-dev: the sanitizer build (./run.sh test-asan: ASan, UBSan, LSan) and the
+#     libFuzzer harnesses; llvm: llvm-symbolizer, for sanitizer reports with function names and lines.
 set -euo pipefail
 
 packages=(
@@ -10,8 +13,10 @@ packages=(
   libimgui-dev libstb-dev libglfw3-dev libgl-dev
   libgraphviz-dev graphviz
   catch2
+  libx11-dev
   xvfb xauth libgl1-mesa-dri
   fonts-dejavu-core
+  clang libclang-rt-14-dev llvm
 )
 
 missing=()

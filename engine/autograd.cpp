@@ -185,9 +185,9 @@ void backward(const Tensor& root, const Tensor* grad) {
 // The autograd graph of t, plus ancestors it does not hold but that are still alive (inputs that
 // need no gradient, like data), plus every recorded backward node of those, plus the ops that
 // custom functions among them ran inside (their inner nodes).
-std::vector<Node*> graph_collect(const Tensor& t) {
+NodeList graph_collect(const Tensor& t) {
     std::vector<Node*> all;
-    if (!t.defined()) return all;
+    if (!t.defined()) return NodeList();
     std::unordered_map<int64_t, Node*> live;
     for (Node* n = tape_first(); n; n = n->tape_next) live[n->id] = n;
     uint32_t mark = ++g_walk_mark;
@@ -217,7 +217,7 @@ std::vector<Node*> graph_collect(const Tensor& t) {
     }
     std::sort(all.begin(), all.end(), [](const Node* a, const Node* b) { return a->id < b->id; });
     all.erase(std::unique(all.begin(), all.end()), all.end());
-    return all;
+    return NodeList(all.begin(), all.end());
 }
 
 }  // namespace td

@@ -31,9 +31,9 @@ const char* node_fill(const Node* n) {
 
 }  // namespace
 
-std::string graph_to_dot(const std::vector<Node*>& nodes) {
+std::string graph_to_dot(const NodeList& nodes) {
     std::unordered_map<int64_t, const Node*> by_id;
-    for (const Node* n : nodes) by_id[n->id] = n;
+    for (const Ref<Node>& n : nodes) by_id[n->id] = n.get();
 
     std::string dot =
         "digraph tapedeck {\n"
@@ -41,7 +41,8 @@ std::string graph_to_dot(const std::vector<Node*>& nodes) {
         "  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\", fontsize=10];\n"
         "  edge [arrowsize=0.6];\n";
     std::set<int64_t> missing;
-    for (const Node* n : nodes) {
+    for (const Ref<Node>& ref : nodes) {
+        const Node* n = ref.get();
         // Label lines are escaped one by one and joined with DOT's own "\n".
         std::string title = "#" + std::to_string(n->id) + " " + n->name();
         std::string attrs = op_describe_attrs(n->op, n->attrs);
@@ -73,14 +74,19 @@ std::string graph_to_dot(const std::vector<Node*>& nodes) {
 }
 
 std::mutex& graphviz_mutex() {
-    static std::mutex mutex;
-    return mutex;
+    static std::mutex* mutex = new std::mutex;   // immortal: the viewer's worker may hold it at exit
+    return *mutex;
+}
+
+GVC_t* graphviz_context() {
+    static GVC_t* context = gvContext();
+    return context;
 }
 
 // Writes the graph to `path`, as DOT text (.dot, .gv) or rendered by Graphviz (.svg, .png, .pdf).
 // The file is opened here first, so an unwritable path is an error naming it (Graphviz itself
 // would only print to stderr); a file left half-written by a failed render is removed.
-void graph_write(const std::vector<Node*>& nodes, const std::string& path) {
+void graph_write(const NodeList& nodes, const std::string& path) {
     size_t dot_at = path.rfind('.');
     std::string format = dot_at == std::string::npos ? "" : path.substr(dot_at + 1);
     bool is_text = format == "dot" || format == "gv";
@@ -95,14 +101,13 @@ void graph_write(const std::vector<Node*>& nodes, const std::string& path) {
         failed = fputs(dot.c_str(), f) < 0;
     } else {
         std::lock_guard<std::mutex> lock(graphviz_mutex());
-        GVC_t* gvc = gvContext();
+        GVC_t* gvc = graphviz_context();
         Agraph_t* g = agmemread(dot.c_str());
         failed = !g || gvLayout(gvc, g, "dot") != 0 || gvRender(gvc, g, format.c_str(), f) != 0;
         if (g) {
             gvFreeLayout(gvc, g);
             agclose(g);
         }
-        gvFreeContext(gvc);
     }
     failed = (fclose(f) != 0) || failed;
     if (failed) {

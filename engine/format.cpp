@@ -21,10 +21,15 @@ struct NumberStyle {
     bool scientific = false;   // "1.2346e+05"
     int width = 1;
 
-    std::string format(double v) const {
+    // Element i of `value` (int64 elements are read as they are: a double cannot hold them all).
+    std::string format(const Value& value, int64_t i) const {
         char buffer[64];
-        if (!is_float) snprintf(buffer, sizeof buffer, "%lld", static_cast<long long>(v));
-        else if (std::isnan(v)) snprintf(buffer, sizeof buffer, "nan");
+        if (!is_float) {
+            snprintf(buffer, sizeof buffer, "%lld", static_cast<long long>(value.data<int64_t>()[i]));
+            return buffer;
+        }
+        double v = value_get(value, i);
+        if (std::isnan(v)) snprintf(buffer, sizeof buffer, "nan");
         else if (std::isinf(v)) snprintf(buffer, sizeof buffer, v > 0 ? "inf" : "-inf");
         else if (scientific) snprintf(buffer, sizeof buffer, "%.4e", v);
         else if (whole) snprintf(buffer, sizeof buffer, "%.0f.", v);
@@ -46,10 +51,10 @@ std::vector<int64_t> shown_indices(int64_t n, bool summarize) {
     return idx;
 }
 
-// Visit the elements that will be printed (for choosing the style).
-void collect_shown(const Value& v, int dim, int64_t offset, bool summarize, std::vector<double>& out) {
+// The indices of the elements that will be printed (for choosing the style).
+void collect_shown(const Value& v, int dim, int64_t offset, bool summarize, std::vector<int64_t>& out) {
     if (dim == v.shape.ndim) {
-        out.push_back(value_get(v, offset));
+        out.push_back(offset);
         return;
     }
     int64_t stride = 1;
@@ -61,12 +66,13 @@ void collect_shown(const Value& v, int dim, int64_t offset, bool summarize, std:
 NumberStyle choose_style(const Value& v, bool summarize) {
     NumberStyle style;
     style.is_float = dtype_is_float(v.dtype);
-    std::vector<double> shown;
+    std::vector<int64_t> shown;
     collect_shown(v, 0, 0, summarize, shown);
     if (style.is_float) {
         double lo = INFINITY, hi = 0;
         bool whole = true, any = false;
-        for (double x : shown) {
+        for (int64_t i : shown) {
+            double x = value_get(v, i);
             if (!std::isfinite(x) || x == 0) continue;
             any = true;
             lo = std::min(lo, std::fabs(x));
@@ -81,7 +87,7 @@ NumberStyle choose_style(const Value& v, bool summarize) {
             style.whole = true;
         }
     }
-    for (double x : shown) style.width = std::max(style.width, static_cast<int>(style.format(x).size()));
+    for (int64_t i : shown) style.width = std::max(style.width, static_cast<int>(style.format(v, i).size()));
     return style;
 }
 
@@ -104,7 +110,7 @@ void format_dim(const Value& v, const NumberStyle& style, int dim, int64_t offse
                 if (k % per_line == 0) out += "\n" + std::string(indent + 1, ' ');
                 else out += ' ';
             }
-            out += idx[k] < 0 ? "..." : padded(style.format(value_get(v, offset + idx[k] * stride)), style.width);
+            out += idx[k] < 0 ? "..." : padded(style.format(v, offset + idx[k] * stride), style.width);
         }
     } else {
         int blank_lines = s.ndim - dim - 2;   // as PyTorch: more blank lines between higher dims
@@ -127,7 +133,7 @@ std::string value_format(const Value& v, int indent) {
     if (v.numel() == 0) return "[]";
     bool summarize = v.numel() > SUMMARY_THRESHOLD;
     NumberStyle style = choose_style(v, summarize);
-    if (v.shape.ndim == 0) return style.format(value_get(v, 0));
+    if (v.shape.ndim == 0) return style.format(v, 0);
     std::string out;
     format_dim(v, style, 0, 0, indent, summarize, out);
     return out;
@@ -158,8 +164,8 @@ std::string tensor_format(const Tensor& t) {
     return s;
 }
 
-std::vector<Node*> tape_nodes() {
-    std::vector<Node*> nodes;
+NodeList tape_nodes() {
+    NodeList nodes;
     for (Node* n = tape_first(); n; n = n->tape_next) nodes.push_back(n);
     return nodes;
 }
@@ -171,11 +177,11 @@ static size_t display_width(const std::string& s) {
     return width;
 }
 
-std::string graph_format_table(const std::vector<Node*>& nodes, const std::vector<int64_t>& marked) {
+std::string graph_format_table(const NodeList& nodes, const std::vector<int64_t>& marked) {
     // One row of cells per node; each column is as wide as its widest cell (at least as wide as
     // before), so a long op ("expand(shape=[2,2])") or phase ("backward of #12") keeps the columns.
     std::vector<std::array<std::string, 6>> rows = {{"id", "op", "phase", "inputs", "shape", "where"}};
-    for (const Node* n : nodes) {
+    for (const Ref<Node>& n : nodes) {
         std::string inputs;
         for (const Edge& e : n->inputs) {
             if (!inputs.empty()) inputs += ",";

@@ -18,9 +18,9 @@ std::string tensor_format(const Tensor& t);
 
 // The nodes as a table, one per line: id, op, phase, input ids, output shapes, file:line. Rows
 // whose id is in `marked` start with "=>" (the debugger's current node); edited nodes say so.
-std::string graph_format_table(const std::vector<Node*>& nodes, const std::vector<int64_t>& marked = {});
+std::string graph_format_table(const NodeList& nodes, const std::vector<int64_t>& marked = {});
 
 // Every live node on the tape, in id order.
-std::vector<Node*> tape_nodes();
+NodeList tape_nodes();
 
 }  // namespace td

@@ -11,6 +11,7 @@
 // [SECTION] copies         to clone
 // [SECTION] losses         mse_loss cross_entropy nll_loss multi_margin_loss and their derivatives
 // [SECTION] in place       add_ sub_ mul_ zero_ fill_ copy_
+// [SECTION] scratch        what kernels allocate beyond their outputs (cpu_kernel_scratch_bytes)
 //
 // Kernels read call.inputs, write call.outputs (already allocated; aliased for views and in-place
 // ops) and may raise engine_fail for data-dependent errors (an index out of range).
@@ -211,14 +212,14 @@ void cpu_tensor(const KernelCall& c) {
     const Value& o = out(c);
     const double* values = c.attrs.init_values;
     int64_t n = o.numel();
-    DISPATCH_ALL(o.dtype, for (int64_t i = 0; i < n; ++i) o.data<T>()[i] = static_cast<T>(values[i]));
+    DISPATCH_ALL(o.dtype, for (int64_t i = 0; i < n; ++i) o.data<T>()[i] = element_cast<T>(values[i]));
 }
 
 void cpu_zeros(const KernelCall& c) { std::memset(out(c).raw(), 0, out(c).numel() * dtype_size(out(c).dtype)); }
 
 void cpu_full(const KernelCall& c) {
     const Value& o = out(c);
-    DISPATCH_ALL(o.dtype, array_of<T>(o).setConstant(static_cast<T>(c.attrs.scalar)));
+    DISPATCH_ALL(o.dtype, array_of<T>(o).setConstant(element_cast<T>(c.attrs.scalar)));
 }
 
 void cpu_ones(const KernelCall& c) {
@@ -321,13 +322,13 @@ SPAN(span_lt) { (void)a; span_binary(in, out, n, HoldsMath<LtMath>()); }
 SPAN(span_le) { (void)a; span_binary(in, out, n, HoldsMath<LeMath>()); }
 SPAN(span_gt) { (void)a; span_binary(in, out, n, HoldsMath<GtMath>()); }
 SPAN(span_ge) { (void)a; span_binary(in, out, n, HoldsMath<GeMath>()); }
-SPAN(span_masked_fill) { span_binary(in, out, n, MaskedFillMath<T>{static_cast<T>(a.scalar)}); }
+SPAN(span_masked_fill) { span_binary(in, out, n, MaskedFillMath<T>{element_cast<T>(a.scalar)}); }
 
-SPAN(span_add_scalar) { Y = X + static_cast<T>(a.scalar); }
-SPAN(span_mul_scalar) { Y = X * static_cast<T>(a.scalar); }
-SPAN(span_div_scalar) { Y = X / static_cast<T>(a.scalar); }
-SPAN(span_rsub_scalar) { Y = static_cast<T>(a.scalar) - X; }
-SPAN(span_rdiv_scalar) { Y = static_cast<T>(a.scalar) / X; }
+SPAN(span_add_scalar) { Y = X + element_cast<T>(a.scalar); }
+SPAN(span_mul_scalar) { Y = X * element_cast<T>(a.scalar); }
+SPAN(span_div_scalar) { Y = X / element_cast<T>(a.scalar); }
+SPAN(span_rsub_scalar) { Y = element_cast<T>(a.scalar) - X; }
+SPAN(span_rdiv_scalar) { Y = element_cast<T>(a.scalar) / X; }
 SPAN(span_pow) {
     double p = a.scalar;
     if (p == 2) Y = X.square();
@@ -352,9 +353,9 @@ SPAN(span_relu) {   // NaN stays NaN, as in PyTorch
     for (int64_t i = 0; i < n; ++i) out[i] = in[0][i] < 0 ? T(0) : in[0][i];
 }
 SPAN(span_clamp) {
-    T lo = std::isfinite(a.lo) || std::is_floating_point<T>::value ? static_cast<T>(a.lo)
+    T lo = std::isfinite(a.lo) || std::is_floating_point<T>::value ? element_cast<T>(a.lo)
                                                                    : std::numeric_limits<T>::lowest();
-    T hi = std::isfinite(a.hi) || std::is_floating_point<T>::value ? static_cast<T>(a.hi)
+    T hi = std::isfinite(a.hi) || std::is_floating_point<T>::value ? element_cast<T>(a.hi)
                                                                    : std::numeric_limits<T>::max();
     for (int64_t i = 0; i < n; ++i) out[i] = std::min(std::max(in[0][i], lo), hi);
 }
@@ -430,7 +431,7 @@ void cpu_ge(const KernelCall& c) { compare_kernel<GeMath>(c, "ge"); }
 // The mask has x's dtype (ops::masked_fill converts it); nonzero means fill.
 void cpu_masked_fill(const KernelCall& c) {
     DISPATCH_ALL(out(c).dtype,
-                 binary_loop<T>(in(c, 0), in(c, 1), out(c), MaskedFillMath<T>{static_cast<T>(c.attrs.scalar)}));
+                 binary_loop<T>(in(c, 0), in(c, 1), out(c), MaskedFillMath<T>{element_cast<T>(c.attrs.scalar)}));
 }
 
 ANY_SPAN_KERNEL(add_scalar)
@@ -925,6 +926,7 @@ void max_along(const Value& x, const Value* values, const Value* indices, const 
 // softmax / log_softmax along a dim, shifted by the max for stability.
 template <class T>
 void softmax_along(const Value& x, const Value& o, int dim, bool log) {
+    if (x.numel() == 0) return;   // nothing to normalise (an empty dim has no row to take a max of)
     DimSplit d = split_at(x.shape, dim);
     const T* px = x.data<T>();
     T* po = o.data<T>();
@@ -1040,7 +1042,7 @@ void cpu_to(const KernelCall& c) {
     DISPATCH_ALL(o.dtype, {
         using Out = T;
         T* po = o.data<Out>();
-        DISPATCH_ALL(x.dtype, for (int64_t i = 0; i < n; ++i) po[i] = static_cast<Out>(x.data<T>()[i]));
+        DISPATCH_ALL(x.dtype, for (int64_t i = 0; i < n; ++i) po[i] = element_cast<Out>(x.data<T>()[i]));
     });
 }
 
@@ -1235,12 +1237,12 @@ void cpu_multi_margin_loss_backward(const KernelCall& c) {
 // [SECTION] in place
 
 void cpu_add_inplace(const KernelCall& c) {
-    DISPATCH_ALL(out(c).dtype, T alpha = static_cast<T>(c.attrs.scalar);
+    DISPATCH_ALL(out(c).dtype, T alpha = element_cast<T>(c.attrs.scalar);
                  inplace_loop<T>(out(c), in(c, 1), [alpha](T x, T y) { return x + alpha * y; }));
 }
 
 void cpu_sub_inplace(const KernelCall& c) {
-    DISPATCH_ALL(out(c).dtype, T alpha = static_cast<T>(c.attrs.scalar);
+    DISPATCH_ALL(out(c).dtype, T alpha = element_cast<T>(c.attrs.scalar);
                  inplace_loop<T>(out(c), in(c, 1), [alpha](T x, T y) { return x - alpha * y; }));
 }
 
@@ -1249,7 +1251,7 @@ void cpu_mul_inplace(const KernelCall& c) {
 }
 
 void cpu_masked_fill_inplace(const KernelCall& c) {
-    DISPATCH_ALL(out(c).dtype, T s = static_cast<T>(c.attrs.scalar);
+    DISPATCH_ALL(out(c).dtype, T s = element_cast<T>(c.attrs.scalar);
                  inplace_loop<T>(out(c), in(c, 1), [s](T x, T m) { return m != T(0) ? s : x; }));
 }
 
@@ -1259,6 +1261,56 @@ void cpu_fill_inplace(const KernelCall& c) { cpu_full(c); }
 
 void cpu_copy_inplace(const KernelCall& c) {
     DISPATCH_ALL(out(c).dtype, inplace_loop<T>(out(c), in(c, 1), [](T, T y) { return y; }));
+}
+
+// ============================================================================================
+// [SECTION] scratch
+
+namespace {
+
+size_t times(size_t a, size_t b) {
+    size_t r;
+    return __builtin_mul_overflow(a, b, &r) ? SIZE_MAX : r;
+}
+
+size_t plus(size_t a, size_t b) {
+    size_t r;
+    return __builtin_add_overflow(a, b, &r) ? SIZE_MAX : r;
+}
+
+size_t bytes_of(const Shape& shape, DType dtype) {
+    int64_t numel;
+    return shape_numel_fits(shape, &numel) ? times(static_cast<size_t>(numel), dtype_size(dtype)) : SIZE_MAX;
+}
+
+// conv2d's column matrix: (C kH kW) rows of (Ho Wo) positions.
+size_t columns_bytes(const Shape& weight, const Shape& output, DType dtype) {
+    if (weight.ndim != 4 || output.ndim != 4) return 0;
+    size_t patch = times(times(static_cast<size_t>(weight[1]), static_cast<size_t>(weight[2])), static_cast<size_t>(weight[3]));
+    return times(times(patch, times(static_cast<size_t>(output[2]), static_cast<size_t>(output[3]))), dtype_size(dtype));
+}
+
+}  // namespace
+
+size_t cpu_kernel_scratch_bytes(OpId op, const Value* const* inputs, int n_inputs, const Shape& output,
+                                DType output_dtype, const OpAttrs& attrs) {
+    if (n_inputs < 1) return 0;
+    switch (op) {
+        case OP_eq: case OP_lt: case OP_le: case OP_gt: case OP_ge:   // int64 inputs: compared as int64 first
+            return inputs[0]->dtype == output_dtype ? 0 : bytes_of(output, DTYPE_I64);
+        case OP_conv2d: return n_inputs > 1 ? columns_bytes(inputs[1]->shape, output, output_dtype) : 0;
+        case OP_conv2d_backward_input: return n_inputs > 1 ? columns_bytes(inputs[1]->shape, inputs[0]->shape, output_dtype) : 0;
+        case OP_conv2d_backward_weight: return columns_bytes(output, inputs[0]->shape, output_dtype);
+        case OP_max_pool2d: {   // the windows as columns, the winners, the offsets
+            if (output.ndim != 4 || attrs.kernel < 1) return 0;
+            size_t window = times(static_cast<size_t>(attrs.kernel), static_cast<size_t>(attrs.kernel));
+            size_t positions = times(static_cast<size_t>(output[2]), static_cast<size_t>(output[3]));
+            return plus(plus(times(times(window, positions), dtype_size(output_dtype)), times(positions, 4)), times(window, 8));
+        }
+        case OP_softmax: case OP_log_softmax: return times(bytes_of(inputs[0]->shape, inputs[0]->dtype), 2);
+        case OP_cross_entropy: return bytes_of(inputs[0]->shape, inputs[0]->dtype);
+        default: return 0;
+    }
 }
 
 }  // namespace td

@@ -33,6 +33,13 @@ const OpInfo op_table[OP_COUNT] = {
 
 void not_differentiable(BackwardCall&) {}
 
+void kernel_run(OpId op, const KernelCall& call) {
+    const OpInfo& info = op_table[op];
+    bool any_element = call.n_outputs == 0;
+    for (int i = 0; i < call.n_outputs && !any_element; ++i) any_element = call.outputs[i]->numel() > 0;
+    if (any_element || (info.flags & OPF_CUSTOM)) info.cpu_kernel(call);
+}
+
 bool op_find(const char* name, OpId* out) {
     for (int i = 0; i < OP_COUNT; ++i) {
         if (strcmp(op_table[i].name, name) == 0) {
@@ -41,6 +48,12 @@ bool op_find(const char* name, OpId* out) {
         }
     }
     return false;
+}
+
+// A 0-based index as the user wrote it (1-based), without overflowing at the largest int64.
+static std::string one_based(int64_t index) {
+    if (index == std::numeric_limits<int64_t>::max()) return "9223372036854775808";
+    return std::to_string(index + 1);
 }
 
 static std::string number_str(double x) {
@@ -67,13 +80,13 @@ std::string op_describe_attrs(OpId op, const OpAttrs& a) {
         }
         case ATTRS_DIM:
             if (op == OP_squeeze && a.all) return "";
-            return "dim=" + std::to_string(a.dim + 1);
-        case ATTRS_DIM2: return "dims=" + std::to_string(a.dim + 1) + "," + std::to_string(a.dim2 + 1);
+            return "dim=" + std::to_string(int64_t(a.dim) + 1);
+        case ATTRS_DIM2: return "dims=" + std::to_string(int64_t(a.dim) + 1) + "," + std::to_string(int64_t(a.dim2) + 1);
         case ATTRS_REDUCE:
             if (a.all) return "";
-            return "dim=" + std::to_string(a.dim + 1) + (a.keepdim ? " keepdim" : "");
+            return "dim=" + std::to_string(int64_t(a.dim) + 1) + (a.keepdim ? " keepdim" : "");
         case ATTRS_SHAPE:
-            if (op == OP_scatter_add) return "dim=" + std::to_string(a.dim + 1) + " shape=" + a.shape.str();
+            if (op == OP_scatter_add) return "dim=" + std::to_string(int64_t(a.dim) + 1) + " shape=" + a.shape.str();
             return "shape=" + a.shape.str();
         case ATTRS_MATMUL: {
             std::string s;
@@ -83,7 +96,7 @@ std::string op_describe_attrs(OpId op, const OpAttrs& a) {
             return s;
         }
         case ATTRS_NARROW:
-            return "dim=" + std::to_string(a.dim + 1) + " start=" + std::to_string(a.start + 1) +
+            return "dim=" + std::to_string(int64_t(a.dim) + 1) + " start=" + one_based(a.start) +
                    " length=" + std::to_string(a.length);
         case ATTRS_DTYPE: return dtype_name(a.dtype);
         case ATTRS_WINDOW: {
@@ -129,13 +142,32 @@ static const Value& in(const ShapeCall& c, int i) { return *c.inputs[i]; }
 
 static void check_dim(const ShapeCall& c, int dim, int ndim) {
     if (dim < 0 || dim >= ndim)
-        engine_fail("%s: dim %d out of range for a %d-d tensor", c.op_name, dim + 1, ndim);
+        engine_fail("%s: dim %lld out of range for a %d-d tensor", c.op_name, static_cast<long long>(dim) + 1, ndim);
+}
+
+// Attributes are checked here, by the shape rules, for every caller: op_call, a plan file's steps
+// (plan_load runs each step's rule) and any later one. A kernel reads only what its rule checked.
+
+// attrs.dtype: one of the dtypes (a file or a caller may hold any byte).
+static void check_dtype_attr(const ShapeCall& c) {
+    if (c.attrs.dtype != DTYPE_F32 && c.attrs.dtype != DTYPE_F64 && c.attrs.dtype != DTYPE_I64)
+        engine_fail("%s: unknown dtype %d", c.op_name, static_cast<int>(c.attrs.dtype));
+}
+
+// attrs.shape where it is the shape of a tensor (not a reshape's target, which may hold a -1):
+// no negative size, and an element count that fits.
+static void check_shape_attr(const ShapeCall& c) { shape_checked_numel(c.attrs.shape, c.op_name); }
+
+static void check_reduction_attr(const ShapeCall& c) {
+    if (c.attrs.reduction != REDUCTION_MEAN && c.attrs.reduction != REDUCTION_SUM)
+        engine_fail("%s: unknown reduction %d (mean or sum)", c.op_name, static_cast<int>(c.attrs.reduction));
 }
 
 void shape_create(ShapeCall& c) {
     for (int i = 0; i < c.attrs.shape.ndim; ++i)
         if (c.attrs.shape.dims[i] < 0)
             engine_fail("%s: negative size in shape %s", c.op_name, c.attrs.shape.str().c_str());
+    check_dtype_attr(c);
     c.set_output(0, c.attrs.shape, c.attrs.dtype);
 }
 
@@ -199,7 +231,7 @@ void shape_bmm(ShapeCall& c) {
 // How many windows of `kernel` fit along `size` padded on both sides: windows that do not fit
 // are dropped (floor), as PyTorch does.
 static int64_t window_count(int64_t size, int64_t kernel, int stride, int padding) {
-    return (size + 2 * padding - kernel) / stride + 1;
+    return (size + 2 * int64_t(padding) - kernel) / stride + 1;   // sizes < 2^62 (they fit a tensor): no overflow
 }
 
 static void check_stride_padding(const ShapeCall& c, const std::string& shapes) {
@@ -222,7 +254,7 @@ static Shape conv2d_output_shape(const ShapeCall& c, const Shape& input, const S
     if (input[1] != weight[1])
         engine_fail("%s: the input's channels (%lld) do not match the weight's (%lld) (%s)", c.op_name,
                     static_cast<long long>(input[1]), static_cast<long long>(weight[1]), shapes.c_str());
-    int64_t padded_h = input[2] + 2 * c.attrs.padding, padded_w = input[3] + 2 * c.attrs.padding;
+    int64_t padded_h = input[2] + 2 * int64_t(c.attrs.padding), padded_w = input[3] + 2 * int64_t(c.attrs.padding);
     if (weight[2] > padded_h || weight[3] > padded_w)
         engine_fail("%s: the kernel %lldx%lld is larger than the padded input %lldx%lld (%s, padding %d)", c.op_name,
                     static_cast<long long>(weight[2]), static_cast<long long>(weight[3]),
@@ -254,12 +286,14 @@ static void check_output_grad(const ShapeCall& c, const Shape& output) {
 
 // Inputs: grad of the output, weight. attrs.shape: the forward input's shape.
 void shape_conv2d_backward_input(ShapeCall& c) {
+    check_shape_attr(c);
     check_output_grad(c, conv2d_output_shape(c, c.attrs.shape, in(c, 1).shape));
     c.set_output(0, c.attrs.shape, in(c, 0).dtype);
 }
 
 // Inputs: grad of the output, the forward input. attrs.shape: the weight's shape.
 void shape_conv2d_backward_weight(ShapeCall& c) {
+    check_shape_attr(c);
     check_output_grad(c, conv2d_output_shape(c, in(c, 1).shape, c.attrs.shape));
     c.set_output(0, c.attrs.shape, in(c, 0).dtype);
 }
@@ -274,6 +308,8 @@ static Shape max_pool2d_output_shape(const ShapeCall& c, const Shape& input) {
     if (c.attrs.padding != 0)
         engine_fail("%s: padding is not supported, got %d (%s)", c.op_name, c.attrs.padding, shapes.c_str());
     if (k < 1) engine_fail("%s: kernel must be at least 1, got %d (%s)", c.op_name, k, shapes.c_str());
+    if (k > 46340)   // the kernel numbers a window's k*k elements with int32
+        engine_fail("%s: kernel %d is larger than 46340 (%s)", c.op_name, k, shapes.c_str());
     if (k > input[2] || k > input[3])
         engine_fail("%s: the kernel %dx%d is larger than the input %lldx%lld (%s)", c.op_name, k, k,
                     static_cast<long long>(input[2]), static_cast<long long>(input[3]), shapes.c_str());
@@ -289,6 +325,7 @@ void shape_max_pool2d(ShapeCall& c) {
 
 // Inputs: grad of the output, the forward's indices. attrs.shape: the forward input's shape.
 void shape_max_pool2d_backward(ShapeCall& c) {
+    check_shape_attr(c);
     if (in(c, 1).dtype != DTYPE_I64)
         engine_fail("%s: the indices must be an int64 tensor, got %s", c.op_name, dtype_name(in(c, 1).dtype));
     Shape out = max_pool2d_output_shape(c, c.attrs.shape);
@@ -324,12 +361,13 @@ static Shape resolve_reshape(const char* op_name, const Shape& from, const Shape
             infer = i;
         } else if (s.dims[i] < 0) {
             engine_fail("%s: negative size in shape %s", op_name, to.str().c_str());
-        } else {
-            known *= s.dims[i];
+        } else if (__builtin_mul_overflow(known, s.dims[i], &known)) {
+            known = -1;   // more elements than any tensor holds: cannot match
         }
     }
     if (infer >= 0 && known > 0 && from.numel() % known == 0) s.dims[infer] = from.numel() / known;
-    if (s.numel() != from.numel() || (infer >= 0 && known == 0))
+    int64_t numel = 0;
+    if (!shape_numel_fits(s, &numel) || numel != from.numel() || (infer >= 0 && known <= 0))
         engine_fail("%s: cannot view %s (%lld elements) as %s", op_name, from.str().c_str(),
                     static_cast<long long>(from.numel()), to.str().c_str());
     return s;
@@ -386,7 +424,8 @@ void shape_cat(ShapeCall& c) {
         if (!fits)
             engine_fail("%s: tensor %d has shape %s, which does not match %s outside dim %d", c.op_name, i + 1,
                         x.str().c_str(), first.str().c_str(), c.attrs.dim + 1);
-        s.dims[c.attrs.dim] += x.dims[c.attrs.dim];
+        if (__builtin_add_overflow(s.dims[c.attrs.dim], x.dims[c.attrs.dim], &s.dims[c.attrs.dim]))
+            engine_fail("%s: the sizes along dim %d add up to more than a tensor can hold", c.op_name, c.attrs.dim + 1);
     }
     c.set_output(0, s, in(c, 0).dtype);
 }
@@ -394,9 +433,9 @@ void shape_cat(ShapeCall& c) {
 static void check_narrow_range(const ShapeCall& c, const Shape& full) {
     check_dim(c, c.attrs.dim, full.ndim);
     int64_t size = full.dims[c.attrs.dim];
-    if (c.attrs.start < 0 || c.attrs.length < 0 || c.attrs.start + c.attrs.length > size)
-        engine_fail("%s: start %lld length %lld out of range for size %lld along dim %d", c.op_name,
-                    static_cast<long long>(c.attrs.start + 1), static_cast<long long>(c.attrs.length),
+    if (c.attrs.start < 0 || c.attrs.length < 0 || c.attrs.start > size || c.attrs.length > size - c.attrs.start)
+        engine_fail("%s: start %s length %lld out of range for size %lld along dim %d", c.op_name,
+                    one_based(c.attrs.start).c_str(), static_cast<long long>(c.attrs.length),
                     static_cast<long long>(size), c.attrs.dim + 1);
 }
 
@@ -437,10 +476,10 @@ static Shape reduced_shape(const ShapeCall& c) {
 void shape_reduce(ShapeCall& c) { c.set_output(0, reduced_shape(c), in(c, 0).dtype); }
 
 void shape_max(ShapeCall& c) {
-    if (in(c, 0).numel() == 0) engine_fail("%s: the tensor is empty", c.op_name);
+    Shape s = reduced_shape(c);   // checks the dim first
     if (!c.attrs.all && in(c, 0).shape.ndim > 0 && in(c, 0).shape.dims[c.attrs.dim] == 0)
         engine_fail("%s: dim %d is empty", c.op_name, c.attrs.dim + 1);
-    Shape s = reduced_shape(c);
+    if (in(c, 0).numel() == 0) engine_fail("%s: the tensor is empty", c.op_name);
     c.set_output(0, s, in(c, 0).dtype);
     if (!c.attrs.all) c.set_output(1, s, DTYPE_I64);
 }
@@ -462,6 +501,7 @@ void shape_gather(ShapeCall& c) {
 }
 
 void shape_scatter_add(ShapeCall& c) {
+    check_shape_attr(c);
     check_dim(c, c.attrs.dim, c.attrs.shape.ndim);
     if (in(c, 1).shape != in(c, 0).shape)
         engine_fail("%s: index shape %s must equal source shape %s", c.op_name, in(c, 1).shape.str().c_str(),
@@ -470,9 +510,13 @@ void shape_scatter_add(ShapeCall& c) {
     c.set_output(0, c.attrs.shape, in(c, 0).dtype);
 }
 
-void shape_to(ShapeCall& c) { c.set_output(0, in(c, 0).shape, c.attrs.dtype); }
+void shape_to(ShapeCall& c) {
+    check_dtype_attr(c);
+    c.set_output(0, in(c, 0).shape, c.attrs.dtype);
+}
 
 void shape_mse_loss(ShapeCall& c) {
+    check_reduction_attr(c);
     if (in(c, 0).shape != in(c, 1).shape)
         engine_fail("%s: input %s and target %s must have the same shape", c.op_name, in(c, 0).shape.str().c_str(),
                     in(c, 1).shape.str().c_str());
@@ -502,6 +546,7 @@ static void check_loss_grad(const ShapeCall& c) {
 
 // cross_entropy, nll_loss, multi_margin_loss: (scores, labels) -> a 0-d loss.
 void shape_class_loss(ShapeCall& c) {
+    check_reduction_attr(c);
     check_float(c, in(c, 0), "input");
     check_class_shapes(c, in(c, 0).shape, in(c, 1).shape);
     c.set_output(0, Shape{}, in(c, 0).dtype);
@@ -509,6 +554,7 @@ void shape_class_loss(ShapeCall& c) {
 
 // cross_entropy_backward, multi_margin_loss_backward: (grad, scores, labels) -> the scores' shape.
 void shape_class_loss_backward(ShapeCall& c) {
+    check_reduction_attr(c);
     check_loss_grad(c);
     check_float(c, in(c, 1), "input");
     check_class_shapes(c, in(c, 1).shape, in(c, 2).shape);
@@ -517,6 +563,8 @@ void shape_class_loss_backward(ShapeCall& c) {
 
 // nll_loss_backward: (grad, labels) -> attrs.shape, the shape of nll_loss's input.
 void shape_nll_loss_backward(ShapeCall& c) {
+    check_reduction_attr(c);
+    check_shape_attr(c);
     check_loss_grad(c);
     check_class_shapes(c, c.attrs.shape, in(c, 1).shape);
     c.set_output(0, c.attrs.shape, in(c, 0).dtype);

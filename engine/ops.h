@@ -116,6 +116,12 @@ struct OpInfo {
 };
 
 extern const OpInfo op_table[OP_COUNT];
+
+// Runs op's kernel on `call`: the one way kernels are called (exec_node; a plan's fold and replay).
+// When every output is empty there is nothing to write and no kernel runs: a kernel could still
+// walk the rows of an empty result (an expand to [2^32,1,4,0] looped for minutes). Custom
+// functions always run (their kernel is Lua code).
+void kernel_run(OpId op, const KernelCall& call);
 inline const OpInfo& op_info(OpId op) { return op_table[op]; }
 bool op_find(const char* name, OpId* out);
 // "dim=2 keepdim" style description of the attributes an op uses (dims shown 1-based).

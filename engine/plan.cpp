@@ -634,7 +634,7 @@ void pass_constant_folding(Plan& plan) {
         for (Value& v : outputs) output_pointers.push_back(&v);
         KernelCall call{inputs.data(), static_cast<int>(inputs.size()), output_pointers.data(),
                         static_cast<int>(outputs.size()), s.attrs, nullptr};
-        info.cpu_kernel(call);
+        kernel_run(s.op, call);
         for (size_t i = 0; i < s.outputs.size(); ++i) {
             PlanValue& pv = plan.values[s.outputs[i]];
             plan.constants.push_back(outputs[i]);
@@ -1169,7 +1169,7 @@ struct PlanCall {
                 const int* out_values, int n_out, const PlanStep& s) {
         if (!observed) {
             KernelCall call{in, n_in, out, n_out, attrs, nullptr};
-            op_info(op).cpu_kernel(call);
+            kernel_run(op, call);
             if (op_info(op).flags & OPF_INPLACE) ++out[0]->storage->version;
             return;
         }

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "npy.h"
 #include "tape.h"
 
 namespace td {
@@ -259,14 +260,28 @@ namespace td {
 // Write a recorded plan (not compiled: the passes run again on load) with its captured tensors'
 // data, its constants and the passes to use. Data only: loading runs no code from the file.
 void plan_save(const Plan& recorded, const PlanPasses& passes, const std::string& path);
-// Read a plan written by plan_save. Everything is checked (magic, version, sizes, checksum, op
-// names, indices, and every step's shapes against its op's shape rule); a bad file raises
-// EngineError naming the file and what is wrong. Captured tensors become new leaves.
-std::unique_ptr<Plan> plan_load(const std::string& path, PlanPasses* passes);
+// The same file's bytes, in memory.
+std::string plan_save_bytes(const Plan& recorded, const PlanPasses& passes);
 
-// NumPy .npy files (format 1.0-3.0; float32, float64, int64, and int32/bool/float16 read as
-// int64/int64/float32; either byte order; C order).
-void npy_save(const Value& value, const std::string& path);
-Value npy_load(const std::string& path);
+// What loading a plan may cost. max_bytes: the most bytes of tensor data that loading, compiling
+// and running the plan may allocate (plan_memory_bound), and the largest file it reads; 0 means
+// plan_load_default_max_bytes().
+struct PlanLoadOptions {
+    size_t max_bytes = 0;
+};
+size_t plan_load_default_max_bytes();   // half of memory_limit_bytes() (3/8 of physical memory by default)
+
+// Read a plan written by plan_save. Everything is checked (magic, version, sizes, checksum, every
+// count against the bytes left, op names, indices, every step's shapes and attributes against its
+// op's shape rule, and the memory bound); a bad file raises EngineError naming load_plan, the file
+// and what is wrong. `passes` receives the file's passes. Captured tensors become new leaves.
+std::unique_ptr<Plan> plan_load(const std::string& path, PlanPasses* passes, const PlanLoadOptions& options = {});
+// The same from the file's bytes in memory; `name` stands for the file in messages.
+std::unique_ptr<Plan> plan_load_bytes(const std::string& bytes, const std::string& name, PlanPasses* passes,
+                                      const PlanLoadOptions& options = {});
+// An upper bound of the bytes of tensor data that compiling and running `plan` allocates, with
+// its captured tensors, constants and arguments: every value a step makes counted as if no buffer
+// were shared, every .grad, and the largest scratch any one kernel takes. SIZE_MAX when it overflows.
+size_t plan_memory_bound(const Plan& plan);
 
 }  // namespace td

@@ -1,25 +1,35 @@
-// plan_file.cpp: plans as files (.tdp) and tensors as NumPy .npy files.
+// plan_file.cpp: plans as files (.tdp). (.npy files: npy.cpp.)
 //
 // A plan file is data only: a fixed header, then a payload of counts, numbers, strings and raw
 // tensor bytes, all little-endian. Nothing in it is code; ops are named (not numbered), so a file
 // stays readable when the op table grows. Loading checks the header (magic, version, size,
 // checksum), reads with bounds checks, then checks the plan itself: every index in range, every
-// value defined before it is read, and every step's shapes and dtypes against its op's shape rule,
-// so a kernel never sees a shape that could make it read or write out of bounds.
+// value defined before it is read, every .grad read where it is set, and every step's shapes,
+// dtypes and attributes against its op's shape rule, so a kernel never sees a shape or an attribute
+// that could make it read or write out of bounds.
 //
 //   header   "TDPLAN\r\n", u32 version, u32 flags (0), u64 payload bytes, u64 FNV-1a of the payload
-//   payload  see plan_write_payload / plan_read_payload (the same order)
+//   payload  see plan_save_bytes / read_payload (the same order)
+//
+// A plan may cost no more memory than a bound (PlanLoadOptions::max_bytes): what loading,
+// compiling and running it would allocate is computed from its values before anything big is
+// allocated (plan_memory_bound). Counts are checked against the bytes left before allocating.
 //
 // [SECTION] bytes      Writer and Reader
-// [SECTION] save       plan_save
-// [SECTION] load       plan_load and the checks
-// [SECTION] npy        npy_save, npy_load
+// [SECTION] save       plan_save_bytes, plan_save
+// [SECTION] read       the payload, field by field
+// [SECTION] check      check_inputs, check_values, check_targets, check_guards, check_step, check_outputs
+// [SECTION] memory     plan_memory_bound
+// [SECTION] load       plan_load_bytes, plan_load
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iterator>
 
+#include "kernels_cpu.h"
+#include "npy.h"
 #include "plan.h"
 
 namespace td {
@@ -30,8 +40,6 @@ constexpr char PLAN_MAGIC[8] = {'T', 'D', 'P', 'L', 'A', 'N', '\r', '\n'};
 constexpr uint32_t PLAN_VERSION = 1;
 constexpr size_t HEADER_BYTES = 32;
 constexpr uint32_t MAX_COUNT = 1u << 24;          // of any list in a plan
-constexpr int64_t MAX_DIM = int64_t(1) << 32;
-constexpr int64_t MAX_NUMEL = int64_t(1) << 36;
 
 uint64_t fnv1a(const char* data, size_t n) {
     uint64_t h = 1469598103934665603ull;
@@ -77,14 +85,28 @@ struct Writer {
     }
 };
 
+// The least number of bytes one element of each list takes in a file (Writer's layout), so that
+// a count can be checked against the bytes left before anything is allocated for it.
+constexpr size_t MIN_STRING_BYTES = 4;                           // u32 length
+constexpr size_t MIN_LOC_BYTES = MIN_STRING_BYTES + 4;            // file, line
+constexpr size_t MIN_TENSOR_BYTES = 1 + 1 + 8;                    // dtype, ndim, byte count
+constexpr size_t MIN_ATTRS_BYTES = 3 * 8 + 2 * 4 + 5 + 2 * 8 + 3 * 4 + 1 + 1 + 1;
+constexpr size_t MIN_INPUT_BYTES = MIN_STRING_BYTES + 3 + 1;
+constexpr size_t MIN_CAPTURED_BYTES = MIN_STRING_BYTES + 1 + MIN_TENSOR_BYTES;
+constexpr size_t MIN_TARGET_BYTES = 1 + 3 * 4;
+constexpr size_t MIN_VALUE_BYTES = 1 + 4 + 1 + 1 + 4 + 8;
+constexpr size_t MIN_STEP_BYTES = 1 + MIN_STRING_BYTES + MIN_ATTRS_BYTES + 4 + 4 + 4 + 1 + MIN_LOC_BYTES + 8;
+constexpr size_t MIN_GUARD_BYTES = 1 + 4 + 4 + 1 + 1 + 4 + 8 + 1 + 4 + 1 + MIN_LOC_BYTES + MIN_STRING_BYTES;
+constexpr size_t MIN_OUTPUT_BYTES = 2 * 4;
+
 struct Reader {
-    const std::string& path;
+    const std::string& name;   // the file, for messages
     const char* data;
     size_t size;
     size_t at = 0;
 
     [[noreturn]] void bad(const std::string& why) const {
-        engine_fail("load_plan: %s: %s", path.c_str(), why.c_str());
+        engine_fail("load_plan: %s: %s", name.c_str(), why.c_str());
     }
     void need(size_t n) const {
         if (n > size - at) bad("the file is truncated (it ends inside the plan)");
@@ -99,9 +121,14 @@ struct Reader {
     }
     uint32_t u8() { return raw<uint8_t>(); }
     int i32() { return raw<int32_t>(); }
-    uint32_t count(const char* what) {
+    // A list's length. Each element takes at least `min_bytes` in the file, so a count the bytes
+    // left cannot hold fails here, before anything is allocated for it.
+    uint32_t count(const char* what, size_t min_bytes) {
         uint32_t n = raw<uint32_t>();
         if (n > MAX_COUNT) bad(std::string("too many ") + what + " (" + std::to_string(n) + ")");
+        if (static_cast<uint64_t>(n) * min_bytes > size - at)
+            bad("the file says it holds " + std::to_string(n) + " " + what + ", but only " + std::to_string(size - at) +
+                " bytes are left");
         return n;
     }
     int64_t i64() { return raw<int64_t>(); }
@@ -112,8 +139,7 @@ struct Reader {
         return b == 1;
     }
     std::string str() {
-        uint32_t n = count("string bytes");
-        need(n);
+        uint32_t n = count("string bytes", 1);
         std::string s(data + at, n);
         at += n;
         return s;
@@ -123,27 +149,31 @@ struct Reader {
         if (d > DTYPE_I64) bad("unknown dtype " + std::to_string(d));
         return static_cast<DType>(d);
     }
-    Shape shape() {
+    Shape dims() {
         Shape s;
         uint32_t n = u8();
         if (n > MAX_DIMS) bad("a shape has " + std::to_string(n) + " dims (at most " + std::to_string(MAX_DIMS) + ")");
         s.ndim = static_cast<int>(n);
-        int64_t numel = 1;
-        for (int i = 0; i < s.ndim; ++i) {
-            s.dims[i] = i64();
-            if (s.dims[i] < 0 || s.dims[i] > MAX_DIM) bad("a shape has size " + std::to_string(s.dims[i]));
-            numel *= s.dims[i];
-            if (numel > MAX_NUMEL) bad("a shape is too large");
-        }
+        for (int i = 0; i < s.ndim; ++i) s.dims[i] = i64();
         return s;
     }
+    // The shape of a tensor: sizes not negative, and an element count that fits.
+    Shape shape() {
+        Shape s = dims();
+        int64_t numel;
+        if (!shape_numel_fits(s, &numel))
+            bad("a tensor of shape " + s.str() + " (a negative size, or more elements than a tensor can hold)");
+        return s;
+    }
+    // An op's shape attribute: as recorded (a reshape's -1 included); the op's shape rule checks it.
+    Shape attr_shape() { return dims(); }
     Value tensor() {
         DType d = dtype();
         Shape s = shape();
         uint64_t n = raw<uint64_t>();
         if (n != static_cast<uint64_t>(s.numel()) * dtype_size(d))
             bad("a tensor of shape " + s.str() + " holds " + std::to_string(n) + " bytes");
-        need(n);
+        need(n);   // the bytes are in the file: what is allocated here is at most the file's size
         Value v = value_new(s, d);
         std::memcpy(v.raw(), data + at, n);
         at += n;
@@ -202,7 +232,7 @@ OpAttrs read_attrs(Reader& r) {
     a.stride = r.i32();
     a.padding = r.i32();
     a.reduction = static_cast<Reduction>(r.enum_value(REDUCTION_SUM, "reduction"));
-    a.shape = r.shape();
+    a.shape = r.attr_shape();
     a.dtype = r.dtype();
     return a;
 }
@@ -213,7 +243,7 @@ void write_indices(Writer& w, const std::vector<int>& list) {
 }
 
 std::vector<int> read_indices(Reader& r) {
-    std::vector<int> list(r.count("indices"));
+    std::vector<int> list(r.count("indices", 4));
     for (int& v : list) v = r.i32();
     return list;
 }
@@ -223,7 +253,7 @@ std::vector<int> read_indices(Reader& r) {
 // ============================================================================================
 // [SECTION] save
 
-void plan_save(const Plan& plan, const PlanPasses& passes, const std::string& path) {
+std::string plan_save_bytes(const Plan& plan, const PlanPasses& passes) {
     if (plan.compiled) engine_fail("save_plan: needs the recorded plan, not a compiled one");
     Writer w;
     w.str(plan.name);
@@ -304,187 +334,394 @@ void plan_save(const Plan& plan, const PlanPasses& passes, const std::string& pa
     header.raw(static_cast<uint32_t>(0));
     header.raw(static_cast<uint64_t>(w.bytes.size()));
     header.raw(fnv1a(w.bytes.data(), w.bytes.size()));
+    return header.bytes + w.bytes;
+}
+
+void plan_save(const Plan& plan, const PlanPasses& passes, const std::string& path) {
+    std::string bytes = plan_save_bytes(plan, passes);
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out.write(header.bytes.data(), static_cast<std::streamsize>(header.bytes.size()));
-    out.write(w.bytes.data(), static_cast<std::streamsize>(w.bytes.size()));
+    if (!out) engine_fail("save_plan: cannot write %s: %s", path.c_str(), std::strerror(errno));
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     if (!out) engine_fail("save_plan: cannot write %s", path.c_str());
 }
 
 // ============================================================================================
-// [SECTION] load
+// [SECTION] read
 
 namespace {
 
-// Every step's and value's indices in range; values read only after they exist; each kernel
-// step's inputs of the dtypes its kernel reads, and its outputs what its shape rule says.
-void check_plan(const Reader& r, const Plan& plan) {
-    int n_values = static_cast<int>(plan.values.size());
-    auto in_range = [&](int v, int n, const std::string& what) {
-        if (v < 0 || v >= n) r.bad(what + " refers to " + std::to_string(v) + ", out of range");
-    };
-    for (int v = 0; v < n_values; ++v) {
+// The payload, field by field in plan_save's order. Captured tensors become new leaves.
+std::unique_ptr<Plan> read_payload(Reader& r, PlanPasses* passes) {
+    auto plan = std::make_unique<Plan>();
+    plan->name = r.str();
+    plan->where = r.loc();
+    plan->grad_mode = r.flag();
+    bool* switches[] = {&passes->dce, &passes->cse, &passes->fold, &passes->fuse, &passes->inplace, &passes->reuse};
+    for (bool* on : switches) *on = r.flag();
+    plan->inputs.resize(r.count("inputs", MIN_INPUT_BYTES));
+    for (PlanInput& input : plan->inputs) {
+        input.name = r.str();
+        input.dtype = r.dtype();
+        input.device = static_cast<Device>(r.enum_value(DEVICE_CUDA, "device"));
+        input.requires_grad = r.flag();
+        input.shape = r.shape();
+    }
+    uint32_t n_captured = r.count("captured tensors", MIN_CAPTURED_BYTES);
+    for (uint32_t i = 0; i < n_captured; ++i) {
+        PlanCaptured c;
+        c.name = r.str();
+        bool requires_grad = r.flag();
+        Value v = r.tensor();
+        if (requires_grad && !dtype_is_float(v.dtype)) r.bad("an int64 captured tensor requires grad");
+        c.tensor = tape_record_prepared(OP_tensor, OpAttrs(), nullptr, nullptr, 0, &v, 1, PHASE_FORWARD, SourceLoc());
+        c.tensor.node->outputs[0].requires_grad = requires_grad;
+        plan->captured.push_back(c);
+    }
+    uint32_t n_constants = r.count("constants", MIN_TENSOR_BYTES);
+    for (uint32_t i = 0; i < n_constants; ++i) plan->constants.push_back(r.tensor());
+    plan->grad_targets.resize(r.count("gradient targets", MIN_TARGET_BYTES));
+    for (GradTarget& t : plan->grad_targets) {
+        t.kind = static_cast<ValueKind>(r.enum_value(VALUE_STEP, "value kind"));
+        t.index = r.i32();
+        t.output = r.i32();
+        t.grad_value = r.i32();
+    }
+    plan->values.resize(r.count("values", MIN_VALUE_BYTES));
+    for (PlanValue& v : plan->values) {
+        v.kind = static_cast<ValueKind>(r.enum_value(VALUE_STEP, "value kind"));
+        v.index = r.i32();
+        v.dtype = r.dtype();
+        v.shape = r.shape();
+        v.alias_of = r.i32();
+        v.recorded_id = r.i64();
+    }
+    plan->steps.resize(r.count("steps", MIN_STEP_BYTES));
+    for (PlanStep& s : plan->steps) {
+        s.kind = static_cast<StepKind>(r.enum_value(STEP_GUARD, "step kind"));
+        std::string op = r.str();
+        if (!op_find(op.c_str(), &s.op)) r.bad("the plan uses op '" + op + "', which this tapedeck does not have");
+        s.attrs = read_attrs(r);
+        s.inputs = read_indices(r);
+        s.outputs = read_indices(r);
+        s.target = r.i32();
+        s.phase = static_cast<Phase>(r.enum_value(PHASE_BACKWARD, "phase"));
+        s.where = r.loc();
+        s.recorded_id = r.i64();
+    }
+    plan->guards.resize(r.count("guards", MIN_GUARD_BYTES));
+    for (PlanGuard& g : plan->guards) {
+        g.kind = static_cast<GuardKind>(r.enum_value(GUARD_GRAD_STATE, "guard kind"));
+        g.value = r.i32();
+        g.expected.resize(r.count("guard values", 8));
+        for (double& x : g.expected) x = r.f64();
+        g.compare = static_cast<CompareOp>(r.enum_value(COMPARE_LE, "comparison"));
+        g.swapped = r.flag();
+        g.other_value = r.i32();
+        g.other_number = r.f64();
+        g.truth = r.flag();
+        g.target = r.i32();
+        g.defined = r.flag();
+        g.where = r.loc();
+        g.text = r.str();
+    }
+    plan->outputs.resize(r.count("outputs", MIN_OUTPUT_BYTES));
+    for (PlanOutput& o : plan->outputs) {
+        o.value = r.i32();
+        o.grad_value = r.i32();
+    }
+    plan->stats.recorded_nodes = r.i32();
+    plan->stats.eager_peak_bytes = static_cast<size_t>(r.raw<uint64_t>());
+    if (r.at != r.size) r.bad("the plan ends before the payload does");
+    return plan;
+}
+
+// ============================================================================================
+// [SECTION] check
+//
+// What a loaded plan must be for the passes and plan_run to handle it: every index in range,
+// values read only after they exist, each kernel step's inputs of the dtypes its kernel reads and
+// its outputs what its op's shape rule says (the rule checks the step's attributes too), so that
+// no kernel sees a shape or an attribute that could make it read or write out of bounds.
+
+void check_index(const Reader& r, int v, size_t n, const std::string& what) {
+    if (v < 0 || static_cast<size_t>(v) >= n) r.bad(what + " refers to " + std::to_string(v) + ", out of range");
+}
+
+// An input that requires grad is a float tensor.
+void check_inputs(const Reader& r, const Plan& plan) {
+    for (size_t k = 0; k < plan.inputs.size(); ++k)
+        if (plan.inputs[k].requires_grad && !dtype_is_float(plan.inputs[k].dtype))
+            r.bad("input " + std::to_string(k + 1) + " is int64 and requires grad");
+}
+
+// Each value stands for what its kind says, with that tensor's shape and dtype; only a step's
+// value may share the bytes of an earlier value.
+void check_values(const Reader& r, const Plan& plan) {
+    for (size_t v = 0; v < plan.values.size(); ++v) {
         const PlanValue& pv = plan.values[v];
         std::string what = "value " + std::to_string(v);
         const Value* like = nullptr;
-        Shape want_shape;
-        DType want_dtype = pv.dtype;
         switch (pv.kind) {
-            case VALUE_INPUT:
-                in_range(pv.index, static_cast<int>(plan.inputs.size()), what);
-                want_shape = plan.inputs[pv.index].shape;
-                want_dtype = plan.inputs[pv.index].dtype;
+            case VALUE_INPUT: {
+                check_index(r, pv.index, plan.inputs.size(), what);
+                const PlanInput& in = plan.inputs[pv.index];
+                if (pv.shape != in.shape || pv.dtype != in.dtype) r.bad(what + " does not match the input it stands for");
                 break;
+            }
             case VALUE_CAPTURED:
-                in_range(pv.index, static_cast<int>(plan.captured.size()), what);
+                check_index(r, pv.index, plan.captured.size(), what);
                 like = &plan_captured_value(plan.captured[pv.index]);
                 break;
             case VALUE_CONSTANT:
-                in_range(pv.index, static_cast<int>(plan.constants.size()), what);
+                check_index(r, pv.index, plan.constants.size(), what);
                 like = &plan.constants[pv.index];
                 break;
             case VALUE_GRAD:
-                in_range(pv.index, static_cast<int>(plan.grad_targets.size()), what);
-                if (plan.grad_targets[pv.index].grad_value != v) r.bad(what + " is the .grad of a target that disowns it");
+                check_index(r, pv.index, plan.grad_targets.size(), what);
+                if (plan.grad_targets[pv.index].grad_value != static_cast<int>(v))
+                    r.bad(what + " is the .grad of a target that disowns it");
                 break;
-            case VALUE_STEP: break;
+            case VALUE_STEP:
+                if (pv.index != -1) r.bad(what + " is made by a step but names an index " + std::to_string(pv.index));
+                break;
         }
-        if (like) {
-            want_shape = like->shape;
-            want_dtype = like->dtype;
-        }
-        if ((pv.kind == VALUE_INPUT || like) && (pv.shape != want_shape || pv.dtype != want_dtype))
+        if (like && (pv.shape != like->shape || pv.dtype != like->dtype))
             r.bad(what + " does not match the tensor it stands for");
-        if (pv.alias_of != -1 && (pv.kind != VALUE_STEP || pv.alias_of < 0 || pv.alias_of >= v))
+        if (pv.alias_of != -1 && (pv.kind != VALUE_STEP || pv.alias_of < 0 || pv.alias_of >= static_cast<int>(v)))
             r.bad(what + " shares the bytes of value " + std::to_string(pv.alias_of) + ", which it cannot");
     }
+}
+
+// Each gradient target is an input or a captured tensor, with its own VALUE_GRAD value of the
+// target's shape and dtype; a captured target requires grad.
+void check_targets(const Reader& r, const Plan& plan) {
     for (size_t t = 0; t < plan.grad_targets.size(); ++t) {
         const GradTarget& g = plan.grad_targets[t];
         std::string what = "gradient target " + std::to_string(t);
         if (g.kind != VALUE_CAPTURED && g.kind != VALUE_INPUT) r.bad(what + " is neither an input nor a captured tensor");
-        in_range(g.index, static_cast<int>(g.kind == VALUE_INPUT ? plan.inputs.size() : plan.captured.size()), what);
-        in_range(g.grad_value, n_values, what);
+        check_index(r, g.index, g.kind == VALUE_INPUT ? plan.inputs.size() : plan.captured.size(), what);
+        check_index(r, g.grad_value, plan.values.size(), what);
         const PlanValue& gv = plan.values[g.grad_value];
         Shape shape = g.kind == VALUE_INPUT ? plan.inputs[g.index].shape : plan_captured_value(plan.captured[g.index]).shape;
-        if (g.output != 0 || gv.kind != VALUE_GRAD || gv.index != static_cast<int>(t) || gv.shape != shape)
+        DType dtype = g.kind == VALUE_INPUT ? plan.inputs[g.index].dtype : plan_captured_value(plan.captured[g.index]).dtype;
+        if (g.output != 0 || gv.kind != VALUE_GRAD || gv.index != static_cast<int>(t) || gv.shape != shape || gv.dtype != dtype)
             r.bad(what + " is inconsistent");
         if (g.kind == VALUE_CAPTURED && !plan.captured[g.index].tensor.requires_grad())
             r.bad(what + " receives gradients but its tensor does not require grad");
     }
-    std::vector<bool> defined(plan.values.size(), false);
-    for (int v = 0; v < n_values; ++v) defined[v] = plan.values[v].kind != VALUE_STEP;
-    for (size_t k = 0; k < plan.steps.size(); ++k) {
-        const PlanStep& s = plan.steps[k];
-        const OpInfo& info = op_info(s.op);
-        std::string what = "step " + std::to_string(k + 1) + " (" + info.name + ")";
-        for (int v : s.inputs) {
-            in_range(v, n_values, what);
-            if (!defined[v]) r.bad(what + " reads value " + std::to_string(v) + " before it is made");
-        }
-        for (int v : s.outputs) {
-            in_range(v, n_values, what);
-            if (defined[v] || plan.values[v].kind != VALUE_STEP) r.bad(what + " makes value " + std::to_string(v) + " twice");
-            defined[v] = true;
-        }
-        switch (s.kind) {
-            case STEP_KERNEL: {
-                if ((info.flags & OPF_CUSTOM) || s.op == OP_tensor) r.bad(what + " is not an op a plan can run");
-                int n_in = static_cast<int>(s.inputs.size());
-                if (info.n_inputs >= 0 ? n_in != info.n_inputs : n_in < 1) r.bad(what + " has the wrong number of inputs");
-                if (s.outputs.empty() || static_cast<int>(s.outputs.size()) > info.max_outputs)
-                    r.bad(what + " has the wrong number of outputs");
-                if (s.target != -1) r.bad(what + " names a target");
-                std::vector<Value> inputs(n_in);
-                std::vector<const Value*> pointers;
-                for (int i = 0; i < n_in; ++i) {
-                    inputs[i].shape = plan.values[s.inputs[i]].shape;
-                    inputs[i].dtype = plan.values[s.inputs[i]].dtype;
-                    pointers.push_back(&inputs[i]);
-                }
-                for (int i = 0; i < n_in; ++i) {   // the dtypes op_call would have given the kernel
-                    DType d = inputs[i].dtype;
-                    bool same_as_first = d == inputs[0].dtype;
-                    bool needs_same = (info.flags & OPF_PROMOTE) || ((info.flags & OPF_INPLACE) && i == 1) ||
-                                      s.op == OP_masked_fill;
-                    if ((needs_same && !same_as_first) || ((info.flags & OPF_FLOAT_ONLY) && !dtype_is_float(d)))
-                        r.bad(what + " has inputs of dtypes its kernel does not take");
-                }
-                ShapeCall call(info.name, pointers.data(), n_in, s.attrs);
-                try {
-                    info.shape_rule(call);
-                } catch (const EngineError& e) {
-                    r.bad(what + ": " + e.what());
-                }
-                if (call.n_outputs != static_cast<int>(s.outputs.size())) r.bad(what + " has the wrong number of outputs");
-                for (int i = 0; i < call.n_outputs; ++i) {
-                    const PlanValue& out = plan.values[s.outputs[i]];
-                    if (out.shape != call.shapes[i] || out.dtype != call.dtypes[i])
-                        r.bad(what + " makes " + out.shape.str() + " " + dtype_name(out.dtype) + " where its op makes " +
-                              call.shapes[i].str() + " " + dtype_name(call.dtypes[i]));
-                    bool shares = i == 0 && (info.flags & (OPF_VIEW | OPF_INPLACE));
-                    bool may_share = i == 0 && s.op == OP_transpose &&
-                                     transpose_moves_nothing(inputs[0].shape, s.attrs.dim, s.attrs.dim2);
-                    if (out.alias_of != (shares ? s.inputs[0] : -1) && !(may_share && out.alias_of == s.inputs[0]))
-                        r.bad(what + " shares bytes it should not");
-                }
-                break;
-            }
-            case STEP_GRAD_ACCUMULATE: {
-                in_range(s.target, static_cast<int>(plan.grad_targets.size()), what);
-                const PlanValue& gv = plan.values[plan.grad_targets[s.target].grad_value];
-                if (s.inputs.size() != 1 || !s.outputs.empty() || plan.values[s.inputs[0]].shape != gv.shape ||
-                    plan.values[s.inputs[0]].dtype != gv.dtype)
-                    r.bad(what + " accumulates a gradient that does not fit");
-                break;
-            }
-            case STEP_GRAD_CLEAR:
-                in_range(s.target, static_cast<int>(plan.grad_targets.size()), what);
-                if (!s.inputs.empty() || !s.outputs.empty()) r.bad(what + " is inconsistent");
-                break;
-            case STEP_GUARD: {
-                in_range(s.target, static_cast<int>(plan.guards.size()), what);
-                const PlanGuard& g = plan.guards[s.target];
-                std::vector<int> want{g.value};
-                if (g.other_value >= 0) want.push_back(g.other_value);
-                if (s.inputs != want || !s.outputs.empty() || g.kind == GUARD_GRAD_STATE) r.bad(what + " is inconsistent");
-                break;
-            }
-            default: r.bad(what + " is of a kind a recorded plan does not have");
-        }
+}
+
+// A kernel step: an op a plan can run, with the inputs and outputs its op takes, of the dtypes
+// op_call would have given its kernel, and outputs as its shape rule makes them.
+void check_kernel_step(const Reader& r, const Plan& plan, const PlanStep& s, const std::string& what) {
+    const OpInfo& info = op_info(s.op);
+    if ((info.flags & OPF_CUSTOM) || s.op == OP_tensor) r.bad(what + " is not an op a plan can run");
+    int n_in = static_cast<int>(s.inputs.size());
+    if (info.n_inputs >= 0 ? n_in != info.n_inputs : n_in < 1) r.bad(what + " has the wrong number of inputs");
+    if (s.outputs.empty() || static_cast<int>(s.outputs.size()) > info.max_outputs)
+        r.bad(what + " has the wrong number of outputs");
+    if (s.target != -1) r.bad(what + " names a target");
+    if (s.attrs.accumulate) r.bad(what + " adds into its output, which only a compiled plan's steps do");
+    std::vector<Value> inputs(n_in);   // shapes and dtypes only: what the shape rule reads
+    std::vector<const Value*> pointers;
+    for (int i = 0; i < n_in; ++i) {
+        inputs[i].shape = plan.values[s.inputs[i]].shape;
+        inputs[i].dtype = plan.values[s.inputs[i]].dtype;
+        pointers.push_back(&inputs[i]);
     }
+    for (int i = 0; i < n_in; ++i) {
+        DType d = inputs[i].dtype;
+        bool same_as_first = d == inputs[0].dtype;
+        bool needs_same = (info.flags & OPF_PROMOTE) || ((info.flags & OPF_INPLACE) && i == 1) || s.op == OP_masked_fill;
+        if ((needs_same && !same_as_first) || ((info.flags & OPF_FLOAT_ONLY) && !dtype_is_float(d)))
+            r.bad(what + " has inputs of dtypes its kernel does not take");
+    }
+    ShapeCall call(info.name, pointers.data(), n_in, s.attrs);
+    try {
+        info.shape_rule(call);
+    } catch (const EngineError& e) {
+        r.bad(what + ": " + e.what());
+    }
+    if (call.n_outputs != static_cast<int>(s.outputs.size())) r.bad(what + " has the wrong number of outputs");
+    for (int i = 0; i < call.n_outputs; ++i) {
+        const PlanValue& out = plan.values[s.outputs[i]];
+        if (out.shape != call.shapes[i] || out.dtype != call.dtypes[i])
+            r.bad(what + " makes " + out.shape.str() + " " + dtype_name(out.dtype) + " where its op makes " +
+                  call.shapes[i].str() + " " + dtype_name(call.dtypes[i]));
+        bool shares = i == 0 && (info.flags & (OPF_VIEW | OPF_INPLACE));
+        bool may_share = i == 0 && s.op == OP_transpose && transpose_moves_nothing(inputs[0].shape, s.attrs.dim, s.attrs.dim2);
+        if (out.alias_of != (shares ? s.inputs[0] : -1) && !(may_share && out.alias_of == s.inputs[0]))
+            r.bad(what + " shares bytes it should not");
+    }
+}
+
+// Whether each gradient target's .grad is set, as the steps go: known at the start only from a
+// GUARD_GRAD_STATE guard (checked before a run), set by an accumulation, nil after a clear. A
+// VALUE_GRAD value is read only where its .grad is known to be set (else a kernel would read nil).
+enum GradState : int8_t { GRAD_UNKNOWN, GRAD_SET, GRAD_NIL };
+
+std::vector<GradState> initial_grad_states(const Reader& r, const Plan& plan) {
+    std::vector<GradState> states(plan.grad_targets.size(), GRAD_UNKNOWN);
+    for (const PlanGuard& g : plan.guards) {
+        if (g.kind != GUARD_GRAD_STATE) continue;
+        GradState state = g.defined ? GRAD_SET : GRAD_NIL;
+        if (states[g.target] != GRAD_UNKNOWN && states[g.target] != state)
+            r.bad("two guards disagree on whether gradient target " + std::to_string(g.target) + " has a .grad");
+        states[g.target] = state;
+    }
+    return states;
+}
+
+void check_grad_read(const Reader& r, const Plan& plan, int v, const std::vector<GradState>& grads, const std::string& what) {
+    const PlanValue& pv = plan.values[v];
+    if (pv.kind == VALUE_GRAD && grads[pv.index] != GRAD_SET)
+        r.bad(what + " reads the .grad of gradient target " + std::to_string(pv.index) + " where it may be nil");
+}
+
+// Step k, in order: `defined` says which values exist before it, and gets its outputs; `grads`
+// which .grad are set.
+void check_step(const Reader& r, const Plan& plan, size_t k, std::vector<bool>& defined, std::vector<GradState>& grads) {
+    const PlanStep& s = plan.steps[k];
+    std::string what = "step " + std::to_string(k + 1) + " (" + op_info(s.op).name + ")";
+    for (int v : s.inputs) {
+        check_index(r, v, plan.values.size(), what);
+        if (!defined[v]) r.bad(what + " reads value " + std::to_string(v) + " before it is made");
+        check_grad_read(r, plan, v, grads, what);
+    }
+    for (int v : s.outputs) {
+        check_index(r, v, plan.values.size(), what);
+        if (defined[v] || plan.values[v].kind != VALUE_STEP) r.bad(what + " makes value " + std::to_string(v) + " twice");
+        defined[v] = true;
+    }
+    switch (s.kind) {
+        case STEP_KERNEL: check_kernel_step(r, plan, s, what); break;
+        case STEP_GRAD_ACCUMULATE: {
+            check_index(r, s.target, plan.grad_targets.size(), what);
+            const PlanValue& gv = plan.values[plan.grad_targets[s.target].grad_value];
+            if (s.inputs.size() != 1 || !s.outputs.empty() || plan.values[s.inputs[0]].shape != gv.shape ||
+                plan.values[s.inputs[0]].dtype != gv.dtype)
+                r.bad(what + " accumulates a gradient that does not fit");
+            grads[s.target] = GRAD_SET;
+            break;
+        }
+        case STEP_GRAD_CLEAR:
+            check_index(r, s.target, plan.grad_targets.size(), what);
+            if (!s.inputs.empty() || !s.outputs.empty()) r.bad(what + " is inconsistent");
+            grads[s.target] = GRAD_NIL;
+            break;
+        case STEP_GUARD: {
+            check_index(r, s.target, plan.guards.size(), what);
+            const PlanGuard& g = plan.guards[s.target];
+            std::vector<int> want{g.value};
+            if (g.other_value >= 0) want.push_back(g.other_value);
+            if (s.inputs != want || !s.outputs.empty() || g.kind == GUARD_GRAD_STATE) r.bad(what + " is inconsistent");
+            break;
+        }
+        default: r.bad(what + " is of a kind a recorded plan does not have");
+    }
+}
+
+// A values guard expects one number per element; a comparison reads one number from each side; a
+// grad-state guard names a gradient target. Fields a kind does not use hold -1, as the recorder
+// writes them (the passes renumber every value a guard names).
+void check_guards(const Reader& r, const Plan& plan) {
     for (size_t g = 0; g < plan.guards.size(); ++g) {
         const PlanGuard& guard = plan.guards[g];
         std::string what = "guard " + std::to_string(g + 1);
         if (guard.kind == GUARD_GRAD_STATE) {
-            in_range(guard.target, static_cast<int>(plan.grad_targets.size()), what);
+            check_index(r, guard.target, plan.grad_targets.size(), what);
+            if (guard.value != -1 || guard.other_value != -1) r.bad(what + " is inconsistent");
             continue;
         }
-        in_range(guard.value, n_values, what);
+        if (guard.target != -1 || (guard.kind == GUARD_VALUES && guard.other_value != -1)) r.bad(what + " is inconsistent");
+        check_index(r, guard.value, plan.values.size(), what);
         int64_t numel = plan.values[guard.value].shape.numel();
         if (guard.kind == GUARD_VALUES && static_cast<int64_t>(guard.expected.size()) != numel) r.bad(what + " is inconsistent");
         if (guard.kind == GUARD_COMPARE) {
             if (numel != 1) r.bad(what + " compares a tensor that is not one number");
-            if (guard.other_value >= 0 && (guard.other_value >= n_values || plan.values[guard.other_value].shape.numel() != 1))
-                r.bad(what + " is inconsistent");
             if (guard.other_value < -1) r.bad(what + " is inconsistent");
-        }
-    }
-    for (const PlanOutput& o : plan.outputs) {
-        in_range(o.value, n_values, "an output");
-        if (!defined[o.value]) r.bad("an output is never made");
-        if (o.grad_value != -1) {
-            in_range(o.grad_value, n_values, "an output's gradient");
-            if (!defined[o.grad_value]) r.bad("an output's gradient is never made");
+            if (guard.other_value >= 0) {
+                check_index(r, guard.other_value, plan.values.size(), what);
+                if (plan.values[guard.other_value].shape.numel() != 1) r.bad(what + " is inconsistent");
+            }
         }
     }
 }
 
+void check_outputs(const Reader& r, const Plan& plan, const std::vector<bool>& defined, const std::vector<GradState>& grads) {
+    for (const PlanOutput& o : plan.outputs) {
+        check_index(r, o.value, plan.values.size(), "an output");
+        if (!defined[o.value]) r.bad("an output is never made");
+        check_grad_read(r, plan, o.value, grads, "an output");
+        if (o.grad_value != -1) {
+            check_index(r, o.grad_value, plan.values.size(), "an output's gradient");
+            if (!defined[o.grad_value]) r.bad("an output's gradient is never made");
+            check_grad_read(r, plan, o.grad_value, grads, "an output's gradient");
+        }
+    }
+}
+
+void check_plan(const Reader& r, const Plan& plan) {
+    check_inputs(r, plan);
+    check_values(r, plan);
+    check_targets(r, plan);
+    check_guards(r, plan);
+    std::vector<GradState> grads = initial_grad_states(r, plan);
+    std::vector<bool> defined(plan.values.size(), false);
+    for (size_t v = 0; v < plan.values.size(); ++v) defined[v] = plan.values[v].kind != VALUE_STEP;
+    for (size_t k = 0; k < plan.steps.size(); ++k) check_step(r, plan, k, defined, grads);
+    check_outputs(r, plan, defined, grads);
+}
+
+// shape x dtype in bytes; SIZE_MAX when it does not fit.
+size_t value_bytes(const Shape& shape, DType dtype) {
+    int64_t numel;
+    if (!shape_numel_fits(shape, &numel)) return SIZE_MAX;
+    return static_cast<size_t>(numel) * dtype_size(dtype);   // numel * 8 fits (shape_numel_fits)
+}
+
 }  // namespace
 
-std::unique_ptr<Plan> plan_load(const std::string& path, PlanPasses* passes) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) engine_fail("load_plan: cannot open %s", path.c_str());
-    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    Reader h{path, bytes.data(), bytes.size()};
+// ============================================================================================
+// [SECTION] memory
+
+size_t plan_memory_bound(const Plan& plan) {
+    size_t total = 0;
+    auto add = [&](size_t bytes) {
+        if (__builtin_add_overflow(total, bytes, &total)) total = SIZE_MAX;
+    };
+    for (const PlanInput& in : plan.inputs) add(value_bytes(in.shape, in.dtype));
+    for (const PlanCaptured& c : plan.captured) add(value_bytes(plan_captured_value(c).shape, plan_captured_value(c).dtype));
+    for (const Value& v : plan.constants) add(value_bytes(v.shape, v.dtype));
+    for (const PlanValue& v : plan.values)
+        if ((v.kind == VALUE_STEP && v.alias_of < 0) || v.kind == VALUE_GRAD) add(value_bytes(v.shape, v.dtype));
+    size_t scratch = 0;
+    for (const PlanStep& s : plan.steps) {
+        if (s.kind != STEP_KERNEL || s.outputs.empty()) continue;
+        std::vector<Value> inputs(s.inputs.size());
+        std::vector<const Value*> pointers;
+        for (size_t i = 0; i < s.inputs.size(); ++i) {
+            inputs[i].shape = plan.values[s.inputs[i]].shape;
+            inputs[i].dtype = plan.values[s.inputs[i]].dtype;
+            pointers.push_back(&inputs[i]);
+        }
+        const PlanValue& out = plan.values[s.outputs[0]];
+        scratch = std::max(scratch, cpu_kernel_scratch_bytes(s.op, pointers.data(), static_cast<int>(pointers.size()),
+                                                             out.shape, out.dtype, s.attrs));
+    }
+    add(scratch);
+    return total;
+}
+
+size_t plan_load_default_max_bytes() { return memory_limit_bytes() / 2; }
+
+// ============================================================================================
+// [SECTION] load
+
+std::unique_ptr<Plan> plan_load_bytes(const std::string& bytes, const std::string& name, PlanPasses* passes,
+                                      const PlanLoadOptions& options) {
+    size_t max_bytes = options.max_bytes ? options.max_bytes : plan_load_default_max_bytes();
+    Reader h{name, bytes.data(), bytes.size()};
     if (bytes.size() < sizeof PLAN_MAGIC || std::memcmp(bytes.data(), PLAN_MAGIC, sizeof PLAN_MAGIC) != 0)
         h.bad("not a tapedeck plan file (it does not start with TDPLAN)");
     h.at = sizeof PLAN_MAGIC;
@@ -499,221 +736,22 @@ std::unique_ptr<Plan> plan_load(const std::string& path, PlanPasses* passes) {
     if (bytes.size() - HEADER_BYTES < payload) h.bad("the file is truncated (" + std::to_string(bytes.size()) + " bytes)");
     if (bytes.size() - HEADER_BYTES > payload) h.bad("the file has extra bytes after the plan");
     if (fnv1a(bytes.data() + HEADER_BYTES, payload) != checksum) h.bad("checksum mismatch: the file is corrupted");
+    if (bytes.size() > max_bytes)
+        h.bad("the file is " + bytes_text(bytes.size()) + ", more than the bound of " + bytes_text(max_bytes) + " (max_bytes)");
 
-    Reader r{path, bytes.data() + HEADER_BYTES, payload};
-    auto plan = std::make_unique<Plan>();
-    plan->name = r.str();
-    plan->where = r.loc();
-    plan->grad_mode = r.flag();
-    bool* switches[] = {&passes->dce, &passes->cse, &passes->fold, &passes->fuse, &passes->inplace, &passes->reuse};
-    for (bool* on : switches) *on = r.flag();
-    plan->inputs.resize(r.count("inputs"));
-    for (PlanInput& input : plan->inputs) {
-        input.name = r.str();
-        input.dtype = r.dtype();
-        input.device = static_cast<Device>(r.enum_value(DEVICE_CUDA, "device"));
-        input.requires_grad = r.flag();
-        input.shape = r.shape();
-    }
-    uint32_t n_captured = r.count("captured tensors");
-    for (uint32_t i = 0; i < n_captured; ++i) {
-        PlanCaptured c;
-        c.name = r.str();
-        bool requires_grad = r.flag();
-        Value v = r.tensor();
-        if (requires_grad && !dtype_is_float(v.dtype)) r.bad("an int64 captured tensor requires grad");
-        c.tensor = tape_record_prepared(OP_tensor, OpAttrs(), nullptr, nullptr, 0, &v, 1, PHASE_FORWARD, SourceLoc());
-        c.tensor.node->outputs[0].requires_grad = requires_grad;
-        plan->captured.push_back(c);
-    }
-    uint32_t n_constants = r.count("constants");
-    for (uint32_t i = 0; i < n_constants; ++i) plan->constants.push_back(r.tensor());
-    plan->grad_targets.resize(r.count("gradient targets"));
-    for (GradTarget& t : plan->grad_targets) {
-        t.kind = static_cast<ValueKind>(r.enum_value(VALUE_STEP, "value kind"));
-        t.index = r.i32();
-        t.output = r.i32();
-        t.grad_value = r.i32();
-    }
-    plan->values.resize(r.count("values"));
-    for (PlanValue& v : plan->values) {
-        v.kind = static_cast<ValueKind>(r.enum_value(VALUE_STEP, "value kind"));
-        v.index = r.i32();
-        v.dtype = r.dtype();
-        v.shape = r.shape();
-        v.alias_of = r.i32();
-        v.recorded_id = r.i64();
-    }
-    plan->steps.resize(r.count("steps"));
-    for (PlanStep& s : plan->steps) {
-        s.kind = static_cast<StepKind>(r.enum_value(STEP_GUARD, "step kind"));
-        std::string op = r.str();
-        if (!op_find(op.c_str(), &s.op)) r.bad("the plan uses op '" + op + "', which this tapedeck does not have");
-        s.attrs = read_attrs(r);
-        s.inputs = read_indices(r);
-        s.outputs = read_indices(r);
-        s.target = r.i32();
-        s.phase = static_cast<Phase>(r.enum_value(PHASE_BACKWARD, "phase"));
-        s.where = r.loc();
-        s.recorded_id = r.i64();
-    }
-    plan->guards.resize(r.count("guards"));
-    for (PlanGuard& g : plan->guards) {
-        g.kind = static_cast<GuardKind>(r.enum_value(GUARD_GRAD_STATE, "guard kind"));
-        g.value = r.i32();
-        g.expected.resize(r.count("guard values"));
-        for (double& x : g.expected) x = r.f64();
-        g.compare = static_cast<CompareOp>(r.enum_value(COMPARE_LE, "comparison"));
-        g.swapped = r.flag();
-        g.other_value = r.i32();
-        g.other_number = r.f64();
-        g.truth = r.flag();
-        g.target = r.i32();
-        g.defined = r.flag();
-        g.where = r.loc();
-        g.text = r.str();
-    }
-    plan->outputs.resize(r.count("outputs"));
-    for (PlanOutput& o : plan->outputs) {
-        o.value = r.i32();
-        o.grad_value = r.i32();
-    }
-    plan->stats.recorded_nodes = r.i32();
-    plan->stats.eager_peak_bytes = static_cast<size_t>(r.raw<uint64_t>());
-    if (r.at != r.size) r.bad("the plan ends before the payload does");
+    Reader r{name, bytes.data() + HEADER_BYTES, payload};
+    std::unique_ptr<Plan> plan = read_payload(r, passes);
     check_plan(r, *plan);
+    size_t needs = plan_memory_bound(*plan);
+    if (needs > max_bytes)
+        r.bad("the plan needs " + bytes_text(needs) + " (its tensors, buffers and kernel scratch, counted without reuse) "
+              "and the bound is " + bytes_text(max_bytes) + " (raise it with max_bytes, or --max-bytes for run-plan)");
     return plan;
 }
 
-// ============================================================================================
-// [SECTION] npy
-
-namespace {
-
-const char* npy_descr(DType d) { return d == DTYPE_F32 ? "<f4" : d == DTYPE_F64 ? "<f8" : "<i8"; }
-
-// The value of `key` in a header dict like {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }.
-std::string npy_field(const std::string& header, const std::string& key, const std::string& path) {
-    size_t at = header.find("'" + key + "'");
-    if (at == std::string::npos) engine_fail("load_npy: %s: the header has no '%s'", path.c_str(), key.c_str());
-    at = header.find(':', at);
-    if (at == std::string::npos) engine_fail("load_npy: %s: bad header", path.c_str());
-    ++at;
-    while (at < header.size() && header[at] == ' ') ++at;
-    size_t end = at;
-    if (at < header.size() && header[at] == '(') end = header.find(')', at) + 1;
-    else if (at < header.size() && header[at] == '\'') end = header.find('\'', at + 1) + 1;
-    else end = header.find_first_of(",}", at);
-    if (end == std::string::npos || end == 0 || end > header.size()) engine_fail("load_npy: %s: bad header", path.c_str());
-    return header.substr(at, end - at);
-}
-
-}  // namespace
-
-void npy_save(const Value& value, const std::string& path) {
-    std::string shape = "(";
-    for (int i = 0; i < value.shape.ndim; ++i) shape += std::to_string(value.shape.dims[i]) + (value.shape.ndim == 1 ? ",)" : i + 1 < value.shape.ndim ? ", " : ")");
-    if (value.shape.ndim == 0) shape = "()";
-    std::string header = std::string("{'descr': '") + npy_descr(value.dtype) + "', 'fortran_order': False, 'shape': " + shape + ", }";
-    size_t total = 10 + header.size() + 1;
-    header.append((64 - total % 64) % 64, ' ');
-    header += '\n';
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out.write("\x93NUMPY\x01\x00", 8);
-    uint16_t length = static_cast<uint16_t>(header.size());
-    out.write(reinterpret_cast<const char*>(&length), 2);
-    out.write(header.data(), static_cast<std::streamsize>(header.size()));
-    out.write(static_cast<const char*>(value.raw()), static_cast<std::streamsize>(value.numel() * dtype_size(value.dtype)));
-    if (!out) engine_fail("save_npy: cannot write %s", path.c_str());
-}
-
-Value npy_load(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) engine_fail("load_npy: cannot open %s", path.c_str());
-    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const char* p = path.c_str();
-    if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0) engine_fail("load_npy: %s: not a .npy file", p);
-    int major = static_cast<unsigned char>(bytes[6]);
-    size_t header_length, at;
-    if (major == 1) {
-        header_length = static_cast<unsigned char>(bytes[8]) | (static_cast<unsigned char>(bytes[9]) << 8);
-        at = 10;
-    } else if (major == 2 || major == 3) {
-        if (bytes.size() < 12) engine_fail("load_npy: %s: truncated", p);
-        uint32_t n;
-        std::memcpy(&n, bytes.data() + 8, 4);
-        header_length = n;
-        at = 12;
-    } else {
-        engine_fail("load_npy: %s: .npy format version %d is not supported (1, 2 and 3 are)", p, major);
-    }
-    if (bytes.size() < at + header_length) engine_fail("load_npy: %s: truncated header", p);
-    std::string header = bytes.substr(at, header_length);
-    at += header_length;
-    std::string descr = npy_field(header, "descr", path);
-    std::string fortran = npy_field(header, "fortran_order", path);
-    std::string shape_text = npy_field(header, "shape", path);
-    if (fortran != "False") engine_fail("load_npy: %s: Fortran-order arrays are not supported (save with order='C')", p);
-    if (descr.size() != 5) engine_fail("load_npy: %s: unsupported dtype %s", p, descr.c_str());
-    char order = descr[1], kind = descr[2];
-    int width = descr[3] - '0';
-    bool swap = order == '>' && width > 1;
-    DType dtype;
-    if (kind == 'f' && width == 4) dtype = DTYPE_F32;
-    else if (kind == 'f' && width == 8) dtype = DTYPE_F64;
-    else if (kind == 'f' && width == 2) dtype = DTYPE_F32;
-    else if ((kind == 'i' || kind == 'u') && (width == 8 || width == 4 || width == 2 || width == 1)) dtype = DTYPE_I64;
-    else if (kind == 'b' && width == 1) dtype = DTYPE_I64;
-    else engine_fail("load_npy: %s: unsupported dtype %s (float16/32/64, integers and bool are)", p, descr.c_str());
-    Shape shape;
-    for (size_t i = 1; i < shape_text.size();) {
-        size_t end = shape_text.find_first_of(",)", i);
-        std::string item = shape_text.substr(i, end - i);
-        size_t first = item.find_first_not_of(' ');
-        if (first != std::string::npos) {
-            if (shape.ndim == MAX_DIMS) engine_fail("load_npy: %s: more than %d dims", p, MAX_DIMS);
-            char* stop = nullptr;
-            long long d = strtoll(item.c_str() + first, &stop, 10);
-            if (d < 0 || d > MAX_DIM) engine_fail("load_npy: %s: bad shape %s", p, shape_text.c_str());
-            shape.dims[shape.ndim++] = d;
-        }
-        if (end == std::string::npos) break;
-        i = end + 1;
-    }
-    if (shape.numel() > MAX_NUMEL) engine_fail("load_npy: %s: too large", p);
-    size_t n = static_cast<size_t>(shape.numel());
-    if (bytes.size() - at < n * width) engine_fail("load_npy: %s: truncated data (%zu bytes for %zu elements)", p, bytes.size() - at, n);
-    Value v = value_new(shape, dtype);
-    const unsigned char* src = reinterpret_cast<const unsigned char*>(bytes.data() + at);
-    for (size_t i = 0; i < n; ++i) {
-        unsigned char e[8] = {};
-        for (int b = 0; b < width; ++b) e[b] = src[i * width + (swap ? width - 1 - b : b)];
-        double x = 0;
-        if (kind == 'f' && width == 4) { float f; std::memcpy(&f, e, 4); x = f; }
-        else if (kind == 'f' && width == 8) std::memcpy(&x, e, 8);
-        else if (kind == 'f' && width == 2) {   // half precision
-            uint16_t hbits = static_cast<uint16_t>(e[0] | (e[1] << 8));
-            int sign = hbits >> 15, exponent = (hbits >> 10) & 31, mantissa = hbits & 1023;
-            if (exponent == 0) x = std::ldexp(mantissa, -24);
-            else if (exponent == 31) x = mantissa ? NAN : INFINITY;
-            else x = std::ldexp(mantissa + 1024, exponent - 25);
-            if (sign) x = -x;
-        } else if (kind == 'b') x = e[0] != 0;
-        else {
-            uint64_t u = 0;
-            std::memcpy(&u, e, 8);
-            int64_t s = static_cast<int64_t>(u);
-            if (kind == 'i' && width < 8) {   // sign-extend
-                int shift = 64 - 8 * width;
-                s = static_cast<int64_t>(u << shift) >> shift;
-            }
-            if (dtype == DTYPE_I64) { v.data<int64_t>()[i] = s; continue; }
-            x = static_cast<double>(s);
-        }
-        if (dtype == DTYPE_I64 && kind != 'b') v.data<int64_t>()[i] = static_cast<int64_t>(x);
-        else value_set(v, static_cast<int64_t>(i), x);
-    }
-    return v;
+std::unique_ptr<Plan> plan_load(const std::string& path, PlanPasses* passes, const PlanLoadOptions& options) {
+    size_t max_bytes = options.max_bytes ? options.max_bytes : plan_load_default_max_bytes();
+    return plan_load_bytes(file_read_bytes(path, "load_plan", max_bytes), path, passes, options);
 }
 
 }  // namespace td

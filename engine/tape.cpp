@@ -49,7 +49,9 @@ struct EngineState {
     bool destroying = false;
 };
 
-EngineState g;
+// Immortal, as every engine singleton: never destroyed, so a node that dies during static
+// destruction (see free_nodes()) still finds the tape and the work list.
+EngineState& g = *new EngineState;
 
 }  // namespace
 
@@ -120,8 +122,8 @@ struct SourceFiles {
     std::unordered_map<std::string, int> ids;
 };
 SourceFiles& source_files() {
-    static SourceFiles files;
-    return files;
+    static SourceFiles* files = new SourceFiles;   // immortal: node descriptions may outlive main
+    return *files;
 }
 }  // namespace
 
@@ -155,8 +157,8 @@ struct Scopes {
     int current = 0;
 };
 Scopes& scopes() {
-    static Scopes s;
-    return s;
+    static Scopes* s = new Scopes;   // immortal, as source_files()
+    return *s;
 }
 }  // namespace
 
@@ -217,12 +219,28 @@ static void tape_unlink(Node* node) {
 }
 
 namespace {
+// The spare node memory, for reuse. Immortal (made on first use, never destroyed): a node can die
+// during static destruction too (exit() called from inside a library, a static that holds a
+// tensor), and a destroyed list would then be written after its destructor ran. What it holds
+// stays reachable from here, so leak checkers do not count it; node_release_spares() gives it back.
 std::vector<void*>& free_nodes() {
-    static std::vector<void*> list;
-    return list;
+    static std::vector<void*>* list = new std::vector<void*>;
+    return *list;
 }
 constexpr size_t MAX_FREE_NODES = 1 << 14;   // ~10 MB of spare nodes at most
 }  // namespace
+
+void node_release_spares() {
+    std::vector<void*>& list = free_nodes();
+    for (void* p : list) ::operator delete(p);
+    list.clear();
+    list.shrink_to_fit();
+}
+
+void engine_release_spares() {
+    node_release_spares();
+    storage_release_cached();
+}
 
 void* Node::operator new(size_t size) {
     std::vector<void*>& list = free_nodes();
@@ -236,7 +254,7 @@ void* Node::operator new(size_t size) {
 
 void Node::operator delete(void* p) {
     std::vector<void*>& list = free_nodes();
-    if (list.size() < MAX_FREE_NODES) list.push_back(p);
+    if (ENGINE_RECYCLES_MEMORY && list.size() < MAX_FREE_NODES) list.push_back(p);
     else ::operator delete(p);
 }
 
@@ -495,7 +513,7 @@ void exec_node(Node* node) {
     for (int i = 0; i < n_outputs; ++i) outputs[i] = &node->outputs[i].value;
 
     KernelCall call{inputs, n_inputs, outputs, n_outputs, node->attrs, node};
-    node->info().cpu_kernel(call);
+    kernel_run(node->op, call);
 
     if (node->info().flags & OPF_INPLACE) ++node->outputs[0].value.storage->version;
     for (Output& out : node->outputs) out.version = out.value.storage->version;

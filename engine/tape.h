@@ -19,6 +19,13 @@ namespace td {
 struct Node;
 struct CustomFunction;
 void node_destroy(Node* node);
+// Frees the spare node memory kept for reuse (the next node is allocated afresh).
+void node_release_spares();
+// Orderly shutdown, after the last tensor is gone (lua_close, the end of a test run): frees the
+// spare nodes and the storage pool's cached blocks. The engine's singletons are immortal (never
+// destroyed at exit), so this is the one place their spare memory goes back; calling it earlier
+// is harmless, it only costs the reuse.
+void engine_release_spares();
 inline void ref_retain(Node* n);
 inline void ref_release(Node* n);
 
@@ -298,8 +305,12 @@ struct BackwardCall {
     const OpAttrs& attrs() const { return node->attrs; }
 };
 
+// A list of nodes that holds them: a caller may run code that frees nodes (Lua's collector
+// finalising tensors while the caller builds Lua tables) and still read every node of the list.
+typedef std::vector<Ref<Node>> NodeList;
+
 // The nodes that produced t: its autograd ancestry and their recorded backward nodes, by id.
-std::vector<Node*> graph_collect(const Tensor& t);
+NodeList graph_collect(const Tensor& t);
 
 // Description of a node on one line: "#5 tanh [20,1] <- #4  (rnn_cell.lua:12)".
 std::string node_describe(const Node* node);

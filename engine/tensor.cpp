@@ -108,7 +108,10 @@ constexpr size_t SMALL_LIMIT = 4096;             // up to this, sizes are classe
 constexpr size_t POOL_MAX_CACHED = 256u << 20;   // never keep more than this in free lists
 
 // Freed blocks are kept for reuse: small ones in lists per 64-byte class, big ones per exact
-// size (a training loop asks for the same sizes every step).
+// size (a training loop asks for the same sizes every step). The pool is immortal (made on first
+// use, never destroyed): a tensor can die during static destruction, after a destroyed pool's
+// lists would be gone. Its cached blocks stay reachable from it, so leak checkers do not count
+// them; storage_release_cached() frees them at orderly shutdown.
 struct StoragePool {
     std::vector<Storage*> small_free[SMALL_LIMIT / 64 + 1];
     std::unordered_map<size_t, std::vector<Storage*>> big_free;
@@ -117,8 +120,6 @@ struct StoragePool {
     size_t live_bytes = 0;
     size_t peak_bytes = 0;
     uint64_t next_serial = 1;
-
-    ~StoragePool() { drop_all(); }
 
     std::vector<Storage*>& free_list(size_t rounded) {
         return rounded <= SMALL_LIMIT ? small_free[rounded / 64] : big_free[rounded];
@@ -136,8 +137,8 @@ struct StoragePool {
 };
 
 StoragePool& pool() {
-    static StoragePool instance;
-    return instance;
+    static StoragePool* instance = new StoragePool;
+    return *instance;
 }
 
 size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
@@ -197,10 +198,16 @@ Storage* storage_new(size_t bytes, Device device) {
 void storage_free(Storage* s) {
     StoragePool& p = pool();
     p.live_bytes -= s->bytes;
+    if (!ENGINE_RECYCLES_MEMORY) {
+        std::free(s);
+        return;
+    }
     if (p.cached_bytes + s->bytes > POOL_MAX_CACHED) p.drop_all();
     p.free_list(s->bytes).push_back(s);
     p.cached_bytes += s->bytes;
 }
+
+void storage_release_cached() { pool().drop_all(); }
 
 size_t storage_bytes_allocated_total() { return pool().allocated_total; }
 size_t storage_bytes_live() { return pool().live_bytes; }
@@ -220,6 +227,13 @@ Value value_new(const Shape& shape, DType dtype, Device device) {
     return v;
 }
 
+int64_t int64_from_double(double x) {
+    if (x != x) return 0;
+    if (x >= 9223372036854775808.0) return INT64_MAX;   // 2^63: the first double past the largest int64
+    if (x < -9223372036854775808.0) return INT64_MIN;
+    return static_cast<int64_t>(x);
+}
+
 double value_get(const Value& v, int64_t i) {
     switch (v.dtype) {
         case DTYPE_F32: return v.data<float>()[i];
@@ -233,7 +247,7 @@ void value_set(const Value& v, int64_t i, double x) {
     switch (v.dtype) {
         case DTYPE_F32: v.data<float>()[i] = static_cast<float>(x); break;
         case DTYPE_F64: v.data<double>()[i] = x; break;
-        case DTYPE_I64: v.data<int64_t>()[i] = static_cast<int64_t>(x); break;
+        case DTYPE_I64: v.data<int64_t>()[i] = int64_from_double(x); break;
     }
 }
 

@@ -9,8 +9,24 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 namespace td {
+
+// Freed nodes and storage blocks are kept for reuse (the hot path of a training loop), except under
+// AddressSanitizer: there every free goes back to the allocator, so that a use after free is
+// reported instead of silently reading a recycled block.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool ENGINE_RECYCLES_MEMORY = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool ENGINE_RECYCLES_MEMORY = false;
+#else
+constexpr bool ENGINE_RECYCLES_MEMORY = true;
+#endif
+#else
+constexpr bool ENGINE_RECYCLES_MEMORY = true;
+#endif
 
 enum DType : uint8_t { DTYPE_F32, DTYPE_F64, DTYPE_I64 };
 enum Device : uint8_t { DEVICE_CPU, DEVICE_CUDA };
@@ -72,6 +88,7 @@ struct Storage {
 
 Storage* storage_new(size_t bytes, Device device);   // refcount 1, contents uninitialised
 void storage_free(Storage* storage);
+void storage_release_cached();                        // frees the pool's cached blocks (engine_release_spares)
 size_t storage_bytes_allocated_total();               // running total, for Lua's collector
 size_t storage_bytes_live();                          // bytes held by live storages right now
 size_t storage_bytes_peak();                          // the most bytes live since storage_peak_reset()
@@ -153,6 +170,20 @@ struct Value {
 
 // A new value with fresh (uninitialised) storage.
 Value value_new(const Shape& shape, DType dtype, Device device = DEVICE_CPU);
+// A double as an int64 element: truncated toward zero; NaN becomes 0 and what is out of range
+// saturates at the int64 limits. C++ leaves those conversions undefined; tensors never do them.
+int64_t int64_from_double(double x);
+
+// An element of type Out from a value of type In (float32, float64 or int64): as C++ converts,
+// except that float to int64 goes through int64_from_double.
+template <class Out, class In>
+inline Out element_cast(In x) {
+    if constexpr (std::is_same<Out, int64_t>::value && std::is_floating_point<In>::value)
+        return int64_from_double(static_cast<double>(x));
+    else
+        return static_cast<Out>(x);
+}
+
 // Element i (row-major) read as a double, whatever the dtype.
 double value_get(const Value& v, int64_t i);
 void value_set(const Value& v, int64_t i, double x);

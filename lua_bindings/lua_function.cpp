@@ -262,9 +262,11 @@ int torch_function(lua_State* L) {
             return luaL_error(L, "torch.Function: the table needs a %s function (ctx, ...)", method);
     lua_settop(L, 1);
     if (lua_getfield(L, 1, "name") == LUA_TNIL) {
+        lua_pop(L, 1);
         lua_pushstring(L, "Function");
-        lua_setfield(L, 1, "name");
-    } else if (!lua_isstring(L, -1)) {
+        lua_pushvalue(L, -1);
+        lua_setfield(L, 1, "name");   // the name stays on the stack: it is registered below
+    } else if (lua_type(L, -1) != LUA_TSTRING) {
         return luaL_error(L, "torch.Function: name must be a string");
     }
     luaL_getsubtable(L, LUA_REGISTRYINDEX, TAPEDECK_FUNCTION_NAMES);

@@ -3,7 +3,7 @@
 //   f = torch.freeze(step, x, y)          -- runs step(x, y) once, recording it; compiles the plan
 //   f = torch.freeze{step, x, y, strict = true, cache = 4, passes = {fuse = false}}
 //   f(x2, y2)                              -- replays the plan (re-records when a guard fails)
-//   torch.save_plan(f, "step.tdp"); g = torch.load_plan("step.tdp")
+//   torch.save_plan(f, "step.tdp"); g = torch.load_plan("step.tdp" [, {max_bytes = N, fuse = false}])
 //   torch.save_npy(t, "t.npy"); t = torch.load_npy("t.npy")
 //
 // The frozen function keeps a small cache of plans, most recently used first, each with the
@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "plan.h"
+#include "lua_util.h"
 #include "tapedeck_lua.h"
 
 using namespace td;
@@ -46,7 +47,7 @@ struct Frozen {
     std::string name;
     lua_State* main = nullptr;
     int fn_ref = LUA_NOREF;           // the Lua function; none for a plan loaded from a file
-    int last_args_ref = LUA_NOREF;    // the latest call's arguments (for :timeit): {n = count, ...}
+    int last_args_ref = LUA_NOREF;    // the latest successful call's arguments (for :timeit): {n = count, ...}
     int last_args_n = 0;              // its n (kept here too, so a call reads no field)
     std::vector<Tensor> spare_inputs; // empty; lent to each call for its capacity (no allocation per call)
     std::vector<CacheEntry> cache;    // most recently used first
@@ -82,7 +83,7 @@ Frozen* test_frozen(lua_State* L, int idx) {
 
 Frozen& check_frozen(lua_State* L, int idx) {
     Frozen* f = test_frozen(L, idx);
-    if (!f) luaL_error(L, "expected a frozen function (from torch.freeze), got %s", luaL_typename(L, idx));
+    if (!f) tdlua::arg_fail(idx, "expected a frozen function (from torch.freeze), got %s", tdlua::type_name_of(L, idx));
     return *f;
 }
 
@@ -102,7 +103,7 @@ SourceLoc lua_loc(lua_State* L, int level) {
     SourceLoc loc;
     for (; lua_getstack(L, level, &ar); ++level) {
         lua_getinfo(L, "Sl", &ar);
-        if (ar.currentline <= 0 || strncmp(ar.source, TAPEDECK_LIBRARY_CHUNK, strlen(TAPEDECK_LIBRARY_CHUNK)) == 0) continue;
+        if (ar.currentline <= 0 || tdlua::is_library_frame(ar)) continue;
         loc.file = source_file_intern(ar.short_src);
         loc.line = ar.currentline;
         break;
@@ -110,8 +111,10 @@ SourceLoc lua_loc(lua_State* L, int level) {
     return loc;
 }
 
+// Raises `message` as a Lua error, with the user's file:line appended as the guarded bindings do.
 [[noreturn]] void raise(lua_State* L, const std::string& message) {
-    lua_pushstring(L, message.c_str());
+    std::string where = tdlua::where_at(L, 1);
+    lua_pushstring(L, (where.empty() ? message : message + " (" + where + ")").c_str());
     lua_error(L);
     throw 0;   // not reached: lua_error does not return
 }
@@ -327,12 +330,6 @@ std::vector<std::string> input_names(lua_State* L, Frozen& f, int first, int n) 
     return names;
 }
 
-int message_handler(lua_State* L) {
-    const char* message = lua_tostring(L, 1);
-    luaL_traceback(L, L, message ? message : "(error object is not a string)", 1);
-    return 1;
-}
-
 // Runs the function on the arguments at [first, first + n) while recording, compiles the plan and
 // puts it first in the cache. Leaves the function's results on the stack; returns their count.
 int record_call(lua_State* L, Frozen& f, int first, int n) {
@@ -349,17 +346,14 @@ int record_call(lua_State* L, Frozen& f, int first, int n) {
         f.unref(e.args_ref);
         raise(L, x.what());
     }
-    lua_pushcfunction(L, message_handler);
     lua_rawgeti(L, LUA_REGISTRYINDEX, f.fn_ref);
     for (int i = 0; i < n; ++i) lua_pushvalue(L, first + i);
-    int status = lua_pcall(L, n, LUA_MULTRET, top + 1);
+    int status = lua_pcall(L, n, LUA_MULTRET, 0);
     if (status != LUA_OK) {
         plan_record_abort();
         f.unref(e.args_ref);
-        lua_remove(L, top + 1);
-        return lua_error(L);   // the function's own error, unchanged
+        return lua_error(L);   // the function's own error, unchanged (the caller's traceback shows where)
     }
-    lua_remove(L, top + 1);
     int n_results = lua_gettop(L) - top;
     std::vector<Tensor> outputs;
     try {
@@ -389,7 +383,8 @@ int record_call(lua_State* L, Frozen& f, int first, int n) {
     return n_results;
 }
 
-// Keeps the call's arguments (for :timeit) in one table, refilled each call (no allocation).
+// Keeps the arguments of a call that succeeded (for :timeit, which runs the plan that call used,
+// first in the cache) in one table, refilled each call (no allocation).
 void remember_args(lua_State* L, Frozen& f, int first, int n) {
     if (f.last_args_ref == LUA_NOREF) {
         lua_createtable(L, n, 1);
@@ -421,7 +416,6 @@ int frozen_call(lua_State* L) {
     Frozen& f = check_frozen(L, 1);
     int first = 2, n = lua_gettop(L) - 1;
     ++f.calls;
-    remember_args(L, f, first, n);
     if (plan_recording())
         raise(L, f.name + ": a frozen function cannot run while another function is being frozen (call its eager function)");
     struct BorrowedInputs {   // f's spare vector for this call, emptied and handed back however it ends
@@ -449,13 +443,11 @@ int frozen_call(lua_State* L) {
             } catch (const std::exception& x) {
                 error = x.what();
             }
-            if (!error.empty()) {
-                std::string where = tapedeck_where(L, 1);
-                raise(L, error + (where.empty() ? "" : " (" + where + ")"));
-            }
+            if (!error.empty()) raise(L, error);
             if (result.completed) {
                 ++f.replays;
                 if (c > 0) std::rotate(f.cache.begin(), f.cache.begin() + static_cast<long>(c), f.cache.begin() + static_cast<long>(c) + 1);
+                remember_args(L, f, first, n);
                 return push_results(L, f.cache.front(), result.outputs);
             }
             why = result.reason;
@@ -469,11 +461,18 @@ int frozen_call(lua_State* L) {
         raise(L, f.name + ": guard failed: " + reason + "; strict mode does not re-record" + frozen_at);
     if (f.verbose && !f.cache.empty())
         fprintf(stderr, "freeze: re-recording %s: %s\n", f.name.c_str(), reason.c_str());
-    return record_call(L, f, first, n);
+    int n_results = record_call(L, f, first, n);
+    remember_args(L, f, first, n);
+    return n_results;
 }
 
 // ============================================================================================
 // [SECTION] timeit
+
+// memcpy that also takes an empty vector's null data() (memcpy's pointers must not be null).
+void copy_bytes(void* to, const void* from, size_t n) {
+    if (n > 0) std::memcpy(to, from, n);
+}
 
 // The state a call can change: captured tensors' bytes, and the .grad of each grad target.
 struct Snapshot {
@@ -495,10 +494,10 @@ struct Snapshot {
         }
     }
     void restore() {
-        for (auto& b : bytes) std::memcpy(b.first.raw(), b.second.data(), b.second.size());
+        for (auto& b : bytes) copy_bytes(b.first.raw(), b.second.data(), b.second.size());
         for (size_t i = 0; i < grads.size(); ++i) {
             grads[i].first->grad = grads[i].second;
-            if (grads[i].second.defined()) std::memcpy(grads[i].second.value().raw(), grad_bytes[i].data(), grad_bytes[i].size());
+            if (grads[i].second.defined()) copy_bytes(grads[i].second.value().raw(), grad_bytes[i].data(), grad_bytes[i].size());
         }
     }
 };
@@ -591,10 +590,11 @@ size_t peak_of_one_call(lua_State* L, Frozen& f, int fn_idx, Snapshot& snapshot,
 // arguments from the same state, which is put back afterwards.
 int frozen_timeit(lua_State* L) {
     Frozen& f = check_frozen(L, 1);
-    int iterations = static_cast<int>(luaL_optinteger(L, 2, 100));
-    if (iterations < 1) return luaL_error(L, "timeit: needs at least 1 iteration");
-    if (f.fn_ref == LUA_NOREF) return luaL_error(L, "timeit: %s was loaded from a file: there is no eager function to compare with", f.name.c_str());
-    if (f.last_args_ref == LUA_NOREF || f.cache.empty()) return luaL_error(L, "timeit: %s has not been called yet", f.name.c_str());
+    int64_t iterations = lua_isnoneornil(L, 2) ? 100 : tdlua::check_integer(L, 2, "iterations");
+    if (iterations < 1 || iterations > 100000000) tdlua::arg_fail(2, "iterations must be 1..100000000, got %lld", static_cast<long long>(iterations));
+    if (lua_gettop(L) > 2) tdlua::arg_fail(3, "timeit takes one argument, the number of iterations");
+    if (f.fn_ref == LUA_NOREF) engine_fail("timeit: %s was loaded from a file: there is no eager function to compare with", f.name.c_str());
+    if (f.last_args_ref == LUA_NOREF || f.cache.empty()) engine_fail("timeit: %s has not been called yet", f.name.c_str());
     lua_settop(L, 1);
     lua_rawgeti(L, LUA_REGISTRYINDEX, f.fn_ref);
     int fn_idx = lua_gettop(L);
@@ -607,6 +607,8 @@ int frozen_timeit(lua_State* L) {
     }
     lua_pop(L, 1);
     std::shared_ptr<Plan> plan = f.cache.front().plan;
+    std::string why = plan_check_inputs(*plan, inputs);   // the last successful call made it first: it fits
+    if (!why.empty()) engine_fail("timeit: %s's latest plan does not fit its last arguments: %s", f.name.c_str(), why.c_str());
     Snapshot snapshot;
     snapshot.take(*plan, inputs);
 
@@ -659,13 +661,18 @@ int frozen_timeit(lua_State* L) {
 // ============================================================================================
 // [SECTION] bindings
 
-// Reads {dce=, cse=, fold=, fuse=, inplace=, reuse=} into passes; unknown keys are errors.
-void passes_from_table(lua_State* L, int idx, PlanPasses& passes) {
+// Reads {dce=, cse=, fold=, fuse=, inplace=, reuse=} into passes; unknown keys are errors, but for
+// `also` (an option the caller reads itself: load_plan's max_bytes), which is skipped.
+void passes_from_table(lua_State* L, int idx, PlanPasses& passes, const char* also = nullptr) {
     idx = lua_absindex(L, idx);
     lua_pushnil(L);
     while (lua_next(L, idx)) {
         const char* key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
         bool on = lua_toboolean(L, -1);
+        if (also && strcmp(key, also) == 0) {
+            lua_pop(L, 1);
+            continue;
+        }
         if (strcmp(key, "dce") == 0) passes.dce = on;
         else if (strcmp(key, "cse") == 0) passes.cse = on;
         else if (strcmp(key, "fold") == 0) passes.fold = on;
@@ -673,7 +680,8 @@ void passes_from_table(lua_State* L, int idx, PlanPasses& passes) {
         else if (strcmp(key, "inplace") == 0) passes.inplace = on;
         else if (strcmp(key, "reuse") == 0) passes.reuse = on;
         else if (strcmp(key, "all") == 0) passes = on ? PlanPasses() : PlanPasses{false, false, false, false, false, false};
-        else luaL_error(L, "freeze: unknown pass '%s' (dce, cse, fold, fuse, inplace, reuse, all)", key);
+        else if (also) tdlua::arg_fail(idx, "unknown option '%s' (%s, or a pass: dce, cse, fold, fuse, inplace, reuse, all)", key, also);
+        else tdlua::arg_fail(idx, "unknown pass '%s' (dce, cse, fold, fuse, inplace, reuse, all)", key);
         lua_pop(L, 1);
     }
 }
@@ -685,21 +693,57 @@ std::string function_name(lua_State* L, int idx) {
     return std::string("function (") + ar.short_src + ":" + std::to_string(ar.linedefined) + ")";
 }
 
+constexpr int MAX_FREEZE_ARGS = 200;
+
+// The options of torch.freeze{fn, args..., name=, strict=, verbose=, cache=, passes=}, read into
+// f; unknown keys are errors (a typo must not pass silently).
+void freeze_options(lua_State* L, int idx, Frozen& f) {
+    lua_Integer count = static_cast<lua_Integer>(lua_rawlen(L, idx));
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        if (lua_isinteger(L, -2) && lua_tointeger(L, -2) >= 1 && lua_tointeger(L, -2) <= count) {
+            lua_pop(L, 1);
+            continue;
+        }
+        const char* key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
+        if (strcmp(key, "name") == 0) {
+            f.name = tdlua::check_string(L, -1, "name");
+        } else if (strcmp(key, "strict") == 0) {
+            f.strict = lua_toboolean(L, -1);
+        } else if (strcmp(key, "verbose") == 0) {
+            f.verbose = lua_toboolean(L, -1);
+        } else if (strcmp(key, "cache") == 0) {
+            int is_integer = 0;
+            lua_Integer size = lua_tointegerx(L, -1, &is_integer);
+            if (!is_integer || size < 1 || size > 1000)
+                tdlua::arg_fail(idx, "cache must be a number of plans, 1..1000, got %s", luaL_tolstring(L, -1, nullptr));
+            f.cache_size = static_cast<int>(size);
+        } else if (strcmp(key, "passes") == 0) {
+            if (!lua_istable(L, -1)) tdlua::arg_fail(idx, "passes must be a table like {fuse = false}, got %s", tdlua::type_name_of(L, -1));
+            passes_from_table(L, lua_gettop(L), f.passes);
+        } else {
+            tdlua::arg_fail(idx, "unknown option '%s' (expected name, strict, verbose, cache or passes)", key);
+        }
+        lua_pop(L, 1);
+    }
+}
+
 // torch.freeze(fn, args...) or torch.freeze{fn, args..., strict=, cache=, verbose=, passes=, name=}
 int l_freeze(lua_State* L) {
     bool options = lua_istable(L, 1);
     int fn_idx = 1, first = 2, n = lua_gettop(L) - 1;
     if (options) {
-        int t = 1;
-        lua_Integer count = luaL_len(L, t);
+        lua_Integer count = static_cast<lua_Integer>(lua_rawlen(L, 1));
+        if (count > MAX_FREEZE_ARGS + 1) tdlua::arg_fail(1, "at most %d arguments", MAX_FREEZE_ARGS);
         luaL_checkstack(L, static_cast<int>(count) + 8, "too many arguments");
-        for (lua_Integer i = 1; i <= count; ++i) lua_rawgeti(L, t, i);
+        for (lua_Integer i = 1; i <= count; ++i) lua_rawgeti(L, 1, i);
         fn_idx = 2;
         first = 3;
         n = static_cast<int>(count) - 1;
     }
     if (lua_type(L, fn_idx) != LUA_TFUNCTION)
-        return luaL_error(L, "freeze: expects a function first (torch.freeze(fn, args...)), got %s", luaL_typename(L, fn_idx));
+        tdlua::arg_fail(1, "expects a function first (torch.freeze(fn, args...) or torch.freeze{fn, args...}), got %s",
+                        tdlua::type_name_of(L, fn_idx));
     Frozen& f = push_frozen(L);
     int self = lua_gettop(L);
     lua_pushvalue(L, fn_idx);
@@ -708,17 +752,7 @@ int l_freeze(lua_State* L) {
     f.name = function_name(L, fn_idx);
     bool record_now = !options;
     if (options) {
-        lua_getfield(L, 1, "name");
-        if (lua_isstring(L, -1)) f.name = lua_tostring(L, -1);
-        lua_getfield(L, 1, "strict");
-        f.strict = lua_toboolean(L, -1);
-        lua_getfield(L, 1, "verbose");
-        if (!lua_isnil(L, -1)) f.verbose = lua_toboolean(L, -1);
-        lua_getfield(L, 1, "cache");
-        if (!lua_isnil(L, -1)) f.cache_size = static_cast<int>(luaL_checkinteger(L, -1));
-        lua_getfield(L, 1, "passes");
-        if (lua_istable(L, -1)) passes_from_table(L, -1, f.passes);
-        lua_pop(L, 5);
+        freeze_options(L, 1, f);
         record_now = n > 0;
     }
     if (record_now) {
@@ -730,9 +764,10 @@ int l_freeze(lua_State* L) {
 }
 
 int frozen_gc(lua_State* L) {
-    Frozen** p = static_cast<Frozen**>(luaL_checkudata(L, 1, FROZEN_TYPE));
+    Frozen** p = static_cast<Frozen**>(tapedeck_test_udata(L, 1, g_frozen_metatable));
+    if (!p) return 0;
     delete *p;
-    *p = nullptr;
+    *p = nullptr;   // test_frozen refuses it from now on
     return 0;
 }
 
@@ -751,7 +786,7 @@ int frozen_tostring(lua_State* L) {
 // f:plan(): the :plan text of the most recently used plan.
 int frozen_plan(lua_State* L) {
     Frozen& f = check_frozen(L, 1);
-    if (f.cache.empty()) return luaL_error(L, "%s: not recorded yet (call it once)", f.name.c_str());
+    if (f.cache.empty()) engine_fail("plan: %s was not recorded yet (call it once)", f.name.c_str());
     lua_pushstring(L, plan_describe(*f.cache.front().plan).c_str());
     return 1;
 }
@@ -759,8 +794,8 @@ int frozen_plan(lua_State* L) {
 // f:with_passes{fuse = false}: a new frozen function, the same recording compiled with those passes.
 int frozen_with_passes(lua_State* L) {
     Frozen& f = check_frozen(L, 1);
-    luaL_checktype(L, 2, LUA_TTABLE);
-    if (f.cache.empty()) return luaL_error(L, "%s: not recorded yet (call it once)", f.name.c_str());
+    if (!lua_istable(L, 2)) tdlua::arg_fail(2, "expected a table of passes like {fuse = false}, got %s", tdlua::type_name_of(L, 2));
+    if (f.cache.empty()) engine_fail("with_passes: %s was not recorded yet (call it once)", f.name.c_str());
     PlanPasses passes = f.passes;
     passes_from_table(L, 2, passes);
     Frozen& g = push_frozen(L);
@@ -790,11 +825,7 @@ int frozen_with_passes(lua_State* L) {
     for (const CacheEntry& e : f.cache) {
         CacheEntry c;
         c.recorded = e.recorded;
-        try {
-            c.plan = std::shared_ptr<Plan>(plan_compile(*e.recorded, passes));
-        } catch (const std::exception& x) {
-            return luaL_error(L, "%s", x.what());
-        }
+        c.plan = std::shared_ptr<Plan>(plan_compile(*e.recorded, passes));
         lua_rawgeti(L, LUA_REGISTRYINDEX, e.args_ref);
         c.args_ref = luaL_ref(L, LUA_REGISTRYINDEX);
         lua_rawgeti(L, LUA_REGISTRYINDEX, e.results_ref);
@@ -838,7 +869,7 @@ int frozen_stats(lua_State* L) {
 // f.strict, f.cache_size, f.verbose, f.name (read and write); methods.
 int frozen_index(lua_State* L) {
     Frozen& f = check_frozen(L, 1);
-    const char* key = luaL_checkstring(L, 2);
+    const char* key = tdlua::check_string(L, 2, "field name");
     if (strcmp(key, "strict") == 0) lua_pushboolean(L, f.strict);
     else if (strcmp(key, "verbose") == 0) lua_pushboolean(L, f.verbose);
     else if (strcmp(key, "cache_size") == 0) lua_pushinteger(L, f.cache_size);
@@ -850,52 +881,68 @@ int frozen_index(lua_State* L) {
         lua_getmetatable(L, 1);
         lua_getfield(L, -1, "methods");
         lua_getfield(L, -1, key);
-        if (lua_isnil(L, -1)) return luaL_error(L, "frozen function has no field or method '%s'", key);
+        if (lua_isnil(L, -1)) engine_fail("frozen function: %s has no field or method '%s'", f.name.c_str(), key);
     }
     return 1;
 }
 
 int frozen_newindex(lua_State* L) {
     Frozen& f = check_frozen(L, 1);
-    const char* key = luaL_checkstring(L, 2);
-    if (strcmp(key, "strict") == 0) f.strict = lua_toboolean(L, 3);
-    else if (strcmp(key, "verbose") == 0) f.verbose = lua_toboolean(L, 3);
-    else if (strcmp(key, "cache_size") == 0) f.cache_size = static_cast<int>(luaL_checkinteger(L, 3));
-    else if (strcmp(key, "name") == 0) f.name = luaL_checkstring(L, 3);
-    else return luaL_error(L, "frozen function: cannot set '%s' (strict, verbose, cache_size, name)", key);
-    return 0;
-}
-
-int run_guarded_std(lua_State* L, lua_CFunction fn) {
-    std::string message;
-    try {
-        return fn(L);
-    } catch (const std::exception& e) {
-        message = e.what();
+    const char* key = tdlua::check_string(L, 2, "field name");
+    if (strcmp(key, "strict") == 0) {
+        f.strict = lua_toboolean(L, 3);
+    } else if (strcmp(key, "verbose") == 0) {
+        f.verbose = lua_toboolean(L, 3);
+    } else if (strcmp(key, "cache_size") == 0) {
+        int64_t size = tdlua::check_integer(L, 3, "cache_size");
+        if (size < 1 || size > 1000) tdlua::arg_fail(3, "cache_size must be 1..1000, got %lld", static_cast<long long>(size));
+        f.cache_size = static_cast<int>(size);
+    } else if (strcmp(key, "name") == 0) {
+        f.name = tdlua::check_string(L, 3, "name");
+    } else {
+        engine_fail("frozen function: cannot set '%s' (strict, verbose, cache_size, name)", key);
     }
-    std::string where = tapedeck_where(L, 1);
-    if (!where.empty()) message += " (" + where + ")";
-    lua_pushstring(L, message.c_str());
-    return lua_error(L);
+    return 0;
 }
 
 // torch.save_plan(f, path): the most recently used plan, its weights and its passes.
-int save_plan_body(lua_State* L) {
+int l_save_plan(lua_State* L) {
     Frozen& f = check_frozen(L, 1);
-    const char* path = luaL_checkstring(L, 2);
-    if (f.cache.empty()) return luaL_error(L, "save_plan: %s was never recorded (call it once)", f.name.c_str());
+    const char* path = tdlua::check_string(L, 2, "path");
+    if (f.cache.empty()) engine_fail("save_plan: %s was never recorded (call it once)", f.name.c_str());
     plan_save(*f.cache.front().recorded, f.passes, path);
     return 0;
 }
-int l_save_plan(lua_State* L) { return run_guarded_std(L, save_plan_body); }
 
-// torch.load_plan(path [, {passes}]): a frozen function that runs the file's plan; its results are
-// the tensors the function returned, in order. It cannot re-record: wrong inputs are an error.
-int load_plan_body(lua_State* L) {
-    const char* path = luaL_checkstring(L, 1);
+// load_plan's {max_bytes = N}: the memory bound of plan_load (0: its default).
+size_t load_plan_max_bytes(lua_State* L, int idx) {
+    lua_getfield(L, idx, "max_bytes");
+    size_t max_bytes = 0;
+    if (!lua_isnil(L, -1)) {
+        int is_integer = 0;
+        lua_Integer n = lua_tointegerx(L, -1, &is_integer);
+        if (!is_integer || n < 1)
+            tdlua::arg_fail(idx, "max_bytes must be a positive whole number of bytes, got %s", luaL_tolstring(L, -1, nullptr));
+        max_bytes = static_cast<size_t>(n);
+    }
+    lua_pop(L, 1);
+    return max_bytes;
+}
+
+// torch.load_plan(path [, {max_bytes = N, passes...}]): a frozen function that runs the file's
+// plan; its results are the tensors the function returned, in order. It cannot re-record: wrong
+// inputs are an error. max_bytes bounds the memory the plan may take (plan_load); the passes
+// switch the file's passes on or off.
+int l_load_plan(lua_State* L) {
+    const char* path = tdlua::check_string(L, 1, "path");
+    bool options = !lua_isnoneornil(L, 2);
+    if (options && !lua_istable(L, 2))
+        tdlua::arg_fail(2, "options must be a table like {max_bytes = 2^30, fuse = false}, got %s", tdlua::type_name_of(L, 2));
+    PlanLoadOptions load;
+    if (options) load.max_bytes = load_plan_max_bytes(L, 2);
     PlanPasses passes;
-    std::shared_ptr<Plan> recorded(plan_load(path, &passes));
-    if (lua_istable(L, 2)) passes_from_table(L, 2, passes);
+    std::shared_ptr<Plan> recorded(plan_load(path, &passes, load));
+    if (options) passes_from_table(L, 2, passes, "max_bytes");
     Frozen& f = push_frozen(L);
     f.name = recorded->name;
     f.passes = passes;
@@ -924,7 +971,6 @@ int load_plan_body(lua_State* L) {
     f.cache.push_back(e);
     return 1;
 }
-int l_load_plan(lua_State* L) { return run_guarded_std(L, load_plan_body); }
 
 // f:params(): {name = tensor} of the captured tensors (a loaded plan's weights).
 int frozen_params(lua_State* L) {
@@ -940,33 +986,35 @@ int frozen_params(lua_State* L) {
     return 1;
 }
 
-int save_npy_body(lua_State* L) {
+int l_save_npy(lua_State* L) {
     Tensor* t = tapedeck_test_tensor(L, 1);
-    if (!t) return luaL_error(L, "save_npy: argument 1: tensor expected, got %s", luaL_typename(L, 1));
-    npy_save(t->value(), luaL_checkstring(L, 2));
+    if (!t) tdlua::arg_fail(1, "tensor expected, got %s", tdlua::type_name_of(L, 1));
+    npy_save(t->value(), tdlua::check_string(L, 2, "path"));
     return 0;
 }
-int l_save_npy(lua_State* L) { return run_guarded_std(L, save_npy_body); }
 
-int load_npy_body(lua_State* L) {
-    Value v = npy_load(luaL_checkstring(L, 1));
+int l_load_npy(lua_State* L) {
+    Value v = npy_load(tdlua::check_string(L, 1, "path"));
     Tensor t = ops::create(OP_zeros, v.shape, v.dtype);
     std::memcpy(t.value().raw(), v.raw(), static_cast<size_t>(v.numel()) * dtype_size(v.dtype));
     return tapedeck_push_tensor(L, t);
 }
-int l_load_npy(lua_State* L) { return run_guarded_std(L, load_npy_body); }
 
 int l_is_frozen(lua_State* L) {
     lua_pushboolean(L, test_frozen(L, 1) != nullptr);
     return 1;
 }
 
-const luaL_Reg frozen_methods[] = {
+const tdlua::Binding frozen_methods[] = {
     {"plan", frozen_plan}, {"with_passes", frozen_with_passes}, {"stats", frozen_stats},
     {"timeit", frozen_timeit}, {"params", frozen_params}, {nullptr, nullptr},
 };
 
-const luaL_Reg torch_plan_functions[] = {
+const tdlua::Binding frozen_metamethods[] = {
+    {"__index", frozen_index, "frozen function"}, {"__newindex", frozen_newindex, "frozen function"}, {nullptr, nullptr},
+};
+
+const tdlua::Binding torch_plan_functions[] = {
     {"freeze", l_freeze}, {"save_plan", l_save_plan}, {"load_plan", l_load_plan}, {"save_npy", l_save_npy},
     {"load_npy", l_load_npy}, {"is_frozen", l_is_frozen}, {nullptr, nullptr},
 };
@@ -978,18 +1026,18 @@ void tapedeck_open_plan(lua_State* L) {
     g_frozen_metatable = lua_topointer(L, -1);
     lua_pushcfunction(L, frozen_gc);
     lua_setfield(L, -2, "__gc");
+    lua_pushstring(L, FROZEN_TYPE);   // getmetatable(f) gives the type name: scripts cannot call __gc
+    lua_setfield(L, -2, "__metatable");
     lua_pushcfunction(L, frozen_call);
     lua_setfield(L, -2, "__call");
     lua_pushcfunction(L, frozen_tostring);
     lua_setfield(L, -2, "__tostring");
-    lua_pushcfunction(L, frozen_index);
-    lua_setfield(L, -2, "__index");
-    lua_pushcfunction(L, frozen_newindex);
-    lua_setfield(L, -2, "__newindex");
-    luaL_newlib(L, frozen_methods);
+    tdlua::register_bindings(L, frozen_metamethods);
+    lua_newtable(L);
+    tdlua::register_bindings(L, frozen_methods);
     lua_setfield(L, -2, "methods");
     lua_pop(L, 1);
-    luaL_setfuncs(L, torch_plan_functions, 0);   // into the torch table on top of the stack
+    tdlua::register_bindings(L, torch_plan_functions);   // into the torch table on top of the stack
 }
 
 bool tapedeck_is_frozen(lua_State* L, int idx) { return test_frozen(L, idx) != nullptr; }

@@ -25,9 +25,11 @@
 #include "dot_export.h"
 #include "format.h"
 #include "plan.h"
+#include "lua_util.h"
 #include "tapedeck_lua.h"
 
 using namespace td;
+using namespace tdlua;
 
 namespace {
 
@@ -42,75 +44,13 @@ const void* g_tensor_metatable = nullptr;
 lua_State* g_current_state = nullptr;   // the thread whose binding is running (for the locator)
 size_t g_bytes_told_to_lua = 0;
 
-// A bad argument; call_binding prefixes the function's name and appends the script line.
-struct ArgError : std::runtime_error {
-    using std::runtime_error::runtime_error;
-};
-
-[[noreturn]] __attribute__((format(printf, 2, 3))) void arg_fail(int index, const char* format, ...) {
-    char buffer[512];
-    va_list args;
-    va_start(args, format);
-    vsnprintf(buffer, sizeof buffer, format, args);
-    va_end(args);
-    throw ArgError("argument " + std::to_string(index) + ": " + buffer);
+// The tensor at idx; nullptr when it is not one, or when Lua has already finalised it (a finaliser
+// of another object may still reach it: Lua resurrects what finalisers can see).
+Tensor* test_tensor(lua_State* L, int idx) {
+    Tensor* t = static_cast<Tensor*>(tapedeck_test_udata(L, idx, g_tensor_metatable));
+    return t && t->defined() ? t : nullptr;
 }
 
-struct Binding {
-    const char* name;
-    lua_CFunction fn;
-};
-
-// A frame of the Lua-written library (nn, optim): lines name the user's code that called it.
-bool is_library_frame(const lua_Debug& ar) {
-    return strncmp(ar.source, TAPEDECK_LIBRARY_CHUNK, strlen(TAPEDECK_LIBRARY_CHUNK)) == 0;
-}
-
-std::string where_at(lua_State* L, int level) {
-    lua_Debug ar;
-    for (; lua_getstack(L, level, &ar); ++level) {
-        lua_getinfo(L, "Sl", &ar);
-        if (ar.currentline > 0 && !is_library_frame(ar)) return std::string(ar.short_src) + ":" + std::to_string(ar.currentline);
-    }
-    return "";
-}
-
-// Run fn(L), turning a C++ error into a Lua error naming the function and the script line. The
-// Lua error is raised after the catch block has ended (it unwinds as an exception of its own).
-int run_guarded(lua_State* L, lua_CFunction fn, const char* name) {
-    std::string message;
-    g_current_state = L;
-    try {
-        return fn(L);
-    } catch (const ArgError& e) {
-        message = std::string(name) + ": " + e.what();
-    } catch (const std::exception& e) {
-        message = e.what();
-    }
-    std::string where = where_at(L, 1);
-    if (!where.empty()) message += " (" + where + ")";
-    lua_pushstring(L, message.c_str());
-    return lua_error(L);
-}
-
-// Every binding is a closure over its Binding record, called through here.
-int call_binding(lua_State* L) {
-    const Binding* b = static_cast<const Binding*>(lua_touserdata(L, lua_upvalueindex(1)));
-    return run_guarded(L, b->fn, b->name);
-}
-
-void register_bindings(lua_State* L, const Binding* bindings) {
-    for (const Binding* b = bindings; b->name; ++b) {
-        lua_pushlightuserdata(L, const_cast<Binding*>(b));
-        lua_pushcclosure(L, call_binding, 1);
-        lua_setfield(L, -2, b->name);
-    }
-}
-
-Tensor* test_tensor(lua_State* L, int idx) { return static_cast<Tensor*>(tapedeck_test_udata(L, idx, g_tensor_metatable)); }
-
-// What to call the value at idx in a message: "tensor" for a tensor, else Lua's type name.
-const char* type_name_of(lua_State* L, int idx) { return test_tensor(L, idx) ? "tensor" : luaL_typename(L, idx); }
 
 Tensor& check_tensor(lua_State* L, int idx) {
     Tensor* t = test_tensor(L, idx);
@@ -163,20 +103,6 @@ SourceLoc locate_in_lua(void*) {
 // ============================================================================================
 // [SECTION] arguments
 
-int64_t check_integer(lua_State* L, int idx, const char* what) {
-    int is_integer = 0;
-    lua_Integer v = lua_tointegerx(L, idx, &is_integer);
-    if (!is_integer) arg_fail(idx, "%s must be an integer, got %s", what, type_name_of(L, idx));
-    return v;
-}
-
-double check_number(lua_State* L, int idx, const char* what) {
-    int is_number = 0;
-    lua_Number v = lua_tonumberx(L, idx, &is_number);
-    if (!is_number) arg_fail(idx, "%s must be a number, got %s", what, type_name_of(L, idx));
-    return v;
-}
-
 int check_dim(lua_State* L, int idx, const char* op_name, int ndim) {
     return dim_normalize(op_name, check_integer(L, idx, "dim"), ndim);
 }
@@ -190,7 +116,9 @@ Shape shape_from_args(lua_State* L, int first, int* next) {
         if (n > MAX_DIMS) arg_fail(first, "at most %d dims", MAX_DIMS);
         for (lua_Integer i = 1; i <= n; ++i) {
             lua_geti(L, first, i);
-            s.dims[s.ndim++] = check_integer(L, -1, "size");
+            int is_integer = 0;
+            s.dims[s.ndim++] = lua_tointegerx(L, -1, &is_integer);
+            if (!is_integer) arg_fail(first, "size %lld must be an integer, got %s", static_cast<long long>(i), luaL_tolstring(L, -1, nullptr));
             lua_pop(L, 1);
         }
         *next = first + 1;
@@ -356,6 +284,13 @@ int l_manual_seed(lua_State* L) {
 
 enum Arith { ARITH_ADD, ARITH_SUB, ARITH_MUL, ARITH_DIV };
 
+// t beside the number at number_idx, as PyTorch promotes: an int64 tensor with a float number
+// (1.5, 2.0, 1e308, NaN) computes in float32; with an integer number it stays int64.
+Tensor promoted_for_number(lua_State* L, int number_idx, const Tensor& t) {
+    if (t.dtype() == DTYPE_I64 && !lua_isinteger(L, number_idx)) return ops::to(t, DTYPE_F32);
+    return t;
+}
+
 // a (+ - * /) b where either side may be a number.
 int arith(lua_State* L, Arith kind, const char* name) {
     Tensor* a = test_tensor(L, 1);
@@ -370,20 +305,22 @@ int arith(lua_State* L, Arith kind, const char* name) {
     }
     if (a && lua_type(L, 2) == LUA_TNUMBER) {
         double s = lua_tonumber(L, 2);
+        Tensor x = promoted_for_number(L, 2, *a);
         switch (kind) {
-            case ARITH_ADD: return push_tensor(L, ops::add_scalar(*a, s));
-            case ARITH_SUB: return push_tensor(L, ops::add_scalar(*a, -s));
-            case ARITH_MUL: return push_tensor(L, ops::mul_scalar(*a, s));
-            case ARITH_DIV: return push_tensor(L, ops::div_scalar(*a, s));
+            case ARITH_ADD: return push_tensor(L, ops::add_scalar(x, s));
+            case ARITH_SUB: return push_tensor(L, ops::add_scalar(x, -s));
+            case ARITH_MUL: return push_tensor(L, ops::mul_scalar(x, s));
+            case ARITH_DIV: return push_tensor(L, ops::div_scalar(x, s));
         }
     }
     if (b && lua_type(L, 1) == LUA_TNUMBER) {
         double s = lua_tonumber(L, 1);
+        Tensor x = promoted_for_number(L, 1, *b);
         switch (kind) {
-            case ARITH_ADD: return push_tensor(L, ops::add_scalar(*b, s));
-            case ARITH_SUB: return push_tensor(L, ops::rsub_scalar(*b, s));
-            case ARITH_MUL: return push_tensor(L, ops::mul_scalar(*b, s));
-            case ARITH_DIV: return push_tensor(L, ops::rdiv_scalar(*b, s));
+            case ARITH_ADD: return push_tensor(L, ops::add_scalar(x, s));
+            case ARITH_SUB: return push_tensor(L, ops::rsub_scalar(x, s));
+            case ARITH_MUL: return push_tensor(L, ops::mul_scalar(x, s));
+            case ARITH_DIV: return push_tensor(L, ops::rdiv_scalar(x, s));
         }
     }
     engine_fail("%s: expects tensors or numbers, got %s and %s", name, type_name_of(L, 1), type_name_of(L, 2));
@@ -406,8 +343,10 @@ int l_pow(lua_State* L) {
 // a:eq(b), a:lt(b), ...: b a tensor or a number; the result is 1 where the relation holds, else 0.
 int compare_binding(lua_State* L, OpId op) {
     Tensor& a = check_tensor(L, 1);
-    if (lua_type(L, 2) == LUA_TNUMBER)
-        return push_tensor(L, ops::compare(op, a, ops::create(OP_full, Shape{}, a.dtype(), lua_tonumber(L, 2))));
+    if (lua_type(L, 2) == LUA_TNUMBER) {   // a float number beside an int64 tensor compares in float64
+        DType dtype = a.dtype() == DTYPE_I64 && !lua_isinteger(L, 2) ? DTYPE_F64 : a.dtype();
+        return push_tensor(L, ops::compare(op, a, ops::create(OP_full, Shape{}, dtype, lua_tonumber(L, 2))));
+    }
     return push_tensor(L, ops::compare(op, a, check_tensor(L, 2)));
 }
 int l_eq(lua_State* L) { return compare_binding(L, OP_eq); }
@@ -584,12 +523,18 @@ int l_cat(lua_State* L) {
     return push_tensor(L, ops::cat(xs, dim));
 }
 
+// narrow(x, dim, start, length): start is 1-based; a negative start counts from the end (-1: the last).
 int l_narrow(lua_State* L) {
     Tensor& x = check_tensor(L, 1);
     int dim = check_dim(L, 2, "narrow", x.shape().ndim);
     int64_t start = check_integer(L, 3, "start");
     int64_t length = check_integer(L, 4, "length");
-    return push_tensor(L, ops::narrow(x, dim, start - 1, length));
+    int64_t size = x.shape().dims[dim];
+    if (start == 0 || start < -size || start > size + 1)
+        arg_fail(3, "start %lld out of range for size %lld along dim %d (expected 1..%lld, or -%lld..-1 from the end)",
+                 static_cast<long long>(start), static_cast<long long>(size), dim + 1, static_cast<long long>(size + 1),
+                 static_cast<long long>(size));
+    return push_tensor(L, ops::narrow(x, dim, start > 0 ? start - 1 : size + start, length));
 }
 
 // sum/mean/max: (x) over everything, or (x, dim[, keepdim]).
@@ -929,16 +874,21 @@ int tensor_index(lua_State* L) {
     return run_guarded(L, tensor_field, "index");
 }
 
-int tensor_newindex(lua_State* L) {
+// x[mask] = value, as PyTorch's grad_input[x < 0] = 0
+int assign_masked(lua_State* L) {
+    ops::masked_fill_(check_tensor(L, 1), check_tensor(L, 2), check_number(L, 3, "value"));
+    return 0;
+}
+
+int assign_requires_grad(lua_State* L) {
+    set_requires_grad(check_tensor(L, 1), lua_toboolean(L, 3));
+    return 0;
+}
+
+// x.grad = g (a tensor of x's shape) or nil
+int assign_grad(lua_State* L) {
     Tensor& t = check_tensor(L, 1);
-    if (Tensor* mask = test_tensor(L, 2)) {   // x[mask] = value, as PyTorch's grad_input[x < 0] = 0
-        ops::masked_fill_(t, *mask, check_number(L, 3, "value"));
-        return 0;
-    }
-    const char* key = lua_type(L, 2) == LUA_TSTRING ? lua_tostring(L, 2) : nullptr;
-    if (key && strcmp(key, "requires_grad") == 0) {
-        set_requires_grad(t, lua_toboolean(L, 3));
-    } else if (key && strcmp(key, "grad") == 0) {
+    {
         Output& out = t.node->outputs[t.output];
         if (plan_recording()) {
             if (lua_isnil(L, 3)) plan_record_note_grad_clear(t, locate_in_lua(nullptr));
@@ -954,14 +904,33 @@ int tensor_newindex(lua_State* L) {
                             t.shape().str().c_str());
             out.grad = g;
         }
-    } else {
-        engine_fail("tensor: cannot set field '%s' (only requires_grad and grad can be set, and x[mask] = value)", key ? key : "?");
     }
     return 0;
 }
 
+int assign_unknown(lua_State* L) {
+    const char* key = lua_type(L, 2) == LUA_TSTRING ? lua_tostring(L, 2) : nullptr;
+    engine_fail("tensor: cannot set field '%s' (only requires_grad and grad can be set, and x[mask] = value)",
+                key ? key : luaL_typename(L, 2));
+}
+
+// x[k] = v: each assignment runs guarded under the name the user wrote.
+int tensor_newindex(lua_State* L) {
+    if (test_tensor(L, 2)) return run_guarded(L, assign_masked, "x[mask] = value");
+    const char* key = lua_type(L, 2) == LUA_TSTRING ? lua_tostring(L, 2) : "";
+    if (strcmp(key, "requires_grad") == 0) return run_guarded(L, assign_requires_grad, "requires_grad");
+    if (strcmp(key, "grad") == 0) return run_guarded(L, assign_grad, "grad");
+    return run_guarded(L, assign_unknown, "tensor");
+}
+
+// Lets go of the node; the userdata stays an empty Tensor, which test_tensor refuses (it may be
+// seen again by a later finaliser, or by a __gc called twice through debug.getmetatable).
 int tensor_gc(lua_State* L) {
-    static_cast<Tensor*>(lua_touserdata(L, 1))->~Tensor();
+    Tensor* t = static_cast<Tensor*>(lua_touserdata(L, 1));
+    if (!t || !lua_getmetatable(L, 1)) return 0;
+    bool is_tensor = lua_topointer(L, -1) == g_tensor_metatable;
+    lua_pop(L, 1);
+    if (is_tensor) *t = Tensor();
     return 0;
 }
 
@@ -1031,10 +1000,12 @@ int l_set_grad_enabled(lua_State* L) {
     return 0;
 }
 
-void push_records(lua_State* L, const std::vector<Node*>& nodes) {
+// The list holds its nodes: building the tables allocates, and a collection step then may
+// finalise the last tensor that held one of them.
+void push_records(lua_State* L, const NodeList& nodes) {
     lua_createtable(L, static_cast<int>(nodes.size()), 0);
     for (size_t i = 0; i < nodes.size(); ++i) {
-        tapedeck_push_node_record(L, nodes[i]);
+        tapedeck_push_node_record(L, nodes[i].get());
         lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
     }
 }
@@ -1075,6 +1046,21 @@ int l_memory(lua_State* L) {
     lua_pushinteger(L, tape_live_count());
     lua_pushinteger(L, static_cast<lua_Integer>(storage_bytes_peak()));
     return 3;
+}
+
+// torch.set_memory_limit(bytes): the most bytes tensor data may take at once (nil or 0: the
+// default, 3/4 of physical memory); torch.memory_limit() reads it. Creating a tensor past it is an
+// error naming the op and the sizes in GB.
+int l_set_memory_limit(lua_State* L) {
+    int64_t bytes = lua_isnoneornil(L, 1) ? 0 : check_integer(L, 1, "bytes");
+    if (bytes < 0) arg_fail(1, "bytes must not be negative, got %lld", static_cast<long long>(bytes));
+    memory_set_limit_bytes(static_cast<size_t>(bytes));
+    return 0;
+}
+
+int l_memory_limit(lua_State* L) {
+    lua_pushinteger(L, static_cast<lua_Integer>(memory_limit_bytes()));
+    return 1;
 }
 
 int l_reset_peak_memory(lua_State*) {
@@ -1124,14 +1110,15 @@ const Binding torch_only[] = {
     {"is_grad_enabled", l_is_grad_enabled}, {"set_grad_enabled", l_set_grad_enabled},
     {"graph", l_graph}, {"tape", l_tape}, {"graphviz", l_graphviz}, {"is_tensor", l_is_tensor},
     {"perf_counter", l_perf_counter}, {"memory", l_memory}, {"reset_peak_memory", l_reset_peak_memory}, {"backward", l_backward},
+    {"set_memory_limit", l_set_memory_limit}, {"memory_limit", l_memory_limit},
     {nullptr, nullptr},
 };
 
+// Errors name the operation as the user wrote it: `a + b` is add, `x[k] = v` is index assignment.
 const Binding tensor_metamethods[] = {
-    {"__add", l_add}, {"__sub", l_sub}, {"__mul", l_mul}, {"__div", l_div}, {"__pow", l_pow},
-    {"__unm", l_neg}, {"__tostring", tensor_tostring}, {"__len", tensor_len},
-    {"__lt", l_less}, {"__le", l_less_equal},
-    {"__newindex", tensor_newindex},
+    {"__add", l_add, "add"}, {"__sub", l_sub, "sub"}, {"__mul", l_mul, "mul"}, {"__div", l_div, "div"},
+    {"__pow", l_pow, "pow"}, {"__unm", l_neg, "neg"}, {"__tostring", tensor_tostring, "tostring"},
+    {"__len", tensor_len, "len"}, {"__lt", l_less, "compare"}, {"__le", l_less_equal, "compare"},
     {nullptr, nullptr},
 };
 
@@ -1146,6 +1133,10 @@ int open_torch_table(lua_State* L) {
 // public
 
 td::Tensor* tapedeck_test_tensor(lua_State* L, int idx) { return test_tensor(L, idx); }
+bool tapedeck_is_finalised_tensor(lua_State* L, int idx) {
+    Tensor* t = static_cast<Tensor*>(tapedeck_test_udata(L, idx, g_tensor_metatable));
+    return t && !t->defined();
+}
 
 void* tapedeck_test_udata(lua_State* L, int idx, const void* metatable) {
     void* p = lua_touserdata(L, idx);
@@ -1157,6 +1148,7 @@ void* tapedeck_test_udata(lua_State* L, int idx, const void* metatable) {
 int tapedeck_push_tensor(lua_State* L, td::Tensor t) { return push_tensor(L, std::move(t)); }
 std::string tapedeck_where(lua_State* L, int level) { return where_at(L, level); }
 lua_State* tapedeck_current_state() { return g_current_state; }
+void tapedeck_set_current_state(lua_State* L) { g_current_state = L; }
 
 void tapedeck_push_node_record(lua_State* L, const td::Node* n) {
     lua_createtable(L, 0, 12);
@@ -1206,6 +1198,10 @@ void tapedeck_open(lua_State* L) {
     register_bindings(L, tensor_metamethods);
     lua_pushcfunction(L, tensor_gc);
     lua_setfield(L, -2, "__gc");
+    lua_pushcfunction(L, tensor_newindex);
+    lua_setfield(L, -2, "__newindex");
+    lua_pushstring(L, TENSOR_TYPE);   // getmetatable(t) gives the type name: scripts cannot call __gc
+    lua_setfield(L, -2, "__metatable");
     lua_newtable(L);   // methods
     register_bindings(L, tensor_functions);
     register_bindings(L, method_only);

@@ -9,8 +9,11 @@
 // and the engine's source locator (so nodes record the Lua file:line that made them).
 void tapedeck_open(lua_State* L);
 
-// The tensor at stack index idx, or nullptr when it is not one.
+// The tensor at stack index idx, or nullptr when it is not one (or was finalised already).
 td::Tensor* tapedeck_test_tensor(lua_State* L, int idx);
+// Whether idx holds a tensor that Lua's collector has finalised (another finaliser can still see
+// it): an error says so rather than "tensor expected".
+bool tapedeck_is_finalised_tensor(lua_State* L, int idx);
 // The block of the full userdata at idx when its metatable is `metatable` (as lua_topointer gives
 // it), else nullptr: luaL_testudata without a registry lookup by name (bindings on hot paths).
 void* tapedeck_test_udata(lua_State* L, int idx, const void* metatable);
@@ -18,8 +21,10 @@ void* tapedeck_test_udata(lua_State* L, int idx, const void* metatable);
 int tapedeck_push_tensor(lua_State* L, td::Tensor t);
 // Push a Lua table describing a node: id, op, phase, group, inputs, shape, dtype, where, math.
 void tapedeck_push_node_record(lua_State* L, const td::Node* node);
-// The Lua thread whose binding is running now (engine callbacks call back into Lua on it).
+// The Lua thread whose binding is running now (engine callbacks call back into Lua on it, and
+// nodes record its file:line); every guarded binding sets it (lua_util.h).
 lua_State* tapedeck_current_state();
+void tapedeck_set_current_state(lua_State* L);
 // Loads the Lua-written library (nn, optim, F) as globals and package.loaded entries (lua_library.cpp).
 void tapedeck_open_library(lua_State* L);
 // Chunk names of that library start with this; source lines skip its frames (they name the user's).

@@ -31,7 +31,7 @@ std::string trim(const std::string& s) {
 
 // The nodes an optional expression names: the graph of the tensor it evaluates to, or the whole
 // tape when there is no expression. False (message printed) when it is not a tensor.
-bool nodes_for(lua_State* L, const std::string& expression, std::vector<td::Node*>& nodes) {
+bool nodes_for(lua_State* L, const std::string& expression, td::NodeList& nodes) {
     if (expression.empty()) {
         nodes = td::tape_nodes();
         return true;
@@ -54,7 +54,7 @@ bool cmd_help(lua_State*, const std::string&) {
 }
 
 bool cmd_graph(lua_State* L, const std::string& args) {
-    std::vector<td::Node*> nodes;
+    td::NodeList nodes;
     if (!nodes_for(L, args, nodes)) return true;
     fputs(td::graph_format_table(nodes, debugger_marked_nodes()).c_str(), stdout);
     printf("(%zu node%s)\n", nodes.size(), nodes.size() == 1 ? "" : "s");
@@ -69,7 +69,7 @@ bool cmd_dot(lua_State* L, const std::string& args) {
         fprintf(stderr, ":dot needs a file name, as in  :dot loss graph.svg\n");
         return true;
     }
-    std::vector<td::Node*> nodes;
+    td::NodeList nodes;
     if (!nodes_for(L, expression, nodes)) return true;
     try {
         td::graph_write(nodes, file);

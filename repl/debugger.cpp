@@ -375,7 +375,14 @@ void debugger_cancel_step() {
     refresh();
 }
 
-int debugger_watch_add(const std::string& expression) {
+int debugger_watch_add(lua_State* L, const std::string& expression, std::string* error) {
+    std::string code = "return " + expression;
+    if (luaL_loadbuffer(L, code.data(), code.size(), "=watch") != LUA_OK) {
+        *error = repl_error_text(L, -1);
+        lua_pop(L, 1);
+        return 0;
+    }
+    lua_pop(L, 1);
     g.watches.push_back({g.next_watch_id, expression});
     return g.next_watch_id++;
 }

@@ -177,7 +177,9 @@ TensorStats debugger_stats(const td::Value& value, int bins = 0);
 std::string debugger_inspect(const td::Tensor& t);
 
 // Expressions printed at every stop. Returns the watch id.
-int debugger_watch_add(const std::string& expression);
+// Adds a watch: `expression` is printed at every stop. 0 (and *error) when it does not parse as a
+// Lua expression.
+int debugger_watch_add(lua_State* L, const std::string& expression, std::string* error);
 bool debugger_watch_delete(int id);
 void debugger_watch_clear();
 std::string debugger_watches_format();

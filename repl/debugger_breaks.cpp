@@ -384,7 +384,7 @@ bool compile_condition(lua_State* L, Breakpoint& bp, std::string& error) {
     bool is_function = text.compare(0, 8, "function") == 0;
     std::string code = is_function ? "return " + text : "return function(t, node) return " + text + " end";
     if (luaL_loadbuffer(L, code.data(), code.size(), "=condition") != LUA_OK || lua_pcall(L, 0, 1, 0) != LUA_OK) {
-        error = std::string("bad condition: ") + lua_tostring(L, -1);
+        error = "bad condition: " + repl_error_text(L, -1);
         lua_pop(L, 1);
         return false;
     }

@@ -164,12 +164,17 @@ bool debugger_cmd_inspect(lua_State* L, const std::string& args) {
     return true;
 }
 
-bool debugger_cmd_watch(lua_State*, const std::string& args) {
+bool debugger_cmd_watch(lua_State* L, const std::string& args) {
     if (args.empty()) {
         fputs(debugger_watches_format().c_str(), stdout);
         return true;
     }
-    int id = debugger_watch_add(args);
+    std::string error;
+    int id = debugger_watch_add(L, args, &error);
+    if (!id) {
+        fail(":watch: '" + args + "' is not a Lua expression: " + error);
+        return true;
+    }
     printf("watch %d: %s (printed at every stop)\n", id, args.c_str());
     return true;
 }

@@ -231,7 +231,10 @@ int l_inspect(lua_State* L) {
 }
 
 int l_watch(lua_State* L) {
-    lua_pushinteger(L, debugger_watch_add(luaL_checkstring(L, 1)));
+    std::string error;
+    int id = debugger_watch_add(L, luaL_checkstring(L, 1), &error);
+    if (!id) return luaL_error(L, "dbg.watch: '%s' is not a Lua expression: %s", lua_tostring(L, 1), error.c_str());
+    lua_pushinteger(L, id);
     return 1;
 }
 
@@ -253,7 +256,8 @@ int l_run(lua_State* L) {
     const char* file = luaL_checkstring(L, 1);
     if (debugger_stop()) return luaL_error(L, "dbg.run: a run is stopped here; continue it first");
     int nargs = lua_gettop(L) - 1;
-    if (luaL_loadfile(L, file) != LUA_OK) return lua_error(L);
+    if (luaL_loadfile(L, file) != LUA_OK)   // cannot open it, or a syntax error in it
+        return luaL_error(L, "dbg.run: %s", repl_error_text(L, -1).c_str());
     lua_insert(L, 2);
     lua_call(L, nargs, LUA_MULTRET);
     return lua_gettop(L) - 1;

@@ -712,10 +712,10 @@ void print_stop(lua_State* L, int env_ref) {
                 value.assign(text, len);
                 lua_pop(L, 1);
             } else {
-                value = std::string("error: ") + lua_tostring(L, -1);
+                value = "error: " + repl_error_text(L, -1);
             }
         } else {
-            value = std::string("error: ") + lua_tostring(L, -1);
+            value = "error: " + repl_error_text(L, -1);
         }
         lua_pop(L, 1);
         s += "  watch " + std::to_string(w.id) + "  " + w.expression + " = " + value + "\n";

@@ -21,7 +21,7 @@ namespace {
 const char* const USAGE =
     "usage: tapedeck [options] [script.lua [args...]]   (script '-' is stdin)\n"
     "       tapedeck bench [workload...]\n"
-    "       tapedeck run-plan plan.tdp [--input name=file.npy ...] [--out dir]\n"
+    "       tapedeck run-plan plan.tdp [--input name=file.npy ...] [--out dir] [--max-bytes N]\n"
     "Options:\n"
     "  -i          run the script, then open the REPL with its globals\n"
     "  -e code     run code (may be given more than once)\n"
@@ -38,17 +38,55 @@ int subcommand_bench(lua_State* L, int argc, char** argv) {
     return repl_run_chunk(L, script, "", true, argc) == LUA_OK ? 0 : 1;
 }
 
+// "1000000", "512M", "4G": a number of bytes (K, M, G: powers of 1024); false when it is not one.
+bool parse_byte_count(const std::string& text, size_t* out) {
+    size_t digits = 0;
+    unsigned long long n = 0;
+    while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') {
+        if (__builtin_mul_overflow(n, 10ull, &n) || __builtin_add_overflow(n, static_cast<unsigned long long>(text[digits] - '0'), &n))
+            return false;
+        ++digits;
+    }
+    if (digits == 0 || n == 0) return false;
+    std::string unit = text.substr(digits);
+    int shift = unit.empty() ? 0 : unit == "K" || unit == "k" ? 10 : unit == "M" || unit == "m" ? 20 : unit == "G" || unit == "g" ? 30 : -1;
+    if (shift < 0 || n > (~0ull >> shift)) return false;
+    *out = static_cast<size_t>(n << shift);
+    return true;
+}
+
+// The tensor of a --input file for plan input k, or an error naming run-plan, the input and the file.
+td::Tensor run_plan_input(const td::Plan& plan, size_t k, const std::string& file) {
+    const td::PlanInput& in = plan.inputs[k];
+    td::Value v;
+    try {
+        v = td::npy_load(file);
+    } catch (const td::EngineError& e) {
+        td::engine_fail("run-plan: input %zu (%s): %s", k + 1, in.name.c_str(), e.what());
+    }
+    if (v.shape != in.shape || v.dtype != in.dtype)
+        td::engine_fail("run-plan: input %zu (%s) must be %s %s, but %s holds %s %s", k + 1, in.name.c_str(),
+                        td::dtype_name(in.dtype), in.shape.str().c_str(), file.c_str(), td::dtype_name(v.dtype),
+                        v.shape.str().c_str());
+    td::Tensor t = td::ops::create(td::OP_zeros, v.shape, v.dtype);
+    memcpy(t.value().raw(), v.raw(), static_cast<size_t>(v.numel()) * td::dtype_size(v.dtype));
+    t.node->outputs[t.output].requires_grad = in.requires_grad;
+    return t;
+}
+
 // `tapedeck run-plan plan.tdp --input x=x.npy --input y=y.npy --out results/`: runs a saved plan
 // once on .npy inputs (by name, or in order without a name) and writes what it returned
 // (output1.npy, ...), the gradients it accumulated (<name>.grad.npy) and the captured tensors as
-// they are after the call (<name>.npy: updated weights) into the out directory.
+// they are after the call (<name>.npy: updated weights) into the out directory. --max-bytes bounds
+// the memory the plan may take (plan_load's max_bytes).
 int subcommand_run_plan(lua_State*, int argc, char** argv) {
-    const char* usage = "usage: tapedeck run-plan plan.tdp [--input name=file.npy ...] [--out dir]\n";
+    const char* usage = "usage: tapedeck run-plan plan.tdp [--input name=file.npy ...] [--out dir] [--max-bytes N[K|M|G]]\n";
     std::string plan_path, out_dir = ".";
+    td::PlanLoadOptions load_options;
     std::vector<std::pair<std::string, std::string>> given;
     for (int i = 0; i < argc; ++i) {
         std::string a = argv[i];
-        if ((a == "--input" || a == "--out") && i + 1 >= argc) {
+        if ((a == "--input" || a == "--out" || a == "--max-bytes") && i + 1 >= argc) {
             fprintf(stderr, "run-plan: %s needs a value\n%s", a.c_str(), usage);
             return 2;
         }
@@ -58,7 +96,13 @@ int subcommand_run_plan(lua_State*, int argc, char** argv) {
             given.emplace_back(eq == std::string::npos ? "" : spec.substr(0, eq), eq == std::string::npos ? spec : spec.substr(eq + 1));
         } else if (a == "--out") {
             out_dir = argv[++i];
-        } else if (plan_path.empty() && a[0] != '-') {
+        } else if (a == "--max-bytes") {
+            if (!parse_byte_count(argv[++i], &load_options.max_bytes)) {
+                fprintf(stderr, "run-plan: --max-bytes needs a positive number of bytes like 1000000, 512M or 4G, got '%s'\n%s",
+                        argv[i], usage);
+                return 2;
+            }
+        } else if (plan_path.empty() && !a.empty() && a[0] != '-') {
             plan_path = a;
         } else {
             fprintf(stderr, "run-plan: unknown argument '%s'\n%s", a.c_str(), usage);
@@ -71,7 +115,7 @@ int subcommand_run_plan(lua_State*, int argc, char** argv) {
     }
     try {
         td::PlanPasses passes;
-        std::unique_ptr<td::Plan> recorded = td::plan_load(plan_path, &passes);
+        std::unique_ptr<td::Plan> recorded = td::plan_load(plan_path, &passes, load_options);
         std::unique_ptr<td::Plan> plan = td::plan_compile(*recorded, passes);
         std::vector<td::Tensor> inputs(plan->inputs.size());
         size_t next_positional = 0;
@@ -82,23 +126,27 @@ int subcommand_run_plan(lua_State*, int argc, char** argv) {
                 if (k == plan->inputs.size()) {
                     std::string names;
                     for (const td::PlanInput& in : plan->inputs) names += " " + in.name;
+                    if (names.empty()) names = " none";
                     td::engine_fail("run-plan: the plan has no input '%s' (its inputs:%s)", g.first.c_str(), names.c_str());
                 }
             } else {
                 ++next_positional;
             }
-            if (k >= inputs.size()) td::engine_fail("run-plan: more inputs than the plan takes (%zu)", inputs.size());
-            td::Value v = td::npy_load(g.second);
-            td::Tensor t = td::ops::create(td::OP_zeros, v.shape, v.dtype);
-            memcpy(t.value().raw(), v.raw(), static_cast<size_t>(v.numel()) * td::dtype_size(v.dtype));
-            inputs[k] = t;
+            if (k >= inputs.size())
+                td::engine_fail("run-plan: more inputs given than the plan takes (%zu)", inputs.size());
+            if (inputs[k].defined())
+                td::engine_fail("run-plan: input %zu (%s) is given twice", k + 1, plan->inputs[k].name.c_str());
+            inputs[k] = run_plan_input(*plan, k, g.second);
         }
         for (size_t k = 0; k < inputs.size(); ++k)
             if (!inputs[k].defined())
                 td::engine_fail("run-plan: input %zu (%s, %s %s) is missing: give --input %s=file.npy", k + 1,
                                 plan->inputs[k].name.c_str(), td::dtype_name(plan->inputs[k].dtype),
                                 plan->inputs[k].shape.str().c_str(), plan->inputs[k].name.c_str());
-        td::PlanRunResult result = td::plan_run(*plan, inputs);
+        td::set_grad_enabled(plan->grad_mode);   // as when it was recorded (a plan made under no_grad too)
+        std::string mismatch = td::plan_check_inputs(*plan, inputs);
+        if (!mismatch.empty()) td::engine_fail("run-plan: %s", mismatch.c_str());
+        td::PlanRunResult result = td::plan_run(*plan, inputs, true);
         if (!result.completed) td::engine_fail("run-plan: %s", result.reason.c_str());
         std::error_code error;
         std::filesystem::create_directories(out_dir, error);
@@ -147,14 +195,14 @@ void set_arg_table(lua_State* L, char** argv, int argc, int script_index) {
 // Where the REPL and debugger stops read lines: stdin, made on first use (a script that never
 // stops never sets up readline).
 lua_State* g_state = nullptr;
+std::unique_ptr<LineSource> g_stdin_source;   // ends in shutdown(), not in static destruction
 
 LineSource& stdin_source() {
-    static std::unique_ptr<LineSource> source;
-    if (!source) {
-        source = line_source_for_stdin(g_state);
-        source->on_idle = viewer_frame;   // the viewer's window keeps drawing while the prompt (or a stop) waits
+    if (!g_stdin_source) {
+        g_stdin_source = line_source_for_stdin(g_state);
+        g_stdin_source->on_idle = viewer_frame;   // the viewer's window keeps drawing while the prompt (or a stop) waits
     }
-    return *source;
+    return *g_stdin_source;
 }
 
 // The debugger is attached unless TAPEDECK_DEBUGGER=off (to measure what attaching costs).
@@ -167,6 +215,16 @@ void attach_debugger(lua_State* L) {
 
 void print_banner() {
     printf("tapedeck %s (Lua 5.4) -- :help for commands, Ctrl-D to quit\n", TAPEDECK_VERSION);
+}
+
+// The one way out of main: the Lua state closes (every tensor, the debugger, the viewer's window
+// and worker go, in order), then the line source, then the engine's spare memory. The engine's singletons are immortal,
+// so nothing of it is destroyed after main returns.
+int shutdown(lua_State* L, int status) {
+    lua_close(L);
+    g_stdin_source.reset();   // readline's history file is trimmed here
+    td::engine_release_spares();
+    return status;
 }
 
 }  // namespace
@@ -183,9 +241,7 @@ int main(int argc, char** argv) {
     if (argc > 1) {
         for (const Subcommand& s : subcommands) {
             if (strcmp(argv[1], s.name) == 0) {
-                int code = s.run(L, argc - 2, argv + 2);
-                lua_close(L);
-                return code;
+                return shutdown(L, s.run(L, argc - 2, argv + 2));
             }
         }
     }
@@ -199,28 +255,28 @@ int main(int argc, char** argv) {
         if (viewer_parse_option(argc, argv, &i, &option_error)) {   // --view, --screenshot FILE, --frames N
             if (!option_error.empty()) {
                 fprintf(stderr, "tapedeck: %s\n%s", option_error.c_str(), USAGE);
-                return 1;
+                return shutdown(L, 1);
             }
         } else if (strcmp(argv[i], "-i") == 0) {
             interactive = true;
         } else if (strcmp(argv[i], "-e") == 0) {
             if (++i >= argc) {
                 fprintf(stderr, "tapedeck: -e needs code after it\n%s", USAGE);
-                return 1;
+                return shutdown(L, 1);
             }
             code.push_back(argv[i]);
         } else if (strcmp(argv[i], "-v") == 0 || strcmp(argv[i], "--version") == 0) {
             printf("tapedeck %s\n", TAPEDECK_VERSION);
-            return 0;
+            return shutdown(L, 0);
         } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             fputs(USAGE, stdout);
-            return 0;
+            return shutdown(L, 0);
         } else if (strcmp(argv[i], "--") == 0) {
             ++i;
             break;
         } else {
             fprintf(stderr, "tapedeck: unknown option '%s'\n%s", argv[i], USAGE);
-            return 1;
+            return shutdown(L, 1);
         }
     }
     int script = i < argc ? i : 0;   // index of the script in argv; 0: none
@@ -230,10 +286,7 @@ int main(int argc, char** argv) {
     viewer_start_from_options();
 
     for (const char* chunk : code) {
-        if (repl_run_chunk(L, chunk, "=command line", false) != LUA_OK) {
-            lua_close(L);
-            return 1;
-        }
+        if (repl_run_chunk(L, chunk, "=command line", false) != LUA_OK) return shutdown(L, 1);
     }
     int status = 0;
     if (script) {   // the rest of the command line is its arguments (also passed as `...`)
@@ -249,6 +302,5 @@ int main(int argc, char** argv) {
             status = 0;
         }
     }
-    lua_close(L);
-    return status;
+    return shutdown(L, status);
 }

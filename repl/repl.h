@@ -14,6 +14,9 @@ int repl_docall(lua_State* L, int nargs, int nresults);
 
 // Print the error on top of the stack to stderr and pop it.
 void repl_report(lua_State* L);
+// The error object at idx as text: a string or number as it is, anything else as "(error object is
+// a table value)" (never null, never runs Lua code).
+std::string repl_error_text(lua_State* L, int idx);
 
 // Load and run a chunk (a script file when `is_file`, else the code itself). Returns a status.
 int repl_run_chunk(lua_State* L, const std::string& source, const std::string& chunk_name, bool is_file,

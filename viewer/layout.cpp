@@ -89,11 +89,6 @@ namespace {
 // Graphviz takes `char*` for names and values it does not change.
 char* gv(const char* s) { return const_cast<char*>(s); }
 
-GVC_t* graphviz_context() {   // one for the program; call with graphviz_mutex() held
-    static GVC_t* context = gvContext();
-    return context;
-}
-
 // The boxes of the longest chain of edges in one phase. Given to dot as one `group`, they are
 // drawn in a straight column: an unrolled loop reads top to bottom instead of drifting sideways
 // as each step's side inputs push it over.

@@ -229,4 +229,11 @@ void viewer_set_node_callback(std::function<void(Node*, HookEvent)> callback);
 // Closing the Lua state: close the window and forget every callback into Lua.
 void viewer_shutdown();
 
+// display_watch.cpp. Install, once GLFW has opened its X connection, the Xlib handlers that mark
+// the display lost instead of ending the process (false where libX11 cannot: before 1.8).
+bool display_watch_install();
+// The X connection died (the server stopped, an ssh -X connection dropped); every X call since
+// did nothing. The viewer closes its window and cannot open another in this process.
+bool display_lost();
+
 }  // namespace td

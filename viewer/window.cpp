@@ -30,9 +30,12 @@ static double seconds_since(Clock::time_point t) { return std::chrono::duration<
 // ============================================================================================
 // [SECTION] state
 
+// Immortal (made on first use, never destroyed): exit() may be called with a frame on the stack,
+// and the retained nodes must not be destroyed under it. lua_close shuts the viewer down in order
+// (viewer_shutdown): the window, the worker thread and the retained history go there.
 ViewerState& viewer_state() {
-    static ViewerState state;
-    return state;
+    static ViewerState* state = new ViewerState;
+    return *state;
 }
 
 void viewer_select(int64_t node_id, bool scroll) {
@@ -394,6 +397,11 @@ void style_set() {
 
 // Create the window and the ImGui context. False with `error` when there is no display or GL.
 bool window_create(ViewerState& s, bool hidden, std::string* error) {
+    if (display_lost()) {   // GLFW's one X connection is dead, and GLFW 3.3 cannot open another
+        *error = "cannot open a window: the connection to the X display was lost earlier (start tapedeck "
+                 "again with a display)";
+        return false;
+    }
     g_glfw_error.clear();
     glfwSetErrorCallback(on_glfw_error);
     if (!g_glfw_ready) {
@@ -404,6 +412,7 @@ bool window_create(ViewerState& s, bool hidden, std::string* error) {
             return false;
         }
         g_glfw_ready = true;
+        display_watch_install();   // a dying X server closes the viewer, not the process
     }
     glfwDefaultWindowHints();
     glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
@@ -489,6 +498,12 @@ namespace {
 void capture_pixels(ViewerState& s) {
     int w = 0, h = 0;
     glfwGetFramebufferSize(s.window, &w, &h);
+    if (display_lost() || w <= 0 || h <= 0) {
+        s.capture_error = "the window has no pixels (the X display was lost)";
+        s.capture_path.clear();
+        s.capture_request = false;
+        return;
+    }
     std::vector<unsigned char> bottom_up(static_cast<size_t>(w) * h * 4);
     glPixelStorei(GL_PACK_ALIGNMENT, 1);
     glReadBuffer(GL_BACK);
@@ -508,10 +523,14 @@ void capture_pixels(ViewerState& s) {
 
 // The four windows tile the GLFW window: Controls across the top, Graph on the left, Tensor and
 // Source on the right.
+// Every GLFW call that asks the X server something can be the one that finds the connection dead:
+// then its answer (a window size) is garbage, so the frame stops there (frame_step closes the
+// window after it).
 void frame_draw(ViewerState& s) {
     Clock::time_point start = Clock::now();
     ImGui_ImplOpenGL3_NewFrame();
-    ImGui_ImplGlfw_NewFrame();
+    ImGui_ImplGlfw_NewFrame();   // asks X for the window and framebuffer sizes
+    if (display_lost()) return;
     if (s.scripted_mouse) {   // viewer.click: the script's mouse, not the real one
         ImGuiIO& io = ImGui::GetIO();
         io.MousePos = s.mouse_pos;
@@ -536,6 +555,7 @@ void frame_draw(ViewerState& s) {
     ImGui::Render();
     int w = 0, h = 0;
     glfwGetFramebufferSize(s.window, &w, &h);
+    if (display_lost() || w <= 0 || h <= 0) return;
     glViewport(0, 0, w, h);
     glClearColor(0.12f, 0.12f, 0.13f, 1.0f);
     glClear(GL_COLOR_BUFFER_BIT);
@@ -561,6 +581,13 @@ void run_deferred(ViewerState& s) {
     }
 }
 
+// The X connection died under the window: close it, say so once, and go on without it.
+void window_close_display_lost(ViewerState& s) {
+    fprintf(stderr, "viewer: the connection to the X display was lost (the X server stopped, or the ssh -X "
+                    "connection dropped); the viewer is closed, tapedeck goes on without it\n");
+    window_close(s);
+}
+
 // One pass of the frame loop. `force`: draw even when nothing changed.
 void frame_step(bool force) {
     ViewerState& s = viewer_state();
@@ -568,6 +595,11 @@ void frame_step(bool force) {
     s.in_frame = true;
     glfwMakeContextCurrent(s.window);
     glfwPollEvents();
+    if (display_lost()) {
+        s.in_frame = false;
+        window_close_display_lost(s);
+        return;
+    }
     if (glfwWindowShouldClose(s.window)) {
         s.in_frame = false;
         window_close(s);
@@ -581,6 +613,10 @@ void frame_step(bool force) {
                 seconds_since(s.last_draw) > 0.5;
     if (draw) frame_draw(s);
     s.in_frame = false;
+    if (display_lost()) {   // noticed by the buffer swap
+        window_close_display_lost(s);
+        return;
+    }
     run_deferred(s);
 }
 
@@ -789,6 +825,11 @@ void viewer_fit() {
 }
 
 // Closing the Lua state: the window, the hook, and every callback into Lua go.
+// GLFW itself is not terminated: the process is ending, and glfwTerminate closes the X display,
+// which unloads Mesa's driver; what the driver allocated once and keeps in its own globals would
+// then look leaked to LeakSanitizer, from a module it can no longer name (so no suppression could
+// match it). The kernel closes the X connection at exit. After a lost display, GLFW could not be
+// terminated safely anyway.
 void viewer_shutdown() {
     ViewerState& s = viewer_state();
     viewer_close();
@@ -796,10 +837,6 @@ void viewer_shutdown() {
     s.namer = nullptr;
     s.controls = ViewerControls();
     observer_sync(s);
-    if (g_glfw_ready) {
-        glfwTerminate();
-        g_glfw_ready = false;
-    }
 }
 
 void viewer_set_node_callback(std::function<void(Node*, HookEvent)> callback) {

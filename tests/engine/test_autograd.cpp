@@ -420,9 +420,9 @@ TEST_CASE("graph_collect: the autograd ancestry, live data inputs and the record
     Tensor y = ops::mul(data, w);
     Tensor loss = sum_all(y);
     backward(loss, nullptr);
-    std::vector<Node*> nodes = graph_collect(loss);
+    NodeList nodes = graph_collect(loss);
     std::vector<int64_t> ids;
-    for (Node* n : nodes) ids.push_back(n->id);
+    for (const Ref<Node>& n : nodes) ids.push_back(n->id);
     CHECK(std::is_sorted(ids.begin(), ids.end()));
     CHECK(std::adjacent_find(ids.begin(), ids.end()) == ids.end());
     for (const Tensor* t : {&data, &w, &y, &loss}) {
@@ -430,7 +430,7 @@ TEST_CASE("graph_collect: the autograd ancestry, live data inputs and the record
         CHECK(std::find(ids.begin(), ids.end(), t->id()) != ids.end());
     }
     int backward_nodes = 0;
-    for (Node* n : nodes) backward_nodes += n->phase == PHASE_BACKWARD;
+    for (const Ref<Node>& n : nodes) backward_nodes += n->phase == PHASE_BACKWARD;
     CHECK(backward_nodes >= 2);   // at least the seed and w's gradient
-    CHECK(std::find(nodes.begin(), nodes.end(), grad_of(w).node.get()) != nodes.end());
+    CHECK(std::find(ids.begin(), ids.end(), grad_of(w).id()) != ids.end());
 }

@@ -70,12 +70,12 @@ TEST_CASE("format: graph_format_table lists each node's id, op, phase and inputs
     Tensor y = ops::unary(OP_tanh, x);
     Tensor loss = ops::reduce_all(OP_sum, y);
     backward(loss, nullptr);
-    std::vector<Node*> nodes = graph_collect(loss);
+    NodeList nodes = graph_collect(loss);
     std::string table = graph_format_table(nodes);
     INFO(table);
     CHECK_THAT(table, Contains("id") && Contains("op") && Contains("phase") && Contains("inputs"));
     bool has_backward = false;
-    for (Node* n : nodes) {
+    for (const Ref<Node>& n : nodes) {
         std::string id = std::to_string(n->id);
         CHECK_THAT(table, Contains(id + "  " + n->name()));
         has_backward = has_backward || n->phase == PHASE_BACKWARD;
@@ -91,12 +91,12 @@ TEST_CASE("dot: graph_to_dot names every node by id and op, with its edges") {
     Tensor x = make_leaf(Shape{2}, {1, 2});
     Tensor y = ops::mul_scalar(x, 3);
     Tensor loss = ops::reduce_all(OP_sum, y);
-    std::vector<Node*> nodes = graph_collect(loss);
+    NodeList nodes = graph_collect(loss);
     REQUIRE(nodes.size() == 3);
     std::string dot = graph_to_dot(nodes);
     INFO(dot);
     CHECK_THAT(dot, Contains("digraph"));
-    for (Node* n : nodes) {
+    for (const Ref<Node>& n : nodes) {
         CHECK_THAT(dot, Contains("n" + std::to_string(n->id) + " [label=\"#" + std::to_string(n->id) + " " + n->name()));
     }
     CHECK_THAT(dot, Contains("n" + std::to_string(x.id()) + " -> n" + std::to_string(y.id())));
@@ -108,7 +108,7 @@ TEST_CASE("dot: graph_write writes DOT text to .dot and renders SVG for .svg") {
     Tensor x = make_leaf(Shape{2}, {1, 2});
     Tensor loss = ops::reduce_all(OP_sum, ops::unary(OP_exp, x));
     backward(loss, nullptr);
-    std::vector<Node*> nodes = graph_collect(loss);
+    NodeList nodes = graph_collect(loss);
     TempDir dir;
     std::filesystem::path dot_path = dir.path / "graph.dot", svg_path = dir.path / "graph.svg";
     graph_write(nodes, dot_path.string());
@@ -121,4 +121,27 @@ TEST_CASE("dot: graph_write writes DOT text to .dot and renders SVG for .svg") {
     CHECK_THAT(svg, Contains("exp"));
     CHECK_THROWS_WITH(graph_write(nodes, (dir.path / "graph").string()), Contains("needs one of the extensions"));
     CHECK_THROWS_AS(graph_write(nodes, (dir.path / "missing_dir" / "g.dot").string()), EngineError);
+}
+
+// Graphviz 2.42's pango plugin keeps a pointer into the font dictionary of the context that first
+// laid text out; a context freed and made again left it dangling, and the next render compared
+// freed memory (a heap-use-after-free under ./run.sh test-asan). One context serves the process.
+TEST_CASE("dot: graph_write renders again and again through the one Graphviz context") {
+    Tensor x = make_leaf(Shape{2}, {1, 2});
+    Tensor loss = ops::reduce_all(OP_sum, ops::unary(OP_tanh, x));
+    NodeList nodes = graph_collect(loss);
+    TempDir dir;
+    GVC_s* context = nullptr;
+    {
+        std::lock_guard<std::mutex> lock(graphviz_mutex());
+        context = graphviz_context();
+    }
+    REQUIRE(context != nullptr);
+    for (int i = 0; i < 3; ++i) {
+        std::filesystem::path svg_path = dir.path / ("graph" + std::to_string(i) + ".svg");
+        graph_write(nodes, svg_path.string());
+        CHECK_THAT(read_file(svg_path), Contains("tanh"));
+        std::lock_guard<std::mutex> lock(graphviz_mutex());
+        CHECK(graphviz_context() == context);
+    }
 }

@@ -101,6 +101,53 @@ check.close(ints, {-2, 7, 300}, 0, "big-endian int16")
 write(path .. ".npy", "\x93NUMPY\1\0" .. string.pack("<I2", 10) .. "{'descr': ")
 ok, message = pcall(torch.load_npy, path .. ".npy")
 assert(not ok and message:find("load_npy: ", 1, true), message)
+-- Headers NumPy would not write are errors naming load_npy and the file, not tensors of some
+-- other shape: a shape whose element count wraps (it loaded as a numel-0 tensor), a size that is
+-- not a number (`(abc, 2)` loaded as [0, 2]).
+local function npy_with(shape_text, data)
+  local h = "{'descr': '<f4', 'fortran_order': False, 'shape': " .. shape_text .. ", }"
+  h = h .. string.rep(" ", 64 - (10 + #h + 1) % 64) .. "\n"
+  write(path .. ".npy", "\x93NUMPY\1\0" .. string.pack("<I2", #h) .. h .. (data or ""))
+  local ok2, err = pcall(torch.load_npy, path .. ".npy")
+  assert(not ok2, shape_text .. ": expected an error")
+  assert(err:find("load_npy: " .. path .. ".npy: ", 1, true), err)
+  return err
+end
+assert(npy_with("(4294967296, 4294967296)"):find("more elements than a tensor can hold", 1, true))
+assert(npy_with("(abc, 2)", string.rep("\0", 8)):find("not a tuple of non-negative decimal integers", 1, true))
+assert(npy_with("(2, -3)"):find("not a tuple of non-negative decimal integers", 1, true))
 os.remove(path .. ".npy")
+
+-- Wrong arguments name the function and the script's line.
+local this_file = arg[0]:match("[^/\\]+$")
+local function arg_error(fn, want, ...)
+  local ok2, err = pcall(fn, ...)
+  assert(not ok2, want .. ": expected an error")
+  assert(err:find(want, 1, true), err)
+  assert(err:find(this_file .. ":%d+%)"), "the message names the line: " .. err)
+end
+arg_error(torch.save_npy, "save_npy: argument 1: tensor expected, got number", 5, path .. ".npy")
+arg_error(torch.load_npy, "load_npy: argument 1: path must be a string, got no value")
+arg_error(torch.save_plan, "save_plan: argument 1: expected a frozen function (from torch.freeze), got tensor",
+          torch.ones(2), path .. ".tdp")
+arg_error(torch.save_plan, "save_plan: argument 2: path must be a string, got boolean", f, true)
+
+-- load_plan's options: a memory bound (max_bytes) and pass switches.
+torch.save_plan(f, path .. ".tdp")
+arg_error(torch.load_plan, "load_plan: argument 2: options must be a table like {max_bytes = 2^30, fuse = false}, got number",
+          path .. ".tdp", 3)
+arg_error(torch.load_plan, "load_plan: argument 2: unknown option 'maxbytes' (max_bytes, or a pass: dce, cse, fold, fuse",
+          path .. ".tdp", {maxbytes = 10})
+arg_error(torch.load_plan, "load_plan: argument 2: max_bytes must be a positive whole number of bytes, got -1",
+          path .. ".tdp", {max_bytes = -1})
+arg_error(torch.load_plan, "load_plan: argument 2: max_bytes must be a positive whole number of bytes, got lots",
+          path .. ".tdp", {max_bytes = "lots"})
+arg_error(torch.load_plan, "load_plan: " .. path .. ".tdp: the file is larger than the bound of 1000 bytes",
+          path .. ".tdp", {max_bytes = 1000})
+local size = #read(path .. ".tdp")
+arg_error(torch.load_plan, "load_plan: " .. path .. ".tdp: the plan needs ", path .. ".tdp", {max_bytes = size + 10})
+local bounded = torch.load_plan(path .. ".tdp", {max_bytes = 1e9, fuse = false, dce = false})
+check.close(bounded(x, y), f(x, y), 1e-5, "loaded under a bound, with passes off")
+os.remove(path .. ".tdp")
 
 print("test_freeze_files: ok")

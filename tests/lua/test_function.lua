@@ -73,10 +73,10 @@ assert(not ok and message:find("backward function", 1, true), message)
 local WrongCount = torch.Function{name = "WrongCount", forward = function(ctx, p, q) return p * q end,
                                   backward = function(ctx, g) return g end}
 local p = torch.ones(2, {requires_grad = true})
-check.fails("WrongCount", "backward returned 1 value for 2 arguments", function() WrongCount.apply(p, torch.ones(2)):sum():backward() end)
+check.fails("backward", "WrongCount: backward returned 1 value for 2 arguments", function() WrongCount.apply(p, torch.ones(2)):sum():backward() end)
 local WrongShape = torch.Function{name = "WrongShape", forward = function(ctx, q) return q:sum() end,
                                   backward = function(ctx, g) return g end}
-check.fails("WrongShape", "gradient of shape [] for input 1, which has shape [2]", function() WrongShape.apply(p):backward() end)
+check.fails("backward", "WrongShape: backward returned a gradient of shape [] for input 1, which has shape [2]", function() WrongShape.apply(p):backward() end)
 local NotTensor = torch.Function{name = "NotTensor", forward = function(ctx, q) return 3 end,
                                  backward = function(ctx, g) return g end}
 check.fails("NotTensor", "forward must return tensors; result 1 is a number", function() NotTensor.apply(p) end)
@@ -92,6 +92,6 @@ local Saves = torch.Function{name = "Saves", forward = function(ctx, q) ctx:save
 local b = p * 1
 local out = Saves.apply(b)
 torch.no_grad(function() b:add_(1) end)
-check.fails("Saves", "saved tensor 1, which an in-place op changed", function() out:sum():backward() end)
+check.fails("backward", "Saves: backward needs saved tensor 1, which an in-place op changed", function() out:sum():backward() end)
 
 print("test_function: ok")

@@ -1,0 +1,32 @@
+// npy.h: tensors as NumPy .npy files, and reading a whole file into memory for the loaders.
+//
+// The loaders take bytes in memory (npy_load_bytes, plan_load_bytes in plan.h) so that a fuzzer can
+// feed them anything; the file functions are thin wrappers that read the file first.
+#pragma once
+
+#include <string>
+
+#include "tensor.h"
+
+namespace td {
+
+// The whole file at `path`. An error naming `function` ("load_npy") and the file when it cannot
+// be opened, is a directory, or is larger than `max_bytes`.
+std::string file_read_bytes(const std::string& path, const char* function, size_t max_bytes);
+// "64.0 MB", "8.00 GB", "512 bytes": a size for a message.
+std::string bytes_text(size_t bytes);
+
+// Write `value` as a format 1.0 .npy file, C order, little-endian ('<f4', '<f8' or '<i8').
+void npy_save(const Value& value, const std::string& path);
+
+// Read a .npy file (format 1.0, 2.0 or 3.0; C order; either byte order). float32, float64 and
+// int64 load as they are; float16 loads as float32; bool, int8..int32 and uint8..uint64 as int64
+// (a uint64 above 2^63-1 is an error). The header must be the dict NumPy writes: exactly the keys
+// 'descr', 'fortran_order' and 'shape', the shape a tuple of non-negative decimal integers whose
+// element count fits; the data exactly as long as the shape says. Every error names load_npy and
+// the file, and nothing is accepted silently.
+Value npy_load(const std::string& path);
+// The same from the file's bytes in memory; `name` stands for the file in messages.
+Value npy_load_bytes(const std::string& bytes, const std::string& name);
+
+}  // namespace td

@@ -1,0 +1,92 @@
+// lua_util.cpp: guarded bindings, argument checks and the user's position (see lua_util.h).
+#include "lua_util.h"
+
+#include <cstdarg>
+#include <cstring>
+
+#include "tapedeck_lua.h"
+
+namespace tdlua {
+
+void arg_fail(int index, const char* format, ...) {
+    char buffer[512];
+    va_list args;
+    va_start(args, format);
+    vsnprintf(buffer, sizeof buffer, format, args);
+    va_end(args);
+    throw ArgError("argument " + std::to_string(index) + ": " + buffer);
+}
+
+bool is_library_frame(const lua_Debug& ar) {
+    return strncmp(ar.source, TAPEDECK_LIBRARY_CHUNK, strlen(TAPEDECK_LIBRARY_CHUNK)) == 0;
+}
+
+std::string where_at(lua_State* L, int level) {
+    lua_Debug ar;
+    for (; lua_getstack(L, level, &ar); ++level) {
+        lua_getinfo(L, "Sl", &ar);
+        if (ar.currentline > 0 && !is_library_frame(ar)) return std::string(ar.short_src) + ":" + std::to_string(ar.currentline);
+    }
+    return "";
+}
+
+// The Lua error is raised after the catch block has ended (it unwinds as an exception of its own).
+int run_guarded(lua_State* L, lua_CFunction fn, const char* name) {
+    std::string message;
+    tapedeck_set_current_state(L);
+    try {
+        return fn(L);
+    } catch (const ArgError& e) {
+        message = std::string(name) + ": " + e.what();
+    } catch (const std::exception& e) {   // an engine error names its op: one inside another (pow_tensor
+        message = e.what();                 // in pow, add in linear) also gets the function the user called
+        size_t length = strlen(name);
+        if (length && (message.compare(0, length, name) != 0 || message.compare(length, 1, ":") != 0))
+            message = std::string(name) + ": " + message;
+    }
+    std::string where = where_at(L, 1);
+    if (!where.empty()) message += " (" + where + ")";
+    lua_pushstring(L, message.c_str());
+    return lua_error(L);
+}
+
+// Every binding is a closure over its Binding record, called through here.
+static int call_binding(lua_State* L) {
+    const Binding* b = static_cast<const Binding*>(lua_touserdata(L, lua_upvalueindex(1)));
+    return run_guarded(L, b->fn, b->call_name ? b->call_name : b->name);
+}
+
+void register_bindings(lua_State* L, const Binding* bindings) {
+    for (const Binding* b = bindings; b->name; ++b) {
+        lua_pushlightuserdata(L, const_cast<Binding*>(b));
+        lua_pushcclosure(L, call_binding, 1);
+        lua_setfield(L, -2, b->name);
+    }
+}
+
+const char* type_name_of(lua_State* L, int idx) {
+    if (tapedeck_test_tensor(L, idx)) return "tensor";
+    if (tapedeck_is_finalised_tensor(L, idx)) return "a tensor already finalised by Lua's collector (seen from another __gc)";
+    return luaL_typename(L, idx);
+}
+
+int64_t check_integer(lua_State* L, int idx, const char* what) {
+    int is_integer = 0;
+    lua_Integer v = lua_tointegerx(L, idx, &is_integer);
+    if (!is_integer) arg_fail(idx, "%s must be an integer, got %s", what, type_name_of(L, idx));
+    return v;
+}
+
+double check_number(lua_State* L, int idx, const char* what) {
+    int is_number = 0;
+    lua_Number v = lua_tonumberx(L, idx, &is_number);
+    if (!is_number) arg_fail(idx, "%s must be a number, got %s", what, type_name_of(L, idx));
+    return v;
+}
+
+const char* check_string(lua_State* L, int idx, const char* what) {
+    if (lua_type(L, idx) != LUA_TSTRING) arg_fail(idx, "%s must be a string, got %s", what, type_name_of(L, idx));
+    return lua_tostring(L, idx);
+}
+
+}  // namespace tdlua

@@ -1,0 +1,51 @@
+// lua_util.h: what every binding file shares — bindings that run guarded (a C++ error becomes a
+// Lua error naming the function the user called and the user's file:line), argument checks that
+// say which argument is wrong, and the user's position on the Lua stack.
+//
+//   const tdlua::Binding functions[] = {{"save_npy", l_save_npy}, {nullptr, nullptr}};
+//   tdlua::register_bindings(L, functions);      // into the table on top of the stack
+//   ... inside a binding:
+//   const char* path = tdlua::check_string(L, 2, "path");   // "save_npy: argument 2: path must be a string, got table (x.lua:3)"
+#pragma once
+
+#include <lua.hpp>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace tdlua {
+
+// A bad argument; the guard prefixes the function's name and appends the user's file:line.
+struct ArgError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+[[noreturn]] __attribute__((format(printf, 2, 3))) void arg_fail(int index, const char* format, ...);
+
+struct Binding {
+    const char* name;                   // the field: the name the user calls it by ("save_npy", "timeit")
+    lua_CFunction fn;
+    const char* call_name = nullptr;    // what errors start with when not `name` (metamethods: "__add" -> "add")
+};
+// Sets each binding (up to the {nullptr, nullptr} row) as a field of the table on top of the stack.
+void register_bindings(lua_State* L, const Binding* bindings);
+// Runs fn(L) guarded as `name` (what register_bindings does for each call): an ArgError becomes
+// "name: argument N: ... (file.lua:12)", another std::exception "its message (file.lua:12)",
+// prefixed with "name: " unless it starts so already. Lua errors fn raises pass through unchanged.
+int run_guarded(lua_State* L, lua_CFunction fn, const char* name);
+
+// Whether a frame runs code of the Lua-written library (nn, optim): positions skip those frames to
+// name the user's line that called the library.
+bool is_library_frame(const lua_Debug& ar);
+// "file.lua:12" of the innermost frame at or above `level` that is the user's code (frames of the
+// Lua-written library, nn and optim, are skipped); empty when there is none.
+std::string where_at(lua_State* L, int level);
+
+// "tensor" for a tensor, else Lua's type name (a finalised tensor says so).
+const char* type_name_of(lua_State* L, int idx);
+// Checked arguments: an ArgError naming argument `idx` and `what` when the value is not one.
+int64_t check_integer(lua_State* L, int idx, const char* what);
+double check_number(lua_State* L, int idx, const char* what);
+const char* check_string(lua_State* L, int idx, const char* what);
+
+}  // namespace tdlua

@@ -1,0 +1,67 @@
+// test_op_attrs.cpp: the shape rules check every attribute their op's kernel reads, for every
+// caller (op_call here; plan files in test_plan_file.cpp): a dim out of range, window arithmetic
+// with huge padding, sizes that add or multiply past 64 bits, dtypes and reductions that are not
+// one. Each is an error naming the op, never a kernel reading out of bounds.
+#include <catch2/catch.hpp>
+
+#include <limits>
+
+#include "test_helpers.h"
+
+using namespace td;
+using namespace td_test;
+
+namespace {
+
+std::string error_of(const std::function<void()>& fn) {
+    try {
+        fn();
+    } catch (const EngineError& e) {
+        return e.what();
+    }
+    return "";
+}
+
+}  // namespace
+
+TEST_CASE("op attrs: max checks its dim before reading the size along it") {
+    Tensor x = make_tensor(Shape{2, 3}, {1, 2, 3, 4, 5, 6});
+    OpAttrs a;
+    a.dim = 7;
+    CHECK(error_of([&] { ops::call(OP_max, {&x}, a); }) == "max: dim 8 out of range for a 2-d tensor");
+    a.dim = -5;
+    CHECK(error_of([&] { ops::call(OP_max, {&x}, a); }) == "max: dim -4 out of range for a 2-d tensor");
+}
+
+TEST_CASE("op attrs: conv2d's window arithmetic does not overflow with huge padding") {
+    Tensor x = ops::create(OP_zeros, Shape{1, 1, 3, 3}, DTYPE_F32);
+    Tensor w = ops::create(OP_zeros, Shape{1, 1, 2, 2}, DTYPE_F32);
+    // 3 + 2 * 2^30 used to overflow int: now the output is [1,1,2^31+2,2^31+2], too large to make
+    std::string error = error_of([&] { ops::conv2d(x, w, Tensor(), 1, 1 << 30); });
+    CHECK(error.rfind("conv2d", 0) == 0);
+    error = error_of([&] { ops::conv2d(x, w, Tensor(), 1, std::numeric_limits<int>::max()); });
+    CHECK(error.rfind("conv2d", 0) == 0);
+    CHECK(error_of([&] { ops::max_pool2d(x, 46341, 1); }).rfind("max_pool2d: kernel 46341 is larger", 0) == 0);
+}
+
+TEST_CASE("op attrs: sizes that add or multiply past 64 bits are errors (cat, reshape)") {
+    Tensor wide = ops::create(OP_zeros, Shape{0, int64_t(1) << 62}, DTYPE_F32);
+    CHECK(error_of([&] { ops::cat({wide, wide}, 1); }) == "cat: the sizes along dim 2 add up to more than a tensor can hold");
+    Tensor x = ops::create(OP_zeros, Shape{4}, DTYPE_F32);
+    CHECK(error_of([&] { ops::reshape(x, Shape{int64_t(1) << 40, int64_t(1) << 40, -1}); }) ==
+          "reshape: cannot view [4] (4 elements) as [1099511627776,1099511627776,-1]");
+    CHECK(error_of([&] { ops::reshape(x, Shape{3, -1}); }) == "reshape: cannot view [4] (4 elements) as [3,-1]");
+    CHECK(ops::reshape(x, Shape{2, -1}).shape() == Shape{2, 2});
+}
+
+TEST_CASE("op attrs: dtype and reduction attributes hold known values") {
+    Tensor x = make_tensor(Shape{2}, {1, 2});
+    OpAttrs a;
+    a.dtype = static_cast<DType>(9);
+    CHECK(error_of([&] { ops::call(OP_to, {&x}, a); }) == "to: unknown dtype 9");
+    a.shape = Shape{2};
+    CHECK(error_of([&] { op_call(OP_zeros, nullptr, 0, a); }) == "zeros: unknown dtype 9");
+    OpAttrs r;
+    r.reduction = static_cast<Reduction>(4);
+    CHECK(error_of([&] { ops::call(OP_mse_loss, {&x, &x}, r); }) == "mse_loss: unknown reduction 4 (mean or sum)");
+}

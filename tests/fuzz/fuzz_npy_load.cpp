@@ -1,0 +1,26 @@
+// fuzz_npy_load.cpp: libFuzzer harness for the .npy loader. Any bytes are a .npy file: load them
+// (npy_load_bytes). An EngineError is the right answer to a bad file; a crash, a hang, a sanitizer
+// report or a leak is a bug. A tensor that loads must hold as many elements as its shape says.
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+#include "npy.h"
+
+using namespace td;
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+    memory_set_limit_bytes(size_t(256) << 20);
+    return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    try {
+        Value v = npy_load_bytes(std::string(reinterpret_cast<const char*>(data), size), "fuzz.npy");
+        int64_t numel = 0;
+        if (!shape_numel_fits(v.shape, &numel) || v.storage->bytes < static_cast<size_t>(numel) * dtype_size(v.dtype)) abort();
+        for (int64_t i = 0; i < numel; ++i) (void)value_get(v, i);   // every element readable
+    } catch (const EngineError&) {
+    }
+    return 0;
+}
