@@ -62,6 +62,7 @@ local AVOID = {
   timeit_empty = "f:timeit() of functions given or capturing tensors with a 0-size dim",
   int_overflow = "int64 values near 2^63 next to int64 tensors (arithmetic overflows)",
   empty_huge = "0-element sizes next to a size of 2^20 or more (nn.Linear(2^63-1, 0): copies loop over the huge dim)",
+  deep_chain = "chains of 60,000 ops in one call (20,000 stay)",
   conv_padding_huge = "conv2d / nn.Conv2d with padding or stride >= 2^20",
 }
 
@@ -1033,6 +1034,25 @@ gen("inplace_view", 4, function()
   if chance(0.4) then body = body .. fmt("; (%s * 1):sum():backward()", x) end
   return call("inplace_view", body, {"view", "reshape", "index", "unsqueeze", "squeeze", "narrow", "detach", "t", "expand",
                                      "add_", "mul_", "zero_", "fill_", "sub_", "copy_", "backward", "mul", "sum", "data"}, {k})
+end)
+
+-- Long chains (a 50,000-step loop is a normal input): recursive walks or recursive node
+-- destruction over them would overflow the stack.
+gen("deep_chain", 1, function()
+  local n = wpick({{6, 100}, {3, 2000}, {1, 20000}, {avoid.deep_chain and 0 or 0.3, 60000}})
+  local x = targ(function(o) return o.numel <= 4 and o.dtype ~= "int64" end,
+                 function() return {2}, "float32", true end)
+  local body = pick({"y = y * 1.0001", "y = (y + 1):tanh()", "y = y:sum(-1):unsqueeze(-1) * 0.5", "y = torch.Function and y + 0 or y"})
+  local after = pick({"", "; y:sum():backward()", "; X.n = #torch.graph(y)", "; y = nil; collectgarbage()",
+                      "; X.z = torch.freeze(function(a) local b = a for i = 1, 50 do b = b * 1.0001 end return b:sum() end, y)",
+                      "; T[8] = y"})
+  if avoid.tape_gc and after:find("graph") then after = "; collectgarbage(); collectgarbage('stop'); X.n = #torch.graph(y); collectgarbage('restart')" end
+  local k = slot()
+  -- breakpoints off while it runs: an action doing O(tape) work at each of n stops is the user's O(n^2)
+  local src = fmt("local off = {}; for _, b in ipairs(dbg.breaks()) do if b.enabled then dbg.disable(b.id); off[#off + 1] = b.id end end\n" ..
+                  "local y = %s; for i = 1, %d do %s end; T[%d] = y%s\nfor _, id in ipairs(off) do dbg.enable(id) end", x, n, body, k, after)
+  return call("deep_chain", src, {"mul", "add", "tanh", "sum", "unsqueeze", "backward", "graph", "freeze", "function",
+                                  "disable", "enable", "breaks"}, {k, 8})
 end)
 
 -- The API from a coroutine (another lua_State): ops, a torch.Function, yields across the bindings.
