@@ -21,7 +21,9 @@
 #                         report.tsv (offending error messages of all seeds), last run's files
 #   ASAN_OPTIONS, UBSAN_OPTIONS, LSAN_OPTIONS are passed on; the script adds
 #   max_allocation_size_mb=2048 and allocator_may_return_null=1 to ASAN_OPTIONS (no single
-#   allocation above 2 GiB), and runs a binary without ASan under `ulimit -v` 8 GiB.
+#   allocation above 2 GiB), LSAN_OPTIONS=suppressions=tests/sanitizers/lsan.supp (third-party
+#   leaks only) when LSAN_OPTIONS names no suppressions, and runs a binary without ASan under
+#   `ulimit -v` 8 GiB.
 #
 # Output: one line per finding (seed, what, the report's first line, the saved log), then totals:
 # seeds, calls (a crashed or hung seed counts its calls up to the one that stopped it), errors and
@@ -54,6 +56,11 @@ report=$out/report.tsv
 : > "$report"
 
 export ASAN_OPTIONS="max_allocation_size_mb=2048:allocator_may_return_null=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+# Third-party leaks (fontconfig and Graphviz, each explained there) unless the caller chose suppressions.
+suppressions=$here/../sanitizers/lsan.supp
+if [[ -f $suppressions && ${LSAN_OPTIONS:-} != *suppressions=* ]]; then
+  export LSAN_OPTIONS="suppressions=$(cd "$(dirname "$suppressions")" && pwd)/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+fi
 export UBSAN_OPTIONS="print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
 limit_memory=0   # a binary without ASan runs under ulimit -v (ASan reserves terabytes of address space)
 if ! grep -q __asan_init "$binary"; then limit_memory=1; fi
