@@ -658,7 +658,7 @@ gen("masked_fill", 6, function()
   if r == 1 then return store("masked_fill", render("masked_fill", x, mutate({mask, v}))) end
   if r == 2 then return call("masked_fill_", x .. ":masked_fill_(" .. join(mutate({mask, v})) .. ")", {"masked_fill_"}) end
   -- x[mask] = v: the error should name masked_fill (what the assignment is) or index
-  return call("x[mask]=v", fmt("%s[%s] = %s", x, mask, v), {"masked_fill", "masked_fill_", "index"})
+  return call("x[mask]=v", fmt("%s[%s] = %s", x, mask, v), {"masked_fill", "masked_fill_", "index", "x[mask] = value"})
 end)
 
 gen("clamp", 4, function()
@@ -1228,6 +1228,12 @@ end)
 -- ============================================================================================
 -- [SECTION] freeze, plans, npy
 
+-- What an error from calling a Sequential may name: any module it holds, or their ops.
+local ANY_MODULE_NAMES = {"Sequential", "Linear", "linear", "Conv2d", "conv2d", "MaxPool2d", "max_pool2d", "Flatten",
+  "flatten", "ReLU", "relu", "Tanh", "tanh", "Sigmoid", "sigmoid", "Softmax", "softmax", "MSELoss", "mse_loss",
+  "CrossEntropyLoss", "cross_entropy", "NLLLoss", "nll_loss", "MultiMarginLoss", "multi_margin_loss", "Module", "forward",
+  "matmul", "Net%d", "fuzz_user_error", "Parameter"}
+
 -- Bodies of functions to freeze: source, argument count, names of what they call.
 local FROZEN_BODIES = {
   {"function(x) return x:tanh() * 2 end", 1, {"tanh", "mul"}},
@@ -1238,7 +1244,7 @@ local FROZEN_BODIES = {
   {"function(x) return Z[1](x) end", 1, {"Z1"}},
   {"function(x) error('fuzz_user_error') end", 1, {"fuzz_user_error"}},
   {"function(x) return FN[1].apply(x) end", 1, {"apply", "Fn%d"}},
-  {"function(x) return M[1](x) end", 1, {"Linear", "linear", "forward"}},
+  {"function(x) return M[1](x) end", 1, {"Module"}},   -- any module: ANY_MODULE_NAMES below
   {"function(x, n) for i = 1, (tonumber(n) or 1) % 4 do x = x * 0.5 end return x end", 2, {"mul"}},
   {"function(x) return x:mm(x:t()):softmax(2) end", 1, {"mm", "t", "softmax"}},
   {"function(x) local y = x:clone(); y:add_(1); return y end", 1, {"clone", "add_"}},
@@ -1261,6 +1267,7 @@ local FROZEN_BODIES = {
 local function frozen_names(body)
   local names = {"freeze", "function"}
   for _, n in ipairs(body[3]) do names[#names + 1] = n end
+  if body[3][1] == "Module" then for _, n in ipairs(ANY_MODULE_NAMES) do names[#names + 1] = n end end
   return names
 end
 
@@ -1487,12 +1494,6 @@ local function small_size()
   if chance(0.9) then return tostring(rnd(1, 5)) end
   return pick({"0", "-1", "1.5", "'3'", "nil", "{}", "2^31", "2^40", "math.maxinteger"})
 end
-
--- What an error from calling a Sequential may name: any module it holds, or their ops.
-local ANY_MODULE_NAMES = {"Sequential", "Linear", "linear", "Conv2d", "conv2d", "MaxPool2d", "max_pool2d", "Flatten",
-  "flatten", "ReLU", "relu", "Tanh", "tanh", "Sigmoid", "sigmoid", "Softmax", "softmax", "MSELoss", "mse_loss",
-  "CrossEntropyLoss", "cross_entropy", "NLLLoss", "nll_loss", "MultiMarginLoss", "multi_margin_loss", "Module", "forward",
-  "matmul", "Net%d", "fuzz_user_error", "Parameter"}
 
 -- A module constructor: source, info (kind and sizes for making inputs), acceptable names.
 local function module_ctor()
@@ -1841,10 +1842,9 @@ end
 
 -- Lua's own messages for mistakes in the generated code, not the API's (not counted).
 local function is_lua_core_error(msg)
-  return msg:find("attempt to index a nil value") or msg:find("attempt to call a nil value") or
-         msg:find("attempt to perform arithmetic on a nil value") or msg:find("attempt to concatenate a nil value") or
-         msg:find("attempt to compare nil") or msg:find("attempt to get length of a nil value") or
-         msg:find("attempt to compare two table values") or msg:find("attempt to index a number value") or
+  return msg:find("attempt to index a %w+ value") or msg:find("attempt to call a %w+ value") or
+         msg:find("attempt to perform arithmetic on a %w+ value") or msg:find("attempt to concatenate a %w+ value") or
+         msg:find("attempt to compare") or msg:find("attempt to get length of a %w+ value") or
          msg:find("'for' initial value must be a number")
 end
 
@@ -1893,8 +1893,10 @@ function APIFUZZ_RESULT(n, ok, err)
     return
   end
   stats.errors = stats.errors + 1
-  -- a breakpoint action's dbg.abort() ends whatever call is running, with the debugger's message
-  local named = #current.names == 0 or names_function(msg, current.names) or msg:find("abandoned at a debugger stop (:abort)", 1, true)
+  -- a breakpoint action's dbg.abort() ends whatever call is running, with the debugger's message;
+  -- the user's own error() (from a callback, or a wrong argument's __index) is the user's message
+  local named = #current.names == 0 or names_function(msg, current.names) or
+                msg:find("abandoned at a debugger stop (:abort)", 1, true) or msg:find("fuzz_user_error", 1, true)
   local located = is_located(msg)
   local oneline = not msg:find("\n") and not msg:find("stack traceback")
   if named then stats.named = stats.named + 1 end
