@@ -38,7 +38,23 @@
 -- would really allocate gigabytes. torch.set_memory_limit(1 GiB) is called when it exists.
 --
 -- Not covered: the viewer (`viewer` table, :view), stdin prompts at debugger stops (a default
--- on_stop handler answers them; run replays with </dev/null), signals, multiple Lua threads.
+-- on_stop handler answers them; run replays with </dev/null), signals, the REPL's line input
+-- (only `:` commands through dbg.command), `tapedeck run-plan`, numerical results (the only
+-- oracle: a tensor's numel equals the product of its shape).
+--
+-- A finding becomes a test: shrink its log with minimize_log.lua (GC-timing ones need a hand-made
+-- reproducer, see repro/tape_gc.lua), keep it as repro/<name>.lua, and add a --avoid class here
+-- until it is fixed.
+--
+-- [SECTION] options          command line, AVOID (the known crash classes)
+-- [SECTION] runtime          the prelude of every log: pool globals, C() that runs one call
+-- [SECTION] random choices   the seeded generator's helpers
+-- [SECTION] shapes, values, wrong arguments   sizes (safe_dims), nasty values, wrong()
+-- [SECTION] the pool as the generator sees it   targ(): a tensor argument, mutate(), render()
+-- [SECTION] creation ... [SECTION] debugger   one gen() per call kind, with its weight
+-- [SECTION] message accounting   name / file:line / one-line checks, offending messages
+-- [SECTION] main loop        generate, log, run, keep the generator's view in step
+-- [SECTION] summary          figures, top offenders, --report, exit status
 
 -- ============================================================================================
 -- [SECTION] options

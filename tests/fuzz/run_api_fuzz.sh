@@ -137,7 +137,7 @@ while (( SECONDS - start < budget )); do
   elif (( rc > 128 )); then what="crash: killed by signal $(( rc - 128 ))"
   elif (( rc != 0 )) && [[ -z $summary ]]; then what="crash: exit status $rc without a summary: $(grep -av '^\s' "$work/err" | tail -1)"
   elif (( rc != 0 )); then
-    what="exit status $rc (--strict: an error message that does not name its function; api_fuzz prints them)"
+    what="exit status $rc (--strict: an error message does not name its function; the offending messages are listed at the end)"
     signature="--strict message failures"
   fi
   if [[ -n $what ]]; then
