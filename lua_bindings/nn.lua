@@ -20,6 +20,65 @@
 local nn = {}
 
 -- ============================================================================================
+-- Errors: as the bindings', they name the function the user called and end with the user's
+-- file:line, e.g. "Linear: in_features must be an integer >= 0, got 1.5 (model.lua:7)".
+
+local getinfo = debug.getinfo
+
+-- "file.lua:12" of the innermost frame that is neither the library (nn, optim) nor a C function.
+local function user_line()
+  for level = 3, 60 do
+    local info = getinfo(level, "Sl")
+    if not info then return nil end
+    if info.currentline > 0 and info.source:sub(1, 10) ~= "=tapedeck/" then return info.short_src .. ":" .. info.currentline end
+  end
+end
+
+local function fail(message)
+  local where = user_line()
+  error(where and (message .. " (" .. where .. ")") or message, 0)
+end
+
+-- A value as a message shows it: 1.5, nil, "x", a table, a tensor.
+local function describe(v)
+  if type(v) == "number" or type(v) == "boolean" or v == nil then return tostring(v) end
+  if type(v) == "string" then return string.format("%q", v) end
+  if torch.is_tensor(v) then return "a tensor" end
+  return "a " .. type(v)
+end
+
+-- v as an integer >= min, or an error naming the class and the argument.
+local function check_integer(class, what, v, min)
+  local n = type(v) == "number" and math.tointeger(v)
+  if not n or n < min then fail(string.format("%s: %s must be an integer >= %d, got %s", class, what, min, describe(v))) end
+  return n
+end
+
+-- opts is nil or a table with only the known keys (a typo must not pass silently); returns a table.
+local function check_options(class, opts, known, example)
+  if opts == nil then return {} end
+  if type(opts) ~= "table" then fail(string.format("%s: options must be a table like %s, got %s", class, example, describe(opts))) end
+  for key in pairs(opts) do
+    if not known[key] then
+      local names = {}
+      for name in pairs(known) do names[#names + 1] = name end
+      table.sort(names)
+      fail(string.format("%s: unknown option '%s' (expected %s)", class, tostring(key), table.concat(names, ", ")))
+    end
+  end
+  return opts
+end
+
+-- fn(...), an error from it named after the class ("Linear: rand: ..."), with the user's line.
+local function named(class, fn, ...)
+  local results = table.pack(pcall(fn, ...))
+  if results[1] then return table.unpack(results, 2, results.n) end
+  local message = tostring(results[2])
+  if message:find("%([^()]*:%d+%)$") then error(class .. ": " .. message, 0) end
+  fail(class .. ": " .. message)
+end
+
+-- ============================================================================================
 -- Module
 
 local Module = {__name = "Module"}
@@ -55,7 +114,9 @@ end
 
 -- Class:extend(name): a new module class; instances are made by calling the class.
 function Module:extend(name)
-  assert(type(name) == "string", "Module:extend: give the class a name, e.g. nn.Module:extend(\"TwoLayerNet\")")
+  if type(name) ~= "string" then
+    fail("Module:extend: give the class a name, e.g. nn.Module:extend(\"TwoLayerNet\"), got " .. describe(name))
+  end
   local class = setmetatable({__name = name}, {__index = self, __call = function(class, ...) return class:new(...) end})
   class.__index = class
   class.__newindex = register_field
@@ -75,8 +136,8 @@ end
 function Module:init() end
 
 function Module:forward()
-  error(getmetatable(self).__name .. ": forward is not defined (define " .. getmetatable(self).__name ..
-        ":forward(x))", 2)
+  local name = type(self) == "table" and getmetatable(self) and getmetatable(self).__name or "Module"
+  fail(name .. ": forward is not defined (define " .. name .. ":forward(x))")
 end
 
 -- Visits the registered fields in order: fn(name, value) for modules, parameters and plain tables'
@@ -154,7 +215,8 @@ end
 
 -- A leaf that requires grad, with t's values.
 function nn.Parameter(t)
-  return t:detach():clone():requires_grad_(true)
+  if not torch.is_tensor(t) then fail("Parameter: expects a tensor, got " .. describe(t)) end
+  return named("Parameter", function() return t:detach():clone():requires_grad_(true) end)
 end
 
 -- Uniform on [-bound, bound), as PyTorch's default init of Linear and Conv2d.
@@ -167,11 +229,13 @@ end
 
 nn.Linear = Module:extend("Linear")
 function nn.Linear:init(in_features, out_features, opts)
-  opts = opts or {}
+  in_features = check_integer("Linear", "in_features", in_features, 0)
+  out_features = check_integer("Linear", "out_features", out_features, 0)
+  opts = check_options("Linear", opts, {bias = true, dtype = true}, "{bias = false}")
   self.in_features, self.out_features = in_features, out_features
   local bound = 1 / math.sqrt(in_features)
-  self.weight = uniform_parameter({out_features, in_features}, bound, opts.dtype)
-  if opts.bias ~= false then self.bias = uniform_parameter({out_features}, bound, opts.dtype) end
+  self.weight = named("Linear", uniform_parameter, {out_features, in_features}, bound, opts.dtype)
+  if opts.bias ~= false then self.bias = named("Linear", uniform_parameter, {out_features}, bound, opts.dtype) end
 end
 function nn.Linear:forward(x) return torch.linear(x, self.weight, self.bias) end
 function nn.Linear:extra_repr()
@@ -181,12 +245,16 @@ end
 
 nn.Conv2d = Module:extend("Conv2d")
 function nn.Conv2d:init(in_channels, out_channels, kernel_size, opts)
-  opts = opts or {}
+  in_channels = check_integer("Conv2d", "in_channels", in_channels, 1)
+  out_channels = check_integer("Conv2d", "out_channels", out_channels, 1)
+  kernel_size = check_integer("Conv2d", "kernel_size", kernel_size, 1)
+  opts = check_options("Conv2d", opts, {stride = true, padding = true, bias = true, dtype = true}, "{stride = 1, padding = 0}")
   self.in_channels, self.out_channels, self.kernel_size = in_channels, out_channels, kernel_size
-  self.stride, self.padding = opts.stride or 1, opts.padding or 0
+  self.stride = opts.stride == nil and 1 or check_integer("Conv2d", "stride", opts.stride, 1)
+  self.padding = opts.padding == nil and 0 or check_integer("Conv2d", "padding", opts.padding, 0)
   local bound = 1 / math.sqrt(in_channels * kernel_size * kernel_size)
-  self.weight = uniform_parameter({out_channels, in_channels, kernel_size, kernel_size}, bound, opts.dtype)
-  if opts.bias ~= false then self.bias = uniform_parameter({out_channels}, bound, opts.dtype) end
+  self.weight = named("Conv2d", uniform_parameter, {out_channels, in_channels, kernel_size, kernel_size}, bound, opts.dtype)
+  if opts.bias ~= false then self.bias = named("Conv2d", uniform_parameter, {out_channels}, bound, opts.dtype) end
 end
 function nn.Conv2d:forward(x)
   return torch.conv2d(x, self.weight, self.bias, {stride = self.stride, padding = self.padding})
@@ -198,32 +266,38 @@ end
 
 nn.MaxPool2d = Module:extend("MaxPool2d")
 function nn.MaxPool2d:init(kernel_size, stride)
-  self.kernel_size, self.stride = kernel_size, stride or kernel_size
+  self.kernel_size = check_integer("MaxPool2d", "kernel_size", kernel_size, 1)
+  self.stride = stride == nil and self.kernel_size or check_integer("MaxPool2d", "stride", stride, 1)
 end
 function nn.MaxPool2d:forward(x) return torch.max_pool2d(x, self.kernel_size, self.stride) end
 function nn.MaxPool2d:extra_repr() return string.format("kernel_size=%d, stride=%d", self.kernel_size, self.stride) end
 
 -- Dims are 1-based: the default start_dim=2 keeps the batch dim, as PyTorch's nn.Flatten (start_dim=1).
 nn.Flatten = Module:extend("Flatten")
-function nn.Flatten:init(start_dim, end_dim) self.start_dim, self.end_dim = start_dim or 2, end_dim or -1 end
-function nn.Flatten:forward(x) return x:flatten(self.start_dim, self.end_dim) end
+function nn.Flatten:init(start_dim, end_dim)
+  self.start_dim = start_dim == nil and 2 or check_integer("Flatten", "start_dim", start_dim, math.mininteger)
+  self.end_dim = end_dim == nil and -1 or check_integer("Flatten", "end_dim", end_dim, math.mininteger)
+end
+function nn.Flatten:forward(x) return torch.flatten(x, self.start_dim, self.end_dim) end
 function nn.Flatten:extra_repr() return string.format("start_dim=%d, end_dim=%d", self.start_dim, self.end_dim) end
 
 -- Activations: modules with no parameters around one op.
 for name, method in pairs({ReLU = "relu", Tanh = "tanh", Sigmoid = "sigmoid"}) do
   local class = Module:extend(name)
-  class.forward = function(_, x) return x[method](x) end
+  class.forward = function(_, x) return torch[method](x) end
   nn[name] = class
 end
 
 nn.Softmax = Module:extend("Softmax")
-function nn.Softmax:init(dim) self.dim = dim end
-function nn.Softmax:forward(x) return x:softmax(self.dim) end
+function nn.Softmax:init(dim) self.dim = check_integer("Softmax", "dim", dim, math.mininteger) end
+function nn.Softmax:forward(x) return torch.softmax(x, self.dim) end
 
 nn.Sequential = Module:extend("Sequential")
 function nn.Sequential:init(...)
-  for i, module in ipairs({...}) do
-    if not is_module(module) then error("Sequential: argument " .. i .. " is not a module", 3) end
+  local modules = {...}
+  for i = 1, select("#", ...) do   -- a nil in the middle is an error too, not the end of the list
+    local module = modules[i]
+    if not is_module(module) then fail("Sequential: argument " .. i .. " is not a module, got " .. describe(module)) end
     self[i] = module
   end
 end
@@ -236,7 +310,14 @@ end
 for name, fn in pairs({MSELoss = "mse_loss", CrossEntropyLoss = "cross_entropy", NLLLoss = "nll_loss",
                        MultiMarginLoss = "multi_margin_loss"}) do
   local class = Module:extend(name)
-  class.init = function(self, opts) self.reduction = (opts and opts.reduction) or "mean" end
+  class.init = function(self, opts)
+    opts = check_options(name, opts, {reduction = true}, "{reduction = \"sum\"}")
+    local reduction = opts.reduction or "mean"
+    if reduction ~= "mean" and reduction ~= "sum" then
+      fail(name .. ": reduction must be \"mean\" or \"sum\", got " .. describe(reduction))
+    end
+    self.reduction = reduction
+  end
   class.forward = function(self, input, target) return torch[fn](input, target, {reduction = self.reduction}) end
   class.extra_repr = function(self) return "reduction=" .. self.reduction end
   nn[name] = class

@@ -8,34 +8,91 @@
 -- problem. Updates run under torch.no_grad (they are recorded on the tape, outside any graph).
 local optim = {}
 
+-- Errors name the function the user called and end with the user's file:line, as the bindings':
+-- "SGD: lr must be a number >= 0, got -1 (train.lua:9)".
+local getinfo = debug.getinfo
+
+-- "file.lua:12" of the innermost frame that is neither the library (nn, optim) nor a C function.
+local function user_line()
+  for level = 3, 60 do
+    local info = getinfo(level, "Sl")
+    if not info then return nil end
+    if info.currentline > 0 and info.source:sub(1, 10) ~= "=tapedeck/" then return info.short_src .. ":" .. info.currentline end
+  end
+end
+
+local function fail(message)
+  local where = user_line()
+  error(where and (message .. " (" .. where .. ")") or message, 0)
+end
+
+local function describe(v)
+  if type(v) == "number" or type(v) == "boolean" or v == nil then return tostring(v) end
+  if type(v) == "string" then return string.format("%q", v) end
+  if torch.is_tensor(v) then return "a tensor" end
+  return "a " .. type(v)
+end
+
 local Optimizer = {}
 Optimizer.__index = Optimizer
+
+-- What each option must be: a check returning true when the value is fine, and its description.
+local function number_at_least(low)
+  return function(v) return type(v) == "number" and v >= low end, "a number >= " .. low
+end
+local OPTION_RULES = {
+  lr = {number_at_least(0)},
+  momentum = {number_at_least(0)},
+  dampening = {function(v) return type(v) == "number" and v == v end, "a number"},
+  weight_decay = {number_at_least(0)},
+  nesterov = {function(v) return type(v) == "boolean" end, "true or false"},
+  eps = {number_at_least(0)},
+  betas = {function(v)
+    return type(v) == "table" and type(v[1]) == "number" and type(v[2]) == "number" and v[1] >= 0 and v[1] < 1 and
+           v[2] >= 0 and v[2] < 1
+  end, "two numbers in [0, 1), as {0.9, 0.999}"},
+}
 
 -- params: a list of tensors, or a module (its parameters()).
 local function new_optimizer(class, name, params, opts, defaults)
   if nn and nn.is_module(params) then params = params:parameters() end
   if type(params) ~= "table" or #params == 0 then
-    error(name .. ": expects a list of parameters (model:parameters()), got " ..
-          (type(params) == "table" and "an empty list" or type(params)), 3)
+    fail(name .. ": expects a list of parameters (model:parameters()), got " ..
+         (type(params) == "table" and "an empty list" or describe(params)))
   end
   for i, p in ipairs(params) do
-    if not torch.is_tensor(p) then error(name .. ": parameter " .. i .. " is a " .. type(p) .. ", not a tensor", 3) end
+    if not torch.is_tensor(p) then fail(name .. ": parameter " .. i .. " is " .. describe(p) .. ", not a tensor") end
   end
   local self = setmetatable({params = params, state = {}, name = name}, class)
+  if opts ~= nil and type(opts) ~= "table" then
+    fail(name .. ": options must be a table like {lr = 0.01}, got " .. describe(opts))
+  end
   opts = opts or {}
   for key in pairs(opts) do
-    if defaults[key] == nil then error(name .. ": unknown option '" .. tostring(key) .. "'", 3) end
+    if defaults[key] == nil then fail(name .. ": unknown option '" .. tostring(key) .. "'") end
   end
   for key, default in pairs(defaults) do
     local value = opts[key]
     if value == nil then value = default end
     self[key] = value
   end
-  if self.lr == nil or type(self.lr) ~= "number" or self.lr < 0 then error(name .. ": lr must be a number >= 0", 3) end
+  if type(self.lr) ~= "number" then fail(name .. ": lr must be a number >= 0, got " .. describe(opts.lr)) end
+  for key in pairs(defaults) do
+    local rule = OPTION_RULES[key]
+    if rule and not rule[1](self[key]) then fail(name .. ": " .. key .. " must be " .. rule[2] .. ", got " .. describe(self[key])) end
+  end
   return self
 end
 
+-- self must be an optimizer: opt:step(), not opt.step().
+local function check_self(self, method)
+  if type(self) ~= "table" or getmetatable(self) == nil or rawget(self, "params") == nil then
+    fail(method .. ": call it on an optimizer, as opt:" .. method .. "(), got " .. describe(self))
+  end
+end
+
 function Optimizer:zero_grad()
+  check_self(self, "zero_grad")
   for _, p in ipairs(self.params) do p.grad = nil end
 end
 
@@ -53,6 +110,7 @@ end
 setmetatable(optim.SGD, {__index = Optimizer, __call = function(_, ...) return optim.SGD.new(...) end})
 
 function optim.SGD:step()
+  check_self(self, "step")
   torch.no_grad(function()
     for i, p in ipairs(self.params) do
       local g = p.grad
@@ -90,6 +148,7 @@ function optim.Adam.new(params, opts)
 end
 
 function optim.Adam:step()
+  check_self(self, "step")
   self.step_count = self.step_count + 1
   local beta1, beta2 = self.betas[1], self.betas[2]
   local bias_correction1 = 1 - beta1 ^ self.step_count
