@@ -67,11 +67,10 @@ fuzz() {
       -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="build-asan/fuzz/$name-" \
       "build-asan/fuzz/$name" "tests/fuzz/corpus/$name" > "build-asan/fuzz/$name.log" 2>&1 || failed=1
     grep -E "^(stat::number_of_executed_units|stat::peak_rss_mb|==[0-9]+==ERROR|SUMMARY)" "build-asan/fuzz/$name.log" || true
-    tail -1 "build-asan/fuzz/$name.log"
   done
   echo "=== fuzz: the Lua API, ${seconds} s (tests/fuzz/run_api_fuzz.sh)"
-  APIFUZZ_OUT=build-asan/fuzz/api APIFUZZ_ARGS="--strict ${APIFUZZ_ARGS:-}" \
-    tests/fuzz/run_api_fuzz.sh build-asan/tapedeck "$seconds" "${FUZZ_FIRST_SEED:-1}" || failed=1
+  APIFUZZ_OUT="$PWD/build-asan/fuzz/api" APIFUZZ_ARGS="--strict ${APIFUZZ_ARGS:-}" \
+    tests/fuzz/run_api_fuzz.sh "$PWD/build-asan/tapedeck" "$seconds" "${FUZZ_FIRST_SEED:-1}" || failed=1
   return $failed
 }
 

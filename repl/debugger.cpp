@@ -334,8 +334,13 @@ void stop_here(lua_State* T, StopKind kind, Node* node, const std::string& reaso
         mode = g.resume == RESUME_NONE ? RESUME_CONTINUE : g.resume;
         start_stepping(stop, mode);
     }
-    if (mode == RESUME_ABORT)
-        luaL_error(T, repl_quit_requested() ? "quit" : "abandoned at a debugger stop (:abort)");
+    if (mode == RESUME_ABORT) {   // the user's line where the run was abandoned (not a library frame's)
+        std::string where = tapedeck_where(T, 0);
+        std::string message = repl_quit_requested() ? "quit" : "abandoned at a debugger stop (:abort)";
+        if (!where.empty()) message += " (" + where + ")";
+        lua_pushstring(T, message.c_str());
+        lua_error(T);
+    }
 }
 
 }  // namespace
