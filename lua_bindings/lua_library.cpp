@@ -4,19 +4,23 @@
 
 #include "tapedeck_lua.h"
 
+#include "errors_lua.h"
 #include "nn_lua.h"
 #include "optim_lua.h"
 
 namespace {
 
 struct LibraryModule {
-    const char* name;     // the global and the require name
+    const char* name;          // the require name
     const char* source;
+    bool global;               // also a global of that name
 };
 
+// In load order: errors first (nn and optim require it).
 const LibraryModule library[] = {
-    {"nn", nn_lua},
-    {"optim", optim_lua},
+    {"tapedeck.errors", errors_lua, false},
+    {"nn", nn_lua, true},
+    {"optim", optim_lua, true},
 };
 
 }  // namespace
@@ -31,7 +35,8 @@ void tapedeck_open_library(lua_State* L) {
         lua_pushvalue(L, -2);
         lua_setfield(L, -2, module.name);
         lua_pop(L, 1);
-        lua_setglobal(L, module.name);
+        if (module.global) lua_setglobal(L, module.name);
+        else lua_pop(L, 1);
     }
     lua_getglobal(L, "nn");
     lua_getfield(L, -1, "functional");

@@ -23,29 +23,8 @@ local nn = {}
 -- Errors: as the bindings', they name the function the user called and end with the user's
 -- file:line, e.g. "Linear: in_features must be an integer >= 0, got 1.5 (model.lua:7)".
 
-local getinfo = debug.getinfo
-
--- "file.lua:12" of the innermost frame that is neither the library (nn, optim) nor a C function.
-local function user_line()
-  for level = 3, 60 do
-    local info = getinfo(level, "Sl")
-    if not info then return nil end
-    if info.currentline > 0 and info.source:sub(1, 10) ~= "=tapedeck/" then return info.short_src .. ":" .. info.currentline end
-  end
-end
-
-local function fail(message)
-  local where = user_line()
-  error(where and (message .. " (" .. where .. ")") or message, 0)
-end
-
--- A value as a message shows it: 1.5, nil, "x", a table, a tensor.
-local function describe(v)
-  if type(v) == "number" or type(v) == "boolean" or v == nil then return tostring(v) end
-  if type(v) == "string" then return string.format("%q", v) end
-  if torch.is_tensor(v) then return "a tensor" end
-  return "a " .. type(v)
-end
+local errors = require "tapedeck.errors"
+local fail, describe = errors.fail, errors.describe
 
 -- v as an integer >= min, or an error naming the class and the argument.
 local function check_integer(class, what, v, min)
