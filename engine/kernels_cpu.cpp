@@ -2,13 +2,13 @@
 //
 // [SECTION] helpers        dtype dispatch, Eigen maps, the broadcast row walker, dim splits
 // [SECTION] creation       tensor zeros ones full rand randn eye arange
-// [SECTION] elementwise    the math once (functors, span functions), the kernels, elementwise_math()
+// [SECTION] elementwise    elementwise.def made into functors, kernels, span functions (elementwise_math)
 // [SECTION] products       mm bmm
 // [SECTION] convolution    conv2d and its two backward ops (im2col + GEMM), max_pool2d and its backward
 // [SECTION] layout         transpose view expand sum_to cat narrow narrow_backward
 // [SECTION] reductions     sum mean max softmax log_softmax
 // [SECTION] indexing       gather scatter_add
-// [SECTION] copies         to clone
+// [SECTION] copies         to (clone is elementwise: x)
 // [SECTION] losses         mse_loss cross_entropy nll_loss multi_margin_loss and their derivatives
 // [SECTION] in place       add_ sub_ mul_ zero_ fill_ copy_
 // [SECTION] scratch        what kernels allocate beyond their outputs (cpu_kernel_scratch_bytes)
@@ -21,6 +21,7 @@
 #include <cstring>
 
 #include "elementwise.h"
+#include "scalar_math.h"
 #include "kernels_cpu.h"
 #include "tape.h"
 
@@ -270,210 +271,99 @@ void cpu_arange(const KernelCall& c) {
 // ============================================================================================
 // [SECTION] elementwise
 //
-// The math of each elementwise op is written once, as a functor (binary ops, which broadcast) or
-// a span function (out[i] = f(in[0][i], in[1][i]) over n contiguous elements). The kernels below
-// run it over whole tensors; elementwise_math() hands the same span functions to freeze's fused
-// loops (plan.cpp), so a fused chain computes exactly what the ops compute one by one.
+// The math of each elementwise op is one line of elementwise.def. Each line becomes a functor
+// (`<name>_math::apply(x, y, scalars)`), the op's kernel (over whole tensors, broadcasting two
+// inputs) and the span functions elementwise_math() hands to freeze's fused loops (plan.cpp), so
+// a fused chain computes exactly what the ops compute one by one.
 
 namespace {
 
-struct AddMath { template <class T> T operator()(T a, T b) const { return a + b; } };
-struct SubMath { template <class T> T operator()(T a, T b) const { return a - b; } };
-struct MulMath { template <class T> T operator()(T a, T b) const { return a * b; } };
-struct DivMath { template <class T> T operator()(T a, T b) const { return a / b; } };
-struct PowMath { template <class T> T operator()(T a, T b) const { return std::pow(a, b); } };
-struct EqMath { template <class T> bool operator()(T a, T b) const { return a == b; } };
-struct LtMath { template <class T> bool operator()(T a, T b) const { return a < b; } };
-struct LeMath { template <class T> bool operator()(T a, T b) const { return a <= b; } };
-struct GtMath { template <class T> bool operator()(T a, T b) const { return a > b; } };
-struct GeMath { template <class T> bool operator()(T a, T b) const { return a >= b; } };
-
-// A relation as a value: 1 where it holds, else 0.
-template <class Relation>
-struct HoldsMath {
-    template <class T> T operator()(T a, T b) const { return T(Relation()(a, b) ? 1 : 0); }
-};
-
-// masked_fill: s where the mask is nonzero, else x.
+// The attributes an elementwise line reads, as the element type.
 template <class T>
-struct MaskedFillMath {
-    T s;
-    T operator()(T x, T m) const { return m != T(0) ? s : x; }
+struct Scalars {
+    T s, lo, hi;
+    explicit Scalars(const OpAttrs& a)
+        : s(element_cast<T>(a.scalar)), lo(element_cast<T>(a.lo)), hi(element_cast<T>(a.hi)) {}
 };
 
-template <class T, class F>
-void span_binary(const T* const* in, T* out, int64_t n, F f) {
-    const T* a = in[0];
-    const T* b = in[1];
-    for (int64_t i = 0; i < n; ++i) out[i] = f(a[i], b[i]);
+#define ELEMENTWISE(name, dtypes, expression)                                                    \
+    struct name##_math {                                                                           \
+        template <class T>                                                                         \
+        static T apply([[maybe_unused]] T x, [[maybe_unused]] T y, const Scalars<T>& scalars) {    \
+            [[maybe_unused]] T s = scalars.s, lo = scalars.lo, hi = scalars.hi;                     \
+            return static_cast<T>(expression);                                                     \
+        }                                                                                          \
+    };
+#include "elementwise.def"
+#undef ELEMENTWISE
+
+// out[i] = f(in[0][i]) or f(in[0][i], in[1][i]) over n contiguous elements: the span functions.
+template <class Math, class T>
+void span_unary(const T* const* in, T* out, int64_t n, const OpAttrs& attrs) {
+    Scalars<T> scalars(attrs);
+    const T* x = in[0];
+    for (int64_t i = 0; i < n; ++i) out[i] = Math::apply(x[i], T(0), scalars);
 }
 
-#define SPAN(name) template <class T> void name(const T* const* in, T* out, int64_t n, const OpAttrs& a)
-#define X ConstArrayMap<T>(in[0], n)
-#define Y ArrayMap<T>(out, n)
+template <class Math, class T>
+void span_binary(const T* const* in, T* out, int64_t n, const OpAttrs& attrs) {
+    Scalars<T> scalars(attrs);
+    const T* x = in[0];
+    const T* y = in[1];
+    for (int64_t i = 0; i < n; ++i) out[i] = Math::apply(x[i], y[i], scalars);
+}
 
-SPAN(span_add) { (void)a; span_binary(in, out, n, AddMath()); }
-SPAN(span_sub) { (void)a; span_binary(in, out, n, SubMath()); }
-SPAN(span_mul) { (void)a; span_binary(in, out, n, MulMath()); }
-SPAN(span_div) { (void)a; span_binary(in, out, n, DivMath()); }
-SPAN(span_pow_tensor) { (void)a; span_binary(in, out, n, PowMath()); }
-SPAN(span_eq) { (void)a; span_binary(in, out, n, HoldsMath<EqMath>()); }
-SPAN(span_lt) { (void)a; span_binary(in, out, n, HoldsMath<LtMath>()); }
-SPAN(span_le) { (void)a; span_binary(in, out, n, HoldsMath<LeMath>()); }
-SPAN(span_gt) { (void)a; span_binary(in, out, n, HoldsMath<GtMath>()); }
-SPAN(span_ge) { (void)a; span_binary(in, out, n, HoldsMath<GeMath>()); }
-SPAN(span_masked_fill) { span_binary(in, out, n, MaskedFillMath<T>{element_cast<T>(a.scalar)}); }
+// The whole op in element type T: output `o` from the inputs (two inputs broadcast).
+template <class Math, class T>
+void elementwise_loop(const KernelCall& c, const Value& o) {
+    if (c.n_inputs == 1) {
+        const T* x = in(c, 0).data<T>();
+        span_unary<Math, T>(&x, o.data<T>(), o.numel(), c.attrs);
+        return;
+    }
+    Scalars<T> scalars(c.attrs);
+    binary_loop<T>(in(c, 0), in(c, 1), o, [scalars](T x, T y) { return Math::apply(x, y, scalars); });
+}
 
-SPAN(span_add_scalar) { Y = X + element_cast<T>(a.scalar); }
-SPAN(span_mul_scalar) { Y = X * element_cast<T>(a.scalar); }
-SPAN(span_div_scalar) { Y = X / element_cast<T>(a.scalar); }
-SPAN(span_rsub_scalar) { Y = element_cast<T>(a.scalar) - X; }
-SPAN(span_rdiv_scalar) { Y = element_cast<T>(a.scalar) / X; }
-SPAN(span_pow) {
-    double p = a.scalar;
-    if (p == 2) Y = X.square();
-    else if (p == 1) Y = X;
-    else if (p == 0.5) Y = X.sqrt();
-    else if (p == 3) Y = X.cube();
-    else Y = X.pow(static_cast<T>(p));
-}
-SPAN(span_neg) { (void)a; Y = -X; }
-SPAN(span_exp) { (void)a; Y = X.exp(); }
-SPAN(span_log) { (void)a; Y = X.log(); }
-SPAN(span_sqrt) { (void)a; Y = X.sqrt(); }
-SPAN(span_abs) { (void)a; Y = X.abs(); }
-SPAN(span_sign) {
-    (void)a;
-    for (int64_t i = 0; i < n; ++i) out[i] = T((in[0][i] > 0) - (in[0][i] < 0));
-}
-SPAN(span_tanh) { (void)a; Y = X.tanh(); }
-SPAN(span_sigmoid) { (void)a; Y = X.logistic(); }
-SPAN(span_relu) {   // NaN stays NaN, as in PyTorch
-    (void)a;
-    for (int64_t i = 0; i < n; ++i) out[i] = in[0][i] < 0 ? T(0) : in[0][i];
-}
-SPAN(span_clamp) {
-    T lo = std::isfinite(a.lo) || std::is_floating_point<T>::value ? element_cast<T>(a.lo)
-                                                                   : std::numeric_limits<T>::lowest();
-    T hi = std::isfinite(a.hi) || std::is_floating_point<T>::value ? element_cast<T>(a.hi)
-                                                                   : std::numeric_limits<T>::max();
-    for (int64_t i = 0; i < n; ++i) out[i] = std::min(std::max(in[0][i], lo), hi);
-}
-SPAN(span_tanh_backward) {   // grad * (1 - y^2)
-    (void)a;
-    for (int64_t i = 0; i < n; ++i) out[i] = in[0][i] * (T(1) - in[1][i] * in[1][i]);
-}
-SPAN(span_sigmoid_backward) {   // grad * y * (1 - y)
-    (void)a;
-    for (int64_t i = 0; i < n; ++i) out[i] = in[0][i] * in[1][i] * (T(1) - in[1][i]);
-}
-SPAN(span_relu_backward) {   // grad where y > 0
-    (void)a;
-    for (int64_t i = 0; i < n; ++i) out[i] = in[1][i] > 0 ? in[0][i] : T(0);
-}
-SPAN(span_clamp_backward) {   // grad where lo <= x <= hi
-    double lo = a.lo, hi = a.hi;
-    for (int64_t i = 0; i < n; ++i) {
-        double v = static_cast<double>(in[1][i]);
-        out[i] = v >= lo && v <= hi ? in[0][i] : T(0);
+enum ElementwiseDTypes { DTYPES_FLOATS, DTYPES_ALL, DTYPES_COMPARE };
+
+template <class Math>
+void elementwise_kernel(const KernelCall& c, const char* name, ElementwiseDTypes dtypes) {
+    const Value& o = out(c);
+    if (dtypes == DTYPES_FLOATS) {
+        DISPATCH_FLOAT(name, o.dtype, elementwise_loop<Math, T>(c, o));
+    } else if (dtypes == DTYPES_ALL || in(c, 0).dtype == o.dtype) {
+        DISPATCH_ALL(o.dtype, elementwise_loop<Math, T>(c, o));
+    } else {   // a comparison of int64 tensors with a float result: compare as int64, then convert
+        Value as_int = value_new(o.shape, DTYPE_I64);
+        elementwise_loop<Math, int64_t>(c, as_int);
+        for (int64_t i = 0; i < as_int.numel(); ++i) value_set(o, i, static_cast<double>(as_int.data<int64_t>()[i]));
     }
 }
 
-#undef SPAN
-#undef X
-#undef Y
-
-// An op whose inputs and output all have the output's shape: the span function over everything.
-template <class T>
-void run_span(void (*span)(const T* const*, T*, int64_t, const OpAttrs&), const KernelCall& c) {
-    const T* inputs[2] = {in(c, 0).data<T>(), c.n_inputs > 1 ? in(c, 1).data<T>() : nullptr};
-    span(inputs, out(c).data<T>(), out(c).numel(), c.attrs);
+// The span functions of one line, for an op with `arity` inputs.
+template <class Math>
+ElementwiseMath math_of(int arity) {
+    if (arity == 1) return {1, span_unary<Math, float>, span_unary<Math, double>};
+    return {2, span_binary<Math, float>, span_binary<Math, double>};
 }
 
 }  // namespace
 
-#define FLOAT_SPAN_KERNEL(op) \
-    void cpu_##op(const KernelCall& c) { DISPATCH_FLOAT(#op, out(c).dtype, run_span<T>(span_##op<T>, c)); }
-#define ANY_SPAN_KERNEL(op) \
-    void cpu_##op(const KernelCall& c) { DISPATCH_ALL(out(c).dtype, run_span<T>(span_##op<T>, c)); }
-
-void cpu_add(const KernelCall& c) { DISPATCH_ALL(out(c).dtype, binary_loop<T>(in(c, 0), in(c, 1), out(c), AddMath())); }
-void cpu_sub(const KernelCall& c) { DISPATCH_ALL(out(c).dtype, binary_loop<T>(in(c, 0), in(c, 1), out(c), SubMath())); }
-void cpu_mul(const KernelCall& c) { DISPATCH_ALL(out(c).dtype, binary_loop<T>(in(c, 0), in(c, 1), out(c), MulMath())); }
-
-void cpu_div(const KernelCall& c) {
-    DISPATCH_FLOAT("div", out(c).dtype, binary_loop<T>(in(c, 0), in(c, 1), out(c), DivMath()));
-}
-
-void cpu_pow_tensor(const KernelCall& c) {
-    DISPATCH_FLOAT("pow_tensor", out(c).dtype, binary_loop<T>(in(c, 0), in(c, 1), out(c), PowMath()));
-}
-
-// Comparisons give 1 or 0 in the (float) output dtype.
-template <typename Relation>
-void compare_kernel(const KernelCall& c, const char* name) {
-    if (in(c, 0).dtype == out(c).dtype) {
-        DISPATCH_FLOAT(name, out(c).dtype, binary_loop<T>(in(c, 0), in(c, 1), out(c), HoldsMath<Relation>()));
-        return;
-    }
-    // int64 inputs, float32 result: compare as int64, then convert.
-    Value as_int = value_new(out(c).shape, DTYPE_I64);
-    binary_loop<int64_t>(in(c, 0), in(c, 1), as_int, HoldsMath<Relation>());
-    for (int64_t i = 0; i < as_int.numel(); ++i) out(c).data<float>()[i] = static_cast<float>(as_int.data<int64_t>()[i]);
-}
-
-void cpu_eq(const KernelCall& c) { compare_kernel<EqMath>(c, "eq"); }
-void cpu_lt(const KernelCall& c) { compare_kernel<LtMath>(c, "lt"); }
-void cpu_le(const KernelCall& c) { compare_kernel<LeMath>(c, "le"); }
-void cpu_gt(const KernelCall& c) { compare_kernel<GtMath>(c, "gt"); }
-void cpu_ge(const KernelCall& c) { compare_kernel<GeMath>(c, "ge"); }
-
-// The mask has x's dtype (ops::masked_fill converts it); nonzero means fill.
-void cpu_masked_fill(const KernelCall& c) {
-    DISPATCH_ALL(out(c).dtype,
-                 binary_loop<T>(in(c, 0), in(c, 1), out(c), MaskedFillMath<T>{element_cast<T>(c.attrs.scalar)}));
-}
-
-ANY_SPAN_KERNEL(add_scalar)
-ANY_SPAN_KERNEL(mul_scalar)
-FLOAT_SPAN_KERNEL(div_scalar)
-ANY_SPAN_KERNEL(rsub_scalar)
-FLOAT_SPAN_KERNEL(rdiv_scalar)
-FLOAT_SPAN_KERNEL(pow)
-ANY_SPAN_KERNEL(neg)
-FLOAT_SPAN_KERNEL(exp)
-FLOAT_SPAN_KERNEL(log)
-FLOAT_SPAN_KERNEL(sqrt)
-ANY_SPAN_KERNEL(abs)
-ANY_SPAN_KERNEL(sign)
-FLOAT_SPAN_KERNEL(tanh)
-FLOAT_SPAN_KERNEL(sigmoid)
-ANY_SPAN_KERNEL(relu)
-ANY_SPAN_KERNEL(clamp)
-FLOAT_SPAN_KERNEL(tanh_backward)
-FLOAT_SPAN_KERNEL(sigmoid_backward)
-ANY_SPAN_KERNEL(relu_backward)
-ANY_SPAN_KERNEL(clamp_backward)
-
-#undef FLOAT_SPAN_KERNEL
-#undef ANY_SPAN_KERNEL
+#define ELEMENTWISE(name, dtypes, expression) \
+    void cpu_##name(const KernelCall& c) { elementwise_kernel<name##_math>(c, #name, DTYPES_##dtypes); }
+#include "elementwise.def"
+#undef ELEMENTWISE
 
 const ElementwiseMath* elementwise_math(OpId op) {
-#define MATH(name, arity)                                                           \
-    case OP_##name: {                                                               \
-        static const ElementwiseMath math{arity, span_##name<float>, span_##name<double>}; \
-        return &math;                                                               \
-    }
-    switch (op) {
-        MATH(add, 2) MATH(sub, 2) MATH(mul, 2) MATH(div, 2) MATH(pow_tensor, 2)
-        MATH(eq, 2) MATH(lt, 2) MATH(le, 2) MATH(gt, 2) MATH(ge, 2) MATH(masked_fill, 2)
-        MATH(add_scalar, 1) MATH(mul_scalar, 1) MATH(div_scalar, 1) MATH(rsub_scalar, 1) MATH(rdiv_scalar, 1)
-        MATH(pow, 1) MATH(neg, 1) MATH(exp, 1) MATH(log, 1) MATH(sqrt, 1) MATH(abs, 1) MATH(sign, 1)
-        MATH(tanh, 1) MATH(sigmoid, 1) MATH(relu, 1) MATH(clamp, 1)
-        MATH(tanh_backward, 2) MATH(sigmoid_backward, 2) MATH(relu_backward, 2) MATH(clamp_backward, 2)
-        default: return nullptr;
-    }
-#undef MATH
+    static const std::vector<ElementwiseMath> table = [] {
+        std::vector<ElementwiseMath> t(OP_COUNT, ElementwiseMath{0, nullptr, nullptr});
+#define ELEMENTWISE(name, dtypes, expression) t[OP_##name] = math_of<name##_math>(op_info(OP_##name).n_inputs);
+#include "elementwise.def"
+#undef ELEMENTWISE
+        return t;
+    }();
+    return table[op].arity ? &table[op] : nullptr;
 }
 
 // ============================================================================================
@@ -1046,9 +936,6 @@ void cpu_to(const KernelCall& c) {
     });
 }
 
-void cpu_clone(const KernelCall& c) {
-    std::memcpy(out(c).raw(), in(c, 0).raw(), in(c, 0).numel() * dtype_size(in(c, 0).dtype));
-}
 
 // ============================================================================================
 // [SECTION] losses

@@ -8,6 +8,7 @@
 
 #include <cstring>
 
+#include "elementwise.h"
 #include "kernels_cpu.h"
 #include "tape.h"
 
@@ -32,6 +33,11 @@ const OpInfo op_table[OP_COUNT] = {
 };
 
 void not_differentiable(BackwardCall&) {}
+
+bool op_is_simple_method(OpId op) {
+    const OpInfo& info = op_table[op];
+    return elementwise_math(op) && info.n_inputs == 1 && info.attrs_kind == ATTRS_NONE && !(info.flags & OPF_INTERNAL);
+}
 
 void kernel_run(OpId op, const KernelCall& call) {
     const OpInfo& info = op_table[op];
@@ -108,6 +114,18 @@ std::string op_describe_attrs(OpId op, const OpAttrs& a) {
         case ATTRS_LOSS: return a.reduction == REDUCTION_SUM ? "reduction=sum" : "";
     }
     return "";
+}
+
+namespace {
+bool same_attr(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
+template <class T>
+bool same_attr(const T& a, const T& b) { return a == b; }
+}  // namespace
+
+bool attrs_equal(const OpAttrs& a, const OpAttrs& b) {
+#define OP_ATTRS_SAME(type, name, initial, what) &&same_attr(a.name, b.name)
+    return true OP_ATTRS_FIELDS(OP_ATTRS_SAME);
+#undef OP_ATTRS_SAME
 }
 
 int dim_normalize(const char* op_name, int64_t dim, int ndim) {
@@ -660,6 +678,29 @@ void backward_sqrt(BackwardCall& c) {
 void backward_abs(BackwardCall& c) {
     c.grad_in[0] = ops::mul(c.grad_out[0], ops::unary(OP_sign, c.input(0)));
 }
+
+// Whole-number results (sign, floor, round, ...): a zero gradient, as PyTorch.
+void backward_zeros(BackwardCall& c) {
+    c.grad_in[0] = ops::create(OP_zeros, c.input_shape(0), c.grad_out[0].dtype());
+}
+
+void backward_sin(BackwardCall& c) { c.grad_in[0] = ops::mul(c.grad_out[0], ops::unary(OP_cos, c.input(0))); }
+
+void backward_cos(BackwardCall& c) { c.grad_in[0] = ops::neg(ops::mul(c.grad_out[0], ops::unary(OP_sin, c.input(0)))); }
+
+void backward_log1p(BackwardCall& c) { c.grad_in[0] = ops::div(c.grad_out[0], ops::add_scalar(c.input(0), 1)); }
+
+void backward_expm1(BackwardCall& c) { c.grad_in[0] = ops::mul(c.grad_out[0], ops::add_scalar(c.output(0), 1)); }
+
+void backward_reciprocal(BackwardCall& c) {   // y = 1/x: dx = -g y^2
+    c.grad_in[0] = ops::neg(ops::mul(c.grad_out[0], ops::unary(OP_square, c.output(0))));
+}
+
+void backward_rsqrt(BackwardCall& c) {   // y = x^-1/2: dx = -g y^3 / 2
+    c.grad_in[0] = ops::mul(c.grad_out[0], ops::mul_scalar(ops::pow(c.output(0), 3), -0.5));
+}
+
+void backward_square(BackwardCall& c) { c.grad_in[0] = ops::mul(c.grad_out[0], ops::mul_scalar(c.input(0), 2)); }
 
 void backward_tanh(BackwardCall& c) {
     c.grad_in[0] = ops::activation_backward(OP_tanh_backward, c.grad_out[0], c.output(0));

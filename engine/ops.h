@@ -28,6 +28,8 @@ enum OpFlags : uint32_t {
     OPF_SAVES_OUT0 = 1 << 7,  // ... output 0
     OPF_CUSTOM = 1 << 8,      // a function defined outside the engine (function.h): its kernel runs
                               // the function's own ops and sets the node's outputs
+    OPF_INTERNAL = 1 << 9,    // not called by its own name from Lua: a backward rule's helper, or
+                              // reached through an operator or another function (x + 1 is add_scalar)
 };
 
 // Which OpAttrs fields an op reads, for printing (:graph, DOT labels) and for freeze's guards.
@@ -42,24 +44,40 @@ enum Reduction : uint8_t { REDUCTION_MEAN, REDUCTION_SUM };
 
 constexpr int MAX_OUTPUTS = 2;
 
-// Every attribute any op takes, flat. Dims here are 0-based; the Lua side converts.
+// Every attribute any op takes, flat, listed once: FIELD(type, name, default, what). The struct
+// below, attrs_equal (freeze's common-subexpression check) and the plan file's reader and writer
+// are all made from this list, so a field added here is compared and saved without another edit
+// (the plan file's format version goes up with it). Dims are 0-based; the Lua side converts.
+#define OP_ATTRS_FIELDS(FIELD)                                                                     \
+    FIELD(double, scalar, 0, "s, p, alpha, fill value")                                            \
+    FIELD(double, lo, -std::numeric_limits<double>::infinity(), "clamp's lower bound")             \
+    FIELD(double, hi, std::numeric_limits<double>::infinity(), "clamp's upper bound")              \
+    FIELD(int, dim, 0, "dim, or the first of two")                                                 \
+    FIELD(int, dim2, 0, "the second dim")                                                          \
+    FIELD(bool, all, false, "reduce every element / squeeze all size-1 dims")                      \
+    FIELD(bool, keepdim, false, "reductions keep the reduced dim as size 1")                       \
+    FIELD(bool, trans_a, false, "mm/bmm: read A transposed")                                       \
+    FIELD(bool, trans_b, false, "mm/bmm: read B transposed")                                       \
+    FIELD(bool, accumulate, false, "mm/bmm: Y += A B (freeze's in-place gradients)")               \
+    FIELD(int64_t, start, 0, "narrow's first index")                                               \
+    FIELD(int64_t, length, 0, "narrow's length")                                                   \
+    FIELD(int, kernel, 0, "pooling window (square)")                                               \
+    FIELD(int, stride, 1, "conv2d / pooling stride")                                               \
+    FIELD(int, padding, 0, "conv2d / pooling padding")                                             \
+    FIELD(Reduction, reduction, REDUCTION_MEAN, "losses: mean or sum")                             \
+    FIELD(Shape, shape, Shape(), "created / target / full shape")                                  \
+    FIELD(DType, dtype, DTYPE_F32, "created dtype, `to`'s target")
+
 struct OpAttrs {
-    double scalar = 0;                                          // s, p, alpha, fill value
-    double lo = -std::numeric_limits<double>::infinity();      // clamp bounds
-    double hi = std::numeric_limits<double>::infinity();
-    int dim = 0;                                                // dim, or the first of two
-    int dim2 = 0;
-    bool all = false;                                           // reduce every element / squeeze all size-1 dims
-    bool keepdim = false;
-    bool trans_a = false, trans_b = false;                      // mm/bmm: read A or B transposed
-    bool accumulate = false;                                    // mm/bmm: Y += A B (freeze's in-place gradients)
-    int64_t start = 0, length = 0;                              // narrow
-    int kernel = 0, stride = 1, padding = 0;                    // conv2d / pooling windows (square)
-    Reduction reduction = REDUCTION_MEAN;                       // losses
-    Shape shape;                                                // created/target/full shape
-    DType dtype = DTYPE_F32;                                    // created dtype, `to` target
-    const double* init_values = nullptr;                        // `tensor`: numel values, read once at creation
+#define OP_ATTRS_DECLARE(type, name, initial, what) type name = initial;
+    OP_ATTRS_FIELDS(OP_ATTRS_DECLARE)
+#undef OP_ATTRS_DECLARE
+    // Not an attribute: `tensor`'s numel values, read once at creation (never compared or saved).
+    const double* init_values = nullptr;
 };
+
+// Every field equal (NaN equals NaN: the same number was given).
+bool attrs_equal(const OpAttrs& a, const OpAttrs& b);
 
 // What a shape rule sees and fills.
 struct ShapeCall {
@@ -123,6 +141,9 @@ extern const OpInfo op_table[OP_COUNT];
 // functions always run (their kernel is Lua code).
 void kernel_run(OpId op, const KernelCall& call);
 inline const OpInfo& op_info(OpId op) { return op_table[op]; }
+// Whether Lua gets x:name() and torch.name(x) for `op` from the table itself: an elementwise op
+// (elementwise.def) of one tensor, without attributes, not OPF_INTERNAL.
+bool op_is_simple_method(OpId op);
 bool op_find(const char* name, OpId* out);
 // "dim=2 keepdim" style description of the attributes an op uses (dims shown 1-based).
 std::string op_describe_attrs(OpId op, const OpAttrs& attrs);

@@ -54,15 +54,6 @@ bool step_is_effect(const Plan& plan, const PlanStep& s) {
     return written >= 0 && root_is_outside(plan, written);
 }
 
-bool attrs_equal(const OpAttrs& a, const OpAttrs& b) {
-    auto same = [](double x, double y) { return x == y || (std::isnan(x) && std::isnan(y)); };
-    return same(a.scalar, b.scalar) && same(a.lo, b.lo) && same(a.hi, b.hi) && a.dim == b.dim && a.dim2 == b.dim2 &&
-           a.all == b.all && a.keepdim == b.keepdim && a.trans_a == b.trans_a && a.trans_b == b.trans_b &&
-           a.accumulate == b.accumulate && a.start == b.start && a.length == b.length && a.kernel == b.kernel &&
-           a.stride == b.stride && a.padding == b.padding && a.reduction == b.reduction && a.shape == b.shape &&
-           a.dtype == b.dtype;
-}
-
 int add_value(Plan& plan, ValueKind kind, int index, const Shape& shape, DType dtype, int64_t recorded_id) {
     PlanValue v;
     v.kind = kind;

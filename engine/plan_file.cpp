@@ -27,6 +27,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <type_traits>
 
 #include "kernels_cpu.h"
 #include "npy.h"
@@ -90,7 +91,16 @@ struct Writer {
 constexpr size_t MIN_STRING_BYTES = 4;                           // u32 length
 constexpr size_t MIN_LOC_BYTES = MIN_STRING_BYTES + 4;            // file, line
 constexpr size_t MIN_TENSOR_BYTES = 1 + 1 + 8;                    // dtype, ndim, byte count
-constexpr size_t MIN_ATTRS_BYTES = 3 * 8 + 2 * 4 + 5 + 2 * 8 + 3 * 4 + 1 + 1 + 1;
+// An attribute field's least size (Writer's layout; a shape is at least its ndim byte).
+template <class T>
+constexpr size_t min_field_bytes() {
+    if constexpr (std::is_same_v<T, Shape>) return 1;
+    else if constexpr (std::is_enum_v<T> || std::is_same_v<T, bool>) return 1;
+    else return sizeof(T);
+}
+#define FIELD_BYTES(type, name, initial, what) +min_field_bytes<type>()
+constexpr size_t MIN_ATTRS_BYTES = 0 OP_ATTRS_FIELDS(FIELD_BYTES);
+#undef FIELD_BYTES
 constexpr size_t MIN_INPUT_BYTES = MIN_STRING_BYTES + 3 + 1;
 constexpr size_t MIN_CAPTURED_BYTES = MIN_STRING_BYTES + 1 + MIN_TENSOR_BYTES;
 constexpr size_t MIN_TARGET_BYTES = 1 + 3 * 4;
@@ -193,47 +203,34 @@ struct Reader {
     }
 };
 
+// An op's attributes, field by field in OP_ATTRS_FIELDS' order (ops.h), each in its type's layout.
+void write_field(Writer& w, double x) { w.f64(x); }
+void write_field(Writer& w, int x) { w.i32(x); }
+void write_field(Writer& w, int64_t x) { w.i64(x); }
+void write_field(Writer& w, bool x) { w.u8(x); }
+void write_field(Writer& w, Reduction x) { w.u8(x); }
+void write_field(Writer& w, DType x) { w.u8(x); }
+void write_field(Writer& w, const Shape& x) { w.shape(x); }
+
+void read_field(Reader& r, double& x) { x = r.f64(); }
+void read_field(Reader& r, int& x) { x = r.i32(); }
+void read_field(Reader& r, int64_t& x) { x = r.i64(); }
+void read_field(Reader& r, bool& x) { x = r.flag(); }
+void read_field(Reader& r, Reduction& x) { x = static_cast<Reduction>(r.enum_value(REDUCTION_SUM, "reduction")); }
+void read_field(Reader& r, DType& x) { x = r.dtype(); }
+void read_field(Reader& r, Shape& x) { x = r.attr_shape(); }   // as recorded; the op's shape rule checks it
+
 void write_attrs(Writer& w, const OpAttrs& a) {
-    w.f64(a.scalar);
-    w.f64(a.lo);
-    w.f64(a.hi);
-    w.i32(a.dim);
-    w.i32(a.dim2);
-    w.u8(a.all);
-    w.u8(a.keepdim);
-    w.u8(a.trans_a);
-    w.u8(a.trans_b);
-    w.u8(a.accumulate);
-    w.i64(a.start);
-    w.i64(a.length);
-    w.i32(a.kernel);
-    w.i32(a.stride);
-    w.i32(a.padding);
-    w.u8(a.reduction);
-    w.shape(a.shape);
-    w.u8(a.dtype);
+#define WRITE_FIELD(type, name, initial, what) write_field(w, a.name);
+    OP_ATTRS_FIELDS(WRITE_FIELD)
+#undef WRITE_FIELD
 }
 
 OpAttrs read_attrs(Reader& r) {
     OpAttrs a;
-    a.scalar = r.f64();
-    a.lo = r.f64();
-    a.hi = r.f64();
-    a.dim = r.i32();
-    a.dim2 = r.i32();
-    a.all = r.flag();
-    a.keepdim = r.flag();
-    a.trans_a = r.flag();
-    a.trans_b = r.flag();
-    a.accumulate = r.flag();
-    a.start = r.i64();
-    a.length = r.i64();
-    a.kernel = r.i32();
-    a.stride = r.i32();
-    a.padding = r.i32();
-    a.reduction = static_cast<Reduction>(r.enum_value(REDUCTION_SUM, "reduction"));
-    a.shape = r.attr_shape();
-    a.dtype = r.dtype();
+#define READ_FIELD(type, name, initial, what) read_field(r, a.name);
+    OP_ATTRS_FIELDS(READ_FIELD)
+#undef READ_FIELD
     return a;
 }
 

@@ -360,20 +360,28 @@ int l_masked_fill(lua_State* L) {
     return push_tensor(L, ops::masked_fill(check_tensor(L, 1), check_tensor(L, 2), check_number(L, 3, "value")));
 }
 
-#define UNARY_BINDING(name) \
-    int l_##name(lua_State* L) { return push_tensor(L, ops::unary(OP_##name, check_tensor(L, 1))); }
-UNARY_BINDING(neg)
-UNARY_BINDING(exp)
-UNARY_BINDING(log)
-UNARY_BINDING(sqrt)
-UNARY_BINDING(abs)
-UNARY_BINDING(sign)
-UNARY_BINDING(tanh)
-UNARY_BINDING(sigmoid)
-UNARY_BINDING(relu)
-UNARY_BINDING(clone)
-UNARY_BINDING(detach)
-#undef UNARY_BINDING
+int l_neg(lua_State* L) { return push_tensor(L, ops::neg(check_tensor(L, 1))); }   // `-x`
+int l_detach(lua_State* L) { return push_tensor(L, ops::unary(OP_detach, check_tensor(L, 1))); }
+
+// x:sin(), torch.sin(x), ...: every elementwise op of one tensor without attributes, registered
+// from the op table (op_is_simple_method), so that a new one needs no binding.
+int l_table_unary(lua_State* L) {
+    OpId op = static_cast<OpId>(tdlua::binding_data(L));
+    if (lua_gettop(L) > 1) arg_fail(2, "%s takes only the tensor, got %s", op_info(op).name, type_name_of(L, 2));
+    return push_tensor(L, ops::unary(op, check_tensor(L, 1)));
+}
+
+// The bindings made from the op table, for x:f() and torch.f(x).
+const Binding* table_unary_bindings() {
+    static const std::vector<Binding> bindings = [] {
+        std::vector<Binding> list;
+        for (int i = 0; i < OP_COUNT; ++i)
+            if (op_is_simple_method(static_cast<OpId>(i))) list.push_back({op_table[i].name, l_table_unary, nullptr, i});
+        list.push_back({nullptr, nullptr});
+        return list;
+    }();
+    return bindings.data();
+}
 
 // clamp(x, min, max) or clamp(x, {min=, max=}); a missing bound is no bound.
 int l_clamp(lua_State* L) {
@@ -1058,6 +1066,33 @@ int l_set_memory_limit(lua_State* L) {
     return 0;
 }
 
+// torch.ops(): the op table, one record per op in ops.def order: {name, inputs (-1: a list),
+// outputs, math, differentiable, internal (not called by its own name from Lua), from_table
+// (x:name() and torch.name(x) are registered from the table)}.
+int l_ops(lua_State* L) {
+    lua_createtable(L, OP_COUNT, 0);
+    for (int i = 0; i < OP_COUNT; ++i) {
+        const OpInfo& info = op_table[i];
+        lua_createtable(L, 0, 6);
+        lua_pushstring(L, info.name);
+        lua_setfield(L, -2, "name");
+        lua_pushinteger(L, info.n_inputs);
+        lua_setfield(L, -2, "inputs");
+        lua_pushinteger(L, info.max_outputs);
+        lua_setfield(L, -2, "outputs");
+        lua_pushstring(L, info.math);
+        lua_setfield(L, -2, "math");
+        lua_pushboolean(L, info.backward_rule != nullptr);
+        lua_setfield(L, -2, "differentiable");
+        lua_pushboolean(L, (info.flags & OPF_INTERNAL) != 0);
+        lua_setfield(L, -2, "internal");
+        lua_pushboolean(L, op_is_simple_method(static_cast<OpId>(i)));
+        lua_setfield(L, -2, "from_table");
+        lua_rawseti(L, -2, i + 1);
+    }
+    return 1;
+}
+
 int l_memory_limit(lua_State* L) {
     lua_pushinteger(L, static_cast<lua_Integer>(memory_limit_bytes()));
     return 1;
@@ -1080,8 +1115,7 @@ int node_tostring(lua_State* L) {
 const Binding tensor_functions[] = {
     {"add", l_add}, {"sub", l_sub}, {"mul", l_mul}, {"div", l_div}, {"pow", l_pow}, {"eq", l_eq},
     {"lt", l_lt}, {"le", l_le}, {"gt", l_gt}, {"ge", l_ge}, {"masked_fill", l_masked_fill},
-    {"neg", l_neg}, {"exp", l_exp}, {"log", l_log}, {"sqrt", l_sqrt}, {"abs", l_abs}, {"sign", l_sign},
-    {"tanh", l_tanh}, {"sigmoid", l_sigmoid}, {"relu", l_relu}, {"clamp", l_clamp},
+    {"clamp", l_clamp},
     {"mm", l_mm}, {"bmm", l_bmm}, {"matmul", l_matmul}, {"linear", l_linear}, {"conv2d", l_conv2d},
     {"max_pool2d", l_max_pool2d},
     {"t", l_t}, {"transpose", l_transpose}, {"reshape", l_reshape}, {"view", l_reshape}, {"flatten", l_flatten},
@@ -1090,7 +1124,7 @@ const Binding tensor_functions[] = {
     {"softmax", l_softmax}, {"log_softmax", l_log_softmax}, {"gather", l_gather},
     {"mse_loss", l_mse_loss}, {"cross_entropy", l_cross_entropy}, {"nll_loss", l_nll_loss},
     {"multi_margin_loss", l_multi_margin_loss},
-    {"clone", l_clone}, {"detach", l_detach},
+    {"detach", l_detach},
     {nullptr, nullptr},
 };
 
@@ -1108,7 +1142,7 @@ const Binding torch_only[] = {
     {"randn", l_randn}, {"eye", l_eye}, {"arange", l_arange}, {"manual_seed", l_manual_seed},
     {"cat", l_cat}, {"no_grad", l_no_grad}, {"scope", l_scope}, {"enable_grad", l_enable_grad},
     {"is_grad_enabled", l_is_grad_enabled}, {"set_grad_enabled", l_set_grad_enabled},
-    {"graph", l_graph}, {"tape", l_tape}, {"graphviz", l_graphviz}, {"is_tensor", l_is_tensor},
+    {"graph", l_graph}, {"tape", l_tape}, {"ops", l_ops}, {"graphviz", l_graphviz}, {"is_tensor", l_is_tensor},
     {"perf_counter", l_perf_counter}, {"memory", l_memory}, {"reset_peak_memory", l_reset_peak_memory}, {"backward", l_backward},
     {"set_memory_limit", l_set_memory_limit}, {"memory_limit", l_memory_limit},
     {nullptr, nullptr},
@@ -1204,6 +1238,7 @@ void tapedeck_open(lua_State* L) {
     lua_setfield(L, -2, "__metatable");
     lua_newtable(L);   // methods
     register_bindings(L, tensor_functions);
+    register_bindings(L, table_unary_bindings());
     register_bindings(L, method_only);
     lua_pushvalue(L, -1);
     lua_setfield(L, -3, "methods");   // metatable.methods, for tab completion
@@ -1228,6 +1263,7 @@ void tapedeck_open(lua_State* L) {
 
     lua_newtable(L);   // torch
     register_bindings(L, tensor_functions);
+    register_bindings(L, table_unary_bindings());
     register_bindings(L, torch_only);
     tapedeck_open_function(L);
     tapedeck_open_plan(L);

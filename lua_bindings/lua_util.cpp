@@ -56,6 +56,10 @@ static int call_binding(lua_State* L) {
     return run_guarded(L, b->fn, b->call_name ? b->call_name : b->name);
 }
 
+int binding_data(lua_State* L) {   // fn runs inside call_binding's C call: its upvalue is the Binding
+    return static_cast<const Binding*>(lua_touserdata(L, lua_upvalueindex(1)))->data;
+}
+
 void register_bindings(lua_State* L, const Binding* bindings) {
     for (const Binding* b = bindings; b->name; ++b) {
         lua_pushlightuserdata(L, const_cast<Binding*>(b));

@@ -26,9 +26,13 @@ struct Binding {
     const char* name;                   // the field: the name the user calls it by ("save_npy", "timeit")
     lua_CFunction fn;
     const char* call_name = nullptr;    // what errors start with when not `name` (metamethods: "__add" -> "add")
+    int data = 0;                       // for a function serving several bindings (the op of a
+                                        // binding made from the op table): binding_data(L) inside fn
 };
 // Sets each binding (up to the {nullptr, nullptr} row) as a field of the table on top of the stack.
 void register_bindings(lua_State* L, const Binding* bindings);
+// The `data` of the binding running now (call from inside its fn).
+int binding_data(lua_State* L);
 // Runs fn(L) guarded as `name` (what register_bindings does for each call): an ArgError becomes
 // "name: argument N: ... (file.lua:12)", another std::exception "its message (file.lua:12)",
 // prefixed with "name: " unless it starts so already. Lua errors fn raises pass through unchanged.

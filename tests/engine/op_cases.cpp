@@ -427,7 +427,13 @@ const std::vector<OpCase>& op_cases() {
         add(row("sqrt", "sqrt x", {in(S23, POS23)}, {},
                 {out(S23, map_values(POS23, [](double x) { return std::sqrt(x); }))}));
         add(row("abs", "|x|", {in(S23, X23)}, {}, {out(S23, map_values(X23, [](double x) { return std::fabs(x); }))}));
-        add(row("sign", "-1, 0, 1", {in(Shape{4}, {-2, 0, 3.5, -0.1})}, {}, {out(Shape{4}, {-1, 0, 1, -1})}));
+        {
+            OpCase signs = row("sign", "-1, 0, 1", {in(Shape{4}, {-2, 0, 3.5, -0.1})}, {}, {out(Shape{4}, {-1, 0, 1, -1})});
+            signs.no_gradcheck = "0 is where sign jumps";
+            add(signs);
+            add(row("sign", "a zero derivative away from 0, as PyTorch", {in(S23, X23)}, {},
+                    {out(S23, map_values(X23, [](double x) { return double((x > 0) - (x < 0)); }))}));
+        }
         add(row("tanh", "tanh x", {in(S23, X23)}, {},
                 {out(S23, map_values(X23, [](double x) { return std::tanh(x); }))}));
         add(row("sigmoid", "1 / (1 + e^-x)", {in(S23, X23)}, {}, {out(S23, map_values(X23, sigmoid))}));
@@ -435,6 +441,30 @@ const std::vector<OpCase>& op_cases() {
                 {out(S23, map_values(X23, [](double x) { return x > 0 ? x : 0; }))}));
         add(row("clamp", "min -0.5 max 1", {in(S23, X23)}, {.lo = -0.5, .hi = 1.0},
                 {out(S23, {0.5, -0.5, 1.0, 1.0, -0.3, 0.8})}));
+        auto unary_row = [&](const char* op, const char* variant, const std::vector<double>& xs, double (*f)(double)) {
+            add(row(op, variant, {in(S23, xs)}, {}, {out(S23, map_values(xs, f))}));
+        };
+        unary_row("sin", "sin x", X23, [](double x) { return std::sin(x); });
+        unary_row("cos", "cos x", X23, [](double x) { return std::cos(x); });
+        unary_row("log1p", "ln(1 + x)", POS23, [](double x) { return std::log1p(x); });
+        unary_row("expm1", "e^x - 1", X23, [](double x) { return std::expm1(x); });
+        unary_row("reciprocal", "1 / x", NONZERO23, [](double x) { return 1 / x; });
+        unary_row("rsqrt", "1 / sqrt x", POS23, [](double x) { return 1 / std::sqrt(x); });
+        unary_row("square", "x^2", X23, [](double x) { return x * x; });
+        add(row("square", "int64 stays int64", {in(Shape{3}, {-3, 0, 4}, I64)}, {}, {out(Shape{3}, {9, 0, 16}, I64)}));
+        // Away from whole numbers (and halves) the rounding ops have a zero derivative, as PyTorch's.
+        const std::vector<double> fractions = {0.3, -1.2, 2.7, 1.4, -0.6, 0.8};
+        unary_row("floor", "largest whole <= x", fractions, [](double x) { return std::floor(x); });
+        unary_row("ceil", "smallest whole >= x", fractions, [](double x) { return std::ceil(x); });
+        unary_row("round", "nearest whole", fractions, [](double x) { return std::nearbyint(x); });
+        unary_row("trunc", "toward zero", fractions, [](double x) { return std::trunc(x); });
+        {
+            OpCase halves = row("round", "halves to even, as PyTorch", {in(Shape{5}, {0.5, 1.5, 2.5, -0.5, -1.5})}, {},
+                                {out(Shape{5}, {0, 2, 2, -0.0, -2})});
+            halves.no_gradcheck = "a half is where round jumps";
+            add(halves);
+        }
+        add(row("floor", "int64 stays int64", {in(Shape{2}, {-3, 7}, I64)}, {}, {out(Shape{2}, {-3, 7}, I64)}));
         add(row("clamp", "min 0 only", {in(S23, X23)}, {.lo = 0.0},
                 {out(S23, {0.5, 0.0, 2.0, 1.5, 0.0, 0.8})}));
 

@@ -10,6 +10,7 @@
 #include <map>
 #include <random>
 
+#include "elementwise.h"
 #include "op_cases.h"
 #include "test_helpers.h"
 
@@ -252,4 +253,71 @@ TEST_CASE("rand: 10,000 float32 samples lie in 0 <= x < 1 and spread over it") {
     CHECK(below_tenth < 1150);
     CHECK(above_nine_tenths > 850);
     CHECK(above_nine_tenths < 1150);
+}
+
+// The shape rules of elementwise ops (ops.cpp), to find the ops that must be fusable.
+namespace td {
+void shape_same(ShapeCall&);
+void shape_broadcast(ShapeCall&);
+void shape_compare(ShapeCall&);
+void shape_same_pair(ShapeCall&);
+}  // namespace td
+
+TEST_CASE("op table: every elementwise op has its math line in elementwise.def, so freeze fuses it") {
+    for (int i = 0; i < OP_COUNT; ++i) {
+        OpId op = static_cast<OpId>(i);
+        const OpInfo& info = op_info(op);
+        INFO("op " << info.name);
+        bool elementwise_rule = info.shape_rule == shape_same || info.shape_rule == shape_broadcast ||
+                                info.shape_rule == shape_compare || info.shape_rule == shape_same_pair;
+        bool moves_or_writes = info.flags & (OPF_VIEW | OPF_INPLACE | OPF_CREATE | OPF_CUSTOM);
+        if (elementwise_rule && !moves_or_writes) CHECK(elementwise_math(op) != nullptr);
+        if (elementwise_math(op)) CHECK(elementwise_math(op)->arity == info.n_inputs);
+    }
+}
+
+TEST_CASE("op table: the ops Lua registers from the table are elementwise ops of one tensor") {
+    int from_table = 0;
+    for (int i = 0; i < OP_COUNT; ++i) {
+        OpId op = static_cast<OpId>(i);
+        if (!op_is_simple_method(op)) continue;
+        ++from_table;
+        INFO("op " << op_info(op).name);
+        CHECK(op_info(op).n_inputs == 1);
+        CHECK(op_info(op).attrs_kind == ATTRS_NONE);
+        CHECK_FALSE(op_info(op).flags & OPF_INTERNAL);
+    }
+    OpId sin;
+    REQUIRE(op_find("sin", &sin));
+    CHECK(op_is_simple_method(sin));
+    CHECK(from_table >= 20);
+}
+
+namespace {
+// A value of each attribute type that differs from `v`.
+double other_than(double v) { return v == 0.25 ? 0.5 : 0.25; }
+int other_than(int v) { return v + 1; }
+int64_t other_than(int64_t v) { return v + 1; }
+bool other_than(bool v) { return !v; }
+Reduction other_than(Reduction v) { return v == REDUCTION_SUM ? REDUCTION_MEAN : REDUCTION_SUM; }
+DType other_than(DType v) { return v == DTYPE_F64 ? DTYPE_F32 : DTYPE_F64; }
+Shape other_than(const Shape& v) { return v == Shape{3} ? Shape{4} : Shape{3}; }
+}  // namespace
+
+TEST_CASE("op attrs: attrs_equal tells apart a change in any field of OP_ATTRS_FIELDS (freeze's CSE relies on it)") {
+    const OpAttrs defaults;
+    CHECK(attrs_equal(defaults, OpAttrs()));
+#define CHANGE_ONE_FIELD(type, name, initial, what)                      \
+    {                                                                    \
+        OpAttrs changed;                                                 \
+        changed.name = other_than(changed.name);                         \
+        INFO("field " #name);                                            \
+        CHECK_FALSE(attrs_equal(defaults, changed));                     \
+        CHECK(attrs_equal(changed, changed));                            \
+    }
+    OP_ATTRS_FIELDS(CHANGE_ONE_FIELD)
+#undef CHANGE_ONE_FIELD
+    OpAttrs nan_scalar;
+    nan_scalar.scalar = std::nan("");
+    CHECK(attrs_equal(nan_scalar, nan_scalar));   // the same NaN given twice is the same op
 }
