@@ -45,6 +45,13 @@ bool dtype_parse(const char* name, DType* out) {
 
 const char* device_name(Device device) { return device == DEVICE_CPU ? "cpu" : "cuda"; }
 
+bool device_parse(const char* name, Device* out) {
+    if (strcmp(name, "cpu") == 0 || strcmp(name, "cpu:0") == 0) *out = DEVICE_CPU;
+    else if (strcmp(name, "cuda") == 0 || strcmp(name, "cuda:0") == 0) *out = DEVICE_CUDA;
+    else return false;
+    return true;
+}
+
 void engine_fail(const char* format, ...) {
     char buffer[1024];
     va_list args;

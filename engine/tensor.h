@@ -36,6 +36,7 @@ size_t dtype_size(DType dtype);
 bool dtype_is_float(DType dtype);
 bool dtype_parse(const char* name, DType* out);   // accepts "float32"/"float"/"float64"/"double"/"int64"/"long"
 const char* device_name(Device device);
+bool device_parse(const char* name, Device* out);   // accepts "cpu", "cuda", "cuda:N" (N: 0 for now)
 
 // Every error the engine raises for bad input: the message names the op and the shapes.
 struct EngineError : std::runtime_error {

@@ -38,8 +38,13 @@ void tapedeck_open_library(lua_State* L) {
         if (module.global) lua_setglobal(L, module.name);
         else lua_pop(L, 1);
     }
+    // PyTorch's spellings of the same tables: torch.nn, torch.optim, torch.nn.functional (= F)
+    lua_getglobal(L, "torch");
     lua_getglobal(L, "nn");
     lua_getfield(L, -1, "functional");
     lua_setglobal(L, "F");
+    lua_setfield(L, -2, "nn");
+    lua_getglobal(L, "optim");
+    lua_setfield(L, -2, "optim");
     lua_pop(L, 1);
 }

@@ -138,7 +138,18 @@ struct CreateOptions {
     bool requires_grad = false;
 };
 
-// {requires_grad=true, dtype="float64"}; unknown keys are errors (a typo must not pass silently).
+// A device: "cpu" (or torch.device("cpu"), which is that string). Tensors live on the CPU only
+// until the CUDA backend exists: asking for cuda is an error that says so, never ignored.
+Device device_from_arg(lua_State* L, int idx) {
+    const char* name = lua_type(L, idx) == LUA_TSTRING ? lua_tostring(L, idx) : nullptr;
+    Device device;
+    if (!name || !device_parse(name, &device))
+        arg_fail(idx, "unknown device '%s' (use \"cpu\")", name ? name : type_name_of(L, idx));
+    if (device != DEVICE_CPU) engine_fail("device '%s': this tapedeck has no CUDA backend yet; tensors live on the cpu", name);
+    return device;
+}
+
+// {requires_grad=true, dtype="float64", device="cpu"}; unknown keys are errors (a typo must not pass silently).
 CreateOptions options_from_arg(lua_State* L, int idx, DType default_dtype) {
     CreateOptions o;
     o.dtype = default_dtype;
@@ -153,8 +164,10 @@ CreateOptions options_from_arg(lua_State* L, int idx, DType default_dtype) {
             const char* name = lua_tostring(L, -1);
             if (!name || !dtype_parse(name, &o.dtype))
                 arg_fail(idx, "unknown dtype '%s' (use float32, float64 or int64)", name ? name : type_name_of(L, -1));
+        } else if (strcmp(key, "device") == 0) {
+            device_from_arg(L, lua_gettop(L));
         } else {
-            arg_fail(idx, "unknown option '%s' (expected requires_grad or dtype)", key);
+            arg_fail(idx, "unknown option '%s' (expected requires_grad, dtype or device)", key);
         }
         lua_pop(L, 1);
     }
@@ -620,18 +633,51 @@ int l_cross_entropy(lua_State* L) { return class_loss(L, OP_cross_entropy); }
 int l_nll_loss(lua_State* L) { return class_loss(L, OP_nll_loss); }
 int l_multi_margin_loss(lua_State* L) { return class_loss(L, OP_multi_margin_loss); }
 
-int l_to(lua_State* L) {
-    Tensor& x = check_tensor(L, 1);
-    const char* name = lua_tostring(L, 2);
-    DType dtype;
-    if (!name || !dtype_parse(name, &dtype)) arg_fail(2, "expected a dtype name (float32, float64, int64)");
-    return push_tensor(L, dtype == x.dtype() ? x : ops::to(x, dtype));
+// x converted to `dtype`; x itself (argument 1) when it has that dtype already, as PyTorch's x.to().
+int push_converted(lua_State* L, const Tensor& x, DType dtype) {
+    if (dtype != x.dtype()) return push_tensor(L, ops::to(x, dtype));
+    lua_pushvalue(L, 1);
+    return 1;
 }
 
-int convert(lua_State* L, DType dtype) {
+// x:to(dtype), x:to(device), x:to(device, dtype), x:to{dtype = ..., device = ...}, x:to(other_tensor).
+int l_to(lua_State* L) {
     Tensor& x = check_tensor(L, 1);
-    return push_tensor(L, dtype == x.dtype() ? x : ops::to(x, dtype));
+    DType dtype = x.dtype();
+    int top = lua_gettop(L);
+    if (top < 2) arg_fail(2, "expected a dtype, a device, a tensor or {dtype = ..., device = ...}");
+    for (int i = 2; i <= top; ++i) {
+        Device device;
+        if (Tensor* other = test_tensor(L, i)) {
+            dtype = other->dtype();
+        } else if (lua_istable(L, i)) {
+            CreateOptions options = options_from_arg(L, i, dtype);
+            if (options.requires_grad) arg_fail(i, "to does not take requires_grad (use x:requires_grad_())");
+            dtype = options.dtype;
+        } else if (lua_type(L, i) == LUA_TSTRING && device_parse(lua_tostring(L, i), &device)) {
+            device_from_arg(L, i);
+        } else if (lua_type(L, i) != LUA_TSTRING || !dtype_parse(lua_tostring(L, i), &dtype)) {
+            arg_fail(i, "expected a dtype (float32, float64, int64) or a device (cpu), got %s",
+                     lua_type(L, i) == LUA_TSTRING ? lua_tostring(L, i) : type_name_of(L, i));
+        }
+    }
+    return push_converted(L, x, dtype);
 }
+
+int l_cpu(lua_State* L) {   // x:cpu(): x itself (tensors live on the cpu)
+    check_tensor(L, 1);
+    if (lua_gettop(L) > 1) arg_fail(2, "cpu takes only the tensor, got %s", type_name_of(L, 2));
+    lua_pushvalue(L, 1);
+    return 1;
+}
+
+// torch.device("cpu"): the device's name, as dtypes are their names (t.device == torch.device("cpu")).
+int l_device(lua_State* L) {
+    lua_pushstring(L, device_name(device_from_arg(L, 1)));
+    return 1;
+}
+
+int convert(lua_State* L, DType dtype) { return push_converted(L, check_tensor(L, 1), dtype); }
 
 int l_float(lua_State* L) { return convert(L, DTYPE_F32); }
 int l_double(lua_State* L) { return convert(L, DTYPE_F64); }
@@ -1132,7 +1178,7 @@ const Binding method_only[] = {
     {"add_", l_add_}, {"sub_", l_sub_}, {"mul_", l_mul_}, {"masked_fill_", l_masked_fill_}, {"zero_", l_zero_}, {"fill_", l_fill_},
     {"copy_", l_copy_}, {"size", l_size}, {"dim", l_dim}, {"numel", l_numel}, {"item", l_item},
     {"totable", l_totable}, {"backward", l_backward}, {"retain_grad", l_retain_grad},
-    {"requires_grad_", l_requires_grad_}, {"to", l_to}, {"float", l_float}, {"double", l_double},
+    {"requires_grad_", l_requires_grad_}, {"to", l_to}, {"cpu", l_cpu}, {"float", l_float}, {"double", l_double},
     {"long", l_long},
     {nullptr, nullptr},
 };
@@ -1142,7 +1188,7 @@ const Binding torch_only[] = {
     {"randn", l_randn}, {"eye", l_eye}, {"arange", l_arange}, {"manual_seed", l_manual_seed},
     {"cat", l_cat}, {"no_grad", l_no_grad}, {"scope", l_scope}, {"enable_grad", l_enable_grad},
     {"is_grad_enabled", l_is_grad_enabled}, {"set_grad_enabled", l_set_grad_enabled},
-    {"graph", l_graph}, {"tape", l_tape}, {"ops", l_ops}, {"graphviz", l_graphviz}, {"is_tensor", l_is_tensor},
+    {"graph", l_graph}, {"tape", l_tape}, {"ops", l_ops}, {"device", l_device}, {"graphviz", l_graphviz}, {"is_tensor", l_is_tensor},
     {"perf_counter", l_perf_counter}, {"memory", l_memory}, {"reset_peak_memory", l_reset_peak_memory}, {"backward", l_backward},
     {"set_memory_limit", l_set_memory_limit}, {"memory_limit", l_memory_limit},
     {nullptr, nullptr},
@@ -1269,6 +1315,13 @@ void tapedeck_open(lua_State* L) {
     tapedeck_open_plan(L);
     lua_pushstring(L, "0.1");
     lua_setfield(L, -2, "version");
+    // dtype constants are the dtype names: t.dtype == torch.float64
+    const char* const dtype_constants[][2] = {{"float32", "float32"}, {"float", "float32"}, {"float64", "float64"},
+                                              {"double", "float64"}, {"int64", "int64"}, {"long", "int64"}};
+    for (const auto& constant : dtype_constants) {
+        lua_pushstring(L, constant[1]);
+        lua_setfield(L, -2, constant[0]);
+    }
     lua_setglobal(L, "torch");
 
     luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);

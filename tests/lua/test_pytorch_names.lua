@@ -1,0 +1,78 @@
+-- The names a PyTorch user reaches for first: torch.nn / torch.optim / torch.nn.functional,
+-- dtype constants, torch.device and the device option, x:to(...) in its PyTorch forms, and the
+-- elementwise functions registered from the op table (x:f() and torch.f(x), nothing else accepted).
+local check = dofile((arg[0]:match("^(.*[/\\])") or "") .. "check.lua")
+
+-- namespaces: the same tables as the globals
+check.equal(torch.nn, nn, "torch.nn")
+check.equal(torch.optim, optim, "torch.optim")
+check.equal(torch.nn.functional, F, "torch.nn.functional")
+local lin = torch.nn.Linear(3, 2)
+local opt = torch.optim.Adam(lin:parameters(), {lr = 0.01})
+local loss = torch.nn.functional.mse_loss(lin(torch.ones(4, 3)), torch.zeros(4, 2))
+loss:backward()
+opt:step()
+
+-- dtype constants are the dtype names
+check.equal(torch.float32, "float32")
+check.equal(torch.float, "float32")
+check.equal(torch.float64, "float64")
+check.equal(torch.double, "float64")
+check.equal(torch.int64, "int64")
+check.equal(torch.long, "int64")
+local x = torch.zeros(2, 3, {dtype = torch.float64})
+check.equal(x.dtype, torch.float64)
+
+-- devices: "cpu" everywhere PyTorch takes a device; cuda is refused until its backend exists
+check.equal(torch.device("cpu"), "cpu")
+check.equal(x.device, torch.device("cpu"))
+check.equal(torch.ones(2, {device = "cpu"}).device, "cpu")
+check.equal(torch.randn(2, {device = torch.device("cpu"), dtype = torch.float64}).dtype, "float64")
+check.fails("zeros", "no CUDA backend", function() return torch.zeros(2, {device = "cuda"}) end)
+check.fails("device", "unknown device 'tpu'", function() return torch.device("tpu") end)
+check.fails("zeros", "unknown option 'devcie'", function() return torch.zeros(2, {devcie = "cpu"}) end)
+
+-- x:to(...): a dtype, a device, both, an options table, another tensor
+check.equal(x:to("cpu"), x)
+check.equal(x:to(torch.float32).dtype, "float32")
+check.equal(x:to("cpu", torch.int64).dtype, "int64")
+check.equal(x:to({dtype = torch.float32}).dtype, "float32")
+check.equal(x:to(torch.zeros(1, {dtype = "int64"})).dtype, "int64")
+check.equal(x:cpu(), x)
+check.fails("to", "a dtype (float32, float64, int64) or a device (cpu), got float16", function() return x:to("float16") end)
+check.fails("to", "does not take requires_grad", function() return x:to({requires_grad = true}) end)
+check.fails("to", "no CUDA backend", function() return x:to("cuda") end)
+
+-- elementwise functions from the op table: both spellings, and an extra argument is an error
+local v = torch.tensor({0.25, -1.5, 2.75})
+for _, name in ipairs({"sin", "cos", "expm1", "square", "floor", "ceil", "round", "trunc", "sign", "abs", "neg"}) do
+  check.close(torch[name](v), v[name](v), 0, name)
+end
+check.close(v:floor(), {0, -2, 2}, 0, "floor")
+check.close(torch.tensor({0.5, 1.5, 2.5, -0.5}):round(), {0, 2, 2, 0}, 0, "round: halves to even")
+check.equal(torch.tensor({-3, 4}, {dtype = "int64"}):square().dtype, "int64")
+check.fails("sin", "sin takes only the tensor, got number", function() return v:sin(2) end)
+check.fails("floor", "tensor expected, got string", function() return torch.floor("x") end)
+
+-- torch.ops(): the op table as data
+local by_name = {}
+for _, op in ipairs(torch.ops()) do by_name[op.name] = op end
+check.equal(by_name.sin.from_table, true, "sin from the table")
+check.equal(by_name.sin.math, "y = sin x")
+check.equal(by_name.tanh_backward.internal, true, "tanh_backward internal")
+check.equal(by_name.floor.differentiable, true, "floor has a (zero) gradient, as PyTorch")
+
+-- every op the table does not mark internal is reachable by its name from Lua
+local t = torch.ones(1)
+for _, op in ipairs(torch.ops()) do
+  if not op.internal then
+    local method = pcall(function() return t[op.name] end)
+    check.equal(torch[op.name] ~= nil or method, true, "op " .. op.name .. " has a Lua name")
+  end
+end
+
+-- sign and the rounding ops pass a zero gradient, as PyTorch (not "no gradient")
+local w = torch.tensor({0.3, -1.7}, {requires_grad = true})
+local y = w:floor() + w:sign() + w:round() + w:trunc() + w:ceil() + w * 2
+y:sum():backward()
+check.close(w.grad, {2, 2}, 0, "only w * 2 contributes")
