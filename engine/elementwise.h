@@ -17,10 +17,13 @@ struct ElementwiseMath {
     int arity;   // 1 or 2 tensor inputs
     SpanF32 f32;
     SpanF64 f64;
+    // The line's scalar form on one float64 element (y unused by one-input ops): what a GPU kernel
+    // would compute; tests compare it with the kernels.
+    double (*scalar)(double x, double y, const OpAttrs& attrs);
 };
 
-// The span math of `op`, or nullptr when `op` is not such an elementwise op (fusion leaves it as
-// a kernel step). An op added to ops.def becomes fusable by adding it to the switch in kernels_cpu.cpp.
+// The math of `op` from its line in elementwise.def, or nullptr when `op` has none (fusion leaves
+// it as a kernel step).
 const ElementwiseMath* elementwise_math(OpId op);
 
 }  // namespace td

@@ -272,9 +272,52 @@ void cpu_arange(const KernelCall& c) {
 // [SECTION] elementwise
 //
 // The math of each elementwise op is one line of elementwise.def. Each line becomes a functor
-// (`<name>_math::apply(x, y, scalars)`), the op's kernel (over whole tensors, broadcasting two
-// inputs) and the span functions elementwise_math() hands to freeze's fused loops (plan.cpp), so
-// a fused chain computes exactly what the ops compute one by one.
+// (`<name>_math`): its scalar form evaluates one element (TWO_INPUTS lines run that way over
+// broadcast rows); a ONE_INPUT line also has an array form, the same expression over a whole span
+// as an Eigen array (math:: below), which vectorises exp, tanh and the rest. The kernels and the
+// span functions freeze's fused loops run (elementwise_math) use the same forms, so a fused chain
+// computes exactly what the ops compute one by one.
+
+// math:: of scalar_math.h over Eigen arrays (`x` a span, conditions arrays of bool).
+namespace math {
+
+template <class D> auto exp(const Eigen::ArrayBase<D>& x) { return x.exp(); }
+template <class D> auto log(const Eigen::ArrayBase<D>& x) { return x.log(); }
+template <class D> auto sqrt(const Eigen::ArrayBase<D>& x) { return x.sqrt(); }
+template <class D> auto tanh(const Eigen::ArrayBase<D>& x) { return x.tanh(); }
+template <class D> auto sin(const Eigen::ArrayBase<D>& x) { return x.sin(); }
+template <class D> auto cos(const Eigen::ArrayBase<D>& x) { return x.cos(); }
+template <class D> auto log1p(const Eigen::ArrayBase<D>& x) { return x.log1p(); }
+template <class D> auto expm1(const Eigen::ArrayBase<D>& x) { return x.expm1(); }
+template <class D> auto sigmoid(const Eigen::ArrayBase<D>& x) { return x.logistic(); }
+template <class D> auto abs(const Eigen::ArrayBase<D>& x) { return x.abs(); }
+
+// Element by element through the scalar form (the compiler vectorises the simple ones).
+template <class D, class F> auto each(const Eigen::ArrayBase<D>& x, F f) { return x.unaryExpr(f); }
+template <class D> auto sign(const Eigen::ArrayBase<D>& x) { return each(x, [](auto v) { return sign(v); }); }
+template <class D> auto trunc(const Eigen::ArrayBase<D>& x) { return each(x, [](auto v) { return trunc(v); }); }
+template <class D, class T> auto power(const Eigen::ArrayBase<D>& x, T p) { return each(x, [p](auto v) { return power(v, p); }); }
+template <class D, class T> auto clamp(const Eigen::ArrayBase<D>& x, T lo, T hi) {
+    return each(x, [lo, hi](auto v) { return clamp(v, lo, hi); });
+}
+// Vectorised rounding for floats; an int64 span is whole already.
+template <class D> auto floor(const Eigen::ArrayBase<D>& x) {
+    if constexpr (std::is_integral_v<typename D::Scalar>) return x.derived(); else return x.floor();
+}
+template <class D> auto ceil(const Eigen::ArrayBase<D>& x) {
+    if constexpr (std::is_integral_v<typename D::Scalar>) return x.derived(); else return x.ceil();
+}
+template <class D> auto rint(const Eigen::ArrayBase<D>& x) {
+    if constexpr (std::is_integral_v<typename D::Scalar>) return x.derived(); else return x.rint();
+}
+template <class C, class T, class D> auto where(const Eigen::ArrayBase<C>& condition, T a, const Eigen::ArrayBase<D>& b) {
+    return condition.select(D::Constant(b.size(), a), b);
+}
+template <class C, class D, class T> auto where(const Eigen::ArrayBase<C>& condition, const Eigen::ArrayBase<D>& a, T b) {
+    return condition.select(a, D::Constant(a.size(), b));
+}
+
+}  // namespace math
 
 namespace {
 
@@ -286,81 +329,112 @@ struct Scalars {
         : s(element_cast<T>(a.scalar)), lo(element_cast<T>(a.lo)), hi(element_cast<T>(a.hi)) {}
 };
 
-#define ELEMENTWISE(name, dtypes, expression)                                                    \
+#define LINE_NAMES                                                          \
+    [[maybe_unused]] T s = scalars.s, lo = scalars.lo, hi = scalars.hi;
+#define TWO_INPUTS(name, dtypes, expression)                                                     \
     struct name##_math {                                                                           \
         template <class T>                                                                         \
-        static T apply([[maybe_unused]] T x, [[maybe_unused]] T y, const Scalars<T>& scalars) {    \
-            [[maybe_unused]] T s = scalars.s, lo = scalars.lo, hi = scalars.hi;                     \
+        static T scalar(T x, T y, const Scalars<T>& scalars) {                                     \
+            LINE_NAMES                                                                             \
             return static_cast<T>(expression);                                                     \
         }                                                                                          \
     };
+#define ONE_INPUT(name, dtypes, expression)                                                      \
+    struct name##_math {                                                                           \
+        template <class T>                                                                         \
+        static T scalar(T x, T, const Scalars<T>& scalars) {                                       \
+            LINE_NAMES                                                                             \
+            return static_cast<T>(expression);                                                     \
+        }                                                                                          \
+        template <class T>                                                                         \
+        static void span(const T* in, T* out, int64_t n, const Scalars<T>& scalars) {              \
+            LINE_NAMES                                                                             \
+            ConstArrayMap<T> x(in, n);                                                             \
+            ArrayMap<T>(out, n) = expression;                                                      \
+        }                                                                                          \
+    };
 #include "elementwise.def"
-#undef ELEMENTWISE
+#undef ONE_INPUT
+#undef TWO_INPUTS
+#undef LINE_NAMES
 
-// out[i] = f(in[0][i]) or f(in[0][i], in[1][i]) over n contiguous elements: the span functions.
+// The span functions: out[i] = f(in[0][i]) or f(in[0][i], in[1][i]) over n contiguous elements.
 template <class Math, class T>
-void span_unary(const T* const* in, T* out, int64_t n, const OpAttrs& attrs) {
-    Scalars<T> scalars(attrs);
-    const T* x = in[0];
-    for (int64_t i = 0; i < n; ++i) out[i] = Math::apply(x[i], T(0), scalars);
+void span_one_input(const T* const* in, T* out, int64_t n, const OpAttrs& attrs) {
+    Math::span(in[0], out, n, Scalars<T>(attrs));
 }
 
 template <class Math, class T>
-void span_binary(const T* const* in, T* out, int64_t n, const OpAttrs& attrs) {
+void span_two_inputs(const T* const* in, T* out, int64_t n, const OpAttrs& attrs) {
     Scalars<T> scalars(attrs);
     const T* x = in[0];
     const T* y = in[1];
-    for (int64_t i = 0; i < n; ++i) out[i] = Math::apply(x[i], y[i], scalars);
+    for (int64_t i = 0; i < n; ++i) out[i] = Math::scalar(x[i], y[i], scalars);
 }
 
-// The whole op in element type T: output `o` from the inputs (two inputs broadcast).
+// The whole op in element type T into `o` (two inputs broadcast).
 template <class Math, class T>
-void elementwise_loop(const KernelCall& c, const Value& o) {
-    if (c.n_inputs == 1) {
-        const T* x = in(c, 0).data<T>();
-        span_unary<Math, T>(&x, o.data<T>(), o.numel(), c.attrs);
-        return;
-    }
+void one_input_loop(const KernelCall& c, const Value& o) {
+    Math::span(in(c, 0).data<T>(), o.data<T>(), o.numel(), Scalars<T>(c.attrs));
+}
+
+template <class Math, class T>
+void two_inputs_loop(const KernelCall& c, const Value& o) {
     Scalars<T> scalars(c.attrs);
-    binary_loop<T>(in(c, 0), in(c, 1), o, [scalars](T x, T y) { return Math::apply(x, y, scalars); });
+    binary_loop<T>(in(c, 0), in(c, 1), o, [scalars](T x, T y) { return Math::scalar(x, y, scalars); });
 }
 
 enum ElementwiseDTypes { DTYPES_FLOATS, DTYPES_ALL, DTYPES_COMPARE };
 
-template <class Math>
-void elementwise_kernel(const KernelCall& c, const char* name, ElementwiseDTypes dtypes) {
+// Runs a line's loop in the output's dtype; a comparison of int64 tensors (with a float result)
+// runs as int64, then converts.
+template <ElementwiseDTypes dtypes, class Loop>
+void elementwise_kernel(const KernelCall& c, const char* name, Loop loop) {
     const Value& o = out(c);
-    if (dtypes == DTYPES_FLOATS) {
-        DISPATCH_FLOAT(name, o.dtype, elementwise_loop<Math, T>(c, o));
-    } else if (dtypes == DTYPES_ALL || in(c, 0).dtype == o.dtype) {
-        DISPATCH_ALL(o.dtype, elementwise_loop<Math, T>(c, o));
-    } else {   // a comparison of int64 tensors with a float result: compare as int64, then convert
+    if constexpr (dtypes == DTYPES_FLOATS) {
+        DISPATCH_FLOAT(name, o.dtype, loop(T(), o));
+    } else {
+        if (dtypes == DTYPES_ALL || in(c, 0).dtype == o.dtype) {
+            DISPATCH_ALL(o.dtype, loop(T(), o));
+            return;
+        }
         Value as_int = value_new(o.shape, DTYPE_I64);
-        elementwise_loop<Math, int64_t>(c, as_int);
+        loop(int64_t(), as_int);
         for (int64_t i = 0; i < as_int.numel(); ++i) value_set(o, i, static_cast<double>(as_int.data<int64_t>()[i]));
     }
 }
 
-// The span functions of one line, for an op with `arity` inputs.
-template <class Math>
-ElementwiseMath math_of(int arity) {
-    if (arity == 1) return {1, span_unary<Math, float>, span_unary<Math, double>};
-    return {2, span_binary<Math, float>, span_binary<Math, double>};
-}
-
 }  // namespace
 
-#define ELEMENTWISE(name, dtypes, expression) \
-    void cpu_##name(const KernelCall& c) { elementwise_kernel<name##_math>(c, #name, DTYPES_##dtypes); }
+// The kernels: the loop of each line, in the dtypes the line allows.
+#define ONE_INPUT(name, dtypes, expression)                                                                  \
+    void cpu_##name(const KernelCall& c) {                                                                   \
+        elementwise_kernel<DTYPES_##dtypes>(c, #name, [&c](auto t, const Value& o) {                         \
+            one_input_loop<name##_math, decltype(t)>(c, o);                                                  \
+        });                                                                                                  \
+    }
+#define TWO_INPUTS(name, dtypes, expression)                                                                 \
+    void cpu_##name(const KernelCall& c) {                                                                   \
+        elementwise_kernel<DTYPES_##dtypes>(c, #name, [&c](auto t, const Value& o) {                         \
+            two_inputs_loop<name##_math, decltype(t)>(c, o);                                                 \
+        });                                                                                                  \
+    }
 #include "elementwise.def"
-#undef ELEMENTWISE
+#undef ONE_INPUT
+#undef TWO_INPUTS
 
 const ElementwiseMath* elementwise_math(OpId op) {
     static const std::vector<ElementwiseMath> table = [] {
-        std::vector<ElementwiseMath> t(OP_COUNT, ElementwiseMath{0, nullptr, nullptr});
-#define ELEMENTWISE(name, dtypes, expression) t[OP_##name] = math_of<name##_math>(op_info(OP_##name).n_inputs);
+        std::vector<ElementwiseMath> t(OP_COUNT, ElementwiseMath{0, nullptr, nullptr, nullptr});
+#define ONE_INPUT(name, dtypes, expression)                                                             \
+    t[OP_##name] = {1, span_one_input<name##_math, float>, span_one_input<name##_math, double>,              \
+                    [](double x, double y, const OpAttrs& a) { return name##_math::scalar(x, y, Scalars<double>(a)); }};
+#define TWO_INPUTS(name, dtypes, expression)                                                            \
+    t[OP_##name] = {2, span_two_inputs<name##_math, float>, span_two_inputs<name##_math, double>,            \
+                    [](double x, double y, const OpAttrs& a) { return name##_math::scalar(x, y, Scalars<double>(a)); }};
 #include "elementwise.def"
-#undef ELEMENTWISE
+#undef ONE_INPUT
+#undef TWO_INPUTS
         return t;
     }();
     return table[op].arity ? &table[op] : nullptr;

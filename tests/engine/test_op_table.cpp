@@ -321,3 +321,25 @@ TEST_CASE("op attrs: attrs_equal tells apart a change in any field of OP_ATTRS_F
     nan_scalar.scalar = std::nan("");
     CHECK(attrs_equal(nan_scalar, nan_scalar));   // the same NaN given twice is the same op
 }
+
+TEST_CASE("elementwise.def: each line's scalar form (what a GPU kernel would run) gives what the CPU kernel gives") {
+    const std::vector<double> xs = {0.3, 0.75, 1.0, 1.5, 2.7, 0.05};   // inside every line's domain
+    const std::vector<double> ys = {1.2, 0.0, 2.0, 0.5, 0.9, 3.5};     // a zero: masked_fill keeps x there
+    OpAttrs attrs;
+    attrs.scalar = 1.5;
+    attrs.lo = 0.5;
+    attrs.hi = 1.4;
+    for (int i = 0; i < OP_COUNT; ++i) {
+        OpId op = static_cast<OpId>(i);
+        const ElementwiseMath* math = elementwise_math(op);
+        if (!math) continue;
+        INFO("op " << op_info(op).name);
+        Tensor x = make_tensor(Shape{6}, xs, DTYPE_F64), y = make_tensor(Shape{6}, ys, DTYPE_F64);
+        const Tensor* inputs[2] = {&x, &y};
+        Tensor out = op_call(op, inputs, math->arity, attrs);
+        for (int k = 0; k < 6; ++k) {
+            double expected = math->scalar(xs[k], ys[k], attrs);
+            CHECK(value_get(out.value(), k) == Approx(expected).epsilon(1e-13));
+        }
+    }
+}
