@@ -140,11 +140,12 @@ struct CreateOptions {
 
 // A device: "cpu" (or torch.device("cpu"), which is that string). Tensors live on the CPU only
 // until the CUDA backend exists: asking for cuda is an error that says so, never ignored.
-Device device_from_arg(lua_State* L, int idx) {
+// `idx` is the value's stack slot; `arg` the argument errors name (the options table it sits in).
+Device device_from_arg(lua_State* L, int idx, int arg) {
     const char* name = lua_type(L, idx) == LUA_TSTRING ? lua_tostring(L, idx) : nullptr;
     Device device;
     if (!name || !device_parse(name, &device))
-        arg_fail(idx, "unknown device '%s' (use \"cpu\")", name ? name : type_name_of(L, idx));
+        arg_fail(arg, "unknown device '%s' (use \"cpu\")", name ? name : type_name_of(L, idx));
     if (device != DEVICE_CPU) engine_fail("device '%s': this tapedeck has no CUDA backend yet; tensors live on the cpu", name);
     return device;
 }
@@ -165,7 +166,7 @@ CreateOptions options_from_arg(lua_State* L, int idx, DType default_dtype) {
             if (!name || !dtype_parse(name, &o.dtype))
                 arg_fail(idx, "unknown dtype '%s' (use float32, float64 or int64)", name ? name : type_name_of(L, -1));
         } else if (strcmp(key, "device") == 0) {
-            device_from_arg(L, lua_gettop(L));
+            device_from_arg(L, lua_gettop(L), idx);
         } else {
             arg_fail(idx, "unknown option '%s' (expected requires_grad, dtype or device)", key);
         }
@@ -655,7 +656,7 @@ int l_to(lua_State* L) {
             if (options.requires_grad) arg_fail(i, "to does not take requires_grad (use x:requires_grad_())");
             dtype = options.dtype;
         } else if (lua_type(L, i) == LUA_TSTRING && device_parse(lua_tostring(L, i), &device)) {
-            device_from_arg(L, i);
+            device_from_arg(L, i, i);
         } else if (lua_type(L, i) != LUA_TSTRING || !dtype_parse(lua_tostring(L, i), &dtype)) {
             arg_fail(i, "expected a dtype (float32, float64, int64) or a device (cpu), got %s",
                      lua_type(L, i) == LUA_TSTRING ? lua_tostring(L, i) : type_name_of(L, i));
@@ -673,7 +674,7 @@ int l_cpu(lua_State* L) {   // x:cpu(): x itself (tensors live on the cpu)
 
 // torch.device("cpu"): the device's name, as dtypes are their names (t.device == torch.device("cpu")).
 int l_device(lua_State* L) {
-    lua_pushstring(L, device_name(device_from_arg(L, 1)));
+    lua_pushstring(L, device_name(device_from_arg(L, 1, 1)));
     return 1;
 }
 

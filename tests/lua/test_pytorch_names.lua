@@ -31,6 +31,7 @@ check.equal(torch.randn(2, {device = torch.device("cpu"), dtype = torch.float64}
 check.fails("zeros", "no CUDA backend", function() return torch.zeros(2, {device = "cuda"}) end)
 check.fails("device", "unknown device 'tpu'", function() return torch.device("tpu") end)
 check.fails("zeros", "unknown option 'devcie'", function() return torch.zeros(2, {devcie = "cpu"}) end)
+check.fails("zeros", "argument 2: unknown device 'tpu'", function() return torch.zeros(2, {device = "tpu"}) end)
 
 -- x:to(...): a dtype, a device, both, an options table, another tensor
 check.equal(x:to("cpu"), x)
