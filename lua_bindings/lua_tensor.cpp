@@ -26,12 +26,14 @@
 #include "format.h"
 #include "plan.h"
 #include "lua_util.h"
+#include "lua_tensor.h"
 #include "tapedeck_lua.h"
 
 using namespace td;
 using namespace tdlua;
 
-namespace {
+// The shared helpers (lua_tensor.h) live in tdlua; the rest of the file is private.
+namespace tdlua {
 
 // ============================================================================================
 // [SECTION] plumbing
@@ -133,11 +135,6 @@ Shape shape_from_args(lua_State* L, int first, int* next) {
     return s;
 }
 
-struct CreateOptions {
-    DType dtype = DTYPE_F32;
-    bool requires_grad = false;
-};
-
 // A device: "cpu" (or torch.device("cpu"), which is that string). Tensors live on the CPU only
 // until the CUDA backend exists: asking for cuda is an error that says so, never ignored.
 // `idx` is the value's stack slot; `arg` the argument errors name (the options table it sits in).
@@ -226,6 +223,10 @@ void nested_values(lua_State* L, int idx, const Shape& shape, int depth, std::st
     }
 }
 
+}  // namespace tdlua
+
+namespace {
+
 // ============================================================================================
 // [SECTION] creation
 
@@ -298,12 +299,18 @@ int l_manual_seed(lua_State* L) {
 
 enum Arith { ARITH_ADD, ARITH_SUB, ARITH_MUL, ARITH_DIV };
 
+}  // namespace
+
+namespace tdlua {
 // t beside the number at number_idx, as PyTorch promotes: an int64 tensor with a float number
 // (1.5, 2.0, 1e308, NaN) computes in float32; with an integer number it stays int64.
 Tensor promoted_for_number(lua_State* L, int number_idx, const Tensor& t) {
     if (t.dtype() == DTYPE_I64 && !lua_isinteger(L, number_idx)) return ops::to(t, DTYPE_F32);
     return t;
 }
+}  // namespace tdlua
+
+namespace {
 
 // a (+ - * /) b where either side may be a number.
 int arith(lua_State* L, Arith kind, const char* name) {
@@ -428,6 +435,9 @@ int l_linear(lua_State* L) {
     return push_tensor(L, ops::linear(check_tensor(L, 1), check_tensor(L, 2), bias));
 }
 
+}  // namespace
+
+namespace tdlua {
 // An integer that fits in an int (window sizes, strides, paddings): the value at stack index `at`,
 // reported as argument `arg` (a field of an options table reports the table's argument).
 int check_int(lua_State* L, int at, int arg, const char* what) {
@@ -437,6 +447,9 @@ int check_int(lua_State* L, int at, int arg, const char* what) {
     if (v < INT_MIN || v > INT_MAX) arg_fail(arg, "%s %lld is out of range", what, static_cast<long long>(v));
     return static_cast<int>(v);
 }
+}  // namespace tdlua
+
+namespace {
 
 // stride and padding as numbers at idx and idx+1 (PyTorch's positional form), or as one table
 // {stride=, padding=} at idx; what is not given keeps its default.
@@ -592,6 +605,9 @@ int l_gather(lua_State* L) {
     return push_tensor(L, ops::gather(x, dim, check_tensor(L, 3)));
 }
 
+}  // namespace
+
+namespace tdlua {
 // A loss's reduction: nothing (the mean), "mean" or "sum", or an options table {reduction = "sum"}.
 Reduction reduction_from_arg(lua_State* L, int idx) {
     if (lua_isnoneornil(L, idx)) return REDUCTION_MEAN;
@@ -616,6 +632,9 @@ Reduction reduction_from_arg(lua_State* L, int idx) {
     if (strcmp(name, "sum") == 0) return REDUCTION_SUM;
     arg_fail(idx, "unknown reduction '%s' (use \"mean\" or \"sum\")", name);
 }
+}  // namespace tdlua
+
+namespace {
 
 int l_mse_loss(lua_State* L) {
     Tensor& input = check_tensor(L, 1);
@@ -687,6 +706,9 @@ int l_long(lua_State* L) { return convert(L, DTYPE_I64); }
 // ============================================================================================
 // [SECTION] tensor
 
+}  // namespace
+
+namespace tdlua {
 // An in-place op's second operand: a tensor, or a number (a 0-d tensor of x's dtype).
 // A number becomes a 0-d tensor of `like`'s dtype, except a fraction next to an int64 tensor,
 // which stays float64 (so an in-place op refuses it rather than truncating it).
@@ -698,6 +720,9 @@ Tensor operand_of(lua_State* L, int idx, const Tensor& like) {
     }
     return check_tensor(L, idx);
 }
+}  // namespace tdlua
+
+namespace {
 
 double alpha_of(lua_State* L, int idx) { return lua_isnoneornil(L, idx) ? 1.0 : check_number(L, idx, "alpha"); }
 
@@ -745,8 +770,6 @@ int l_copy_(lua_State* L) {
     ops::copy_(x, operand_of(L, 2, x));
     return return_self(L);
 }
-
-void push_shape(lua_State* L, const Shape& s);
 
 int l_size(lua_State* L) {
     Tensor& x = check_tensor(L, 1);
@@ -858,7 +881,9 @@ int l_requires_grad_(lua_State* L) {
     return return_self(L);
 }
 
-void push_shape(lua_State* L, const Shape& s) {
+}  // namespace
+
+void tdlua::push_shape(lua_State* L, const Shape& s) {
     lua_createtable(L, s.ndim, 0);
     for (int i = 0; i < s.ndim; ++i) {
         lua_pushinteger(L, s.dims[i]);
@@ -866,6 +891,8 @@ void push_shape(lua_State* L, const Shape& s) {
     }
     luaL_setmetatable(L, "tapedeck.Size");
 }
+
+namespace {
 
 int size_tostring(lua_State* L) {
     std::string s = "[";

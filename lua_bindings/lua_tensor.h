@@ -1,0 +1,48 @@
+// lua_tensor.h: the helpers every file of Tensor bindings shares (defined in lua_tensor.cpp):
+// reading tensors, dims, shapes and options from the Lua stack, and pushing tensors back.
+// A file of new bindings declares its tables of tdlua::Binding and registers them in
+// tapedeck_open (lua_tensor.cpp [SECTION] open).
+#pragma once
+
+#include <lua.hpp>
+
+#include "lua_util.h"
+#include "tape.h"
+
+namespace tdlua {
+
+// The tensor at idx, or nullptr (not a tensor, or one Lua has finalised already).
+td::Tensor* test_tensor(lua_State* L, int idx);
+// The tensor at idx, or an ArgError "tensor expected, got ...".
+td::Tensor& check_tensor(lua_State* L, int idx);
+// Push t as a new Lua Tensor; returns 1.
+int push_tensor(lua_State* L, td::Tensor t);
+// A 1-based (or negative) dim at idx, as a 0-based dim of a tensor with `ndim` dims.
+int check_dim(lua_State* L, int idx, const char* op_name, int ndim);
+// Sizes given as d1, d2, ... (numbers from `first` on) or as one table {d1, d2, ...};
+// *next is set to the first argument after them.
+td::Shape shape_from_args(lua_State* L, int first, int* next);
+
+struct CreateOptions {
+    td::DType dtype = td::DTYPE_F32;
+    bool requires_grad = false;
+};
+// {requires_grad=, dtype=, device=} at idx (nil: the defaults); unknown keys are errors.
+CreateOptions options_from_arg(lua_State* L, int idx, td::DType default_dtype);
+// A device name at stack slot idx ("cpu"); errors name argument `arg`.
+td::Device device_from_arg(lua_State* L, int idx, int arg);
+void set_requires_grad(td::Tensor& t, bool flag);
+// Push a freshly created tensor, applying o.requires_grad.
+int push_created(lua_State* L, td::Tensor t, const CreateOptions& o);
+// An integer that fits in an int at stack slot `at`, reported as argument `arg`.
+int check_int(lua_State* L, int at, int arg, const char* what);
+// A loss's reduction: nil (mean), "mean", "sum" or {reduction = ...}.
+td::Reduction reduction_from_arg(lua_State* L, int idx);
+// t beside the number at number_idx, promoted as PyTorch does (int64 with a fraction: float32).
+td::Tensor promoted_for_number(lua_State* L, int number_idx, const td::Tensor& t);
+// An in-place op's operand: a tensor, or a number as a 0-d tensor of like's dtype.
+td::Tensor operand_of(lua_State* L, int idx, const td::Tensor& like);
+// Push a shape as a torch.Size-like table.
+void push_shape(lua_State* L, const td::Shape& s);
+
+}  // namespace tdlua
