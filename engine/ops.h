@@ -38,6 +38,8 @@ enum AttrsKind : uint8_t {
     ATTRS_REDUCE, ATTRS_SHAPE, ATTRS_MATMUL, ATTRS_NARROW, ATTRS_DTYPE,
     ATTRS_WINDOW,   // conv2d, max_pool2d: kernel, stride, padding
     ATTRS_LOSS,     // losses: reduction (mean or sum)
+    ATTRS_DIMS,     // flip: a set of dims (all, dim or dim2 as in ATTRS_REDUCE: op_dims_mask)
+    ATTRS_SORT,     // sort, topk: dim, scalar (1: descending / largest first), length (topk's k)
 };
 
 enum Reduction : uint8_t { REDUCTION_MEAN, REDUCTION_SUM };
@@ -53,7 +55,7 @@ constexpr int MAX_OUTPUTS = 2;
     FIELD(double, lo, -std::numeric_limits<double>::infinity(), "clamp's lower bound")             \
     FIELD(double, hi, std::numeric_limits<double>::infinity(), "clamp's upper bound")              \
     FIELD(int, dim, 0, "dim, or the first of two")                                                 \
-    FIELD(int, dim2, 0, "the second dim")                                                          \
+    FIELD(int, dim2, 0, "the second dim; reductions and flip: several dims as a bitmask")          \
     FIELD(bool, all, false, "reduce every element / squeeze all size-1 dims")                      \
     FIELD(bool, keepdim, false, "reductions keep the reduced dim as size 1")                       \
     FIELD(bool, trans_a, false, "mm/bmm: read A transposed")                                       \
@@ -152,6 +154,11 @@ std::string op_describe_attrs(OpId op, const OpAttrs& attrs);
 // `ndim` dims; an error naming `op_name` when it is out of range.
 int dim_normalize(const char* op_name, int64_t dim, int ndim);
 
+// The dims a reduction (ATTRS_REDUCE) or flip (ATTRS_DIMS) works on, as a bitmask (bit d: dim d,
+// 0-based) of a tensor with `ndim` dims: every dim when attrs.all; the set attrs.dim2 when it is not
+// 0 (several dims); else attrs.dim alone. The shape rules check the dims are in range.
+uint32_t op_dims_mask(const OpAttrs& attrs, int ndim);
+
 // Broadcast two shapes NumPy-style; on mismatch an error naming `op_name` and both shapes.
 Shape broadcast_shapes(const char* op_name, const Shape& a, const Shape& b);
 
@@ -208,8 +215,19 @@ Tensor sum_to(const Tensor& x, const Shape& shape);
 Tensor cat(const std::vector<Tensor>& xs, int dim);
 Tensor narrow(const Tensor& x, int dim, int64_t start, int64_t length);
 Tensor narrow_backward(const Tensor& g, int dim, int64_t start, const Shape& full);
-Tensor reduce(OpId op, const Tensor& x, int dim, bool keepdim);   // sum, mean, max over one dim
-Tensor reduce_all(OpId op, const Tensor& x);                       // sum, mean, max of every element
+Tensor reduce(OpId op, const Tensor& x, int dim, bool keepdim);   // sum, mean, prod, max, min, amax, amin over one dim
+Tensor reduce_all(OpId op, const Tensor& x);                       // ... of every element
+// sum, mean, prod, amax, amin over the dims in `mask` (bit d: dim d; 0 or every dim: all of them),
+// stored canonically: one dim in attrs.dim, several in attrs.dim2, every dim as attrs.all.
+Tensor reduce_dims(OpId op, const Tensor& x, uint32_t mask, bool keepdim);
+Tensor cumsum(const Tensor& x, int dim);
+// sort along dim; output 1 holds the 1-based int64 index each value came from (ties keep order)
+Tensor sort(const Tensor& x, int dim, bool descending);
+Tensor topk(const Tensor& x, int64_t k, int dim, bool largest);   // the first k of sort; output 1 as sort's
+Tensor flip(const Tensor& x, uint32_t mask);   // reversed along the dims in mask
+// x with x[..index[..i..]..] = src[..i..] along dim (index no larger than src anywhere, nor than x
+// outside dim, as PyTorch's scatter)
+Tensor scatter(const Tensor& x, int dim, const Tensor& index, const Tensor& src);
 Tensor softmax(const Tensor& x, int dim);
 Tensor log_softmax(const Tensor& x, int dim);
 Tensor gather(const Tensor& x, int dim, const Tensor& index);
@@ -233,6 +251,32 @@ Tensor mul_(Tensor& x, double s);   // x *= s (a `full` leaf holds s, as PyTorch
 Tensor zero_(Tensor& x);
 Tensor fill_(Tensor& x, double s);
 Tensor copy_(Tensor& x, const Tensor& src);
+
+// ---- Built from the ops above (ops_compose.cpp): the recorded nodes are those ops, and the
+// gradients PyTorch gives follow from theirs. Errors name the function (`name`, what the user
+// called) and its arguments. Dims are 0-based; masks as reduce_dims's.
+Tensor var(const Tensor& x, uint32_t mask, double correction, bool keepdim, const char* name = "var");
+Tensor std_dev(const Tensor& x, uint32_t mask, double correction, bool keepdim);   // sqrt(var)
+Tensor norm(const Tensor& x, double p, uint32_t mask, bool keepdim);   // p > 0, or inf (amax of |x|)
+Tensor logsumexp(const Tensor& x, uint32_t mask, bool keepdim);
+// argmax/argmin (op OP_max or OP_min): over dim, or over the flattened tensor when dim < 0
+Tensor arg_reduce(OpId op, const Tensor& x, int dim, bool keepdim);
+Tensor stack(const std::vector<Tensor>& xs, int dim);
+std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int dim);   // sizes add up to the dim's size
+std::vector<Tensor> split_size(const Tensor& x, int64_t size, int dim);   // pieces of `size`, the last smaller
+std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int dim);
+std::vector<Tensor> unbind(const Tensor& x, int dim);
+Tensor roll(const Tensor& x, const std::vector<int64_t>& shifts, const std::vector<int>& dims);   // dims empty: flattened
+Tensor repeat(const Tensor& x, const std::vector<int64_t>& repeats, const char* name = "repeat");
+Tensor tile(const Tensor& x, std::vector<int64_t> repeats);
+Tensor unflatten(const Tensor& x, int dim, const Shape& sizes);   // sizes may hold one -1
+Tensor index_select(const Tensor& x, int dim, const Tensor& index);   // index: 1-d, 1-based int64
+Tensor scatter_add_into(const Tensor& x, int dim, const Tensor& index, const Tensor& src);   // PyTorch's scatter_add
+Tensor diag(const Tensor& x, int64_t offset);
+Tensor dot(const Tensor& a, const Tensor& b);
+Tensor outer(const Tensor& a, const Tensor& b);
+Tensor addmm(const Tensor& input, const Tensor& m1, const Tensor& m2, double beta, double alpha);
+Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands);
 }  // namespace ops
 
 }  // namespace td

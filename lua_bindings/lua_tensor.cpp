@@ -572,23 +572,6 @@ int l_narrow(lua_State* L) {
     return push_tensor(L, ops::narrow(x, dim, start > 0 ? start - 1 : size + start, length));
 }
 
-// sum/mean/max: (x) over everything, or (x, dim[, keepdim]).
-int reduction(lua_State* L, OpId op) {
-    Tensor& x = check_tensor(L, 1);
-    if (lua_isnoneornil(L, 2)) return push_tensor(L, ops::reduce_all(op, x));
-    int dim = check_dim(L, 2, op_info(op).name, x.shape().ndim);
-    Tensor result = ops::reduce(op, x, dim, lua_toboolean(L, 3));
-    if (op != OP_max) return push_tensor(L, result);
-    Tensor indices(result.node.get(), 1);
-    push_tensor(L, result);
-    push_tensor(L, indices);
-    return 2;
-}
-
-int l_sum(lua_State* L) { return reduction(L, OP_sum); }
-int l_mean(lua_State* L) { return reduction(L, OP_mean); }
-int l_max(lua_State* L) { return reduction(L, OP_max); }
-
 int l_softmax(lua_State* L) {
     Tensor& x = check_tensor(L, 1);
     return push_tensor(L, ops::softmax(x, check_dim(L, 2, "softmax", x.shape().ndim)));
@@ -1194,7 +1177,7 @@ const Binding tensor_functions[] = {
     {"max_pool2d", l_max_pool2d},
     {"t", l_t}, {"transpose", l_transpose}, {"reshape", l_reshape}, {"view", l_reshape}, {"flatten", l_flatten},
     {"unsqueeze", l_unsqueeze}, {"squeeze", l_squeeze},
-    {"expand", l_expand}, {"narrow", l_narrow}, {"sum", l_sum}, {"mean", l_mean}, {"max", l_max},
+    {"expand", l_expand}, {"narrow", l_narrow},
     {"softmax", l_softmax}, {"log_softmax", l_log_softmax}, {"gather", l_gather},
     {"mse_loss", l_mse_loss}, {"cross_entropy", l_cross_entropy}, {"nll_loss", l_nll_loss},
     {"multi_margin_loss", l_multi_margin_loss},
@@ -1229,6 +1212,15 @@ const Binding tensor_metamethods[] = {
     {"__len", tensor_len, "len"}, {"__lt", l_less, "compare"}, {"__le", l_less_equal, "compare"},
     {nullptr, nullptr},
 };
+
+}  // namespace
+
+// The tables of the other binding files.
+namespace tdlua {
+extern const Binding reduce_shape_functions[], reduce_shape_methods[], reduce_shape_torch_functions[];
+}
+
+namespace {
 
 int open_torch_table(lua_State* L) {
     lua_getglobal(L, "torch");
@@ -1314,6 +1306,8 @@ void tapedeck_open(lua_State* L) {
     register_bindings(L, tensor_functions);
     register_bindings(L, table_unary_bindings());
     register_bindings(L, method_only);
+    register_bindings(L, reduce_shape_functions);
+    register_bindings(L, reduce_shape_methods);
     lua_pushvalue(L, -1);
     lua_setfield(L, -3, "methods");   // metatable.methods, for tab completion
     lua_pushcclosure(L, tensor_index, 1);
@@ -1339,6 +1333,8 @@ void tapedeck_open(lua_State* L) {
     register_bindings(L, tensor_functions);
     register_bindings(L, table_unary_bindings());
     register_bindings(L, torch_only);
+    register_bindings(L, reduce_shape_functions);
+    register_bindings(L, reduce_shape_torch_functions);
     tapedeck_open_function(L);
     tapedeck_open_plan(L);
     lua_pushstring(L, "0.1");
