@@ -103,6 +103,28 @@ eager_equals_frozen("dense_forward", function()
   end}
 end, 2)
 
+-- Reductions and shape functions (lua_reduce_shape_ops.cpp): an attention-like step through
+-- einsum, logsumexp, max's indices, topk, chunk, stack, flip, roll, amax, var, norm, cumsum, prod,
+-- sort, index_select and tile, with its gradient.
+eager_equals_frozen("reduce_shape_ops", function()
+  local x = torch.randn(2, 3, 4)
+  local w = torch.randn(4, 4, {requires_grad = true})
+  return {params = {w}, args = {x}, fn = function(x)
+    w.grad = nil
+    local q = torch.matmul(x, w)                                     -- [2,3,4]
+    local s = torch.einsum("bqd,bkd->bqk", q, x) / 2                 -- [2,3,3]
+    local p = (s - s:logsumexp(3, {keepdim = true})):exp()
+    local best, where = p:max(3)
+    local halves = {q:chunk(2, 3)}
+    local stacked = torch.stack({halves[1], halves[2]:flip(3)}, 1):roll(1, 2)
+    local loss = p:var(3):sum() + best:sum() + p:topk(2, 3):sum() + stacked:amax({1, 3}):sum() + q:norm()
+      + (q / 10):cumsum(2):prod(3):mean() + q:sort(2, true):narrow(2, 1, 1):sum()
+      + q:index_select(2, where:flatten():narrow(1, 1, 2)):tile(1, 2, 1):mean()
+    loss:backward()
+    return loss, where
+  end}
+end, 3)
+
 -- The lecture's MyReLU: a torch.Function is replayed through the ops it ran (no Lua at replay).
 local MyReLU = torch.Function{
   name = "MyReLU",
