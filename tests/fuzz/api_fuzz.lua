@@ -840,17 +840,19 @@ end)
 -- [SECTION] reductions, softmax, gather, losses
 
 gen("reduce", 10, function()
-  local op = pick({"sum", "mean", "max"})
+  local op = pick({"sum", "mean", "max", "prod", "min", "amax", "amin", "argmax", "argmin", "var", "std", "norm",
+                   "logsumexp", "cumsum", "sort", "topk", "flip", "unbind", "chunk", "split", "roll"})
   local x, m = targ()
   local n = #m.shape
   local args = {}
-  if chance(0.7) then args[1] = dim_arg(n) end
-  if #args == 1 and chance(0.4) then args[2] = pick({"true", "false", "1", "'x'"}) end
+  if op == "topk" or op == "chunk" or op == "split" or op == "roll" or op == "norm" then args[1] = pick({"1", "2", "0", "-1", "3"}) end
+  if chance(0.7) then args[#args + 1] = pick({dim_arg(n), "{" .. dim_arg(n) .. ", " .. dim_arg(n) .. "}"}) end
+  if #args >= 1 and chance(0.4) then args[#args + 1] = pick({"true", "false", "1", "'x'", "{keepdim = true}", "{bogus = 1}"}) end
   args = mutate(args)
   local src = render(op, x, args)
-  if op == "max" and #args >= 1 and chance(0.7) then
+  if (op == "max" or op == "min" or op == "sort" or op == "topk") and #args >= 1 and chance(0.7) then
     local k, k2 = slot(), slot()
-    return call("max", fmt("T[%d], T[%d] = %s", k, k2, src), {"max"}, {k, k2})
+    return call(op, fmt("T[%d], T[%d] = %s", k, k2, src), {op}, {k, k2})
   end
   return store(op, src)
 end)
