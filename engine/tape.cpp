@@ -310,9 +310,12 @@ static DType required_dtype(const OpInfo& info, const Tensor* const* inputs, int
 static void fail_inplace_on_leaf(const OpInfo& info, const Tensor& leaf, bool through_view) {
     const char* advice = "change it in place only inside torch.no_grad (as an optimizer step does)";
     long long id = static_cast<long long>(leaf.id());
-    if (through_view)
-        engine_fail("%s: the tensor is a view of tensor #%lld, which is a leaf that requires grad; %s", info.name,
-                    id, advice);
+    // assign_ is how a write through a view reaches the base (x[i] = v, x[i]:fill_(0)): the Lua
+    // binding's guard names what the user wrote, so the message does not name the internal op.
+    std::string who = info.flags & OPF_INTERNAL ? "" : std::string(info.name) + ": ";
+    if (through_view || (info.flags & OPF_INTERNAL))
+        engine_fail("%sthe tensor written is a view of tensor #%lld, which is a leaf that requires grad; %s",
+                    who.c_str(), id, advice);
     engine_fail("%s: tensor #%lld is a leaf that requires grad; %s", info.name, id, advice);
 }
 
@@ -354,7 +357,11 @@ static void check_history_current(const OpInfo& info, const Tensor* const* input
         const Tensor& x = *inputs[i];
         const Output& out = x.node->outputs[x.output];
         const Storage* storage = out.value.storage.get();
-        if (x.node->is_leaf() || !out.requires_grad || storage->history_version <= out.version) continue;
+        if (storage->history_version <= out.version) continue;
+        // Only a handle whose values depend on how they were made: a view (not detach, which is
+        // cut from the graph on purpose) or a tensor with a recorded history.
+        bool view = (x.node->info().flags & OPF_VIEW) && x.node->op != OP_detach;
+        if (!view && !(x.node->tracks_grad && out.requires_grad)) continue;
         engine_fail("%s: input %d (#%lld, %s) shares its storage with a tensor that was changed in place since, with "
                     "autograd recording the change on that other tensor; its own history is out of date. Take the "
                     "view again after the write (or clone() before it)",
@@ -422,7 +429,7 @@ Tensor op_call(OpId op, const Tensor* const* inputs, int n_inputs, const OpAttrs
     if (g.grad_enabled && info.backward_rule)
         for (int i = 0; i < n_inputs && !track; ++i) track = inputs[i]->requires_grad();
     if (info.flags & OPF_INPLACE) check_inplace_target(info, *inputs[0], track);
-    if (track) check_history_current(info, inputs, n_inputs);
+    if (g.grad_enabled) check_history_current(info, inputs, n_inputs);
 
     // Record the node.
     Node* node = new Node();

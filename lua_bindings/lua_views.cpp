@@ -104,12 +104,13 @@ int64_t index_along(int64_t i, int64_t size, int dim) {
 // One entry of t[{...}] applied at `dim` of x: a number selects (the dim goes), {} keeps all,
 // {a}, {a, b} or {a, b, step} takes a range (inclusive, 1-based, negative from the end). Returns
 // the dim the next entry applies to.
-int apply_index_entry(lua_State* L, int entry, Tensor& x, int dim) {
+// `user_dim` is the dim as the user counts it (a number before it removed a dim).
+int apply_index_entry(lua_State* L, int entry, Tensor& x, int dim, int user_dim) {
     if (dim >= x.shape().ndim)
         engine_fail("index: too many indices for a tensor of shape %s", x.shape().str().c_str());
     int64_t size = x.shape().dims[dim];
     if (lua_isinteger(L, entry)) {
-        x = ops::select(x, dim, index_along(lua_tointeger(L, entry), size, dim));
+        x = ops::select(x, dim, index_along(lua_tointeger(L, entry), size, user_dim));
         return dim;
     }
     if (!lua_istable(L, entry))
@@ -127,7 +128,7 @@ int apply_index_entry(lua_State* L, int entry, Tensor& x, int dim) {
     if (n == 1) bounds[1] = bounds[0];
     if (bounds[2] <= 0) engine_fail("index: a range's step must be positive, got %lld", static_cast<long long>(bounds[2]));
     if (size == 0) return dim + 1;
-    int64_t first = index_along(bounds[0], size, dim), last = index_along(bounds[1], size, dim);
+    int64_t first = index_along(bounds[0], size, user_dim), last = index_along(bounds[1], size, user_dim);
     int64_t span = last < first ? 0 : last - first + 1;
     x = ops::narrow(x, dim, first, span);
     if (bounds[2] != 1 && span > 1) {   // every step-th element: a longer stride along dim (of a copy when
@@ -148,14 +149,14 @@ Tensor index_view(lua_State* L, const Tensor& t, int key) {
     Tensor x = t;
     if (lua_isinteger(L, key)) {
         if (x.shape().ndim == 0) engine_fail("index: a 0-d tensor has no elements to index (use item())");
-        apply_index_entry(L, key, x, 0);
+        apply_index_entry(L, key, x, 0, 0);
         return x;
     }
     lua_Integer n = luaL_len(L, key);
     int dim = 0;
     for (lua_Integer k = 1; k <= n; ++k) {
         lua_geti(L, key, k);
-        dim = apply_index_entry(L, lua_gettop(L), x, dim);
+        dim = apply_index_entry(L, lua_gettop(L), x, dim, static_cast<int>(k) - 1);
         lua_pop(L, 1);
     }
     return x;
