@@ -495,6 +495,11 @@ struct MatrixOperand {
     MatrixOperand(const Value& v, bool transposed, int64_t* batch_stride) {
         int nd = v.shape.ndim;
         int64_t r = v.shape.dims[nd - 2], c = v.shape.dims[nd - 1];
+        *batch_stride = r * c;
+        if (!v.strided) {   // the usual case
+            data = v.data<T>(), rows = r, cols = c, trans = transposed;
+            return;
+        }
         bool batch_dense = nd == 2 || v.shape.dims[0] == 1 || v.stride(0) == r * c;
         bool row_major = (r == 1 || v.stride(nd - 2) == c) && (c == 1 || v.stride(nd - 1) == 1);
         bool col_major = (r == 1 || v.stride(nd - 2) == 1) && (c == 1 || v.stride(nd - 1) == r);
@@ -506,7 +511,6 @@ struct MatrixOperand {
             row_major = true;
         }
         data = source->data<T>();
-        *batch_stride = r * c;
         if (row_major) {
             rows = r, cols = c, trans = transposed;
         } else {

@@ -362,10 +362,12 @@ static void check_history_current(const OpInfo& info, const Tensor* const* input
         // cut from the graph on purpose) or a tensor with a recorded history.
         bool view = (x.node->info().flags & OPF_VIEW) && x.node->op != OP_detach;
         if (!view && !(x.node->tracks_grad && out.requires_grad)) continue;
-        engine_fail("%s: input %d (#%lld, %s) shares its storage with a tensor that was changed in place since, with "
-                    "autograd recording the change on that other tensor; its own history is out of date. Take the "
-                    "view again after the write (or clone() before it)",
-                    info.name, i + 1, static_cast<long long>(x.id()), x.node->name());
+        // No op name in front: the Lua guard names the function the user called (this op may be a
+        // step inside it, as the comparison masked_fill makes).
+        engine_fail("tensor #%lld (%s, input %d of %s) shares its storage with a tensor that was changed in place "
+                    "since, with autograd recording the change on that other tensor: its own history is out of "
+                    "date. Take the view again after the write (or clone() before it)",
+                    static_cast<long long>(x.id()), x.node->name(), i + 1, info.name);
     }
 }
 
