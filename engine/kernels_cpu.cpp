@@ -522,21 +522,62 @@ void matmul_into(T* c, const T* a, const T* b, int64_t a_rows, int64_t a_cols, i
 
 }  // namespace
 
+// A matrix operand as matmul_into reads it: row-major `rows` x `cols` elements at `data`, read
+// transposed when `trans`. A transposed view (x:t() of a contiguous x) is read in place, as its
+// contiguous original transposed once more; another strided layout is read from a copy.
+template <class T>
+struct MatrixOperand {
+    const T* data;
+    int64_t rows, cols;
+    bool trans;
+    Value copy;
+
+    // The matrix at `batch` dims in front: v's last two dims, each batch `batch_stride` apart.
+    MatrixOperand(const Value& v, bool transposed, int64_t* batch_stride) {
+        int nd = v.shape.ndim;
+        int64_t r = v.shape.dims[nd - 2], c = v.shape.dims[nd - 1];
+        *batch_stride = r * c;
+        if (!v.strided) {   // the usual case
+            data = v.data<T>(), rows = r, cols = c, trans = transposed;
+            return;
+        }
+        bool batch_dense = nd == 2 || v.shape.dims[0] == 1 || v.stride(0) == r * c;
+        bool row_major = (r == 1 || v.stride(nd - 2) == c) && (c == 1 || v.stride(nd - 1) == 1);
+        bool col_major = (r == 1 || v.stride(nd - 2) == 1) && (c == 1 || v.stride(nd - 1) == r);
+        const Value* source = &v;
+        if (!batch_dense || (!row_major && !col_major)) {
+            copy = value_new(v.shape, v.dtype, v.device());
+            value_copy_elements(copy, v);
+            source = &copy;
+            row_major = true;
+        }
+        data = source->data<T>();
+        if (row_major) {
+            rows = r, cols = c, trans = transposed;
+        } else {
+            rows = c, cols = r, trans = !transposed;
+        }
+    }
+};
+
 void cpu_mm(const KernelCall& c) {
-    const Value &a = in(c, 0), &b = in(c, 1);
-    DISPATCH_FLOAT("mm", out(c).dtype,
-                   matmul_into<T>(out(c).data<T>(), a.data<T>(), b.data<T>(), a.shape[0], a.shape[1], b.shape[0],
-                                  b.shape[1], c.attrs.trans_a, c.attrs.trans_b, c.attrs.accumulate));
+    DISPATCH_FLOAT("mm", out(c).dtype, {
+        int64_t unused;
+        MatrixOperand<T> a(in(c, 0), c.attrs.trans_a, &unused), b(in(c, 1), c.attrs.trans_b, &unused);
+        matmul_into<T>(out(c).data<T>(), a.data, b.data, a.rows, a.cols, b.rows, b.cols, a.trans, b.trans,
+                       c.attrs.accumulate);
+    });
 }
 
 void cpu_bmm(const KernelCall& c) {
-    const Value &a = in(c, 0), &b = in(c, 1), &o = out(c);
-    int64_t batch = a.shape[0];
-    int64_t a_size = a.shape[1] * a.shape[2], b_size = b.shape[1] * b.shape[2], o_size = o.shape[1] * o.shape[2];
-    DISPATCH_FLOAT("bmm", o.dtype, for (int64_t i = 0; i < batch; ++i) {
-        matmul_into<T>(o.data<T>() + i * o_size, a.data<T>() + i * a_size, b.data<T>() + i * b_size, a.shape[1],
-                       a.shape[2], b.shape[1], b.shape[2], c.attrs.trans_a, c.attrs.trans_b,
-                       c.attrs.accumulate);
+    const Value& o = out(c);
+    int64_t batch = o.shape[0], o_size = o.shape[1] * o.shape[2];
+    DISPATCH_FLOAT("bmm", o.dtype, {
+        int64_t a_size, b_size;
+        MatrixOperand<T> a(in(c, 0), c.attrs.trans_a, &a_size), b(in(c, 1), c.attrs.trans_b, &b_size);
+        for (int64_t i = 0; i < batch; ++i)
+            matmul_into<T>(o.data<T>() + i * o_size, a.data + i * a_size, b.data + i * b_size, a.rows, a.cols, b.rows,
+                           b.cols, a.trans, b.trans, c.attrs.accumulate);
     });
 }
 
@@ -760,63 +801,7 @@ void cpu_max_pool2d_backward(const KernelCall& c) {
 // ============================================================================================
 // [SECTION] layout
 
-void cpu_view(const KernelCall&) {}   // the output already shares the input's storage
-
-// Copy with two dims swapped: walk the output in order, tracking the input offset.
-void cpu_transpose(const KernelCall& c) {
-    const Value &x = in(c, 0), &o = out(c);
-    int nd = x.shape.ndim;
-    if (nd == 2 && c.attrs.dim != c.attrs.dim2) {
-        using Eigen::Dynamic;
-        using Eigen::RowMajor;
-        DISPATCH_BY_SIZE(x.dtype, {
-            Eigen::Map<const Eigen::Matrix<T, Dynamic, Dynamic, RowMajor>> X(x.data<T>(), x.shape[0], x.shape[1]);
-            Eigen::Map<Eigen::Matrix<T, Dynamic, Dynamic, RowMajor>> Y(o.data<T>(), x.shape[1], x.shape[0]);
-            Y = X.transpose();
-        });
-        return;
-    }
-    int64_t in_strides[MAX_DIMS], strides[MAX_DIMS];   // input strides, permuted to output order
-    int64_t s = 1;
-    for (int i = nd - 1; i >= 0; --i) {
-        in_strides[i] = s;
-        s *= x.shape.dims[i];
-    }
-    for (int i = 0; i < nd; ++i) strides[i] = in_strides[i];
-    std::swap(strides[c.attrs.dim], strides[c.attrs.dim2]);
-    int64_t index[MAX_DIMS] = {};
-    int64_t n = o.numel();
-    DISPATCH_BY_SIZE(x.dtype, {
-        const T* px = x.data<T>();
-        T* po = o.data<T>();
-        int64_t offset = 0;
-        for (int64_t i = 0; i < n; ++i) {
-            po[i] = px[offset];
-            for (int d = nd - 1; d >= 0; --d) {
-                offset += strides[d];
-                if (++index[d] < o.shape.dims[d]) break;
-                offset -= strides[d] * o.shape.dims[d];
-                index[d] = 0;
-            }
-        }
-    });
-}
-
-void cpu_expand(const KernelCall& c) {
-    const Value &x = in(c, 0), &o = out(c);
-    RowWalker w(o.shape, x.shape);
-    int64_t len = w.row_len;
-    DISPATCH_BY_SIZE(x.dtype, {
-        const T* px = x.data<T>();
-        T* po = o.data<T>();
-        for (int64_t r = 0; r < w.rows; ++r, w.next()) {
-            T* orow = po + r * len;
-            const T* xr = px + w.offset[0];
-            if (w.step[0]) std::memcpy(orow, xr, len * sizeof(T));
-            else for (int64_t j = 0; j < len; ++j) orow[j] = xr[0];
-        }
-    });
-}
+// The views (transpose, narrow, expand, ...) copy nothing: their kernels set a layout (view_ops.cpp).
 
 void cpu_sum_to(const KernelCall& c) {
     const Value &x = in(c, 0), &o = out(c);
@@ -863,8 +848,6 @@ static void copy_narrow(const Value& full, const Value& part, int dim, int64_t s
         else std::memcpy(full_at, part_at, block);
     }
 }
-
-void cpu_narrow(const KernelCall& c) { copy_narrow(in(c, 0), out(c), c.attrs.dim, c.attrs.start, true); }
 
 void cpu_narrow_backward(const KernelCall& c) {
     cpu_zeros(c);

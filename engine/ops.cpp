@@ -39,11 +39,51 @@ bool op_is_simple_method(OpId op) {
     return elementwise_math(op) && info.n_inputs == 1 && info.attrs_kind == ATTRS_NONE && !(info.flags & OPF_INTERNAL);
 }
 
+// Whether a kernel that reads contiguous values needs copies made for this call: an input that is
+// a strided view; an in-place op writing through a strided view (it runs on a copy, written back);
+// an in-place op's other input that shares the written storage (it is read from a copy, so the
+// writes cannot change what is still to be read).
+static bool needs_contiguous_copies(const OpInfo& info, const KernelCall& c) {
+    if (info.flags & (OPF_VIEW | OPF_STRIDED | OPF_CUSTOM)) return false;
+    for (int i = 0; i < c.n_inputs; ++i)
+        if (c.inputs[i]->strided) return true;
+    if (!(info.flags & OPF_INPLACE)) return false;
+    if (c.outputs[0]->strided) return true;
+    for (int i = 1; i < c.n_inputs; ++i)
+        if (c.inputs[i]->storage.get() == c.outputs[0]->storage.get()) return true;
+    return false;
+}
+
+static void kernel_run_on_copies(const OpInfo& info, const KernelCall& c) {
+    bool inplace = info.flags & OPF_INPLACE;
+    std::vector<Value> copies(c.n_inputs);
+    std::vector<const Value*> inputs(c.n_inputs);
+    for (int i = 0; i < c.n_inputs; ++i) {
+        const Value& v = *c.inputs[i];
+        bool aliases = inplace && i > 0 && v.storage.get() == c.outputs[0]->storage.get();
+        inputs[i] = &v;
+        if (v.strided || aliases || (inplace && i == 0 && c.outputs[0]->strided)) {
+            copies[i] = value_new(v.shape, v.dtype, v.device());
+            value_copy_elements(copies[i], v);
+            inputs[i] = &copies[i];
+        }
+    }
+    Value* outputs[MAX_OUTPUTS];
+    for (int i = 0; i < c.n_outputs; ++i) outputs[i] = c.outputs[i];
+    bool write_back = inplace && c.outputs[0]->strided;
+    if (write_back) outputs[0] = &copies[0];   // input 0 is the written tensor: run on its copy
+    KernelCall call{inputs.data(), c.n_inputs, outputs, c.n_outputs, c.attrs, c.node};
+    info.cpu_kernel(call);
+    if (write_back) value_copy_elements(*c.outputs[0], copies[0]);
+}
+
 void kernel_run(OpId op, const KernelCall& call) {
     const OpInfo& info = op_table[op];
     bool any_element = call.n_outputs == 0;
     for (int i = 0; i < call.n_outputs && !any_element; ++i) any_element = call.outputs[i]->numel() > 0;
-    if (any_element || (info.flags & OPF_CUSTOM)) info.cpu_kernel(call);
+    if (!any_element && !(info.flags & (OPF_CUSTOM | OPF_VIEW))) return;
+    if (needs_contiguous_copies(info, call)) kernel_run_on_copies(info, call);
+    else info.cpu_kernel(call);
 }
 
 bool op_find(const char* name, OpId* out) {
@@ -108,6 +148,11 @@ std::string op_describe_attrs(OpId op, const OpAttrs& a) {
             return s + (a.scalar != 0 ? " descending" : "");
         }
         case ATTRS_SHAPE:
+            if (op == OP_permute) {
+                std::string dims;
+                for (int i = 0; i < a.shape.ndim; ++i) dims += (i ? "," : "") + std::to_string(a.shape.dims[i] + 1);
+                return "dims=" + dims;
+            }
             if (op == OP_scatter_add) return "dim=" + std::to_string(int64_t(a.dim) + 1) + " shape=" + a.shape.str();
             return "shape=" + a.shape.str();
         case ATTRS_MATMUL: {
@@ -118,6 +163,7 @@ std::string op_describe_attrs(OpId op, const OpAttrs& a) {
             return s;
         }
         case ATTRS_NARROW:
+            if (op == OP_select) return "dim=" + std::to_string(int64_t(a.dim) + 1) + " index=" + one_based(a.start);
             return "dim=" + std::to_string(int64_t(a.dim) + 1) + " start=" + one_based(a.start) +
                    " length=" + std::to_string(a.length);
         case ATTRS_DTYPE: return dtype_name(a.dtype);
@@ -128,6 +174,8 @@ std::string op_describe_attrs(OpId op, const OpAttrs& a) {
             return s;
         }
         case ATTRS_LOSS: return a.reduction == REDUCTION_SUM ? "reduction=sum" : "";
+        case ATTRS_REGION:
+            return "shape=" + a.shape.str() + " strides=" + a.strides.str() + " offset=" + std::to_string(a.start);
     }
     return "";
 }
@@ -376,12 +424,6 @@ void shape_max_pool2d_backward(ShapeCall& c) {
     c.set_output(0, c.attrs.shape, in(c, 0).dtype);
 }
 
-bool transpose_moves_nothing(const Shape& shape, int dim, int dim2) {
-    int longer = 0;
-    for (int d = std::min(dim, dim2); d <= std::max(dim, dim2) && d < shape.ndim; ++d) longer += shape.dims[d] > 1;
-    return longer <= 1;
-}
-
 void shape_transpose(ShapeCall& c) {
     Shape s = in(c, 0).shape;
     check_dim(c, c.attrs.dim, s.ndim);
@@ -391,7 +433,7 @@ void shape_transpose(ShapeCall& c) {
 }
 
 // The target shape with a -1 (at most one) replaced by what makes the element counts agree.
-static Shape resolve_reshape(const char* op_name, const Shape& from, const Shape& to) {
+Shape reshape_target(const char* op_name, const Shape& from, const Shape& to) {
     Shape s = to;
     int infer = -1;
     int64_t known = 1;
@@ -414,7 +456,7 @@ static Shape resolve_reshape(const char* op_name, const Shape& from, const Shape
 }
 
 void shape_reshape(ShapeCall& c) {
-    c.set_output(0, resolve_reshape(c.op_name, in(c, 0).shape, c.attrs.shape), in(c, 0).dtype);
+    c.set_output(0, reshape_target(c.op_name, in(c, 0).shape, c.attrs.shape), in(c, 0).dtype);
 }
 
 void shape_unsqueeze(ShapeCall& c) {
@@ -1335,7 +1377,6 @@ Tensor transpose(const Tensor& x, int d1, int d2) {
     return call(OP_transpose, {&x}, a);
 }
 
-Tensor reshape(const Tensor& x, const Shape& shape) { return call(OP_reshape, {&x}, shape_attrs(shape)); }
 Tensor unsqueeze(const Tensor& x, int dim) { return call(OP_unsqueeze, {&x}, dim_attrs(dim)); }
 
 Tensor squeeze(const Tensor& x, int dim) {

@@ -28,6 +28,8 @@ enum OpFlags : uint32_t {
     OPF_SAVES_OUT0 = 1 << 7,  // ... output 0
     OPF_CUSTOM = 1 << 8,      // a function defined outside the engine (function.h): its kernel runs
                               // the function's own ops and sets the node's outputs
+    OPF_STRIDED = 1 << 10,    // the kernel reads strided inputs as they are (views do too); others get
+                              // contiguous copies from kernel_run
     OPF_INTERNAL = 1 << 9,    // not called by its own name from Lua: a backward rule's helper, or
                               // reached through an operator or another function (x + 1 is add_scalar)
 };
@@ -40,6 +42,7 @@ enum AttrsKind : uint8_t {
     ATTRS_LOSS,     // losses: reduction (mean or sum)
     ATTRS_DIMS,     // flip: a set of dims (all, dim or dim2 as in ATTRS_REDUCE: op_dims_mask)
     ATTRS_SORT,     // sort, topk: dim, scalar (1: descending / largest first), length (topk's k)
+    ATTRS_REGION,   // as_strided, assign_, region_scatter: shape, strides and start (the offset)
 };
 
 enum Reduction : uint8_t { REDUCTION_MEAN, REDUCTION_SUM };
@@ -61,13 +64,14 @@ constexpr int MAX_OUTPUTS = 2;
     FIELD(bool, trans_a, false, "mm/bmm: read A transposed")                                       \
     FIELD(bool, trans_b, false, "mm/bmm: read B transposed")                                       \
     FIELD(bool, accumulate, false, "mm/bmm: Y += A B (freeze's in-place gradients)")               \
-    FIELD(int64_t, start, 0, "narrow's first index")                                               \
+    FIELD(int64_t, start, 0, "narrow's first index, select's index, a region's offset")            \
     FIELD(int64_t, length, 0, "narrow's length")                                                   \
     FIELD(int, kernel, 0, "pooling window (square)")                                               \
     FIELD(int, stride, 1, "conv2d / pooling stride")                                               \
     FIELD(int, padding, 0, "conv2d / pooling padding")                                             \
     FIELD(Reduction, reduction, REDUCTION_MEAN, "losses: mean or sum")                             \
-    FIELD(Shape, shape, Shape(), "created / target / full shape")                                  \
+    FIELD(Shape, shape, Shape(), "created / target / full shape; permute's order")                 \
+    FIELD(Shape, strides, Shape(), "a region's strides (as_strided, assign_, region_scatter)")      \
     FIELD(DType, dtype, DTYPE_F32, "created dtype, `to`'s target")
 
 struct OpAttrs {
@@ -158,14 +162,14 @@ int dim_normalize(const char* op_name, int64_t dim, int ndim);
 // 0-based) of a tensor with `ndim` dims: every dim when attrs.all; the set attrs.dim2 when it is not
 // 0 (several dims); else attrs.dim alone. The shape rules check the dims are in range.
 uint32_t op_dims_mask(const OpAttrs& attrs, int ndim);
+// A reshape's target with its -1 resolved; an error naming op_name when the counts differ.
+Shape reshape_target(const char* op_name, const Shape& from, const Shape& to);
 
 // Broadcast two shapes NumPy-style; on mismatch an error naming `op_name` and both shapes.
 Shape broadcast_shapes(const char* op_name, const Shape& a, const Shape& b);
 
-// Whether swapping dims `dim` and `dim2` (0-based) of a contiguous tensor of shape `shape` leaves
-// every element where it was: at most one of the dims from the first to the second is longer than
-// 1 (a [1,20] row transposed to [20,1]). Freeze runs such a transpose as a view.
-bool transpose_moves_nothing(const Shape& shape, int dim, int dim2);
+// Whether `x` can be viewed with shape `to` without a copy; the view's strides into `strides`.
+bool view_strides_for(const Value& x, const Shape& to, int64_t* strides);
 
 // ---------------------------------------------------------------------------------------------
 // ops:: — call an op (records a node and runs it). Dims are 0-based here.
@@ -277,6 +281,17 @@ Tensor dot(const Tensor& a, const Tensor& b);
 Tensor outer(const Tensor& a, const Tensor& b);
 Tensor addmm(const Tensor& input, const Tensor& m1, const Tensor& m2, double beta, double alpha);
 Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands);
+// Views (view_ops.cpp): they share x's storage. reshape copies first when x's layout cannot be
+// viewed with the new shape (as PyTorch); view refuses then.
+Tensor view(const Tensor& x, const Shape& shape);
+Tensor permute(const Tensor& x, const Shape& order);        // order: 0-based dims
+Tensor select(const Tensor& x, int dim, int64_t index);     // 0-based index; the dim goes
+Tensor contiguous(const Tensor& x);                         // x itself when already contiguous
+// Regions: a view as numbers (shape, strides, start) relative to a contiguous base.
+OpAttrs region_of_view(const Tensor& view, const Tensor& base);
+Tensor as_strided(const Tensor& x, const OpAttrs& region);
+Tensor region_scatter(const Tensor& x, const Tensor& values, const OpAttrs& region);   // a copy of x, region := values
+Tensor assign_(Tensor& x, const Tensor& values, const OpAttrs& region);   // x[region] = values, rebased
 }  // namespace ops
 
 }  // namespace td

@@ -5,7 +5,7 @@
 //
 // [SECTION] helpers
 // [SECTION] reductions   var std norm logsumexp argmax/argmin
-// [SECTION] shape        stack split chunk unbind roll repeat tile unflatten, transposes
+// [SECTION] shape        stack split chunk unbind roll repeat tile unflatten
 // [SECTION] indexing     index_select scatter_add_into diag
 // [SECTION] products     dot outer addmm
 // [SECTION] einsum
@@ -249,30 +249,6 @@ Tensor unflatten(const Tensor& x, int dim, const Shape& sizes) {
     return reshape(x, out);
 }
 
-// y's dim i is x's dim order[i], as a sequence of transposes (for einsum; a permute view op may
-// replace it when the view ops land).
-static Tensor permute_by_transposes(const Tensor& x, const std::vector<int>& order) {
-    check_defined(x, "permute");
-    int n = x.shape().ndim;
-    std::vector<bool> seen(static_cast<size_t>(n), false);
-    bool valid = static_cast<int>(order.size()) == n;
-    for (int d : order) {
-        valid = valid && d >= 0 && d < n && !seen[d];
-        if (valid) seen[d] = true;
-    }
-    if (!valid) engine_fail("permute: the dims must be a permutation of the %d dims of %s", n, x.shape().str().c_str());
-    std::vector<int> current(static_cast<size_t>(n));
-    for (int d = 0; d < n; ++d) current[d] = d;
-    Tensor y = x;
-    for (int i = 0; i < n; ++i) {
-        int j = static_cast<int>(std::find(current.begin(), current.end(), order[i]) - current.begin());
-        if (j == i) continue;
-        y = transpose(y, i, j);
-        std::swap(current[i], current[j]);
-    }
-    return y;
-}
-
 // ============================================================================================
 // [SECTION] indexing
 
@@ -391,9 +367,9 @@ bool has(const std::string& s, char c) { return s.find(c) != std::string::npos; 
 // t's dims reordered to `letters` (a permutation of term.letters).
 Tensor ordered(const Term& term, const std::string& letters) {
     if (term.letters == letters) return term.t;
-    std::vector<int> order;
-    for (char c : letters) order.push_back(static_cast<int>(term.letters.find(c)));
-    return permute_by_transposes(term.t, order);
+    Shape order;
+    for (char c : letters) order.dims[order.ndim++] = static_cast<int64_t>(term.letters.find(c));
+    return permute(term.t, order);
 }
 
 int64_t size_of(const Term& term, const std::string& letters) {
@@ -405,15 +381,15 @@ int64_t size_of(const Term& term, const std::string& letters) {
 // The diagonal of dims p < q (equal sizes n): both moved last, merged, every (n+1)-th element kept.
 Term diagonal(const Term& term, size_t p, size_t q) {
     std::string rest;
-    std::vector<int> order;
+    Shape order;
     for (size_t d = 0; d < term.letters.size(); ++d)
         if (d != p && d != q) {
             rest += term.letters[d];
-            order.push_back(static_cast<int>(d));
+            order.dims[order.ndim++] = static_cast<int64_t>(d);
         }
-    order.push_back(static_cast<int>(p));
-    order.push_back(static_cast<int>(q));
-    Tensor moved = permute_by_transposes(term.t, order);
+    order.dims[order.ndim++] = static_cast<int64_t>(p);
+    order.dims[order.ndim++] = static_cast<int64_t>(q);
+    Tensor moved = permute(term.t, order);
     Shape s = moved.shape();
     int64_t n = s.dims[s.ndim - 1];
     Shape merged = s;

@@ -207,9 +207,10 @@ int push_pair(lua_State* L, const Tensor& two_outputs) {
     return 2;
 }
 
-int push_list(lua_State* L, const std::vector<Tensor>& xs) {
+// Views of the tensor at slot 1 (split, chunk, unbind), each linked to it (push_view).
+int push_views(lua_State* L, const std::vector<Tensor>& xs) {
     luaL_checkstack(L, static_cast<int>(xs.size()) + 1, "too many results");
-    for (const Tensor& x : xs) push_tensor(L, x);
+    for (const Tensor& x : xs) push_view(L, x, 1);
     return static_cast<int>(xs.size());
 }
 
@@ -410,21 +411,21 @@ int l_split(lua_State* L) {
     std::vector<Slot> a = read_params(L, "split", 2, {{"split_size_or_sections"}, {"dim"}});
     require(a[0]);
     int dim = dim_arg(L, a[1], "split", x.shape().ndim, 0);
-    if (lua_istable(L, a[0].at)) return push_list(L, ops::split(x, integers_arg(L, a[0]), dim));
-    return push_list(L, ops::split_size(x, int_arg(L, a[0], 0), dim));
+    if (lua_istable(L, a[0].at)) return push_views(L, ops::split(x, integers_arg(L, a[0]), dim));
+    return push_views(L, ops::split_size(x, int_arg(L, a[0], 0), dim));
 }
 
 int l_chunk(lua_State* L) {
     Tensor& x = check_tensor(L, 1);
     std::vector<Slot> a = read_params(L, "chunk", 2, {{"chunks"}, {"dim"}});
     require(a[0]);
-    return push_list(L, ops::chunk(x, int_arg(L, a[0], 0), dim_arg(L, a[1], "chunk", x.shape().ndim, 0)));
+    return push_views(L, ops::chunk(x, int_arg(L, a[0], 0), dim_arg(L, a[1], "chunk", x.shape().ndim, 0)));
 }
 
 int l_unbind(lua_State* L) {
     Tensor& x = check_tensor(L, 1);
     std::vector<Slot> a = read_params(L, "unbind", 2, {{"dim"}});
-    return push_list(L, ops::unbind(x, dim_arg(L, a[0], "unbind", x.shape().ndim, 0)));
+    return push_views(L, ops::unbind(x, dim_arg(L, a[0], "unbind", x.shape().ndim, 0)));
 }
 
 // flip(d1, d2, ...) or flip({d1, d2, ...}) or flip{dims = ...}.
@@ -473,20 +474,22 @@ int l_unflatten(lua_State* L) {
     if (sizes.size() > MAX_DIMS) arg_fail(a[1].arg, "at most %d sizes", MAX_DIMS);
     Shape shape;
     for (int64_t s : sizes) shape.dims[shape.ndim++] = s;
-    return push_tensor(L, ops::unflatten(x, dim, shape));
+    return push_view(L, ops::unflatten(x, dim, shape), 1);
 }
 
-// x:expand_as(other), view_as, reshape_as: to other's shape.
-int as_other(lua_State* L, const char* fn, bool expand) {
+// x:expand_as(other), view_as, reshape_as: views of x with other's shape (reshape_as copies when
+// x's layout cannot be viewed so, as reshape; view_as refuses then, as view).
+int as_other(lua_State* L, const char* fn, OpId op) {
     Tensor& x = check_tensor(L, 1);
     std::vector<Slot> a = read_params(L, fn, 2, {{"other"}});
-    Tensor& other = tensor_arg(L, a[0]);
-    return push_tensor(L, expand ? ops::expand(x, other.shape()) : ops::reshape(x, other.shape()));
+    const Shape& shape = tensor_arg(L, a[0]).shape();
+    if (op == OP_expand) return push_view(L, ops::expand(x, shape), 1);
+    return push_view(L, op == OP_reshape ? ops::reshape(x, shape) : ops::view(x, shape), 1);
 }
 
-int l_expand_as(lua_State* L) { return as_other(L, "expand_as", true); }
-int l_view_as(lua_State* L) { return as_other(L, "view_as", false); }
-int l_reshape_as(lua_State* L) { return as_other(L, "reshape_as", false); }
+int l_expand_as(lua_State* L) { return as_other(L, "expand_as", OP_expand); }
+int l_view_as(lua_State* L) { return as_other(L, "view_as", OP_COUNT); }
+int l_reshape_as(lua_State* L) { return as_other(L, "reshape_as", OP_reshape); }
 
 int l_index_select(lua_State* L) {
     Tensor& x = check_tensor(L, 1);
@@ -578,9 +581,6 @@ int l_einsum(lua_State* L) {
 // [SECTION] tables
 
 namespace tdlua {
-
-// Registered by tapedeck_open (lua_tensor.cpp); extern: const tables are file-local otherwise.
-extern const Binding reduce_shape_functions[], reduce_shape_methods[], reduce_shape_torch_functions[];
 
 // Both torch.f(x, ...) and x:f(...).
 const Binding reduce_shape_functions[] = {

@@ -650,6 +650,31 @@ const std::vector<OpCase>& op_cases() {
             std::vector<double> v234_t = transpose_ref(S234, V234, 1, 2, &t);
             add(row("transpose", "[2,3,4] dims 2,3", {in(S234, V234)}, {.dim = 1, .dim2 = 2}, {out(t, v234_t)}));
         }
+        {
+            // permute (2,3,1) 1-based = order {1,2,0}: y[i,j,k] = x[k,i,j]
+            Shape o{3, 4, 2};
+            std::vector<double> y;
+            for (int i = 0; i < 3; ++i)
+                for (int j = 0; j < 4; ++j)
+                    for (int k = 0; k < 2; ++k) y.push_back(V234[k * 12 + i * 4 + j]);
+            add(row("permute", "[2,3,4] dims 2,3,1", {in(S234, V234)}, {.shape = Shape{1, 2, 0}}, {out(o, y)}));
+        }
+        {
+            // regions of a [3,4]: a [2,2] block at [2,2] (1-based), and a [2,3] read down the columns
+            std::vector<double> block{V34[5], V34[6], V34[9], V34[10]};
+            std::vector<double> down{V34[0], V34[4], V34[8], V34[1], V34[5], V34[9]};
+            add(row("as_strided", "[2,2] block of [3,4]", {in(S34, V34)},
+                    {.start = 5, .shape = Shape{2, 2}, .strides = Shape{4, 1}}, {out(Shape{2, 2}, block)}));
+            add(row("as_strided", "[2,3] columns of [3,4]", {in(S34, V34)},
+                    {.start = 0, .shape = Shape{2, 3}, .strides = Shape{1, 4}}, {out(Shape{2, 3}, down)}));
+            std::vector<double> replaced = V34;
+            replaced[5] = 1, replaced[6] = 2, replaced[9] = 3, replaced[10] = 4;
+            add(row("region_scatter", "[2,2] block of [3,4] replaced", {in(S34, V34), in(Shape{2, 2}, {1, 2, 3, 4})},
+                    {.start = 5, .shape = Shape{2, 2}, .strides = Shape{4, 1}}, {out(S34, replaced)}));
+            add(row("assign_", "[2,2] block of [3,4] assigned", {in(S34, V34), in(Shape{2, 2}, {1, 2, 3, 4})},
+                    {.start = 5, .shape = Shape{2, 2}, .strides = Shape{4, 1}}, {out(S34, replaced)}));
+        }
+        add(row("contiguous", "[2,3] (already contiguous: a copy)", {in(S23, X23)}, {}, {out(S23, X23)}));
         add(row("reshape", "[2,3] as [3,2]", {in(S23, X23)}, {.shape = Shape{3, 2}}, {out(Shape{3, 2}, X23)}));
         add(row("reshape", "[2,3] as [-1]", {in(S23, X23)}, {.shape = Shape{-1}}, {out(Shape{6}, X23)}));
         add(row("unsqueeze", "[2,3] at dim 2", {in(S23, X23)}, {.dim = 1}, {out(Shape{2, 1, 3}, X23)}));
@@ -687,6 +712,10 @@ const std::vector<OpCase>& op_cases() {
                     {out(Shape{3, 2}, cols12)}));
             add(row("narrow", "[3,4] dim 1 start 3 length 1", {in(S34, V34)}, {.dim = 0, .start = 2, .length = 1},
                     {out(Shape{1, 4}, row3)}));
+            std::vector<double> col3;
+            for (int i = 0; i < 3; ++i) col3.push_back(V34[i * 4 + 2]);
+            add(row("select", "[3,4] dim 1 index 3", {in(S34, V34)}, {.dim = 0, .start = 2}, {out(Shape{4}, row3)}));
+            add(row("select", "[3,4] dim 2 index 3", {in(S34, V34)}, {.dim = 1, .start = 2}, {out(Shape{3}, col3)}));
             add(row("narrow_backward", "[3,2] into zeros [3,4] at dim 2 start 2",
                     {in(Shape{3, 2}, {1, 2, 3, 4, 5, 6})}, {.dim = 1, .start = 1, .length = 2, .shape = S34},
                     {out(S34, {0, 1, 2, 0, 0, 3, 4, 0, 0, 5, 6, 0})}));

@@ -99,6 +99,19 @@ check.close(torch.addmm(torch.ones(2), torch.eye(2), torch.eye(2), {beta = 2, al
 check.close(torch.einsum("ii", torch.eye(3)), 3, 0, "einsum trace (implicit output)")
 check.close(torch.einsum("ij->ji", x), x:t(), 0, "einsum transpose")
 
+-- split, chunk, unbind, unflatten and the *_as functions are views: writing through them writes x
+local y = torch.zeros(4, 2)
+local top, bottom = y:split(2)
+top:fill_(1)
+check.close(y, {{1, 1}, {1, 1}, {0, 0}, {0, 0}}, 0, "split pieces share storage")
+local first = y:unbind(2)
+first:fill_(5)
+check.close(y:select(2, 1), {5, 5, 5, 5}, 0, "unbind slices share storage")
+select(2, y:chunk(2)):view_as(torch.zeros(4)):fill_(3)
+check.close(bottom, {{3, 3}, {3, 3}}, 0, "chunk and view_as share storage")
+check.fails("view_as", "view", function() return x:t():view_as(torch.zeros(6)) end)
+check.shape(x:t():reshape_as(torch.zeros(6)), {6})
+
 -- bad arguments name the function, the argument and the script line
 check.fails("sum", "argument 3: sum does not take 'keepdm' (it takes dim, keepdim, dtype)", function() return x:sum(2, {keepdm = true}) end)
 check.fails("sum", "argument 5: sum takes at most 3 arguments after the tensor", function() return x:sum(2, true, "float32", 1) end)

@@ -41,6 +41,29 @@ DOMAINS = {"any": any_values, "positive": positive, "ties": ties, "with_zeros": 
 def index(*rows):            # an int64 index, 0-based as PyTorch reads it
     return torch.tensor(rows, dtype=torch.int64)
 
+def rnn_outputs(x, w):
+    o = torch.zeros(3, 2, dtype=torch.float64)
+    h = x[0]
+    for t in range(3):
+        h = torch.tanh(h * w)
+        o[t] = h
+    return o
+
+
+def writes_through_views(x, w):
+    y = x * 1
+    y.narrow(1, 0, 1).mul_(3)
+    y[1, :].add_(w)
+    y[2, 1] = 7
+    return y
+
+
+def assign_column(x, w):
+    y = x.clone()
+    y[:, 1] = w
+    return y
+
+
 # (name, lua expression, torch function, [(input name, shape, domain)])
 ROWS = [
     ("sin", "torch.sin(x)", lambda x: torch.sin(x), [("x", (2, 3), "any")]),
@@ -65,6 +88,24 @@ ROWS = [
     ("tanh", "x:tanh()", lambda x: torch.tanh(x), [("x", (2, 3), "any")]),
     ("sigmoid", "x:sigmoid()", lambda x: torch.sigmoid(x), [("x", (2, 3), "any")]),
     ("relu", "x:relu()", lambda x: torch.relu(x), [("x", (2, 3), "any")]),
+    # views, indexing and writes through them (the gradient of index assignment as PyTorch's)
+    ("t", "x:t()", lambda x: x.t(), [("x", (2, 3), "any")]),
+    ("permute", "x:permute(3, 1, 2)", lambda x: x.permute(2, 0, 1), [("x", (2, 3, 4), "any")]),
+    ("select", "x:select(2, -1)", lambda x: x.select(1, -1), [("x", (2, 3), "any")]),
+    ("index", "x[{2, {1, 2}}] * 2", lambda x: x[1, 0:2] * 2, [("x", (3, 3), "any")]),
+    ("index", "x[{{}, {1, -1, 2}}]", lambda x: x[:, 0::2], [("x", (3, 4), "any")]),
+    ("index", "x[-1]", lambda x: x[-1], [("x", (3, 2), "any")]),
+    ("expand", "y:expand(3, 2) * x", lambda x, y: y.expand(3, 2) * x, [("x", (3, 2), "any"), ("y", (1, 2), "any")]),
+    ("reshape", "x:t():reshape(-1)", lambda x: x.t().reshape(-1), [("x", (2, 3), "any")]),
+    ("view", "x:view(3, 2):t()", lambda x: x.view(3, 2).t(), [("x", (2, 3), "any")]),
+    ("contiguous", "x:transpose(1, 2):contiguous()", lambda x: x.transpose(0, 1).contiguous(), [("x", (2, 3), "any")]),
+    ("rnn outputs[t] = h", "(function() local o = torch.zeros(3, 2, {dtype = torch.float64}); local h = x[1]; "
+     "for t = 1, 3 do h = (h * w):tanh(); o[t] = h end; return o end)()", rnn_outputs,
+     [("x", (3, 2), "any"), ("w", (2,), "any")]),
+    ("in place through views", "(function() local y = x * 1; y:narrow(2, 1, 1):mul_(3); y[{2, {}}]:add_(w); "
+     "y[{3, 2}] = 7; return y end)()", writes_through_views, [("x", (3, 2), "any"), ("w", (2,), "any")]),
+    ("assign a broadcast tensor", "(function() local y = x:clone(); y[{{}, 2}] = w; return y end)()",
+     assign_column, [("x", (2, 3), "any"), ("w", (1,), "any")]),
     # a chain: gradients through several of them at once
     ("chain", "(x:sin() * y:cos()):square():log1p()",
      lambda x, y: torch.log1p(torch.square(torch.sin(x) * torch.cos(y))), [("x", (3, 2), "any"), ("y", (3, 2), "any")]),
