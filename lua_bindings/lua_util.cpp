@@ -38,6 +38,10 @@ int run_guarded(lua_State* L, lua_CFunction fn, const char* name) {
         return fn(L);
     } catch (const ArgError& e) {
         message = std::string(name) + ": " + e.what();
+        // x.mm(w) (Python's habit) passes w alone: the missing argument is the other tensor
+        if (lua_gettop(L) == 1 && lua_type(L, 1) == LUA_TUSERDATA && message.find("got no value") != std::string::npos)
+            message += std::string(" (if you wrote x.") + name + "(...): a method call in Lua uses ':', as in x:" + name +
+                       "(...))";
     } catch (const std::exception& e) {   // an engine error names its op: one inside another (pow_tensor
         message = e.what();                 // in pow, add in linear) also gets the function the user called
         size_t length = strlen(name);

@@ -17,6 +17,12 @@ bool tapedeck_is_finalised_tensor(lua_State* L, int idx);
 // The block of the full userdata at idx when its metatable is `metatable` (as lua_topointer gives
 // it), else nullptr: luaL_testudata without a registry lookup by name (bindings on hot paths).
 void* tapedeck_test_udata(lua_State* L, int idx, const void* metatable);
+// " (did you mean x:sum, torch.stack?)": tensor methods and torch, nn, F functions whose names
+// are close to `name`; empty when none is. For errors about a missing name.
+std::string tapedeck_name_hint(lua_State* L, const char* name);
+// Adds a hint to Lua's own errors about a nil that was called or indexed ("attempt to call a nil
+// value (method 'sume')"): the close names, and for x.mm(w) that Lua calls a method with `:`.
+std::string tapedeck_error_hint(lua_State* L, const char* message);
 // Push t as a Lua Tensor; returns 1.
 int tapedeck_push_tensor(lua_State* L, td::Tensor t);
 // Push a Lua table describing a node: id, op, phase, group, inputs, shape, dtype, where, math.

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "commands.h"
+#include "tapedeck_lua.h"
 
 namespace {
 
@@ -42,6 +43,8 @@ int message_handler(lua_State* L) {
         if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING) return 1;
         message = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
     }
+    std::string hint = tapedeck_error_hint(L, message);   // "attempt to call a nil value (method 'sume')"
+    if (!hint.empty()) message = lua_pushfstring(L, "%s%s", message, hint.c_str());
     luaL_traceback(L, L, message, 1);
     if (g_innermost_loop && g_innermost_loop->stack_base > 0) {
         // At a debugger stop: the frames of the stopped program are :where's, not this error's.
