@@ -25,7 +25,8 @@ struct NumberStyle {
     std::string format(const Value& value, int64_t i) const {
         char buffer[64];
         if (!is_float) {
-            snprintf(buffer, sizeof buffer, "%lld", static_cast<long long>(value.data<int64_t>()[i]));
+            const int64_t* elements = static_cast<const int64_t*>(value.storage->data);
+            snprintf(buffer, sizeof buffer, "%lld", static_cast<long long>(elements[value_storage_index(value, i)]));
             return buffer;
         }
         double v = value_get(value, i);

@@ -84,7 +84,8 @@ void npy_save(const Value& value, const std::string& path) {
     uint16_t length = static_cast<uint16_t>(header.size());
     out.write(reinterpret_cast<const char*>(&length), 2);
     out.write(header.data(), static_cast<std::streamsize>(header.size()));
-    out.write(static_cast<const char*>(value.raw()), static_cast<std::streamsize>(value.numel() * dtype_size(value.dtype)));
+    Value elements = value_contiguous(value);   // a view's elements in row-major order
+    out.write(static_cast<const char*>(elements.raw()), static_cast<std::streamsize>(value.numel() * dtype_size(value.dtype)));
     if (!out) engine_fail("save_npy: cannot write %s", path.c_str());
 }
 

@@ -288,6 +288,7 @@ void plan_record_begin(const std::string& name, const std::vector<Tensor>& input
         in.dtype = t.dtype();
         in.device = t.value().device();
         in.requires_grad = t.requires_grad();
+        in.contiguous = t.value().is_contiguous();
         if (t.requires_grad() && !t.node->is_leaf())
             engine_fail("freeze: %s (argument %zu) is part of a graph (it requires grad and is not a leaf); detach it, "
                         "or freeze the code that made it too",
@@ -989,7 +990,8 @@ std::shared_ptr<PlanExec> exec_build(Plan& plan) {
         slot.dtype = pv.dtype;
         int r = root_of(plan, static_cast<int>(v));
         const PlanValue& root = plan.values[r];
-        if (root.kind == VALUE_CAPTURED) slot.storage = plan_captured_value(plan.captured[root.index]).storage;
+        if (root.kind == VALUE_CAPTURED && r == static_cast<int>(v)) value_share_layout(slot, plan_captured_value(plan.captured[root.index]));
+        else if (root.kind == VALUE_CAPTURED) slot.storage = plan_captured_value(plan.captured[root.index]).storage;
         else if (root.kind == VALUE_CONSTANT) slot.storage = plan.constants[root.index].storage;
         else if (plan.value_buffer[v] >= 0) slot.storage = e->buffers[plan.value_buffer[v]];
         else e->per_call_values.push_back(static_cast<int>(v));
@@ -1123,7 +1125,7 @@ struct PlanCall {
         if (observed) ids.assign(plan.values.size(), 0);
         for (int v : e.bound_values) {
             const PlanValue& pv = plan.values[v];
-            if (pv.kind == VALUE_INPUT) e.slots[v].storage = inputs[pv.index].value().storage;
+            if (pv.kind == VALUE_INPUT) value_share_layout(e.slots[v], inputs[pv.index].value());   // a view keeps its layout
             else if (pv.kind == VALUE_GRAD) bind_grad(pv.index);
             if (!observed) continue;
             if (pv.kind == VALUE_INPUT) ids[v] = inputs[pv.index].id();
@@ -1141,8 +1143,12 @@ struct PlanCall {
     void bind_grad(int t) {
         const Tensor& grad = target(t).grad;
         Value& slot = e.slots[plan.grad_targets[t].grad_value];
-        if (grad.defined()) slot.storage = grad.value().storage;
-        else slot.storage.reset();
+        if (grad.defined()) {
+            value_share_layout(slot, grad.value());
+        } else {
+            slot.storage.reset();
+            slot.layout.reset();
+        }
         if (observed && !ids.empty()) ids[plan.grad_targets[t].grad_value] = grad.defined() ? grad.id() : 0;
     }
 
@@ -1347,6 +1353,12 @@ std::string plan_check_inputs(const Plan& plan, const std::vector<Tensor>& input
         if (t.value().device() != want.device) {
             snprintf(buffer, sizeof buffer, "input %zu (%s) is on %s; the plan expects %s", k + 1, name,
                      device_name(t.value().device()), device_name(want.device));
+            return buffer;
+        }
+        if (t.value().is_contiguous() != want.contiguous) {   // a reshape recorded as a view may need a copy now
+            snprintf(buffer, sizeof buffer, "input %zu (%s) is %s; the plan was recorded with %s", k + 1, name,
+                     want.contiguous ? "a strided view" : "contiguous",
+                     want.contiguous ? "a contiguous tensor" : "a strided view (call contiguous() on it, or freeze again)");
             return buffer;
         }
         if (t.requires_grad() != want.requires_grad) {

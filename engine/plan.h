@@ -137,6 +137,7 @@ struct PlanInput {
     DType dtype = DTYPE_F32;
     Device device = DEVICE_CPU;
     bool requires_grad = false;
+    bool contiguous = true;   // row-major (not a strided view): the plan's steps were recorded on that layout
 };
 
 struct PlanOutput {

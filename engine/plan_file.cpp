@@ -80,7 +80,8 @@ struct Writer {
         shape(v.shape);
         size_t n = static_cast<size_t>(v.numel()) * dtype_size(v.dtype);
         raw(static_cast<uint64_t>(n));
-        bytes.append(static_cast<const char*>(v.raw()), n);
+        Value elements = value_contiguous(v);   // a captured view: its elements in row-major order
+        bytes.append(static_cast<const char*>(elements.raw()), n);
     }
     void loc(SourceLoc where) {
         str(where.file >= 0 ? source_file_name(where.file) : "");
@@ -272,6 +273,7 @@ std::string plan_save_bytes(const Plan& plan, const PlanPasses& passes) {
         w.u8(in.dtype);
         w.u8(in.device);
         w.u8(in.requires_grad);
+        w.u8(in.contiguous);
         w.shape(in.shape);
     }
     w.u32(plan.captured.size());
@@ -382,6 +384,7 @@ std::unique_ptr<Plan> read_payload(Reader& r, PlanPasses* passes) {
         input.dtype = r.dtype();
         input.device = static_cast<Device>(r.enum_value(DEVICE_CUDA, "device"));
         input.requires_grad = r.flag();
+        if (r.version >= 2) input.contiguous = r.flag();
         input.shape = r.shape();
     }
     uint32_t n_captured = r.count("captured tensors", MIN_CAPTURED_BYTES);

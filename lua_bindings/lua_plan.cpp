@@ -469,20 +469,16 @@ int frozen_call(lua_State* L) {
 // ============================================================================================
 // [SECTION] timeit
 
-// memcpy that also takes an empty vector's null data() (memcpy's pointers must not be null).
-void copy_bytes(void* to, const void* from, size_t n) {
-    if (n > 0) std::memcpy(to, from, n);
-}
-
 // The state a call can change: captured tensors' bytes, and the .grad of each grad target.
 struct Snapshot {
-    std::vector<std::pair<Value, std::vector<char>>> bytes;
+    std::vector<std::pair<Value, Value>> bytes;   // (a tensor, a copy of its elements)
     std::vector<std::pair<Output*, Tensor>> grads;
-    std::vector<std::vector<char>> grad_bytes;
+    std::vector<Value> grad_bytes;
 
-    static std::vector<char> copy_of(const Value& v) {
-        const char* p = static_cast<const char*>(v.raw());
-        return std::vector<char>(p, p + v.numel() * static_cast<int64_t>(dtype_size(v.dtype)));
+    static Value copy_of(const Value& v) {   // any layout (a captured view too)
+        Value copy = value_new(v.shape, v.dtype);
+        value_copy_elements(copy, v);
+        return copy;
     }
     void take(const Plan& plan, const std::vector<Tensor>& inputs) {
         for (const PlanCaptured& c : plan.captured) bytes.emplace_back(plan_captured_value(c), copy_of(plan_captured_value(c)));
@@ -490,14 +486,14 @@ struct Snapshot {
             Node* node = t.kind == VALUE_INPUT ? inputs[t.index].node.get() : plan.captured[t.index].tensor.node.get();
             Output* out = &node->outputs[t.output];
             grads.emplace_back(out, out->grad);
-            grad_bytes.push_back(out->grad.defined() ? copy_of(out->grad.value()) : std::vector<char>());
+            grad_bytes.push_back(out->grad.defined() ? copy_of(out->grad.value()) : Value());
         }
     }
     void restore() {
-        for (auto& b : bytes) copy_bytes(b.first.raw(), b.second.data(), b.second.size());
+        for (auto& b : bytes) value_copy_elements(b.first, b.second);
         for (size_t i = 0; i < grads.size(); ++i) {
             grads[i].first->grad = grads[i].second;
-            if (grads[i].second.defined()) copy_bytes(grads[i].second.value().raw(), grad_bytes[i].data(), grad_bytes[i].size());
+            if (grads[i].second.defined()) value_copy_elements(grads[i].second.value(), grad_bytes[i]);
         }
     }
 };
@@ -514,10 +510,7 @@ std::vector<Value> call_results(lua_State* L, int base, const Plan& plan, const 
     }
     for (const PlanCaptured& c : plan.captured) {
         const Value& v = plan_captured_value(c);
-        Value copy = v;
-        copy.storage = Ref<Storage>::adopt(storage_new(v.numel() * dtype_size(v.dtype), DEVICE_CPU));
-        std::memcpy(copy.raw(), v.raw(), v.numel() * dtype_size(v.dtype));
-        values.push_back(copy);
+        values.push_back(Snapshot::copy_of(v));
     }
     return values;
 }

@@ -787,7 +787,7 @@ int l_numel(lua_State* L) {
 }
 
 void push_element(lua_State* L, const Value& v, int64_t i) {
-    if (v.dtype == DTYPE_I64) lua_pushinteger(L, v.data<int64_t>()[i]);
+    if (v.dtype == DTYPE_I64) lua_pushinteger(L, static_cast<const int64_t*>(v.storage->data)[value_storage_index(v, i)]);
     else lua_pushnumber(L, value_get(v, i));
 }
 
@@ -974,7 +974,7 @@ int assign_grad(lua_State* L) {
             if (g.shape() != t.shape())
                 engine_fail("grad: assigned gradient has shape %s but the tensor has shape %s", g.shape().str().c_str(),
                             t.shape().str().c_str());
-            out.grad = g;
+            out.grad = g.value().is_contiguous() ? g : ops::contiguous(g);   // .grad owns row-major bytes (freeze adds into them)
         }
     }
     return 0;
