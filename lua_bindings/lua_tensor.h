@@ -45,4 +45,10 @@ td::Tensor operand_of(lua_State* L, int idx, const td::Tensor& like);
 // Push a shape as a torch.Size-like table.
 void push_shape(lua_State* L, const td::Shape& s);
 
+// The tables of lua_elementwise_ops.cpp: torch.f and x:f, torch.f only, x:f only, F.f only.
+extern const Binding elementwise_tensor_functions[];
+extern const Binding elementwise_torch_only[];
+extern const Binding elementwise_method_only[];
+extern const Binding elementwise_functional[];
+
 }  // namespace tdlua

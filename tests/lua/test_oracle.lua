@@ -1,7 +1,8 @@
 -- PyTorch is the oracle: every row of tests/oracle/oracle_data.lua (made by make_oracle.py with
 -- PyTorch) is evaluated here as tapedeck Lua, in float64; its output and the gradient of
--- sum(output * w) for each input must equal PyTorch's. Every op Lua gets from the op table
--- (x:name()) must have a row, so a new one cannot go untested.
+-- sum(output * w) for each input must equal PyTorch's (a row whose output has no gradient, as
+-- isnan's or a creation's, checks values and dtype only). Every op Lua gets from the op table
+-- (x:name()) and every F.name op must have a row, so a new one cannot go untested.
 local check = dofile((arg[0]:match("^(.*[/\\])") or "") .. "check.lua")
 local here = arg[0]:match("^(.*[/\\])") or "./"
 local rows = dofile(here .. "../oracle/oracle_data.lua")
@@ -21,11 +22,11 @@ for _, row in ipairs(rows) do
   local env = setmetatable({}, {__index = _G})
   for name, data in pairs(row.inputs) do env[name] = tensor_of(data, true) end
   local out = assert(load("return " .. row.lua, what, "t", env))()
-  check.equal(out.dtype, "float64", what .. ": dtype")
+  check.equal(out.dtype, row.dtype, what .. ": dtype")
   check.shape(out, row.output.shape)
   check.close(out, row.output.values, TOLERANCE, what .. ": output")
   local loss = (out * tensor_of(row.w, false)):sum()
-  loss:backward()
+  if loss.requires_grad then loss:backward() end
   for name, grad in pairs(row.grads) do
     local got = env[name].grad or torch.zeros(table.unpack(grad.shape))   -- no gradient flowed: zeros
     check.close(got, grad.values, TOLERANCE, what .. ": gradient of " .. name)
@@ -33,8 +34,8 @@ for _, row in ipairs(rows) do
 end
 
 for _, op in ipairs(torch.ops()) do
-  if op.from_table then
-    assert(rows_by_name[op.name], "op " .. op.name .. " is a Lua method from the op table but has no PyTorch row in tests/oracle/make_oracle.py")
+  if op.from_table or op.functional then
+    assert(rows_by_name[op.name], "op " .. op.name .. " is a Lua function from the op table but has no PyTorch row in tests/oracle/make_oracle.py")
   end
 end
 print(#rows .. " rows agree with PyTorch")
