@@ -279,8 +279,8 @@ void cpu_linspace(const KernelCall& c) {
         Step step = steps > 1 ? (static_cast<Step>(end) - static_cast<Step>(start)) / static_cast<Step>(steps - 1) : Step(0);
         T* p = o.data<T>();
         for (int64_t i = 0; i < steps; ++i)
-            p[i] = steps == 1 ? start : i < halfway ? static_cast<T>(start + step * static_cast<Step>(i))
-                               : static_cast<T>(end - step * static_cast<Step>(steps - i - 1));
+            p[i] = steps == 1 ? start : i < halfway ? element_cast<T>(start + step * static_cast<Step>(i))
+                               : element_cast<T>(end - step * static_cast<Step>(steps - i - 1));   // int64: saturates
     });
 }
 
@@ -296,9 +296,10 @@ static uint64_t uniform_below(uint64_t n) {
 void cpu_randint(const KernelCall& c) {
     const Value& o = out(c);
     int64_t low = static_cast<int64_t>(c.attrs.lo);
-    uint64_t range = static_cast<uint64_t>(static_cast<int64_t>(c.attrs.hi) - low);   // the rule checked low < high
+    // the rule checked low < high, both within 2^62: the range fits, computed without signed overflow
+    uint64_t range = static_cast<uint64_t>(static_cast<int64_t>(c.attrs.hi)) - static_cast<uint64_t>(low);
     for (int64_t i = 0; i < o.numel(); ++i) {
-        int64_t v = low + static_cast<int64_t>(uniform_below(range));
+        int64_t v = static_cast<int64_t>(static_cast<uint64_t>(low) + uniform_below(range));
         if (o.dtype == DTYPE_I64) o.data<int64_t>()[i] = v;
         else value_set(o, i, static_cast<double>(v));
     }
