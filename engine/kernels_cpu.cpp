@@ -1430,10 +1430,14 @@ size_t columns_bytes(const Shape& weight, const Shape& output, DType dtype) {
 
 size_t cpu_kernel_scratch_bytes(OpId op, const Value* const* inputs, int n_inputs, const Shape& output,
                                 DType output_dtype, const OpAttrs& attrs) {
+    if (op == OP_randperm) return bytes_of(output, DTYPE_I64);   // 1..n before it is written out
     if (n_inputs < 1) return 0;
     switch (op) {
-        case OP_eq: case OP_lt: case OP_le: case OP_gt: case OP_ge:   // int64 inputs: compared as int64 first
+        case OP_eq: case OP_ne: case OP_lt: case OP_le: case OP_gt: case OP_ge:   // int64 inputs: compared as int64 first
+        case OP_isnan: case OP_isinf: case OP_isfinite:
             return inputs[0]->dtype == output_dtype ? 0 : bytes_of(output, DTYPE_I64);
+        case OP_multinomial:   // a row's weights and running sums
+            return inputs[0]->shape.ndim > 0 ? times(static_cast<size_t>(inputs[0]->shape[inputs[0]->shape.ndim - 1]), 16) : 0;
         case OP_conv2d: return n_inputs > 1 ? columns_bytes(inputs[1]->shape, output, output_dtype) : 0;
         case OP_conv2d_backward_input: return n_inputs > 1 ? columns_bytes(inputs[1]->shape, inputs[0]->shape, output_dtype) : 0;
         case OP_conv2d_backward_weight: return columns_bytes(output, inputs[0]->shape, output_dtype);
