@@ -94,8 +94,13 @@ void accumulate_grad(Output& out, const Tensor& g, uint64_t first_serial) {
         ops::add_(out.grad, g);
         return;
     }
-    Storage* s = g.value().storage.get();
-    bool fresh = s->serial >= first_serial && !s->grad_owned && g.dtype() == out.value.dtype;
+    // Taken over only when it is all of its storage in row-major order: a view (an expand of a sum's
+    // gradient, a narrow of cat's) is copied, so .grad is contiguous and owns its bytes, as PyTorch's.
+    const Value& v = g.value();
+    Storage* s = v.storage.get();
+    size_t bytes = static_cast<size_t>(v.numel()) * dtype_size(v.dtype);
+    bool whole = !v.strided && v.offset == 0 && s->bytes - bytes < 64;   // storages are rounded up to 64 bytes
+    bool fresh = whole && s->serial >= first_serial && !s->grad_owned && g.dtype() == out.value.dtype;
     out.grad = fresh ? g : ops::to(ops::unary(OP_clone, g), out.value.dtype);
     out.grad.value().storage->grad_owned = true;
 }

@@ -5,9 +5,9 @@
 // [SECTION] elementwise    elementwise.def made into functors, kernels, span functions (elementwise_math)
 // [SECTION] products       mm bmm
 // [SECTION] convolution    conv2d and its two backward ops (im2col + GEMM), max_pool2d and its backward
-// [SECTION] layout         transpose view expand sum_to cat narrow narrow_backward
-// [SECTION] reductions     sum mean max softmax log_softmax
-// [SECTION] indexing       gather scatter_add
+// [SECTION] layout         transpose view expand sum_to cat narrow narrow_backward flip
+// [SECTION] reductions     sum mean prod max min amax amin cumsum sort topk softmax log_softmax
+// [SECTION] indexing       gather scatter_add scatter
 // [SECTION] copies         to (clone is elementwise: x)
 // [SECTION] losses         mse_loss cross_entropy nll_loss multi_margin_loss and their derivatives
 // [SECTION] in place       add_ sub_ mul_ zero_ fill_ copy_
@@ -192,12 +192,53 @@ void inplace_loop(const Value& x, const Value& y, F f) {
     }
 }
 
+// Walks the elements of a tensor of shape `walked` in order, keeping the offset of the element at
+// the same coordinates in another tensor read through `strides` (a 0 stride repeats, a negative
+// one walks backwards): for reductions into a kept shape, flips, and indexing along a dim.
+struct OffsetWalker {
+    int ndim;
+    int64_t dims[MAX_DIMS] = {};
+    int64_t strides[MAX_DIMS] = {};
+    int64_t index[MAX_DIMS] = {};
+    int64_t offset;
+
+    OffsetWalker(const Shape& walked, const int64_t* other_strides, int64_t start = 0) : ndim(walked.ndim), offset(start) {
+        for (int d = 0; d < ndim; ++d) {
+            dims[d] = walked.dims[d];
+            strides[d] = other_strides[d];
+        }
+    }
+
+    void next() {
+        for (int d = ndim - 1; d >= 0; --d) {
+            offset += strides[d];
+            if (++index[d] < dims[d]) return;
+            offset -= strides[d] * dims[d];
+            index[d] = 0;
+        }
+    }
+};
+
+// Row-major strides of `s` (elements).
+void contiguous_strides(const Shape& s, int64_t* strides) {
+    int64_t stride = 1;
+    for (int d = s.ndim - 1; d >= 0; --d) {
+        strides[d] = stride;
+        stride *= s.dims[d];
+    }
+}
+
 // Whether v replaces best in a running maximum: larger, or the first NaN (NaN propagates, as in
 // PyTorch). Ties keep the first. Bitwise, not short-circuit: a loop over it has no data-dependent
 // branch, and can vectorise.
 template <class T>
 bool is_new_max(T v, T best) {
     return (v > best) | ((v != v) & (best == best));
+}
+
+template <class T>
+bool is_new_min(T v, T best) {
+    return (v < best) | ((v != v) & (best == best));
 }
 
 // Uniform in [0, 1): 53 random bits for double, 24 for float (so it never rounds up to 1).
@@ -656,21 +697,62 @@ void matmul_into(T* c, const T* a, const T* b, int64_t a_rows, int64_t a_cols, i
 
 }  // namespace
 
+// A matrix operand as matmul_into reads it: row-major `rows` x `cols` elements at `data`, read
+// transposed when `trans`. A transposed view (x:t() of a contiguous x) is read in place, as its
+// contiguous original transposed once more; another strided layout is read from a copy.
+template <class T>
+struct MatrixOperand {
+    const T* data;
+    int64_t rows, cols;
+    bool trans;
+    Value copy;
+
+    // The matrix at `batch` dims in front: v's last two dims, each batch `batch_stride` apart.
+    MatrixOperand(const Value& v, bool transposed, int64_t* batch_stride) {
+        int nd = v.shape.ndim;
+        int64_t r = v.shape.dims[nd - 2], c = v.shape.dims[nd - 1];
+        *batch_stride = r * c;
+        if (!v.strided) {   // the usual case
+            data = v.data<T>(), rows = r, cols = c, trans = transposed;
+            return;
+        }
+        bool batch_dense = nd == 2 || v.shape.dims[0] == 1 || v.stride(0) == r * c;
+        bool row_major = (r == 1 || v.stride(nd - 2) == c) && (c == 1 || v.stride(nd - 1) == 1);
+        bool col_major = (r == 1 || v.stride(nd - 2) == 1) && (c == 1 || v.stride(nd - 1) == r);
+        const Value* source = &v;
+        if (!batch_dense || (!row_major && !col_major)) {
+            copy = value_new(v.shape, v.dtype, v.device());
+            value_copy_elements(copy, v);
+            source = &copy;
+            row_major = true;
+        }
+        data = source->data<T>();
+        if (row_major) {
+            rows = r, cols = c, trans = transposed;
+        } else {
+            rows = c, cols = r, trans = !transposed;
+        }
+    }
+};
+
 void cpu_mm(const KernelCall& c) {
-    const Value &a = in(c, 0), &b = in(c, 1);
-    DISPATCH_ALL(out(c).dtype,
-                   matmul_into<T>(out(c).data<T>(), a.data<T>(), b.data<T>(), a.shape[0], a.shape[1], b.shape[0],
-                                  b.shape[1], c.attrs.trans_a, c.attrs.trans_b, c.attrs.accumulate));
+    DISPATCH_ALL(out(c).dtype, {   // int64 too: int64 mm stays int64, as PyTorch
+        int64_t unused;
+        MatrixOperand<T> a(in(c, 0), c.attrs.trans_a, &unused), b(in(c, 1), c.attrs.trans_b, &unused);
+        matmul_into<T>(out(c).data<T>(), a.data, b.data, a.rows, a.cols, b.rows, b.cols, a.trans, b.trans,
+                       c.attrs.accumulate);
+    });
 }
 
 void cpu_bmm(const KernelCall& c) {
-    const Value &a = in(c, 0), &b = in(c, 1), &o = out(c);
-    int64_t batch = a.shape[0];
-    int64_t a_size = a.shape[1] * a.shape[2], b_size = b.shape[1] * b.shape[2], o_size = o.shape[1] * o.shape[2];
-    DISPATCH_ALL(o.dtype, for (int64_t i = 0; i < batch; ++i) {
-        matmul_into<T>(o.data<T>() + i * o_size, a.data<T>() + i * a_size, b.data<T>() + i * b_size, a.shape[1],
-                       a.shape[2], b.shape[1], b.shape[2], c.attrs.trans_a, c.attrs.trans_b,
-                       c.attrs.accumulate);
+    const Value& o = out(c);
+    int64_t batch = o.shape[0], o_size = o.shape[1] * o.shape[2];
+    DISPATCH_ALL(o.dtype, {
+        int64_t a_size, b_size;
+        MatrixOperand<T> a(in(c, 0), c.attrs.trans_a, &a_size), b(in(c, 1), c.attrs.trans_b, &b_size);
+        for (int64_t i = 0; i < batch; ++i)
+            matmul_into<T>(o.data<T>() + i * o_size, a.data + i * a_size, b.data + i * b_size, a.rows, a.cols, b.rows,
+                           b.cols, a.trans, b.trans, c.attrs.accumulate);
     });
 }
 
@@ -894,63 +976,7 @@ void cpu_max_pool2d_backward(const KernelCall& c) {
 // ============================================================================================
 // [SECTION] layout
 
-void cpu_view(const KernelCall&) {}   // the output already shares the input's storage
-
-// Copy with two dims swapped: walk the output in order, tracking the input offset.
-void cpu_transpose(const KernelCall& c) {
-    const Value &x = in(c, 0), &o = out(c);
-    int nd = x.shape.ndim;
-    if (nd == 2 && c.attrs.dim != c.attrs.dim2) {
-        using Eigen::Dynamic;
-        using Eigen::RowMajor;
-        DISPATCH_BY_SIZE(x.dtype, {
-            Eigen::Map<const Eigen::Matrix<T, Dynamic, Dynamic, RowMajor>> X(x.data<T>(), x.shape[0], x.shape[1]);
-            Eigen::Map<Eigen::Matrix<T, Dynamic, Dynamic, RowMajor>> Y(o.data<T>(), x.shape[1], x.shape[0]);
-            Y = X.transpose();
-        });
-        return;
-    }
-    int64_t in_strides[MAX_DIMS], strides[MAX_DIMS];   // input strides, permuted to output order
-    int64_t s = 1;
-    for (int i = nd - 1; i >= 0; --i) {
-        in_strides[i] = s;
-        s *= x.shape.dims[i];
-    }
-    for (int i = 0; i < nd; ++i) strides[i] = in_strides[i];
-    std::swap(strides[c.attrs.dim], strides[c.attrs.dim2]);
-    int64_t index[MAX_DIMS] = {};
-    int64_t n = o.numel();
-    DISPATCH_BY_SIZE(x.dtype, {
-        const T* px = x.data<T>();
-        T* po = o.data<T>();
-        int64_t offset = 0;
-        for (int64_t i = 0; i < n; ++i) {
-            po[i] = px[offset];
-            for (int d = nd - 1; d >= 0; --d) {
-                offset += strides[d];
-                if (++index[d] < o.shape.dims[d]) break;
-                offset -= strides[d] * o.shape.dims[d];
-                index[d] = 0;
-            }
-        }
-    });
-}
-
-void cpu_expand(const KernelCall& c) {
-    const Value &x = in(c, 0), &o = out(c);
-    RowWalker w(o.shape, x.shape);
-    int64_t len = w.row_len;
-    DISPATCH_BY_SIZE(x.dtype, {
-        const T* px = x.data<T>();
-        T* po = o.data<T>();
-        for (int64_t r = 0; r < w.rows; ++r, w.next()) {
-            T* orow = po + r * len;
-            const T* xr = px + w.offset[0];
-            if (w.step[0]) std::memcpy(orow, xr, len * sizeof(T));
-            else for (int64_t j = 0; j < len; ++j) orow[j] = xr[0];
-        }
-    });
-}
+// The views (transpose, narrow, expand, ...) copy nothing: their kernels set a layout (view_ops.cpp).
 
 void cpu_sum_to(const KernelCall& c) {
     const Value &x = in(c, 0), &o = out(c);
@@ -998,11 +1024,29 @@ static void copy_narrow(const Value& full, const Value& part, int dim, int64_t s
     }
 }
 
-void cpu_narrow(const KernelCall& c) { copy_narrow(in(c, 0), out(c), c.attrs.dim, c.attrs.start, true); }
-
 void cpu_narrow_backward(const KernelCall& c) {
     cpu_zeros(c);
     copy_narrow(out(c), in(c, 0), c.attrs.dim, c.attrs.start, false);
+}
+
+// Walk the output in order; the input offset starts at the far end of each flipped dim and steps back.
+void cpu_flip(const KernelCall& c) {
+    const Value &x = in(c, 0), &o = out(c);
+    uint32_t mask = op_dims_mask(c.attrs, x.shape.ndim);
+    int64_t strides[MAX_DIMS], start = 0;
+    contiguous_strides(x.shape, strides);
+    for (int d = 0; d < x.shape.ndim; ++d) {
+        if (!(mask & (1u << d))) continue;
+        start += (x.shape.dims[d] - 1) * strides[d];
+        strides[d] = -strides[d];
+    }
+    OffsetWalker w(o.shape, strides, start);
+    int64_t n = o.numel();
+    DISPATCH_BY_SIZE(x.dtype, {
+        const T* px = x.data<T>();
+        T* po = o.data<T>();
+        for (int64_t i = 0; i < n; ++i, w.next()) po[i] = px[w.offset];
+    });
 }
 
 // ============================================================================================
@@ -1010,10 +1054,33 @@ void cpu_narrow_backward(const KernelCall& c) {
 
 namespace {
 
+// o = x reduced over the dims in `mask` (several, in any order): o starts at `init`, and each
+// element of x is folded into its place with f(acc, v) -> the new acc.
+template <class T, class F>
+void reduce_over_mask(const Value& x, const Value& o, uint32_t mask, T init, F f) {
+    T* po = o.data<T>();
+    for (int64_t i = 0; i < o.numel(); ++i) po[i] = init;
+    int64_t strides[MAX_DIMS];   // of the output with the reduced dims kept as 1: 0 along them
+    Shape kept = x.shape;
+    for (int d = 0; d < kept.ndim; ++d)
+        if (mask & (1u << d)) kept.dims[d] = 1;
+    contiguous_strides(kept, strides);
+    for (int d = 0; d < kept.ndim; ++d)
+        if (mask & (1u << d)) strides[d] = 0;
+    OffsetWalker w(x.shape, strides);
+    const T* px = x.data<T>();
+    int64_t n = x.numel();
+    for (int64_t i = 0; i < n; ++i, w.next()) po[w.offset] = f(po[w.offset], px[i]);
+}
+
 template <class T>
 void sum_along(const Value& x, const Value& o, const OpAttrs& a) {
     if (a.all) {
         o.data<T>()[0] = const_array_of<T>(x).sum();
+        return;
+    }
+    if (a.dim2 != 0) {   // several dims
+        reduce_over_mask<T>(x, o, op_dims_mask(a, x.shape.ndim), T(0), [](T acc, T v) { return acc + v; });
         return;
     }
     DimSplit d = split_at(x.shape, a.dim);
@@ -1031,14 +1098,37 @@ void sum_along(const Value& x, const Value& o, const OpAttrs& a) {
     }
 }
 
-// max with NaN propagation; indices are 1-based. For `all`, only the value is produced.
 template <class T>
+void prod_along(const Value& x, const Value& o, const OpAttrs& a) {
+    if (a.all) {
+        o.data<T>()[0] = const_array_of<T>(x).prod();
+        return;
+    }
+    reduce_over_mask<T>(x, o, op_dims_mask(a, x.shape.ndim), T(1), [](T acc, T v) { return acc * v; });
+}
+
+// amax/amin with NaN propagation (IsNew: is_new_max or is_new_min).
+template <class T, bool Max>
+void extreme_over(const Value& x, const Value& o, const OpAttrs& a) {
+    T init = Max ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
+    if constexpr (std::numeric_limits<T>::has_infinity)
+        init = Max ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
+    reduce_over_mask<T>(x, o, op_dims_mask(a, x.shape.ndim), init, [](T best, T v) {
+        bool take = Max ? is_new_max(v, best) : is_new_min(v, best);
+        return take ? v : best;
+    });
+}
+
+// max (Max) or min with NaN propagation; indices are 1-based, the first among ties. For `all`,
+// only the value is produced.
+template <class T, bool Max>
 void max_along(const Value& x, const Value* values, const Value* indices, const OpAttrs& a) {
+    auto is_new = [](T v, T best) { return Max ? is_new_max(v, best) : is_new_min(v, best); };
     const T* px = x.data<T>();
     if (a.all) {
         T best = px[0];
         for (int64_t i = 1; i < x.numel(); ++i)
-            if (is_new_max(px[i], best)) best = px[i];
+            if (is_new(px[i], best)) best = px[i];
         values->data<T>()[0] = best;
         return;
     }
@@ -1051,13 +1141,66 @@ void max_along(const Value& x, const Value* values, const Value* indices, const 
             T best = col[0];
             int64_t where = 0;
             for (int64_t j = 1; j < d.n; ++j) {
-                if (is_new_max(col[j * d.inner], best)) {
+                if (is_new(col[j * d.inner], best)) {
                     best = col[j * d.inner];
                     where = j;
                 }
             }
             pv[k * d.inner + i] = best;
             pi[k * d.inner + i] = where + 1;
+        }
+    }
+}
+
+template <class T>
+void cumsum_along(const Value& x, const Value& o, int dim) {
+    DimSplit d = split_at(x.shape, dim);
+    const T* px = x.data<T>();
+    T* po = o.data<T>();
+    for (int64_t k = 0; k < d.outer; ++k) {
+        const T* block = px + k * d.n * d.inner;
+        T* out_block = po + k * d.n * d.inner;
+        ArrayMap<T> first(out_block, d.inner);
+        first = ConstArrayMap<T>(block, d.inner);
+        for (int64_t j = 1; j < d.n; ++j)
+            ArrayMap<T>(out_block + j * d.inner, d.inner) =
+                ConstArrayMap<T>(out_block + (j - 1) * d.inner, d.inner) + ConstArrayMap<T>(block + j * d.inner, d.inner);
+    }
+}
+
+// sort / topk along a dim: each line's positions ordered by value (NaN counts as the largest, as
+// in PyTorch), ties by position, so the order is total and stable; the first `k` are written
+// (k: the output's size along dim). Indices are 1-based.
+template <class T>
+void sort_along(const Value& x, const Value& values, const Value& indices, int dim, bool descending) {
+    DimSplit d = split_at(x.shape, dim);
+    int64_t k = values.shape.dims[dim];
+    const T* px = x.data<T>();
+    T* pv = values.data<T>();
+    int64_t* pi = indices.data<int64_t>();
+    std::vector<int64_t> order(static_cast<size_t>(d.n));
+    for (int64_t outer = 0; outer < d.outer; ++outer) {
+        for (int64_t inner = 0; inner < d.inner; ++inner) {
+            const T* line = px + outer * d.n * d.inner + inner;
+            auto at = [&](int64_t j) { return line[j * d.inner]; };
+            auto before = [&](int64_t a, int64_t b) {
+                T va = at(a), vb = at(b);
+                bool nan_a = va != va, nan_b = vb != vb;
+                if (nan_a || nan_b) {
+                    if (nan_a == nan_b) return a < b;
+                    return descending ? nan_a : nan_b;   // NaN is the largest
+                }
+                if (va != vb) return descending ? va > vb : va < vb;
+                return a < b;
+            };
+            for (int64_t j = 0; j < d.n; ++j) order[j] = j;
+            if (k < d.n) std::partial_sort(order.begin(), order.begin() + k, order.end(), before);
+            else std::sort(order.begin(), order.end(), before);
+            for (int64_t j = 0; j < k; ++j) {
+                int64_t to = (outer * k + j) * d.inner + inner;
+                pv[to] = at(order[j]);
+                pi[to] = order[j] + 1;
+            }
         }
     }
 }
@@ -1106,6 +1249,8 @@ void softmax_along(const Value& x, const Value& o, int dim, bool log) {
 
 void cpu_sum(const KernelCall& c) { DISPATCH_ALL(out(c).dtype, sum_along<T>(in(c, 0), out(c), c.attrs)); }
 
+void cpu_prod(const KernelCall& c) { DISPATCH_ALL(out(c).dtype, prod_along<T>(in(c, 0), out(c), c.attrs)); }
+
 void cpu_mean(const KernelCall& c) {
     double count = static_cast<double>(in(c, 0).numel()) / (out(c).numel() ? out(c).numel() : 1);
     DISPATCH_FLOAT("mean", out(c).dtype, {
@@ -1116,7 +1261,21 @@ void cpu_mean(const KernelCall& c) {
 
 void cpu_max(const KernelCall& c) {
     const Value* indices = c.n_outputs > 1 ? c.outputs[1] : nullptr;
-    DISPATCH_ALL(out(c).dtype, max_along<T>(in(c, 0), c.outputs[0], indices, c.attrs));
+    DISPATCH_ALL(out(c).dtype, (max_along<T, true>(in(c, 0), c.outputs[0], indices, c.attrs)));
+}
+
+void cpu_min(const KernelCall& c) {
+    const Value* indices = c.n_outputs > 1 ? c.outputs[1] : nullptr;
+    DISPATCH_ALL(out(c).dtype, (max_along<T, false>(in(c, 0), c.outputs[0], indices, c.attrs)));
+}
+
+void cpu_amax(const KernelCall& c) { DISPATCH_ALL(out(c).dtype, (extreme_over<T, true>(in(c, 0), out(c), c.attrs))); }
+void cpu_amin(const KernelCall& c) { DISPATCH_ALL(out(c).dtype, (extreme_over<T, false>(in(c, 0), out(c), c.attrs))); }
+
+void cpu_cumsum(const KernelCall& c) { DISPATCH_ALL(out(c).dtype, cumsum_along<T>(in(c, 0), out(c), c.attrs.dim)); }
+
+void cpu_sort(const KernelCall& c) {
+    DISPATCH_ALL(out(c).dtype, sort_along<T>(in(c, 0), out(c, 0), out(c, 1), c.attrs.dim, c.attrs.scalar != 0));
 }
 
 void cpu_softmax(const KernelCall& c) {
@@ -1137,38 +1296,68 @@ static int64_t checked_index(const char* op_name, int64_t k, int64_t size, int d
     return k - 1;
 }
 
+// For each element of `index` (in order): its offset in index, and the offset in a tensor of
+// shape `other` at the same coordinates with the one along dim set to 0 (the index may be smaller
+// than `other` outside dim, as PyTorch allows). f(at, base) does the rest; base + (k - 1) * stride
+// is the element index value k picks.
+template <class F>
+static void for_each_index(const Shape& index_shape, const Shape& other, int dim, F f) {
+    int64_t strides[MAX_DIMS];
+    contiguous_strides(other, strides);
+    strides[dim] = 0;
+    OffsetWalker w(index_shape, strides);
+    int64_t n = index_shape.numel();
+    for (int64_t at = 0; at < n; ++at, w.next()) f(at, w.offset);
+}
+
+static int64_t stride_along(const Shape& s, int dim) {
+    int64_t stride = 1;
+    for (int d = dim + 1; d < s.ndim; ++d) stride *= s.dims[d];
+    return stride;
+}
+
 void cpu_gather(const KernelCall& c) {
     const Value &x = in(c, 0), &index = in(c, 1), &o = out(c);
-    DimSplit dx = split_at(x.shape, c.attrs.dim), di = split_at(index.shape, c.attrs.dim);
+    int dim = c.attrs.dim;
+    int64_t size = x.shape.dims[dim], stride = stride_along(x.shape, dim);
     const int64_t* pi = index.data<int64_t>();
     DISPATCH_BY_SIZE(x.dtype, {
         const T* px = x.data<T>();
         T* po = o.data<T>();
-        for (int64_t k = 0; k < di.outer; ++k)
-            for (int64_t j = 0; j < di.n; ++j)
-                for (int64_t i = 0; i < di.inner; ++i) {
-                    int64_t at = (k * di.n + j) * di.inner + i;
-                    int64_t from = checked_index("gather", pi[at], dx.n, c.attrs.dim);
-                    po[at] = px[(k * dx.n + from) * dx.inner + i];
-                }
+        for_each_index(index.shape, x.shape, dim, [&](int64_t at, int64_t base) {
+            po[at] = px[base + checked_index("gather", pi[at], size, dim) * stride];
+        });
     });
 }
 
 void cpu_scatter_add(const KernelCall& c) {
     const Value &src = in(c, 0), &index = in(c, 1), &o = out(c);
-    DimSplit ds = split_at(src.shape, c.attrs.dim), dout = split_at(o.shape, c.attrs.dim);
+    int dim = c.attrs.dim;
+    int64_t size = o.shape.dims[dim], stride = stride_along(o.shape, dim);
     const int64_t* pi = index.data<int64_t>();
     DISPATCH_ALL(o.dtype, {
         array_of<T>(o).setZero();
         const T* ps = src.data<T>();
         T* po = o.data<T>();
-        for (int64_t k = 0; k < ds.outer; ++k)
-            for (int64_t j = 0; j < ds.n; ++j)
-                for (int64_t i = 0; i < ds.inner; ++i) {
-                    int64_t at = (k * ds.n + j) * ds.inner + i;
-                    int64_t to = checked_index("scatter_add", pi[at], dout.n, c.attrs.dim);
-                    po[(k * dout.n + to) * dout.inner + i] += ps[at];
-                }
+        for_each_index(index.shape, o.shape, dim, [&](int64_t at, int64_t base) {
+            po[base + checked_index("scatter_add", pi[at], size, dim) * stride] += ps[at];
+        });
+    });
+}
+
+// A copy of x, then src written at the indexed places (a place indexed twice gets the last write).
+void cpu_scatter(const KernelCall& c) {
+    const Value &x = in(c, 0), &index = in(c, 1), &src = in(c, 2), &o = out(c);
+    int dim = c.attrs.dim;
+    int64_t size = o.shape.dims[dim], stride = stride_along(o.shape, dim);
+    const int64_t* pi = index.data<int64_t>();
+    std::memcpy(o.raw(), x.raw(), o.numel() * dtype_size(o.dtype));
+    DISPATCH_BY_SIZE(o.dtype, {
+        const T* ps = src.data<T>();
+        T* po = o.data<T>();
+        for_each_index(index.shape, o.shape, dim, [&](int64_t at, int64_t base) {
+            po[base + checked_index("scatter", pi[at], size, dim) * stride] = ps[at];
+        });
     });
 }
 
@@ -1449,6 +1638,8 @@ size_t cpu_kernel_scratch_bytes(OpId op, const Value* const* inputs, int n_input
         }
         case OP_softmax: case OP_log_softmax: return times(bytes_of(inputs[0]->shape, inputs[0]->dtype), 2);
         case OP_cross_entropy: return bytes_of(inputs[0]->shape, inputs[0]->dtype);
+        case OP_sort: case OP_topk:   // one line's positions
+            return attrs.dim >= 0 && attrs.dim < inputs[0]->shape.ndim ? times(static_cast<size_t>(inputs[0]->shape.dims[attrs.dim]), 8) : 0;
         default: return 0;
     }
 }

@@ -40,11 +40,51 @@ bool op_is_simple_method(OpId op) {
            !(info.flags & (OPF_INTERNAL | OPF_FUNCTIONAL));
 }
 
+// Whether a kernel that reads contiguous values needs copies made for this call: an input that is
+// a strided view; an in-place op writing through a strided view (it runs on a copy, written back);
+// an in-place op's other input that shares the written storage (it is read from a copy, so the
+// writes cannot change what is still to be read).
+static bool needs_contiguous_copies(const OpInfo& info, const KernelCall& c) {
+    if (info.flags & (OPF_VIEW | OPF_STRIDED | OPF_CUSTOM)) return false;
+    for (int i = 0; i < c.n_inputs; ++i)
+        if (c.inputs[i]->strided) return true;
+    if (!(info.flags & OPF_INPLACE)) return false;
+    if (c.outputs[0]->strided) return true;
+    for (int i = 1; i < c.n_inputs; ++i)
+        if (c.inputs[i]->storage.get() == c.outputs[0]->storage.get()) return true;
+    return false;
+}
+
+static void kernel_run_on_copies(const OpInfo& info, const KernelCall& c) {
+    bool inplace = info.flags & OPF_INPLACE;
+    std::vector<Value> copies(c.n_inputs);
+    std::vector<const Value*> inputs(c.n_inputs);
+    for (int i = 0; i < c.n_inputs; ++i) {
+        const Value& v = *c.inputs[i];
+        bool aliases = inplace && i > 0 && v.storage.get() == c.outputs[0]->storage.get();
+        inputs[i] = &v;
+        if (v.strided || aliases || (inplace && i == 0 && c.outputs[0]->strided)) {
+            copies[i] = value_new(v.shape, v.dtype, v.device());
+            value_copy_elements(copies[i], v);
+            inputs[i] = &copies[i];
+        }
+    }
+    Value* outputs[MAX_OUTPUTS];
+    for (int i = 0; i < c.n_outputs; ++i) outputs[i] = c.outputs[i];
+    bool write_back = inplace && c.outputs[0]->strided;
+    if (write_back) outputs[0] = &copies[0];   // input 0 is the written tensor: run on its copy
+    KernelCall call{inputs.data(), c.n_inputs, outputs, c.n_outputs, c.attrs, c.node};
+    info.cpu_kernel(call);
+    if (write_back) value_copy_elements(*c.outputs[0], copies[0]);
+}
+
 void kernel_run(OpId op, const KernelCall& call) {
     const OpInfo& info = op_table[op];
     bool any_element = call.n_outputs == 0;
     for (int i = 0; i < call.n_outputs && !any_element; ++i) any_element = call.outputs[i]->numel() > 0;
-    if (any_element || (info.flags & OPF_CUSTOM)) info.cpu_kernel(call);
+    if (!any_element && !(info.flags & (OPF_CUSTOM | OPF_VIEW))) return;
+    if (needs_contiguous_copies(info, call)) kernel_run_on_copies(info, call);
+    else info.cpu_kernel(call);
 }
 
 bool op_find(const char* name, OpId* out) {
@@ -69,6 +109,15 @@ static std::string number_str(double x) {
     return buffer;
 }
 
+// "dim=2", or "dims=1,3" for several (attrs.dim2's bitmask), 1-based.
+static std::string dims_str(const OpAttrs& a) {
+    if (a.dim2 == 0) return "dim=" + std::to_string(int64_t(a.dim) + 1);
+    std::string s = "dims=";
+    for (int d = 0; d < 32; ++d)
+        if (static_cast<uint32_t>(a.dim2) & (1u << d)) s += (s.size() > 5 ? "," : "") + std::to_string(d + 1);
+    return s;
+}
+
 std::string op_describe_attrs(OpId op, const OpAttrs& a) {
     switch (op_table[op].attrs_kind) {
         case ATTRS_NONE: return "";
@@ -91,8 +140,20 @@ std::string op_describe_attrs(OpId op, const OpAttrs& a) {
         case ATTRS_DIM2: return "dims=" + std::to_string(int64_t(a.dim) + 1) + "," + std::to_string(int64_t(a.dim2) + 1);
         case ATTRS_REDUCE:
             if (a.all) return "";
-            return "dim=" + std::to_string(int64_t(a.dim) + 1) + (a.keepdim ? " keepdim" : "");
+            return dims_str(a) + (a.keepdim ? " keepdim" : "");
+        case ATTRS_DIMS: return a.all ? "all dims" : dims_str(a);
+        case ATTRS_SORT: {
+            std::string s = op == OP_topk ? "k=" + std::to_string(a.length) + " " : "";
+            s += "dim=" + std::to_string(int64_t(a.dim) + 1);
+            if (op == OP_topk) return s + (a.scalar != 0 ? " largest" : " smallest");
+            return s + (a.scalar != 0 ? " descending" : "");
+        }
         case ATTRS_SHAPE:
+            if (op == OP_permute) {
+                std::string dims;
+                for (int i = 0; i < a.shape.ndim; ++i) dims += (i ? "," : "") + std::to_string(a.shape.dims[i] + 1);
+                return "dims=" + dims;
+            }
             if (op == OP_scatter_add) return "dim=" + std::to_string(int64_t(a.dim) + 1) + " shape=" + a.shape.str();
             return "shape=" + a.shape.str();
         case ATTRS_MATMUL: {
@@ -103,6 +164,7 @@ std::string op_describe_attrs(OpId op, const OpAttrs& a) {
             return s;
         }
         case ATTRS_NARROW:
+            if (op == OP_select) return "dim=" + std::to_string(int64_t(a.dim) + 1) + " index=" + one_based(a.start);
             return "dim=" + std::to_string(int64_t(a.dim) + 1) + " start=" + one_based(a.start) +
                    " length=" + std::to_string(a.length);
         case ATTRS_DTYPE: return dtype_name(a.dtype);
@@ -123,6 +185,8 @@ std::string op_describe_attrs(OpId op, const OpAttrs& a) {
             return "start=" + number_str(a.lo) + " end=" + number_str(a.hi);
         case ATTRS_DIAGONAL: return a.start ? "diagonal=" + std::to_string(a.start) : "";
         case ATTRS_SAMPLE: return "samples=" + std::to_string(a.length) + (a.all ? " replacement" : "");
+        case ATTRS_REGION:
+            return "shape=" + a.shape.str() + " strides=" + a.strides.str() + " offset=" + std::to_string(a.start);
     }
     return "";
 }
@@ -137,6 +201,12 @@ bool attrs_equal(const OpAttrs& a, const OpAttrs& b) {
 #define OP_ATTRS_SAME(type, name, initial, what) &&same_attr(a.name, b.name)
     return true OP_ATTRS_FIELDS(OP_ATTRS_SAME);
 #undef OP_ATTRS_SAME
+}
+
+uint32_t op_dims_mask(const OpAttrs& a, int ndim) {
+    if (a.all) return ndim >= 32 ? ~0u : (1u << ndim) - 1;
+    if (a.dim2 != 0) return static_cast<uint32_t>(a.dim2);
+    return a.dim >= 0 && a.dim < 32 ? 1u << a.dim : 0;
 }
 
 int dim_normalize(const char* op_name, int64_t dim, int ndim) {
@@ -428,12 +498,6 @@ void shape_max_pool2d_backward(ShapeCall& c) {
     c.set_output(0, c.attrs.shape, in(c, 0).dtype);
 }
 
-bool transpose_moves_nothing(const Shape& shape, int dim, int dim2) {
-    int longer = 0;
-    for (int d = std::min(dim, dim2); d <= std::max(dim, dim2) && d < shape.ndim; ++d) longer += shape.dims[d] > 1;
-    return longer <= 1;
-}
-
 void shape_transpose(ShapeCall& c) {
     Shape s = in(c, 0).shape;
     check_dim(c, c.attrs.dim, s.ndim);
@@ -443,7 +507,7 @@ void shape_transpose(ShapeCall& c) {
 }
 
 // The target shape with a -1 (at most one) replaced by what makes the element counts agree.
-static Shape resolve_reshape(const char* op_name, const Shape& from, const Shape& to) {
+Shape reshape_target(const char* op_name, const Shape& from, const Shape& to) {
     Shape s = to;
     int infer = -1;
     int64_t known = 1;
@@ -466,7 +530,7 @@ static Shape resolve_reshape(const char* op_name, const Shape& from, const Shape
 }
 
 void shape_reshape(ShapeCall& c) {
-    c.set_output(0, resolve_reshape(c.op_name, in(c, 0).shape, c.attrs.shape), in(c, 0).dtype);
+    c.set_output(0, reshape_target(c.op_name, in(c, 0).shape, c.attrs.shape), in(c, 0).dtype);
 }
 
 void shape_unsqueeze(ShapeCall& c) {
@@ -547,19 +611,23 @@ void shape_narrow_backward(ShapeCall& c) {
     c.set_output(0, c.attrs.shape, in(c, 0).dtype);
 }
 
+// The dims of attrs (op_dims_mask) checked against a tensor of `ndim` dims.
+static uint32_t checked_dims_mask(const ShapeCall& c, int ndim) {
+    if (c.attrs.all) return op_dims_mask(c.attrs, ndim);
+    if (c.attrs.dim2 == 0) {
+        check_dim(c, c.attrs.dim, ndim);
+    } else if (c.attrs.dim2 < 0 || (ndim < 31 && c.attrs.dim2 >= (1 << ndim))) {
+        engine_fail("%s: dims (bitmask %d) out of range for a %d-d tensor", c.op_name, c.attrs.dim2, ndim);
+    }
+    return op_dims_mask(c.attrs, ndim);
+}
+
 static Shape reduced_shape(const ShapeCall& c) {
     const Shape& x = in(c, 0).shape;
+    uint32_t mask = checked_dims_mask(c, x.ndim);
     Shape s;
-    if (c.attrs.all) {
-        if (c.attrs.keepdim) {
-            s.ndim = x.ndim;
-            for (int i = 0; i < x.ndim; ++i) s.dims[i] = 1;
-        }
-        return s;
-    }
-    check_dim(c, c.attrs.dim, x.ndim);
     for (int i = 0; i < x.ndim; ++i) {
-        if (i != c.attrs.dim) s.dims[s.ndim++] = x.dims[i];
+        if (!(mask & (1u << i))) s.dims[s.ndim++] = x.dims[i];
         else if (c.attrs.keepdim) s.dims[s.ndim++] = 1;
     }
     return s;
@@ -567,7 +635,43 @@ static Shape reduced_shape(const ShapeCall& c) {
 
 void shape_reduce(ShapeCall& c) { c.set_output(0, reduced_shape(c), in(c, 0).dtype); }
 
+// amax, amin: like the other reductions, but a reduced dim may not be empty (no maximum to take).
+void shape_amax(ShapeCall& c) {
+    Shape s = reduced_shape(c);
+    const Shape& x = in(c, 0).shape;
+    uint32_t mask = op_dims_mask(c.attrs, x.ndim);
+    for (int d = 0; d < x.ndim; ++d)
+        if ((mask & (1u << d)) && x.dims[d] == 0) engine_fail("%s: dim %d is empty", c.op_name, d + 1);
+    if (x.ndim == 0 && x.numel() == 0) engine_fail("%s: the tensor is empty", c.op_name);
+    c.set_output(0, s, in(c, 0).dtype);
+}
+
+void shape_flip(ShapeCall& c) {
+    checked_dims_mask(c, in(c, 0).shape.ndim);
+    c.set_output(0, in(c, 0).shape, in(c, 0).dtype);
+}
+
+// sort: the input's shape; topk: k (attrs.length) along dim. Both: values and int64 indices.
+void shape_sort(ShapeCall& c) {
+    const Shape& x = in(c, 0).shape;
+    check_dim(c, c.attrs.dim, x.ndim);
+    if (c.attrs.scalar != 0 && c.attrs.scalar != 1)
+        engine_fail("%s: the direction (attrs.scalar) must be 0 or 1, got %g", c.op_name, c.attrs.scalar);
+    Shape s = x;
+    if (std::string(c.op_name) == "topk") {
+        if (c.attrs.length < 0 || c.attrs.length > x.dims[c.attrs.dim])
+            engine_fail("%s: k %lld out of range for size %lld along dim %d", c.op_name,
+                        static_cast<long long>(c.attrs.length), static_cast<long long>(x.dims[c.attrs.dim]),
+                        c.attrs.dim + 1);
+        s.dims[c.attrs.dim] = c.attrs.length;
+    }
+    c.set_output(0, s, in(c, 0).dtype);
+    c.set_output(1, s, DTYPE_I64);
+}
+
 void shape_max(ShapeCall& c) {
+    if (!c.attrs.all && c.attrs.dim2 != 0)
+        engine_fail("%s: reduces one dim or every dim, not several (use amax/amin)", c.op_name);
     Shape s = reduced_shape(c);   // checks the dim first
     if (!c.attrs.all && in(c, 0).shape.ndim > 0 && in(c, 0).shape.dims[c.attrs.dim] == 0)
         engine_fail("%s: dim %d is empty", c.op_name, c.attrs.dim + 1);
@@ -576,14 +680,16 @@ void shape_max(ShapeCall& c) {
     if (!c.attrs.all) c.set_output(1, s, DTYPE_I64);
 }
 
+// The index of gather/scatter: int64, as many dims as `like`, and no larger outside dim (PyTorch's rule).
 static void check_index_tensor(const ShapeCall& c, const Value& index, const Shape& like, int dim) {
     if (index.dtype != DTYPE_I64)
         engine_fail("%s: the index must be an int64 tensor, got %s", c.op_name, dtype_name(index.dtype));
     bool fits = index.shape.ndim == like.ndim;
-    for (int d = 0; fits && d < like.ndim; ++d) fits = d == dim || index.shape.dims[d] == like.dims[d];
+    for (int d = 0; fits && d < like.ndim; ++d) fits = d == dim || index.shape.dims[d] <= like.dims[d];
     if (!fits)
-        engine_fail("%s: index shape %s does not match %s outside dim %d", c.op_name, index.shape.str().c_str(),
-                    like.str().c_str(), dim + 1);
+        engine_fail("%s: index shape %s does not fit %s outside dim %d (it must have as many dims, and be no "
+                    "larger outside dim %d)",
+                    c.op_name, index.shape.str().c_str(), like.str().c_str(), dim + 1, dim + 1);
 }
 
 void shape_gather(ShapeCall& c) {
@@ -600,6 +706,20 @@ void shape_scatter_add(ShapeCall& c) {
                     in(c, 0).shape.str().c_str());
     check_index_tensor(c, in(c, 1), c.attrs.shape, c.attrs.dim);
     c.set_output(0, c.attrs.shape, in(c, 0).dtype);
+}
+
+// Inputs: x, index, src (src's shape is index's). The output is x's shape.
+void shape_scatter(ShapeCall& c) {
+    const Shape& x = in(c, 0).shape;
+    check_dim(c, c.attrs.dim, x.ndim);
+    check_index_tensor(c, in(c, 1), x, c.attrs.dim);
+    if (in(c, 2).shape != in(c, 1).shape)
+        engine_fail("%s: index shape %s must equal source shape %s", c.op_name, in(c, 1).shape.str().c_str(),
+                    in(c, 2).shape.str().c_str());
+    if (in(c, 2).dtype != in(c, 0).dtype)
+        engine_fail("%s: the source is %s but the tensor is %s (they must be the same dtype)", c.op_name,
+                    dtype_name(in(c, 2).dtype), dtype_name(in(c, 0).dtype));
+    c.set_output(0, x, in(c, 0).dtype);
 }
 
 void shape_to(ShapeCall& c) {
@@ -1015,11 +1135,27 @@ void backward_narrow_backward(BackwardCall& c) {
     c.grad_in[0] = ops::narrow(c.grad_out[0], c.attrs().dim, c.attrs().start, c.attrs().length);
 }
 
+// The input's shape with the reduced dims as 1: what a reduction with keepdim gives.
+static Shape kept_shape(const BackwardCall& c) {
+    Shape s = c.input_shape(0);
+    uint32_t mask = op_dims_mask(c.attrs(), s.ndim);
+    for (int d = 0; d < s.ndim; ++d)
+        if (mask & (1u << d)) s.dims[d] = 1;
+    return s;
+}
+
+// A reduction's output (or its gradient) with the reduced dims back as size 1 (over every dim, a
+// 0-d result already broadcasts against the input as it is).
+static Tensor kept(const BackwardCall& c, const Tensor& y) {
+    Shape s = kept_shape(c);
+    if (y.shape() == s || c.attrs().all) return y;
+    if (!c.attrs().all && c.attrs().dim2 == 0) return ops::unsqueeze(y, c.attrs().dim);
+    return ops::reshape(y, s);
+}
+
 // The gradient of a reduction, spread back over the input's shape.
 static Tensor spread_reduced_grad(const BackwardCall& c, const Tensor& g) {
-    const OpAttrs& a = c.attrs();
-    Tensor kept = (!a.all && !a.keepdim) ? ops::unsqueeze(g, a.dim) : g;
-    return ops::expand(kept, c.input_shape(0));
+    return ops::expand(kept(c, g), c.input_shape(0));
 }
 
 void backward_sum(BackwardCall& c) { c.grad_in[0] = spread_reduced_grad(c, c.grad_out[0]); }
@@ -1027,6 +1163,52 @@ void backward_sum(BackwardCall& c) { c.grad_in[0] = spread_reduced_grad(c, c.gra
 void backward_mean(BackwardCall& c) {
     double count = static_cast<double>(c.input_shape(0).numel()) / c.output(0).numel();
     c.grad_in[0] = ops::div_scalar(spread_reduced_grad(c, c.grad_out[0]), count);
+}
+
+// y = prod of x: dx_i = g * (the product of the others). Written without dividing by a zero: with
+// no zero in the group, g y / x_i; with one zero, g (product of the rest) at the zero and 0
+// elsewhere; with two or more, 0 (PyTorch's answer, also at zeros).
+void backward_prod(BackwardCall& c) {
+    const Tensor x = c.input(0);
+    uint32_t mask = op_dims_mask(c.attrs(), x.shape().ndim);
+    Tensor zero = ops::eq(x, ops::create(OP_zeros, Shape{}, x.dtype()));
+    Tensor x_safe = ops::masked_fill(x, zero, 1);
+    Tensor prod_safe = ops::reduce_dims(OP_prod, x_safe, mask, true);
+    Tensor zeros_count = ops::reduce_dims(OP_sum, zero, mask, true);
+    Tensor no_zero = ops::eq(zeros_count, ops::create(OP_zeros, Shape{}, zeros_count.dtype()));
+    Tensor one_zero = ops::eq(zeros_count, ops::create(OP_ones, Shape{}, zeros_count.dtype()));
+    Tensor others = ops::add(ops::mul(no_zero, ops::div(prod_safe, x_safe)), ops::mul(ops::mul(one_zero, zero), prod_safe));
+    c.grad_in[0] = ops::mul(kept(c, c.grad_out[0]), others);
+}
+
+// amax/amin: the gradient is shared evenly among the elements equal to the result, as PyTorch.
+void backward_amax(BackwardCall& c) {
+    uint32_t mask = op_dims_mask(c.attrs(), c.input_shape(0).ndim);
+    Tensor winners = ops::eq(c.input(0), kept(c, c.output(0)));
+    Tensor count = ops::reduce_dims(OP_sum, winners, mask, true);
+    c.grad_in[0] = ops::mul(winners, ops::div(kept(c, c.grad_out[0]), count));
+}
+
+// y = running sum along dim: dx = the running sum of g from the end.
+void backward_cumsum(BackwardCall& c) {
+    uint32_t along = 1u << c.attrs().dim;
+    c.grad_in[0] = ops::flip(ops::cumsum(ops::flip(c.grad_out[0], along), c.attrs().dim), along);
+}
+
+// sort, topk: each value goes back to where it came from.
+void backward_sort(BackwardCall& c) {
+    c.grad_in[0] = ops::scatter_add(c.grad_out[0], c.attrs().dim, c.output(1), c.input_shape(0));
+}
+
+void backward_flip(BackwardCall& c) { c.grad_in[0] = ops::call(OP_flip, {&c.grad_out[0]}, c.attrs()); }
+
+// y = x with src written at index: x's gradient is g without the overwritten places; src's is g read there.
+void backward_scatter(BackwardCall& c) {
+    const Tensor& g = c.grad_out[0];
+    int dim = c.attrs().dim;
+    Tensor index = c.input(1);
+    if (c.needs_grad(0)) c.grad_in[0] = ops::scatter(g, dim, index, ops::create(OP_zeros, index.shape(), g.dtype()));
+    if (c.needs_grad(2)) c.grad_in[2] = ops::gather(g, dim, index);
 }
 
 void backward_max(BackwardCall& c) {
@@ -1302,29 +1484,57 @@ static Tensor product(OpId op, const Tensor& a, const Tensor& b, bool trans_a, b
 Tensor mm(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) { return product(OP_mm, a, b, trans_a, trans_b); }
 Tensor bmm(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) { return product(OP_bmm, a, b, trans_a, trans_b); }
 
-// matmul as PyTorch's: a 1-d operand is a row (left) or column (right) vector whose added dim is
-// removed again; 2-d by 2-d is mm, 3-d by 3-d is bmm, a 3-d batch times a matrix folds the batch
-// into rows, and a matrix times a 3-d batch is expanded over the batch. Shapes are checked here,
-// so errors name matmul, the op the script called.
+// matmul as PyTorch's torch.matmul: a 1-d operand is a row (left) or column (right) vector whose
+// added dim is removed again; 2-d by 2-d is mm; a batch (3-d or more) times a matrix folds the batch
+// into rows; otherwise the batch dims (all but the last two) broadcast against each other, both
+// operands are expanded to them and folded into one batch for bmm. Shapes are checked here, so
+// errors name matmul, the op the script called.
 Tensor matmul(const Tensor& a, const Tensor& b) {
     if (!a.defined() || !b.defined()) return mm(a, b);   // op_call reports the missing tensor
     const Shape &sa = a.shape(), &sb = b.shape();
-    if (sa.ndim < 1 || sa.ndim > 3 || sb.ndim < 1 || sb.ndim > 3)
-        engine_fail("matmul: expects 1-d, 2-d or 3-d operands, got %s and %s", sa.str().c_str(), sb.str().c_str());
+    if (sa.ndim < 1 || sb.ndim < 1)
+        engine_fail("matmul: both operands need at least 1 dim, got %s and %s", sa.str().c_str(), sb.str().c_str());
     int64_t inner_a = sa[sa.ndim - 1], inner_b = sb.ndim == 1 ? sb[0] : sb[sb.ndim - 2];
-    bool batches_differ = sa.ndim == 3 && sb.ndim == 3 && sa[0] != sb[0];
-    if (inner_a != inner_b || batches_differ)
-        engine_fail("matmul: shapes %s and %s do not match", sa.str().c_str(), sb.str().c_str());
+    if (inner_a != inner_b)
+        engine_fail("matmul: shapes %s and %s do not match (%lld columns against %lld rows)", sa.str().c_str(),
+                    sb.str().c_str(), static_cast<long long>(inner_a), static_cast<long long>(inner_b));
 
-    if (sa.ndim == 1) return squeeze(matmul(unsqueeze(a, 0), b), sb.ndim == 3 ? 1 : 0);
+    if (sa.ndim == 1) return squeeze(matmul(unsqueeze(a, 0), b), sb.ndim == 1 ? 0 : sb.ndim - 2);
     if (sb.ndim == 1) return squeeze(matmul(a, unsqueeze(b, 1)), sa.ndim - 1);
     if (sa.ndim == 2 && sb.ndim == 2) return mm(a, b);
-    if (sa.ndim == 3 && sb.ndim == 3) return bmm(a, b);
-    if (sa.ndim == 3) {   // a batch times one matrix: fold the batch into rows
-        Tensor rows = mm(reshape(a, Shape{sa[0] * sa[1], sa[2]}), b);
-        return reshape(rows, Shape{sa[0], sa[1], sb[1]});
+    if (sb.ndim == 2) {   // a batch times one matrix: fold the batch into rows
+        int64_t rows = 1;
+        for (int d = 0; d < sa.ndim - 1; ++d) rows *= sa[d];
+        Tensor product = mm(reshape(a, Shape{rows, inner_a}), b);
+        Shape out = sa;
+        out.dims[out.ndim - 1] = sb[1];
+        return reshape(product, out);
     }
-    return bmm(expand(a, Shape{sb[0], sa[0], sa[1]}), b);   // one matrix times a batch
+    Shape batch_a = sa, batch_b = sb;   // the dims before the last two
+    batch_a.ndim = sa.ndim - 2;
+    batch_b.ndim = sb.ndim - 2;
+    Shape batch;
+    try {
+        batch = broadcast_shapes("matmul", batch_a, batch_b);
+    } catch (const EngineError&) {
+        engine_fail("matmul: the batch dims of %s and %s cannot be broadcast together", sa.str().c_str(), sb.str().c_str());
+    }
+    if (batch.ndim + 2 > MAX_DIMS) engine_fail("matmul: tensors have at most %d dims", MAX_DIMS);
+    int64_t n = sa[sa.ndim - 2], m = sb[sb.ndim - 1], count = batch.numel();
+    auto as_batch = [&](const Tensor& t, int64_t rows, int64_t cols) {
+        Shape full = batch;
+        full.dims[full.ndim++] = rows;
+        full.dims[full.ndim++] = cols;
+        Tensor wide = t.shape() == full ? t : expand(t, full);
+        if (batch.ndim == 1) return wide;
+        return reshape(wide, Shape{count, rows, cols});
+    };
+    Tensor product = bmm(as_batch(a, n, inner_a), as_batch(b, inner_b, m));
+    if (batch.ndim == 1) return product;
+    Shape out = batch;
+    out.dims[out.ndim++] = n;
+    out.dims[out.ndim++] = m;
+    return reshape(product, out);
 }
 
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
@@ -1398,7 +1608,6 @@ Tensor transpose(const Tensor& x, int d1, int d2) {
     return call(OP_transpose, {&x}, a);
 }
 
-Tensor reshape(const Tensor& x, const Shape& shape) { return call(OP_reshape, {&x}, shape_attrs(shape)); }
 Tensor unsqueeze(const Tensor& x, int dim) { return call(OP_unsqueeze, {&x}, dim_attrs(dim)); }
 
 Tensor squeeze(const Tensor& x, int dim) {
@@ -1441,6 +1650,43 @@ Tensor reduce_all(OpId op, const Tensor& x) {
     OpAttrs a;
     a.all = true;
     return call(op, {&x}, a);
+}
+
+// One dim in attrs.dim, several in attrs.dim2, every dim (or none given) as attrs.all.
+static OpAttrs dims_attrs(uint32_t mask, int ndim) {
+    OpAttrs a;
+    uint32_t every = ndim >= 32 ? ~0u : (1u << ndim) - 1;
+    if (__builtin_popcount(mask) == 1) a.dim = __builtin_ctz(mask);
+    else if (mask == 0 || mask == every) a.all = true;
+    else a.dim2 = static_cast<int>(mask);
+    return a;
+}
+
+Tensor reduce_dims(OpId op, const Tensor& x, uint32_t mask, bool keepdim) {
+    OpAttrs a = dims_attrs(mask, x.defined() ? x.shape().ndim : 0);
+    a.keepdim = keepdim;
+    return call(op, {&x}, a);
+}
+
+Tensor cumsum(const Tensor& x, int dim) { return call(OP_cumsum, {&x}, dim_attrs(dim)); }
+
+Tensor sort(const Tensor& x, int dim, bool descending) {
+    OpAttrs a = dim_attrs(dim);
+    a.scalar = descending ? 1 : 0;
+    return call(OP_sort, {&x}, a);
+}
+
+Tensor topk(const Tensor& x, int64_t k, int dim, bool largest) {
+    OpAttrs a = dim_attrs(dim);
+    a.scalar = largest ? 1 : 0;
+    a.length = k;
+    return call(OP_topk, {&x}, a);
+}
+
+Tensor flip(const Tensor& x, uint32_t mask) { return call(OP_flip, {&x}, dims_attrs(mask, x.defined() ? x.shape().ndim : 0)); }
+
+Tensor scatter(const Tensor& x, int dim, const Tensor& index, const Tensor& src) {
+    return call(OP_scatter, {&x, &index, &src}, dim_attrs(dim));
 }
 
 Tensor softmax(const Tensor& x, int dim) { return call(OP_softmax, {&x}, dim_attrs(dim)); }

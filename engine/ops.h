@@ -28,9 +28,11 @@ enum OpFlags : uint32_t {
     OPF_SAVES_OUT0 = 1 << 7,  // ... output 0
     OPF_CUSTOM = 1 << 8,      // a function defined outside the engine (function.h): its kernel runs
                               // the function's own ops and sets the node's outputs
+    OPF_STRIDED = 1 << 10,    // the kernel reads strided inputs as they are (views do too); others get
+                              // contiguous copies from kernel_run
     OPF_INTERNAL = 1 << 9,    // not called by its own name from Lua: a backward rule's helper, or
                               // reached through an operator or another function (x + 1 is add_scalar)
-    OPF_FUNCTIONAL = 1 << 10, // Lua calls it as F.name (torch.nn.functional) only, as PyTorch: not
+    OPF_FUNCTIONAL = 1 << 11, // Lua calls it as F.name (torch.nn.functional) only, as PyTorch: not
                               // torch.name or x:name (the activations: gelu, silu, ...)
 };
 
@@ -44,6 +46,9 @@ enum AttrsKind : uint8_t {
     ATTRS_RANGE,    // linspace, randint: lo and hi
     ATTRS_DIAGONAL, // tril, triu: the diagonal in start
     ATTRS_SAMPLE,   // multinomial: length samples, all = with replacement
+    ATTRS_DIMS,     // flip: a set of dims (all, dim or dim2 as in ATTRS_REDUCE: op_dims_mask)
+    ATTRS_SORT,     // sort, topk: dim, scalar (1: descending / largest first), length (topk's k)
+    ATTRS_REGION,   // as_strided, assign_, region_scatter: shape, strides and start (the offset)
 };
 
 enum Reduction : uint8_t { REDUCTION_MEAN, REDUCTION_SUM };
@@ -59,19 +64,20 @@ constexpr int MAX_OUTPUTS = 2;
     FIELD(double, lo, -std::numeric_limits<double>::infinity(), "clamp's lower bound; linspace's start, randint's low") \
     FIELD(double, hi, std::numeric_limits<double>::infinity(), "clamp's upper bound; linspace's end, randint's high, softplus's threshold") \
     FIELD(int, dim, 0, "dim, or the first of two")                                                 \
-    FIELD(int, dim2, 0, "the second dim")                                                          \
+    FIELD(int, dim2, 0, "the second dim; reductions and flip: several dims as a bitmask")          \
     FIELD(bool, all, false, "reduce every element / squeeze all size-1 dims; multinomial: with replacement") \
     FIELD(bool, keepdim, false, "reductions keep the reduced dim as size 1")                       \
     FIELD(bool, trans_a, false, "mm/bmm: read A transposed")                                       \
     FIELD(bool, trans_b, false, "mm/bmm: read B transposed")                                       \
     FIELD(bool, accumulate, false, "mm/bmm: Y += A B (freeze's in-place gradients)")               \
-    FIELD(int64_t, start, 0, "narrow's first index; tril/triu's diagonal")                         \
+    FIELD(int64_t, start, 0, "narrow's first index, select's index, a region's offset; tril/triu's diagonal") \
     FIELD(int64_t, length, 0, "narrow's length; multinomial's number of samples")                  \
     FIELD(int, kernel, 0, "pooling window (square)")                                               \
     FIELD(int, stride, 1, "conv2d / pooling stride")                                               \
     FIELD(int, padding, 0, "conv2d / pooling padding")                                             \
     FIELD(Reduction, reduction, REDUCTION_MEAN, "losses: mean or sum")                             \
-    FIELD(Shape, shape, Shape(), "created / target / full shape")                                  \
+    FIELD(Shape, shape, Shape(), "created / target / full shape; permute's order")                 \
+    FIELD(Shape, strides, Shape(), "a region's strides (as_strided, assign_, region_scatter)")      \
     FIELD(DType, dtype, DTYPE_F32, "created dtype, `to`'s target")
 
 struct OpAttrs {
@@ -162,14 +168,18 @@ int dim_normalize(const char* op_name, int64_t dim, int ndim);
 // dtype of the inputs with dims; a 0-d input only counts when it is of a higher category (float
 // beside int64), or when every input is 0-d. float32 [3] * float64 0-d is float32.
 DType promote_dtypes(const Value* const* inputs, int n_inputs);
+// The dims a reduction (ATTRS_REDUCE) or flip (ATTRS_DIMS) works on, as a bitmask (bit d: dim d,
+// 0-based) of a tensor with `ndim` dims: every dim when attrs.all; the set attrs.dim2 when it is not
+// 0 (several dims); else attrs.dim alone. The shape rules check the dims are in range.
+uint32_t op_dims_mask(const OpAttrs& attrs, int ndim);
+// A reshape's target with its -1 resolved; an error naming op_name when the counts differ.
+Shape reshape_target(const char* op_name, const Shape& from, const Shape& to);
 
 // Broadcast two shapes NumPy-style; on mismatch an error naming `op_name` and both shapes.
 Shape broadcast_shapes(const char* op_name, const Shape& a, const Shape& b);
 
-// Whether swapping dims `dim` and `dim2` (0-based) of a contiguous tensor of shape `shape` leaves
-// every element where it was: at most one of the dims from the first to the second is longer than
-// 1 (a [1,20] row transposed to [20,1]). Freeze runs such a transpose as a view.
-bool transpose_moves_nothing(const Shape& shape, int dim, int dim2);
+// Whether `x` can be viewed with shape `to` without a copy; the view's strides into `strides`.
+bool view_strides_for(const Value& x, const Shape& to, int64_t* strides);
 
 // ---------------------------------------------------------------------------------------------
 // ops:: — call an op (records a node and runs it). Dims are 0-based here.
@@ -236,8 +246,19 @@ Tensor sum_to(const Tensor& x, const Shape& shape);
 Tensor cat(const std::vector<Tensor>& xs, int dim);
 Tensor narrow(const Tensor& x, int dim, int64_t start, int64_t length);
 Tensor narrow_backward(const Tensor& g, int dim, int64_t start, const Shape& full);
-Tensor reduce(OpId op, const Tensor& x, int dim, bool keepdim);   // sum, mean, max over one dim
-Tensor reduce_all(OpId op, const Tensor& x);                       // sum, mean, max of every element
+Tensor reduce(OpId op, const Tensor& x, int dim, bool keepdim);   // sum, mean, prod, max, min, amax, amin over one dim
+Tensor reduce_all(OpId op, const Tensor& x);                       // ... of every element
+// sum, mean, prod, amax, amin over the dims in `mask` (bit d: dim d; 0 or every dim: all of them),
+// stored canonically: one dim in attrs.dim, several in attrs.dim2, every dim as attrs.all.
+Tensor reduce_dims(OpId op, const Tensor& x, uint32_t mask, bool keepdim);
+Tensor cumsum(const Tensor& x, int dim);
+// sort along dim; output 1 holds the 1-based int64 index each value came from (ties keep order)
+Tensor sort(const Tensor& x, int dim, bool descending);
+Tensor topk(const Tensor& x, int64_t k, int dim, bool largest);   // the first k of sort; output 1 as sort's
+Tensor flip(const Tensor& x, uint32_t mask);   // reversed along the dims in mask
+// x with x[..index[..i..]..] = src[..i..] along dim (index no larger than src anywhere, nor than x
+// outside dim, as PyTorch's scatter)
+Tensor scatter(const Tensor& x, int dim, const Tensor& index, const Tensor& src);
 Tensor softmax(const Tensor& x, int dim);
 Tensor log_softmax(const Tensor& x, int dim);
 Tensor gather(const Tensor& x, int dim, const Tensor& index);
@@ -261,6 +282,43 @@ Tensor mul_(Tensor& x, double s);   // x *= s (a `full` leaf holds s, as PyTorch
 Tensor zero_(Tensor& x);
 Tensor fill_(Tensor& x, double s);
 Tensor copy_(Tensor& x, const Tensor& src);
+
+// ---- Built from the ops above (ops_compose.cpp): the recorded nodes are those ops, and the
+// gradients PyTorch gives follow from theirs. Errors name the function (`name`, what the user
+// called) and its arguments. Dims are 0-based; masks as reduce_dims's.
+Tensor var(const Tensor& x, uint32_t mask, double correction, bool keepdim, const char* name = "var");
+Tensor std_dev(const Tensor& x, uint32_t mask, double correction, bool keepdim);   // sqrt(var)
+Tensor norm(const Tensor& x, double p, uint32_t mask, bool keepdim);   // p > 0, or inf (amax of |x|)
+Tensor logsumexp(const Tensor& x, uint32_t mask, bool keepdim);
+// argmax/argmin (op OP_max or OP_min): over dim, or over the flattened tensor when dim < 0
+Tensor arg_reduce(OpId op, const Tensor& x, int dim, bool keepdim);
+Tensor stack(const std::vector<Tensor>& xs, int dim);
+std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int dim);   // sizes add up to the dim's size
+std::vector<Tensor> split_size(const Tensor& x, int64_t size, int dim);   // pieces of `size`, the last smaller
+std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int dim);
+std::vector<Tensor> unbind(const Tensor& x, int dim);
+Tensor roll(const Tensor& x, const std::vector<int64_t>& shifts, const std::vector<int>& dims);   // dims empty: flattened
+Tensor repeat(const Tensor& x, const std::vector<int64_t>& repeats, const char* name = "repeat");
+Tensor tile(const Tensor& x, std::vector<int64_t> repeats);
+Tensor unflatten(const Tensor& x, int dim, const Shape& sizes);   // sizes may hold one -1
+Tensor index_select(const Tensor& x, int dim, const Tensor& index);   // index: 1-d, 1-based int64
+Tensor scatter_add_into(const Tensor& x, int dim, const Tensor& index, const Tensor& src);   // PyTorch's scatter_add
+Tensor diag(const Tensor& x, int64_t offset);
+Tensor dot(const Tensor& a, const Tensor& b);
+Tensor outer(const Tensor& a, const Tensor& b);
+Tensor addmm(const Tensor& input, const Tensor& m1, const Tensor& m2, double beta, double alpha);
+Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands);
+// Views (view_ops.cpp): they share x's storage. reshape copies first when x's layout cannot be
+// viewed with the new shape (as PyTorch); view refuses then.
+Tensor view(const Tensor& x, const Shape& shape);
+Tensor permute(const Tensor& x, const Shape& order);        // order: 0-based dims
+Tensor select(const Tensor& x, int dim, int64_t index);     // 0-based index; the dim goes
+Tensor contiguous(const Tensor& x);                         // x itself when already contiguous
+// Regions: a view as numbers (shape, strides, start) relative to a contiguous base.
+OpAttrs region_of_view(const Tensor& view, const Tensor& base);
+Tensor as_strided(const Tensor& x, const OpAttrs& region);
+Tensor region_scatter(const Tensor& x, const Tensor& values, const OpAttrs& region);   // a copy of x, region := values
+Tensor assign_(Tensor& x, const Tensor& values, const OpAttrs& region);   // x[region] = values, rebased
 }  // namespace ops
 
 }  // namespace td

@@ -628,7 +628,7 @@ void pass_constant_folding(Plan& plan) {
         kernel_run(s.op, call);
         for (size_t i = 0; i < s.outputs.size(); ++i) {
             PlanValue& pv = plan.values[s.outputs[i]];
-            plan.constants.push_back(outputs[i]);
+            plan.constants.push_back(value_contiguous(outputs[i]));   // a folded view owns its bytes
             pv.kind = VALUE_CONSTANT;
             pv.index = static_cast<int>(plan.constants.size()) - 1;
             pv.alias_of = -1;
@@ -798,23 +798,6 @@ void pass_gradients_in_place(Plan& plan) {
     p.remove_steps(drop);
 }
 
-// Transposes in place: a transpose that moves no element (a [1,20] row to a [20,1] column) shares
-// its input's bytes instead of copying them, unless anything in the plan writes to either in
-// place (eager's copy would not see that write) or the result is returned (the caller gets its
-// own bytes). The step stays a transpose on the tape; unobserved, it runs no kernel.
-void pass_transposes_in_place(Plan& plan) {
-    PassState p(plan);
-    std::vector<bool> written = p.written_roots(), returned = p.returned_roots();
-    for (PlanStep& s : plan.steps) {
-        if (s.kind != STEP_KERNEL || s.op != OP_transpose || s.into_grad >= 0) continue;
-        int in = s.inputs[0], out = s.outputs[0];
-        if (!transpose_moves_nothing(plan.values[in].shape, s.attrs.dim, s.attrs.dim2)) continue;
-        if (written[p.root(in)] || written[out] || returned[out] || plan.values[out].alias_of >= 0) continue;
-        plan.values[out].alias_of = in;
-        ++plan.stats.views;
-    }
-}
-
 // Guards move up to right after the step that makes (or last writes) what they read, so that they
 // are checked before the plan changes anything outside it whenever the data allow.
 void pass_hoist_guards(Plan& plan) {
@@ -887,7 +870,9 @@ void pass_buffers(Plan& plan, bool reuse, bool inplace) {
             if (inplace && s.outputs.size() == 1) {
                 for (size_t i = 0; i < s.inputs.size() && chosen < 0; ++i) {
                     int r = p.root(s.inputs[i]);
-                    if (owns_buffer(r) && last_use[r] == static_cast<int>(k) && !handed_on[r] &&
+                    bool read_as_is = true;   // no input reads r through a view (a transpose would see the writes)
+                    for (int other : s.inputs) read_as_is = read_as_is && (p.root(other) != r || other == r);
+                    if (read_as_is && owns_buffer(r) && last_use[r] == static_cast<int>(k) && !handed_on[r] &&
                         value_bytes(plan.values[r]) == bytes && step_is_elementwise_over(plan, s, i)) {
                         chosen = plan.value_buffer[r];
                         handed_on[r] = true;
@@ -940,14 +925,13 @@ std::unique_ptr<Plan> plan_compile(const Plan& recorded, const PlanPasses& passe
     plan->exec.reset();
     plan->passes = passes;
     PlanStats& st = plan->stats;
-    st.dead = st.common = st.folded = st.fused_ops = st.fused_groups = st.inplace = st.grads_in_place = st.views = 0;
+    st.dead = st.common = st.folded = st.fused_ops = st.fused_groups = st.inplace = st.grads_in_place = 0;
     st.unshared_bytes = st.per_call_bytes = 0;
     if (passes.dce) pass_dead_nodes(*plan);
     if (passes.cse) pass_common_subexpressions(*plan);
     if (passes.fold) pass_constant_folding(*plan);
     if (passes.dce && (passes.cse || passes.fold)) pass_dead_nodes(*plan);
     if (passes.inplace) pass_gradients_in_place(*plan);
-    if (passes.inplace) pass_transposes_in_place(*plan);
     if (passes.fuse) pass_fusion(*plan);
     pass_hoist_guards(*plan);
     pass_buffers(*plan, passes.reuse, passes.inplace);
@@ -974,7 +958,6 @@ struct StepExec {
     std::vector<const Value*> inputs;
     std::vector<Value*> outputs;
     bool rebind = false;                       // output 0 shares input 0's bytes, bound each call
-    bool transpose_view = false;               // a transpose that moves nothing: shares, runs no kernel
     std::vector<bool> fresh;                   // output i gets new bytes each call (it is returned)
     OpAttrs accumulate_attrs;                  // into_grad when the .grad exists: Y += A B
     std::vector<const ElementwiseMath*> math;  // STEP_FUSED: per op
@@ -1021,8 +1004,6 @@ std::shared_ptr<PlanExec> exec_build(Plan& plan) {
             x.fresh.push_back(plan.value_per_call[v] && plan.values[v].alias_of < 0);
         }
         x.rebind = s.kind == STEP_KERNEL && (op_info(s.op).flags & (OPF_VIEW | OPF_INPLACE));
-        x.transpose_view = s.kind == STEP_KERNEL && s.op == OP_transpose && plan.values[s.outputs[0]].alias_of >= 0;
-        x.rebind = x.rebind || x.transpose_view;
         x.accumulate_attrs = s.attrs;
         x.accumulate_attrs.accumulate = true;
         for (const FusedOp& op : s.fused) x.math.push_back(elementwise_math(op.op));
@@ -1088,16 +1069,26 @@ void run_fused(const PlanStep& s, StepExec& x, PlanExec& e) {
     T* scratch = reinterpret_cast<T*>(e.scratch.data());
     auto reg_at = [&](int r) { return scratch + static_cast<int64_t>(r) * FUSED_CHUNK; };
     const T* regs[MAX_FUSED_INPUTS + MAX_FUSED_OPS];
+    // The loop reads memory in order: a strided view among the inputs is read from a copy.
+    Value packed[MAX_FUSED_INPUTS];
+    const Value* inputs[MAX_FUSED_INPUTS];
+    for (int i = 0; i < n_inputs; ++i) {
+        inputs[i] = x.inputs[i];
+        if (inputs[i]->strided) {
+            packed[i] = value_contiguous(*inputs[i]);
+            inputs[i] = &packed[i];
+        }
+    }
     for (int i = 0; i < n_inputs; ++i)
-        if (s.input_modes[i] == FUSED_SCALAR) std::fill(reg_at(i), reg_at(i) + FUSED_CHUNK, x.inputs[i]->data<T>()[0]);
+        if (s.input_modes[i] == FUSED_SCALAR) std::fill(reg_at(i), reg_at(i) + FUSED_CHUNK, inputs[i]->data<T>()[0]);
     for (int64_t start = 0; start < n;) {
         int64_t len = std::min(FUSED_CHUNK, n - start);
         for (int i = 0; i < n_inputs; ++i) {
-            int64_t period = x.inputs[i]->numel();
+            int64_t period = inputs[i]->numel();
             if (s.input_modes[i] == FUSED_ROW && period >= ROW_DIRECT) len = std::min(len, period - start % period);
         }
         for (int i = 0; i < n_inputs; ++i) {
-            const Value& in = *x.inputs[i];
+            const Value& in = *inputs[i];
             int64_t period = in.numel();
             if (s.input_modes[i] == FUSED_FULL) regs[i] = in.data<T>() + start;
             else if (s.input_modes[i] == FUSED_SCALAR) regs[i] = reg_at(i);
@@ -1181,11 +1172,7 @@ struct PlanCall {
     void run_kernel(const PlanStep& s, StepExec& x) {
         for (size_t i = 0; i < x.outputs.size(); ++i)
             if (x.fresh[i]) give_fresh_bytes(*x.outputs[i]);
-        if (x.rebind) x.outputs[0]->storage = x.inputs[0]->storage;
-        if (x.transpose_view) {   // observed: a transpose node with bytes of its own, as eager makes
-            if (!observed) return;
-            give_fresh_bytes(*x.outputs[0]);
-        }
+        if (x.rebind) value_share_layout(*x.outputs[0], *x.inputs[0]);   // a view's kernel then sets its own
         const OpAttrs* attrs = &s.attrs;
         Output* grad_target = nullptr;
         if (s.into_grad >= 0) {
@@ -1537,10 +1524,9 @@ std::string plan_describe(const Plan& plan) {
     auto onoff = [](bool on) { return on ? "on " : "off"; };
     snprintf(line, sizeof line,
              "  passes:  dce %s (%d dead)   cse %s (%d common)   fold %s (%d folded)   fuse %s (%d ops in %d groups)\n"
-             "           inplace %s (%d gradients, %d buffers%s)   reuse %s\n",
+             "           inplace %s (%d gradients, %d buffers)   reuse %s\n",
              onoff(p.dce), st.dead, onoff(p.cse), st.common, onoff(p.fold), st.folded, onoff(p.fuse), st.fused_ops,
-             st.fused_groups, onoff(p.inplace), st.grads_in_place, st.inplace,
-             st.views ? (", " + std::to_string(st.views) + " transposes as views").c_str() : "", onoff(p.reuse));
+             st.fused_groups, onoff(p.inplace), st.grads_in_place, st.inplace, onoff(p.reuse));
     s += line;
     snprintf(line, sizeof line, "  steps (%zu):\n", plan.steps.size());
     s += line;

@@ -157,7 +157,6 @@ struct PlanPasses {
 struct PlanStats {
     int recorded_nodes = 0;    // nodes the recording saw (custom functions count their inner ops)
     int dead = 0, common = 0, folded = 0, fused_ops = 0, fused_groups = 0, inplace = 0, grads_in_place = 0;
-    int views = 0;             // transposes that move nothing, run as views
     int buffers = 0;
     size_t buffer_bytes = 0;   // bytes of the plan's own buffers (allocated once)
     size_t per_call_bytes = 0; // bytes handed out per call (outputs, new .grad tensors)

@@ -25,6 +25,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <string_view>
 #include <fstream>
 #include <iterator>
 #include <type_traits>
@@ -38,7 +39,8 @@ namespace td {
 namespace {
 
 constexpr char PLAN_MAGIC[8] = {'T', 'D', 'P', 'L', 'A', 'N', '\r', '\n'};
-constexpr uint32_t PLAN_VERSION = 1;
+constexpr uint32_t PLAN_VERSION = 2;   // 2: OpAttrs.strides (regions); version 1 files still load
+constexpr uint32_t PLAN_OLDEST_VERSION = 1;
 constexpr size_t HEADER_BYTES = 32;
 constexpr uint32_t MAX_COUNT = 1u << 24;          // of any list in a plan
 
@@ -98,7 +100,12 @@ constexpr size_t min_field_bytes() {
     else if constexpr (std::is_enum_v<T> || std::is_same_v<T, bool>) return 1;
     else return sizeof(T);
 }
-#define FIELD_BYTES(type, name, initial, what) +min_field_bytes<type>()
+// The plan file version that added an attribute field: older files do not have it (it keeps its
+// default), so plans saved by an earlier tapedeck still load. A new field: add it here with the
+// version that PLAN_VERSION goes up to.
+constexpr uint32_t attr_field_since(std::string_view name) { return name == "strides" ? 2 : 1; }
+// The fewest bytes a step's attributes take in any version this tapedeck reads.
+#define FIELD_BYTES(type, name, initial, what) +(attr_field_since(#name) == 1 ? min_field_bytes<type>() : 0)
 constexpr size_t MIN_ATTRS_BYTES = 0 OP_ATTRS_FIELDS(FIELD_BYTES);
 #undef FIELD_BYTES
 constexpr size_t MIN_INPUT_BYTES = MIN_STRING_BYTES + 3 + 1;
@@ -114,6 +121,7 @@ struct Reader {
     const char* data;
     size_t size;
     size_t at = 0;
+    uint32_t version = PLAN_VERSION;   // the file's: fields added later are not in it
 
     [[noreturn]] void bad(const std::string& why) const {
         engine_fail("load_plan: %s: %s", name.c_str(), why.c_str());
@@ -228,7 +236,8 @@ void write_attrs(Writer& w, const OpAttrs& a) {
 
 OpAttrs read_attrs(Reader& r) {
     OpAttrs a;
-#define READ_FIELD(type, name, initial, what) read_field(r, a.name);
+#define READ_FIELD(type, name, initial, what) \
+    if (r.version >= attr_field_since(#name)) read_field(r, a.name);
     OP_ATTRS_FIELDS(READ_FIELD)
 #undef READ_FIELD
     return a;
@@ -348,6 +357,18 @@ void plan_save(const Plan& plan, const PlanPasses& passes, const std::string& pa
 namespace {
 
 // The payload, field by field in plan_save's order. Captured tensors become new leaves.
+// Version 1 recorded transpose, expand and narrow as copies; they are views now: their outputs
+// share input 0's bytes, as a plan recorded today says (check_plan then checks it as usual).
+void upgrade_version_1_views(Plan& plan) {
+    int n_values = static_cast<int>(plan.values.size());
+    for (const PlanStep& s : plan.steps) {
+        bool became_view = s.op == OP_transpose || s.op == OP_expand || s.op == OP_narrow;
+        if (s.kind != STEP_KERNEL || !became_view || s.inputs.empty() || s.outputs.empty()) continue;
+        int in = s.inputs[0], out = s.outputs[0];
+        if (in >= 0 && in < out && out < n_values && plan.values[out].alias_of == -1) plan.values[out].alias_of = in;
+    }
+}
+
 std::unique_ptr<Plan> read_payload(Reader& r, PlanPasses* passes) {
     auto plan = std::make_unique<Plan>();
     plan->name = r.str();
@@ -405,6 +426,7 @@ std::unique_ptr<Plan> read_payload(Reader& r, PlanPasses* passes) {
         s.where = r.loc();
         s.recorded_id = r.i64();
     }
+    if (r.version < 2) upgrade_version_1_views(*plan);
     plan->guards.resize(r.count("guards", MIN_GUARD_BYTES));
     for (PlanGuard& g : plan->guards) {
         g.kind = static_cast<GuardKind>(r.enum_value(GUARD_GRAD_STATE, "guard kind"));
@@ -546,8 +568,7 @@ void check_kernel_step(const Reader& r, const Plan& plan, const PlanStep& s, con
             r.bad(what + " makes " + out.shape.str() + " " + dtype_name(out.dtype) + " where its op makes " +
                   call.shapes[i].str() + " " + dtype_name(call.dtypes[i]));
         bool shares = i == 0 && (info.flags & (OPF_VIEW | OPF_INPLACE));
-        bool may_share = i == 0 && s.op == OP_transpose && transpose_moves_nothing(inputs[0].shape, s.attrs.dim, s.attrs.dim2);
-        if (out.alias_of != (shares ? s.inputs[0] : -1) && !(may_share && out.alias_of == s.inputs[0]))
+        if (out.alias_of != (shares ? s.inputs[0] : -1))
             r.bad(what + " shares bytes it should not");
     }
 }
@@ -723,9 +744,9 @@ std::unique_ptr<Plan> plan_load_bytes(const std::string& bytes, const std::strin
         h.bad("not a tapedeck plan file (it does not start with TDPLAN)");
     h.at = sizeof PLAN_MAGIC;
     uint32_t version = h.raw<uint32_t>();
-    if (version != PLAN_VERSION)
-        h.bad("plan file version " + std::to_string(version) + " (this tapedeck reads version " +
-              std::to_string(PLAN_VERSION) + ")");
+    if (version < PLAN_OLDEST_VERSION || version > PLAN_VERSION)
+        h.bad("plan file version " + std::to_string(version) + " (this tapedeck reads versions " +
+              std::to_string(PLAN_OLDEST_VERSION) + " to " + std::to_string(PLAN_VERSION) + ")");
     uint32_t flags = h.raw<uint32_t>();
     if (flags != 0) h.bad("unknown flags " + std::to_string(flags));
     uint64_t payload = h.raw<uint64_t>();
@@ -737,6 +758,7 @@ std::unique_ptr<Plan> plan_load_bytes(const std::string& bytes, const std::strin
         h.bad("the file is " + bytes_text(bytes.size()) + ", more than the bound of " + bytes_text(max_bytes) + " (max_bytes)");
 
     Reader r{name, bytes.data() + HEADER_BYTES, payload};
+    r.version = version;
     std::unique_ptr<Plan> plan = read_payload(r, passes);
     check_plan(r, *plan);
     size_t needs = plan_memory_bound(*plan);

@@ -317,9 +317,12 @@ static DType required_dtype(const OpInfo& info, const Tensor* const* inputs, int
 static void fail_inplace_on_leaf(const OpInfo& info, const Tensor& leaf, bool through_view) {
     const char* advice = "change it in place only inside torch.no_grad (as an optimizer step does)";
     long long id = static_cast<long long>(leaf.id());
-    if (through_view)
-        engine_fail("%s: the tensor is a view of tensor #%lld, which is a leaf that requires grad; %s", info.name,
-                    id, advice);
+    // assign_ is how a write through a view reaches the base (x[i] = v, x[i]:fill_(0)): the Lua
+    // binding's guard names what the user wrote, so the message does not name the internal op.
+    std::string who = info.flags & OPF_INTERNAL ? "" : std::string(info.name) + ": ";
+    if (through_view || (info.flags & OPF_INTERNAL))
+        engine_fail("%sthe tensor written is a view of tensor #%lld, which is a leaf that requires grad; %s",
+                    who.c_str(), id, advice);
     engine_fail("%s: tensor #%lld is a leaf that requires grad; %s", info.name, id, advice);
 }
 
@@ -331,6 +334,48 @@ static Tensor view_base(const Tensor& x) {
     while ((base.node->info().flags & OPF_VIEW) && base.node->tracks_grad && base.node->inputs[0].node)
         base = Tensor(base.node->inputs[0].node.get(), base.node->inputs[0].output);
     return base;
+}
+
+// An in-place write into `x`: refused where PyTorch refuses it, or where the gradient would be
+// wrong. Two elements of x at one place (an expand); a leaf that requires grad, or a view of one;
+// with autograd on, a view of another tensor: the write changes that tensor too, and only the
+// Lua API knows which handle stands for it (x[i] = v and in-place ops on views go through
+// ops::assign_ there, which records the write on the base).
+static void check_inplace_target(const OpInfo& info, const Tensor& x, bool track) {
+    if (value_overlaps_itself(x.value()))
+        engine_fail("%s: tensor #%lld has shape %s but repeats elements (a view made by expand); writing into it in "
+                    "place would write one element several times (clone() it first)",
+                    info.name, static_cast<long long>(x.id()), x.shape().str().c_str());
+    if (!track) return;
+    Tensor base = view_base(x);
+    if (base.node->is_leaf() && base.requires_grad()) fail_inplace_on_leaf(info, base, !base.same_as(x));
+    if (!base.same_as(x))
+        engine_fail("%s: tensor #%lld is a view (%s) of tensor #%lld, and autograd records this write; writing "
+                    "through a view needs the base's handle: assign through indexing (base[i] = v) from Lua, "
+                    "or clone() the view first",
+                    info.name, static_cast<long long>(x.id()), x.node->name(), static_cast<long long>(base.id()));
+}
+
+// A tensor whose storage was written since it was made, by a write autograd recorded on another
+// handle (a view taken before `x[i] = v`, then used): its recorded history no longer says how its
+// values came about. PyTorch would recompute that history; this refuses, naming the fix.
+static void check_history_current(const OpInfo& info, const Tensor* const* inputs, int n_inputs) {
+    for (int i = 0; i < n_inputs; ++i) {
+        const Tensor& x = *inputs[i];
+        const Output& out = x.node->outputs[x.output];
+        const Storage* storage = out.value.storage.get();
+        if (storage->history_version <= out.version) continue;
+        // Only a handle whose values depend on how they were made: a view (not detach, which is
+        // cut from the graph on purpose) or a tensor with a recorded history.
+        bool view = (x.node->info().flags & OPF_VIEW) && x.node->op != OP_detach;
+        if (!view && !(x.node->tracks_grad && out.requires_grad)) continue;
+        // No op name in front: the Lua guard names the function the user called (this op may be a
+        // step inside it, as the comparison masked_fill makes).
+        engine_fail("tensor #%lld (%s, input %d of %s) shares its storage with a tensor that was changed in place "
+                    "since, with autograd recording the change on that other tensor: its own history is out of "
+                    "date. Take the view again after the write (or clone() before it)",
+                    static_cast<long long>(x.id()), x.node->name(), i + 1, info.name);
+    }
 }
 
 // A new output value; when the memory limit refuses it, the error names the op and the shape.
@@ -392,10 +437,8 @@ Tensor op_call(OpId op, const Tensor* const* inputs, int n_inputs, const OpAttrs
     bool track = false;
     if (g.grad_enabled && info.backward_rule)
         for (int i = 0; i < n_inputs && !track; ++i) track = inputs[i]->requires_grad();
-    if ((info.flags & OPF_INPLACE) && track) {
-        Tensor base = view_base(*inputs[0]);
-        if (base.node->is_leaf() && base.requires_grad()) fail_inplace_on_leaf(info, base, !base.same_as(*inputs[0]));
-    }
+    if (info.flags & OPF_INPLACE) check_inplace_target(info, *inputs[0], track);
+    if (g.grad_enabled) check_history_current(info, inputs, n_inputs);
 
     // Record the node.
     Node* node = new Node();
@@ -431,9 +474,9 @@ Tensor op_call(OpId op, const Tensor* const* inputs, int n_inputs, const OpAttrs
     for (int i = 0; i < shape_call.n_outputs; ++i) {
         Output& out = node->outputs[i];
         if (i == 0 && (info.flags & (OPF_VIEW | OPF_INPLACE))) {
+            value_share_layout(out.value, *input_values[0]);   // a view's kernel then sets its own
             out.value.shape = shape_call.shapes[0];
             out.value.dtype = shape_call.dtypes[0];
-            out.value.storage = input_values[0]->storage;
         } else {
             allocate_output(info, shape_call.shapes[i], shape_call.dtypes[i], &out.value);
         }
@@ -525,7 +568,11 @@ void exec_node(Node* node) {
     KernelCall call{inputs, n_inputs, outputs, n_outputs, node->attrs, node};
     kernel_run(node->op, call);
 
-    if (node->info().flags & OPF_INPLACE) ++node->outputs[0].value.storage->version;
+    if (node->info().flags & OPF_INPLACE) {
+        Storage* written = node->outputs[0].value.storage.get();
+        ++written->version;
+        if (node->tracks_grad) written->history_version = written->version;
+    }
     for (Output& out : node->outputs) out.version = out.value.storage->version;
 
     if ((g.events_wanted & hook_bit(HOOK_AFTER)) || engine_interrupt_pending()) notify_observers(node, HOOK_AFTER);

@@ -194,6 +194,7 @@ Storage* storage_new(size_t bytes, Device device) {
     s->device = device;
     s->grad_owned = false;
     s->version = 0;
+    s->history_version = 0;
     s->serial = p.next_serial++;
     s->bytes = rounded;
     p.allocated_total += rounded;
@@ -241,20 +242,127 @@ int64_t int64_from_double(double x) {
     return static_cast<int64_t>(x);
 }
 
+int64_t Value::stride(int d) const {
+    if (strided) return strides[d];
+    int64_t s = 1;
+    for (int i = shape.ndim - 1; i > d; --i) s *= shape.dims[i];
+    return s;
+}
+
+void shape_contiguous_strides(const Shape& shape, int64_t* out) {
+    int64_t s = 1;
+    for (int i = shape.ndim - 1; i >= 0; --i) {
+        out[i] = s;
+        s *= shape.dims[i];
+    }
+}
+
+void view_set_layout(Value& v, int64_t offset, const int64_t* strides) {
+    v.offset = offset;
+    int64_t expected = 1;
+    bool row_major = true;
+    for (int i = v.shape.ndim - 1; i >= 0; --i) {
+        if (v.shape.dims[i] != 1 && strides[i] != expected) row_major = false;
+        expected *= v.shape.dims[i];
+    }
+    v.strided = !row_major && v.shape.numel() > 1;
+    for (int i = 0; i < MAX_DIMS; ++i) v.strides[i] = i < v.shape.ndim ? strides[i] : 0;
+}
+
+int64_t value_storage_index(const Value& v, int64_t i) {
+    if (!v.strided) return v.offset + i;
+    int64_t at = v.offset;
+    for (int d = v.shape.ndim - 1; d >= 0; --d) {
+        int64_t size = v.shape.dims[d];
+        at += (i % size) * v.strides[d];
+        i /= size;
+    }
+    return at;
+}
+
+namespace {
+
+// Walks the elements of a layout in row-major order, one innermost row at a time.
+struct RowCursor {
+    const Value& v;
+    int64_t index[MAX_DIMS] = {};
+    int64_t at;   // storage element of the current row's first element
+
+    explicit RowCursor(const Value& value) : v(value), at(value.offset) {}
+    void next_row() {   // advance over every dim but the last
+        for (int d = v.shape.ndim - 2; d >= 0; --d) {
+            at += v.stride(d);
+            if (++index[d] < v.shape.dims[d]) return;
+            at -= v.stride(d) * v.shape.dims[d];
+            index[d] = 0;
+        }
+    }
+};
+
+template <class T>
+void copy_elements(const Value& dst, const Value& src) {
+    int nd = dst.shape.ndim;
+    int64_t row = nd ? dst.shape.dims[nd - 1] : 1;
+    int64_t rows = row ? dst.numel() / row : 0;
+    int64_t ds = nd ? dst.stride(nd - 1) : 1, ss = nd ? src.stride(nd - 1) : 1;
+    T* dbase = static_cast<T*>(dst.storage->data);
+    const T* sbase = static_cast<const T*>(src.storage->data);
+    RowCursor d(dst), s(src);
+    for (int64_t r = 0; r < rows; ++r, d.next_row(), s.next_row()) {
+        T* out = dbase + d.at;
+        const T* in = sbase + s.at;
+        if (ds == 1 && ss == 1) std::memmove(out, in, row * sizeof(T));
+        else for (int64_t j = 0; j < row; ++j) out[j * ds] = in[j * ss];
+    }
+}
+
+}  // namespace
+
+void value_copy_elements(const Value& dst, const Value& src) {
+    switch (dst.dtype) {
+        case DTYPE_F32: copy_elements<float>(dst, src); break;
+        case DTYPE_F64: copy_elements<double>(dst, src); break;
+        case DTYPE_I64: copy_elements<int64_t>(dst, src); break;
+    }
+}
+
+Value value_contiguous(const Value& v) {
+    if (!v.strided) return v;
+    Value out = value_new(v.shape, v.dtype, v.device());
+    value_copy_elements(out, v);
+    return out;
+}
+
+void value_share_layout(Value& out, const Value& in) {
+    out.storage = in.storage;
+    out.offset = in.offset;
+    out.strided = in.strided;
+    std::memcpy(out.strides, in.strides, sizeof out.strides);
+}
+
+bool value_overlaps_itself(const Value& v) {
+    if (!v.strided) return false;
+    for (int d = 0; d < v.shape.ndim; ++d)
+        if (v.strides[d] == 0 && v.shape.dims[d] > 1) return true;
+    return false;
+}
+
 double value_get(const Value& v, int64_t i) {
+    int64_t at = value_storage_index(v, i);
     switch (v.dtype) {
-        case DTYPE_F32: return v.data<float>()[i];
-        case DTYPE_F64: return v.data<double>()[i];
-        case DTYPE_I64: return static_cast<double>(v.data<int64_t>()[i]);
+        case DTYPE_F32: return static_cast<const float*>(v.storage->data)[at];
+        case DTYPE_F64: return static_cast<const double*>(v.storage->data)[at];
+        case DTYPE_I64: return static_cast<double>(static_cast<const int64_t*>(v.storage->data)[at]);
     }
     return 0;
 }
 
 void value_set(const Value& v, int64_t i, double x) {
+    int64_t at = value_storage_index(v, i);
     switch (v.dtype) {
-        case DTYPE_F32: v.data<float>()[i] = static_cast<float>(x); break;
-        case DTYPE_F64: v.data<double>()[i] = x; break;
-        case DTYPE_I64: v.data<int64_t>()[i] = int64_from_double(x); break;
+        case DTYPE_F32: static_cast<float*>(v.storage->data)[at] = static_cast<float>(x); break;
+        case DTYPE_F64: static_cast<double*>(v.storage->data)[at] = x; break;
+        case DTYPE_I64: static_cast<int64_t*>(v.storage->data)[at] = int64_from_double(x); break;
     }
 }
 

@@ -1,7 +1,7 @@
 // tensor.h: the data side of a tensor, with no autograd in it.
 //
 // A Value is what one output of one node holds: a dtype, a shape and a refcounted Storage (the
-// bytes, on a device). Storage is always contiguous and row-major; views (reshape) share it. The
+// bytes, on a device) with a layout (offset and strides): views share a storage. The
 // autograd side (which node made a value, its gradient) lives in tape.h.
 #pragma once
 
@@ -82,6 +82,7 @@ struct Storage {
     Device device;
     bool grad_owned;     // already holds some tensor's .grad: a second claimant must copy it
     uint32_t version;
+    uint32_t history_version;   // `version` after the latest in-place write autograd recorded (0: none)
     uint64_t serial;     // allocation order, so a backward pass can tell the storages it made
     size_t bytes;
     void* data;
@@ -153,21 +154,51 @@ private:
 };
 
 // ---------------------------------------------------------------------------------------------
-// Value: dtype + shape + storage. Cheap to copy (one refcount increment).
+// Value: dtype + shape + a layout in a storage. Cheap to copy (one refcount increment).
+//
+// The layout: element [i1, ..., in] sits at storage element offset + i1*stride(1) + ... + in*stride(n).
+// A value made by an op is contiguous (row-major from `offset`, `strided` false: strides[] unused);
+// views (narrow, transpose, expand, ...) share their input's storage with another layout, and are
+// `strided` only when that layout is not row-major (view_set_layout decides). Kernels read
+// contiguous values only: kernel_run (ops.cpp) makes strided inputs contiguous for the ops that
+// do not take them as they are (OPF_STRIDED), and writes an in-place result back through a
+// strided view. Host code reads elements through value_get/value_set or value_contiguous.
 
 struct Value {
     Shape shape;
     DType dtype = DTYPE_F32;
+    bool strided = false;              // false: row-major from offset; true: strides[] hold the layout
+    int64_t offset = 0;                // in elements, from the start of the storage
+    int64_t strides[MAX_DIMS] = {};    // in elements; meaningful when `strided`
     Ref<Storage> storage;
 
     int64_t numel() const { return shape.numel(); }
     template <class T>
-    T* data() const {
-        return static_cast<T*>(storage->data);
+    T* data() const {   // element [0, ..., 0]
+        return static_cast<T*>(storage->data) + offset;
     }
-    void* raw() const { return storage->data; }
+    void* raw() const { return static_cast<char*>(storage->data) + offset * static_cast<int64_t>(dtype_size(dtype)); }
     Device device() const { return storage->device; }
+    bool is_contiguous() const { return !strided; }
+    int64_t stride(int d) const;   // the stride of dim d (0-based), contiguous or not
 };
+
+// Row-major strides of `shape` into out[0..ndim).
+void shape_contiguous_strides(const Shape& shape, int64_t* out);
+// Sets v's layout to (offset, strides) over its shape; `strided` only when that is not row-major
+// (strides of size-1 dims do not matter).
+void view_set_layout(Value& v, int64_t offset, const int64_t* strides);
+// The storage element (from the storage's start) of v's row-major element i.
+int64_t value_storage_index(const Value& v, int64_t i);
+// Copies src's elements into dst's (same shape and dtype; any layouts, dst may be a view).
+void value_copy_elements(const Value& dst, const Value& src);
+// v itself when contiguous, else a contiguous copy (the one host boundary for layout).
+Value value_contiguous(const Value& v);
+// out takes in's storage and layout (an in-place op's output, before a view's kernel sets its own).
+void value_share_layout(Value& out, const Value& in);
+// Whether two elements of v sit at the same place (a stride 0 over a dim longer than 1): writing
+// into such a view in place is refused, as PyTorch does.
+bool value_overlaps_itself(const Value& v);
 
 // A new value with fresh (uninitialised) storage.
 Value value_new(const Shape& shape, DType dtype, Device device = DEVICE_CPU);
@@ -185,7 +216,7 @@ inline Out element_cast(In x) {
         return static_cast<Out>(x);
 }
 
-// Element i (row-major) read as a double, whatever the dtype.
+// Element i (row-major over v's shape, whatever its layout) read as a double, whatever the dtype.
 double value_get(const Value& v, int64_t i);
 void value_set(const Value& v, int64_t i, double x);
 

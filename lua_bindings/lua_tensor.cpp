@@ -72,7 +72,7 @@ void tell_collector(lua_State* L) {
 }
 
 int push_tensor(lua_State* L, Tensor t) {
-    void* p = lua_newuserdatauv(L, sizeof(Tensor), 0);
+    void* p = lua_newuserdatauv(L, sizeof(Tensor), 1);   // user value: a view's base (lua_views.cpp)
     new (p) Tensor(std::move(t));
     lua_rawgetp(L, LUA_REGISTRYINDEX, &g_tensor_metatable_key);
     lua_setmetatable(L, -2);
@@ -471,39 +471,44 @@ int l_flatten(lua_State* L) {
     int ndim = std::max(x.shape().ndim, 1);   // a 0-d tensor flattens as if it were [1]
     int start = lua_isnoneornil(L, 2) ? 0 : check_dim(L, 2, "flatten", ndim);
     int end = lua_isnoneornil(L, 3) ? ndim - 1 : check_dim(L, 3, "flatten", ndim);
-    return push_tensor(L, ops::flatten(x, start, end));
+    return push_view(L, ops::flatten(x, start, end), 1);
+}
+
+int return_self(lua_State* L) {
+    lua_settop(L, 1);
+    return 1;
 }
 
 int l_t(lua_State* L) {
     Tensor& x = check_tensor(L, 1);
     int ndim = x.shape().ndim;
-    if (ndim < 2) return push_tensor(L, x);
+    if (ndim < 2) return return_self(L);   // as PyTorch: t() of a 0-d or 1-d tensor is the tensor
     if (ndim > 2) engine_fail("t: expects a tensor of at most 2 dims, got %s (use transpose(d1, d2))", x.shape().str().c_str());
-    return push_tensor(L, ops::transpose(x, 0, 1));
+    return push_view(L, ops::transpose(x, 0, 1), 1);
 }
 
 int l_transpose(lua_State* L) {
     Tensor& x = check_tensor(L, 1);
     int ndim = x.shape().ndim;
-    return push_tensor(L, ops::transpose(x, check_dim(L, 2, "transpose", ndim), check_dim(L, 3, "transpose", ndim)));
+    return push_view(L, ops::transpose(x, check_dim(L, 2, "transpose", ndim), check_dim(L, 3, "transpose", ndim)), 1);
 }
 
 int l_reshape(lua_State* L) {
     Tensor& x = check_tensor(L, 1);
     int next;
     Shape shape = shape_from_args(L, 2, &next);
-    return push_tensor(L, ops::reshape(x, shape));
+    return push_view(L, ops::reshape(x, shape), 1);
 }
 
 int l_unsqueeze(lua_State* L) {
     Tensor& x = check_tensor(L, 1);
-    return push_tensor(L, ops::unsqueeze(x, check_dim(L, 2, "unsqueeze", x.shape().ndim + 1)));
+    return push_view(L, ops::unsqueeze(x, check_dim(L, 2, "unsqueeze", x.shape().ndim + 1)), 1);
 }
 
 int l_squeeze(lua_State* L) {
     Tensor& x = check_tensor(L, 1);
-    if (lua_isnoneornil(L, 2)) return push_tensor(L, ops::squeeze(x, -1));
-    return push_tensor(L, ops::squeeze(x, check_dim(L, 2, "squeeze", x.shape().ndim)));
+    if (lua_isnoneornil(L, 2)) return push_view(L, ops::squeeze(x, -1), 1);
+    return push_view(L, ops::squeeze(x, check_dim(L, 2, "squeeze", x.shape().ndim)), 1);
 }
 
 int l_expand(lua_State* L) {
@@ -514,7 +519,7 @@ int l_expand(lua_State* L) {
         int j = i - (shape.ndim - x.shape().ndim);
         if (shape.dims[i] == -1 && j >= 0) shape.dims[i] = x.shape().dims[j];
     }
-    return push_tensor(L, ops::expand(x, shape));
+    return push_view(L, ops::expand(x, shape), 1);
 }
 
 int l_cat(lua_State* L) {
@@ -544,25 +549,8 @@ int l_narrow(lua_State* L) {
         arg_fail(3, "start %lld out of range for size %lld along dim %d (expected 1..%lld, or -%lld..-1 from the end)",
                  static_cast<long long>(start), static_cast<long long>(size), dim + 1, static_cast<long long>(size + 1),
                  static_cast<long long>(size));
-    return push_tensor(L, ops::narrow(x, dim, start > 0 ? start - 1 : size + start, length));
+    return push_view(L, ops::narrow(x, dim, start > 0 ? start - 1 : size + start, length), 1);
 }
-
-// sum/mean/max: (x) over everything, or (x, dim[, keepdim]).
-int reduction(lua_State* L, OpId op) {
-    Tensor& x = check_tensor(L, 1);
-    if (lua_isnoneornil(L, 2)) return push_tensor(L, ops::reduce_all(op, x));
-    int dim = check_dim(L, 2, op_info(op).name, x.shape().ndim);
-    Tensor result = ops::reduce(op, x, dim, lua_toboolean(L, 3));
-    if (op != OP_max) return push_tensor(L, result);
-    Tensor indices(result.node.get(), 1);
-    push_tensor(L, result);
-    push_tensor(L, indices);
-    return 2;
-}
-
-int l_sum(lua_State* L) { return reduction(L, OP_sum); }
-int l_mean(lua_State* L) { return reduction(L, OP_mean); }
-int l_max(lua_State* L) { return reduction(L, OP_max); }
 
 int l_softmax(lua_State* L) {
     Tensor& x = check_tensor(L, 1);
@@ -701,48 +689,55 @@ namespace {
 
 double alpha_of(lua_State* L, int idx) { return lua_isnoneornil(L, idx) ? 1.0 : check_number(L, idx, "alpha"); }
 
-int return_self(lua_State* L) {
-    lua_settop(L, 1);
-    return 1;
-}
 
 int l_add_(lua_State* L) {
     Tensor& x = check_tensor(L, 1);
-    ops::add_(x, operand_of(L, 2, x), alpha_of(L, 3));
+    Tensor y = operand_of(L, 2, x);
+    double alpha = alpha_of(L, 3);
+    run_inplace(L, [&](Tensor& t) { ops::add_(t, y, alpha); }, {&y});
     return return_self(L);
 }
 
 int l_sub_(lua_State* L) {
     Tensor& x = check_tensor(L, 1);
-    ops::sub_(x, operand_of(L, 2, x), alpha_of(L, 3));
+    Tensor y = operand_of(L, 2, x);
+    double alpha = alpha_of(L, 3);
+    run_inplace(L, [&](Tensor& t) { ops::sub_(t, y, alpha); }, {&y});
     return return_self(L);
 }
 
 int l_mul_(lua_State* L) {
     Tensor& x = check_tensor(L, 1);
-    ops::mul_(x, operand_of(L, 2, x));
+    Tensor y = operand_of(L, 2, x);
+    run_inplace(L, [&](Tensor& t) { ops::mul_(t, y); }, {&y});
     return return_self(L);
 }
 
 int l_masked_fill_(lua_State* L) {
-    ops::masked_fill_(check_tensor(L, 1), check_tensor(L, 2), check_number(L, 3, "value"));
+    check_tensor(L, 1);
+    Tensor mask = check_tensor(L, 2);
+    double value = check_number(L, 3, "value");
+    run_inplace(L, [&](Tensor& t) { ops::masked_fill_(t, mask, value); }, {});
     return return_self(L);
 }
 
 int l_zero_(lua_State* L) {
-    ops::zero_(check_tensor(L, 1));
+    check_tensor(L, 1);
+    run_inplace(L, [](Tensor& t) { ops::zero_(t); }, {});
     return return_self(L);
 }
 
 int l_fill_(lua_State* L) {
-    Tensor& x = check_tensor(L, 1);
-    ops::fill_(x, check_number(L, 2, "value"));
+    check_tensor(L, 1);
+    double value = check_number(L, 2, "value");
+    run_inplace(L, [&](Tensor& t) { ops::fill_(t, value); }, {});
     return return_self(L);
 }
 
 int l_copy_(lua_State* L) {
     Tensor& x = check_tensor(L, 1);
-    ops::copy_(x, operand_of(L, 2, x));
+    Tensor src = operand_of(L, 2, x);
+    run_inplace(L, [&](Tensor& t) { ops::copy_(t, src); }, {&src});
     return return_self(L);
 }
 
@@ -884,15 +879,7 @@ int size_tostring(lua_State* L) {
 
 int tensor_field(lua_State* L) {
     Tensor& t = check_tensor(L, 1);
-    if (lua_isinteger(L, 2)) {   // t[i]: the i-th slice along dim 1 (1-based), as Torch7 does
-        if (t.shape().ndim == 0) engine_fail("index: a 0-d tensor has no elements to index (use item())");
-        int64_t size = t.shape().dims[0], i = lua_tointeger(L, 2);
-        int64_t at = i < 0 ? i + size : i - 1;
-        if (at < 0 || at >= size)
-            engine_fail("index: %lld out of range for dim 1 of size %lld", static_cast<long long>(i),
-                        static_cast<long long>(size));
-        return push_tensor(L, ops::squeeze(ops::narrow(t, 0, at, 1), 0));
-    }
+    if (lua_isinteger(L, 2) || lua_istable(L, 2)) return index_read(L);   // t[i], t[{i, {a, b}}]: views
     const char* key = lua_type(L, 2) == LUA_TSTRING ? lua_tostring(L, 2) : nullptr;
     if (!key) engine_fail("index: tensors are indexed by an integer or a field name, not a %s", type_name_of(L, 2));
     const Output& out = t.node->outputs[t.output];
@@ -967,13 +954,14 @@ int assign_grad(lua_State* L) {
 
 int assign_unknown(lua_State* L) {
     const char* key = lua_type(L, 2) == LUA_TSTRING ? lua_tostring(L, 2) : nullptr;
-    engine_fail("tensor: cannot set field '%s' (only requires_grad and grad can be set, and x[mask] = value)",
+    engine_fail("tensor: cannot set field '%s' (only requires_grad and grad can be set, and x[i] = value, x[{i, j}] = value, x[mask] = value)",
                 key ? key : luaL_typename(L, 2));
 }
 
 // x[k] = v: each assignment runs guarded under the name the user wrote.
 int tensor_newindex(lua_State* L) {
     if (test_tensor(L, 2)) return run_guarded(L, assign_masked, "x[mask] = value");
+    if (lua_isinteger(L, 2) || lua_istable(L, 2)) return run_guarded(L, index_assign, "x[i] = value");
     const char* key = lua_type(L, 2) == LUA_TSTRING ? lua_tostring(L, 2) : "";
     if (strcmp(key, "requires_grad") == 0) return run_guarded(L, assign_requires_grad, "requires_grad");
     if (strcmp(key, "grad") == 0) return run_guarded(L, assign_grad, "grad");
@@ -1168,9 +1156,9 @@ const Binding tensor_functions[] = {
     {"lt", l_lt}, {"le", l_le}, {"gt", l_gt}, {"ge", l_ge}, {"masked_fill", l_masked_fill},
     {"mm", l_mm}, {"bmm", l_bmm}, {"matmul", l_matmul}, {"linear", l_linear}, {"conv2d", l_conv2d},
     {"max_pool2d", l_max_pool2d},
-    {"t", l_t}, {"transpose", l_transpose}, {"reshape", l_reshape}, {"view", l_reshape}, {"flatten", l_flatten},
+    {"t", l_t}, {"transpose", l_transpose}, {"reshape", l_reshape}, {"flatten", l_flatten},
     {"unsqueeze", l_unsqueeze}, {"squeeze", l_squeeze},
-    {"expand", l_expand}, {"narrow", l_narrow}, {"sum", l_sum}, {"mean", l_mean}, {"max", l_max},
+    {"expand", l_expand}, {"narrow", l_narrow},
     {"softmax", l_softmax}, {"log_softmax", l_log_softmax}, {"gather", l_gather},
     {"mse_loss", l_mse_loss}, {"cross_entropy", l_cross_entropy}, {"nll_loss", l_nll_loss},
     {"multi_margin_loss", l_multi_margin_loss},
@@ -1292,6 +1280,10 @@ void tapedeck_open(lua_State* L) {
     register_bindings(L, table_unary_bindings());
     register_bindings(L, method_only);
     register_bindings(L, elementwise_method_only);
+    register_bindings(L, reduce_shape_functions);
+    register_bindings(L, reduce_shape_methods);
+    register_bindings(L, view_tensor_functions);
+    register_bindings(L, view_method_only);
     lua_pushvalue(L, -1);
     lua_setfield(L, -3, "methods");   // metatable.methods, for tab completion
     lua_pushcclosure(L, tensor_index, 1);
@@ -1319,6 +1311,10 @@ void tapedeck_open(lua_State* L) {
     register_bindings(L, table_unary_bindings());
     register_bindings(L, torch_only);
     register_bindings(L, elementwise_torch_only);
+    register_bindings(L, reduce_shape_functions);
+    register_bindings(L, reduce_shape_torch_functions);
+    register_bindings(L, view_tensor_functions);
+    register_bindings(L, view_torch_only);
     tapedeck_open_function(L);
     tapedeck_open_plan(L);
     lua_pushstring(L, "0.1");

@@ -6,6 +6,8 @@
 
 #include <lua.hpp>
 
+#include <functional>
+
 #include "lua_util.h"
 #include "tape.h"
 
@@ -45,6 +47,22 @@ td::Tensor operand_of(lua_State* L, int idx, const td::Tensor& like);
 // Push a shape as a torch.Size-like table.
 void push_shape(lua_State* L, const td::Shape& s);
 
+// Views (lua_views.cpp). Push `view`, a view of the tensor at base_idx, linked to that tensor's
+// root base so that writes through it reach autograd (a result that shares no storage with it,
+// as reshape's copy, is pushed as a plain tensor).
+int push_view(lua_State* L, td::Tensor view, int base_idx);
+// Runs op on the tensor at slot 1, in place: directly, or when it is a view whose write autograd
+// must record (it, its base or an operand requires grad), on a copy assigned into the base.
+void run_inplace(lua_State* L, const std::function<void(td::Tensor&)>& op, std::initializer_list<const td::Tensor*> operands);
+int index_read(lua_State* L);     // t[key]: key an integer or a table of entries (args: t, key)
+int index_assign(lua_State* L);   // t[key] = value (args: t, key, value)
+extern const Binding view_tensor_functions[];   // torch.f(x, ...) and x:f(...)
+extern const Binding view_method_only[];
+extern const Binding view_torch_only[];
+// Reductions, shape and product functions (lua_reduce_shape_ops.cpp).
+extern const Binding reduce_shape_functions[];         // torch.f(x, ...) and x:f(...)
+extern const Binding reduce_shape_methods[];
+extern const Binding reduce_shape_torch_functions[];
 // The tables of lua_elementwise_ops.cpp: torch.f and x:f, torch.f only, x:f only, F.f only.
 extern const Binding elementwise_tensor_functions[];
 extern const Binding elementwise_torch_only[];

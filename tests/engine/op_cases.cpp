@@ -110,6 +110,50 @@ double line_argmax_1based(const std::vector<double>& x) {
     return static_cast<double>(std::max_element(x.begin(), x.end()) - x.begin() + 1);
 }
 
+// x reduced over the dims in `mask` (bit d: dim d) with f, in the order of the remaining dims.
+std::vector<double> reduce_mask_ref(const Shape& s, const std::vector<double>& x, uint32_t mask,
+                                    const std::function<double(const std::vector<double>&)>& f) {
+    Shape kept = s;
+    for (int d = 0; d < s.ndim; ++d)
+        if (mask & (1u << d)) kept.dims[d] = 1;
+    std::vector<std::vector<double>> groups(static_cast<size_t>(kept.numel()));
+    std::vector<int64_t> kept_strides = strides_of(kept);
+    for (int64_t k = 0; k < s.numel(); ++k) {
+        std::vector<int64_t> idx = unravel(s, k);
+        int64_t at = 0;
+        for (int d = 0; d < s.ndim; ++d) at += (mask & (1u << d) ? 0 : idx[d]) * kept_strides[d];
+        groups[at].push_back(x[k]);
+    }
+    std::vector<double> out;
+    for (const auto& g : groups) out.push_back(f(g));
+    return out;
+}
+
+// x reversed along the dims in `mask`.
+std::vector<double> flip_ref(const Shape& s, const std::vector<double>& x, uint32_t mask) {
+    std::vector<double> out(x.size());
+    std::vector<int64_t> strides = strides_of(s);
+    for (int64_t k = 0; k < s.numel(); ++k) {
+        std::vector<int64_t> idx = unravel(s, k);
+        int64_t from = 0;
+        for (int d = 0; d < s.ndim; ++d) from += (mask & (1u << d) ? s.dims[d] - 1 - idx[d] : idx[d]) * strides[d];
+        out[k] = x[from];
+    }
+    return out;
+}
+
+double line_prod(const std::vector<double>& x) { return std::accumulate(x.begin(), x.end(), 1.0, std::multiplies<double>()); }
+double line_min(const std::vector<double>& x) { return *std::min_element(x.begin(), x.end()); }
+double line_argmin_1based(const std::vector<double>& x) {
+    return static_cast<double>(std::min_element(x.begin(), x.end()) - x.begin() + 1);
+}
+std::vector<double> cumsum_line(const std::vector<double>& x) {
+    std::vector<double> y;
+    double total = 0;
+    for (double v : x) y.push_back(total += v);
+    return y;
+}
+
 // Every element of shape `to` read from x (shape `from`) with broadcasting: expand's reference.
 std::vector<double> expand_ref(const Shape& from, const std::vector<double>& x, const Shape& to) {
     return broadcast_ref(from, x, to, constant(to.numel(), 0), [](double a, double) { return a; });
@@ -756,6 +800,31 @@ const std::vector<OpCase>& op_cases() {
             std::vector<double> v234_t = transpose_ref(S234, V234, 1, 2, &t);
             add(row("transpose", "[2,3,4] dims 2,3", {in(S234, V234)}, {.dim = 1, .dim2 = 2}, {out(t, v234_t)}));
         }
+        {
+            // permute (2,3,1) 1-based = order {1,2,0}: y[i,j,k] = x[k,i,j]
+            Shape o{3, 4, 2};
+            std::vector<double> y;
+            for (int i = 0; i < 3; ++i)
+                for (int j = 0; j < 4; ++j)
+                    for (int k = 0; k < 2; ++k) y.push_back(V234[k * 12 + i * 4 + j]);
+            add(row("permute", "[2,3,4] dims 2,3,1", {in(S234, V234)}, {.shape = Shape{1, 2, 0}}, {out(o, y)}));
+        }
+        {
+            // regions of a [3,4]: a [2,2] block at [2,2] (1-based), and a [2,3] read down the columns
+            std::vector<double> block{V34[5], V34[6], V34[9], V34[10]};
+            std::vector<double> down{V34[0], V34[4], V34[8], V34[1], V34[5], V34[9]};
+            add(row("as_strided", "[2,2] block of [3,4]", {in(S34, V34)},
+                    {.start = 5, .shape = Shape{2, 2}, .strides = Shape{4, 1}}, {out(Shape{2, 2}, block)}));
+            add(row("as_strided", "[2,3] columns of [3,4]", {in(S34, V34)},
+                    {.start = 0, .shape = Shape{2, 3}, .strides = Shape{1, 4}}, {out(Shape{2, 3}, down)}));
+            std::vector<double> replaced = V34;
+            replaced[5] = 1, replaced[6] = 2, replaced[9] = 3, replaced[10] = 4;
+            add(row("region_scatter", "[2,2] block of [3,4] replaced", {in(S34, V34), in(Shape{2, 2}, {1, 2, 3, 4})},
+                    {.start = 5, .shape = Shape{2, 2}, .strides = Shape{4, 1}}, {out(S34, replaced)}));
+            add(row("assign_", "[2,2] block of [3,4] assigned", {in(S34, V34), in(Shape{2, 2}, {1, 2, 3, 4})},
+                    {.start = 5, .shape = Shape{2, 2}, .strides = Shape{4, 1}}, {out(S34, replaced)}));
+        }
+        add(row("contiguous", "[2,3] (already contiguous: a copy)", {in(S23, X23)}, {}, {out(S23, X23)}));
         add(row("reshape", "[2,3] as [3,2]", {in(S23, X23)}, {.shape = Shape{3, 2}}, {out(Shape{3, 2}, X23)}));
         add(row("reshape", "[2,3] as [-1]", {in(S23, X23)}, {.shape = Shape{-1}}, {out(Shape{6}, X23)}));
         add(row("unsqueeze", "[2,3] at dim 2", {in(S23, X23)}, {.dim = 1}, {out(Shape{2, 1, 3}, X23)}));
@@ -793,6 +862,10 @@ const std::vector<OpCase>& op_cases() {
                     {out(Shape{3, 2}, cols12)}));
             add(row("narrow", "[3,4] dim 1 start 3 length 1", {in(S34, V34)}, {.dim = 0, .start = 2, .length = 1},
                     {out(Shape{1, 4}, row3)}));
+            std::vector<double> col3;
+            for (int i = 0; i < 3; ++i) col3.push_back(V34[i * 4 + 2]);
+            add(row("select", "[3,4] dim 1 index 3", {in(S34, V34)}, {.dim = 0, .start = 2}, {out(Shape{4}, row3)}));
+            add(row("select", "[3,4] dim 2 index 3", {in(S34, V34)}, {.dim = 1, .start = 2}, {out(Shape{3}, col3)}));
             add(row("narrow_backward", "[3,2] into zeros [3,4] at dim 2 start 2",
                     {in(Shape{3, 2}, {1, 2, 3, 4, 5, 6})}, {.dim = 1, .start = 1, .length = 2, .shape = S34},
                     {out(S34, {0, 1, 2, 0, 0, 3, 4, 0, 0, 5, 6, 0})}));
@@ -800,6 +873,11 @@ const std::vector<OpCase>& op_cases() {
                     {in(Shape{1, 4}, {1, 2, 3, 4})}, {.dim = 0, .start = 1, .length = 1, .shape = S34},
                     {out(S34, {0, 0, 0, 0, 1, 2, 3, 4, 0, 0, 0, 0})}));
         }
+        add(row("flip", "[2,3] dim 2", {in(S23, X23)}, {.dim = 1}, {out(S23, {2.0, -1.2, 0.5, 0.8, -0.3, 1.5})}));
+        add(row("flip", "[2,3,4] dims 1 and 3 (bitmask in dim2)", {in(S234, V234)}, {.dim2 = 0b101},
+                {out(S234, flip_ref(S234, V234, 0b101))}));
+        add(row("flip", "every dim", {in(S23, X23)}, {.all = true}, {out(S23, {0.8, -0.3, 1.5, 2.0, -1.2, 0.5})}));
+        add(row("flip", "int64", {in(Shape{3}, {1, 2, 3}, I64)}, {.dim = 0}, {out(Shape{3}, {3, 2, 1}, I64)}));
 
         // --- reductions -----------------------------------------------------------------------------
         add(row("sum", "all", {in(S23, X23)}, {.all = true}, {out(Shape{}, {3.3})}));
@@ -809,12 +887,27 @@ const std::vector<OpCase>& op_cases() {
         add(row("sum", "[2,3,4] dim 2", {in(S234, V234)}, {.dim = 1},
                 {out(Shape{2, 4}, reduce_lines(S234, V234, 1, line_sum))}));
         add(row("sum", "int64 stays int64", {in(Shape{3}, {1, 2, 3}, I64)}, {.all = true}, {out(Shape{}, {6}, I64)}));
+        add(row("sum", "[2,3,4] dims 1 and 3 (bitmask in dim2)", {in(S234, V234)}, {.dim2 = 0b101},
+                {out(Shape{3}, reduce_mask_ref(S234, V234, 0b101, line_sum))}));
+        add(row("sum", "[2,3,4] dims 2 and 3 keepdim", {in(S234, V234)}, {.dim2 = 0b110, .keepdim = true},
+                {out(Shape{2, 1, 1}, reduce_mask_ref(S234, V234, 0b110, line_sum))}));
         add(row("mean", "all", {in(S23, X23)}, {.all = true}, {out(Shape{}, {0.55})}));
         add(row("mean", "dim 2", {in(S23, X23)}, {.dim = 1}, {out(Shape{2}, {1.3 / 3, 2.0 / 3})}));
         add(row("mean", "dim 1 keepdim", {in(S23, X23)}, {.dim = 0, .keepdim = true},
                 {out(Shape{1, 3}, {1.0, -0.75, 1.4})}));
         add(row("mean", "int64 input computes in float32", {in(Shape{4}, {1, 2, 3, 5}, I64)}, {.all = true},
                 {out(Shape{}, {2.75}, F32)}));
+        add(row("mean", "[2,3,4] dims 1 and 2 keepdim", {in(S234, V234)}, {.dim2 = 0b011, .keepdim = true},
+                {out(Shape{1, 1, 4}, reduce_mask_ref(S234, V234, 0b011, [](const std::vector<double>& v) {
+                     return line_sum(v) / static_cast<double>(v.size());
+                 }))}));
+        add(row("prod", "all", {in(S23, X23)}, {.all = true}, {out(Shape{}, {line_prod(X23)})}));
+        add(row("prod", "dim 2", {in(S23, X23)}, {.dim = 1}, {out(Shape{2}, {-1.2, -0.36})}));
+        add(row("prod", "a row with one zero and one with two, dim 2 keepdim", {in(S23, {1.5, 0, 2.0, 0, -1.2, 0})},
+                {.dim = 1, .keepdim = true}, {out(Shape{2, 1}, {0, 0})}));
+        add(row("prod", "[2,3,4] dims 1 and 3", {in(S234, V234)}, {.dim2 = 0b101},
+                {out(Shape{3}, reduce_mask_ref(S234, V234, 0b101, line_prod))}));
+        add(row("prod", "int64 stays int64", {in(Shape{3}, {2, 3, 4}, I64)}, {.all = true}, {out(Shape{}, {24}, I64)}));
         add(row("max", "all: one output", {in(S23, X23)}, {.all = true}, {out(Shape{}, {2.0})}));
         add(row("max", "dim 2: values and 1-based indices", {in(S23, X23)}, {.dim = 1},
                 {out(Shape{2}, {2.0, 1.5}), out(Shape{2}, {3, 1}, I64)}));
@@ -823,6 +916,43 @@ const std::vector<OpCase>& op_cases() {
         add(row("max", "[2,3,4] dim 2", {in(S234, V234)}, {.dim = 1},
                 {out(Shape{2, 4}, reduce_lines(S234, V234, 1, line_max)),
                  out(Shape{2, 4}, reduce_lines(S234, V234, 1, line_argmax_1based), I64)}));
+        add(row("min", "all: one output", {in(S23, X23)}, {.all = true}, {out(Shape{}, {-1.2})}));
+        add(row("min", "dim 2: values and 1-based indices", {in(S23, X23)}, {.dim = 1},
+                {out(Shape{2}, {-1.2, -0.3}), out(Shape{2}, {2, 2}, I64)}));
+        add(row("min", "[2,3,4] dim 3 keepdim", {in(S234, V234)}, {.dim = 2, .keepdim = true},
+                {out(Shape{2, 3, 1}, reduce_lines(S234, V234, 2, line_min)),
+                 out(Shape{2, 3, 1}, reduce_lines(S234, V234, 2, line_argmin_1based), I64)}));
+        add(row("amax", "all", {in(S23, X23)}, {.all = true}, {out(Shape{}, {2.0})}));
+        add(row("amax", "dim 2 keepdim", {in(S23, X23)}, {.dim = 1, .keepdim = true}, {out(Shape{2, 1}, {2.0, 1.5})}));
+        add(row("amax", "[2,3,4] dims 1 and 3", {in(S234, V234)}, {.dim2 = 0b101},
+                {out(Shape{3}, reduce_mask_ref(S234, V234, 0b101, line_max))}));
+        {
+            OpCase ties = row("amax", "ties: each shares the gradient", {in(S23, {1, 2, 2, 0, 2, 1})}, {.all = true},
+                              {out(Shape{}, {2})});
+            ties.no_gradcheck = "at a tie the maximum has no derivative";
+            add(ties);
+        }
+        add(row("amax", "int64", {in(Shape{3}, {4, -2, 7}, I64)}, {.all = true}, {out(Shape{}, {7}, I64)}));
+        add(row("amin", "dim 1", {in(S23, X23)}, {.dim = 0}, {out(Shape{3}, {0.5, -1.2, 0.8})}));
+        add(row("amin", "[2,3,4] dims 2 and 3 keepdim", {in(S234, V234)}, {.dim2 = 0b110, .keepdim = true},
+                {out(Shape{2, 1, 1}, reduce_mask_ref(S234, V234, 0b110, line_min))}));
+        add(row("cumsum", "dim 2", {in(S23, X23)}, {.dim = 1}, {out(S23, map_lines(S23, X23, 1, cumsum_line))}));
+        add(row("cumsum", "[2,3,4] dim 2", {in(S234, V234)}, {.dim = 1}, {out(S234, map_lines(S234, V234, 1, cumsum_line))}));
+        add(row("cumsum", "int64 stays int64", {in(Shape{3}, {1, 2, 3}, I64)}, {.dim = 0}, {out(Shape{3}, {1, 3, 6}, I64)}));
+        add(row("sort", "[2,3] dim 2 ascending", {in(S23, X23)}, {.dim = 1},
+                {out(S23, {-1.2, 0.5, 2.0, -0.3, 0.8, 1.5}), out(S23, {2, 1, 3, 2, 3, 1}, I64)}));
+        add(row("sort", "[2,3] dim 1 descending", {in(S23, X23)}, {.scalar = 1, .dim = 0},
+                {out(S23, {1.5, -0.3, 2.0, 0.5, -1.2, 0.8}), out(S23, {2, 2, 1, 1, 1, 2}, I64)}));
+        {
+            OpCase ties = row("sort", "ties keep their order; NaN is the largest", {in(Shape{5}, {1, 0, NAN, 1, 0})},
+                              {.dim = 0}, {out(Shape{5}, {0, 0, 1, 1, NAN}), out(Shape{5}, {2, 5, 1, 4, 3}, I64)});
+            ties.no_gradcheck = "ties and NaN";
+            add(ties);
+        }
+        add(row("topk", "k=2 largest along dim 2", {in(S23, X23)}, {.scalar = 1, .dim = 1, .length = 2},
+                {out(Shape{2, 2}, {2.0, 0.5, 1.5, 0.8}), out(Shape{2, 2}, {3, 1, 1, 3}, I64)}));
+        add(row("topk", "k=1 smallest along dim 1", {in(S23, X23)}, {.dim = 0, .length = 1},
+                {out(Shape{1, 3}, {0.5, -1.2, 0.8}), out(Shape{1, 3}, {1, 1, 2}, I64)}));
         add(row("softmax", "dim 2", {in(S23, X23)}, {.dim = 1}, {out(S23, map_lines(S23, X23, 1, softmax_line))}));
         add(row("softmax", "[2,3,4] dim 2", {in(S234, V234)}, {.dim = 1},
                 {out(S234, map_lines(S234, V234, 1, softmax_line))}));
@@ -866,6 +996,29 @@ const std::vector<OpCase>& op_cases() {
         add(row("scatter_add", "[2,3] into [3,3] along dim 1",
                 {in(S23, {1, 2, 3, 4, 5, 6}), in(S23, {1, 3, 1, 1, 2, 3}, I64)}, {.dim = 0, .shape = Shape{3, 3}},
                 {out(Shape{3, 3}, {5, 0, 3, 0, 5, 0, 0, 2, 6})}));
+        {
+            // an index smaller than x outside dim: y[i][j] = x[i][index[i][j]] for the first 2 rows
+            const std::vector<double> index = {4, 1, 2, 2};
+            std::vector<double> y = {V34[3], V34[0], V34[5], V34[5]};
+            add(row("gather", "[3,4] dim 2, index [2,2] smaller outside dim", {in(S34, V34), in(Shape{2, 2}, index, I64)},
+                    {.dim = 1}, {out(Shape{2, 2}, y)}));
+        }
+        add(row("scatter_add", "[2,2] into [3,4] along dim 2, index smaller outside dim",
+                {in(Shape{2, 2}, {1, 2, 3, 4}), in(Shape{2, 2}, {4, 1, 2, 2}, I64)}, {.dim = 1, .shape = S34},
+                {out(S34, {2, 0, 0, 1, 0, 7, 0, 0, 0, 0, 0, 0})}));
+        {
+            std::vector<double> x = {0.5, -1.2, 2.0, 1.5, -0.3, 0.8, 1.1, 0.4, -0.7};
+            std::vector<double> y = x;
+            y[2 * 3 + 0] = 10;   // src[0][0] to row index[0][0] = 3
+            y[0 * 3 + 1] = 20;
+            y[1 * 3 + 2] = 30;
+            add(row("scatter", "[1,3] into [3,3] along dim 1",
+                    {in(Shape{3, 3}, x), in(Shape{1, 3}, {3, 1, 2}, I64), in(Shape{1, 3}, {10, 20, 30})}, {.dim = 0},
+                    {out(Shape{3, 3}, y)}));
+            add(row("scatter", "[2,2] into [2,4] along dim 2",
+                    {in(Shape{2, 4}, {1, 2, 3, 4, 5, 6, 7, 8}), in(Shape{2, 2}, {4, 1, 2, 3}, I64), in(Shape{2, 2}, {7.5, 8.5, 9.5, 10.5})},
+                    {.dim = 1}, {out(Shape{2, 4}, {8.5, 2, 3, 7.5, 5, 9.5, 10.5, 8})}));
+        }
         add(row("scatter_add", "[3,2] into [3,4] along dim 2",
                 {in(Shape{3, 2}, {1, 2, 3, 4, 5, 6}), in(Shape{3, 2}, {4, 1, 2, 2, 3, 4}, I64)},
                 {.dim = 1, .shape = S34}, {out(S34, {2, 0, 0, 1, 0, 7, 0, 0, 0, 0, 5, 6})}));

@@ -773,10 +773,11 @@ gen("masked_fill", 6, function()
                  (targ(mask_pred, function() return copy(m.shape), (mask_pred or chance(0.5)) and "int64" or "float32", false end))
   local v = chance(0.9) and value_for(m) or wrong()
   local r = rnd(3)
-  if r == 1 then return store("masked_fill", render("masked_fill", x, mutate({mask, v}))) end
-  if r == 2 then return call("masked_fill_", x .. ":masked_fill_(" .. join(mutate({mask, v})) .. ")", {"masked_fill_"}) end
+  -- x:gt(0), the mask, can fail on its own (a stale view): then it names gt
+  if r == 1 then return store("masked_fill", render("masked_fill", x, mutate({mask, v})), {"masked_fill", "gt"}) end
+  if r == 2 then return call("masked_fill_", x .. ":masked_fill_(" .. join(mutate({mask, v})) .. ")", {"masked_fill_", "gt"}) end
   -- x[mask] = v: the error should name masked_fill (what the assignment is) or index
-  return call("x[mask]=v", fmt("%s[%s] = %s", x, mask, v), {"masked_fill", "masked_fill_", "index", "x[mask] = value"})
+  return call("x[mask]=v", fmt("%s[%s] = %s", x, mask, v), {"masked_fill", "masked_fill_", "index", "x[mask] = value", "gt"})
 end)
 
 gen("clamp", 4, function()
@@ -861,10 +862,19 @@ end)
 
 gen("shape_op", 14, function()
   local op = pick({"t", "transpose", "reshape", "view", "flatten", "unsqueeze", "squeeze", "expand", "narrow", "cat"})
+  if op == "t" and chance(0.3) then op = pick({"permute", "select", "contiguous"}) end
   local x, m = targ()
   local n = #m.shape
   if avoid.empty_huge and has_zero(m.shape) then no_huge_wrong = true end
   if op == "t" then return store("t", render("t", x, mutate({}, 0))) end
+  if op == "permute" then
+    local dims = {}
+    for i = 1, n do dims[i] = tostring(i) end
+    for i = n, 2, -1 do local j = rnd(i); dims[i], dims[j] = dims[j], dims[i] end
+    return store(op, render(op, x, mutate(dims)))
+  end
+  if op == "select" then return store(op, render(op, x, mutate({dim_arg(n), tostring(rnd(-2, 3))}))) end
+  if op == "contiguous" then return store(op, render(op, x, mutate({}, 0)), {"contiguous", "transpose"}) end
   if op == "transpose" then return store(op, render(op, x, mutate({dim_arg(n), dim_arg(n)}))) end
   if op == "flatten" then
     local args = {}
@@ -937,17 +947,19 @@ end)
 -- [SECTION] reductions, softmax, gather, losses
 
 gen("reduce", 10, function()
-  local op = pick({"sum", "mean", "max"})
+  local op = pick({"sum", "mean", "max", "prod", "min", "amax", "amin", "argmax", "argmin", "var", "std", "norm",
+                   "logsumexp", "cumsum", "sort", "topk", "flip", "unbind", "chunk", "split", "roll"})
   local x, m = targ()
   local n = #m.shape
   local args = {}
-  if chance(0.7) then args[1] = dim_arg(n) end
-  if #args == 1 and chance(0.4) then args[2] = pick({"true", "false", "1", "'x'"}) end
+  if op == "topk" or op == "chunk" or op == "split" or op == "roll" or op == "norm" then args[1] = pick({"1", "2", "0", "-1", "3"}) end
+  if chance(0.7) then args[#args + 1] = pick({dim_arg(n), "{" .. dim_arg(n) .. ", " .. dim_arg(n) .. "}"}) end
+  if #args >= 1 and chance(0.4) then args[#args + 1] = pick({"true", "false", "1", "'x'", "{keepdim = true}", "{bogus = 1}"}) end
   args = mutate(args)
   local src = render(op, x, args)
-  if op == "max" and #args >= 1 and chance(0.7) then
+  if (op == "max" or op == "min" or op == "sort" or op == "topk") and #args >= 1 and chance(0.7) then
     local k, k2 = slot(), slot()
-    return call("max", fmt("T[%d], T[%d] = %s", k, k2, src), {"max"}, {k, k2})
+    return call(op, fmt("T[%d], T[%d] = %s", k, k2, src), {op}, {k, k2})
   end
   return store(op, src)
 end)
@@ -1138,6 +1150,39 @@ gen("grad_games", 8, function()
     return store("no_grad", "torch.no_grad(function(a) return a * 2 end, " .. x .. ")", {"no_grad", "mul"})
   end
   return call("enable_grad", "X.v = torch.enable_grad(function() return torch.is_grad_enabled() end)", {"enable_grad", "is_grad_enabled"})
+end)
+
+-- Torch7 indexing (views), writes through it, and the layout calls.
+local function index_entry(size)
+  local r = rnd(8)
+  if r <= 3 then return tostring(chance(0.85) and rnd(-size, size) or rnd(-size - 2, size + 2)) end
+  if r == 4 then return "{}" end
+  if r == 5 then return "{" .. rnd(-size, size + 1) .. "}" end
+  if r == 6 then return "{" .. rnd(-size, size + 1) .. ", " .. rnd(-size, size + 1) .. "}" end
+  if r == 7 then return "{" .. rnd(-size, size) .. ", " .. rnd(-size, size) .. ", " .. rnd(-1, 3) .. "}" end
+  return pick({"1.5", "'a'", "{1, 2, 3, 4}", "{{}}", "math.maxinteger", "-2^40"})
+end
+
+gen("index_view", 10, function()
+  local x, m = targ(function(o) return #o.shape >= 1 end, function() return {rnd(1, 4), rnd(1, 4)} end)
+  local entries = {}
+  for i = 1, rnd(1, #m.shape + 1) do entries[i] = index_entry(m.shape[i] or 2) end
+  local key = chance(0.2) and entries[1] or "{" .. join(entries) .. "}"
+  local names = {"index", "x[i] = value", "assign_", "expand", "copy_", "select", "narrow", "to", "as_strided", "contiguous"}
+  local r = rnd(6)
+  if r <= 2 then return store("index", x .. "[" .. key .. "]", names) end
+  local k = slot()
+  local value = chance(0.5) and value_lit() or ("T[" .. slot() .. "]")
+  local body = fmt("T[%d] = %s; T[%d][%s] = %s", k, chance(0.5) and x or x .. ":clone()", k, key, value)
+  if chance(0.4) then body = body .. fmt("; (T[%d] * 1):sum():backward()", k) end
+  if r == 6 then
+    local op = pick({"permute(" .. join(size_args(m.shape, 0)) .. ")", "select(" .. dim_arg(#m.shape) .. ", " .. rnd(-2, 3) .. ")",
+                     "contiguous()", "stride()", "is_contiguous()", "t():contiguous()", "storage_offset()"})
+    return call("layout", fmt("X.v = %s:%s", x, op), {"permute", "select", "contiguous", "stride", "is_contiguous", "t",
+                                                       "storage_offset", "index"})
+  end
+  return call("index_assign", body, {"index", "x[i] = value", "assign_", "expand", "copy_", "select", "narrow", "to",
+                                     "as_strided", "mul", "sum", "backward", "clone", "fill_", "contiguous"}, {k})
 end)
 
 gen("inplace_view", 4, function()

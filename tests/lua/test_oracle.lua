@@ -10,23 +10,32 @@ local rows = dofile(here .. "../oracle/oracle_data.lua")
 local TOLERANCE = 1e-12   -- float64 on both sides; the math libraries may differ in the last bits
 
 local function tensor_of(data, requires_grad)
-  local t = torch.tensor(data.values, {dtype = "float64"}):reshape(table.unpack(data.shape))
-  if requires_grad then t:requires_grad_() end
+  local t = torch.tensor(data.values, {dtype = data.dtype or "float64"}):reshape(table.unpack(data.shape))
+  if requires_grad and t.dtype == "float64" then t:requires_grad_() end
   return t
 end
 
+-- A PyTorch tuple is several Lua returns, in order; int64 outputs (indices) are compared exactly.
 local rows_by_name = {}
 for _, row in ipairs(rows) do
   local what = row.name .. ": " .. row.lua
   rows_by_name[row.name] = true
   local env = setmetatable({}, {__index = _G})
   for name, data in pairs(row.inputs) do env[name] = tensor_of(data, true) end
-  local out = assert(load("return " .. row.lua, what, "t", env))()
-  check.equal(out.dtype, row.dtype, what .. ": dtype")
-  check.shape(out, row.output.shape)
-  check.close(out, row.output.values, TOLERANCE, what .. ": output")
-  local loss = (out * tensor_of(row.w, false)):sum()
-  if loss.requires_grad then loss:backward() end
+  local outs = table.pack(assert(load("return " .. row.lua, what, "t", env))())
+  check.equal(outs.n, #row.outputs, what .. ": number of results")
+  local loss
+  for i, want in ipairs(row.outputs) do
+    local out, label = outs[i], what .. ": output " .. i
+    check.equal(out.dtype, want.dtype or "float64", label .. " dtype")
+    check.shape(out, want.shape, label)
+    check.close(out, want.values, want.dtype == "int64" and 0 or TOLERANCE, label)
+    if row.ws[i] then
+      local term = (out * tensor_of(row.ws[i], false)):sum()
+      loss = loss and loss + term or term
+    end
+  end
+  if loss and loss.requires_grad then loss:backward() end
   for name, grad in pairs(row.grads) do
     local got = env[name].grad or torch.zeros(table.unpack(grad.shape))   -- no gradient flowed: zeros
     check.close(got, grad.values, TOLERANCE, what .. ": gradient of " .. name)
