@@ -1367,9 +1367,12 @@ Tensor eq(const Tensor& a, const Tensor& b) { return call(OP_eq, {&a, &b}); }
 Tensor compare(OpId op, const Tensor& a, const Tensor& b) { return call(op, {&a, &b}); }
 
 // The mask as x's dtype, so one kernel loop reads both.
+// A float mask becomes exact 1/0 first (ne 0), so that no non-zero value turns into 0 on the way
+// (0.5 into int64, 1e-300 into float32): non-zero is true, whatever the dtype.
 static Tensor mask_like(const Tensor& mask, const Tensor& x) {
     if (!mask.defined() || !x.defined() || mask.dtype() == x.dtype()) return mask;
-    return to(mask, x.dtype());
+    Tensor truth = dtype_is_float(mask.dtype()) ? compare_scalar(OP_ne, mask, 0) : mask;
+    return truth.dtype() == x.dtype() ? truth : to(truth, x.dtype());
 }
 
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {

@@ -79,6 +79,8 @@ check.close(torch.where(torch.tensor({0, 7}, {dtype = "int64"}), torch.zeros(2),
 check.equal(torch.where(torch.ones(2), torch.arange(2), 0.5).dtype, "float32", "an int64 choice beside a fraction")
 check.equal(torch.where(torch.ones(2), torch.arange(2), 5).dtype, "int64")
 check.close(torch.maximum(v, torch.zeros(4)), {1, 0 / 0, 1 / 0, 0}, 0)
+check.close(torch.arange(3):masked_fill(torch.tensor({0.5, 0, 0 / 0}), 9), {9, 1, 9}, 0, "a float mask on int64: non-zero is true")
+check.close(torch.ones(2):masked_fill(torch.tensor({1e-300, 0}, {dtype = "float64"}), 5), {5, 1}, 0, "a tiny float64 mask on float32")
 
 -- clamp: numbers, tensors (broadcast), or a mix; clamp_min / clamp_max
 local c = torch.tensor({{-3, 0, 3}, {1, 2, 5}})
