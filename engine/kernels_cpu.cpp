@@ -712,7 +712,7 @@ struct MatrixOperand {
         int nd = v.shape.ndim;
         int64_t r = v.shape.dims[nd - 2], c = v.shape.dims[nd - 1];
         *batch_stride = r * c;
-        if (!v.strided) {   // the usual case
+        if (!v.strided()) {   // the usual case
             data = v.data<T>(), rows = r, cols = c, trans = transposed;
             return;
         }

@@ -47,9 +47,9 @@ bool op_is_simple_method(OpId op) {
 static bool needs_contiguous_copies(const OpInfo& info, const KernelCall& c) {
     if (info.flags & (OPF_VIEW | OPF_STRIDED | OPF_CUSTOM)) return false;
     for (int i = 0; i < c.n_inputs; ++i)
-        if (c.inputs[i]->strided) return true;
+        if (c.inputs[i]->strided()) return true;
     if (!(info.flags & OPF_INPLACE)) return false;
-    if (c.outputs[0]->strided) return true;
+    if (c.outputs[0]->strided()) return true;
     for (int i = 1; i < c.n_inputs; ++i)
         if (c.inputs[i]->storage.get() == c.outputs[0]->storage.get()) return true;
     return false;
@@ -63,7 +63,7 @@ static void kernel_run_on_copies(const OpInfo& info, const KernelCall& c) {
         const Value& v = *c.inputs[i];
         bool aliases = inplace && i > 0 && v.storage.get() == c.outputs[0]->storage.get();
         inputs[i] = &v;
-        if (v.strided || aliases || (inplace && i == 0 && c.outputs[0]->strided)) {
+        if (v.strided() || aliases || (inplace && i == 0 && c.outputs[0]->strided())) {
             copies[i] = value_new(v.shape, v.dtype, v.device());
             value_copy_elements(copies[i], v);
             inputs[i] = &copies[i];
@@ -71,7 +71,7 @@ static void kernel_run_on_copies(const OpInfo& info, const KernelCall& c) {
     }
     Value* outputs[MAX_OUTPUTS];
     for (int i = 0; i < c.n_outputs; ++i) outputs[i] = c.outputs[i];
-    bool write_back = inplace && c.outputs[0]->strided;
+    bool write_back = inplace && c.outputs[0]->strided();
     if (write_back) outputs[0] = &copies[0];   // input 0 is the written tensor: run on its copy
     KernelCall call{inputs.data(), c.n_inputs, outputs, c.n_outputs, c.attrs, c.node};
     info.cpu_kernel(call);

@@ -1074,7 +1074,7 @@ void run_fused(const PlanStep& s, StepExec& x, PlanExec& e) {
     const Value* inputs[MAX_FUSED_INPUTS];
     for (int i = 0; i < n_inputs; ++i) {
         inputs[i] = x.inputs[i];
-        if (inputs[i]->strided) {
+        if (inputs[i]->strided()) {
             packed[i] = value_contiguous(*inputs[i]);
             inputs[i] = &packed[i];
         }

@@ -243,7 +243,7 @@ int64_t int64_from_double(double x) {
 }
 
 int64_t Value::stride(int d) const {
-    if (strided) return strides[d];
+    if (layout) return layout->dims[d];
     int64_t s = 1;
     for (int i = shape.ndim - 1; i > d; --i) s *= shape.dims[i];
     return s;
@@ -265,16 +265,20 @@ void view_set_layout(Value& v, int64_t offset, const int64_t* strides) {
         if (v.shape.dims[i] != 1 && strides[i] != expected) row_major = false;
         expected *= v.shape.dims[i];
     }
-    v.strided = !row_major && v.shape.numel() > 1;
-    for (int i = 0; i < MAX_DIMS; ++i) v.strides[i] = i < v.shape.ndim ? strides[i] : 0;
+    if (row_major || v.shape.numel() <= 1) {
+        v.layout.reset();
+        return;
+    }
+    if (!v.layout || v.layout->refcount > 1) v.layout = Ref<Strides>::adopt(new Strides{1, {}});   // else reused
+    for (int i = 0; i < MAX_DIMS; ++i) v.layout->dims[i] = i < v.shape.ndim ? strides[i] : 0;
 }
 
 int64_t value_storage_index(const Value& v, int64_t i) {
-    if (!v.strided) return v.offset + i;
+    if (!v.layout) return v.offset + i;
     int64_t at = v.offset;
     for (int d = v.shape.ndim - 1; d >= 0; --d) {
         int64_t size = v.shape.dims[d];
-        at += (i % size) * v.strides[d];
+        at += (i % size) * v.layout->dims[d];
         i /= size;
     }
     return at;
@@ -327,7 +331,7 @@ void value_copy_elements(const Value& dst, const Value& src) {
 }
 
 Value value_contiguous(const Value& v) {
-    if (!v.strided) return v;
+    if (!v.layout) return v;
     Value out = value_new(v.shape, v.dtype, v.device());
     value_copy_elements(out, v);
     return out;
@@ -336,14 +340,13 @@ Value value_contiguous(const Value& v) {
 void value_share_layout(Value& out, const Value& in) {
     out.storage = in.storage;
     out.offset = in.offset;
-    out.strided = in.strided;
-    std::memcpy(out.strides, in.strides, sizeof out.strides);
+    out.layout = in.layout;
 }
 
 bool value_overlaps_itself(const Value& v) {
-    if (!v.strided) return false;
+    if (!v.layout) return false;
     for (int d = 0; d < v.shape.ndim; ++d)
-        if (v.strides[d] == 0 && v.shape.dims[d] > 1) return true;
+        if (v.layout->dims[d] == 0 && v.shape.dims[d] > 1) return true;
     return false;
 }
 

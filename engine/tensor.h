@@ -157,20 +157,32 @@ private:
 // Value: dtype + shape + a layout in a storage. Cheap to copy (one refcount increment).
 //
 // The layout: element [i1, ..., in] sits at storage element offset + i1*stride(1) + ... + in*stride(n).
-// A value made by an op is contiguous (row-major from `offset`, `strided` false: strides[] unused);
+// A value made by an op is contiguous (row-major from `offset`, no strides block);
 // views (narrow, transpose, expand, ...) share their input's storage with another layout, and are
-// `strided` only when that layout is not row-major (view_set_layout decides). Kernels read
+// strided only when that layout is not row-major (view_set_layout decides). Kernels read
 // contiguous values only: kernel_run (ops.cpp) makes strided inputs contiguous for the ops that
 // do not take them as they are (OPF_STRIDED), and writes an in-place result back through a
 // strided view. Host code reads elements through value_get/value_set or value_contiguous.
 
+// The strides of a strided value, in elements: a refcounted block, so that the values of the
+// usual, contiguous kind stay small (a node holds several values) and copy without it.
+struct Strides {
+    int refcount;
+    int64_t dims[MAX_DIMS];
+};
+inline void ref_retain(Strides* s) { ++s->refcount; }
+inline void ref_release(Strides* s) {
+    if (--s->refcount == 0) delete s;
+}
+
 struct Value {
     Shape shape;
     DType dtype = DTYPE_F32;
-    bool strided = false;              // false: row-major from offset; true: strides[] hold the layout
-    int64_t offset = 0;                // in elements, from the start of the storage
-    int64_t strides[MAX_DIMS] = {};    // in elements; meaningful when `strided`
+    int64_t offset = 0;       // in elements, from the start of the storage
     Ref<Storage> storage;
+    Ref<Strides> layout;      // null: row-major from offset; else the strides of each dim
+
+    bool strided() const { return static_cast<bool>(layout); }
 
     int64_t numel() const { return shape.numel(); }
     template <class T>
@@ -179,7 +191,7 @@ struct Value {
     }
     void* raw() const { return static_cast<char*>(storage->data) + offset * static_cast<int64_t>(dtype_size(dtype)); }
     Device device() const { return storage->device; }
-    bool is_contiguous() const { return !strided; }
+    bool is_contiguous() const { return !layout; }
     int64_t stride(int d) const;   // the stride of dim d (0-based), contiguous or not
 };
 

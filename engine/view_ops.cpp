@@ -65,7 +65,7 @@ void check_region(const ShapeCall& c, const OpAttrs& a, int64_t numel) {
 
 // The region of `base` (contiguous) that a region's attributes describe, as a value sharing its storage.
 Value region_of(const Value& base, const OpAttrs& a, const char* op_name) {
-    if (base.strided) engine_fail("%s: the region's base must be contiguous", op_name);
+    if (base.strided()) engine_fail("%s: the region's base must be contiguous", op_name);
     Value v = base;
     v.shape = a.shape;
     view_set_layout(v, base.offset + a.start, a.strides.dims);
@@ -209,7 +209,7 @@ void view_expand(const KernelCall& c) {
 // contiguous with one another can be split or merged freely; false when the new shape would need
 // elements of two runs in one dim (then reshape copies first, and view is an error).
 bool view_strides_for(const Value& x, const Shape& to, int64_t* strides) {
-    if (!x.strided || x.numel() == 0) {
+    if (!x.strided() || x.numel() == 0) {
         shape_contiguous_strides(to, strides);
         return true;
     }
@@ -246,9 +246,9 @@ void view_reshape(const KernelCall& c) {
 }
 
 void view_as_strided(const KernelCall& c) {
-    Value region = region_of(in(c, 0), c.attrs, "as_strided");
-    view_set_layout(out(c), region.offset, region.strides);
-    if (!region.strided) out(c).strided = false;
+    const Value& x = in(c, 0);
+    if (x.strided()) engine_fail("as_strided: the region's base must be contiguous");
+    view_set_layout(out(c), x.offset + c.attrs.start, c.attrs.strides.dims);
 }
 
 // ============================================================================================
@@ -329,7 +329,7 @@ Tensor region_scatter(const Tensor& x, const Tensor& values, const OpAttrs& regi
 OpAttrs region_of_view(const Tensor& view, const Tensor& base) {
     const Value &v = view.value(), &b = base.value();
     if (v.storage.get() != b.storage.get()) engine_fail("region: the view does not share the base's storage");
-    if (b.strided) engine_fail("region: the base must be contiguous");
+    if (b.strided()) engine_fail("region: the base must be contiguous");
     OpAttrs a;
     a.shape = v.shape;
     a.strides.ndim = v.shape.ndim;

@@ -879,9 +879,9 @@ int size_tostring(lua_State* L) {
 
 int tensor_field(lua_State* L) {
     Tensor& t = check_tensor(L, 1);
-    if (lua_isinteger(L, 2) || lua_istable(L, 2)) return index_read(L);   // t[i], t[{i, {a, b}}]: views
+    if (lua_isinteger(L, 2) || lua_istable(L, 2) || test_tensor(L, 2)) return index_read(L);   // t[i], t[{i, {a, b}}]: views
     const char* key = lua_type(L, 2) == LUA_TSTRING ? lua_tostring(L, 2) : nullptr;
-    if (!key) engine_fail("index: tensors are indexed by an integer or a field name, not a %s", type_name_of(L, 2));
+    if (!key) engine_fail("index: tensors are indexed by an integer, a table of indices and ranges, an int64 index tensor, a mask or a field name, not a %s", type_name_of(L, 2));
     const Output& out = t.node->outputs[t.output];
     if (strcmp(key, "shape") == 0) {
         push_shape(L, t.shape());
@@ -920,7 +920,10 @@ int tensor_index(lua_State* L) {
 
 // x[mask] = value, as PyTorch's grad_input[x < 0] = 0
 int assign_masked(lua_State* L) {
-    ops::masked_fill_(check_tensor(L, 1), check_tensor(L, 2), check_number(L, 3, "value"));
+    check_tensor(L, 1);
+    Tensor mask = check_tensor(L, 2);
+    double value = check_number(L, 3, "value");
+    run_inplace(L, [&](Tensor& t) { ops::masked_fill_(t, mask, value); }, {});
     return 0;
 }
 
@@ -960,7 +963,10 @@ int assign_unknown(lua_State* L) {
 
 // x[k] = v: each assignment runs guarded under the name the user wrote.
 int tensor_newindex(lua_State* L) {
-    if (test_tensor(L, 2)) return run_guarded(L, assign_masked, "x[mask] = value");
+    if (Tensor* key = test_tensor(L, 2)) {
+        if (key->dtype() == DTYPE_I64) return run_guarded(L, index_assign, "x[index] = value");
+        return run_guarded(L, assign_masked, "x[mask] = value");
+    }
     if (lua_isinteger(L, 2) || lua_istable(L, 2)) return run_guarded(L, index_assign, "x[i] = value");
     const char* key = lua_type(L, 2) == LUA_TSTRING ? lua_tostring(L, 2) : "";
     if (strcmp(key, "requires_grad") == 0) return run_guarded(L, assign_requires_grad, "requires_grad");

@@ -44,6 +44,8 @@ td::Reduction reduction_from_arg(lua_State* L, int idx);
 td::Tensor promoted_for_number(lua_State* L, int number_idx, const td::Tensor& t);
 // An in-place op's operand: a tensor, or a number as a 0-d tensor of like's dtype.
 td::Tensor operand_of(lua_State* L, int idx, const td::Tensor& like);
+// The user's file:line for the op being recorded (the engine's source locator).
+td::SourceLoc locate_in_lua(void*);
 // Push a shape as a torch.Size-like table.
 void push_shape(lua_State* L, const td::Shape& s);
 

@@ -164,16 +164,85 @@ Tensor index_view(lua_State* L, const Tensor& t, int key) {
 
 }  // namespace
 
+// The 1-based positions (int64, 1-d) where `mask`, broadcast to `shape`, is non-zero, counted over
+// the flattened shape. The mask's values decide the result's size: a frozen function records
+// them as a guard (a replay with another mask fails loudly instead of reusing these positions).
+static Tensor mask_positions(const Tensor& mask, const Shape& shape, const char* what) {
+    Shape full = broadcast_shapes(what, mask.shape(), shape);
+    if (full != shape)
+        engine_fail("%s: a mask of shape %s does not fit a tensor of shape %s", what, mask.shape().str().c_str(),
+                    shape.str().c_str());
+    if (plan_recording()) plan_record_note_values(mask, locate_in_lua(nullptr), what);
+    Value m = value_contiguous(ops::expand(mask, shape).value());
+    std::vector<double> positions;
+    for (int64_t i = 0; i < m.numel(); ++i)
+        if (value_get(m, i) != 0) positions.push_back(static_cast<double>(i + 1));
+    Shape s{static_cast<int64_t>(positions.size())};
+    return ops::from_values(s, DTYPE_I64, positions.data());
+}
+
+// t[index] with an int64 tensor: index_select along dim 1 (a copy); the index may have any shape,
+// which replaces dim 1 (as PyTorch's t[index]).
+static Tensor index_with_tensor(const Tensor& t, const Tensor& index) {
+    if (t.shape().ndim == 0) engine_fail("index: a 0-d tensor has no elements to index (use item())");
+    Tensor flat = index.shape().ndim == 1 ? index : ops::reshape(index, Shape{index.numel()});
+    Tensor picked = ops::index_select(t, 0, flat);
+    if (index.shape().ndim == 1) return picked;
+    Shape s = index.shape();
+    for (int d = 1; d < t.shape().ndim; ++d) s.dims[s.ndim++] = t.shape().dims[d];
+    if (s.ndim > MAX_DIMS) engine_fail("index: the result would have more than %d dims", MAX_DIMS);
+    return ops::reshape(picked, s);
+}
+
 int index_read(lua_State* L) {
     Tensor& t = check_tensor(L, 1);
+    if (Tensor* key = test_tensor(L, 2)) {
+        if (key->dtype() == DTYPE_I64) return push_tensor(L, index_with_tensor(t, *key));
+        // t[mask]: the elements where mask is non-zero, in order (masked_select: a 1-d copy)
+        Tensor flat = ops::reshape(t, Shape{t.numel()});
+        return push_tensor(L, ops::index_select(flat, 0, mask_positions(*key, t.shape(), "index")));
+    }
     return push_view(L, index_view(L, t, 2), 1);
+}
+
+// Writes `value` into the view of slot 1 that `view` is: recorded on the base when autograd must
+// see it (see the file's comment), else straight into the storage.
+static void write_view(lua_State* L, Tensor& t, Tensor view, const Tensor& value);
+
+// t[index] = value with an int64 index: each indexed slice along dim 1 is assigned in turn (the
+// value broadcasts to t[index]'s shape; with repeated indices the last write wins, as PyTorch).
+static void assign_with_index(lua_State* L, Tensor& t, const Tensor& index, const Tensor& value) {
+    if (t.shape().ndim == 0) engine_fail("a 0-d tensor has no elements to index (use fill_)");
+    Value positions = value_contiguous(index.value());
+    Shape target = index.shape();
+    for (int d = 1; d < t.shape().ndim; ++d) target.dims[target.ndim++] = t.shape().dims[d];
+    Tensor values = ops::expand(value, target);
+    Tensor rows = ops::reshape(ops::contiguous(values), Shape{positions.numel(), t.numel() / std::max<int64_t>(t.shape().dims[0], 1)});
+    int64_t size = t.shape().dims[0];
+    for (int64_t i = 0; i < positions.numel(); ++i) {
+        int64_t at = static_cast<int64_t>(value_get(positions, i));
+        if (at == 0 || at < -size || at > size)
+            engine_fail("index %lld out of range for dim 1 of size %lld", static_cast<long long>(at), static_cast<long long>(size));
+        Tensor slice = ops::select(t, 0, at > 0 ? at - 1 : size + at);
+        write_view(L, t, slice, ops::reshape(ops::select(rows, 0, i), slice.shape()));
+    }
 }
 
 // t[key] = value: a number or a tensor (broadcast to the indexed region).
 int index_assign(lua_State* L) {
     Tensor& t = check_tensor(L, 1);
-    Tensor view = index_view(L, t, 2);
     Tensor value = lua_type(L, 3) == LUA_TNUMBER ? operand_of(L, 3, t) : check_tensor(L, 3);
+    if (Tensor* key = test_tensor(L, 2)) {
+        if (key->dtype() != DTYPE_I64) engine_fail("a tensor index is an int64 index or a mask (x[mask] = number)");
+        Tensor index = *key;
+        assign_with_index(L, t, index, value);
+        return 0;
+    }
+    write_view(L, t, index_view(L, t, 2), value);
+    return 0;
+}
+
+static void write_view(lua_State* L, Tensor& t, Tensor view, const Tensor& value) {
     if (value.dtype() == DTYPE_F64 && t.dtype() == DTYPE_I64)   // a fraction into int64: refused as copy_ does
         engine_fail("the tensor is int64 but the value is float64; an int64 tensor holds whole numbers only");
     int base_idx = push_base_of(L, 1);
@@ -181,16 +250,14 @@ int index_assign(lua_State* L) {
     bool tracked = grad_enabled() && (t.requires_grad() || base->requires_grad() || value.requires_grad());
     if (!tracked) {
         ops::copy_(view, value);
-        return 0;
-    }
-    if (base_idx) {   // t is a view itself: write into the root, then take t again from it
+    } else if (base_idx) {   // t is a view itself: write into the root, then take t again from it
         OpAttrs t_region = ops::region_of_view(t, *base);
         assign_through(*base, view, value);
         t = ops::as_strided(*base, t_region);
     } else {
         assign_through(t, view, value);
     }
-    return 0;
+    if (base_idx) lua_pop(L, 1);
 }
 
 // ============================================================================================

@@ -116,4 +116,16 @@ for _ = 1, 2 do
   local a2, b2 = torch.randn(3, 4), torch.randn(4, 1)
   check.close(f(a2, b2), step(a2, b2), 0, "frozen views replay as eager")
 end
+-- Tensor keys: an int64 index selects along dim 1 (a copy), a mask picks elements (masked_select).
+x = base()
+check.close(x[torch.tensor({3, 1}, {dtype = "int64"})], {{9, 10, 11, 12}, {1, 2, 3, 4}}, 0, "t[index]")
+check.close(x[x:gt(9)], {10, 11, 12}, 0, "t[mask]")
+check.close(x[torch.tensor({0, 1, 0, 1}):view(1, 4)], {2, 4, 6, 8, 10, 12}, 0, "a mask broadcasts")
+x[torch.tensor({2}, {dtype = "int64"})] = 0
+check.close(x[2], {0, 0, 0, 0}, 0, "t[index] = number")
+check.fails("index", "index 4 out of range", function() return base()[torch.tensor({4}, {dtype = "int64"})] end)
+-- in a frozen function a mask's values decide the result's size: they are a guard
+local pick = torch.freeze(function(a) return a[a:gt(0)] * 2 end, torch.tensor({1, -1, 1}))
+check.close(pick(torch.tensor({5, -2, 3})), {10, 6}, 0, "the same mask: replayed")
+check.close(pick(torch.tensor({5, 2, 3})), {10, 4, 6}, 0, "another mask: the guard fails, the function is recorded again")
 print("views ok")

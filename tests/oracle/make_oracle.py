@@ -72,6 +72,12 @@ def writes_through_views(x, w):
     return y
 
 
+def assign_rows(x, w):
+    y = x * 1
+    y[torch.tensor([2, 0])] = w
+    return y
+
+
 def assign_column(x, w):
     y = x.clone()
     y[:, 1] = w
@@ -118,6 +124,11 @@ ROWS = [
      [("x", (3, 2), "any"), ("w", (2,), "any")]),
     ("in place through views", "(function() local y = x * 1; y:narrow(2, 1, 1):mul_(3); y[{2, {}}]:add_(w); "
      "y[{3, 2}] = 7; return y end)()", writes_through_views, [("x", (3, 2), "any"), ("w", (2,), "any")]),
+    ("index", "x[torch.tensor({3, 1, 3}, {dtype = torch.int64})]", lambda x: x[torch.tensor([2, 0, 2])],
+     [("x", (3, 2), "any")]),
+    ("index", "x[x:gt(0)]", lambda x: x[x > 0], [("x", (3, 4), "any")]),
+    ("assign rows by index", "(function() local y = x * 1; y[torch.tensor({3, 1}, {dtype = torch.int64})] = w; return y end)()",
+     assign_rows, [("x", (3, 2), "any"), ("w", (2, 2), "any")]),
     ("assign a broadcast tensor", "(function() local y = x:clone(); y[{{}, 2}] = w; return y end)()",
      assign_column, [("x", (2, 3), "any"), ("w", (1,), "any")]),
     # a chain: gradients through several of them at once
