@@ -309,6 +309,53 @@ void cpu_arange(const KernelCall& c) {
     DISPATCH_ALL(o.dtype, for (int64_t i = 0; i < n; ++i) o.data<T>()[i] = static_cast<T>(i));
 }
 
+// linspace as PyTorch's CPU kernel: the first half counts up from lo, the second down from hi (so
+// both ends are exact); floats step in their own type, int64 in float64 (then truncated).
+void cpu_linspace(const KernelCall& c) {
+    const Value& o = out(c);
+    int64_t steps = o.numel(), halfway = steps / 2;
+    DISPATCH_ALL(o.dtype, {
+        using Step = std::conditional_t<std::is_integral_v<T>, double, T>;
+        T start = element_cast<T>(c.attrs.lo), end = element_cast<T>(c.attrs.hi);
+        Step step = steps > 1 ? (static_cast<Step>(end) - static_cast<Step>(start)) / static_cast<Step>(steps - 1) : Step(0);
+        T* p = o.data<T>();
+        for (int64_t i = 0; i < steps; ++i)
+            p[i] = steps == 1 ? start : i < halfway ? element_cast<T>(start + step * static_cast<Step>(i))
+                               : element_cast<T>(end - step * static_cast<Step>(steps - i - 1));   // int64: saturates
+    });
+}
+
+// A uniform whole number in [0, n), n > 0: 64 random bits, rejecting the top values that would
+// favour small results.
+static uint64_t uniform_below(uint64_t n) {
+    uint64_t limit = UINT64_MAX - UINT64_MAX % n;
+    uint64_t r;
+    do r = engine_random_u64(); while (r >= limit);
+    return r % n;
+}
+
+void cpu_randint(const KernelCall& c) {
+    const Value& o = out(c);
+    int64_t low = static_cast<int64_t>(c.attrs.lo);
+    // the rule checked low < high, both within 2^62: the range fits, computed without signed overflow
+    uint64_t range = static_cast<uint64_t>(static_cast<int64_t>(c.attrs.hi)) - static_cast<uint64_t>(low);
+    for (int64_t i = 0; i < o.numel(); ++i) {
+        int64_t v = static_cast<int64_t>(static_cast<uint64_t>(low) + uniform_below(range));
+        if (o.dtype == DTYPE_I64) o.data<int64_t>()[i] = v;
+        else value_set(o, i, static_cast<double>(v));
+    }
+}
+
+// 1..n shuffled (Fisher-Yates).
+void cpu_randperm(const KernelCall& c) {
+    const Value& o = out(c);
+    int64_t n = o.numel();
+    std::vector<int64_t> p(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) p[i] = i + 1;
+    for (int64_t i = n - 1; i > 0; --i) std::swap(p[i], p[uniform_below(static_cast<uint64_t>(i) + 1)]);
+    for (int64_t i = 0; i < n; ++i) value_set(o, i, static_cast<double>(p[i]));
+}
+
 // ============================================================================================
 // [SECTION] elementwise
 //
@@ -351,10 +398,23 @@ template <class D> auto ceil(const Eigen::ArrayBase<D>& x) {
 template <class D> auto rint(const Eigen::ArrayBase<D>& x) {
     if constexpr (std::is_integral_v<typename D::Scalar>) return x.derived(); else return x.rint();
 }
-template <class C, class T, class D> auto where(const Eigen::ArrayBase<C>& condition, T a, const Eigen::ArrayBase<D>& b) {
+template <class D> auto isnan(const Eigen::ArrayBase<D>& x) { return each(x, [](auto v) { return isnan(v); }); }
+template <class D> auto isinf(const Eigen::ArrayBase<D>& x) { return each(x, [](auto v) { return isinf(v); }); }
+template <class D> auto isfinite(const Eigen::ArrayBase<D>& x) { return each(x, [](auto v) { return isfinite(v); }); }
+template <class D, class T> auto gelu(const Eigen::ArrayBase<D>& x, T approximate) {
+    return each(x, [approximate](auto v) { return gelu(v, approximate); });
+}
+template <class D, class T> auto softplus(const Eigen::ArrayBase<D>& x, T beta, T threshold) {
+    return each(x, [beta, threshold](auto v) { return softplus(v, beta, threshold); });
+}
+template <class C, class D, class E>
+auto where(const Eigen::ArrayBase<C>& condition, const Eigen::ArrayBase<D>& a, const Eigen::ArrayBase<E>& b) {
+    return condition.select(a, b);
+}
+template <class C, Scalar T, class D> auto where(const Eigen::ArrayBase<C>& condition, T a, const Eigen::ArrayBase<D>& b) {
     return condition.select(D::Constant(b.size(), a), b);
 }
-template <class C, class D, class T> auto where(const Eigen::ArrayBase<C>& condition, const Eigen::ArrayBase<D>& a, T b) {
+template <class C, class D, Scalar T> auto where(const Eigen::ArrayBase<C>& condition, const Eigen::ArrayBase<D>& a, T b) {
     return condition.select(a, D::Constant(a.size(), b));
 }
 
@@ -481,6 +541,121 @@ const ElementwiseMath* elementwise_math(OpId op) {
     return table[op].arity ? &table[op] : nullptr;
 }
 
+namespace {
+
+// The strides with which an operand of shape `s` is read at each index of `full` (0 along the
+// dims it is broadcast over), aligned from the right.
+void broadcast_strides(const Shape& full, const Shape& s, int64_t* strides) {
+    int64_t stride = 1;
+    for (int i = full.ndim - 1; i >= 0; --i) {
+        int j = i - (full.ndim - s.ndim);
+        strides[i] = (j < 0 || s.dims[j] == 1) ? 0 : stride;
+        if (j >= 0) stride *= s.dims[j];
+    }
+}
+
+template <class C, class T>
+void where_loop(const Value& condition, const Value& a, const Value& b, const Value& o) {
+    const C* pc = condition.data<C>();
+    const T* pa = a.data<T>();
+    const T* pb = b.data<T>();
+    T* po = o.data<T>();
+    int64_t n = o.numel();
+    if (condition.shape == o.shape && a.shape == o.shape && b.shape == o.shape) {
+        for (int64_t k = 0; k < n; ++k) po[k] = pc[k] != C(0) ? pa[k] : pb[k];
+        return;
+    }
+    const Shape& full = o.shape;
+    int64_t sc[MAX_DIMS], sa[MAX_DIMS], sb[MAX_DIMS], index[MAX_DIMS] = {};
+    broadcast_strides(full, condition.shape, sc);
+    broadcast_strides(full, a.shape, sa);
+    broadcast_strides(full, b.shape, sb);
+    int64_t oc = 0, oa = 0, ob = 0;
+    for (int64_t k = 0; k < n; ++k) {
+        po[k] = pc[oc] != C(0) ? pa[oa] : pb[ob];
+        for (int d = full.ndim - 1; d >= 0; --d) {   // the next index, last dim fastest
+            oc += sc[d];
+            oa += sa[d];
+            ob += sb[d];
+            if (++index[d] < full.dims[d]) break;
+            oc -= sc[d] * full.dims[d];
+            oa -= sa[d] * full.dims[d];
+            ob -= sb[d] * full.dims[d];
+            index[d] = 0;
+        }
+    }
+}
+
+// Keeps the elements on the lower (upper) side of diagonal k of each matrix, zeroes the rest.
+void triangle_kernel(const KernelCall& c, bool lower) {
+    const Value &x = in(c, 0), &o = out(c);
+    int64_t rows = x.shape.dims[x.shape.ndim - 2], cols = x.shape.dims[x.shape.ndim - 1];
+    int64_t matrices = x.numel() / (rows * cols), k = c.attrs.start;
+    DISPATCH_ALL(o.dtype, {
+        const T* px = x.data<T>();
+        T* po = o.data<T>();
+        for (int64_t m = 0; m < matrices; ++m)
+            for (int64_t i = 0; i < rows; ++i)
+                for (int64_t j = 0; j < cols; ++j) {
+                    int64_t at = (m * rows + i) * cols + j;
+                    bool keep = lower ? j - i <= k : j - i >= k;
+                    po[at] = keep ? px[at] : T(0);
+                }
+    });
+}
+
+}  // namespace
+
+void cpu_where(const KernelCall& c) {
+    const Value &condition = in(c, 0), &o = out(c);
+    DISPATCH_ALL(o.dtype, {
+        using Out = T;
+        switch (condition.dtype) {
+            case DTYPE_F32: where_loop<float, Out>(condition, in(c, 1), in(c, 2), o); break;
+            case DTYPE_F64: where_loop<double, Out>(condition, in(c, 1), in(c, 2), o); break;
+            case DTYPE_I64: where_loop<int64_t, Out>(condition, in(c, 1), in(c, 2), o); break;
+        }
+    });
+}
+
+void cpu_tril(const KernelCall& c) { triangle_kernel(c, true); }
+void cpu_triu(const KernelCall& c) { triangle_kernel(c, false); }
+
+// Each row of probabilities (any non-negative weights, not all zero) gives `length` 1-based
+// categories: with replacement each is drawn from the whole row (a search in the running sums);
+// without, a drawn category's weight becomes zero.
+void cpu_multinomial(const KernelCall& c) {
+    const Value &p = in(c, 0), &o = out(c);
+    int64_t k = p.shape.dims[p.shape.ndim - 1], rows = p.numel() / k, n = c.attrs.length;
+    std::vector<double> weights(static_cast<size_t>(k)), sums(static_cast<size_t>(k));
+    for (int64_t r = 0; r < rows; ++r) {
+        int64_t positive = 0;
+        for (int64_t j = 0; j < k; ++j) {
+            double w = value_get(p, r * k + j);
+            if (!(w >= 0) || std::isinf(w))
+                engine_fail("multinomial: probabilities must be finite and not negative, got %g in row %lld", w,
+                            static_cast<long long>(r + 1));
+            weights[j] = w;
+            positive += w > 0;
+        }
+        if (positive == 0) engine_fail("multinomial: row %lld has no category with a positive probability", static_cast<long long>(r + 1));
+        if (!c.attrs.all && positive < n)
+            engine_fail("multinomial: row %lld has %lld categories with a positive probability, fewer than the %lld "
+                        "samples to draw without replacement",
+                        static_cast<long long>(r + 1), static_cast<long long>(positive), static_cast<long long>(n));
+        int64_t* out_row = o.data<int64_t>() + r * n;
+        for (int64_t s = 0; s < n; ++s) {
+            double total = 0;
+            for (int64_t j = 0; j < k; ++j) sums[j] = total += weights[j];
+            double u = uniform_double() * total;
+            int64_t pick = std::upper_bound(sums.begin(), sums.end(), u) - sums.begin();
+            while (pick >= k || weights[pick] == 0) --pick;   // u rounded up to the total: the last positive one
+            out_row[s] = pick + 1;
+            if (!c.attrs.all) weights[pick] = 0;
+        }
+    }
+}
+
 // ============================================================================================
 // [SECTION] products
 
@@ -561,7 +736,7 @@ struct MatrixOperand {
 };
 
 void cpu_mm(const KernelCall& c) {
-    DISPATCH_FLOAT("mm", out(c).dtype, {
+    DISPATCH_ALL(out(c).dtype, {   // int64 too: int64 mm stays int64, as PyTorch
         int64_t unused;
         MatrixOperand<T> a(in(c, 0), c.attrs.trans_a, &unused), b(in(c, 1), c.attrs.trans_b, &unused);
         matmul_into<T>(out(c).data<T>(), a.data, b.data, a.rows, a.cols, b.rows, b.cols, a.trans, b.trans,
@@ -572,7 +747,7 @@ void cpu_mm(const KernelCall& c) {
 void cpu_bmm(const KernelCall& c) {
     const Value& o = out(c);
     int64_t batch = o.shape[0], o_size = o.shape[1] * o.shape[2];
-    DISPATCH_FLOAT("bmm", o.dtype, {
+    DISPATCH_ALL(o.dtype, {
         int64_t a_size, b_size;
         MatrixOperand<T> a(in(c, 0), c.attrs.trans_a, &a_size), b(in(c, 1), c.attrs.trans_b, &b_size);
         for (int64_t i = 0; i < batch; ++i)
@@ -1444,10 +1619,14 @@ size_t columns_bytes(const Shape& weight, const Shape& output, DType dtype) {
 
 size_t cpu_kernel_scratch_bytes(OpId op, const Value* const* inputs, int n_inputs, const Shape& output,
                                 DType output_dtype, const OpAttrs& attrs) {
+    if (op == OP_randperm) return bytes_of(output, DTYPE_I64);   // 1..n before it is written out
     if (n_inputs < 1) return 0;
     switch (op) {
-        case OP_eq: case OP_lt: case OP_le: case OP_gt: case OP_ge:   // int64 inputs: compared as int64 first
+        case OP_eq: case OP_ne: case OP_lt: case OP_le: case OP_gt: case OP_ge:   // int64 inputs: compared as int64 first
+        case OP_isnan: case OP_isinf: case OP_isfinite:
             return inputs[0]->dtype == output_dtype ? 0 : bytes_of(output, DTYPE_I64);
+        case OP_multinomial:   // a row's weights and running sums
+            return inputs[0]->shape.ndim > 0 ? times(static_cast<size_t>(inputs[0]->shape[inputs[0]->shape.ndim - 1]), 16) : 0;
         case OP_conv2d: return n_inputs > 1 ? columns_bytes(inputs[1]->shape, output, output_dtype) : 0;
         case OP_conv2d_backward_input: return n_inputs > 1 ? columns_bytes(inputs[1]->shape, inputs[0]->shape, output_dtype) : 0;
         case OP_conv2d_backward_weight: return columns_bytes(output, inputs[0]->shape, output_dtype);

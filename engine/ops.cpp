@@ -36,7 +36,8 @@ void not_differentiable(BackwardCall&) {}
 
 bool op_is_simple_method(OpId op) {
     const OpInfo& info = op_table[op];
-    return elementwise_math(op) && info.n_inputs == 1 && info.attrs_kind == ATTRS_NONE && !(info.flags & OPF_INTERNAL);
+    return elementwise_math(op) && info.n_inputs == 1 && info.attrs_kind == ATTRS_NONE &&
+           !(info.flags & (OPF_INTERNAL | OPF_FUNCTIONAL));
 }
 
 // Whether a kernel that reads contiguous values needs copies made for this call: an input that is
@@ -174,6 +175,16 @@ std::string op_describe_attrs(OpId op, const OpAttrs& a) {
             return s;
         }
         case ATTRS_LOSS: return a.reduction == REDUCTION_SUM ? "reduction=sum" : "";
+        case ATTRS_ACTIVATION:
+            if (op == OP_leaky_relu) return "negative_slope=" + number_str(a.scalar);
+            if (op == OP_elu) return "alpha=" + number_str(a.scalar);
+            if (op == OP_softplus) return "beta=" + number_str(a.scalar) + " threshold=" + number_str(a.hi);
+            return a.scalar != 0 ? "approximate=tanh" : "";   // gelu, gelu_backward
+        case ATTRS_RANGE:
+            if (op == OP_randint) return "low=" + number_str(a.lo) + " high=" + number_str(a.hi);
+            return "start=" + number_str(a.lo) + " end=" + number_str(a.hi);
+        case ATTRS_DIAGONAL: return a.start ? "diagonal=" + std::to_string(a.start) : "";
+        case ATTRS_SAMPLE: return "samples=" + std::to_string(a.length) + (a.all ? " replacement" : "");
         case ATTRS_REGION:
             return "shape=" + a.shape.str() + " strides=" + a.strides.str() + " offset=" + std::to_string(a.start);
     }
@@ -210,6 +221,22 @@ int dim_normalize(const char* op_name, int64_t dim, int ndim) {
 
 // ============================================================================================
 // [SECTION] shape rules
+
+static int dtype_rank(DType d) { return d == DTYPE_F64 ? 2 : d == DTYPE_F32 ? 1 : 0; }
+
+DType promote_dtypes(const Value* const* inputs, int n_inputs) {
+    bool any_dims = false, any_zero_d = false;
+    DType dims_dtype = DTYPE_I64, zero_d_dtype = DTYPE_I64;
+    for (int i = 0; i < n_inputs; ++i) {
+        DType d = inputs[i]->dtype;
+        DType& widest = inputs[i]->shape.ndim > 0 ? dims_dtype : zero_d_dtype;
+        (inputs[i]->shape.ndim > 0 ? any_dims : any_zero_d) = true;
+        if (dtype_rank(d) > dtype_rank(widest)) widest = d;
+    }
+    if (!any_dims) return zero_d_dtype;
+    if (any_zero_d && !dtype_is_float(dims_dtype) && dtype_is_float(zero_d_dtype)) return zero_d_dtype;
+    return dims_dtype;
+}
 
 Shape broadcast_shapes(const char* op_name, const Shape& a, const Shape& b) {
     if (a == b) return a;
@@ -263,9 +290,56 @@ void shape_broadcast(ShapeCall& c) {
     c.set_output(0, broadcast_shapes(c.op_name, in(c, 0).shape, in(c, 1).shape), in(c, 0).dtype);
 }
 
+// Comparisons of two tensors (broadcast) and tests of one (isnan): 1 or 0 in the float dtype.
 void shape_compare(ShapeCall& c) {
     DType dtype = dtype_is_float(in(c, 0).dtype) ? in(c, 0).dtype : DTYPE_F32;
-    c.set_output(0, broadcast_shapes(c.op_name, in(c, 0).shape, in(c, 1).shape), dtype);
+    if (c.n_inputs == 1) c.set_output(0, in(c, 0).shape, dtype);
+    else c.set_output(0, broadcast_shapes(c.op_name, in(c, 0).shape, in(c, 1).shape), dtype);
+}
+
+// where(condition, a, b): the three shapes broadcast together; a and b of one dtype.
+void shape_where(ShapeCall& c) {
+    if (in(c, 1).dtype != in(c, 2).dtype)
+        engine_fail("%s: the two choices must have one dtype, got %s and %s", c.op_name, dtype_name(in(c, 1).dtype),
+                    dtype_name(in(c, 2).dtype));
+    Shape s = broadcast_shapes(c.op_name, broadcast_shapes(c.op_name, in(c, 0).shape, in(c, 1).shape), in(c, 2).shape);
+    c.set_output(0, s, in(c, 1).dtype);
+}
+
+// tril, triu: a matrix or a batch of them (the last two dims).
+void shape_triangle(ShapeCall& c) {
+    if (in(c, 0).shape.ndim < 2)
+        engine_fail("%s: expects a matrix (2 or more dims), got %s", c.op_name, in(c, 0).shape.str().c_str());
+    c.set_output(0, in(c, 0).shape, in(c, 0).dtype);
+}
+
+void shape_randint(ShapeCall& c) {
+    if (!(c.attrs.lo < c.attrs.hi))
+        engine_fail("%s: low (%g) must be less than high (%g)", c.op_name, c.attrs.lo, c.attrs.hi);
+    if (c.attrs.lo != std::floor(c.attrs.lo) || c.attrs.hi != std::floor(c.attrs.hi) || std::fabs(c.attrs.lo) > 0x1p62 ||
+        std::fabs(c.attrs.hi) > 0x1p62)
+        engine_fail("%s: low and high must be whole numbers below 2^62 in size, got %g and %g", c.op_name, c.attrs.lo,
+                    c.attrs.hi);
+    shape_create(c);
+}
+
+// multinomial: probabilities [k] or [m,k] (float) -> [n] or [m,n] int64.
+void shape_multinomial(ShapeCall& c) {
+    const Value& p = in(c, 0);
+    if (!dtype_is_float(p.dtype))
+        engine_fail("%s: the probabilities must be float32 or float64, got %s", c.op_name, dtype_name(p.dtype));
+    if (p.shape.ndim != 1 && p.shape.ndim != 2)
+        engine_fail("%s: expects probabilities of 1 or 2 dims, got %s", c.op_name, p.shape.str().c_str());
+    int64_t k = p.shape.dims[p.shape.ndim - 1];
+    if (k == 0) engine_fail("%s: there are no categories (shape %s)", c.op_name, p.shape.str().c_str());
+    if (c.attrs.length <= 0)
+        engine_fail("%s: the number of samples must be positive, got %lld", c.op_name, static_cast<long long>(c.attrs.length));
+    if (!c.attrs.all && c.attrs.length > k)
+        engine_fail("%s: cannot draw %lld samples from %lld categories without replacement", c.op_name,
+                    static_cast<long long>(c.attrs.length), static_cast<long long>(k));
+    Shape s = p.shape;
+    s.dims[s.ndim - 1] = c.attrs.length;
+    c.set_output(0, s, DTYPE_I64);
 }
 
 void shape_same(ShapeCall& c) { c.set_output(0, in(c, 0).shape, in(c, 0).dtype); }
@@ -752,17 +826,26 @@ void backward_div(BackwardCall& c) {   // y = a / b: da = g / b, db = -g * y / b
         c.grad_in[1] = reduce_to(ops::neg(ops::div(ops::mul(g, c.output(0)), c.input(1))), c.input_shape(1));
 }
 
-// y = a ^ b: da = g * b * a^(b-1), db = g * y * ln a (nan where a < 0, as in PyTorch; computed
-// only when b needs a gradient, so a constant exponent never spreads it)
+// A 0-d tensor of x's dtype holding s (a comparison's other side, where's constant choice).
+static Tensor constant_like(const Tensor& x, double s) { return ops::create(OP_full, Shape{}, x.dtype(), s); }
+
+// y = a ^ b, as PyTorch's pow_backward_self and pow_backward_exponent:
+// da = g * b * a^(b-1), but 0 where b == 0 (0^0 has a zero gradient, not NaN);
+// db = g * y * ln a (NaN where a < 0), but 0 where a == 0 and b >= 0. Computed only when b needs
+// a gradient, so a constant exponent never spreads it.
 void backward_pow_tensor(BackwardCall& c) {
     const Tensor& g = c.grad_out[0];
     if (c.needs_grad(0)) {
         Tensor exponent_minus_1 = ops::add_scalar(c.input(1), -1);
         Tensor local = ops::mul(c.input(1), ops::pow_tensor(c.input(0), exponent_minus_1));
-        c.grad_in[0] = reduce_to(ops::mul(g, local), c.input_shape(0));
+        Tensor da = ops::where(ops::compare_scalar(OP_eq, c.input(1), 0), constant_like(g, 0), ops::mul(g, local));
+        c.grad_in[0] = reduce_to(da, c.input_shape(0));
     }
-    if (c.needs_grad(1))
-        c.grad_in[1] = reduce_to(ops::mul(ops::mul(g, c.output(0)), ops::unary(OP_log, c.input(0))), c.input_shape(1));
+    if (c.needs_grad(1)) {
+        Tensor zero_base = ops::mul(ops::compare_scalar(OP_eq, c.input(0), 0), ops::compare_scalar(OP_ge, c.input(1), 0));
+        Tensor y_log_a = ops::mul(c.output(0), ops::unary(OP_log, c.input(0)));
+        c.grad_in[1] = reduce_to(ops::mul(g, ops::where(zero_base, constant_like(g, 0), y_log_a)), c.input_shape(1));
+    }
 }
 
 void backward_mul_scalar(BackwardCall& c) { c.grad_in[0] = ops::mul_scalar(c.grad_out[0], c.attrs().scalar); }
@@ -775,10 +858,12 @@ void backward_rdiv_scalar(BackwardCall& c) {   // y = s / x: dx = -g * y / x
     c.grad_in[0] = ops::neg(ops::div(ops::mul(c.grad_out[0], c.output(0)), c.input(0)));
 }
 
-void backward_pow(BackwardCall& c) {   // y = x^p: dx = g * p * x^(p-1)
+void backward_pow(BackwardCall& c) {   // y = x^p: dx = g * p * x^(p-1); x^0 has a zero gradient (PyTorch's)
     double p = c.attrs().scalar;
     const Tensor& g = c.grad_out[0];
-    if (p == 1) {
+    if (p == 0) {
+        c.grad_in[0] = ops::create(OP_zeros, c.input_shape(0), g.dtype());
+    } else if (p == 1) {
         c.grad_in[0] = g;
     } else if (p == 2) {
         c.grad_in[0] = ops::mul(g, ops::mul_scalar(c.input(0), 2));
@@ -861,6 +946,95 @@ void backward_clamp_backward(BackwardCall& c) {
     if (c.needs_grad(0))
         c.grad_in[0] = ops::clamp_backward(c.grad_out[0], c.input(1), c.attrs().lo, c.attrs().hi);
 }
+
+// maximum and minimum as PyTorch: a tie shares g evenly; the loser gets nothing. `a_loses` is the
+// comparison under which input 0 gets no gradient (lt for maximum), `b_loses` input 1's.
+static void backward_extremum(BackwardCall& c, OpId a_loses, OpId b_loses) {
+    const Tensor& g = c.grad_out[0];
+    Tensor shared = ops::where(ops::eq(c.input(0), c.input(1)), ops::mul_scalar(g, 0.5), g);
+    if (c.needs_grad(0))
+        c.grad_in[0] = reduce_to(ops::masked_fill(shared, ops::compare(a_loses, c.input(0), c.input(1)), 0), c.input_shape(0));
+    if (c.needs_grad(1))
+        c.grad_in[1] = reduce_to(ops::masked_fill(shared, ops::compare(b_loses, c.input(0), c.input(1)), 0), c.input_shape(1));
+}
+
+void backward_maximum(BackwardCall& c) { backward_extremum(c, OP_lt, OP_gt); }
+void backward_minimum(BackwardCall& c) { backward_extremum(c, OP_gt, OP_lt); }
+
+// clamp_min(x, lo) as PyTorch: dx = g where x >= lo (a tie is x's), dlo = g where x < lo.
+// `keeps` is the comparison of x with the bound under which x keeps the gradient.
+static void backward_clamp_bound(BackwardCall& c, OpId keeps, OpId bound_wins) {
+    const Tensor& g = c.grad_out[0];
+    Tensor zero = constant_like(g, 0);
+    if (c.needs_grad(0))
+        c.grad_in[0] = reduce_to(ops::where(ops::compare(keeps, c.input(0), c.input(1)), g, zero), c.input_shape(0));
+    if (c.needs_grad(1))
+        c.grad_in[1] = reduce_to(ops::where(ops::compare(bound_wins, c.input(0), c.input(1)), g, zero), c.input_shape(1));
+}
+
+void backward_clamp_min(BackwardCall& c) { backward_clamp_bound(c, OP_ge, OP_lt); }
+void backward_clamp_max(BackwardCall& c) { backward_clamp_bound(c, OP_le, OP_gt); }
+
+void backward_where(BackwardCall& c) {   // da = g where condition, db = g elsewhere
+    const Tensor& g = c.grad_out[0];
+    Tensor zero = constant_like(g, 0);
+    if (c.needs_grad(1)) c.grad_in[1] = reduce_to(ops::where(c.input(0), g, zero), c.input_shape(1));
+    if (c.needs_grad(2)) c.grad_in[2] = reduce_to(ops::where(c.input(0), zero, g), c.input_shape(2));
+}
+
+// The activations' gradients, with PyTorch's formulas (its *_backward kernels), written with ops.
+void backward_leaky_relu(BackwardCall& c) {   // dx = g where x > 0, else g * slope
+    const Tensor& g = c.grad_out[0];
+    c.grad_in[0] = ops::where(ops::compare_scalar(OP_gt, c.input(0), 0), g, ops::mul_scalar(g, c.attrs().scalar));
+}
+
+void backward_elu(BackwardCall& c) {   // dx = g where x > 0, else g * alpha * e^x
+    const Tensor& g = c.grad_out[0];
+    Tensor negative = ops::mul(ops::mul_scalar(g, c.attrs().scalar), ops::unary(OP_exp, c.input(0)));
+    c.grad_in[0] = ops::where(ops::compare_scalar(OP_gt, c.input(0), 0), g, negative);
+}
+
+void backward_gelu(BackwardCall& c) { c.grad_in[0] = ops::gelu_backward(c.grad_out[0], c.input(0), c.attrs().scalar); }
+
+void backward_silu(BackwardCall& c) {   // s = sigmoid(x): dx = g s (1 + x (1 - s))
+    Tensor s = ops::unary(OP_sigmoid, c.input(0));
+    Tensor local = ops::add_scalar(ops::mul(c.input(0), ops::rsub_scalar(s, 1)), 1);
+    c.grad_in[0] = ops::mul(ops::mul(c.grad_out[0], s), local);
+}
+
+void backward_softplus(BackwardCall& c) {   // dx = g where beta x > threshold, else g sigmoid(beta x)
+    const Tensor& g = c.grad_out[0];
+    Tensor beta_x = ops::mul_scalar(c.input(0), c.attrs().scalar);
+    Tensor smooth = ops::mul(g, ops::unary(OP_sigmoid, beta_x));
+    c.grad_in[0] = ops::where(ops::compare_scalar(OP_gt, beta_x, c.attrs().hi), g, smooth);
+}
+
+// out = g gelu'(x): dg = gelu_backward(gg, x), dx = gg g gelu''(x), with
+// gelu''(x) = phi(x) (2 - x^2) (exact; phi the normal density), or for the tanh form
+// (t = tanh(u), u = k (x + c x^3)): (1 - t^2) (u' - x t u'^2 + x u'' / 2).
+void backward_gelu_backward(BackwardCall& c) {
+    const Tensor& gg = c.grad_out[0];
+    const Tensor& x = c.input(1);
+    if (c.needs_grad(0)) c.grad_in[0] = ops::gelu_backward(gg, x, c.attrs().scalar);
+    if (!c.needs_grad(1)) return;
+    Tensor x2 = ops::unary(OP_square, x);
+    Tensor second;
+    if (c.attrs().scalar == 0) {
+        Tensor phi = ops::mul_scalar(ops::unary(OP_exp, ops::mul_scalar(x2, -0.5)), 0.5 * M_2_SQRTPI * M_SQRT1_2);
+        second = ops::mul(phi, ops::rsub_scalar(x2, 2));
+    } else {
+        const double k = M_SQRT2 * M_2_SQRTPI * 0.5, cubic = 0.044715;
+        Tensor t = ops::unary(OP_tanh, ops::mul_scalar(ops::add(x, ops::mul_scalar(ops::mul(x2, x), cubic)), k));
+        Tensor du = ops::mul_scalar(ops::add_scalar(ops::mul_scalar(x2, 3 * cubic), 1), k);
+        Tensor inner = ops::sub(du, ops::mul(ops::mul(x, t), ops::unary(OP_square, du)));
+        inner = ops::add(inner, ops::mul_scalar(x2, 3 * k * cubic));   // x u'' / 2 = 3 k c x^2
+        second = ops::mul(ops::rsub_scalar(ops::unary(OP_square, t), 1), inner);
+    }
+    c.grad_in[1] = ops::mul(ops::mul(gg, c.input(0)), second);
+}
+
+void backward_tril(BackwardCall& c) { c.grad_in[0] = ops::triangle(OP_tril, c.grad_out[0], c.attrs().start); }
+void backward_triu(BackwardCall& c) { c.grad_in[0] = ops::triangle(OP_triu, c.grad_out[0], c.attrs().start); }
 
 // Y = op(A) op(B), op = optional transpose. The gradients are products again, with the
 // transposes folded into flags rather than copies.
@@ -1193,9 +1367,12 @@ Tensor eq(const Tensor& a, const Tensor& b) { return call(OP_eq, {&a, &b}); }
 Tensor compare(OpId op, const Tensor& a, const Tensor& b) { return call(op, {&a, &b}); }
 
 // The mask as x's dtype, so one kernel loop reads both.
+// A float mask becomes exact 1/0 first (ne 0), so that no non-zero value turns into 0 on the way
+// (0.5 into int64, 1e-300 into float32): non-zero is true, whatever the dtype.
 static Tensor mask_like(const Tensor& mask, const Tensor& x) {
     if (!mask.defined() || !x.defined() || mask.dtype() == x.dtype()) return mask;
-    return to(mask, x.dtype());
+    Tensor truth = dtype_is_float(mask.dtype()) ? compare_scalar(OP_ne, mask, 0) : mask;
+    return truth.dtype() == x.dtype() ? truth : to(truth, x.dtype());
 }
 
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
@@ -1216,13 +1393,22 @@ Tensor mul_scalar(const Tensor& x, double s) { return with_scalar(OP_mul_scalar,
 Tensor div_scalar(const Tensor& x, double s) { return call(OP_div_scalar, {&x}, scalar_attrs(s)); }
 Tensor rsub_scalar(const Tensor& x, double s) { return with_scalar(OP_rsub_scalar, x, s); }
 Tensor rdiv_scalar(const Tensor& x, double s) { return call(OP_rdiv_scalar, {&x}, scalar_attrs(s)); }
-Tensor pow(const Tensor& x, double p) { return call(OP_pow, {&x}, scalar_attrs(p)); }
+// int64 ^ a whole p stays int64 (as PyTorch); a fractional p computes in float32.
+Tensor pow(const Tensor& x, double p) {
+    if (x.defined() && x.dtype() == DTYPE_I64 && p == std::floor(p) && p < 0)
+        engine_fail("pow: integers to negative integer powers are not allowed (x is int64, the exponent %g)", p);
+    return with_scalar(OP_pow, x, p);
+}
 
 Tensor pow_tensor(const Tensor& base, const Tensor& exponent) { return call(OP_pow_tensor, {&base, &exponent}); }
 
+// base ^ exponent with the base a 0-d tensor, so that 0 ^ x and (-2) ^ x follow PyTorch (values and
+// gradients: pow_tensor's). An int64 exponent stays int64 with a whole base, else float32.
 Tensor rpow_scalar(double base, const Tensor& exponent) {
-    if (!(base > 0)) engine_fail("pow: a number raised to a tensor needs a positive base, got %g", base);
-    return unary(OP_exp, mul_scalar(exponent, std::log(base)));
+    if (!exponent.defined()) return pow_tensor(exponent, exponent);   // op_call reports the missing tensor
+    DType dtype = exponent.dtype() == DTYPE_I64 && base != std::floor(base) ? DTYPE_F32 : exponent.dtype();
+    Tensor b = create(OP_full, Shape{}, dtype, base);
+    return pow_tensor(b, exponent);
 }
 Tensor unary(OpId op, const Tensor& x) { return call(op, {&x}); }
 Tensor neg(const Tensor& x) { return call(OP_neg, {&x}); }
@@ -1235,6 +1421,54 @@ Tensor clamp(const Tensor& x, double lo, double hi) {
 }
 
 Tensor activation_backward(OpId op, const Tensor& grad, const Tensor& saved) { return call(op, {&grad, &saved}); }
+
+Tensor compare_scalar(OpId op, const Tensor& x, double s) {
+    if (!x.defined()) return compare(op, x, x);   // op_call reports the missing tensor
+    return compare(op, x, create(OP_full, Shape{}, x.dtype(), s));
+}
+
+Tensor maximum(const Tensor& a, const Tensor& b) { return call(OP_maximum, {&a, &b}); }
+Tensor minimum(const Tensor& a, const Tensor& b) { return call(OP_minimum, {&a, &b}); }
+
+Tensor clamp_tensor(const Tensor& x, const Tensor* lo, const Tensor* hi) {
+    Tensor y = x;
+    if (lo) y = call(OP_clamp_min, {&y, lo});
+    if (hi) y = call(OP_clamp_max, {&y, hi});
+    return y;
+}
+
+Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
+    if (!condition.defined() || !a.defined() || !b.defined()) return call(OP_where, {&condition, &a, &b});
+    const Value* choices[2] = {&a.value(), &b.value()};
+    DType dtype = promote_dtypes(choices, 2);
+    Tensor a_as = a.dtype() == dtype ? a : to(a, dtype);
+    Tensor b_as = b.dtype() == dtype ? b : to(b, dtype);
+    return call(OP_where, {&condition, &a_as, &b_as});
+}
+
+Tensor activation(OpId op, const Tensor& x, double s, double hi) {
+    OpAttrs a;
+    a.scalar = s;
+    a.hi = hi;
+    return call(op, {&x}, a);
+}
+
+Tensor gelu_backward(const Tensor& grad, const Tensor& x, double approximate) {
+    return call(OP_gelu_backward, {&grad, &x}, scalar_attrs(approximate));
+}
+
+Tensor triangle(OpId op, const Tensor& x, int64_t diagonal) {
+    OpAttrs a;
+    a.start = diagonal;
+    return call(op, {&x}, a);
+}
+
+Tensor multinomial(const Tensor& probs, int64_t n, bool replacement) {
+    OpAttrs a;
+    a.length = n;
+    a.all = replacement;
+    return call(OP_multinomial, {&probs}, a);
+}
 
 Tensor clamp_backward(const Tensor& grad, const Tensor& x, double lo, double hi) {
     OpAttrs a;
@@ -1505,6 +1739,34 @@ Tensor create(OpId op, const Shape& shape, DType dtype, double fill) {
     a.dtype = dtype;
     a.scalar = fill;
     return op_call(op, nullptr, 0, a);
+}
+
+Tensor create_range(OpId op, const Shape& shape, DType dtype, double lo, double hi) {
+    OpAttrs a;
+    a.shape = shape;
+    a.dtype = dtype;
+    a.lo = lo;
+    a.hi = hi;
+    return op_call(op, nullptr, 0, a);
+}
+
+// PyTorch's count, ceil((end - start) / step), and values start + i * step computed in float64
+// (int64 for an int64 result) and then converted: arange(n) scaled and shifted, so the graph shows
+// arange, mul_scalar and add_scalar nodes.
+Tensor arange_range(double start, double end, double step, DType dtype) {
+    if (step == 0) engine_fail("arange: step must be nonzero");
+    if (!std::isfinite(start) || !std::isfinite(end) || !std::isfinite(step))
+        engine_fail("arange: start, end and step must be finite, got %g, %g and %g", start, end, step);
+    if ((step > 0 && end < start) || (step < 0 && end > start))
+        engine_fail("arange: the step %g goes away from end (start %g, end %g)", step, start, end);
+    double count = std::ceil((end - start) / step);
+    if (count > 0x1p62) engine_fail("arange: %g elements are more than a tensor can hold", count);
+    DType compute = dtype == DTYPE_I64 ? DTYPE_I64 : DTYPE_F64;
+    Tensor y = create(OP_arange, Shape{static_cast<int64_t>(count)}, compute);
+    if (step != 1) y = mul_scalar(y, step);
+    if (start != 0) y = add_scalar(y, start);
+    if (y.dtype() != dtype) y = to(y, dtype);
+    return y;
 }
 
 Tensor from_values(const Shape& shape, DType dtype, const double* values) {

@@ -32,6 +32,8 @@ enum OpFlags : uint32_t {
                               // contiguous copies from kernel_run
     OPF_INTERNAL = 1 << 9,    // not called by its own name from Lua: a backward rule's helper, or
                               // reached through an operator or another function (x + 1 is add_scalar)
+    OPF_FUNCTIONAL = 1 << 11, // Lua calls it as F.name (torch.nn.functional) only, as PyTorch: not
+                              // torch.name or x:name (the activations: gelu, silu, ...)
 };
 
 // Which OpAttrs fields an op reads, for printing (:graph, DOT labels) and for freeze's guards.
@@ -40,6 +42,10 @@ enum AttrsKind : uint8_t {
     ATTRS_REDUCE, ATTRS_SHAPE, ATTRS_MATMUL, ATTRS_NARROW, ATTRS_DTYPE,
     ATTRS_WINDOW,   // conv2d, max_pool2d: kernel, stride, padding
     ATTRS_LOSS,     // losses: reduction (mean or sum)
+    ATTRS_ACTIVATION,   // leaky_relu, elu, gelu, softplus: their parameters in scalar (and hi)
+    ATTRS_RANGE,    // linspace, randint: lo and hi
+    ATTRS_DIAGONAL, // tril, triu: the diagonal in start
+    ATTRS_SAMPLE,   // multinomial: length samples, all = with replacement
     ATTRS_DIMS,     // flip: a set of dims (all, dim or dim2 as in ATTRS_REDUCE: op_dims_mask)
     ATTRS_SORT,     // sort, topk: dim, scalar (1: descending / largest first), length (topk's k)
     ATTRS_REGION,   // as_strided, assign_, region_scatter: shape, strides and start (the offset)
@@ -54,18 +60,18 @@ constexpr int MAX_OUTPUTS = 2;
 // are all made from this list, so a field added here is compared and saved without another edit
 // (the plan file's format version goes up with it). Dims are 0-based; the Lua side converts.
 #define OP_ATTRS_FIELDS(FIELD)                                                                     \
-    FIELD(double, scalar, 0, "s, p, alpha, fill value")                                            \
-    FIELD(double, lo, -std::numeric_limits<double>::infinity(), "clamp's lower bound")             \
-    FIELD(double, hi, std::numeric_limits<double>::infinity(), "clamp's upper bound")              \
+    FIELD(double, scalar, 0, "s, p, alpha, fill value; an activation's parameter (ops.def)")       \
+    FIELD(double, lo, -std::numeric_limits<double>::infinity(), "clamp's lower bound; linspace's start, randint's low") \
+    FIELD(double, hi, std::numeric_limits<double>::infinity(), "clamp's upper bound; linspace's end, randint's high, softplus's threshold") \
     FIELD(int, dim, 0, "dim, or the first of two")                                                 \
     FIELD(int, dim2, 0, "the second dim; reductions and flip: several dims as a bitmask")          \
-    FIELD(bool, all, false, "reduce every element / squeeze all size-1 dims")                      \
+    FIELD(bool, all, false, "reduce every element / squeeze all size-1 dims; multinomial: with replacement") \
     FIELD(bool, keepdim, false, "reductions keep the reduced dim as size 1")                       \
     FIELD(bool, trans_a, false, "mm/bmm: read A transposed")                                       \
     FIELD(bool, trans_b, false, "mm/bmm: read B transposed")                                       \
     FIELD(bool, accumulate, false, "mm/bmm: Y += A B (freeze's in-place gradients)")               \
-    FIELD(int64_t, start, 0, "narrow's first index, select's index, a region's offset")            \
-    FIELD(int64_t, length, 0, "narrow's length")                                                   \
+    FIELD(int64_t, start, 0, "narrow's first index, select's index, a region's offset; tril/triu's diagonal") \
+    FIELD(int64_t, length, 0, "narrow's length; multinomial's number of samples")                  \
     FIELD(int, kernel, 0, "pooling window (square)")                                               \
     FIELD(int, stride, 1, "conv2d / pooling stride")                                               \
     FIELD(int, padding, 0, "conv2d / pooling padding")                                             \
@@ -158,6 +164,10 @@ std::string op_describe_attrs(OpId op, const OpAttrs& attrs);
 // `ndim` dims; an error naming `op_name` when it is out of range.
 int dim_normalize(const char* op_name, int64_t dim, int ndim);
 
+// The dtype ops that promote (OPF_PROMOTE) compute in, as PyTorch's result_type: the widest
+// dtype of the inputs with dims; a 0-d input only counts when it is of a higher category (float
+// beside int64), or when every input is 0-d. float32 [3] * float64 0-d is float32.
+DType promote_dtypes(const Value* const* inputs, int n_inputs);
 // The dims a reduction (ATTRS_REDUCE) or flip (ATTRS_DIMS) works on, as a bitmask (bit d: dim d,
 // 0-based) of a tensor with `ndim` dims: every dim when attrs.all; the set attrs.dim2 when it is not
 // 0 (several dims); else attrs.dim alone. The shape rules check the dims are in range.
@@ -198,6 +208,23 @@ Tensor neg(const Tensor& x);
 Tensor clamp(const Tensor& x, double lo, double hi);
 Tensor activation_backward(OpId op, const Tensor& grad, const Tensor& saved);   // tanh_backward etc.
 Tensor clamp_backward(const Tensor& grad, const Tensor& x, double lo, double hi);
+Tensor clamp_tensor(const Tensor& x, const Tensor* lo, const Tensor* hi);   // bounds as tensors (broadcast); either may be null
+Tensor maximum(const Tensor& a, const Tensor& b);
+Tensor minimum(const Tensor& a, const Tensor& b);
+Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);   // a, b promoted; condition any dtype
+// y = x <op> s elementwise (OP_eq, OP_ne, OP_lt, ...), s as a 0-d tensor of x's dtype.
+Tensor compare_scalar(OpId op, const Tensor& x, double s);
+// The activations (ATTRS_ACTIVATION): leaky_relu(s = slope), elu(s = alpha), gelu(s = 0 exact, 1
+// tanh), softplus(s = beta, hi = threshold); silu takes no parameter.
+Tensor activation(OpId op, const Tensor& x, double s = 0, double hi = 0);
+Tensor gelu_backward(const Tensor& grad, const Tensor& x, double approximate);
+Tensor triangle(OpId op, const Tensor& x, int64_t diagonal);   // tril, triu
+// n samples of the categories 1..k of each row of probabilities (int64, 1-based).
+Tensor multinomial(const Tensor& probs, int64_t n, bool replacement);
+// linspace (steps values from start to end) and randint (whole numbers in [low, high)).
+Tensor create_range(OpId op, const Shape& shape, DType dtype, double lo, double hi);
+// torch.arange(start, end, step): start, start + step, ... before end (PyTorch's count and values).
+Tensor arange_range(double start, double end, double step, DType dtype);
 Tensor mm(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
 Tensor bmm(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
 Tensor matmul(const Tensor& a, const Tensor& b);   // mm for 2-D, bmm for 3-D

@@ -22,7 +22,22 @@ template <Scalar T> T cos(T x) { return std::cos(x); }
 template <Scalar T> T log1p(T x) { return std::log1p(x); }
 template <Scalar T> T expm1(T x) { return std::expm1(x); }
 template <Scalar T> T sigmoid(T x) { return T(1) / (T(1) + std::exp(-x)); }
-template <Scalar T> T pow(T x, T y) { return std::pow(x, y); }
+// x ^ y; for int64 as PyTorch's integer power (exact, wrapping; a negative exponent gives 0
+// unless x is 1 or -1).
+template <Scalar T>
+T pow(T x, T y) {
+    if constexpr (std::is_integral_v<T>) {
+        if (y < 0) return x == 1 ? T(1) : x == -1 ? ((y & 1) ? T(-1) : T(1)) : T(0);
+        uint64_t result = 1, base = static_cast<uint64_t>(x);   // unsigned: overflow wraps, as PyTorch
+        for (uint64_t e = static_cast<uint64_t>(y); e; e >>= 1) {
+            if (e & 1) result *= base;
+            base *= base;
+        }
+        return static_cast<T>(result);
+    } else {
+        return std::pow(x, y);
+    }
+}
 
 // x ^ p with the exponents common in models computed exactly and fast.
 template <Scalar T>
@@ -30,8 +45,12 @@ T power(T x, T p) {
     if (p == T(2)) return x * x;
     if (p == T(1)) return x;
     if (p == T(3)) return x * x * x;
-    if (p == T(0.5)) return std::sqrt(x);
-    return std::pow(x, p);
+    if constexpr (std::is_integral_v<T>) {
+        return pow(x, p);
+    } else {
+        if (p == T(0.5)) return std::sqrt(x);
+        return std::pow(x, p);
+    }
 }
 
 // |x|; -0.0 gives 0.0.
@@ -62,5 +81,60 @@ T clamp(T x, T lo, T hi) {
 // a where the condition holds, else b.
 template <Scalar T>
 T where(bool condition, T a, T b) { return condition ? a : b; }
+
+// The larger (smaller) of x and y; NaN in either gives NaN, as PyTorch's maximum and minimum.
+template <Scalar T>
+T maximum(T x, T y) { return x != x ? x : y != y ? y : x < y ? y : x; }
+template <Scalar T>
+T minimum(T x, T y) { return x != x ? x : y != y ? y : y < x ? y : x; }
+
+// 1 where x is NaN (infinite, finite), else 0, in x's type; an integer is always finite.
+template <Scalar T>
+T isnan(T x) { return T(x != x); }
+template <Scalar T>
+T isinf(T x) {
+    if constexpr (std::is_integral_v<T>) return T(0); else return T(std::isinf(x));
+}
+template <Scalar T>
+T isfinite(T x) {
+    if constexpr (std::is_integral_v<T>) return T(1); else return T(std::isfinite(x));
+}
+
+// The activations of torch.nn.functional, as PyTorch computes them (float types only).
+// gelu: approximate = 0 is the exact x * Phi(x); otherwise the tanh approximation.
+template <Scalar T>
+T gelu(T x, T approximate) {
+    if (approximate != T(0)) {
+        const T beta = T(M_SQRT2 * M_2_SQRTPI * 0.5), kappa = T(0.044715);
+        T inner = beta * (x + kappa * x * x * x);
+        return T(0.5) * x * (T(1) + std::tanh(inner));
+    }
+    return x * T(0.5) * (T(1) + std::erf(x * T(M_SQRT1_2)));
+}
+
+// d gelu / dx (PyTorch's gelu_backward without the incoming gradient).
+template <Scalar T>
+T gelu_derivative(T x, T approximate) {
+    if (approximate != T(0)) {
+        const T beta = T(M_SQRT2 * M_2_SQRTPI * 0.5), kappa = T(0.044715);
+        T x_sq = x * x;
+        T inner = beta * (x + kappa * x_sq * x);
+        T tanh_inner = std::tanh(inner);
+        T left = T(0.5) * x, right = T(1) + tanh_inner;
+        T left_derivative = T(0.5) * right;
+        T right_derivative = left * (T(1) - tanh_inner * tanh_inner) * beta * (T(1) + T(3) * kappa * x_sq);
+        return left_derivative + right_derivative;
+    }
+    const T alpha = T(M_SQRT1_2), beta = T(M_2_SQRTPI * M_SQRT1_2 * 0.5);
+    T cdf = T(0.5) * (T(1) + std::erf(x * alpha));
+    T pdf = beta * std::exp(x * x * T(-0.5));
+    return cdf + x * pdf;
+}
+
+// log(1 + e^(beta x)) / beta, or x where beta x > threshold (PyTorch's softplus).
+template <Scalar T>
+T softplus(T x, T beta, T threshold) {
+    return x * beta > threshold ? x : std::log1p(std::exp(x * beta)) / beta;
+}
 
 }  // namespace td::math

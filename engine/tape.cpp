@@ -292,14 +292,21 @@ Node* tape_find(int64_t id) {
 // ============================================================================================
 // [SECTION] op_call
 
-static int dtype_rank(DType d) { return d == DTYPE_F64 ? 2 : d == DTYPE_F32 ? 1 : 0; }
-
-// The dtype input i must have for this op, given all inputs (see OPF_PROMOTE, OPF_FLOAT_ONLY).
+// The dtype input i must have for this op, given all inputs (see OPF_PROMOTE, OPF_FLOAT_ONLY):
+// promoted as PyTorch (promote_dtypes, ops.h: a 0-d tensor does not widen tensors with dims of
+// its category), in place the destination's, int64 made float32 for float-only ops.
 static DType required_dtype(const OpInfo& info, const Tensor* const* inputs, int n_inputs, int i) {
     DType d = inputs[i]->dtype();
     if (info.flags & OPF_PROMOTE) {
-        for (int j = 0; j < n_inputs; ++j)
-            if (dtype_rank(inputs[j]->dtype()) > dtype_rank(d)) d = inputs[j]->dtype();
+        const Value* values_local[4];
+        std::vector<const Value*> values_heap;
+        const Value** values = values_local;
+        if (n_inputs > 4) {
+            values_heap.resize(n_inputs);
+            values = values_heap.data();
+        }
+        for (int j = 0; j < n_inputs; ++j) values[j] = &inputs[j]->value();
+        d = promote_dtypes(values, n_inputs);
     } else if ((info.flags & OPF_INPLACE) && i == 1) {
         d = inputs[0]->dtype();
     }

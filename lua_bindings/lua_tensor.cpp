@@ -7,7 +7,7 @@
 //
 // [SECTION] plumbing       type checks, errors, pushing tensors, Lua's collector, source locator
 // [SECTION] arguments      shapes, options, nested tables
-// [SECTION] creation       torch.tensor zeros ones full rand randn eye arange manual_seed
+// [SECTION] creation       torch.tensor zeros ones full rand randn eye manual_seed (arange: lua_elementwise_ops.cpp)
 // [SECTION] ops            functions that are both torch.f(x, ...) and x:f(...)
 // [SECTION] tensor         methods and fields that only tensors have
 // [SECTION] torch          no_grad, graph, graphviz, tape, ...
@@ -283,12 +283,6 @@ int l_eye(lua_State* L) {
     return push_created(L, ops::create(OP_eye, Shape{n, m}, o.dtype), o);
 }
 
-int l_arange(lua_State* L) {
-    int64_t n = check_integer(L, 1, "n");
-    CreateOptions o = options_from_arg(L, 2, DTYPE_I64);
-    return push_created(L, ops::create(OP_arange, Shape{n}, o.dtype), o);
-}
-
 int l_manual_seed(lua_State* L) {
     engine_manual_seed(static_cast<uint64_t>(check_integer(L, 1, "seed")));
     return 0;
@@ -355,9 +349,11 @@ int l_div(lua_State* L) { return arith(L, ARITH_DIV, "div"); }
 int l_pow(lua_State* L) {
     Tensor* x = test_tensor(L, 1);
     Tensor* p = test_tensor(L, 2);
-    if (x && lua_type(L, 2) == LUA_TNUMBER) return push_tensor(L, ops::pow(*x, lua_tonumber(L, 2)));
+    // int64 ^ a Lua integer stays int64; a Lua float makes it float32 (as PyTorch)
+    if (x && lua_type(L, 2) == LUA_TNUMBER) return push_tensor(L, ops::pow(promoted_for_number(L, 2, *x), lua_tonumber(L, 2)));
     if (x && p) return push_tensor(L, ops::pow_tensor(*x, *p));
-    if (p && lua_type(L, 1) == LUA_TNUMBER) return push_tensor(L, ops::rpow_scalar(lua_tonumber(L, 1), *p));
+    if (p && lua_type(L, 1) == LUA_TNUMBER)
+        return push_tensor(L, ops::rpow_scalar(lua_tonumber(L, 1), promoted_for_number(L, 1, *p)));
     engine_fail("pow: expects tensors or numbers, got %s and %s", type_name_of(L, 1), type_name_of(L, 2));
 }
 
@@ -402,27 +398,6 @@ const Binding* table_unary_bindings() {
         return list;
     }();
     return bindings.data();
-}
-
-// clamp(x, min, max) or clamp(x, {min=, max=}); a missing bound is no bound.
-int l_clamp(lua_State* L) {
-    Tensor& x = check_tensor(L, 1);
-    double lo = -INFINITY, hi = INFINITY;
-    if (lua_istable(L, 2)) {
-        lua_pushnil(L);
-        while (lua_next(L, 2)) {
-            const char* key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
-            if (strcmp(key, "min") == 0) lo = check_number(L, -1, "min");
-            else if (strcmp(key, "max") == 0) hi = check_number(L, -1, "max");
-            else arg_fail(2, "unknown option '%s' (expected min or max)", key);
-            lua_pop(L, 1);
-        }
-    } else {
-        if (!lua_isnoneornil(L, 2)) lo = check_number(L, 2, "min");
-        if (!lua_isnoneornil(L, 3)) hi = check_number(L, 3, "max");
-    }
-    if (std::isinf(lo) && std::isinf(hi)) arg_fail(2, "give min, max or both, as clamp{min=0}");
-    return push_tensor(L, ops::clamp(x, lo, hi));
 }
 
 int l_mm(lua_State* L) { return push_tensor(L, ops::mm(check_tensor(L, 1), check_tensor(L, 2))); }
@@ -1136,12 +1111,12 @@ int l_set_memory_limit(lua_State* L) {
 
 // torch.ops(): the op table, one record per op in ops.def order: {name, inputs (-1: a list),
 // outputs, math, differentiable, internal (not called by its own name from Lua), from_table
-// (x:name() and torch.name(x) are registered from the table)}.
+// (x:name() and torch.name(x) are registered from the table), functional (called as F.name only)}.
 int l_ops(lua_State* L) {
     lua_createtable(L, OP_COUNT, 0);
     for (int i = 0; i < OP_COUNT; ++i) {
         const OpInfo& info = op_table[i];
-        lua_createtable(L, 0, 6);
+        lua_createtable(L, 0, 8);
         lua_pushstring(L, info.name);
         lua_setfield(L, -2, "name");
         lua_pushinteger(L, info.n_inputs);
@@ -1156,6 +1131,8 @@ int l_ops(lua_State* L) {
         lua_setfield(L, -2, "internal");
         lua_pushboolean(L, op_is_simple_method(static_cast<OpId>(i)));
         lua_setfield(L, -2, "from_table");
+        lua_pushboolean(L, (info.flags & OPF_FUNCTIONAL) != 0);
+        lua_setfield(L, -2, "functional");
         lua_rawseti(L, -2, i + 1);
     }
     return 1;
@@ -1183,7 +1160,6 @@ int node_tostring(lua_State* L) {
 const Binding tensor_functions[] = {
     {"add", l_add}, {"sub", l_sub}, {"mul", l_mul}, {"div", l_div}, {"pow", l_pow}, {"eq", l_eq},
     {"lt", l_lt}, {"le", l_le}, {"gt", l_gt}, {"ge", l_ge}, {"masked_fill", l_masked_fill},
-    {"clamp", l_clamp},
     {"mm", l_mm}, {"bmm", l_bmm}, {"matmul", l_matmul}, {"linear", l_linear}, {"conv2d", l_conv2d},
     {"max_pool2d", l_max_pool2d},
     {"t", l_t}, {"transpose", l_transpose}, {"reshape", l_reshape}, {"flatten", l_flatten},
@@ -1207,7 +1183,7 @@ const Binding method_only[] = {
 
 const Binding torch_only[] = {
     {"tensor", l_tensor}, {"zeros", l_zeros}, {"ones", l_ones}, {"full", l_full}, {"rand", l_rand},
-    {"randn", l_randn}, {"eye", l_eye}, {"arange", l_arange}, {"manual_seed", l_manual_seed},
+    {"randn", l_randn}, {"eye", l_eye}, {"manual_seed", l_manual_seed},
     {"cat", l_cat}, {"no_grad", l_no_grad}, {"scope", l_scope}, {"enable_grad", l_enable_grad},
     {"is_grad_enabled", l_is_grad_enabled}, {"set_grad_enabled", l_set_grad_enabled},
     {"graph", l_graph}, {"tape", l_tape}, {"ops", l_ops}, {"device", l_device}, {"graphviz", l_graphviz}, {"is_tensor", l_is_tensor},
@@ -1382,8 +1358,10 @@ void tapedeck_open(lua_State* L) {
     lua_setfield(L, -2, "__metatable");
     lua_newtable(L);   // methods
     register_bindings(L, tensor_functions);
+    register_bindings(L, elementwise_tensor_functions);
     register_bindings(L, table_unary_bindings());
     register_bindings(L, method_only);
+    register_bindings(L, elementwise_method_only);
     register_bindings(L, reduce_shape_functions);
     register_bindings(L, reduce_shape_methods);
     register_bindings(L, view_tensor_functions);
@@ -1411,8 +1389,10 @@ void tapedeck_open(lua_State* L) {
 
     lua_newtable(L);   // torch
     register_bindings(L, tensor_functions);
+    register_bindings(L, elementwise_tensor_functions);
     register_bindings(L, table_unary_bindings());
     register_bindings(L, torch_only);
+    register_bindings(L, elementwise_torch_only);
     register_bindings(L, reduce_shape_functions);
     register_bindings(L, reduce_shape_torch_functions);
     register_bindings(L, view_tensor_functions);
@@ -1438,4 +1418,7 @@ void tapedeck_open(lua_State* L) {
     g_current_state = L;
     engine_set_locator(locate_in_lua, nullptr);
     tapedeck_open_library(L);
+    lua_getglobal(L, "F");   // torch.nn.functional, made by the library just opened
+    register_bindings(L, elementwise_functional);
+    lua_pop(L, 1);
 }

@@ -65,5 +65,10 @@ extern const Binding view_torch_only[];
 extern const Binding reduce_shape_functions[];         // torch.f(x, ...) and x:f(...)
 extern const Binding reduce_shape_methods[];
 extern const Binding reduce_shape_torch_functions[];
+// The tables of lua_elementwise_ops.cpp: torch.f and x:f, torch.f only, x:f only, F.f only.
+extern const Binding elementwise_tensor_functions[];
+extern const Binding elementwise_torch_only[];
+extern const Binding elementwise_method_only[];
+extern const Binding elementwise_functional[];
 
 }  // namespace tdlua

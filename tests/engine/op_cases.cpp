@@ -381,6 +381,39 @@ const std::vector<OpCase>& op_cases() {
         add(create_row("eye", "float64 [2,3]", Shape{2, 3}, F64, {1, 0, 0, 0, 1, 0}));
         add(create_row("arange", "int64 [5]", Shape{5}, I64, {0, 1, 2, 3, 4}));
         add(create_row("arange", "float32 [4]", Shape{4}, F32, {0, 1, 2, 3}));
+        add(row("linspace", "float64 0 to 1 in 5 steps", {}, {.lo = 0, .hi = 1, .shape = Shape{5}, .dtype = F64},
+                {out(Shape{5}, {0, 0.25, 0.5, 0.75, 1}, F64)}));
+        add(row("linspace", "int64 -3 to 4 in 4 steps truncates (PyTorch's values)", {},
+                {.lo = -3, .hi = 4, .shape = Shape{4}, .dtype = I64}, {out(Shape{4}, {-3, 0, 1, 4}, I64)}));
+        add(row("linspace", "one step is start", {}, {.lo = 2, .hi = 5, .shape = Shape{1}, .dtype = F32},
+                {out(Shape{1}, {2}, F32)}));
+        {
+            OpCase r = row("randint", "int64 [1000] in [-2, 3)", {}, {.lo = -2, .hi = 3, .shape = Shape{1000}, .dtype = I64},
+                           {out(Shape{1000}, {}, I64)});
+            r.check = [](const Tensor& t) {
+                std::vector<double> v = values_of(t);
+                std::vector<int> counts(5, 0);
+                bool whole_in_range = true;
+                for (double x : v) {
+                    whole_in_range = whole_in_range && x == std::floor(x) && x >= -2 && x < 3;
+                    if (whole_in_range) ++counts[static_cast<size_t>(x + 2)];
+                }
+                CHECK(whole_in_range);
+                for (int c : counts) CHECK(c > 140);   // each of 5 values: 200 expected, standard deviation 13
+            };
+            add(r);
+            OpCase p = row("randperm", "int64 [50]: a permutation of 1..50", {}, {.shape = Shape{50}, .dtype = I64},
+                           {out(Shape{50}, {}, I64)});
+            p.check = [](const Tensor& t) {
+                std::vector<double> v = values_of(t), sorted = v;
+                std::sort(sorted.begin(), sorted.end());
+                std::vector<double> expected(50);
+                std::iota(expected.begin(), expected.end(), 1.0);
+                CHECK(sorted == expected);
+                CHECK(v != expected);   // shuffled (the chance of the identity is 1/50!)
+            };
+            add(p);
+        }
 
         // --- elementwise, two tensors ---------------------------------------------------------
         auto plus = [](double a, double b) { return a + b; };
@@ -419,6 +452,15 @@ const std::vector<OpCase>& op_cases() {
                                                                [](double a, double b) { return std::pow(a, b); }))});
             negative_base.grad_inputs = {0};   // d/db = y ln a is nan for a < 0
             add(negative_base);
+            // PyTorch's gradients at a zero base: da = b a^(b-1) (0 here), db = 0 where a == 0 and b >= 0
+            add(row("pow_tensor", "zero bases: zero gradients, not NaN", {in(Shape{3}, {0, 0, 0.5}), in(Shape{3}, {2, 3, 1.5})},
+                    {}, {out(Shape{3}, {0, 0, std::pow(0.5, 1.5)})}));
+            OpCase zero_exponent = row("pow_tensor", "a ^ 0 is 1 with da = 0, also at a = 0",
+                                       {in(Shape{2}, {0, 1.5}), in(Shape{2}, {0, 0})}, {}, {out(Shape{2}, {1, 1})});
+            zero_exponent.grad_inputs = {0};   // d/db at a = 0, b = 0 is infinite on one side
+            add(zero_exponent);
+            add(row("pow_tensor", "int64 ^ int64 stays int64", {in(Shape{3}, {2, 3, -2}, I64), in(Shape{3}, {3, 2, 3}, I64)},
+                    {}, {out(Shape{3}, {8, 9, -8}, I64)}));
         }
         add(row("eq", "float32", {in(Shape{4}, {1, 2, 3, 4}), in(Shape{4}, {1, 5, 3, 0})}, {},
                 {out(Shape{4}, {1, 0, 1, 0})}));
@@ -438,6 +480,52 @@ const std::vector<OpCase>& op_cases() {
         }
         add(row("eq", "[2,2] == [2] broadcast", {in(Shape{2, 2}, {1, 2, 3, 2}), in(Shape{2}, {1, 2})}, {},
                 {out(Shape{2, 2}, {1, 1, 0, 1})}));
+        add(row("ne", "float32", {in(Shape{4}, {1, 2, 3, 4}), in(Shape{4}, {1, 5, 3, 0})}, {}, {out(Shape{4}, {0, 1, 0, 1})}));
+        add(row("ne", "int64 [2,2] != [2] gives float32", {in(Shape{2, 2}, {1, 2, 3, 2}, I64), in(Shape{2}, {1, 2}, I64)},
+                {}, {out(Shape{2, 2}, {0, 0, 1, 0}, F32)}));
+        auto larger = [](double a, double b) { return a > b ? a : b; };
+        auto smaller = [](double a, double b) { return a < b ? a : b; };
+        add(row("maximum", "same shape", {in(S23, X23), in(S23, Y23)}, {}, {out(S23, zip_values(X23, Y23, larger))}));
+        add(row("maximum", "[2,3] and [3], a tie shares the gradient", {in(S23, X23), in(Shape{3}, B3)}, {},
+                {out(S23, broadcast_ref(S23, X23, Shape{3}, B3, larger))}));
+        {
+            add(row("maximum", "int64 stays int64", {in(Shape{3}, {1, 7, -2}, I64), in(Shape{3}, {4, 5, -2}, I64)}, {},
+                    {out(Shape{3}, {4, 7, -2}, I64)}));
+            OpCase nan = row("minimum", "NaN in either gives NaN", {in(Shape{2}, {std::nan(""), 1}, F64),
+                             in(Shape{2}, {0, std::nan("")}, F64)}, {}, {out(Shape{2}, {std::nan(""), std::nan("")}, F64)});
+            nan.no_gradcheck = "finite differences of NaN";
+            add(nan);
+        }
+        add(row("minimum", "same shape", {in(S23, X23), in(S23, Y23)}, {}, {out(S23, zip_values(X23, Y23, smaller))}));
+        add(row("minimum", "[2,3] and [2,1]", {in(S23, X23), in(Shape{2, 1}, C21)}, {},
+                {out(S23, broadcast_ref(S23, X23, Shape{2, 1}, C21, smaller))}));
+        add(row("clamp_min", "x and a tensor bound", {in(S23, X23), in(S23, Y23)}, {}, {out(S23, zip_values(X23, Y23, larger))}));
+        const std::vector<double> bound3 = {0.25, -1.5, 1.7}, bound21 = {1.8, -0.5};   // no ties with X23
+        add(row("clamp_min", "a [3] bound broadcast", {in(S23, X23), in(Shape{3}, bound3)}, {},
+                {out(S23, broadcast_ref(S23, X23, Shape{3}, bound3, larger))}));
+        add(row("clamp_max", "x and a tensor bound", {in(S23, X23), in(S23, Y23)}, {}, {out(S23, zip_values(X23, Y23, smaller))}));
+        add(row("clamp_max", "a [2,1] bound broadcast", {in(S23, X23), in(Shape{2, 1}, bound21)}, {},
+                {out(S23, broadcast_ref(S23, X23, Shape{2, 1}, bound21, smaller))}));
+        {
+            const std::vector<double> mask = {1, 0, 2, 0, -1, 0};   // non-zero is true
+            std::vector<double> expected = broadcast_ref(S23, X23, Shape{3}, B3, [](double x, double b) { return x + b * 0; });
+            std::vector<double> choice = broadcast_ref(S23, X23, Shape{3}, B3, [](double, double b) { return b; });
+            for (size_t k = 0; k < expected.size(); ++k) expected[k] = mask[k] != 0 ? X23[k] : choice[k];
+            OpCase w = row("where", "a [2,3] mask picks x, else a [3] broadcast", {in(S23, mask), in(S23, X23), in(Shape{3}, B3)},
+                           {}, {out(S23, expected)});
+            w.grad_inputs = {1, 2};   // a mask has no gradient
+            add(w);
+            OpCase i = row("where", "an int64 [2,1] mask, float64 choices", {in(Shape{2, 1}, {0, 3}, I64), in(S23, X23, F64),
+                           in(S23, Y23, F64)}, {}, {out(S23, {1.1, 0.4, -0.7, 1.5, -0.3, 0.8}, F64)});
+            add(i);
+        }
+        // PyTorch's promotion: a 0-d tensor does not widen tensors with dims of its category.
+        add(row("add", "float32 [3] + float64 0-d stays float32", {in(Shape{3}, B3, F32), in(Shape{}, {1}, F64)}, {},
+                {out(Shape{3}, {1.25, -0.5, 3}, F32)}));
+        add(row("mul", "int64 [3] * float64 0-d is float64", {in(Shape{3}, {1, 2, 3}, I64), in(Shape{}, {0.5}, F64)}, {},
+                {out(Shape{3}, {0.5, 1, 1.5}, F64)}));
+        add(row("add", "0-d float64 + 0-d float32 is float64", {in(Shape{}, {0.5}, F64), in(Shape{}, {1}, F32)}, {},
+                {out(Shape{}, {1.5}, F64)}));
 
         // --- elementwise, tensor and a number ----------------------------------------------------
         add(row("add_scalar", "x + 1.5", {in(S23, X23)}, {.scalar = 1.5},
@@ -460,6 +548,10 @@ const std::vector<OpCase>& op_cases() {
             add(row("pow", "positive x ^ " + number(p), {in(S23, POS23)}, {.scalar = p},
                     {out(S23, map_values(POS23, [p](double x) { return std::pow(x, p); }))}));
         }
+        add(row("pow", "int64 ^ 3 stays int64", {in(Shape{3}, {-3, 2, 5}, I64)}, {.scalar = 3},
+                {out(Shape{3}, {-27, 8, 125}, I64)}));
+        add(row("pow", "x ^ 0 is 1 with a zero gradient, also at x = 0", {in(Shape{3}, {0, 1.5, -2})}, {.scalar = 0},
+                {out(Shape{3}, {1, 1, 1})}));
 
         // --- elementwise, one tensor --------------------------------------------------------------
         add(row("neg", "-x", {in(S23, X23)}, {}, {out(S23, map_values(X23, [](double x) { return -x; }))}));
@@ -511,6 +603,52 @@ const std::vector<OpCase>& op_cases() {
         add(row("floor", "int64 stays int64", {in(Shape{2}, {-3, 7}, I64)}, {}, {out(Shape{2}, {-3, 7}, I64)}));
         add(row("clamp", "min 0 only", {in(S23, X23)}, {.lo = 0.0},
                 {out(S23, {0.5, 0.0, 2.0, 1.5, 0.0, 0.8})}));
+        {
+            const double nan = std::nan(""), inf = INFINITY;
+            const std::vector<double> special = {nan, 1.5, inf, -inf, -0.0, 0};
+            add(row("isnan", "float64", {in(S23, special, F64)}, {}, {out(S23, {1, 0, 0, 0, 0, 0}, F64)}));
+            add(row("isinf", "float32", {in(S23, special)}, {}, {out(S23, {0, 0, 1, 1, 0, 0})}));
+            add(row("isfinite", "float64", {in(S23, special, F64)}, {}, {out(S23, {0, 1, 0, 0, 1, 1}, F64)}));
+            add(row("isnan", "int64 gives float32 zeros", {in(Shape{2}, {3, -4}, I64)}, {}, {out(Shape{2}, {0, 0}, F32)}));
+            add(row("isfinite", "int64 gives float32 ones", {in(Shape{2}, {3, -4}, I64)}, {}, {out(Shape{2}, {1, 1}, F32)}));
+        }
+
+        // --- activations (F.name) -------------------------------------------------------------------
+        add(row("leaky_relu", "slope 0.1", {in(S23, X23)}, {.scalar = 0.1},
+                {out(S23, map_values(X23, [](double x) { return x > 0 ? x : 0.1 * x; }))}));
+        add(row("elu", "alpha 1.3", {in(S23, X23)}, {.scalar = 1.3},
+                {out(S23, map_values(X23, [](double x) { return x > 0 ? x : 1.3 * std::expm1(x); }))}));
+        auto gelu_exact = [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); };
+        auto gelu_tanh = [](double x) {
+            return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+        };
+        add(row("gelu", "exact", {in(S23, X23)}, {}, {out(S23, map_values(X23, gelu_exact))}));
+        add(row("gelu", "tanh approximation", {in(S23, X23, F64)}, {.scalar = 1}, {out(S23, map_values(X23, gelu_tanh), F64)}));
+        add(row("silu", "x sigmoid(x)", {in(S23, X23)}, {}, {out(S23, map_values(X23, [](double x) { return x * sigmoid(x); }))}));
+        add(row("softplus", "beta 1.5, threshold 20", {in(S23, X23)}, {.scalar = 1.5, .hi = 20},
+                {out(S23, map_values(X23, [](double x) { return std::log1p(std::exp(1.5 * x)) / 1.5; }))}));
+        add(row("softplus", "beta 2, threshold 2: x where 2x > 2", {in(S23, X23, F64)}, {.scalar = 2, .hi = 2},
+                {out(S23, map_values(X23, [](double x) { return 2 * x > 2 ? x : std::log1p(std::exp(2 * x)) / 2; }), F64)}));
+
+        // --- triangles ---------------------------------------------------------------------------------
+        {
+            auto triangle_ref = [](const Shape& s, const std::vector<double>& x, int64_t k, bool lower) {
+                int64_t rows = s[s.ndim - 2], cols = s[s.ndim - 1];
+                std::vector<double> y = x;
+                for (size_t at = 0; at < y.size(); ++at) {
+                    int64_t i = (static_cast<int64_t>(at) / cols) % rows, j = static_cast<int64_t>(at) % cols;
+                    if (lower ? j - i > k : j - i < k) y[at] = 0;
+                }
+                return y;
+            };
+            add(row("tril", "main diagonal", {in(S23, X23)}, {}, {out(S23, {0.5, 0, 0, 1.5, -0.3, 0})}));
+            add(row("tril", "[2,3,4] below diagonal -1", {in(S234, V234)}, {.start = -1},
+                    {out(S234, triangle_ref(S234, V234, -1, true))}));
+            add(row("triu", "main diagonal", {in(S23, X23)}, {}, {out(S23, {0.5, -1.2, 2.0, 0, -0.3, 0.8})}));
+            const std::vector<double> whole = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+            add(row("triu", "[3,4] from diagonal 2, int64", {in(S34, whole, I64)}, {.start = 2},
+                    {out(S34, triangle_ref(S34, whole, 2, false), I64)}));
+        }
 
         // --- local derivatives of the activations ------------------------------------------------
         {
@@ -524,6 +662,18 @@ const std::vector<OpCase>& op_cases() {
                     {out(S23, zip_values(Y23, X23, [](double g, double y) { return y > 0 ? g : 0; }))}));
             add(row("clamp_backward", "g where -0.5 <= x <= 1", {in(S23, Y23), in(S23, X23)}, {.lo = -0.5, .hi = 1.0},
                     {out(S23, {1.1, 0, 0, 0, 0.9, 1.3})}));
+            // gelu'(x) = Phi(x) + x phi(x); the gradient check differentiates it again (gelu'').
+            auto gelu_derivative = [](double x) {
+                return 0.5 * (1 + std::erf(x / std::sqrt(2.0))) + x * std::exp(-0.5 * x * x) / std::sqrt(2 * M_PI);
+            };
+            add(row("gelu_backward", "g gelu'(x)", {in(S23, Y23, F64), in(S23, X23, F64)}, {},
+                    {out(S23, zip_values(Y23, X23, [&](double g, double x) { return g * gelu_derivative(x); }), F64)}));
+            auto gelu_tanh_derivative = [](double x) {
+                double k = std::sqrt(2 / M_PI), t = std::tanh(k * (x + 0.044715 * x * x * x));
+                return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k * (1 + 3 * 0.044715 * x * x);
+            };
+            add(row("gelu_backward", "tanh approximation", {in(S23, Y23, F64), in(S23, X23, F64)}, {.scalar = 1},
+                    {out(S23, zip_values(Y23, X23, [&](double g, double x) { return g * gelu_tanh_derivative(x); }), F64)}));
         }
 
         // --- matrix products ----------------------------------------------------------------------
@@ -539,8 +689,8 @@ const std::vector<OpCase>& op_cases() {
             add(row("mm", "trans_a and trans_b: [3,2]^T x [2,3]^T", {in(Shape{3, 2}, N32), in(S23, Y23)},
                     {.trans_a = true, .trans_b = true},
                     {out(Shape{2, 2}, matmul_ref(N32, 3, 2, true, Y23, 2, 3, true))}));
-                add(row("mm", "int64 inputs compute in float32", {in(Shape{1, 2}, {1, 2}, I64), in(Shape{2, 1}, {3, 4}, I64)},
-                    {}, {out(Shape{1, 1}, {11}, F32)}));
+            add(row("mm", "int64 stays int64 (as PyTorch)", {in(Shape{1, 2}, {1, 2}, I64), in(Shape{2, 1}, {3, 4}, I64)},
+                    {}, {out(Shape{1, 1}, {11}, I64)}));
         add(row("mm", "float64 [3,2] x [2,3] gives [3,3]", {in(Shape{3, 2}, M32, F64), in(S23, X23, F64)}, {},
                     {out(Shape{3, 3}, matmul_ref(M32, 3, 2, false, X23, 2, 3, false), F64)}));
 
@@ -889,6 +1039,34 @@ const std::vector<OpCase>& op_cases() {
         }
         add(row("clone", "a copy", {in(S23, X23)}, {}, {out(S23, X23)}));
         add(row("detach", "the same values", {in(S23, X23)}, {}, {out(S23, X23)}));
+
+        // --- sampling ---------------------------------------------------------------------------------
+        {
+            OpCase without = row("multinomial", "two of four categories without replacement, zeros never drawn",
+                                 {in(Shape{4}, {0, 0.3, 0, 0.7})}, {.length = 2}, {out(Shape{2}, {}, I64)});
+            without.check = [](const Tensor& t) {
+                std::vector<double> v = values_of(t);
+                std::sort(v.begin(), v.end());
+                CHECK(v == std::vector<double>{2, 4});
+            };
+            add(without);
+            OpCase with = row("multinomial", "[2,3] rows, 2000 draws each with replacement",
+                              {in(S23, {1, 0, 3, 0, 5, 0}, F64)}, {.all = true, .length = 2000}, {out(Shape{2, 2000}, {}, I64)});
+            with.check = [](const Tensor& t) {
+                std::vector<double> v = values_of(t);
+                int threes = 0;
+                bool allowed = true;
+                for (size_t k = 0; k < 2000; ++k) {
+                    allowed = allowed && (v[k] == 1 || v[k] == 3);
+                    threes += v[k] == 3;
+                }
+                for (size_t k = 2000; k < 4000; ++k) allowed = allowed && v[k] == 2;
+                CHECK(allowed);
+                CHECK(threes > 1400);   // expected 1500, standard deviation 19
+                CHECK(threes < 1600);
+            };
+            add(with);
+        }
 
         // --- losses ---------------------------------------------------------------------------------
         {

@@ -628,6 +628,103 @@ local function broadcast_partner(m)
   return targ()
 end
 
+-- Issue 12's functions: of a tensor and a tensor (or number), where, clamp with tensor bounds,
+-- the F activations, tril/triu, and the creations and sampling (small sizes: arguments past
+-- what fits are errors, and the memory limit is not what is fuzzed here).
+local PAIRWISE = {"maximum", "minimum", "ne", "clamp_min", "clamp_max"}
+gen("pairwise", 6, function()
+  local op = pick(PAIRWISE)
+  local x, m = targ()
+  return store(op, render(op, x, mutate({(broadcast_partner(m))})))
+end)
+
+gen("clamp_tensor", 2, function()
+  local x, m = targ()
+  local lo, hi = broadcast_partner(m), broadcast_partner(m)
+  local args = chance(0.5) and {lo, hi} or {"{min = " .. lo .. ", max = " .. hi .. "}"}
+  return store("clamp", render("clamp", x, mutate(args)))
+end)
+
+gen("where", 3, function()
+  local x, m = targ()
+  local c, y = broadcast_partner(m), broadcast_partner(m)
+  if chance(0.5) then return store("where", "torch.where(" .. join(mutate({c, x, y})) .. ")") end
+  return store("where", x .. ":where(" .. join(mutate({c, y})) .. ")")
+end)
+
+local ACTIVATION_ARGS = {
+  leaky_relu = function() return chance(0.5) and {value_lit()} or {"{negative_slope = " .. value_lit() .. "}"} end,
+  elu = function() return chance(0.5) and {value_lit()} or {"{alpha = " .. value_lit() .. "}"} end,
+  gelu = function()
+    return chance(0.3) and {} or {pick({"{approximate = 'tanh'}", "{approximate = 'none'}", "'tanh'", "{approximate = 'x'}"})}
+  end,
+  silu = function() return {} end,
+  softplus = function()
+    return chance(0.5) and {value_lit(), value_lit()} or {"{beta = " .. value_lit() .. ", threshold = " .. value_lit() .. "}"}
+  end,
+}
+gen("activation", 6, function()
+  local op = pick({"leaky_relu", "elu", "gelu", "silu", "softplus"})
+  local x = targ()
+  if chance(0.05) then x = wrong() end
+  local args = mutate(ACTIVATION_ARGS[op]())
+  table.insert(args, 1, x)
+  return store(op, "F." .. op .. "(" .. join(args) .. ")")
+end)
+
+gen("triangle", 3, function()
+  local op = pick({"tril", "triu"})
+  local x = targ()
+  local args = chance(0.3) and {} or {chance(0.8) and tostring(rnd(-4, 4)) or (bad_int())}
+  return store(op, render(op, x, mutate(args)))
+end)
+
+local function small_number()
+  if chance(0.1) then return value_lit() end   -- nasty ones: NaN, infinities, 1e308 (errors)
+  return fmt("%.3g", (rnd() - 0.5) * 20)
+end
+
+gen("creation_like", 5, function()
+  local r = rnd(8)
+  local o = chance(0.4) and creation_opts() or nil
+  local function args_with_opts(args)
+    args = mutate(args)
+    if o and o ~= "" then args[#args + 1] = o end
+    return join(args)
+  end
+  if r == 1 then
+    local args = {small_number(), small_number()}
+    if chance(0.6) then args[3] = small_number() end
+    return store("arange", "torch.arange(" .. args_with_opts(args) .. ")")
+  elseif r == 2 then
+    return store("linspace", "torch.linspace(" .. args_with_opts({small_number(), small_number(), tostring(rnd(-1, 9))}) .. ")")
+  elseif r == 3 then
+    return store("randperm", "torch.randperm(" .. args_with_opts({tostring(rnd(-1, 12))}) .. ")")
+  elseif r == 4 then
+    local args = {shape_lit(rand_shape())}
+    table.insert(args, 1, tostring(rnd(-3, 6)))
+    if chance(0.6) then table.insert(args, 1, tostring(rnd(-5, 2))) end
+    return store("randint", "torch.randint(" .. args_with_opts(args) .. ")")
+  elseif r == 5 then
+    return store("empty", "torch.empty(" .. args_with_opts({shape_lit(rand_shape())}) .. ")")
+  elseif r == 6 then
+    local x = targ()
+    return store("full_like", "torch.full_like(" .. args_with_opts({x, value_lit()}) .. ")")
+  else
+    local op = pick({"zeros_like", "ones_like", "rand_like", "randn_like"})
+    local x = targ()
+    return store(op, "torch." .. op .. "(" .. args_with_opts({x}) .. ")")
+  end
+end)
+
+gen("multinomial", 2, function()
+  local x = targ()
+  local args = {tostring(rnd(-1, 6))}
+  local r = rnd(3)
+  if r == 1 then args[2] = "true" elseif r == 2 then args[2] = "{replacement = " .. pick({"true", "false", "1"}) .. "}" end
+  return store("multinomial", render("multinomial", x, mutate(args)))
+end)
+
 local ARITH = {{"add", "+"}, {"sub", "-"}, {"mul", "*"}, {"div", "/"}, {"pow", "^"}}
 
 gen("binary", 16, function()

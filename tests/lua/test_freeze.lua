@@ -103,6 +103,36 @@ eager_equals_frozen("dense_forward", function()
   end}
 end, 2)
 
+-- Issue 12's elementwise functions: the activations, maximum/minimum and clamp with tensor bounds
+-- are fused (their elementwise.def lines), where and tril run as kernel steps; values and every
+-- gradient replay equal to eager.
+eager_equals_frozen("activations_where_clamp", function()
+  local x = torch.randn(8, 6)
+  local w = torch.randn(6, 6, {requires_grad = true})
+  local lo, hi = torch.full({6}, -0.5), torch.rand(6) + 0.5
+  local functional = torch.nn.functional
+  return {params = {w}, args = {x}, fn = function(x)
+    w.grad = nil
+    local h = x:mm(w)
+    local a = functional.gelu(h) + functional.silu(h) * functional.softplus(h, {beta = 2}) - functional.elu(h, 0.5)
+              + functional.leaky_relu(h, 0.1)
+    local b = torch.where(h:gt(0), torch.maximum(a, h), torch.minimum(a, h:clamp(lo, hi)))
+    local loss = (b + functional.gelu(a, {approximate = "tanh"})):tril(1):pow(2):sum()
+    loss:backward()
+    return loss, b:isfinite() + b:ne(0)
+  end}
+end, 2)
+do
+  local h = torch.randn(4, 5)
+  local f = torch.freeze(function(h)
+    return F.gelu(h) + F.silu(h) * F.softplus(h) - F.elu(h) + F.leaky_relu(h):maximum(h):clamp_min(h * 0.5)
+  end, h)
+  local plan = f:plan()
+  for _, op in ipairs({"gelu", "silu", "softplus", "elu", "leaky_relu", "maximum", "clamp_min"}) do
+    check.equal(plan:find("fused%([^\n]*[= ]" .. op .. "%(") ~= nil, true, op .. " is in the fused group")
+  end
+  check.close(f(h), F.gelu(h) + F.silu(h) * F.softplus(h) - F.elu(h) + F.leaky_relu(h):maximum(h):clamp_min(h * 0.5), 0)
+end
 -- Reductions and shape functions (lua_reduce_shape_ops.cpp): an attention-like step through
 -- einsum, logsumexp, max's indices, topk, chunk, stack, flip, roll, amax, var, norm, cumsum, prod,
 -- sort, index_select and tile, with its gradient.

@@ -63,10 +63,14 @@ check.equal(by_name.sin.math, "y = sin x")
 check.equal(by_name.tanh_backward.internal, true, "tanh_backward internal")
 check.equal(by_name.floor.differentiable, true, "floor has a (zero) gradient, as PyTorch")
 
--- every op the table does not mark internal is reachable by its name from Lua
+-- every op the table does not mark internal is reachable by its name from Lua; the F.name ones
+-- (PyTorch has them in torch.nn.functional only) only there
 local t = torch.ones(1)
 for _, op in ipairs(torch.ops()) do
-  if not op.internal then
+  if op.functional then
+    check.equal(type(F[op.name]), "function", "op " .. op.name .. " is F." .. op.name)
+    check.equal(torch[op.name], nil, "op " .. op.name .. " is not torch." .. op.name)
+  elseif not op.internal then
     local method = pcall(function() return t[op.name] end)
     check.equal(torch[op.name] ~= nil or method, true, "op " .. op.name .. " has a Lua name")
   end

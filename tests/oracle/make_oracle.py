@@ -36,7 +36,21 @@ def with_zeros(shape):       # rows with no zero, one zero, two zeros (prod's gr
     x[2, 3] = 0
     return x
 
-DOMAINS = {"any": any_values, "positive": positive, "ties": ties, "with_zeros": with_zeros}
+def whole(shape):            # small whole numbers -2..2: ties and equalities (maximum's shared gradient, ne)
+    return torch.randint(-2, 3, shape).double()
+
+def zeros_positive(shape):   # zeros among positive values (pow at a zero base)
+    x = positive(shape)
+    x.view(-1)[::2] = 0
+    return x
+
+def special(shape):          # NaN, infinities, zeros and ordinary values (isnan, isinf, isfinite)
+    pool = torch.tensor([float("nan"), float("inf"), float("-inf"), 0.0, -1.5, 2.25], dtype=torch.float64)
+    return pool[torch.randint(0, len(pool), shape)]
+
+DOMAINS = {"any": any_values, "positive": positive, "ties": ties, "with_zeros": with_zeros, "whole": whole,
+           "zeros_positive": zeros_positive, "special": special}
+F = torch.nn.functional
 
 def index(*rows):            # an int64 index, 0-based as PyTorch reads it
     return torch.tensor(rows, dtype=torch.int64)
@@ -238,6 +252,60 @@ ROWS = [
     ("einsum", "torch.einsum(\"ij,kj\", a, b)", lambda a, b: torch.einsum("ij,kj", a, b), [("a", (2, 3), "any"), ("b", (4, 3), "any")]),
     ("einsum", "torch.einsum(\"bij,bkj,k->bi\", a, b, c)", lambda a, b, c: torch.einsum("bij,bkj,k->bi", a, b, c),
      [("a", (2, 3, 4), "any"), ("b", (2, 5, 4), "any"), ("c", (5,), "any")]),
+    # --- issue 12: creation -------------------------------------------------------------------
+    ("arange", "torch.arange(1, 10, 3)", lambda: Whole(torch.arange(1, 10, 3)), []),
+    ("arange", "torch.arange(0, 1, 0.1)", lambda: torch.arange(0, 1, 0.1), []),
+    ("arange", "torch.arange(5, 0, -1.5, {dtype = 'float64'})", lambda: torch.arange(5, 0, -1.5, dtype=torch.float64), []),
+    ("arange", "torch.arange(7)", lambda: Whole(torch.arange(7)), []),
+    ("linspace", "torch.linspace(-1, 2, 7, {dtype = 'float64'})", lambda: torch.linspace(-1, 2, 7, dtype=torch.float64), []),
+    ("linspace", "torch.linspace(0, 1, 11)", lambda: torch.linspace(0, 1, 11), []),
+    ("linspace", "torch.linspace(-3, 4, 4, {dtype = 'int64'})", lambda: Whole(torch.linspace(-3, 4, 4, dtype=torch.int64)), []),
+    ("zeros_like", "torch.zeros_like(x)", lambda x: torch.zeros_like(x), [("x", (2, 3), "any")]),
+    ("ones_like", "torch.ones_like(x, {dtype = 'int64'})", lambda x: Whole(torch.ones_like(x, dtype=torch.int64)), [("x", (2, 3), "any")]),
+    ("full_like", "torch.full_like(x, 2.5)", lambda x: torch.full_like(x, 2.5), [("x", (3,), "any")]),
+    ("tril", "x:tril()", lambda x: x.tril(), [("x", (3, 4), "any")]),
+    ("tril", "torch.tril(x, -1)", lambda x: torch.tril(x, -1), [("x", (2, 3, 4), "any")]),
+    ("triu", "x:triu(1)", lambda x: x.triu(1), [("x", (4, 3), "any")]),
+    ("triu", "torch.triu(x, {diagonal = -1})", lambda x: torch.triu(x, diagonal=-1), [("x", (2, 4, 3), "any")]),
+
+    # --- issue 12: elementwise ------------------------------------------------------------------
+    ("ne", "x:ne(y)", lambda x, y: x.ne(y), [("x", (3, 4), "whole"), ("y", (4,), "whole")]),
+    ("ne", "torch.ne(x, 1)", lambda x: torch.ne(x, 1), [("x", (3, 4), "whole")]),
+    ("maximum", "torch.maximum(x, y)", lambda x, y: torch.maximum(x, y), [("x", (2, 3), "any"), ("y", (3,), "any")]),
+    ("maximum", "x:maximum(y)", lambda x, y: x.maximum(y), [("x", (4, 3), "whole"), ("y", (4, 3), "whole")]),
+    ("minimum", "torch.minimum(x, y)", lambda x, y: torch.minimum(x, y), [("x", (2, 1), "any"), ("y", (2, 3), "any")]),
+    ("minimum", "x:minimum(y)", lambda x, y: x.minimum(y), [("x", (4, 3), "whole"), ("y", (4, 3), "whole")]),
+    ("where", "torch.where(c:gt(0), x, y)", lambda c, x, y: torch.where(c > 0, x, y),
+     [("c", (2, 3), "any"), ("x", (2, 3), "any"), ("y", (3,), "any")]),
+    ("where", "x:where(c:lt(0), y)", lambda c, x, y: x.where(c < 0, y), [("c", (3, 1), "any"), ("x", (3, 2), "any"), ("y", (3, 2), "any")]),
+    ("where", "torch.where(c:gt(0), x, 2.5)", lambda c, x: torch.where(c > 0, x, 2.5), [("c", (2, 3), "any"), ("x", (2, 3), "any")]),
+    ("isnan", "x:isnan()", lambda x: x.isnan(), [("x", (3, 4), "special")]),
+    ("isinf", "torch.isinf(x)", lambda x: torch.isinf(x), [("x", (3, 4), "special")]),
+    ("isfinite", "x:isfinite()", lambda x: x.isfinite(), [("x", (3, 4), "special")]),
+    ("clamp", "x:clamp(lo, hi)", lambda x, lo, hi: x.clamp(lo, hi), [("x", (3, 4), "any"), ("lo", (4,), "any"), ("hi", (3, 1), "any")]),
+    ("clamp", "torch.clamp(x, {min = lo})", lambda x, lo: torch.clamp(x, min=lo), [("x", (3, 4), "any"), ("lo", (3, 4), "any")]),
+    ("clamp", "x:clamp(nil, hi)", lambda x, hi: x.clamp(None, hi), [("x", (3, 4), "any"), ("hi", (4,), "any")]),
+    ("clamp_min", "x:clamp_min(lo)", lambda x, lo: x.clamp_min(lo), [("x", (3, 4), "any"), ("lo", (4,), "any")]),
+    ("clamp_min", "torch.clamp_min(x, 0.5)", lambda x: torch.clamp_min(x, 0.5), [("x", (3, 4), "any")]),
+    ("clamp_max", "x:clamp_max(hi)", lambda x, hi: x.clamp_max(hi), [("x", (3, 4), "any"), ("hi", (3, 1), "any")]),
+    ("clamp_max", "torch.clamp_max(x, -0.5)", lambda x: torch.clamp_max(x, -0.5), [("x", (3, 4), "any")]),
+    ("leaky_relu", "F.leaky_relu(x)", lambda x: F.leaky_relu(x), [("x", (3, 4), "any")]),
+    ("leaky_relu", "F.leaky_relu(x, {negative_slope = 0.3})", lambda x: F.leaky_relu(x, negative_slope=0.3), [("x", (3, 4), "any")]),
+    ("elu", "F.elu(x)", lambda x: F.elu(x), [("x", (3, 4), "any")]),
+    ("elu", "F.elu(x, 1.7)", lambda x: F.elu(x, 1.7), [("x", (3, 4), "any")]),
+    ("gelu", "F.gelu(x)", lambda x: F.gelu(x), [("x", (3, 4), "any")]),
+    ("gelu", "F.gelu(x, {approximate = 'tanh'})", lambda x: F.gelu(x, approximate="tanh"), [("x", (3, 4), "any")]),
+    ("silu", "F.silu(x)", lambda x: F.silu(x), [("x", (3, 4), "any")]),
+    ("softplus", "F.softplus(x)", lambda x: F.softplus(x), [("x", (3, 4), "any")]),
+    ("softplus", "F.softplus(x, {beta = 2, threshold = 3})", lambda x: F.softplus(x, beta=2, threshold=3), [("x", (3, 4), "any")]),
+    # pow at a zero base, a negative base and a zero exponent, as PyTorch (values and gradients)
+    ("pow", "0 ^ x", lambda x: 0 ** x, [("x", (3, 4), "whole")]),
+    ("pow", "(-2) ^ x", lambda x: (-2) ** x, [("x", (3, 4), "whole")]),
+    ("pow", "2 ^ x", lambda x: 2 ** x, [("x", (3, 4), "any")]),
+    ("pow", "x ^ 0", lambda x: x ** 0, [("x", (3, 4), "zeros_positive")]),
+    ("pow", "x ^ 2", lambda x: x ** 2, [("x", (3, 4), "zeros_positive")]),
+    ("pow", "x ^ y", lambda x, y: x ** y, [("x", (3, 4), "zeros_positive"), ("y", (3, 4), "positive")]),
+    ("pow", "x ^ y", lambda x, y: x ** y, [("x", (3, 4), "positive"), ("y", (4,), "whole")]),
 ]
 
 
@@ -253,14 +321,21 @@ def lua_string(text):
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def lua_tensor(t):
-    """A tensor as Lua data; int64 ones are indices, written 1-based."""
+class Whole:
+    """An int64 result that holds values, not indices (arange's): written as it is, not 1-based."""
+    def __init__(self, t):
+        self.t = t
+
+
+def lua_tensor(t, indices=True):
+    """A tensor as Lua data; int64 ones are indices, written 1-based (unless indices is False);
+    float32 ones say their dtype (float64 is the default)."""
     if t.dtype == torch.int64:
-        values = ", ".join(str(v + 1) for v in t.reshape(-1).tolist())
+        values = ", ".join(str(v + 1 if indices else v) for v in t.reshape(-1).tolist())
         dtype = ', dtype = "int64"'
     else:
         values = ", ".join(lua_number(v) for v in t.detach().reshape(-1).tolist())
-        dtype = ""
+        dtype = ', dtype = "float32"' if t.dtype == torch.float32 else ""
     shape = ", ".join(str(d) for d in t.shape)
     return "{shape = {%s}, values = {%s}%s}" % (shape, values, dtype)
 
@@ -274,13 +349,18 @@ def make_row(name, lua, fn, inputs):
             tensors[input_name] = DOMAINS[domain](shape).requires_grad_(True)
     result = fn(*tensors.values())
     outs = list(result) if isinstance(result, (tuple, list)) else [result]
+    as_indices = [not isinstance(o, Whole) for o in outs]
+    outs = [o.t if isinstance(o, Whole) else o for o in outs]
+    # tapedeck has no bool dtype: a comparison's 1 and 0 are in the inputs' float dtype (float64 here)
+    outs = [o.to(torch.float64) if o.dtype == torch.bool else o for o in outs]
     ws = [torch.randn(o.shape, dtype=torch.float64) if o.dtype.is_floating_point else None for o in outs]
     float_inputs = [v for v in tensors.values() if v.dtype.is_floating_point]
     loss = sum((o * w).sum() for o, w in zip(outs, ws) if w is not None)
-    grads = torch.autograd.grad(loss, float_inputs, allow_unused=True) if torch.is_tensor(loss) else [None] * len(float_inputs)
+    differentiable = torch.is_tensor(loss) and loss.requires_grad   # not so for isnan's, a creation's
+    grads = torch.autograd.grad(loss, float_inputs, allow_unused=True) if differentiable else [None] * len(float_inputs)
     lines = ["  {name = %s, lua = %s," % (lua_string(name), lua_string(lua))]
     lines.append("   inputs = {%s}," % ", ".join("%s = %s" % (k, lua_tensor(v)) for k, v in tensors.items()))
-    lines.append("   outputs = {%s}," % ", ".join(lua_tensor(o) for o in outs))
+    lines.append("   outputs = {%s}," % ", ".join(lua_tensor(o, i) for o, i in zip(outs, as_indices)))
     lines.append("   ws = {%s}," % ", ".join(lua_tensor(w) if w is not None else "false" for w in ws))
     grad_text = []
     for (k, v), g in zip([(k, v) for k, v in tensors.items() if v.dtype.is_floating_point], grads):
