@@ -46,8 +46,8 @@ struct BackwardScope {
     std::vector<Node*>& order;
     BackwardPass pass;
 
-    BackwardScope(std::vector<Node*>& o, Node* root) : order(o) {
-        set_grad_enabled(false);
+    BackwardScope(std::vector<Node*>& o, Node* root, bool create_graph) : order(o) {
+        set_grad_enabled(create_graph);
         g_recording.phase = PHASE_BACKWARD;
         pass.root = root;
         pass.order = &order;
@@ -116,7 +116,7 @@ Node* backward_pass_find(int64_t id) {
     return at != order.end() && (*at)->id == id ? *at : nullptr;
 }
 
-void backward(const Tensor& root, const Tensor* grad) {
+void backward(const Tensor& root, const Tensor* grad, const BackwardOptions& options) {
     if (!root.defined()) engine_fail("backward: not a tensor");
     if (g_pass)   // pending gradients live on the nodes: two passes at once would mix them
         engine_fail("backward: the backward pass from #%lld has not finished (it is paused at #%lld); a second "
@@ -138,7 +138,8 @@ void backward(const Tensor& root, const Tensor* grad) {
     std::vector<Node*> order;
     collect_graph(root.node.get(), order);
     std::sort(order.begin(), order.end(), by_id_descending);
-    BackwardScope scope(order, root.node.get());
+    BackwardScope scope(order, root.node.get(), options.create_graph);
+    if (options.captured) options.captured->assign(options.capture->size(), Tensor());
     BackwardPass& pass = scope.pass;
     for (Node* n : order) n->backward_nodes.clear();
     uint64_t first_serial = storage_next_serial();
@@ -156,7 +157,13 @@ void backward(const Tensor& root, const Tensor* grad) {
         if (!any) continue;
         g_recording.group_node = n;
 
-        for (int i = 0; i < n->outputs.size(); ++i) {
+        if (options.capture) {   // torch.autograd.grad: the wanted gradients are complete at their node's visit
+            for (size_t c = 0; c < options.capture->size(); ++c) {
+                const Tensor& want = (*options.capture)[c];
+                if (want.node.get() == n) (*options.captured)[c] = n->outputs[want.output].pending;
+            }
+        }
+        for (int i = 0; i < n->outputs.size() && !options.capture; ++i) {
             Output& out = n->outputs[i];
             if (!out.pending.defined() || !out.requires_grad || !(n->is_leaf() || n->retains_grad)) continue;
             int64_t first_id = tape_next_id();

@@ -266,7 +266,16 @@ uint64_t engine_random_u64();
 // Backpropagate from `root`. `grad` may be empty when root has one element. Gradients accumulate
 // into .grad of leaves that require grad and of nodes that retain grad. The pass is recorded:
 // its nodes have phase BACKWARD and group = the forward node they differentiate.
-void backward(const Tensor& root, const Tensor* grad);
+// create_graph: the pass records its ops with autograd on, so the gradients have a graph of their
+// own (second derivatives). capture (torch.autograd.grad): the gradient of root with respect to
+// each of these tensors is stored in *captured (undefined where none flowed) and no .grad is
+// changed.
+struct BackwardOptions {
+    bool create_graph = false;
+    const std::vector<Tensor>* capture = nullptr;
+    std::vector<Tensor>* captured = nullptr;
+};
+void backward(const Tensor& root, const Tensor* grad, const BackwardOptions& options = BackwardOptions());
 
 // The backward pass in progress, for observers (HOOK_GROUP_DONE) and viewers (which groups ran).
 // Gradients here are named from the node's side: those arriving at its outputs and those its

@@ -832,12 +832,130 @@ int compare_scalars(lua_State* L, CompareOp op) {
 int l_less(lua_State* L) { return compare_scalars(L, COMPARE_LT); }
 int l_less_equal(lua_State* L) { return compare_scalars(L, COMPARE_LE); }
 
+// {create_graph =, retain_graph =} at idx into options (retain_graph is accepted: the recorded
+// graph is kept anyway, nodes live while something reaches them).
+void backward_options_from(lua_State* L, int idx, BackwardOptions* options, bool* allow_unused) {
+    if (lua_isnoneornil(L, idx)) return;
+    if (!lua_istable(L, idx)) arg_fail(idx, "options must be a table like {create_graph = true}, got %s", type_name_of(L, idx));
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        const char* key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
+        if (strcmp(key, "create_graph") == 0) options->create_graph = lua_toboolean(L, -1);
+        else if (strcmp(key, "retain_graph") == 0) {}
+        else if (allow_unused && strcmp(key, "allow_unused") == 0) *allow_unused = lua_toboolean(L, -1);
+        else if (allow_unused && strcmp(key, "grad_outputs") == 0) {}   // read by the caller
+        else arg_fail(idx, "unknown option '%s' (expected create_graph or retain_graph%s)", key,
+                      allow_unused ? ", grad_outputs or allow_unused" : "");
+        lua_pop(L, 1);
+    }
+}
+
+// x:backward(), x:backward(grad), x:backward(grad, {create_graph = true}), x:backward{create_graph = true}
 int l_backward(lua_State* L) {
     Tensor root = check_tensor(L, 1);   // a copy: the pass must not see x rebased under it
-    Tensor* grad = lua_isnoneornil(L, 2) ? nullptr : &check_tensor(L, 2);
-    backward(root, grad);
+    int options_at = 3;
+    Tensor* grad = nullptr;
+    if (lua_istable(L, 2) && !test_tensor(L, 2)) options_at = 2;
+    else if (!lua_isnoneornil(L, 2)) grad = &check_tensor(L, 2);
+    if (!lua_isnone(L, options_at + 1)) arg_fail(options_at + 1, "backward takes a gradient and an options table, got more");
+    BackwardOptions options;
+    backward_options_from(L, options_at, &options, nullptr);
+    backward(root, grad, options);
     return 0;
 }
+
+// Tensors given as one tensor or a table of tensors, at idx.
+std::vector<Tensor> tensor_list_arg(lua_State* L, int idx, const char* what) {
+    std::vector<Tensor> list;
+    if (Tensor* t = test_tensor(L, idx)) {
+        list.push_back(*t);
+        return list;
+    }
+    if (!lua_istable(L, idx)) arg_fail(idx, "%s must be a tensor or a table of tensors, got %s", what, type_name_of(L, idx));
+    lua_Integer n = luaL_len(L, idx);
+    for (lua_Integer i = 1; i <= n; ++i) {
+        lua_geti(L, idx, i);
+        Tensor* t = test_tensor(L, -1);
+        if (!t) arg_fail(idx, "%s: element %lld is a %s, not a tensor", what, static_cast<long long>(i), type_name_of(L, -1));
+        list.push_back(*t);
+        lua_pop(L, 1);
+    }
+    if (list.empty()) arg_fail(idx, "%s is an empty table", what);
+    return list;
+}
+
+// torch.autograd.grad(outputs, inputs, {grad_outputs =, create_graph =, allow_unused =}): the
+// gradients of the outputs (summed, each weighted by its grad_output) with respect to each input,
+// as several return values (PyTorch's tuple); .grad is left alone.
+int l_autograd_grad(lua_State* L) {
+    std::vector<Tensor> outputs = tensor_list_arg(L, 1, "outputs");
+    std::vector<Tensor> inputs = tensor_list_arg(L, 2, "inputs");
+    BackwardOptions options;
+    bool allow_unused = false;
+    backward_options_from(L, 3, &options, &allow_unused);
+    if (!lua_isnone(L, 4)) arg_fail(4, "grad takes outputs, inputs and an options table, got more");
+    std::vector<Tensor> grad_outputs;
+    if (lua_istable(L, 3) && lua_getfield(L, 3, "grad_outputs") != LUA_TNIL) grad_outputs = tensor_list_arg(L, lua_gettop(L), "grad_outputs");
+    if (!grad_outputs.empty() && grad_outputs.size() != outputs.size())
+        arg_fail(3, "grad_outputs has %zu tensors for %zu outputs", grad_outputs.size(), outputs.size());
+    for (const Tensor& input : inputs)
+        if (!input.requires_grad()) engine_fail("grad: input #%lld does not require grad", static_cast<long long>(input.id()));
+    Tensor root = outputs[0];
+    const Tensor* seed = grad_outputs.empty() ? nullptr : &grad_outputs[0];
+    Tensor weighted;
+    if (outputs.size() > 1) {   // one root: sum over outputs of sum(output * grad_output)
+        {
+            NoGradGuard restore_mode;   // saves the mode; the sum is recorded with autograd on
+            set_grad_enabled(true);
+            for (size_t i = 0; i < outputs.size(); ++i) {
+                Tensor term = grad_outputs.empty() ? outputs[i] : ops::mul(outputs[i], grad_outputs[i]);
+                term = ops::reduce_all(OP_sum, term);
+                weighted = weighted.defined() ? ops::add(weighted, term) : term;
+            }
+        }
+        root = weighted;
+        seed = nullptr;
+    }
+    std::vector<Tensor> captured;
+    options.capture = &inputs;
+    options.captured = &captured;
+    backward(root, seed, options);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+        if (captured[i].defined()) {
+            push_tensor(L, captured[i]);
+        } else if (allow_unused) {
+            lua_pushnil(L);
+        } else {
+            engine_fail("grad: input %zu (#%lld) was not used to compute the outputs (pass {allow_unused = true} to get nil)",
+                        i + 1, static_cast<long long>(inputs[i].id()));
+        }
+    }
+    return static_cast<int>(inputs.size());
+}
+
+// Conveniences PyTorch users reach for.
+int l_type_as(lua_State* L) { return push_converted(L, check_tensor(L, 1), check_tensor(L, 2).dtype()); }
+int l_int(lua_State* L) { return push_converted(L, check_tensor(L, 1), DTYPE_I64); }   // no int32: int64
+// x:bool(): 1 where x is non-zero, else 0, in float32 (there is no bool dtype; masks take any dtype)
+int l_bool(lua_State* L) {
+    Tensor& x = check_tensor(L, 1);
+    return push_tensor(L, ops::to(ops::compare_scalar(OP_ne, x, 0), DTYPE_F32));
+}
+
+// x:new_zeros(sizes, opts), new_ones, new_empty, new_full(sizes, value, opts): x's dtype unless opts say
+int new_like(lua_State* L, OpId op) {
+    Tensor& x = check_tensor(L, 1);
+    int next;
+    Shape shape = shape_from_args(L, 2, &next);
+    double value = 0;
+    if (op == OP_full) value = check_number(L, next++, "fill value");
+    CreateOptions o = options_from_arg(L, next, x.dtype());
+    if (!lua_isnone(L, next + 1)) arg_fail(next + 1, "unexpected argument (sizes, %soptions)", op == OP_full ? "value, " : "");
+    return push_created(L, ops::create(op, shape, o.dtype, value), o);
+}
+int l_new_zeros(lua_State* L) { return new_like(L, OP_zeros); }
+int l_new_ones(lua_State* L) { return new_like(L, OP_ones); }
+int l_new_full(lua_State* L) { return new_like(L, OP_full); }
 
 int l_retain_grad(lua_State* L) {
     Tensor& x = check_tensor(L, 1);
@@ -900,6 +1018,8 @@ int tensor_field(lua_State* L) {
         lua_pushboolean(L, t.node->is_leaf());
     } else if (strcmp(key, "dtype") == 0) {
         lua_pushstring(L, dtype_name(t.dtype()));
+    } else if (strcmp(key, "ndim") == 0) {
+        lua_pushinteger(L, t.shape().ndim);
     } else if (strcmp(key, "device") == 0) {
         lua_pushstring(L, device_name(t.value().device()));
     } else if (strcmp(key, "data") == 0) {
@@ -1175,7 +1295,9 @@ const Binding tensor_functions[] = {
 const Binding method_only[] = {
     {"add_", l_add_}, {"sub_", l_sub_}, {"mul_", l_mul_}, {"masked_fill_", l_masked_fill_}, {"zero_", l_zero_}, {"fill_", l_fill_},
     {"copy_", l_copy_}, {"size", l_size}, {"dim", l_dim}, {"numel", l_numel}, {"item", l_item},
-    {"totable", l_totable}, {"backward", l_backward}, {"retain_grad", l_retain_grad},
+    {"totable", l_totable}, {"tolist", l_totable}, {"nelement", l_numel}, {"type_as", l_type_as}, {"int", l_int},
+    {"bool", l_bool}, {"new_zeros", l_new_zeros}, {"new_ones", l_new_ones}, {"new_empty", l_new_zeros},
+    {"new_full", l_new_full}, {"backward", l_backward}, {"retain_grad", l_retain_grad},
     {"requires_grad_", l_requires_grad_}, {"to", l_to}, {"cpu", l_cpu}, {"float", l_float}, {"double", l_double},
     {"long", l_long},
     {nullptr, nullptr},
@@ -1399,6 +1521,10 @@ void tapedeck_open(lua_State* L) {
     register_bindings(L, view_torch_only);
     tapedeck_open_function(L);
     tapedeck_open_plan(L);
+    static const Binding autograd_functions[] = {{"grad", l_autograd_grad}, {"backward", l_backward}, {nullptr, nullptr}};
+    lua_newtable(L);   // torch.autograd
+    register_bindings(L, autograd_functions);
+    lua_setfield(L, -2, "autograd");
     lua_pushstring(L, "0.1");
     lua_setfield(L, -2, "version");
     // dtype constants are the dtype names: t.dtype == torch.float64

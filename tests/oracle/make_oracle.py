@@ -129,6 +129,13 @@ ROWS = [
     ("index", "x[x:gt(0)]", lambda x: x[x > 0], [("x", (3, 4), "any")]),
     ("assign rows by index", "(function() local y = x * 1; y[torch.tensor({3, 1}, {dtype = torch.int64})] = w; return y end)()",
      assign_rows, [("x", (3, 2), "any"), ("w", (2, 2), "any")]),
+    # second derivatives: the gradient (create_graph) is itself differentiated
+    ("autograd.grad", "torch.autograd.grad((x ^ 3 * y):sum(), x, {create_graph = true})",
+     lambda x, y: torch.autograd.grad((x ** 3 * y).sum(), x, create_graph=True)[0],
+     [("x", (2, 3), "any"), ("y", (2, 3), "any")]),
+    ("autograd.grad", "torch.autograd.grad((x:tanh():mm(y):sigmoid()):sum(), y, {create_graph = true})",
+     lambda x, y: torch.autograd.grad(torch.sigmoid(torch.tanh(x).mm(y)).sum(), y, create_graph=True)[0],
+     [("x", (2, 3), "any"), ("y", (3, 2), "any")]),
     ("assign a broadcast tensor", "(function() local y = x:clone(); y[{{}, 2}] = w; return y end)()",
      assign_column, [("x", (2, 3), "any"), ("w", (1,), "any")]),
     # a chain: gradients through several of them at once
