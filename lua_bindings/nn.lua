@@ -292,12 +292,12 @@ for name, fn in pairs({MSELoss = "mse_loss", CrossEntropyLoss = "cross_entropy",
   class.init = function(self, opts)
     opts = check_options(name, opts, {reduction = true}, "{reduction = \"sum\"}")
     local reduction = opts.reduction or "mean"
-    if reduction ~= "mean" and reduction ~= "sum" then
-      fail(name .. ": reduction must be \"mean\" or \"sum\", got " .. describe(reduction))
+    if reduction ~= "mean" and reduction ~= "sum" and reduction ~= "none" then
+      fail(name .. ": reduction must be \"mean\", \"sum\" or \"none\", got " .. describe(reduction))
     end
     self.reduction = reduction
   end
-  class.forward = function(self, input, target) return torch[fn](input, target, {reduction = self.reduction}) end
+  class.forward = function(self, input, target) return nn.functional[fn](input, target, {reduction = self.reduction}) end
   class.extra_repr = function(self) return "reduction=" .. self.reduction end
   nn[name] = class
 end
