@@ -53,6 +53,7 @@ local function named(class, fn, ...)
   local results = table.pack(pcall(fn, ...))
   if results[1] then return table.unpack(results, 2, results.n) end
   local message = tostring(results[2])
+  if message:sub(1, #class + 1) == class .. ":" and message:find("%([^()]*:%d+%)$") then error(message, 0) end   -- already named
   if message:find("%([^()]*:%d+%)$") then error(class .. ": " .. message, 0) end
   fail(class .. ": " .. message)
 end

@@ -99,6 +99,9 @@ check.fails("one_hot", "labels must be >= 1", function() local _ = F.one_hot(lab
 check.fails("normalize", "dim must be an integer", function() local _ = F.normalize(x, 2, 1.5) end)
 check.fails("pad", "mode must be", function() local _ = F.pad(x, {1, 1}, "mirror") end)
 check.fails("pad", "two sizes per dim", function() local _ = F.pad(x, {1, 1, 1}) end)
+local message = check.fails("pad", "not possible in mode constant", function() local _ = F.pad(x, {-4, 0}) end)
+assert(not message:find("pad: pad:", 1, true), "named once: " .. message)
+check.fails("cross_entropy", "gather: index 5 out of range", function() local _ = F.cross_entropy(x, torch.tensor({5, 1}), {reduction = "none"}) end)
 check.fails("pad", "too large for mode reflect", function() local _ = F.pad(x, {3, 0}, "reflect") end)
 -- the loss modules take reduction "none" too
 check.shape(nn.CrossEntropyLoss{reduction = "none"}(x, labels), {2})
