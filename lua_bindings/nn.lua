@@ -837,4 +837,61 @@ function F.pad(...)
   end)
 end
 
+-- A pair of sizes from a number or a list of two (PyTorch's int or tuple).
+local function size_pair(fname, what, v, min)
+  if math.type(v) == "integer" then v = {v, v} end
+  if type(v) == "table" and #v == 2 and math.type(v[1]) == "integer" and math.type(v[2]) == "integer" and v[1] >= min
+     and v[2] >= min then
+    return v[1], v[2]
+  end
+  fail(string.format("%s: %s must be an integer >= %d or a list of two, got %s", fname, what, min, describe(v)))
+end
+
+function F.avg_pool2d(...)
+  local input, kernel_size = ...
+  local fname = "avg_pool2d"
+  local a = parse_args(fname, 2, {"stride", "padding", "ceil_mode", "count_include_pad", "divisor_override"}, 5, ...)
+  check_tensor(fname, "input", input)
+  local kh, kw = size_pair(fname, "kernel_size", kernel_size, 1)
+  local sh, sw = kh, kw
+  if a.stride ~= nil then sh, sw = size_pair(fname, "stride", a.stride, 1) end
+  local ph, pw = 0, 0
+  if a.padding ~= nil then ph, pw = size_pair(fname, "padding", a.padding, 0) end
+  if check_boolean(fname, "ceil_mode", a.ceil_mode, false) then fail(fname .. ": ceil_mode = true is not supported") end
+  local include_pad = check_boolean(fname, "count_include_pad", a.count_include_pad, true)
+  local divisor = a.divisor_override ~= nil and check_integer(fname, "divisor_override", a.divisor_override, 1) or nil
+  if ph * 2 > kh or pw * 2 > kw then fail(fname .. ": padding must be at most half the kernel size") end
+  if input:dim() ~= 3 and input:dim() ~= 4 then fail(fname .. ": input must be [N, C, H, W] or [C, H, W], got " .. tostring(input.shape)) end
+  local H, W = input:size(-2) + 2 * ph, input:size(-1) + 2 * pw
+  if H < kh or W < kw then fail(string.format("%s: the kernel %dx%d is larger than the padded input %dx%d", fname, kh, kw, H, W)) end
+  local oh, ow = (H - kh) // sh + 1, (W - kw) // sw + 1
+  return named(fname, function()
+    -- the sum of the kh * kw strided slices of the zero-padded input, one per offset in the window
+    local function window_sum(t)
+      local total
+      for i = 1, kh do
+        for j = 1, kw do
+          local rows = t:narrow(-2, i, (oh - 1) * sh + 1)
+          local part = rows:narrow(-1, j, (ow - 1) * sw + 1)
+          if sh > 1 or sw > 1 then
+            local key = {}
+            for _ = 1, t:dim() - 2 do key[#key + 1] = {} end
+            key[#key + 1] = {1, -1, sh}
+            key[#key + 1] = {1, -1, sw}
+            part = part[key]
+          end
+          total = total and total + part or part
+        end
+      end
+      return total
+    end
+    local padded = (ph > 0 or pw > 0) and F.pad(input, {pw, pw, ph, ph}) or input
+    local sums = window_sum(padded)
+    if divisor then return sums / divisor end
+    if include_pad or (ph == 0 and pw == 0) then return sums / (kh * kw) end
+    local ones = torch.ones(input:size(-2), input:size(-1), {dtype = sums.dtype})
+    return sums / window_sum(F.pad(ones, {pw, pw, ph, ph}))
+  end)
+end
+
 return nn

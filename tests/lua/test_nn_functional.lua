@@ -103,6 +103,12 @@ local message = check.fails("pad", "not possible in mode constant", function() l
 assert(not message:find("pad: pad:", 1, true), "named once: " .. message)
 check.fails("cross_entropy", "gather: index 5 out of range", function() local _ = F.cross_entropy(x, torch.tensor({5, 1}), {reduction = "none"}) end)
 check.fails("pad", "too large for mode reflect", function() local _ = F.pad(x, {3, 0}, "reflect") end)
+check.fails("avg_pool2d", "ceil_mode = true is not supported", function() local _ = F.avg_pool2d(torch.ones(1, 4, 4), 2, {ceil_mode = true}) end)
+check.fails("avg_pool2d", "kernel_size must be an integer >= 1 or a list of two", function() local _ = F.avg_pool2d(torch.ones(1, 4, 4), {2, 2, 2}) end)
+check.fails("avg_pool2d", "padding must be at most half the kernel size", function() local _ = F.avg_pool2d(torch.ones(1, 4, 4), 2, 1, 2) end)
+check.fails("avg_pool2d", "does not take 'dilation'", function() local _ = F.avg_pool2d(torch.ones(1, 4, 4), 2, {dilation = 2}) end)
+check.close(F.avg_pool2d(torch.arange(16):reshape(1, 4, 4):double(), 2), {{{2.5, 4.5}, {10.5, 12.5}}}, 1e-12, "avg_pool2d")
+
 -- the loss modules take reduction "none" too
 check.shape(nn.CrossEntropyLoss{reduction = "none"}(x, labels), {2})
 check.shape(nn.MSELoss{reduction = "none"}(x, y), {2, 3})

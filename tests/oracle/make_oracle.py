@@ -370,6 +370,10 @@ ROWS = [
     ("pad", "F.pad(x, {2, 1, 1, 1}, {mode = 'reflect'})", lambda x: F.pad(x, (2, 1, 1, 1), mode="reflect"), [("x", (1, 2, 3, 4), "any")]),
     ("pad", "F.pad(x, {2, 1, 1, 3}, 'replicate')", lambda x: F.pad(x, (2, 1, 1, 3), "replicate"), [("x", (1, 2, 3, 4), "any")]),
     ("pad", "F.pad(x, {2, 1, 1, 3}, 'circular')", lambda x: F.pad(x, (2, 1, 1, 3), "circular"), [("x", (1, 2, 3, 4), "any")]),
+    ("avg_pool2d", "F.avg_pool2d(x, 2)", lambda x: F.avg_pool2d(x, 2), [("x", (2, 2, 4, 5), "any")]),
+    ("avg_pool2d", "F.avg_pool2d(x, {3, 2}, {2, 1}, 1)", lambda x: F.avg_pool2d(x, (3, 2), (2, 1), 1), [("x", (1, 2, 5, 4), "any")]),
+    ("avg_pool2d", "F.avg_pool2d(x, 3, 2, {1, 1}, {count_include_pad = false})", lambda x: F.avg_pool2d(x, 3, 2, 1, count_include_pad=False), [("x", (2, 5, 6), "any")]),
+    ("avg_pool2d", "F.avg_pool2d(x, 2, {divisor_override = 3})", lambda x: F.avg_pool2d(x, 2, divisor_override=3), [("x", (1, 1, 4, 4), "any")]),
 ]
 
 
