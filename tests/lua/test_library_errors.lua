@@ -18,7 +18,7 @@ check.fails("MaxPool2d", "kernel_size must be an integer >= 1, got \"2\"", funct
 check.fails("Flatten", "start_dim must be an integer", function() nn.Flatten("x") end)
 check.fails("Softmax", "dim must be an integer", function() nn.Softmax() end)
 check.fails("MSELoss", "options must be a table", function() nn.MSELoss(5) end)
-check.fails("CrossEntropyLoss", "reduction must be \"mean\" or \"sum\", got \"bogus\"", function() nn.CrossEntropyLoss{reduction = "bogus"} end)
+check.fails("CrossEntropyLoss", "reduction must be \"mean\", \"sum\" or \"none\", got \"bogus\"", function() nn.CrossEntropyLoss{reduction = "bogus"} end)
 check.fails("Parameter", "expects a tensor, got 5", function() nn.Parameter(5) end)
 check.fails("Sequential", "argument 2 is not a module, got 3", function() nn.Sequential(nn.ReLU(), 3) end)
 check.fails("Sequential", "argument 1 is not a module, got nil", function() nn.Sequential(nil, nn.ReLU()) end)

@@ -48,9 +48,16 @@ def special(shape):          # NaN, infinities, zeros and ordinary values (isnan
     pool = torch.tensor([float("nan"), float("inf"), float("-inf"), 0.0, -1.5, 2.25], dtype=torch.float64)
     return pool[torch.randint(0, len(pool), shape)]
 
-DOMAINS = {"any": any_values, "positive": positive, "ties": ties, "with_zeros": with_zeros, "whole": whole,
+def unit(shape):             # inside (0, 1): probabilities (binary_cross_entropy's input and target)
+    return torch.rand(shape, dtype=torch.float64) * 0.9 + 0.05
+
+DOMAINS = {"unit": unit, "any": any_values, "positive": positive, "ties": ties, "with_zeros": with_zeros, "whole": whole,
            "zeros_positive": zeros_positive, "special": special}
 F = torch.nn.functional
+
+def weights(*values):        # given float64 values that get no gradient (PyTorch refuses one for some weights)
+    return torch.tensor(values, dtype=torch.float64)
+
 
 def index(*rows):            # an int64 index, 0-based as PyTorch reads it
     return torch.tensor(rows, dtype=torch.int64)
@@ -62,6 +69,11 @@ def rnn_outputs(x, w):
         h = torch.tanh(h * w)
         o[t] = h
     return o
+
+
+def batch_norm_train(x, rm, rv, w, b):
+    m, v = rm.detach().clone(), rv.detach().clone()
+    return F.batch_norm(x, m, v, w, b, True, 0.2), m, v
 
 
 def writes_through_views(x, w):
@@ -313,6 +325,62 @@ ROWS = [
     ("pow", "x ^ 2", lambda x: x ** 2, [("x", (3, 4), "zeros_positive")]),
     ("pow", "x ^ y", lambda x, y: x ** y, [("x", (3, 4), "zeros_positive"), ("y", (3, 4), "positive")]),
     ("pow", "x ^ y", lambda x, y: x ** y, [("x", (3, 4), "positive"), ("y", (4,), "whole")]),
+    # --- issue 12: F's losses (nn.lua; reduction "mean", "sum", "none") -------------------------
+    ("l1_loss", "F.l1_loss(x, y)", lambda x, y: F.l1_loss(x, y), [("x", (3, 4), "any"), ("y", (3, 4), "any")]),
+    ("l1_loss", "F.l1_loss(x, y, {reduction = 'sum'})", lambda x, y: F.l1_loss(x, y, reduction="sum"), [("x", (3, 4), "any"), ("y", (3, 4), "any")]),
+    ("l1_loss", "F.l1_loss(x, y, {reduction = 'none'})", lambda x, y: F.l1_loss(x, y, reduction="none"), [("x", (3, 4), "any"), ("y", (4,), "any")]),
+    ("smooth_l1_loss", "F.smooth_l1_loss(x, y)", lambda x, y: F.smooth_l1_loss(x, y), [("x", (3, 4), "any"), ("y", (3, 4), "any")]),
+    ("smooth_l1_loss", "F.smooth_l1_loss(x, y, {beta = 0.5, reduction = 'none'})", lambda x, y: F.smooth_l1_loss(x, y, beta=0.5, reduction="none"), [("x", (3, 4), "any"), ("y", (3, 4), "any")]),
+    ("smooth_l1_loss", "F.smooth_l1_loss(x, y, {beta = 0, reduction = 'sum'})", lambda x, y: F.smooth_l1_loss(x, y, beta=0.0, reduction="sum"), [("x", (3, 4), "any"), ("y", (3, 4), "any")]),
+    ("mse_loss", "F.mse_loss(x, y, {reduction = 'none'})", lambda x, y: F.mse_loss(x, y, reduction="none"), [("x", (3, 4), "any"), ("y", (3, 4), "any")]),
+    ("binary_cross_entropy", "F.binary_cross_entropy(x, y)", lambda x, y: F.binary_cross_entropy(x, y), [("x", (3, 4), "unit"), ("y", (3, 4), "unit")]),
+    ("binary_cross_entropy", "F.binary_cross_entropy(x, y, w, {reduction = 'none'})", lambda x, y, w: F.binary_cross_entropy(x, y, w, reduction="none"), [("x", (3, 4), "unit"), ("y", (3, 4), "unit"), ("w", weights(0.5, 1.5, 2.0, 0.8), None)]),
+    ("binary_cross_entropy", "F.binary_cross_entropy(x, y, {weight = w, reduction = 'sum'})", lambda x, y, w: F.binary_cross_entropy(x, y, w, reduction="sum"), [("x", (3, 4), "unit"), ("y", (3, 4), "unit"), ("w", weights([0.5], [1.5], [2.0]), None)]),
+    ("binary_cross_entropy_with_logits", "F.binary_cross_entropy_with_logits(x, y)", lambda x, y: F.binary_cross_entropy_with_logits(x, y), [("x", (3, 4), "any"), ("y", (3, 4), "unit")]),
+    ("binary_cross_entropy_with_logits", "F.binary_cross_entropy_with_logits(x, y, w, {pos_weight = pw, reduction = 'none'})", lambda x, y, w, pw: F.binary_cross_entropy_with_logits(x, y, w, pos_weight=pw, reduction="none"), [("x", (3, 4), "any"), ("y", (3, 4), "unit"), ("w", weights([0.5], [1.5], [2.0]), None), ("pw", weights(0.5, 1.5, 2.0, 0.8), None)]),
+    ("binary_cross_entropy_with_logits", "F.binary_cross_entropy_with_logits(x * 40, y, {pos_weight = pw, reduction = 'sum'})", lambda x, y, pw: F.binary_cross_entropy_with_logits(x * 40, y, pos_weight=pw, reduction="sum"), [("x", (3, 4), "any"), ("y", (3, 4), "unit"), ("pw", weights(0.5, 1.5, 2.0, 0.8), None)]),
+    ("nll_loss", "F.nll_loss(x, t, w)", lambda x, t, w: F.nll_loss(x, t, w), [("x", (4, 3), "any"), ("t", index(2, 0, 1, 0), None), ("w", weights(0.5, 1.5, 2.0), None)]),
+    ("nll_loss", "F.nll_loss(x, t, {ignore_index = 1, reduction = 'none'})", lambda x, t: F.nll_loss(x, t, ignore_index=0, reduction="none"), [("x", (4, 3), "any"), ("t", index(2, 0, 1, 0), None)]),
+    ("nll_loss", "F.nll_loss(x, t, w, {ignore_index = 1})", lambda x, t, w: F.nll_loss(x, t, w, ignore_index=0), [("x", (4, 3), "any"), ("t", index(2, 0, 1, 0), None), ("w", weights(0.5, 1.5, 2.0), None)]),
+    ("cross_entropy", "F.cross_entropy(x, t, w)", lambda x, t, w: F.cross_entropy(x, t, w), [("x", (4, 3), "any"), ("t", index(2, 0, 1, 0), None), ("w", weights(0.5, 1.5, 2.0), None)]),
+    ("cross_entropy", "F.cross_entropy(x, t, {ignore_index = 3, reduction = 'sum'})", lambda x, t: F.cross_entropy(x, t, ignore_index=2, reduction="sum"), [("x", (4, 3), "any"), ("t", index(2, 0, 1, 2), None)]),
+    ("cross_entropy", "F.cross_entropy(x, t, {reduction = 'none'})", lambda x, t: F.cross_entropy(x, t, reduction="none"), [("x", (4, 3), "any"), ("t", index(2, 0, 1, 2), None)]),
+    ("cross_entropy", "F.cross_entropy(x, t, {label_smoothing = 0.2})", lambda x, t: F.cross_entropy(x, t, label_smoothing=0.2), [("x", (4, 3), "any"), ("t", index(2, 0, 1, 2), None)]),
+    ("cross_entropy", "F.cross_entropy(x, t, w, {label_smoothing = 0.3, ignore_index = 1})", lambda x, t, w: F.cross_entropy(x, t, w, ignore_index=0, label_smoothing=0.3), [("x", (4, 3), "any"), ("t", index(2, 0, 1, 2), None), ("w", weights(0.5, 1.5, 2.0), None)]),
+    ("cross_entropy", "F.cross_entropy(x, t, {label_smoothing = 0.3, ignore_index = 1, reduction = 'none'})", lambda x, t: F.cross_entropy(x, t, ignore_index=0, label_smoothing=0.3, reduction="none"), [("x", (4, 3), "any"), ("t", index(2, 0, 1, 2), None)]),
+    ("cross_entropy", "F.cross_entropy(x, t, {label_smoothing = 0.3, ignore_index = 1})", lambda x, t: F.cross_entropy(x, t, ignore_index=0, label_smoothing=0.3), [("x", (4, 3), "any"), ("t", index(2, 0, 1, 2), None)]),
+    ("cross_entropy", "F.cross_entropy(x, t, {label_smoothing = 0.1, reduction = 'none'})", lambda x, t: F.cross_entropy(x, t, label_smoothing=0.1, reduction="none"), [("x", (3,), "any"), ("t", torch.tensor(1), None)]),
+    ("cross_entropy", "F.cross_entropy(x, p)", lambda x, p: F.cross_entropy(x, p), [("x", (4, 3), "any"), ("p", (4, 3), "unit")]),
+    ("cross_entropy", "F.cross_entropy(x, p, w, {label_smoothing = 0.2, reduction = 'sum'})", lambda x, p, w: F.cross_entropy(x, p, w, label_smoothing=0.2, reduction="sum"), [("x", (4, 3), "any"), ("p", (4, 3), "unit"), ("w", weights(0.5, 1.5, 2.0), None)]),
+    ("cross_entropy", "F.cross_entropy(x, p, {reduction = 'none'})", lambda x, p: F.cross_entropy(x, p, reduction="none"), [("x", (4, 3), "any"), ("p", (4, 3), "unit")]),
+    ("multi_margin_loss", "F.multi_margin_loss(x, t, 2, 0.5)", lambda x, t: F.multi_margin_loss(x, t, 2, 0.5), [("x", (4, 3), "any"), ("t", index(2, 0, 1, 0), None)]),
+    ("multi_margin_loss", "F.multi_margin_loss(x, t, {weight = w, reduction = 'none'})", lambda x, t, w: F.multi_margin_loss(x, t, weight=w, reduction="none"), [("x", (4, 3), "any"), ("t", index(2, 0, 1, 0), None), ("w", weights(0.5, 1.5, 2.0), None)]),
+    # --- issue 12: F's NN functions ---------------------------------------------------------------
+    ("dropout", "F.dropout(x, 0.5, false)", lambda x: F.dropout(x, 0.5, False), [("x", (3, 4), "any")]),
+    ("dropout", "F.dropout(x, {p = 0})", lambda x: F.dropout(x, p=0.0), [("x", (3, 4), "any")]),
+    ("layer_norm", "F.layer_norm(x, 4)", lambda x: F.layer_norm(x, (4,)), [("x", (3, 4), "any")]),
+    ("layer_norm", "F.layer_norm(x, {3, 4}, w, b, 1e-3)", lambda x, w, b: F.layer_norm(x, (3, 4), w, b, 1e-3), [("x", (2, 3, 4), "any"), ("w", (3, 4), "any"), ("b", (3, 4), "any")]),
+    ("batch_norm", "(function() local m, v = rm:detach():clone(), rv:detach():clone(); return F.batch_norm(x, m, v, w, b, true, 0.2), m, v end)()",
+     lambda x, rm, rv, w, b: batch_norm_train(x, rm, rv, w, b),
+     [("x", (4, 3, 2), "any"), ("rm", (3,), "any"), ("rv", (3,), "positive"), ("w", (3,), "any"), ("b", (3,), "any")]),
+    ("batch_norm", "F.batch_norm(x, rm, rv, {weight = w, eps = 0.01})", lambda x, rm, rv, w: F.batch_norm(x, rm, rv, w, eps=0.01),
+     [("x", (4, 3), "any"), ("rm", weights(0.1, -0.3, 0.2), None), ("rv", weights(0.5, 1.5, 2.0), None), ("w", (3,), "any")]),
+    ("batch_norm", "F.batch_norm(x, nil, nil, {training = true})", lambda x: F.batch_norm(x, None, None, training=True), [("x", (2, 3, 2, 2), "any")]),
+    ("embedding", "F.embedding(i, w)", lambda i, w: F.embedding(i, w), [("i", index([2, 0, 1], [0, 0, 3]), None), ("w", (4, 3), "any")]),
+    ("one_hot", "F.one_hot(i, 4)", lambda i: Whole(F.one_hot(i, 4)), [("i", index([2, 0, 1], [0, 0, 3]), None)]),
+    ("one_hot", "F.one_hot(i)", lambda i: Whole(F.one_hot(i)), [("i", index(2, 0, 1), None)]),
+    ("normalize", "F.normalize(x)", lambda x: F.normalize(x), [("x", (3, 4), "any")]),
+    ("normalize", "F.normalize(x, 1, 1)", lambda x: F.normalize(x, 1.0, 0), [("x", (3, 4), "any")]),
+    ("normalize", "F.normalize(x, {p = 3, dim = -1})", lambda x: F.normalize(x, p=3.0, dim=-1), [("x", (2, 3, 4), "any")]),
+    ("pad", "F.pad(x, {1, 2})", lambda x: F.pad(x, (1, 2)), [("x", (2, 3), "any")]),
+    ("pad", "F.pad(x, {1, 0, -1, 2}, 'constant', 1.5)", lambda x: F.pad(x, (1, 0, -1, 2), "constant", 1.5), [("x", (2, 3), "any")]),
+    ("pad", "F.pad(x, {2, 1, 1, 1}, {mode = 'reflect'})", lambda x: F.pad(x, (2, 1, 1, 1), mode="reflect"), [("x", (1, 2, 3, 4), "any")]),
+    ("pad", "F.pad(x, {2, 1, 1, 3}, 'replicate')", lambda x: F.pad(x, (2, 1, 1, 3), "replicate"), [("x", (1, 2, 3, 4), "any")]),
+    ("pad", "F.pad(x, {2, 1, 1, 3}, 'circular')", lambda x: F.pad(x, (2, 1, 1, 3), "circular"), [("x", (1, 2, 3, 4), "any")]),
+    ("avg_pool2d", "F.avg_pool2d(x, 2)", lambda x: F.avg_pool2d(x, 2), [("x", (2, 2, 4, 5), "any")]),
+    ("avg_pool2d", "F.avg_pool2d(x, {3, 2}, {2, 1}, 1)", lambda x: F.avg_pool2d(x, (3, 2), (2, 1), 1), [("x", (1, 2, 5, 4), "any")]),
+    ("avg_pool2d", "F.avg_pool2d(x, 3, 2, {1, 1}, {count_include_pad = false})", lambda x: F.avg_pool2d(x, 3, 2, 1, count_include_pad=False), [("x", (2, 5, 6), "any")]),
+    ("avg_pool2d", "F.avg_pool2d(x, 2, {divisor_override = 3})", lambda x: F.avg_pool2d(x, 2, divisor_override=3), [("x", (1, 1, 4, 4), "any")]),
 ]
 
 
@@ -361,7 +429,7 @@ def make_row(name, lua, fn, inputs):
     # tapedeck has no bool dtype: a comparison's 1 and 0 are in the inputs' float dtype (float64 here)
     outs = [o.to(torch.float64) if o.dtype == torch.bool else o for o in outs]
     ws = [torch.randn(o.shape, dtype=torch.float64) if o.dtype.is_floating_point else None for o in outs]
-    float_inputs = [v for v in tensors.values() if v.dtype.is_floating_point]
+    float_inputs = [v for v in tensors.values() if v.requires_grad]   # a given float tensor gets no gradient
     loss = sum((o * w).sum() for o, w in zip(outs, ws) if w is not None)
     differentiable = torch.is_tensor(loss) and loss.requires_grad   # not so for isnan's, a creation's
     grads = torch.autograd.grad(loss, float_inputs, allow_unused=True) if differentiable else [None] * len(float_inputs)
@@ -370,7 +438,7 @@ def make_row(name, lua, fn, inputs):
     lines.append("   outputs = {%s}," % ", ".join(lua_tensor(o, i) for o, i in zip(outs, as_indices)))
     lines.append("   ws = {%s}," % ", ".join(lua_tensor(w) if w is not None else "false" for w in ws))
     grad_text = []
-    for (k, v), g in zip([(k, v) for k, v in tensors.items() if v.dtype.is_floating_point], grads):
+    for (k, v), g in zip([(k, v) for k, v in tensors.items() if v.requires_grad], grads):
         grad_text.append("%s = %s" % (k, lua_tensor(g if g is not None else torch.zeros_like(v))))
     lines.append("   grads = {%s}}," % ", ".join(grad_text))
     return "\n".join(lines)
