@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "elementwise.h"
 #include "scalar_math.h"
@@ -705,7 +706,7 @@ struct MatrixOperand {
     const T* data;
     int64_t rows, cols;
     bool trans;
-    Value copy;
+    std::optional<Value> copy;   // made only for a layout matmul_into cannot read in place
 
     // The matrix at `batch` dims in front: v's last two dims, each batch `batch_stride` apart.
     MatrixOperand(const Value& v, bool transposed, int64_t* batch_stride) {
@@ -721,9 +722,9 @@ struct MatrixOperand {
         bool col_major = (r == 1 || v.stride(nd - 2) == 1) && (c == 1 || v.stride(nd - 1) == r);
         const Value* source = &v;
         if (!batch_dense || (!row_major && !col_major)) {
-            copy = value_new(v.shape, v.dtype, v.device());
-            value_copy_elements(copy, v);
-            source = &copy;
+            copy.emplace(value_new(v.shape, v.dtype, v.device()));
+            value_copy_elements(*copy, v);
+            source = &*copy;
             row_major = true;
         }
         data = source->data<T>();

@@ -240,6 +240,7 @@ void node_release_spares() {
 void engine_release_spares() {
     node_release_spares();
     storage_release_cached();
+    strides_release_spares();
 }
 
 void* Node::operator new(size_t size) {
@@ -406,7 +407,10 @@ Tensor op_call(OpId op, const Tensor* const* inputs, int n_inputs, const OpAttrs
     // Convert inputs whose dtype the op does not take (each conversion is a recorded `to` node).
     std::vector<Tensor> converted;
     std::vector<const Tensor*> converted_ptrs;
-    if (info.flags & (OPF_PROMOTE | OPF_FLOAT_ONLY | OPF_INPLACE)) {
+    bool same_dtypes = true;   // the usual case: nothing to convert unless a float-only op meets int64
+    for (int i = 1; i < n_inputs && same_dtypes; ++i) same_dtypes = inputs[i]->dtype() == inputs[0]->dtype();
+    bool convert = !same_dtypes || ((info.flags & OPF_FLOAT_ONLY) && n_inputs > 0 && inputs[0]->dtype() == DTYPE_I64);
+    if (convert && (info.flags & (OPF_PROMOTE | OPF_FLOAT_ONLY | OPF_INPLACE))) {
         for (int i = 0; i < n_inputs; ++i) {
             DType want = required_dtype(info, inputs, n_inputs, i);
             if (want == inputs[i]->dtype()) continue;

@@ -5,6 +5,7 @@
 // each (mmap, page faults, zeroing) costs more than the arithmetic on small models.
 #include "tensor.h"
 
+#include <algorithm>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -242,6 +243,33 @@ int64_t int64_from_double(double x) {
     return static_cast<int64_t>(x);
 }
 
+namespace {
+std::vector<void*>& spare_strides() {
+    static auto* list = new std::vector<void*>();   // immortal, as the engine's other singletons
+    return *list;
+}
+}  // namespace
+
+void* Strides::operator new(size_t size) {
+    std::vector<void*>& list = spare_strides();
+    if (!ENGINE_RECYCLES_MEMORY || list.empty()) return ::operator new(size);
+    void* p = list.back();
+    list.pop_back();
+    return p;
+}
+
+void Strides::operator delete(void* p) {
+    std::vector<void*>& list = spare_strides();
+    if (ENGINE_RECYCLES_MEMORY && list.size() < 4096) list.push_back(p);
+    else ::operator delete(p);
+}
+
+void strides_release_spares() {
+    std::vector<void*>& list = spare_strides();
+    for (void* p : list) ::operator delete(p);
+    list.clear();
+}
+
 int64_t Value::stride(int d) const {
     if (layout) return layout->dims[d];
     int64_t s = 1;
@@ -286,37 +314,56 @@ int64_t value_storage_index(const Value& v, int64_t i) {
 
 namespace {
 
-// Walks the elements of a layout in row-major order, one innermost row at a time.
-struct RowCursor {
-    const Value& v;
-    int64_t index[MAX_DIMS] = {};
-    int64_t at;   // storage element of the current row's first element
+// A copy's loop: the dims that are left after dropping size-1 dims and merging neighbours that
+// both layouts walk as one (an expand of a [1] to [20,1] is one run of 20 with source stride 0).
+struct CopyLoop {
+    int ndim = 0;
+    int64_t size[MAX_DIMS], dst_stride[MAX_DIMS], src_stride[MAX_DIMS];
 
-    explicit RowCursor(const Value& value) : v(value), at(value.offset) {}
-    void next_row() {   // advance over every dim but the last
-        for (int d = v.shape.ndim - 2; d >= 0; --d) {
-            at += v.stride(d);
-            if (++index[d] < v.shape.dims[d]) return;
-            at -= v.stride(d) * v.shape.dims[d];
-            index[d] = 0;
+    CopyLoop(const Value& dst, const Value& src) {
+        for (int d = 0; d < dst.shape.ndim; ++d) {
+            int64_t n = dst.shape.dims[d];
+            if (n == 1) continue;
+            int64_t ds = dst.stride(d), ss = src.stride(d);
+            if (ndim > 0 && dst_stride[ndim - 1] == ds * n && src_stride[ndim - 1] == ss * n) {
+                size[ndim - 1] *= n;   // the outer dim steps over exactly this one: one dim
+                dst_stride[ndim - 1] = ds;
+                src_stride[ndim - 1] = ss;
+                continue;
+            }
+            size[ndim] = n, dst_stride[ndim] = ds, src_stride[ndim] = ss;
+            ++ndim;
         }
     }
 };
 
 template <class T>
 void copy_elements(const Value& dst, const Value& src) {
-    int nd = dst.shape.ndim;
-    int64_t row = nd ? dst.shape.dims[nd - 1] : 1;
-    int64_t rows = row ? dst.numel() / row : 0;
-    int64_t ds = nd ? dst.stride(nd - 1) : 1, ss = nd ? src.stride(nd - 1) : 1;
-    T* dbase = static_cast<T*>(dst.storage->data);
-    const T* sbase = static_cast<const T*>(src.storage->data);
-    RowCursor d(dst), s(src);
-    for (int64_t r = 0; r < rows; ++r, d.next_row(), s.next_row()) {
-        T* out = dbase + d.at;
-        const T* in = sbase + s.at;
+    if (dst.numel() == 0) return;
+    CopyLoop loop(dst, src);
+    T* out = static_cast<T*>(dst.storage->data) + dst.offset;
+    const T* in = static_cast<const T*>(src.storage->data) + src.offset;
+    if (loop.ndim == 0) {
+        *out = *in;
+        return;
+    }
+    int last = loop.ndim - 1;
+    int64_t row = loop.size[last], ds = loop.dst_stride[last], ss = loop.src_stride[last];
+    int64_t index[MAX_DIMS] = {};
+    for (;;) {
         if (ds == 1 && ss == 1) std::memmove(out, in, row * sizeof(T));
+        else if (ds == 1 && ss == 0) std::fill(out, out + row, *in);
         else for (int64_t j = 0; j < row; ++j) out[j * ds] = in[j * ss];
+        int d = last - 1;   // the next row: advance the outer dims like an odometer
+        for (; d >= 0; --d) {
+            out += loop.dst_stride[d];
+            in += loop.src_stride[d];
+            if (++index[d] < loop.size[d]) break;
+            out -= loop.dst_stride[d] * loop.size[d];
+            in -= loop.src_stride[d] * loop.size[d];
+            index[d] = 0;
+        }
+        if (d < 0) return;
     }
 }
 
@@ -335,12 +382,6 @@ Value value_contiguous(const Value& v) {
     Value out = value_new(v.shape, v.dtype, v.device());
     value_copy_elements(out, v);
     return out;
-}
-
-void value_share_layout(Value& out, const Value& in) {
-    out.storage = in.storage;
-    out.offset = in.offset;
-    out.layout = in.layout;
 }
 
 bool value_overlaps_itself(const Value& v) {

@@ -91,6 +91,7 @@ struct Storage {
 Storage* storage_new(size_t bytes, Device device);   // refcount 1, contents uninitialised
 void storage_free(Storage* storage);
 void storage_release_cached();                        // frees the pool's cached blocks (engine_release_spares)
+void strides_release_spares();                        // frees the spare Strides blocks (engine_release_spares)
 size_t storage_bytes_allocated_total();               // running total, for Lua's collector
 size_t storage_bytes_live();                          // bytes held by live storages right now
 size_t storage_bytes_peak();                          // the most bytes live since storage_peak_reset()
@@ -169,6 +170,10 @@ private:
 struct Strides {
     int refcount;
     int64_t dims[MAX_DIMS];
+
+    // Views come and go with every step of a loop: a free list, not malloc (as nodes).
+    static void* operator new(size_t size);
+    static void operator delete(void* p);
 };
 inline void ref_retain(Strides* s) { ++s->refcount; }
 inline void ref_release(Strides* s) {
@@ -207,7 +212,11 @@ void value_copy_elements(const Value& dst, const Value& src);
 // v itself when contiguous, else a contiguous copy (the one host boundary for layout).
 Value value_contiguous(const Value& v);
 // out takes in's storage and layout (an in-place op's output, before a view's kernel sets its own).
-void value_share_layout(Value& out, const Value& in);
+inline void value_share_layout(Value& out, const Value& in) {
+    out.storage = in.storage;
+    out.offset = in.offset;
+    out.layout = in.layout;
+}
 // Whether two elements of v sit at the same place (a stride 0 over a dim longer than 1): writing
 // into such a view in place is refused, as PyTorch does.
 bool value_overlaps_itself(const Value& v);
