@@ -181,16 +181,23 @@ static Tensor mask_positions(const Tensor& mask, const Shape& shape, const char*
     return ops::from_values(s, DTYPE_I64, positions.data());
 }
 
+// t[index]'s shape: the index's shape, then t's dims after the first.
+static Shape indexed_shape(const Tensor& t, const Tensor& index) {
+    Shape s = index.shape();
+    if (s.ndim + t.shape().ndim - 1 > MAX_DIMS)
+        engine_fail("a %d-d index into a %d-d tensor would give more than %d dims", s.ndim, t.shape().ndim, MAX_DIMS);
+    for (int d = 1; d < t.shape().ndim; ++d) s.dims[s.ndim++] = t.shape().dims[d];
+    return s;
+}
+
 // t[index] with an int64 tensor: index_select along dim 1 (a copy); the index may have any shape,
 // which replaces dim 1 (as PyTorch's t[index]).
 static Tensor index_with_tensor(const Tensor& t, const Tensor& index) {
     if (t.shape().ndim == 0) engine_fail("index: a 0-d tensor has no elements to index (use item())");
     Tensor flat = index.shape().ndim == 1 ? index : ops::reshape(index, Shape{index.numel()});
+    Shape s = indexed_shape(t, index);
     Tensor picked = ops::index_select(t, 0, flat);
     if (index.shape().ndim == 1) return picked;
-    Shape s = index.shape();
-    for (int d = 1; d < t.shape().ndim; ++d) s.dims[s.ndim++] = t.shape().dims[d];
-    if (s.ndim > MAX_DIMS) engine_fail("index: the result would have more than %d dims", MAX_DIMS);
     return ops::reshape(picked, s);
 }
 
@@ -214,13 +221,12 @@ static void write_view(lua_State* L, Tensor& t, Tensor view, const Tensor& value
 static void assign_with_index(lua_State* L, Tensor& t, const Tensor& index, const Tensor& value) {
     if (t.shape().ndim == 0) engine_fail("a 0-d tensor has no elements to index (use fill_)");
     Value positions = value_contiguous(index.value());
-    Shape target = index.shape();
-    for (int d = 1; d < t.shape().ndim; ++d) target.dims[target.ndim++] = t.shape().dims[d];
+    Shape target = indexed_shape(t, index);
     Tensor values = ops::expand(value, target);
     Tensor rows = ops::reshape(ops::contiguous(values), Shape{positions.numel(), t.numel() / std::max<int64_t>(t.shape().dims[0], 1)});
     int64_t size = t.shape().dims[0];
     for (int64_t i = 0; i < positions.numel(); ++i) {
-        int64_t at = static_cast<int64_t>(value_get(positions, i));
+        int64_t at = positions.data<int64_t>()[i];
         if (at == 0 || at < -size || at > size)
             engine_fail("index %lld out of range for dim 1 of size %lld", static_cast<long long>(at), static_cast<long long>(size));
         Tensor slice = ops::select(t, 0, at > 0 ? at - 1 : size + at);
