@@ -293,24 +293,20 @@ Node* tape_find(int64_t id) {
 // ============================================================================================
 // [SECTION] op_call
 
-// The dtype input i must have for this op, given all inputs (see OPF_PROMOTE, OPF_FLOAT_ONLY):
-// promoted as PyTorch (promote_dtypes, ops.h: a 0-d tensor does not widen tensors with dims of
-// its category), in place the destination's, int64 made float32 for float-only ops.
-static DType required_dtype(const OpInfo& info, const Tensor* const* inputs, int n_inputs, int i) {
+// The dtype the inputs promote to (promote_dtypes, ops.h: as PyTorch, a 0-d tensor does not widen
+// tensors with dims of its category).
+static DType promoted_dtype(const Tensor* const* inputs, int n_inputs) {
+    std::vector<const Value*> values(n_inputs);
+    for (int j = 0; j < n_inputs; ++j) values[j] = &inputs[j]->value();
+    return promote_dtypes(values.data(), n_inputs);
+}
+
+// The dtype input i must have for this op (see OPF_PROMOTE, OPF_FLOAT_ONLY): `promoted` for ops
+// that promote, in place the destination's, int64 made float32 for float-only ops.
+static DType required_dtype(const OpInfo& info, const Tensor* const* inputs, int i, DType promoted) {
     DType d = inputs[i]->dtype();
-    if (info.flags & OPF_PROMOTE) {
-        const Value* values_local[4];
-        std::vector<const Value*> values_heap;
-        const Value** values = values_local;
-        if (n_inputs > 4) {
-            values_heap.resize(n_inputs);
-            values = values_heap.data();
-        }
-        for (int j = 0; j < n_inputs; ++j) values[j] = &inputs[j]->value();
-        d = promote_dtypes(values, n_inputs);
-    } else if ((info.flags & OPF_INPLACE) && i == 1) {
-        d = inputs[0]->dtype();
-    }
+    if (info.flags & OPF_PROMOTE) d = promoted;
+    else if ((info.flags & OPF_INPLACE) && i == 1) d = inputs[0]->dtype();
     if ((info.flags & OPF_FLOAT_ONLY) && d == DTYPE_I64) d = DTYPE_F32;
     return d;
 }
@@ -411,8 +407,9 @@ Tensor op_call(OpId op, const Tensor* const* inputs, int n_inputs, const OpAttrs
     for (int i = 1; i < n_inputs && same_dtypes; ++i) same_dtypes = inputs[i]->dtype() == inputs[0]->dtype();
     bool convert = !same_dtypes || ((info.flags & OPF_FLOAT_ONLY) && n_inputs > 0 && inputs[0]->dtype() == DTYPE_I64);
     if (convert && (info.flags & (OPF_PROMOTE | OPF_FLOAT_ONLY | OPF_INPLACE))) {
+        DType promoted = (info.flags & OPF_PROMOTE) ? promoted_dtype(inputs, n_inputs) : DTYPE_F32;   // once, not per input
         for (int i = 0; i < n_inputs; ++i) {
-            DType want = required_dtype(info, inputs, n_inputs, i);
+            DType want = required_dtype(info, inputs, i, promoted);
             if (want == inputs[i]->dtype()) continue;
             if (converted.empty()) {
                 converted.reserve(n_inputs);
