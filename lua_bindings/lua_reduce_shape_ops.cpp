@@ -207,11 +207,15 @@ int push_pair(lua_State* L, const Tensor& two_outputs) {
     return 2;
 }
 
-// Views of the tensor at slot 1 (split, chunk, unbind), each linked to it (push_view).
+// Views of the tensor at slot 1 (split, chunk, unbind), each linked to it (push_view), as one Lua
+// table: a PyTorch list is a table (the convention; a tuple would be several returns).
 int push_views(lua_State* L, const std::vector<Tensor>& xs) {
-    luaL_checkstack(L, static_cast<int>(xs.size()) + 1, "too many results");
-    for (const Tensor& x : xs) push_view(L, x, 1);
-    return static_cast<int>(xs.size());
+    lua_createtable(L, static_cast<int>(xs.size()), 0);
+    for (size_t i = 0; i < xs.size(); ++i) {
+        push_view(L, xs[i], 1);
+        lua_rawseti(L, -2, static_cast<lua_Integer>(i) + 1);
+    }
+    return 1;
 }
 
 // A Lua list of tensors at stack slot idx.

@@ -961,6 +961,7 @@ gen("reduce", 10, function()
     local k, k2 = slot(), slot()
     return call(op, fmt("T[%d], T[%d] = %s", k, k2, src), {op}, {k, k2})
   end
+  if op == "split" or op == "chunk" or op == "unbind" then src = "(" .. src .. ")[1] or torch.zeros(1)" end   -- a table of views
   return store(op, src)
 end)
 

@@ -145,7 +145,7 @@ eager_equals_frozen("reduce_shape_ops", function()
     local s = torch.einsum("bqd,bkd->bqk", q, x) / 2                 -- [2,3,3]
     local p = (s - s:logsumexp(3, {keepdim = true})):exp()
     local best, where = p:max(3)
-    local halves = {q:chunk(2, 3)}
+    local halves = q:chunk(2, 3)
     local stacked = torch.stack({halves[1], halves[2]:flip(3)}, 1):roll(1, 2)
     local loss = p:var(3):sum() + best:sum() + p:topk(2, 3):sum() + stacked:amax({1, 3}):sum() + q:norm()
       + (q / 10):cumsum(2):prod(3):mean() + q:sort(2, true):narrow(2, 1, 1):sum()

@@ -60,12 +60,12 @@ p:prod(2):sum():backward()
 check.close(p.grad, {{0, 6, 0}, {8, 4, 2}}, 0, "prod's gradient at a zero")
 
 -- shape functions
-local parts = {x3:split(2, 3)}
+local parts = x3:split(2, 3)
 check.equal(#parts, 2, "split count")
 check.shape(parts[2], {2, 3, 2})
-parts = {x3:chunk(3, 2)}
+parts = x3:chunk(3, 2)
 check.equal(#parts, 3, "chunk count")
-parts = {x:unbind(2)}
+parts = x:unbind(2)
 check.equal(#parts, 3, "unbind count")
 check.close(parts[3], {3, 6}, 0, "unbind")
 check.shape(torch.stack({x, x, x}), {3, 2, 3})
@@ -101,13 +101,13 @@ check.close(torch.einsum("ij->ji", x), x:t(), 0, "einsum transpose")
 
 -- split, chunk, unbind, unflatten and the *_as functions are views: writing through them writes x
 local y = torch.zeros(4, 2)
-local top, bottom = y:split(2)
+local top, bottom = table.unpack(y:split(2))
 top:fill_(1)
 check.close(y, {{1, 1}, {1, 1}, {0, 0}, {0, 0}}, 0, "split pieces share storage")
-local first = y:unbind(2)
+local first = y:unbind(2)[1]
 first:fill_(5)
 check.close(y:select(2, 1), {5, 5, 5, 5}, 0, "unbind slices share storage")
-select(2, y:chunk(2)):view_as(torch.zeros(4)):fill_(3)
+y:chunk(2)[2]:view_as(torch.zeros(4)):fill_(3)
 check.close(bottom, {{3, 3}, {3, 3}}, 0, "chunk and view_as share storage")
 check.fails("view_as", "view", function() return x:t():view_as(torch.zeros(6)) end)
 check.shape(x:t():reshape_as(torch.zeros(6)), {6})
