@@ -105,7 +105,80 @@ void accumulate_grad(Output& out, const Tensor& g, uint64_t first_serial) {
     out.grad.value().storage->grad_owned = true;
 }
 
+// Tensor hooks, by node. Immortal, as the engine's other singletons.
+struct HookEntry {
+    int64_t handle;
+    int output;
+    GradHook hook;
+};
+struct HookTable {
+    std::unordered_map<const Node*, std::vector<HookEntry>> by_node;
+    std::unordered_map<int64_t, Node*> node_of_handle;
+    int64_t next_handle = 1;
+};
+HookTable& hook_table() {
+    static HookTable* table = new HookTable();
+    return *table;
+}
+
+// Replace each pending gradient of n's outputs by what its hooks make of it. The hooks are copied
+// first: one may add or remove hooks, or drop the last handle of a tensor.
+void run_grad_hooks(Node* n) {
+    auto found = hook_table().by_node.find(n);
+    if (found == hook_table().by_node.end()) return;
+    std::vector<HookEntry> hooks = found->second;
+    for (const HookEntry& h : hooks) {
+        Output& out = n->outputs[h.output];
+        if (!out.pending.defined()) continue;
+        Tensor replaced = h.hook(out.pending);
+        if (!replaced.defined()) continue;
+        if (replaced.shape() != out.pending.shape() || replaced.dtype() != out.pending.dtype())
+            engine_fail("register_hook: the hook on tensor #%lld returned a %s %s gradient for a %s %s one (a hook "
+                        "returns a gradient of the same shape and dtype, or nil)",
+                        static_cast<long long>(n->id), replaced.shape().str().c_str(), dtype_name(replaced.dtype()),
+                        out.pending.shape().str().c_str(), dtype_name(out.pending.dtype()));
+        out.pending = replaced;
+    }
+}
+
 }  // namespace
+
+int64_t grad_hook_add(const Tensor& t, GradHook hook) {
+    if (!t.defined()) engine_fail("register_hook: not a tensor");
+    HookTable& table = hook_table();
+    int64_t handle = table.next_handle++;
+    table.by_node[t.node.get()].push_back(HookEntry{handle, t.output, std::move(hook)});
+    table.node_of_handle[handle] = t.node.get();
+    t.node->has_grad_hooks = true;
+    return handle;
+}
+
+bool grad_hook_remove(int64_t handle) {
+    HookTable& table = hook_table();
+    auto owner = table.node_of_handle.find(handle);
+    if (owner == table.node_of_handle.end()) return false;
+    Node* node = owner->second;
+    table.node_of_handle.erase(owner);
+    std::vector<HookEntry>& hooks = table.by_node[node];
+    auto at = std::find_if(hooks.begin(), hooks.end(), [&](const HookEntry& h) { return h.handle == handle; });
+    GradHook removed = std::move(at->hook);   // destroyed last, with the table consistent
+    hooks.erase(at);
+    if (hooks.empty()) {
+        table.by_node.erase(node);
+        node->has_grad_hooks = false;
+    }
+    return true;
+}
+
+void grad_hooks_drop(Node* node) {
+    HookTable& table = hook_table();
+    auto found = table.by_node.find(node);
+    if (found == table.by_node.end()) return;
+    std::vector<HookEntry> hooks = std::move(found->second);   // destroyed last, with the table consistent
+    table.by_node.erase(found);
+    for (const HookEntry& h : hooks) table.node_of_handle.erase(h.handle);
+    node->has_grad_hooks = false;
+}
 
 const BackwardPass* engine_backward_pass() { return g_pass; }
 
@@ -156,6 +229,7 @@ void backward(const Tensor& root, const Tensor* grad, const BackwardOptions& opt
         for (const Output& out : n->outputs) any = any || out.pending.defined();
         if (!any) continue;
         g_recording.group_node = n;
+        if (n->has_grad_hooks) run_grad_hooks(n);
 
         if (options.capture) {   // torch.autograd.grad: the wanted gradients are complete at their node's visit
             for (size_t c = 0; c < options.capture->size(); ++c) {

@@ -269,6 +269,7 @@ void node_destroy(Node* node) {
         Node* n = g.dying.back();
         g.dying.pop_back();
         tape_unlink(n);
+        if (n->has_grad_hooks) grad_hooks_drop(n);
         delete n;
     }
     g.destroying = false;

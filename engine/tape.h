@@ -9,6 +9,7 @@
 #pragma once
 
 #include <csignal>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -143,6 +144,7 @@ struct Node {
     Node* tape_next = nullptr;
     uint32_t walk_mark = 0;      // scratch for graph walks
     uint8_t edited = 0;          // EDITED_* bits: a debugger replaced what this node computed
+    bool has_grad_hooks = false; // grad_hook_add was called on one of its outputs (autograd.cpp)
 
     // Nodes come and go by the thousand per training step: a free list, not malloc.
     static void* operator new(size_t size);
@@ -294,6 +296,17 @@ struct BackwardPass {
     size_t position = 0;                      // index in *order of the node being visited
     BackwardGroup group;                      // set while a node's rule runs and at HOOK_GROUP_DONE
 };
+
+// Gradient hooks (PyTorch's Tensor.register_hook): functions of the gradient of one output of a
+// node. backward() calls them, in the order they were added, once that gradient is complete (every
+// use of the output summed), before it reaches .grad, a capture (autograd.grad) or the node's own
+// rule; they run in the node's backward group, so the ops they call are recorded there. A hook
+// returns a replacement gradient (same shape and dtype) or an empty Tensor to keep it. Hooks live
+// as long as their node, or until removed.
+typedef std::function<Tensor(const Tensor& grad)> GradHook;
+int64_t grad_hook_add(const Tensor& t, GradHook hook);   // a handle (> 0) for grad_hook_remove
+bool grad_hook_remove(int64_t handle);                   // false when removed already or its node is gone
+void grad_hooks_drop(Node* node);                        // node_destroy: its hooks go with it
 
 // The pass backward() is running, or null. One at a time: backward() while one runs is an error.
 const BackwardPass* engine_backward_pass();

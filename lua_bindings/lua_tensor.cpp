@@ -1488,12 +1488,14 @@ void tapedeck_open(lua_State* L) {
     register_bindings(L, reduce_shape_methods);
     register_bindings(L, view_tensor_functions);
     register_bindings(L, view_method_only);
+    register_bindings(L, hook_method_only);
     lua_pushvalue(L, -1);
     lua_setfield(L, -3, "methods");   // metatable.methods, for tab completion
     lua_pushcclosure(L, tensor_index, 1);
     lua_setfield(L, -2, "__index");
     lua_pop(L, 1);
 
+    open_hook_handles(L);
     luaL_newmetatable(L, "tapedeck.Size");
     lua_pushcfunction(L, size_tostring);
     lua_setfield(L, -2, "__tostring");

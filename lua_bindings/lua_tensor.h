@@ -65,6 +65,9 @@ extern const Binding view_torch_only[];
 extern const Binding reduce_shape_functions[];         // torch.f(x, ...) and x:f(...)
 extern const Binding reduce_shape_methods[];
 extern const Binding reduce_shape_torch_functions[];
+// Tensor hooks (lua_hooks.cpp): x:register_hook(fn), and the handles it returns.
+extern const Binding hook_method_only[];
+void open_hook_handles(lua_State* L);
 // The tables of lua_elementwise_ops.cpp: torch.f and x:f, torch.f only, x:f only, F.f only.
 extern const Binding elementwise_tensor_functions[];
 extern const Binding elementwise_torch_only[];

@@ -1153,6 +1153,21 @@ gen("grad_games", 8, function()
   return call("enable_grad", "X.v = torch.enable_grad(function() return torch.is_grad_enabled() end)", {"enable_grad", "is_grad_enabled"})
 end)
 
+-- Tensor hooks: functions that keep, replace, break or misuse the gradient; handles removed.
+local HOOK_FUNCTIONS = {
+  "function(g) return g * 2 end", "function(g) end", "function(g) X.v = g end", "function(g) return g:sum() end",
+  "function(g) error('the hook fails') end", "function(g) return 'x' end", "function(g) return g:mul_(2) end",
+  "function(g) return g:t() end", "function(g) return g:double() end", "function(g) return g:detach() + 1 end",
+  "function(g) if X.h then X.h:remove() end return g end", "function(g) collectgarbage() end",
+}
+gen("hooks", 6, function()
+  local x = targ(function(o) return o.rg end, function() return rand_shape(), pick({"float32", "float64"}), true end)
+  local r = rnd(4)
+  if r <= 2 then return call("register_hook", "X.h = " .. x .. ":register_hook(" .. pick(HOOK_FUNCTIONS) .. ")", {"register_hook"}) end
+  if r == 3 then return call("remove", "if X.h then X.h:remove() end", {"remove"}) end
+  return call("register_hook", x .. ":register_hook(" .. pick({"nil", "5", "{}", "function() end, 1"}) .. ")", {"register_hook"})
+end)
+
 -- Torch7 indexing (views), writes through it, and the layout calls.
 local function index_entry(size)
   local r = rnd(8)

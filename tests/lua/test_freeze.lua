@@ -187,6 +187,36 @@ do
   check.equal(forward_calls, before, "a frozen custom function does not call its Lua forward")
 end
 
+-- A tensor hook that clips an intermediate's gradient: the plan replays the ops the hook ran (its
+-- Lua function is not called again, as a custom function's forward is not).
+local hook_calls = 0
+eager_equals_frozen("tensor_hook", function()
+  local x, y = torch.randn(6, 5), torch.randn(6, 3)
+  local w1, w2 = torch.randn(5, 4, {requires_grad = true}), torch.randn(4, 3, {requires_grad = true})
+  return {params = {w1, w2}, args = {x, y}, fn = function(x, y)
+    w1.grad = nil
+    w2.grad = nil
+    local h = x:mm(w1):tanh()
+    h:register_hook(function(g) hook_calls = hook_calls + 1; return g:clamp(-0.05, 0.05) * 3 end)
+    local loss = (h:mm(w2) - y):pow(2):sum()
+    loss:backward()
+    return loss
+  end}
+end, 2)
+do
+  local w = torch.randn(3, {requires_grad = true})
+  local f = torch.freeze(function(x)
+    local h = x * w
+    h:register_hook(function(g) hook_calls = hook_calls + 1; return g * 2 end)
+    local l = h:sum(); l:backward(); return l
+  end, torch.ones(3))
+  local before = hook_calls
+  w.grad = nil
+  f(torch.ones(3))
+  check.equal(hook_calls, before, "a frozen call does not call the hook's Lua function")
+  check.close(w.grad, {2, 2, 2}, 1e-6, "but replays what it computed")
+end
+
 -- nn.Sequential with SGD inside the step (optimizer:zero_grad sets .grad = nil: replayed).
 eager_equals_frozen("nn_sgd", function()
   local model = nn.Sequential(nn.Linear(10, 8), nn.ReLU(), nn.Linear(8, 3))

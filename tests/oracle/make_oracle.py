@@ -97,6 +97,20 @@ def assign_column(x, w):
 
 
 # (name, lua expression, torch function, [(input name, shape, domain)])
+def hooked_twice(x, y):
+    h = x.sin()
+    h.register_hook(lambda g: g * 3)
+    h.register_hook(lambda g: g + y)
+    return h * h + h
+
+
+def hooked_view(x, y):
+    v = (x * 2).t()
+    v.register_hook(lambda g: None)
+    v.register_hook(lambda g: g.clamp(-0.5, 0.5))
+    return v.mm(y)
+
+
 ROWS = [
     ("sin", "torch.sin(x)", lambda x: torch.sin(x), [("x", (2, 3), "any")]),
     ("sin", "x:sin()", lambda x: x.sin(), [("x", (4,), "any")]),
@@ -380,7 +394,13 @@ ROWS = [
     ("avg_pool2d", "F.avg_pool2d(x, 2)", lambda x: F.avg_pool2d(x, 2), [("x", (2, 2, 4, 5), "any")]),
     ("avg_pool2d", "F.avg_pool2d(x, {3, 2}, {2, 1}, 1)", lambda x: F.avg_pool2d(x, (3, 2), (2, 1), 1), [("x", (1, 2, 5, 4), "any")]),
     ("avg_pool2d", "F.avg_pool2d(x, 3, 2, {1, 1}, {count_include_pad = false})", lambda x: F.avg_pool2d(x, 3, 2, 1, count_include_pad=False), [("x", (2, 5, 6), "any")]),
-    ("avg_pool2d", "F.avg_pool2d(x, 2, {divisor_override = 3})", lambda x: F.avg_pool2d(x, 2, divisor_override=3), [("x", (1, 1, 4, 4), "any")]),
+    ("avg_pool2d", "F.avg_pool2d(x, 2, {divisor_override = 3})", lambda x: F.avg_pool2d(x, 2, divisor_override=3), [("x", (1, 1, 4, 4), "any")]),    # tensor hooks: the gradient a hook returns flows on instead (in the order they were added)
+    ("register_hook", "(function() local h = x:sin(); h:register_hook(function(g) return g * 3 end); "
+     "h:register_hook(function(g) return g + y end); return h * h + h end)()", hooked_twice,
+     [("x", (2, 3), "any"), ("y", (2, 3), "any")]),
+    ("register_hook", "(function() local v = (x * 2):t(); v:register_hook(function(g) end); "
+     "v:register_hook(function(g) return g:clamp(-0.5, 0.5) end); return v:mm(y) end)()", hooked_view,
+     [("x", (2, 3), "any"), ("y", (2, 2), "any")]),
 ]
 
 
