@@ -57,8 +57,13 @@ static bool needs_contiguous_copies(const OpInfo& info, const KernelCall& c) {
 
 static void kernel_run_on_copies(const OpInfo& info, const KernelCall& c) {
     bool inplace = info.flags & OPF_INPLACE;
-    std::vector<Value> copies(c.n_inputs);
-    std::vector<const Value*> inputs(c.n_inputs);
+    constexpr int INLINE = 4;   // most ops have few inputs: no heap for them (this runs per op on views)
+    Value copies_inline[INLINE];
+    const Value* inputs_inline[INLINE];
+    std::vector<Value> copies_heap(c.n_inputs > INLINE ? c.n_inputs : 0);
+    std::vector<const Value*> inputs_heap(c.n_inputs > INLINE ? c.n_inputs : 0);
+    Value* copies = c.n_inputs > INLINE ? copies_heap.data() : copies_inline;
+    const Value** inputs = c.n_inputs > INLINE ? inputs_heap.data() : inputs_inline;
     for (int i = 0; i < c.n_inputs; ++i) {
         const Value& v = *c.inputs[i];
         bool aliases = inplace && i > 0 && v.storage.get() == c.outputs[0]->storage.get();
@@ -73,7 +78,7 @@ static void kernel_run_on_copies(const OpInfo& info, const KernelCall& c) {
     for (int i = 0; i < c.n_outputs; ++i) outputs[i] = c.outputs[i];
     bool write_back = inplace && c.outputs[0]->strided();
     if (write_back) outputs[0] = &copies[0];   // input 0 is the written tensor: run on its copy
-    KernelCall call{inputs.data(), c.n_inputs, outputs, c.n_outputs, c.attrs, c.node};
+    KernelCall call{inputs, c.n_inputs, outputs, c.n_outputs, c.attrs, c.node};
     info.cpu_kernel(call);
     if (write_back) value_copy_elements(*c.outputs[0], copies[0]);
 }

@@ -256,6 +256,7 @@ const Param KEEPDIM{"keepdim", "keepdims"};
 int sum_like(lua_State* L, OpId op) {
     const char* fn = op_info(op).name;
     Tensor& x = check_tensor(L, 1);
+    if (lua_gettop(L) == 1) return push_tensor(L, ops::reduce_all(op, x));   // x:sum(), the usual call, fast
     std::vector<Slot> a = read_params(L, fn, 2, {{"dim"}, KEEPDIM, {"dtype"}});
     Tensor input = with_dtype(L, x, a[2]);
     bool keepdim = bool_arg(L, a[1], false);

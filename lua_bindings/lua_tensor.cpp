@@ -71,8 +71,10 @@ void tell_collector(lua_State* L) {
     }
 }
 
-int push_tensor(lua_State* L, Tensor t) {
-    void* p = lua_newuserdatauv(L, sizeof(Tensor), 1);   // user value: a view's base (lua_views.cpp)
+int push_tensor(lua_State* L, Tensor t) { return push_tensor_with_slots(L, std::move(t), 0); }
+
+int push_tensor_with_slots(lua_State* L, Tensor t, int user_values) {
+    void* p = lua_newuserdatauv(L, sizeof(Tensor), user_values);
     new (p) Tensor(std::move(t));
     lua_rawgetp(L, LUA_REGISTRYINDEX, &g_tensor_metatable_key);
     lua_setmetatable(L, -2);

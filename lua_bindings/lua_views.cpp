@@ -28,9 +28,9 @@ int push_view(lua_State* L, Tensor view, int base_idx) {
     base_idx = lua_absindex(L, base_idx);
     const Tensor& base = check_tensor(L, base_idx);
     bool shares = view.value().storage.get() == base.value().storage.get();
-    push_tensor(L, std::move(view));
-    if (!shares) return 1;   // reshape copied: not a view
-    if (lua_getiuservalue(L, base_idx, 1) == LUA_TNIL) {   // the base is no view: it is the root
+    if (!shares) return push_tensor(L, std::move(view));   // reshape copied: not a view
+    push_tensor_with_slots(L, std::move(view), 1);
+    if (lua_getiuservalue(L, base_idx, 1) != LUA_TUSERDATA) {   // the base is no view: it is the root
         lua_pop(L, 1);
         lua_pushvalue(L, base_idx);
     }
@@ -40,7 +40,7 @@ int push_view(lua_State* L, Tensor view, int base_idx) {
 
 // The stack slot of the root base of the view at idx (pushed), or 0 (nothing pushed) when it is none.
 static int push_base_of(lua_State* L, int idx) {
-    if (lua_getiuservalue(L, idx, 1) == LUA_TNIL || !test_tensor(L, -1)) {
+    if (lua_getiuservalue(L, idx, 1) != LUA_TUSERDATA || !test_tensor(L, -1)) {   // none: not a view
         lua_pop(L, 1);
         return 0;
     }
