@@ -959,6 +959,10 @@ struct StepExec {
     std::vector<const Value*> inputs;
     std::vector<Value*> outputs;
     bool rebind = false;                       // output 0 shares input 0's bytes, bound each call
+    bool view = false;                         // an OPF_VIEW op: output 0 is a view of input 0
+    bool contiguous_view_seen = false;         // view: a run on a contiguous input gave a contiguous
+    int64_t contiguous_view_offset = 0;        // output this many elements on; again so for any
+                                               // contiguous input (shapes and attrs are fixed)
     std::vector<bool> fresh;                   // output i gets new bytes each call (it is returned)
     OpAttrs accumulate_attrs;                  // into_grad when the .grad exists: Y += A B
     std::vector<const ElementwiseMath*> math;  // STEP_FUSED: per op
@@ -1006,6 +1010,8 @@ std::shared_ptr<PlanExec> exec_build(Plan& plan) {
             x.fresh.push_back(plan.value_per_call[v] && plan.values[v].alias_of < 0);
         }
         x.rebind = s.kind == STEP_KERNEL && (op_info(s.op).flags & (OPF_VIEW | OPF_INPLACE));
+        x.view = s.kind == STEP_KERNEL && (op_info(s.op).flags & OPF_VIEW) && s.into_grad < 0 && x.outputs.size() == 1 &&
+                 !x.fresh[0];
         x.accumulate_attrs = s.attrs;
         x.accumulate_attrs.accumulate = true;
         for (const FusedOp& op : s.fused) x.math.push_back(elementwise_math(op.op));
@@ -1175,7 +1181,26 @@ struct PlanCall {
             if (out_values && out_values[i] >= 0) ids[out_values[i]] = node.id();
     }
 
+    // A view of a contiguous value that is itself contiguous (a transpose of a [1,n] row, an
+    // unsqueeze, a view): its layout is known from the last run, so it is bound without the kernel.
+    bool bind_known_view(StepExec& x) {
+        if (!x.view || !x.contiguous_view_seen || observed || !x.inputs[0]->is_contiguous()) return false;
+        Value& out = *x.outputs[0];
+        out.storage = x.inputs[0]->storage;
+        out.offset = x.inputs[0]->offset + x.contiguous_view_offset;
+        out.layout.reset();
+        return true;
+    }
+
+    void learn_view(StepExec& x) {
+        const Value &in = *x.inputs[0], &out = *x.outputs[0];
+        if (!x.view || !in.is_contiguous() || !out.is_contiguous()) return;
+        x.contiguous_view_seen = true;
+        x.contiguous_view_offset = out.offset - in.offset;
+    }
+
     void run_kernel(const PlanStep& s, StepExec& x) {
+        if (bind_known_view(x)) return;
         for (size_t i = 0; i < x.outputs.size(); ++i)
             if (x.fresh[i]) give_fresh_bytes(*x.outputs[i]);
         if (x.rebind) value_share_layout(*x.outputs[0], *x.inputs[0]);   // a view's kernel then sets its own
@@ -1192,6 +1217,7 @@ struct PlanCall {
         }
         run_op(s.op, *attrs, x.inputs.data(), s.inputs.data(), static_cast<int>(x.inputs.size()), x.outputs.data(),
                s.outputs.data(), static_cast<int>(x.outputs.size()), s);
+        if (x.view) learn_view(x);
         if (grad_target) {
             if (attrs == &x.accumulate_attrs) ++x.outputs[0]->storage->version;
             else set_grad_after_write(s.into_grad, *x.outputs[0], s);
