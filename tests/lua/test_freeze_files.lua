@@ -150,4 +150,38 @@ local bounded = torch.load_plan(path .. ".tdp", {max_bytes = 1e9, fuse = false, 
 check.close(bounded(x, y), f(x, y), 1e-5, "loaded under a bound, with passes off")
 os.remove(path .. ".tdp")
 
+-- A conv net with PyTorch's window options (tuple stride and padding, dilation, groups, one image,
+-- max_pool2d with padding, ceil_mode and indices): frozen, saved and loaded, it replays as eager,
+-- forward and gradients (the file keeps every window attribute).
+torch.manual_seed(5)
+local cw = torch.randn(6, 2, 3, 2, {requires_grad = true, dtype = "float64"})
+local cb = torch.randn(6, {requires_grad = true, dtype = "float64"})
+local function conv_step(image)
+  local h = F.conv2d(image, cw, cb, {2, 1}, {1, 2}, {1, 2}, 2):relu()
+  local pooled, where = F.max_pool2d(h, {2, 3}, {stride = {1, 2}, padding = {1, 1}, ceil_mode = true, return_indices = true})
+  local same = F.conv2d(pooled, torch.ones(6, 1, 2, 2, {dtype = "float64"}), nil, {padding = "same", groups = 6})
+  local loss = same:sum()
+  loss:backward()
+  return loss, where
+end
+local image = torch.randn(4, 9, 7, {dtype = "float64"})
+local eager_loss, eager_where = conv_step(image)
+local eager_gw, eager_gb = cw.grad:clone(), cb.grad:clone()
+cw.grad, cb.grad = nil, nil
+local frozen_conv = torch.freeze(conv_step, image)
+torch.save_plan(frozen_conv, path .. "_conv.tdp")
+local loaded_conv = torch.load_plan(path .. "_conv.tdp")
+os.remove(path .. "_conv.tdp")
+local conv_params = loaded_conv:params()
+cw.grad, cb.grad = nil, nil
+local frozen_loss, frozen_where = frozen_conv(image)
+check.close(frozen_loss, eager_loss, 1e-12, "frozen conv net = eager")
+check.close(frozen_where, eager_where, 0, "frozen indices = eager")
+check.close(cw.grad, eager_gw, 1e-12, "frozen weight gradient = eager")
+check.close(cb.grad, eager_gb, 1e-12, "frozen bias gradient = eager")
+local loaded_loss, loaded_where = loaded_conv(image)
+check.close(loaded_loss, eager_loss, 1e-12, "loaded conv net = eager")
+check.close(loaded_where, eager_where, 0, "loaded indices = eager")
+check.close(conv_params.cw.grad, eager_gw, 1e-12, "loaded weight gradient = eager")
+
 print("test_freeze_files: ok")
