@@ -831,25 +831,31 @@ void move_patches(T* image, T* columns, const ConvGeometry& g, bool to_columns, 
     for (int64_t c = 0; c < g.c; ++c) {
         T* plane = image + c * g.h * g.w;
         for (int64_t i = 0; i < g.kh; ++i) {
+            Span ys = span_inside(i * g.dilation_h, g.h, g.oh, g.stride_h, g.padding_h);
             for (int64_t j = 0; j < g.kw; ++j) {
                 T* row = columns + ((c * g.kh + i) * g.kw + j) * positions;
                 Span xs = span_inside(j * g.dilation_w, g.w, g.ow, g.stride_w, g.padding_w);
-                for (int64_t y = 0; y < g.oh; ++y) {
+                const int64_t inside = xs.end - xs.begin;
+                if (inside == 0 || ys.begin == ys.end) {   // every position of this row reads the padding
+                    if (to_columns) std::fill(row, row + positions, pad);
+                    continue;
+                }
+                if (to_columns) {
+                    std::fill(row, row + ys.begin * g.ow, pad);   // output rows reading the top padding
+                    std::fill(row + ys.end * g.ow, row + positions, pad);   // ... the bottom padding
+                }
+                // the input element of output (ys.begin, xs.begin); each output row moves stride_h input rows
+                T* line = plane + (ys.begin * g.stride_h - g.padding_h + i * g.dilation_h) * g.w +
+                          xs.begin * g.stride_w - g.padding_w + j * g.dilation_w;
+                for (int64_t y = ys.begin; y < ys.end; ++y, line += g.stride_h * g.w) {
                     T* column = row + y * g.ow;
-                    int64_t iy = y * g.stride_h - g.padding_h + i * g.dilation_h;
-                    if (iy < 0 || iy >= g.h) {
-                        if (to_columns) std::fill(column, column + g.ow, pad);
-                        continue;
-                    }
-                    T* line = plane + iy * g.w;
-                    int64_t ix = xs.begin * g.stride_w - g.padding_w + j * g.dilation_w;   // input column of xs.begin
                     if (to_columns) {
                         std::fill(column, column + xs.begin, pad);
-                        if (g.stride_w == 1) std::copy(line + ix, line + ix + (xs.end - xs.begin), column + xs.begin);
-                        else for (int64_t x = xs.begin; x < xs.end; ++x, ix += g.stride_w) column[x] = line[ix];
+                        if (g.stride_w == 1) std::copy(line, line + inside, column + xs.begin);
+                        else for (int64_t x = 0; x < inside; ++x) column[xs.begin + x] = line[x * g.stride_w];
                         std::fill(column + xs.end, column + g.ow, pad);
                     } else {
-                        for (int64_t x = xs.begin; x < xs.end; ++x, ix += g.stride_w) line[ix] += column[x];
+                        for (int64_t x = 0; x < inside; ++x) line[x * g.stride_w] += column[xs.begin + x];
                     }
                 }
             }
@@ -969,13 +975,21 @@ void max_pool2d_forward(const Value& x, const Value& values, const Value& indice
             }
         }
         int64_t* where = indices.data<int64_t>() + plane * positions;
+        for (int64_t y = 0; y < g.oh; ++y)
+            for (int64_t xo = 0; xo < g.ow; ++xo)
+                where[y * g.ow + xo] = (y * g.stride_h - g.padding_h) * w + xo * g.stride_w - g.padding_w +
+                                       offset[winner[y * g.ow + xo]] + 1;
+        if (!padded) continue;
+        // Only windows in the first rows or columns start in the padding; where element 0 (in the
+        // padding) kept the maximum, the first element inside takes its place.
         for (int64_t y = 0; y < g.oh; ++y) {
-            for (int64_t xo = 0; xo < g.ow; ++xo, ++where) {
-                int64_t q = winner[y * g.ow + xo];
-                int64_t top = y * g.stride_h - g.padding_h, left = xo * g.stride_w - g.padding_w;
-                if (padded && q == 0 && (top < 0 || left < 0))   // element 0 in the padding: the first inside
-                    q = first_row[y] * kw + first_col[xo];
-                *where = top * w + left + offset[q] + 1;
+            bool top_padded = y * g.stride_h < g.padding_h;
+            for (int64_t xo = 0; xo < g.ow; ++xo) {
+                bool left_padded = xo * g.stride_w < g.padding_w;
+                if (!top_padded && !left_padded) break;   // the rest of the row starts inside
+                if (winner[y * g.ow + xo] != 0) continue;
+                int64_t q = first_row[y] * kw + first_col[xo];
+                where[y * g.ow + xo] = (y * g.stride_h - g.padding_h) * w + xo * g.stride_w - g.padding_w + offset[q] + 1;
             }
         }
     }
