@@ -845,9 +845,11 @@ void move_patches(T* image, T* columns, const ConvGeometry& g, bool to_columns, 
                     std::fill(row + ys.end * g.ow, row + positions, pad);   // ... the bottom padding
                 }
                 // the input element of output (ys.begin, xs.begin); each output row moves stride_h input rows
-                T* line = plane + (ys.begin * g.stride_h - g.padding_h + i * g.dilation_h) * g.w +
-                          xs.begin * g.stride_w - g.padding_w + j * g.dilation_w;
-                for (int64_t y = ys.begin; y < ys.end; ++y, line += g.stride_h * g.w) {
+                T* first = plane + (ys.begin * g.stride_h - g.padding_h + i * g.dilation_h) * g.w +
+                           xs.begin * g.stride_w - g.padding_w + j * g.dilation_w;
+                const int64_t row_step = g.stride_h * g.w;
+                for (int64_t y = ys.begin; y < ys.end; ++y) {
+                    T* line = first + (y - ys.begin) * row_step;
                     T* column = row + y * g.ow;
                     if (to_columns) {
                         std::fill(column, column + xs.begin, pad);
