@@ -934,7 +934,7 @@ void conv2d_grad_weight(const Value& grad, const Value& x, const Value& dw, cons
 // The first element along one axis of each output position's window that lies in the input
 // (the shape rule made sure there is one): where PyTorch puts a window's index when no element
 // beats -inf.
-std::vector<int64_t> first_inside(int64_t in_size, int64_t out_size, int64_t stride, int64_t padding, int64_t dilation) {
+std::vector<int64_t> first_inside(int64_t out_size, int64_t stride, int64_t padding, int64_t dilation) {
     std::vector<int64_t> first(out_size);
     for (int64_t o = 0; o < out_size; ++o) {
         int64_t start = o * stride - padding;
@@ -958,8 +958,8 @@ void max_pool2d_forward(const Value& x, const Value& values, const Value& indice
     g.n = g.c = 1;   // move_patches works on one plane
     std::vector<int64_t> offset(window);   // window element q sits this far from the window's first
     for (int64_t q = 0; q < window; ++q) offset[q] = (q / kw) * g.dilation_h * w + (q % kw) * g.dilation_w;
-    std::vector<int64_t> first_row = first_inside(g.h, g.oh, g.stride_h, g.padding_h, g.dilation_h);
-    std::vector<int64_t> first_col = first_inside(g.w, g.ow, g.stride_w, g.padding_w, g.dilation_w);
+    std::vector<int64_t> first_row = first_inside(g.oh, g.stride_h, g.padding_h, g.dilation_h);
+    std::vector<int64_t> first_col = first_inside(g.ow, g.stride_w, g.padding_w, g.dilation_w);
     const bool padded = g.padding_h > 0 || g.padding_w > 0;
     RowMatrix<T> columns(window, positions);
     std::vector<int32_t> winner(positions);   // per window: the element q holding the maximum
