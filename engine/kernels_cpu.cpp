@@ -779,24 +779,38 @@ using RowMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMaj
 template <class T>
 using MatrixMap = Eigen::Map<RowMatrix<T>>;
 
-// The sizes of one conv2d: input [N,C,H,W], weight [O,C,kH,kW], output [N,O,Ho,Wo].
+// The sizes of one conv2d: input [N,C,H,W], weight [O,C/groups,kH,kW], output [N,O,Ho,Wo] (an
+// unbatched [C,H,W] is N = 1), and its window along H and W.
 struct ConvGeometry {
     int64_t n, c, h, w;
     int64_t o, kh, kw;
     int64_t oh, ow;
-    int64_t stride, padding;
+    int64_t stride_h, stride_w, padding_h, padding_w, dilation_h, dilation_w;
+    int64_t groups;
 
-    int64_t patch() const { return c * kh * kw; }      // rows of the column matrix
-    int64_t positions() const { return oh * ow; }      // its columns
-    int64_t image_size() const { return c * h * w; }   // one sample of the input
+    int64_t patch() const { return c * kh * kw; }               // rows of the column matrix
+    int64_t group_patch() const { return c / groups * kh * kw; }   // a group's rows (the weight's columns)
+    int64_t group_outputs() const { return o / groups; }
+    int64_t positions() const { return oh * ow; }               // its columns
+    int64_t image_size() const { return c * h * w; }            // one sample of the input
     // A 1x1 kernel at stride 1 without padding reads each pixel once: the image [C, H*W] is
     // already its own column matrix.
-    bool image_is_columns() const { return kh == 1 && kw == 1 && stride == 1 && padding == 0; }
+    bool image_is_columns() const {
+        return kh == 1 && kw == 1 && stride_h == 1 && stride_w == 1 && padding_h == 0 && padding_w == 0;
+    }
 };
 
+// The geometry of a window op from its image (input) shape, kernel sizes, output shape and attrs.
+ConvGeometry window_geometry(const Shape& image, int64_t o, int64_t kh, int64_t kw, const Shape& output,
+                             const OpAttrs& a) {
+    int nd = image.ndim;   // 4, or 3 for one image
+    return {nd == 4 ? image[0] : 1, image[nd - 3], image[nd - 2], image[nd - 1], o, kh, kw,
+            output[output.ndim - 2], output[output.ndim - 1], a.stride_h, a.stride_w, a.padding_h, a.padding_w,
+            a.dilation_h, a.dilation_w, a.groups};
+}
+
 ConvGeometry conv_geometry(const Shape& input, const Shape& weight, const Shape& output, const OpAttrs& a) {
-    return {input[0], input[1], input[2], input[3], weight[0], weight[2], weight[3], output[2], output[3],
-            a.stride, a.padding};
+    return window_geometry(input, weight[0], weight[2], weight[3], output, a);
 }
 
 // The output positions [begin, end) along one axis whose input coordinate
@@ -814,35 +828,43 @@ Span span_inside(int64_t offset, int64_t in_size, int64_t out_size, int64_t stri
 }
 
 // Moves patches between one image [C,H,W] and its column matrix [C*kH*kW, Ho*Wo], whose row
-// (c,i,j) and column (y,x) is image[c][y*stride - padding + i][x*stride - padding + j].
-// to_columns: fill the columns from the image, 0 where the patch lies in the padding (im2col).
-// Otherwise: add each column into the image where it came from (col2im; where windows overlap,
-// their entries add up).
+// (c,i,j) and column (y,x) is image[c][y*stride_h - padding_h + i*dilation_h][x*stride_w - padding_w + j*dilation_w].
+// to_columns: fill the columns from the image, `pad` where the patch lies in the padding (im2col;
+// conv2d pads with 0, max_pool2d with -inf). Otherwise: add each column into the image where it
+// came from (col2im; where windows overlap, their entries add up).
 template <class T>
-void move_patches(T* image, T* columns, const ConvGeometry& g, bool to_columns) {
+void move_patches(T* image, T* columns, const ConvGeometry& g, bool to_columns, T pad = T(0)) {
     const int64_t positions = g.positions();
     for (int64_t c = 0; c < g.c; ++c) {
         T* plane = image + c * g.h * g.w;
         for (int64_t i = 0; i < g.kh; ++i) {
+            Span ys = span_inside(i * g.dilation_h, g.h, g.oh, g.stride_h, g.padding_h);
             for (int64_t j = 0; j < g.kw; ++j) {
                 T* row = columns + ((c * g.kh + i) * g.kw + j) * positions;
-                Span xs = span_inside(j, g.w, g.ow, g.stride, g.padding);
-                for (int64_t y = 0; y < g.oh; ++y) {
+                Span xs = span_inside(j * g.dilation_w, g.w, g.ow, g.stride_w, g.padding_w);
+                const int64_t inside = xs.end - xs.begin;
+                if (inside == 0 || ys.begin == ys.end) {   // every position of this row reads the padding
+                    if (to_columns) std::fill(row, row + positions, pad);
+                    continue;
+                }
+                if (to_columns) {
+                    std::fill(row, row + ys.begin * g.ow, pad);   // output rows reading the top padding
+                    std::fill(row + ys.end * g.ow, row + positions, pad);   // ... the bottom padding
+                }
+                // the input element of output (ys.begin, xs.begin); each output row moves stride_h input rows
+                T* first = plane + (ys.begin * g.stride_h - g.padding_h + i * g.dilation_h) * g.w +
+                           xs.begin * g.stride_w - g.padding_w + j * g.dilation_w;
+                const int64_t row_step = g.stride_h * g.w;
+                for (int64_t y = ys.begin; y < ys.end; ++y) {
+                    T* line = first + (y - ys.begin) * row_step;
                     T* column = row + y * g.ow;
-                    int64_t iy = y * g.stride - g.padding + i;
-                    if (iy < 0 || iy >= g.h) {
-                        if (to_columns) std::fill(column, column + g.ow, T(0));
-                        continue;
-                    }
-                    T* line = plane + iy * g.w;
-                    int64_t ix = xs.begin * g.stride - g.padding + j;   // input column of xs.begin
                     if (to_columns) {
-                        std::fill(column, column + xs.begin, T(0));
-                        if (g.stride == 1) std::copy(line + ix, line + ix + (xs.end - xs.begin), column + xs.begin);
-                        else for (int64_t x = xs.begin; x < xs.end; ++x, ix += g.stride) column[x] = line[ix];
-                        std::fill(column + xs.end, column + g.ow, T(0));
+                        std::fill(column, column + xs.begin, pad);
+                        if (g.stride_w == 1) std::copy(line, line + inside, column + xs.begin);
+                        else for (int64_t x = 0; x < inside; ++x) column[xs.begin + x] = line[x * g.stride_w];
+                        std::fill(column + xs.end, column + g.ow, pad);
                     } else {
-                        for (int64_t x = xs.begin; x < xs.end; ++x, ix += g.stride) line[ix] += column[x];
+                        for (int64_t x = 0; x < inside; ++x) line[x * g.stride_w] += column[xs.begin + x];
                     }
                 }
             }
@@ -858,65 +880,98 @@ Eigen::Map<const RowMatrix<T>> columns_of(T* image, RowMatrix<T>& scratch, const
     return Eigen::Map<const RowMatrix<T>>(scratch.data(), g.patch(), g.positions());
 }
 
-// Y[n] = W columns(X[n]) (+ b per output channel).
+// Y[n] = W columns(X[n]) (+ b per output channel), one product per group: group k's output
+// channels (rows of W) read group k's input channels (rows of the columns).
 template <class T>
 void conv2d_forward(const Value& x, const Value& weight, const Value* bias, const Value& y, const ConvGeometry& g) {
-    Eigen::Map<const RowMatrix<T>> W(weight.data<T>(), g.o, g.patch());
+    Eigen::Map<const RowMatrix<T>> W(weight.data<T>(), g.o, g.group_patch());
     RowMatrix<T> scratch(g.image_is_columns() ? 0 : g.patch(), g.positions());
+    const int64_t outs = g.group_outputs(), rows = g.group_patch();
     for (int64_t n = 0; n < g.n; ++n) {
         MatrixMap<T> Y(y.data<T>() + n * g.o * g.positions(), g.o, g.positions());
-        Y.noalias() = W * columns_of(x.data<T>() + n * g.image_size(), scratch, g);
+        Eigen::Map<const RowMatrix<T>> columns = columns_of(x.data<T>() + n * g.image_size(), scratch, g);
+        if (g.groups == 1) Y.noalias() = W * columns;
+        else
+            for (int64_t k = 0; k < g.groups; ++k)
+                Y.middleRows(k * outs, outs).noalias() = W.middleRows(k * outs, outs) * columns.middleRows(k * rows, rows);
         if (bias)
             for (int64_t o = 0; o < g.o; ++o) Y.row(o).array() += bias->data<T>()[o];
     }
 }
 
-// dX[n] = col2im(Wᵀ G[n]).
+// dX[n] = col2im(Wᵀ G[n]), per group.
 template <class T>
 void conv2d_grad_input(const Value& grad, const Value& weight, const Value& dx, const ConvGeometry& g) {
-    Eigen::Map<const RowMatrix<T>> W(weight.data<T>(), g.o, g.patch());
-    RowMatrix<T> columns(g.patch(), g.positions());
+    Eigen::Map<const RowMatrix<T>> W(weight.data<T>(), g.o, g.group_patch());
+    RowMatrix<T> scratch(g.image_is_columns() ? 0 : g.patch(), g.positions());
+    const int64_t outs = g.group_outputs(), rows = g.group_patch();
     for (int64_t n = 0; n < g.n; ++n) {
         Eigen::Map<const RowMatrix<T>> G(grad.data<T>() + n * g.o * g.positions(), g.o, g.positions());
         T* image = dx.data<T>() + n * g.image_size();
-        if (g.image_is_columns()) {
-            MatrixMap<T>(image, g.patch(), g.positions()).noalias() = W.transpose() * G;
-            continue;
-        }
-        columns.noalias() = W.transpose() * G;
+        MatrixMap<T> columns(g.image_is_columns() ? image : scratch.data(), g.patch(), g.positions());
+        if (g.groups == 1) columns.noalias() = W.transpose() * G;
+        else
+            for (int64_t k = 0; k < g.groups; ++k)
+                columns.middleRows(k * rows, rows).noalias() =
+                    W.middleRows(k * outs, outs).transpose() * G.middleRows(k * outs, outs);
+        if (g.image_is_columns()) continue;
         std::fill(image, image + g.image_size(), T(0));
-        move_patches(image, columns.data(), g, false);
+        move_patches(image, scratch.data(), g, false);
     }
 }
 
-// dW = sum over n of G[n] columns(X[n])ᵀ.
+// dW = sum over n of G[n] columns(X[n])ᵀ, per group.
 template <class T>
 void conv2d_grad_weight(const Value& grad, const Value& x, const Value& dw, const ConvGeometry& g) {
-    MatrixMap<T> dW(dw.data<T>(), g.o, g.patch());
+    MatrixMap<T> dW(dw.data<T>(), g.o, g.group_patch());
     dW.setZero();
     RowMatrix<T> scratch(g.image_is_columns() ? 0 : g.patch(), g.positions());
+    const int64_t outs = g.group_outputs(), rows = g.group_patch();
     for (int64_t n = 0; n < g.n; ++n) {
         Eigen::Map<const RowMatrix<T>> G(grad.data<T>() + n * g.o * g.positions(), g.o, g.positions());
-        dW.noalias() += G * columns_of(x.data<T>() + n * g.image_size(), scratch, g).transpose();
+        Eigen::Map<const RowMatrix<T>> columns = columns_of(x.data<T>() + n * g.image_size(), scratch, g);
+        if (g.groups == 1) dW.noalias() += G * columns.transpose();
+        else
+            for (int64_t k = 0; k < g.groups; ++k)
+                dW.middleRows(k * outs, outs).noalias() +=
+                    G.middleRows(k * outs, outs) * columns.middleRows(k * rows, rows).transpose();
     }
+}
+
+// The first element along one axis of each output position's window that lies in the input
+// (the shape rule made sure there is one): where PyTorch puts a window's index when no element
+// beats -inf.
+std::vector<int64_t> first_inside(int64_t out_size, int64_t stride, int64_t padding, int64_t dilation) {
+    std::vector<int64_t> first(out_size);
+    for (int64_t o = 0; o < out_size; ++o) {
+        int64_t start = o * stride - padding;
+        first[o] = start >= 0 ? 0 : (-start + dilation - 1) / dilation;
+    }
+    return first;
 }
 
 // Each window's maximum and its 1-based flat index in the H*W plane, one plane at a time: the
-// plane's windows become the columns of a [k*k, Ho*Wo] matrix (move_patches, as for conv2d), whose
-// rows are then folded into a running maximum with selects, not branches (random data would
-// mispredict them). The rows are contiguous, so the loop vectorises. Window elements come in
-// row-major order and only a larger one (or the first NaN) takes over, so ties keep the first.
+// plane's windows become the columns of a [kH*kW, Ho*Wo] matrix (move_patches, as for conv2d, the
+// padding -inf), whose rows are then folded into a running maximum with selects, not branches
+// (random data would mispredict them). The rows are contiguous, so the loop vectorises. Window
+// elements come in row-major order and only a larger one (or the first NaN) takes over, so ties
+// keep the first. A padded element never wins: only the first can, when nothing beats -inf, and
+// then the index is the window's first element inside the input, as PyTorch's.
 template <class T>
 void max_pool2d_forward(const Value& x, const Value& values, const Value& indices, const OpAttrs& a) {
-    const int64_t k = a.kernel, s = a.stride, w = x.shape[3];
-    ConvGeometry g = {1, 1, x.shape[2], w, 1, k, k, values.shape[2], values.shape[3], s, 0};
-    const int64_t planes = x.shape[0] * x.shape[1], positions = g.positions(), window = g.patch();
+    ConvGeometry g = window_geometry(x.shape, 1, a.kernel_h, a.kernel_w, values.shape, a);
+    const int64_t w = g.w, kw = g.kw;
+    const int64_t planes = g.n * g.c, positions = g.positions(), window = g.kh * g.kw;
+    g.n = g.c = 1;   // move_patches works on one plane
     std::vector<int64_t> offset(window);   // window element q sits this far from the window's first
-    for (int64_t q = 0; q < window; ++q) offset[q] = (q / k) * w + q % k;
+    for (int64_t q = 0; q < window; ++q) offset[q] = (q / kw) * g.dilation_h * w + (q % kw) * g.dilation_w;
+    std::vector<int64_t> first_row = first_inside(g.oh, g.stride_h, g.padding_h, g.dilation_h);
+    std::vector<int64_t> first_col = first_inside(g.ow, g.stride_w, g.padding_w, g.dilation_w);
+    const bool padded = g.padding_h > 0 || g.padding_w > 0;
     RowMatrix<T> columns(window, positions);
     std::vector<int32_t> winner(positions);   // per window: the element q holding the maximum
     for (int64_t plane = 0; plane < planes; ++plane) {
-        move_patches(x.data<T>() + plane * g.image_size(), columns.data(), g, true);
+        move_patches(x.data<T>() + plane * g.h * g.w, columns.data(), g, true, -std::numeric_limits<T>::infinity());
         T* best = values.data<T>() + plane * positions;
         std::copy(columns.data(), columns.data() + positions, best);
         std::fill(winner.begin(), winner.end(), 0);
@@ -930,8 +985,22 @@ void max_pool2d_forward(const Value& x, const Value& values, const Value& indice
         }
         int64_t* where = indices.data<int64_t>() + plane * positions;
         for (int64_t y = 0; y < g.oh; ++y)
-            for (int64_t xo = 0; xo < g.ow; ++xo, ++where)
-                *where = y * s * w + xo * s + offset[winner[y * g.ow + xo]] + 1;
+            for (int64_t xo = 0; xo < g.ow; ++xo)
+                where[y * g.ow + xo] = (y * g.stride_h - g.padding_h) * w + xo * g.stride_w - g.padding_w +
+                                       offset[winner[y * g.ow + xo]] + 1;
+        if (!padded) continue;
+        // Only windows in the first rows or columns start in the padding; where element 0 (in the
+        // padding) kept the maximum, the first element inside takes its place.
+        for (int64_t y = 0; y < g.oh; ++y) {
+            bool top_padded = y * g.stride_h < g.padding_h;
+            for (int64_t xo = 0; xo < g.ow; ++xo) {
+                bool left_padded = xo * g.stride_w < g.padding_w;
+                if (!top_padded && !left_padded) break;   // the rest of the row starts inside
+                if (winner[y * g.ow + xo] != 0) continue;
+                int64_t q = first_row[y] * kw + first_col[xo];
+                where[y * g.ow + xo] = (y * g.stride_h - g.padding_h) * w + xo * g.stride_w - g.padding_w + offset[q] + 1;
+            }
+        }
     }
 }
 
@@ -963,8 +1032,9 @@ void cpu_max_pool2d(const KernelCall& c) {
 // dx = zeros; each g is added at its window's argmax (an index out of its plane is an error).
 void cpu_max_pool2d_backward(const KernelCall& c) {
     const Value &grad = in(c, 0), &indices = in(c, 1), &dx = out(c);
-    const int64_t planes = dx.shape[0] * dx.shape[1], plane_size = dx.shape[2] * dx.shape[3];
-    const int64_t windows = grad.shape[2] * grad.shape[3];
+    const Shape &xs = dx.shape, &gs = grad.shape;   // [N,C,H,W] and [N,C,Ho,Wo], or 3-d
+    const int64_t plane_size = xs[xs.ndim - 2] * xs[xs.ndim - 1], windows = gs[gs.ndim - 2] * gs[gs.ndim - 1];
+    const int64_t planes = xs.ndim == 4 ? xs[0] * xs[1] : xs[0];
     const int64_t* pi = indices.data<int64_t>();
     DISPATCH_FLOAT("max_pool2d_backward", dx.dtype, {
         array_of<T>(dx).setZero();
@@ -1616,11 +1686,13 @@ size_t bytes_of(const Shape& shape, DType dtype) {
     return shape_numel_fits(shape, &numel) ? times(static_cast<size_t>(numel), dtype_size(dtype)) : SIZE_MAX;
 }
 
-// conv2d's column matrix: (C kH kW) rows of (Ho Wo) positions.
-size_t columns_bytes(const Shape& weight, const Shape& output, DType dtype) {
-    if (weight.ndim != 4 || output.ndim != 4) return 0;
-    size_t patch = times(times(static_cast<size_t>(weight[1]), static_cast<size_t>(weight[2])), static_cast<size_t>(weight[3]));
-    return times(times(patch, times(static_cast<size_t>(output[2]), static_cast<size_t>(output[3]))), dtype_size(dtype));
+// conv2d's column matrix: (C kH kW) rows of (Ho Wo) positions, C the image's channels (3-d or 4-d).
+size_t columns_bytes(const Shape& image, const Shape& weight, const Shape& output, DType dtype) {
+    if (image.ndim < 3 || weight.ndim != 4 || output.ndim < 2) return 0;
+    size_t channels = static_cast<size_t>(image[image.ndim - 3]);
+    size_t patch = times(times(channels, static_cast<size_t>(weight[2])), static_cast<size_t>(weight[3]));
+    size_t positions = times(static_cast<size_t>(output[output.ndim - 2]), static_cast<size_t>(output[output.ndim - 1]));
+    return times(times(patch, positions), dtype_size(dtype));
 }
 
 }  // namespace
@@ -1635,14 +1707,18 @@ size_t cpu_kernel_scratch_bytes(OpId op, const Value* const* inputs, int n_input
             return inputs[0]->dtype == output_dtype ? 0 : bytes_of(output, DTYPE_I64);
         case OP_multinomial:   // a row's weights and running sums
             return inputs[0]->shape.ndim > 0 ? times(static_cast<size_t>(inputs[0]->shape[inputs[0]->shape.ndim - 1]), 16) : 0;
-        case OP_conv2d: return n_inputs > 1 ? columns_bytes(inputs[1]->shape, output, output_dtype) : 0;
-        case OP_conv2d_backward_input: return n_inputs > 1 ? columns_bytes(inputs[1]->shape, inputs[0]->shape, output_dtype) : 0;
-        case OP_conv2d_backward_weight: return columns_bytes(output, inputs[0]->shape, output_dtype);
-        case OP_max_pool2d: {   // the windows as columns, the winners, the offsets
-            if (output.ndim != 4 || attrs.kernel < 1) return 0;
-            size_t window = times(static_cast<size_t>(attrs.kernel), static_cast<size_t>(attrs.kernel));
-            size_t positions = times(static_cast<size_t>(output[2]), static_cast<size_t>(output[3]));
-            return plus(plus(times(times(window, positions), dtype_size(output_dtype)), times(positions, 4)), times(window, 8));
+        case OP_conv2d: return n_inputs > 1 ? columns_bytes(inputs[0]->shape, inputs[1]->shape, output, output_dtype) : 0;
+        case OP_conv2d_backward_input:
+            return n_inputs > 1 ? columns_bytes(output, inputs[1]->shape, inputs[0]->shape, output_dtype) : 0;
+        case OP_conv2d_backward_weight:
+            return n_inputs > 1 ? columns_bytes(inputs[1]->shape, output, inputs[0]->shape, output_dtype) : 0;
+        case OP_max_pool2d: {   // the windows as columns, the winners, the offsets, the first rows and columns inside
+            if (output.ndim < 2 || attrs.kernel_h < 1 || attrs.kernel_w < 1) return 0;
+            size_t window = times(static_cast<size_t>(attrs.kernel_h), static_cast<size_t>(attrs.kernel_w));
+            size_t rows = static_cast<size_t>(output[output.ndim - 2]), cols = static_cast<size_t>(output[output.ndim - 1]);
+            size_t positions = times(rows, cols);
+            return plus(plus(plus(times(times(window, positions), dtype_size(output_dtype)), times(positions, 4)),
+                             times(window, 8)), times(plus(rows, cols), 8));
         }
         case OP_softmax: case OP_log_softmax: return times(bytes_of(inputs[0]->shape, inputs[0]->dtype), 2);
         case OP_cross_entropy: return bytes_of(inputs[0]->shape, inputs[0]->dtype);

@@ -114,6 +114,12 @@ static std::string number_str(double x) {
     return buffer;
 }
 
+// A window's size along H and W: "2" when both are the same, else "2,1".
+static std::string window_pair_str(int h, int w) {
+    if (h == w) return std::to_string(h);
+    return std::to_string(h) + "," + std::to_string(w);
+}
+
 // "dim=2", or "dims=1,3" for several (attrs.dim2's bitmask), 1-based.
 static std::string dims_str(const OpAttrs& a) {
     if (a.dim2 == 0) return "dim=" + std::to_string(int64_t(a.dim) + 1);
@@ -174,9 +180,12 @@ std::string op_describe_attrs(OpId op, const OpAttrs& a) {
                    " length=" + std::to_string(a.length);
         case ATTRS_DTYPE: return dtype_name(a.dtype);
         case ATTRS_WINDOW: {
-            std::string s = a.kernel ? "kernel=" + std::to_string(a.kernel) + " " : "";
-            s += "stride=" + std::to_string(a.stride);
-            if (a.padding) s += " padding=" + std::to_string(a.padding);
+            std::string s = a.kernel_h || a.kernel_w ? "kernel=" + window_pair_str(a.kernel_h, a.kernel_w) + " " : "";
+            s += "stride=" + window_pair_str(a.stride_h, a.stride_w);
+            if (a.padding_h || a.padding_w) s += " padding=" + window_pair_str(a.padding_h, a.padding_w);
+            if (a.dilation_h != 1 || a.dilation_w != 1) s += " dilation=" + window_pair_str(a.dilation_h, a.dilation_w);
+            if (a.groups != 1) s += " groups=" + std::to_string(a.groups);
+            if (a.ceil_mode) s += " ceil_mode";
             return s;
         }
         case ATTRS_LOSS: return a.reduction == REDUCTION_SUM ? "reduction=sum" : "";
@@ -395,40 +404,117 @@ void shape_bmm(ShapeCall& c) {
     c.set_output(0, Shape{a.dims[0], ar, bc}, in(c, 0).dtype);
 }
 
-// How many windows of `kernel` fit along `size` padded on both sides: windows that do not fit
-// are dropped (floor), as PyTorch does.
-static int64_t window_count(int64_t size, int64_t kernel, int stride, int padding) {
-    return (size + 2 * int64_t(padding) - kernel) / stride + 1;   // sizes < 2^62 (they fit a tensor): no overflow
+// ---------------------------------------------------------------------------------------------
+// conv2d and max_pool2d: windows along H and W, PyTorch's arithmetic and PyTorch's checks.
+
+// "2" when both sizes are the same, else "(2, 1)" (PyTorch's tuple), for messages.
+static std::string size_pair(int64_t h, int64_t w) {
+    if (h == w) return std::to_string(h);
+    return "(" + std::to_string(h) + ", " + std::to_string(w) + ")";
 }
 
-static void check_stride_padding(const ShapeCall& c, const std::string& shapes) {
-    if (c.attrs.stride < 1)
-        engine_fail("%s: stride must be at least 1, got %d (%s)", c.op_name, c.attrs.stride, shapes.c_str());
-    if (c.attrs.padding < 0)
-        engine_fail("%s: padding must not be negative, got %d (%s)", c.op_name, c.attrs.padding, shapes.c_str());
+// An image batch [N,C,H,W], or one image [C,H,W] read as a batch of one (PyTorch's unbatched input).
+struct ImageDims {
+    int64_t n, c, h, w;
+    bool batched;
+};
+
+static ImageDims image_dims(const Shape& s) {
+    if (s.ndim == 4) return {s[0], s[1], s[2], s[3], true};
+    return {1, s[0], s[1], s[2], false};
 }
 
-// The output shape [N,O,Ho,Wo] of a conv2d of `input` [N,C,H,W] with `weight` [O,C,kH,kW] at the
-// call's stride and padding, or an error naming the op and both shapes. The backward ops check
-// their operands with it too.
+// The image shape [N, channels, h, w], or [channels, h, w] for an unbatched `like`.
+static Shape image_shape(const ImageDims& like, int64_t channels, int64_t h, int64_t w) {
+    if (like.batched) return Shape{like.n, channels, h, w};
+    return Shape{channels, h, w};
+}
+
+// The span of a window of `kernel` elements `dilation` apart: (kernel - 1) * dilation + 1,
+// saturating at INT64_MAX (a weight dim times a huge dilation).
+static int64_t window_extent(int64_t kernel, int dilation) {
+    int64_t extent;
+    if (__builtin_mul_overflow(kernel - 1, int64_t(dilation), &extent) || extent == INT64_MAX) return INT64_MAX;
+    return extent + 1;
+}
+
+// How many windows fit along an axis of `size` padded by `padding` on both sides, PyTorch's
+// formula: floor, or with ceil_mode rounding up, but then a last window must start inside the
+// input or the left padding. Zero or negative when none fits (the callers say so). Sizes fit a
+// tensor (< 2^62) and attrs an int: no overflow.
+static int64_t window_count(int64_t size, int64_t extent, int stride, int padding, bool ceil_mode) {
+    int64_t room = size + 2 * int64_t(padding) - extent;   // how far the window can move
+    if (room < 0) return 0;
+    int64_t count = (ceil_mode ? room + stride - 1 : room) / stride + 1;
+    if (ceil_mode && (count - 1) * stride >= size + padding) --count;
+    return count;
+}
+
+// Whether one of the first `count` windows along an axis has every element in the padding
+// (outside [0, size)): possible with dilation. Only windows that start in the left padding can.
+static bool window_in_padding(int64_t size, int64_t kernel, int stride, int padding, int dilation, int64_t count) {
+    for (int64_t o = 0; o < count && o * stride < padding; ++o) {
+        int64_t start = o * stride - padding;                       // < 0
+        int64_t first = (-start + dilation - 1) / dilation;         // the first element at 0 or after
+        if (first >= kernel || start + first * dilation >= size) return true;
+    }
+    return false;
+}
+
+// Stride and dilation at least 1, padding not negative: what every window op reads.
+static void check_window(const ShapeCall& c, const std::string& shapes) {
+    const OpAttrs& a = c.attrs;
+    if (a.stride_h < 1 || a.stride_w < 1)
+        engine_fail("%s: stride must be at least 1, got %s (%s)", c.op_name, size_pair(a.stride_h, a.stride_w).c_str(),
+                    shapes.c_str());
+    if (a.padding_h < 0 || a.padding_w < 0)
+        engine_fail("%s: padding must not be negative, got %s (%s)", c.op_name,
+                    size_pair(a.padding_h, a.padding_w).c_str(), shapes.c_str());
+    if (a.dilation_h < 1 || a.dilation_w < 1)
+        engine_fail("%s: dilation must be at least 1, got %s (%s)", c.op_name,
+                    size_pair(a.dilation_h, a.dilation_w).c_str(), shapes.c_str());
+}
+
+// The channels check of conv2d: C = the weight's C/groups times groups, O divisible by groups.
+static void check_conv2d_groups(const ShapeCall& c, int64_t channels, const Shape& weight, const std::string& shapes) {
+    int groups = c.attrs.groups;
+    if (groups < 1) engine_fail("%s: groups must be at least 1, got %d (%s)", c.op_name, groups, shapes.c_str());
+    if (weight[0] % groups != 0)
+        engine_fail("%s: the weight's output channels (%lld) are not divisible by groups (%d) (%s)", c.op_name,
+                    static_cast<long long>(weight[0]), groups, shapes.c_str());
+    if (groups == 1 && channels != weight[1])
+        engine_fail("%s: the input's channels (%lld) do not match the weight's (%lld) (%s)", c.op_name,
+                    static_cast<long long>(channels), static_cast<long long>(weight[1]), shapes.c_str());
+    if (channels % groups != 0 || channels / groups != weight[1])
+        engine_fail("%s: the input's channels (%lld) do not match the weight's (%lld) times groups (%d) (%s)",
+                    c.op_name, static_cast<long long>(channels), static_cast<long long>(weight[1]), groups,
+                    shapes.c_str());
+}
+
+// The output shape [N,O,Ho,Wo] (or [O,Ho,Wo]) of a conv2d of `input` [N,C,H,W] (or [C,H,W]) with
+// `weight` [O,C/groups,kH,kW] at the call's stride, padding, dilation and groups, or an error
+// naming the op and both shapes. The backward ops check their operands with it too.
 static Shape conv2d_output_shape(const ShapeCall& c, const Shape& input, const Shape& weight) {
     std::string shapes = "input " + input.str() + ", weight " + weight.str();
-    if (input.ndim != 4 || weight.ndim != 4)
-        engine_fail("%s: expects a 4-d input [N,C,H,W] and a 4-d weight [O,C,kH,kW], got %s", c.op_name,
-                    shapes.c_str());
-    check_stride_padding(c, shapes);
+    if ((input.ndim != 3 && input.ndim != 4) || weight.ndim != 4)
+        engine_fail("%s: expects an input [N,C,H,W] or [C,H,W] and a 4-d weight [O,C/groups,kH,kW], got %s",
+                    c.op_name, shapes.c_str());
+    check_window(c, shapes);
     if (weight.numel() == 0) engine_fail("%s: the weight has a dim of size 0 (%s)", c.op_name, shapes.c_str());
-    if (input[1] != weight[1])
-        engine_fail("%s: the input's channels (%lld) do not match the weight's (%lld) (%s)", c.op_name,
-                    static_cast<long long>(input[1]), static_cast<long long>(weight[1]), shapes.c_str());
-    int64_t padded_h = input[2] + 2 * int64_t(c.attrs.padding), padded_w = input[3] + 2 * int64_t(c.attrs.padding);
-    if (weight[2] > padded_h || weight[3] > padded_w)
-        engine_fail("%s: the kernel %lldx%lld is larger than the padded input %lldx%lld (%s, padding %d)", c.op_name,
-                    static_cast<long long>(weight[2]), static_cast<long long>(weight[3]),
+    ImageDims x = image_dims(input);
+    check_conv2d_groups(c, x.c, weight, shapes);
+    const OpAttrs& a = c.attrs;
+    int64_t extent_h = window_extent(weight[2], a.dilation_h), extent_w = window_extent(weight[3], a.dilation_w);
+    int64_t padded_h = x.h + 2 * int64_t(a.padding_h), padded_w = x.w + 2 * int64_t(a.padding_w);
+    if (extent_h > padded_h || extent_w > padded_w) {
+        std::string dilated = a.dilation_h == 1 && a.dilation_w == 1 ? "" : " (dilation " + size_pair(a.dilation_h, a.dilation_w) + ")";
+        engine_fail("%s: the kernel %lldx%lld%s is larger than the padded input %lldx%lld (%s, padding %s)", c.op_name,
+                    static_cast<long long>(weight[2]), static_cast<long long>(weight[3]), dilated.c_str(),
                     static_cast<long long>(padded_h), static_cast<long long>(padded_w), shapes.c_str(),
-                    c.attrs.padding);
-    return Shape{input[0], weight[0], window_count(input[2], weight[2], c.attrs.stride, c.attrs.padding),
-                 window_count(input[3], weight[3], c.attrs.stride, c.attrs.padding)};
+                    size_pair(a.padding_h, a.padding_w).c_str());
+    }
+    return image_shape(x, weight[0], window_count(x.h, extent_h, a.stride_h, a.padding_h, false),
+                       window_count(x.w, extent_w, a.stride_w, a.padding_w, false));
 }
 
 // Inputs: x, weight and an optional bias [O].
@@ -465,23 +551,48 @@ void shape_conv2d_backward_weight(ShapeCall& c) {
     c.set_output(0, c.attrs.shape, in(c, 0).dtype);
 }
 
-// The output shape [N,C,Ho,Wo] of max_pool2d of `input` with the call's kernel and stride
-// (no padding: PyTorch's default, and the only one supported).
+// PyTorch's max_pool2d checks: a kernel of at least 1 whose window the kernel can number with
+// an int32, padding at most half the kernel.
+static void check_pool_kernel(const ShapeCall& c, const std::string& shapes) {
+    const OpAttrs& a = c.attrs;
+    if (a.kernel_h < 1 || a.kernel_w < 1)
+        engine_fail("%s: kernel must be at least 1, got %s (%s)", c.op_name, size_pair(a.kernel_h, a.kernel_w).c_str(),
+                    shapes.c_str());
+    if (int64_t(a.kernel_h) * a.kernel_w > INT32_MAX)   // the kernel numbers a window's elements with int32
+        engine_fail("%s: the kernel %dx%d has more than %d elements (%s)", c.op_name, a.kernel_h, a.kernel_w, INT32_MAX,
+                    shapes.c_str());
+    check_window(c, shapes);
+    if (a.padding_h > a.kernel_h / 2 || a.padding_w > a.kernel_w / 2)
+        engine_fail("%s: padding must be at most half the kernel size, got padding %s and kernel %dx%d (%s)", c.op_name,
+                    size_pair(a.padding_h, a.padding_w).c_str(), a.kernel_h, a.kernel_w, shapes.c_str());
+}
+
+// The output shape [N,C,Ho,Wo] (or [C,Ho,Wo]) of max_pool2d of `input` with the call's window, or
+// an error: an output of no window, or a window wholly in the padding (it would have no maximum).
 static Shape max_pool2d_output_shape(const ShapeCall& c, const Shape& input) {
     std::string shapes = "input " + input.str();
-    if (input.ndim != 4) engine_fail("%s: expects a 4-d input [N,C,H,W], got %s", c.op_name, input.str().c_str());
-    check_stride_padding(c, shapes);
-    int k = c.attrs.kernel;
-    if (c.attrs.padding != 0)
-        engine_fail("%s: padding is not supported, got %d (%s)", c.op_name, c.attrs.padding, shapes.c_str());
-    if (k < 1) engine_fail("%s: kernel must be at least 1, got %d (%s)", c.op_name, k, shapes.c_str());
-    if (k > 46340)   // the kernel numbers a window's k*k elements with int32
-        engine_fail("%s: kernel %d is larger than 46340 (%s)", c.op_name, k, shapes.c_str());
-    if (k > input[2] || k > input[3])
-        engine_fail("%s: the kernel %dx%d is larger than the input %lldx%lld (%s)", c.op_name, k, k,
-                    static_cast<long long>(input[2]), static_cast<long long>(input[3]), shapes.c_str());
-    return Shape{input[0], input[1], window_count(input[2], k, c.attrs.stride, 0),
-                 window_count(input[3], k, c.attrs.stride, 0)};
+    if (input.ndim != 3 && input.ndim != 4)
+        engine_fail("%s: expects an input [N,C,H,W] or [C,H,W], got %s", c.op_name, input.str().c_str());
+    check_pool_kernel(c, shapes);
+    const OpAttrs& a = c.attrs;
+    ImageDims x = image_dims(input);
+    int64_t extent_h = window_extent(a.kernel_h, a.dilation_h), extent_w = window_extent(a.kernel_w, a.dilation_w);
+    int64_t oh = window_count(x.h, extent_h, a.stride_h, a.padding_h, a.ceil_mode);
+    int64_t ow = window_count(x.w, extent_w, a.stride_w, a.padding_w, a.ceil_mode);
+    if (oh < 1 || ow < 1) {   // only when the window is larger than the padded input
+        std::string dilated = a.dilation_h == 1 && a.dilation_w == 1 ? "" : " (dilation " + size_pair(a.dilation_h, a.dilation_w) + ")";
+        bool padded = a.padding_h != 0 || a.padding_w != 0;
+        if (padded) shapes += ", padding " + size_pair(a.padding_h, a.padding_w);
+        engine_fail("%s: the kernel %dx%d%s is larger than the %sinput %lldx%lld (%s)", c.op_name, a.kernel_h, a.kernel_w,
+                    dilated.c_str(), padded ? "padded " : "", static_cast<long long>(x.h + 2 * int64_t(a.padding_h)),
+                    static_cast<long long>(x.w + 2 * int64_t(a.padding_w)), shapes.c_str());
+    }
+    if (window_in_padding(x.h, a.kernel_h, a.stride_h, a.padding_h, a.dilation_h, oh) ||
+        window_in_padding(x.w, a.kernel_w, a.stride_w, a.padding_w, a.dilation_w, ow))
+        engine_fail("%s: a window lies wholly in the padding (kernel %dx%d, dilation %s, padding %s) (%s)", c.op_name,
+                    a.kernel_h, a.kernel_w, size_pair(a.dilation_h, a.dilation_w).c_str(),
+                    size_pair(a.padding_h, a.padding_w).c_str(), shapes.c_str());
+    return image_shape(x, x.c, oh, ow);
 }
 
 void shape_max_pool2d(ShapeCall& c) {
@@ -1060,19 +1171,30 @@ void backward_matmul(BackwardCall& c) {
     }
 }
 
+// The window a conv2d / max_pool2d node was recorded with, to pass on to its gradient's ops.
+static Window2d window_of(const OpAttrs& a) {
+    Window2d w;
+    w.kernel_h = a.kernel_h, w.kernel_w = a.kernel_w;
+    w.stride_h = a.stride_h, w.stride_w = a.stride_w;
+    w.padding_h = a.padding_h, w.padding_w = a.padding_w;
+    w.dilation_h = a.dilation_h, w.dilation_w = a.dilation_w;
+    w.groups = a.groups;
+    w.ceil_mode = a.ceil_mode;
+    return w;
+}
+
 // Y = conv2d(X, W) + b is linear in X and in W, so each gradient is the other operand run
 // through one of the backward ops; the bias gathers G over every sample and position.
 void backward_conv2d(BackwardCall& c) {
     const Tensor& g = c.grad_out[0];
-    const OpAttrs& a = c.attrs();
-    if (c.needs_grad(0))
-        c.grad_in[0] = ops::conv2d_backward_input(g, c.input(1), c.input_shape(0), a.stride, a.padding);
-    if (c.needs_grad(1))
-        c.grad_in[1] = ops::conv2d_backward_weight(g, c.input(0), c.input_shape(1), a.stride, a.padding);
+    Window2d window = window_of(c.attrs());
+    if (c.needs_grad(0)) c.grad_in[0] = ops::conv2d_backward_input(g, c.input(1), c.input_shape(0), window);
+    if (c.needs_grad(1)) c.grad_in[1] = ops::conv2d_backward_weight(g, c.input(0), c.input_shape(1), window);
     if (c.node->inputs.size() == 3 && c.needs_grad(2)) {   // two sums along contiguous rows: ~7x faster than sum_to
-        const Shape& y = g.shape();
-        Tensor per_sample = ops::reduce(OP_sum, ops::reshape(g, Shape{y[0], y[1], y[2] * y[3]}), 2, false);
-        c.grad_in[2] = ops::reduce(OP_sum, per_sample, 0, false);
+        const Shape& y = g.shape();   // [N,O,Ho,Wo] or [O,Ho,Wo]
+        int64_t n = y.ndim == 4 ? y[0] : 1;
+        Tensor rows = ops::reshape(g, Shape{n, y[y.ndim - 3], y[y.ndim - 2] * y[y.ndim - 1]});
+        c.grad_in[2] = ops::reduce(OP_sum, ops::reduce(OP_sum, rows, 2, false), 0, false);
     }
 }
 
@@ -1081,35 +1203,33 @@ void backward_conv2d(BackwardCall& c) {
 // upstream gradient of dX = conv2d_backward_input(G, W): dG = conv2d(Z, W), dW = conv2d_backward_weight(G, Z).
 void backward_conv2d_backward_input(BackwardCall& c) {
     const Tensor& z = c.grad_out[0];
-    const OpAttrs& a = c.attrs();
-    if (c.needs_grad(0)) c.grad_in[0] = ops::conv2d(z, c.input(1), Tensor(), a.stride, a.padding);
-    if (c.needs_grad(1))
-        c.grad_in[1] = ops::conv2d_backward_weight(c.input(0), z, c.input_shape(1), a.stride, a.padding);
+    Window2d window = window_of(c.attrs());
+    if (c.needs_grad(0)) c.grad_in[0] = ops::conv2d(z, c.input(1), Tensor(), window);
+    if (c.needs_grad(1)) c.grad_in[1] = ops::conv2d_backward_weight(c.input(0), z, c.input_shape(1), window);
 }
 
 // ... and with Z the upstream gradient of dW = conv2d_backward_weight(G, X): dG = conv2d(X, Z),
 // dX = conv2d_backward_input(G, Z).
 void backward_conv2d_backward_weight(BackwardCall& c) {
     const Tensor& z = c.grad_out[0];
-    const OpAttrs& a = c.attrs();
-    if (c.needs_grad(0)) c.grad_in[0] = ops::conv2d(c.input(1), z, Tensor(), a.stride, a.padding);
-    if (c.needs_grad(1))
-        c.grad_in[1] = ops::conv2d_backward_input(c.input(0), z, c.input_shape(1), a.stride, a.padding);
+    Window2d window = window_of(c.attrs());
+    if (c.needs_grad(0)) c.grad_in[0] = ops::conv2d(c.input(1), z, Tensor(), window);
+    if (c.needs_grad(1)) c.grad_in[1] = ops::conv2d_backward_input(c.input(0), z, c.input_shape(1), window);
 }
 
 void backward_max_pool2d(BackwardCall& c) {
-    const OpAttrs& a = c.attrs();
-    c.grad_in[0] = ops::max_pool2d_backward(c.grad_out[0], c.output(1), c.input_shape(0), a.kernel, a.stride);
+    c.grad_in[0] = ops::max_pool2d_backward(c.grad_out[0], c.output(1), c.input_shape(0), window_of(c.attrs()));
 }
 
 // max_pool2d_backward puts each g at its window's argmax, so its gradient reads Z back from
 // there: a gather along each flattened H*W plane.
 void backward_max_pool2d_backward(BackwardCall& c) {
     if (!c.needs_grad(0)) return;
-    const Shape &g = c.input_shape(0), &x = c.attrs().shape;
-    Tensor z_planes = ops::reshape(c.grad_out[0], Shape{x[0], x[1], x[2] * x[3]});
-    Tensor indices = ops::reshape(c.input(1), Shape{g[0], g[1], g[2] * g[3]});
-    c.grad_in[0] = ops::reshape(ops::gather(z_planes, 2, indices), g);
+    const Shape &g = c.input_shape(0), &x = c.attrs().shape;   // [N,C,Ho,Wo] and [N,C,H,W], or 3-d
+    int64_t planes = x.ndim == 4 ? x[0] * x[1] : x[0];
+    Tensor z_planes = ops::reshape(c.grad_out[0], Shape{planes, x[x.ndim - 2] * x[x.ndim - 1]});
+    Tensor indices = ops::reshape(c.input(1), Shape{planes, g[g.ndim - 2] * g[g.ndim - 1]});
+    c.grad_in[0] = ops::reshape(ops::gather(z_planes, 1, indices), g);
 }
 
 void backward_transpose(BackwardCall& c) {
@@ -1558,36 +1678,69 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
     return b.defined() ? add(y, b) : y;
 }
 
-static OpAttrs window_attrs(int kernel, int stride, int padding, const Shape& shape = Shape()) {
+// A window as the attrs of a conv2d / max_pool2d node (`shape`: the backward ops' target shape).
+static OpAttrs window_attrs(const Window2d& w, const Shape& shape = Shape()) {
     OpAttrs a;
-    a.kernel = kernel;
-    a.stride = stride;
-    a.padding = padding;
+    a.kernel_h = w.kernel_h, a.kernel_w = w.kernel_w;
+    a.stride_h = w.stride_h, a.stride_w = w.stride_w;
+    a.padding_h = w.padding_h, a.padding_w = w.padding_w;
+    a.dilation_h = w.dilation_h, a.dilation_w = w.dilation_w;
+    a.groups = w.groups;
+    a.ceil_mode = w.ceil_mode;
     a.shape = shape;
     return a;
 }
 
-Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, int stride, int padding) {
-    OpAttrs a = window_attrs(0, stride, padding);
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Window2d& window) {
+    Window2d w = window;
+    w.kernel_h = w.kernel_w = 0;   // the weight's
+    w.ceil_mode = false;
+    OpAttrs a = window_attrs(w);
     if (!bias.defined()) return call(OP_conv2d, {&x, &weight}, a);
     return call(OP_conv2d, {&x, &weight, &bias}, a);
 }
 
-Tensor conv2d_backward_input(const Tensor& grad, const Tensor& weight, const Shape& input_shape, int stride,
-                             int padding) {
-    return call(OP_conv2d_backward_input, {&grad, &weight}, window_attrs(0, stride, padding, input_shape));
+// Along one axis, "same" padding totals dilation * (kernel - 1): half on each side, and when that
+// is odd one more at the end. An output computed with one more row of padding on both sides and
+// its first row dropped is exactly that (each kept row reads the rows the asymmetric padding gives).
+Tensor conv2d_same(const Tensor& x, const Tensor& weight, const Tensor& bias, const Window2d& window) {
+    if (window.stride_h != 1 || window.stride_w != 1)
+        engine_fail("conv2d: padding=\"same\" is not supported for strided convolutions (stride %d, %d)",
+                    window.stride_h, window.stride_w);
+    if (!x.defined() || !weight.defined() || weight.shape().ndim != 4 || window.dilation_h < 1 || window.dilation_w < 1)
+        return conv2d(x, weight, bias, window);   // the op's checks say what is wrong
+    int64_t total_h = int64_t(window.dilation_h) * (weight.shape()[2] - 1);
+    int64_t total_w = int64_t(window.dilation_w) * (weight.shape()[3] - 1);
+    if (total_h / 2 + total_h % 2 > INT32_MAX || total_w / 2 + total_w % 2 > INT32_MAX)
+        engine_fail("conv2d: padding=\"same\" needs a padding over 2^31 (kernel %lldx%lld, dilation %d, %d)",
+                    static_cast<long long>(weight.shape()[2]), static_cast<long long>(weight.shape()[3]),
+                    window.dilation_h, window.dilation_w);
+    Window2d w = window;
+    w.padding_h = static_cast<int>(total_h / 2 + total_h % 2);
+    w.padding_w = static_cast<int>(total_w / 2 + total_w % 2);
+    Tensor y = conv2d(x, weight, bias, w);
+    int nd = y.shape().ndim;
+    if (total_h % 2) y = narrow(y, nd - 2, 1, y.shape()[nd - 2] - 1);
+    if (total_w % 2) y = narrow(y, nd - 1, 1, y.shape()[nd - 1] - 1);
+    return y;
 }
 
-Tensor conv2d_backward_weight(const Tensor& grad, const Tensor& x, const Shape& weight_shape, int stride, int padding) {
-    return call(OP_conv2d_backward_weight, {&grad, &x}, window_attrs(0, stride, padding, weight_shape));
+Tensor conv2d_backward_input(const Tensor& grad, const Tensor& weight, const Shape& input_shape, const Window2d& window) {
+    return call(OP_conv2d_backward_input, {&grad, &weight}, window_attrs(window, input_shape));
 }
 
-Tensor max_pool2d(const Tensor& x, int kernel, int stride) {
-    return call(OP_max_pool2d, {&x}, window_attrs(kernel, stride, 0));
+Tensor conv2d_backward_weight(const Tensor& grad, const Tensor& x, const Shape& weight_shape, const Window2d& window) {
+    return call(OP_conv2d_backward_weight, {&grad, &x}, window_attrs(window, weight_shape));
 }
 
-Tensor max_pool2d_backward(const Tensor& grad, const Tensor& indices, const Shape& input_shape, int kernel, int stride) {
-    return call(OP_max_pool2d_backward, {&grad, &indices}, window_attrs(kernel, stride, 0, input_shape));
+Tensor max_pool2d(const Tensor& x, const Window2d& window) {
+    Window2d w = window;
+    w.groups = 1;
+    return call(OP_max_pool2d, {&x}, window_attrs(w));
+}
+
+Tensor max_pool2d_backward(const Tensor& grad, const Tensor& indices, const Shape& input_shape, const Window2d& window) {
+    return call(OP_max_pool2d_backward, {&grad, &indices}, window_attrs(window, input_shape));
 }
 
 // A 0-d tensor flattens to [1], as in PyTorch.

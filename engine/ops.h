@@ -40,7 +40,7 @@ enum OpFlags : uint32_t {
 enum AttrsKind : uint8_t {
     ATTRS_NONE, ATTRS_CREATE, ATTRS_SCALAR, ATTRS_CLAMP, ATTRS_DIM, ATTRS_DIM2,
     ATTRS_REDUCE, ATTRS_SHAPE, ATTRS_MATMUL, ATTRS_NARROW, ATTRS_DTYPE,
-    ATTRS_WINDOW,   // conv2d, max_pool2d: kernel, stride, padding
+    ATTRS_WINDOW,   // conv2d, max_pool2d: kernel, stride, padding, dilation (each along H and W), groups, ceil_mode
     ATTRS_LOSS,     // losses: reduction (mean or sum)
     ATTRS_ACTIVATION,   // leaky_relu, elu, gelu, softplus: their parameters in scalar (and hi)
     ATTRS_RANGE,    // linspace, randint: lo and hi
@@ -72,9 +72,16 @@ constexpr int MAX_OUTPUTS = 2;
     FIELD(bool, accumulate, false, "mm/bmm: Y += A B (freeze's in-place gradients)")               \
     FIELD(int64_t, start, 0, "narrow's first index, select's index, a region's offset; tril/triu's diagonal") \
     FIELD(int64_t, length, 0, "narrow's length; multinomial's number of samples")                  \
-    FIELD(int, kernel, 0, "pooling window (square)")                                               \
-    FIELD(int, stride, 1, "conv2d / pooling stride")                                               \
-    FIELD(int, padding, 0, "conv2d / pooling padding")                                             \
+    FIELD(int, kernel_h, 0, "max_pool2d's window along H (conv2d's comes from its weight)")        \
+    FIELD(int, kernel_w, 0, "max_pool2d's window along W")                                         \
+    FIELD(int, stride_h, 1, "conv2d / pooling stride along H")                                     \
+    FIELD(int, stride_w, 1, "conv2d / pooling stride along W")                                     \
+    FIELD(int, padding_h, 0, "conv2d / pooling padding along H (each side)")                       \
+    FIELD(int, padding_w, 0, "conv2d / pooling padding along W (each side)")                       \
+    FIELD(int, dilation_h, 1, "conv2d / pooling: rows between a window's elements along H")        \
+    FIELD(int, dilation_w, 1, "conv2d / pooling: columns between a window's elements along W")     \
+    FIELD(int, groups, 1, "conv2d: channel groups (each output channel reads C/groups inputs)")    \
+    FIELD(bool, ceil_mode, false, "max_pool2d: count windows rounding up (PyTorch's ceil_mode)")   \
     FIELD(Reduction, reduction, REDUCTION_MEAN, "losses: mean or sum")                             \
     FIELD(Shape, shape, Shape(), "created / target / full shape; permute's order")                 \
     FIELD(Shape, strides, Shape(), "a region's strides (as_strided, assign_, region_scatter)")      \
@@ -86,6 +93,17 @@ struct OpAttrs {
 #undef OP_ATTRS_DECLARE
     // Not an attribute: `tensor`'s numel values, read once at creation (never compared or saved).
     const double* init_values = nullptr;
+};
+
+// The window of conv2d and max_pool2d, as PyTorch's arguments give it: each size along H and
+// along W. ops:: takes it; it becomes OpAttrs' fields of the same names (window_attrs).
+struct Window2d {
+    int kernel_h = 0, kernel_w = 0;   // max_pool2d's window; conv2d's kernel is its weight's
+    int stride_h = 1, stride_w = 1;
+    int padding_h = 0, padding_w = 0;   // on each side
+    int dilation_h = 1, dilation_w = 1;
+    int groups = 1;                     // conv2d
+    bool ceil_mode = false;             // max_pool2d
 };
 
 // Every field equal (NaN equals NaN: the same number was given).
@@ -230,12 +248,19 @@ Tensor bmm(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b 
 Tensor matmul(const Tensor& a, const Tensor& b);   // mm for 2-D, bmm for 3-D
 // y = x wᵀ + b, as nn.Linear: w is [out, in]; b ([out]) may be undefined.
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b);
-// conv2d of x [N,C,H,W] with weight [O,C,kH,kW]; bias [O] or an empty Tensor for none.
-Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, int stride, int padding);
-Tensor conv2d_backward_input(const Tensor& grad, const Tensor& weight, const Shape& input_shape, int stride, int padding);
-Tensor conv2d_backward_weight(const Tensor& grad, const Tensor& x, const Shape& weight_shape, int stride, int padding);
-Tensor max_pool2d(const Tensor& x, int kernel, int stride);   // no padding; output 1: the argmax indices
-Tensor max_pool2d_backward(const Tensor& grad, const Tensor& indices, const Shape& input_shape, int kernel, int stride);
+// conv2d of x [N,C,H,W] (or one image [C,H,W]) with weight [O,C/groups,kH,kW]; bias [O] or an
+// empty Tensor for none. The window's kernel and ceil_mode are not read (the weight gives the kernel).
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Window2d& window = Window2d());
+// PyTorch's padding="same" (stride 1 only): the output has the input's H and W. The window's own
+// padding is not read; an odd total padding puts the extra row / column at the bottom / right, as
+// PyTorch does (here: one more on both sides, and the first output row / column dropped by a narrow).
+Tensor conv2d_same(const Tensor& x, const Tensor& weight, const Tensor& bias, const Window2d& window);
+Tensor conv2d_backward_input(const Tensor& grad, const Tensor& weight, const Shape& input_shape, const Window2d& window);
+Tensor conv2d_backward_weight(const Tensor& grad, const Tensor& x, const Shape& weight_shape, const Window2d& window);
+// The maximum of each window of x [N,C,H,W] or [C,H,W]; output 1 (Tensor(node, 1)): the 1-based
+// index of each maximum in its H*W plane (int64). groups is not read.
+Tensor max_pool2d(const Tensor& x, const Window2d& window);
+Tensor max_pool2d_backward(const Tensor& grad, const Tensor& indices, const Shape& input_shape, const Window2d& window);
 Tensor flatten(const Tensor& x, int start_dim, int end_dim);   // dims start..end merged into one (a reshape)
 Tensor transpose(const Tensor& x, int d1, int d2);
 Tensor reshape(const Tensor& x, const Shape& shape);

@@ -39,7 +39,10 @@ namespace td {
 namespace {
 
 constexpr char PLAN_MAGIC[8] = {'T', 'D', 'P', 'L', 'A', 'N', '\r', '\n'};
-constexpr uint32_t PLAN_VERSION = 2;   // 2: OpAttrs.strides (regions); version 1 files still load
+// 2: OpAttrs.strides (regions). 3: conv2d / max_pool2d windows along H and W (kernel, stride and
+// padding became kernel_h, stride_h, padding_h, each with a _w beside it), dilation, groups,
+// ceil_mode. Files of versions 1 and 2 still load.
+constexpr uint32_t PLAN_VERSION = 3;
 constexpr uint32_t PLAN_OLDEST_VERSION = 1;
 constexpr size_t HEADER_BYTES = 32;
 constexpr uint32_t MAX_COUNT = 1u << 24;          // of any list in a plan
@@ -104,7 +107,13 @@ constexpr size_t min_field_bytes() {
 // The plan file version that added an attribute field: older files do not have it (it keeps its
 // default), so plans saved by an earlier tapedeck still load. A new field: add it here with the
 // version that PLAN_VERSION goes up to.
-constexpr uint32_t attr_field_since(std::string_view name) { return name == "strides" ? 2 : 1; }
+constexpr uint32_t attr_field_since(std::string_view name) {
+    if (name == "strides") return 2;
+    if (name == "kernel_w" || name == "stride_w" || name == "padding_w" || name == "dilation_h" ||
+        name == "dilation_w" || name == "groups" || name == "ceil_mode")
+        return 3;
+    return 1;
+}
 // The fewest bytes a step's attributes take in any version this tapedeck reads.
 #define FIELD_BYTES(type, name, initial, what) +(attr_field_since(#name) == 1 ? min_field_bytes<type>() : 0)
 constexpr size_t MIN_ATTRS_BYTES = 0 OP_ATTRS_FIELDS(FIELD_BYTES);
@@ -371,6 +380,16 @@ void upgrade_version_1_views(Plan& plan) {
     }
 }
 
+// Versions 1 and 2 had one kernel, stride and padding for both axes, saved where kernel_h,
+// stride_h and padding_h are now: the W values are the same.
+void upgrade_version_2_windows(Plan& plan) {
+    for (PlanStep& s : plan.steps) {
+        s.attrs.kernel_w = s.attrs.kernel_h;
+        s.attrs.stride_w = s.attrs.stride_h;
+        s.attrs.padding_w = s.attrs.padding_h;
+    }
+}
+
 std::unique_ptr<Plan> read_payload(Reader& r, PlanPasses* passes) {
     auto plan = std::make_unique<Plan>();
     plan->name = r.str();
@@ -430,6 +449,7 @@ std::unique_ptr<Plan> read_payload(Reader& r, PlanPasses* passes) {
         s.recorded_id = r.i64();
     }
     if (r.version < 2) upgrade_version_1_views(*plan);
+    if (r.version < 3) upgrade_version_2_windows(*plan);
     plan->guards.resize(r.count("guards", MIN_GUARD_BYTES));
     for (PlanGuard& g : plan->guards) {
         g.kind = static_cast<GuardKind>(r.enum_value(GUARD_GRAD_STATE, "guard kind"));

@@ -25,27 +25,12 @@
 using namespace td;
 using namespace tdlua;
 
-namespace {
-
 // ============================================================================================
 // [SECTION] arguments
 
-// One parameter of a function, by PyTorch's name (and an alias: keepdims for keepdim).
-struct Param {
-    const char* name;
-    const char* alias = nullptr;
-};
+// Declared in lua_tensor.h (the bindings of conv2d and max_pool2d read their arguments so too).
+namespace tdlua {
 
-// Where a parameter's value is: stack slot `at` (0: not given), reported as argument `arg` (the
-// options table's position for a value given by name).
-struct Slot {
-    int at = 0;
-    int arg = 0;
-    const char* name = "";
-    bool given() const { return at != 0; }
-};
-
-// Whether the value at idx is an options table: a table with a field that is not a list element.
 bool is_options_table(lua_State* L, int idx) {
     if (!lua_istable(L, idx) || tapedeck_test_tensor(L, idx)) return false;
     lua_pushnil(L);
@@ -60,15 +45,12 @@ bool is_options_table(lua_State* L, int idx) {
     return false;
 }
 
-std::string param_list(const std::vector<Param>& params) {
+static std::string param_list(const std::vector<Param>& params) {
     std::string s;
     for (size_t i = 0; i < params.size(); ++i) s += (i ? ", " : "") + std::string(params[i].name);
     return s.empty() ? "nothing else" : s;
 }
 
-// The parameters of `fn` from stack slot `first` on: positional values in order, then an optional
-// trailing options table with values by name. More positional values than parameters, a name the
-// function does not take, or a value given both ways is an error.
 std::vector<Slot> read_params(lua_State* L, const char* fn, int first, const std::vector<Param>& params) {
     int top = lua_gettop(L);
     while (top >= first && lua_isnil(L, top)) --top;   // trailing nils are not given
@@ -107,6 +89,10 @@ std::vector<Slot> read_params(lua_State* L, const char* fn, int first, const std
     }
     return slots;
 }
+
+}  // namespace tdlua
+
+namespace {
 
 bool bool_arg(lua_State* L, const Slot& s, bool fallback) {
     if (!s.given()) return fallback;

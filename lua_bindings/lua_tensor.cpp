@@ -428,43 +428,78 @@ int check_int(lua_State* L, int at, int arg, const char* what) {
 
 namespace {
 
-// stride and padding as numbers at idx and idx+1 (PyTorch's positional form), or as one table
-// {stride=, padding=} at idx; what is not given keeps its default.
-void window_args(lua_State* L, int idx, int* stride, int* padding) {
-    if (!lua_istable(L, idx)) {
-        if (!lua_isnoneornil(L, idx)) *stride = check_int(L, idx, idx, "stride");
-        if (!lua_isnoneornil(L, idx + 1)) *padding = check_int(L, idx + 1, idx + 1, "padding");
+// A size along H and W (kernel_size, stride, padding, dilation): a number for both, or a list
+// {h, w}, as PyTorch's int or tuple. Each must fit an int; the engine checks the ranges.
+void size_pair_arg(lua_State* L, const Slot& s, int* h, int* w) {
+    if (lua_type(L, s.at) == LUA_TNUMBER) {   // 2 or 2.0; 1.5 is an error
+        *h = *w = check_int(L, s.at, s.arg, s.name);
         return;
     }
-    lua_pushnil(L);
-    while (lua_next(L, idx)) {
-        const char* key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
-        if (strcmp(key, "stride") == 0) *stride = check_int(L, -1, idx, "stride");
-        else if (strcmp(key, "padding") == 0) *padding = check_int(L, -1, idx, "padding");
-        else arg_fail(idx, "unknown option '%s' (expected stride or padding)", key);
-        lua_pop(L, 1);
-    }
+    if (!lua_istable(L, s.at) || test_tensor(L, s.at) || luaL_len(L, s.at) != 2 || is_options_table(L, s.at))
+        arg_fail(s.arg, "%s must be an integer or a list {h, w} of two, got %s", s.name, type_name_of(L, s.at));
+    lua_geti(L, s.at, 1);
+    lua_geti(L, s.at, 2);
+    if (lua_type(L, -2) != LUA_TNUMBER || lua_type(L, -1) != LUA_TNUMBER)
+        arg_fail(s.arg, "%s must be an integer or a list {h, w} of two integers, got {%s, %s}", s.name,
+                 type_name_of(L, -2), type_name_of(L, -1));
+    *h = check_int(L, -2, s.arg, s.name);
+    *w = check_int(L, -1, s.arg, s.name);
+    lua_pop(L, 2);
 }
 
-// conv2d(x, weight [, bias] [, {stride=, padding=}]) or conv2d(x, weight, bias, stride, padding);
-// bias may be nil, or left out before the options table.
+// conv2d(input, weight, bias, stride, padding, dilation, groups), PyTorch's order, or any of them
+// after the weight in a trailing options table: x:conv2d(w, {padding = 1}). padding may be
+// "valid" (0) or "same" (the output keeps H and W; stride 1 only, as PyTorch).
 int l_conv2d(lua_State* L) {
     Tensor& x = check_tensor(L, 1);
     Tensor& weight = check_tensor(L, 2);
-    Tensor* bias = test_tensor(L, 3);
-    if (!bias && !lua_isnoneornil(L, 3) && !lua_istable(L, 3))
-        arg_fail(3, "bias must be a tensor or nil, got %s", type_name_of(L, 3));
-    int stride = 1, padding = 0;
-    window_args(L, lua_istable(L, 3) ? 3 : 4, &stride, &padding);
-    return push_tensor(L, ops::conv2d(x, weight, bias ? *bias : Tensor(), stride, padding));
+    std::vector<Slot> a = read_params(L, "conv2d", 3, {{"bias"}, {"stride"}, {"padding"}, {"dilation"}, {"groups"}});
+    Tensor* bias = a[0].given() ? test_tensor(L, a[0].at) : nullptr;
+    if (a[0].given() && !bias) arg_fail(a[0].arg, "bias must be a tensor or nil, got %s", type_name_of(L, a[0].at));
+    Window2d window;
+    if (a[1].given()) size_pair_arg(L, a[1], &window.stride_h, &window.stride_w);
+    bool same = false;
+    if (a[2].given() && lua_type(L, a[2].at) == LUA_TSTRING) {
+        const char* mode = lua_tostring(L, a[2].at);
+        same = strcmp(mode, "same") == 0;
+        if (!same && strcmp(mode, "valid") != 0)
+            arg_fail(a[2].arg, "padding must be a size, {h, w}, \"valid\" or \"same\", got '%s'", mode);
+    } else if (a[2].given()) {
+        size_pair_arg(L, a[2], &window.padding_h, &window.padding_w);
+    }
+    if (a[3].given()) size_pair_arg(L, a[3], &window.dilation_h, &window.dilation_w);
+    if (a[4].given()) {
+        if (lua_type(L, a[4].at) != LUA_TNUMBER) arg_fail(a[4].arg, "groups must be an integer, got %s", type_name_of(L, a[4].at));
+        window.groups = check_int(L, a[4].at, a[4].arg, "groups");
+    }
+    Tensor b = bias ? *bias : Tensor();
+    return push_tensor(L, same ? ops::conv2d_same(x, weight, b, window) : ops::conv2d(x, weight, b, window));
 }
 
-// max_pool2d(x, kernel [, stride]); stride defaults to kernel.
+// max_pool2d(input, kernel_size, stride = kernel_size, padding = 0, dilation = 1, ceil_mode =
+// false, return_indices = false), PyTorch's order, or by name in a trailing options table.
+// return_indices: also the 1-based index of each maximum in its H*W plane (int64).
 int l_max_pool2d(lua_State* L) {
     Tensor& x = check_tensor(L, 1);
-    int kernel = check_int(L, 2, 2, "kernel");
-    int stride = lua_isnoneornil(L, 3) ? kernel : check_int(L, 3, 3, "stride");
-    return push_tensor(L, ops::max_pool2d(x, kernel, stride));
+    std::vector<Slot> a = read_params(L, "max_pool2d", 2, {{"kernel_size"}, {"stride"}, {"padding"}, {"dilation"},
+                                                           {"ceil_mode"}, {"return_indices"}});
+    if (!a[0].given()) arg_fail(a[0].arg, "kernel_size is required (an integer or a list {h, w})");
+    Window2d window;
+    size_pair_arg(L, a[0], &window.kernel_h, &window.kernel_w);
+    window.stride_h = window.kernel_h, window.stride_w = window.kernel_w;
+    if (a[1].given()) size_pair_arg(L, a[1], &window.stride_h, &window.stride_w);
+    if (a[2].given()) size_pair_arg(L, a[2], &window.padding_h, &window.padding_w);
+    if (a[3].given()) size_pair_arg(L, a[3], &window.dilation_h, &window.dilation_w);
+    for (int i : {4, 5})
+        if (a[i].given() && !lua_isboolean(L, a[i].at))
+            arg_fail(a[i].arg, "%s must be true or false, got %s", a[i].name, type_name_of(L, a[i].at));
+    window.ceil_mode = a[4].given() && lua_toboolean(L, a[4].at);
+    bool return_indices = a[5].given() && lua_toboolean(L, a[5].at);
+    Tensor values = ops::max_pool2d(x, window);
+    push_tensor(L, values);
+    if (!return_indices) return 1;
+    push_tensor(L, Tensor(values.node.get(), 1));
+    return 2;
 }
 
 // flatten(x [, start_dim [, end_dim]]): dims start_dim..end_dim merged into one (default: all).

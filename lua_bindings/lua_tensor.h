@@ -7,6 +7,7 @@
 #include <lua.hpp>
 
 #include <functional>
+#include <vector>
 
 #include "lua_util.h"
 #include "tape.h"
@@ -51,6 +52,28 @@ td::Tensor operand_of(lua_State* L, int idx, const td::Tensor& like);
 td::SourceLoc locate_in_lua(void*);
 // Push a shape as a torch.Size-like table.
 void push_shape(lua_State* L, const td::Shape& s);
+
+// Optional parameters by position or by name (lua_reduce_shape_ops.cpp). One parameter of a
+// function, by PyTorch's name (and an alias: keepdims for keepdim).
+struct Param {
+    const char* name;
+    const char* alias = nullptr;
+};
+// Where a parameter's value is: stack slot `at` (0: not given), reported as argument `arg` (the
+// options table's position for a value given by name).
+struct Slot {
+    int at = 0;
+    int arg = 0;
+    const char* name = "";
+    bool given() const { return at != 0; }
+};
+// Whether the value at idx is an options table: a table with a field that is not a list element
+// ({1, 2} is a value, {stride = 2} options).
+bool is_options_table(lua_State* L, int idx);
+// The parameters of `fn` from stack slot `first` on: positional values in order, then an optional
+// trailing options table with values by name. More positional values than parameters, a name the
+// function does not take, or a value given both ways is an error naming it.
+std::vector<Slot> read_params(lua_State* L, const char* fn, int first, const std::vector<Param>& params);
 
 // Views (lua_views.cpp). Push `view`, a view of the tensor at base_idx, linked to that tensor's
 // root base so that writes through it reach autograd (a result that shares no storage with it,

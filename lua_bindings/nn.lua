@@ -33,6 +33,27 @@ local function check_integer(class, what, v, min)
   return n
 end
 
+-- v as PyTorch's int or pair (a window's size): an integer >= min for both H and W, or a list
+-- {h, w} of two; returns h, w.
+local function check_pair(class, what, v, min)
+  if type(v) ~= "table" then
+    local n = check_integer(class, what, v, min)
+    return n, n
+  end
+  local h = type(v[1]) == "number" and math.tointeger(v[1])
+  local w = type(v[2]) == "number" and math.tointeger(v[2])
+  if #v ~= 2 or not h or not w or h < min or w < min then
+    fail(string.format("%s: %s must be an integer >= %d or a list {h, w} of two, got %s", class, what, min, describe(v)))
+  end
+  return h, w
+end
+
+-- A size as PyTorch's repr shows it: "(3, 3)" (a number counts for both H and W).
+local function pair_repr(v)
+  if type(v) == "table" then return string.format("(%d, %d)", v[1], v[2]) end
+  return string.format("(%d, %d)", v, v)
+end
+
 -- opts is nil or a table with only the known keys (a typo must not pass silently); returns a table.
 local function check_options(class, opts, known, example)
   if opts == nil then return {} end
@@ -223,34 +244,88 @@ function nn.Linear:extra_repr()
                        tostring(self.bias ~= nil))
 end
 
+-- nn.Conv2d(in, out, kernel_size [, {stride =, padding =, dilation =, groups =, bias =, dtype =}]):
+-- sizes as a number or {h, w}; padding also "valid" or "same" (stride 1 only, as PyTorch).
+-- PyTorch's init: weight and bias uniform in ±1/sqrt(fan_in), fan_in = in/groups * kH * kW.
 nn.Conv2d = Module:extend("Conv2d")
 function nn.Conv2d:init(in_channels, out_channels, kernel_size, opts)
   in_channels = check_integer("Conv2d", "in_channels", in_channels, 1)
   out_channels = check_integer("Conv2d", "out_channels", out_channels, 1)
-  kernel_size = check_integer("Conv2d", "kernel_size", kernel_size, 1)
-  opts = check_options("Conv2d", opts, {stride = true, padding = true, bias = true, dtype = true}, "{stride = 1, padding = 0}")
-  self.in_channels, self.out_channels, self.kernel_size = in_channels, out_channels, kernel_size
-  self.stride = opts.stride == nil and 1 or check_integer("Conv2d", "stride", opts.stride, 1)
-  self.padding = opts.padding == nil and 0 or check_integer("Conv2d", "padding", opts.padding, 0)
-  local bound = 1 / math.sqrt(in_channels * kernel_size * kernel_size)
-  self.weight = named("Conv2d", uniform_parameter, {out_channels, in_channels, kernel_size, kernel_size}, bound, opts.dtype)
+  local kh, kw = check_pair("Conv2d", "kernel_size", kernel_size, 1)
+  opts = check_options("Conv2d", opts, {stride = true, padding = true, dilation = true, groups = true, bias = true,
+                                        dtype = true, padding_mode = true}, "{stride = 1, padding = 0}")
+  -- sizes are stored as given (a number or {h, w}); rawset: a {h, w} is not a list of modules to register
+  self.in_channels, self.out_channels = in_channels, out_channels
+  rawset(self, "kernel_size", kernel_size)
+  rawset(self, "stride", opts.stride == nil and 1 or opts.stride)
+  local sh, sw = check_pair("Conv2d", "stride", self.stride, 1)
+  rawset(self, "padding", opts.padding == nil and 0 or opts.padding)
+  if self.padding == "same" then
+    if sh ~= 1 or sw ~= 1 then fail("Conv2d: padding=\"same\" is not supported for strided convolutions") end
+  elseif self.padding ~= "valid" then
+    check_pair("Conv2d", "padding", self.padding, 0)
+  end
+  rawset(self, "dilation", opts.dilation == nil and 1 or opts.dilation)
+  check_pair("Conv2d", "dilation", self.dilation, 1)
+  self.groups = opts.groups == nil and 1 or check_integer("Conv2d", "groups", opts.groups, 1)
+  if in_channels % self.groups ~= 0 then fail("Conv2d: in_channels must be divisible by groups") end
+  if out_channels % self.groups ~= 0 then fail("Conv2d: out_channels must be divisible by groups") end
+  if opts.padding_mode ~= nil and opts.padding_mode ~= "zeros" then
+    fail("Conv2d: padding_mode " .. describe(opts.padding_mode) .. " is not supported (only \"zeros\")")
+  end
+  local bound = 1 / math.sqrt(in_channels // self.groups * kh * kw)
+  self.weight = named("Conv2d", uniform_parameter, {out_channels, in_channels // self.groups, kh, kw}, bound, opts.dtype)
   if opts.bias ~= false then self.bias = named("Conv2d", uniform_parameter, {out_channels}, bound, opts.dtype) end
 end
 function nn.Conv2d:forward(x)
-  return torch.conv2d(x, self.weight, self.bias, {stride = self.stride, padding = self.padding})
+  return torch.conv2d(x, self.weight, self.bias,
+                      {stride = self.stride, padding = self.padding, dilation = self.dilation, groups = self.groups})
 end
+-- As PyTorch's: the options that are not their defaults.
 function nn.Conv2d:extra_repr()
-  return string.format("%d, %d, kernel_size=%d, stride=%d, padding=%d", self.in_channels, self.out_channels,
-                       self.kernel_size, self.stride, self.padding)
+  local s = string.format("%d, %d, kernel_size=%s, stride=%s", self.in_channels, self.out_channels,
+                          pair_repr(self.kernel_size), pair_repr(self.stride))
+  if type(self.padding) == "string" then s = s .. ", padding=" .. self.padding
+  elseif self.padding ~= 0 then s = s .. ", padding=" .. pair_repr(self.padding) end
+  if self.dilation ~= 1 then s = s .. ", dilation=" .. pair_repr(self.dilation) end
+  if self.groups ~= 1 then s = s .. ", groups=" .. self.groups end
+  if self.bias == nil then s = s .. ", bias=False" end
+  return s
 end
 
+-- nn.MaxPool2d(kernel_size [, stride] [, {stride =, padding =, dilation =, ceil_mode =, return_indices =}]):
+-- sizes as a number or {h, w}; stride defaults to kernel_size.
 nn.MaxPool2d = Module:extend("MaxPool2d")
-function nn.MaxPool2d:init(kernel_size, stride)
-  self.kernel_size = check_integer("MaxPool2d", "kernel_size", kernel_size, 1)
-  self.stride = stride == nil and self.kernel_size or check_integer("MaxPool2d", "stride", stride, 1)
+function nn.MaxPool2d:init(kernel_size, stride, opts)
+  if opts == nil and type(stride) == "table" and type(next(stride)) == "string" then stride, opts = nil, stride end
+  check_pair("MaxPool2d", "kernel_size", kernel_size, 1)
+  opts = check_options("MaxPool2d", opts, {stride = true, padding = true, dilation = true, ceil_mode = true,
+                                           return_indices = true}, "{stride = 2, padding = 1}")
+  if stride ~= nil and opts.stride ~= nil then fail("MaxPool2d: stride is given twice: as argument 2 and as an option") end
+  -- sizes are stored as given (a number or {h, w}); rawset: a {h, w} is not a list of modules to register
+  rawset(self, "kernel_size", kernel_size)
+  rawset(self, "stride", stride or opts.stride or kernel_size)
+  check_pair("MaxPool2d", "stride", self.stride, 1)
+  rawset(self, "padding", opts.padding == nil and 0 or opts.padding)
+  check_pair("MaxPool2d", "padding", self.padding, 0)
+  rawset(self, "dilation", opts.dilation == nil and 1 or opts.dilation)
+  check_pair("MaxPool2d", "dilation", self.dilation, 1)
+  for _, key in ipairs({"ceil_mode", "return_indices"}) do
+    if opts[key] ~= nil and type(opts[key]) ~= "boolean" then
+      fail(string.format("MaxPool2d: %s must be true or false, got %s", key, describe(opts[key])))
+    end
+    self[key] = opts[key] == true
+  end
 end
-function nn.MaxPool2d:forward(x) return torch.max_pool2d(x, self.kernel_size, self.stride) end
-function nn.MaxPool2d:extra_repr() return string.format("kernel_size=%d, stride=%d", self.kernel_size, self.stride) end
+function nn.MaxPool2d:forward(x)
+  return torch.max_pool2d(x, self.kernel_size, {stride = self.stride, padding = self.padding, dilation = self.dilation,
+                                                ceil_mode = self.ceil_mode, return_indices = self.return_indices})
+end
+function nn.MaxPool2d:extra_repr()
+  local function size(v) return type(v) == "table" and pair_repr(v) or tostring(v) end
+  return string.format("kernel_size=%s, stride=%s, padding=%s, dilation=%s, ceil_mode=%s", size(self.kernel_size),
+                       size(self.stride), size(self.padding), size(self.dilation), self.ceil_mode and "True" or "False")
+end
 
 -- Dims are 1-based: the default start_dim=2 keeps the batch dim, as PyTorch's nn.Flatten (start_dim=1).
 nn.Flatten = Module:extend("Flatten")

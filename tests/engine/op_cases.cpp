@@ -22,6 +22,7 @@ namespace td_test {
 namespace {
 
 using td::OpAttrs;
+using td::Window2d;
 constexpr DType F32 = td::DTYPE_F32, F64 = td::DTYPE_F64, I64 = td::DTYPE_I64;
 
 // ============================================================================================
@@ -190,75 +191,144 @@ std::vector<double> bmm_ref(const Shape& sa, const std::vector<double>& a, bool 
     return y;
 }
 
-// conv2d's output shape: windows that do not fit are dropped.
-Shape conv2d_ref_shape(const Shape& xs, const Shape& ws, int stride, int padding) {
-    return Shape{xs[0], ws[0], (xs[2] + 2 * padding - ws[2]) / stride + 1, (xs[3] + 2 * padding - ws[3]) / stride + 1};
+// A window with the same stride and padding along H and W.
+Window2d square_window(int stride, int padding) {
+    Window2d w;
+    w.stride_h = w.stride_w = stride;
+    w.padding_h = w.padding_w = padding;
+    return w;
 }
 
-// Every product of conv2d's definition, y[n,o,oy,ox] += x[n,c,oy*s-p+i,ox*s-p+j] * w[o,c,i,j]
-// (terms in the padding left out): visit(y_at, x_at, w_at) with flat indices. The three conv
-// references are this one loop, accumulating into y, x or w.
-void conv2d_terms(const Shape& xs, const Shape& ws, int stride, int padding,
+// The op attrs of a window (as ops:: records them), with a target shape for the backward ops.
+OpAttrs attrs_of(const Window2d& w, const Shape& shape = Shape()) {
+    OpAttrs a;
+    a.kernel_h = w.kernel_h, a.kernel_w = w.kernel_w, a.stride_h = w.stride_h, a.stride_w = w.stride_w;
+    a.padding_h = w.padding_h, a.padding_w = w.padding_w, a.dilation_h = w.dilation_h, a.dilation_w = w.dilation_w;
+    a.groups = w.groups, a.ceil_mode = w.ceil_mode;
+    a.shape = shape;
+    return a;
+}
+
+// Windows along one axis (PyTorch's formula): floor, or with ceil_mode rounding up as long as the
+// last window starts inside the input or the left padding.
+int64_t window_count_ref(int64_t size, int64_t kernel, int stride, int padding, int dilation, bool ceil_mode) {
+    int64_t room = size + 2 * padding - dilation * (kernel - 1) - 1;
+    int64_t count = (ceil_mode ? room + stride - 1 : room) / stride + 1;
+    if (ceil_mode && (count - 1) * stride >= size + padding) --count;
+    return count;
+}
+
+// conv2d's output shape: windows that do not fit are dropped. xs may be one image [C,H,W].
+Shape conv2d_ref_shape(const Shape& xs, const Shape& ws, const Window2d& win) {
+    int nd = xs.ndim;
+    int64_t oh = window_count_ref(xs[nd - 2], ws[2], win.stride_h, win.padding_h, win.dilation_h, false);
+    int64_t ow = window_count_ref(xs[nd - 1], ws[3], win.stride_w, win.padding_w, win.dilation_w, false);
+    if (nd == 3) return Shape{ws[0], oh, ow};
+    return Shape{xs[0], ws[0], oh, ow};
+}
+
+Shape conv2d_ref_shape(const Shape& xs, const Shape& ws, int stride, int padding) {
+    return conv2d_ref_shape(xs, ws, square_window(stride, padding));
+}
+
+// Every product of conv2d's definition, y[n,o,oy,ox] += x[n,g*C/G+c,oy*sh-ph+i*dh,ox*sw-pw+j*dw] * w[o,c,i,j]
+// with g = o's group (terms in the padding left out): visit(y_at, x_at, w_at) with flat indices.
+// The three conv references are this one loop, accumulating into y, x or w.
+void conv2d_terms(const Shape& xs, const Shape& ws, const Window2d& win,
                   const std::function<void(int64_t, int64_t, int64_t)>& visit) {
-    Shape ys = conv2d_ref_shape(xs, ws, stride, padding);
-    for (int64_t n = 0; n < xs[0]; ++n)
+    Shape ys = conv2d_ref_shape(xs, ws, win);
+    int nd = xs.ndim;
+    int64_t batch = nd == 4 ? xs[0] : 1, channels = xs[nd - 3], h = xs[nd - 2], w = xs[nd - 1];
+    int64_t oh = ys[ys.ndim - 2], ow = ys[ys.ndim - 1];
+    int64_t outs_per_group = ws[0] / win.groups;
+    for (int64_t n = 0; n < batch; ++n)
         for (int64_t o = 0; o < ws[0]; ++o)
-            for (int64_t oy = 0; oy < ys[2]; ++oy)
-                for (int64_t ox = 0; ox < ys[3]; ++ox)
-                    for (int64_t c = 0; c < xs[1]; ++c)
+            for (int64_t oy = 0; oy < oh; ++oy)
+                for (int64_t ox = 0; ox < ow; ++ox)
+                    for (int64_t c = 0; c < ws[1]; ++c)
                         for (int64_t i = 0; i < ws[2]; ++i)
                             for (int64_t j = 0; j < ws[3]; ++j) {
-                                int64_t iy = oy * stride - padding + i, ix = ox * stride - padding + j;
-                                if (iy < 0 || iy >= xs[2] || ix < 0 || ix >= xs[3]) continue;
-                                visit(((n * ys[1] + o) * ys[2] + oy) * ys[3] + ox,
-                                      ((n * xs[1] + c) * xs[2] + iy) * xs[3] + ix,
+                                int64_t iy = oy * win.stride_h - win.padding_h + i * win.dilation_h;
+                                int64_t ix = ox * win.stride_w - win.padding_w + j * win.dilation_w;
+                                if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
+                                int64_t channel = (o / outs_per_group) * ws[1] + c;
+                                visit(((n * ws[0] + o) * oh + oy) * ow + ox, ((n * channels + channel) * h + iy) * w + ix,
                                       ((o * ws[1] + c) * ws[2] + i) * ws[3] + j);
                             }
 }
 
 std::vector<double> conv2d_ref(const Shape& xs, const std::vector<double>& x, const Shape& ws,
-                               const std::vector<double>& w, const std::vector<double>& bias, int stride, int padding) {
-    Shape ys = conv2d_ref_shape(xs, ws, stride, padding);
+                               const std::vector<double>& w, const std::vector<double>& bias, const Window2d& win) {
+    Shape ys = conv2d_ref_shape(xs, ws, win);
     std::vector<double> y(static_cast<size_t>(ys.numel()), 0.0);
-    int64_t plane = ys[2] * ys[3];
-    for (size_t k = 0; k < y.size() && !bias.empty(); ++k) y[k] = bias[(k / plane) % ys[1]];
-    conv2d_terms(xs, ws, stride, padding, [&](int64_t yi, int64_t xi, int64_t wi) { y[yi] += x[xi] * w[wi]; });
+    int64_t plane = ys[ys.ndim - 2] * ys[ys.ndim - 1];
+    for (size_t k = 0; k < y.size() && !bias.empty(); ++k) y[k] = bias[(k / plane) % ws[0]];
+    conv2d_terms(xs, ws, win, [&](int64_t yi, int64_t xi, int64_t wi) { y[yi] += x[xi] * w[wi]; });
     return y;
+}
+
+std::vector<double> conv2d_ref(const Shape& xs, const std::vector<double>& x, const Shape& ws,
+                               const std::vector<double>& w, const std::vector<double>& bias, int stride, int padding) {
+    return conv2d_ref(xs, x, ws, w, bias, square_window(stride, padding));
 }
 
 // The gradient of sum(g * conv2d(x, w)) with respect to x (shape xs) ...
 std::vector<double> conv2d_grad_input_ref(const std::vector<double>& g, const Shape& xs, const Shape& ws,
-                                          const std::vector<double>& w, int stride, int padding) {
+                                          const std::vector<double>& w, const Window2d& win) {
     std::vector<double> dx(static_cast<size_t>(xs.numel()), 0.0);
-    conv2d_terms(xs, ws, stride, padding, [&](int64_t yi, int64_t xi, int64_t wi) { dx[xi] += g[yi] * w[wi]; });
+    conv2d_terms(xs, ws, win, [&](int64_t yi, int64_t xi, int64_t wi) { dx[xi] += g[yi] * w[wi]; });
     return dx;
+}
+
+std::vector<double> conv2d_grad_input_ref(const std::vector<double>& g, const Shape& xs, const Shape& ws,
+                                          const std::vector<double>& w, int stride, int padding) {
+    return conv2d_grad_input_ref(g, xs, ws, w, square_window(stride, padding));
 }
 
 // ... and with respect to w (shape ws).
 std::vector<double> conv2d_grad_weight_ref(const std::vector<double>& g, const Shape& xs, const std::vector<double>& x,
-                                           const Shape& ws, int stride, int padding) {
+                                           const Shape& ws, const Window2d& win) {
     std::vector<double> dw(static_cast<size_t>(ws.numel()), 0.0);
-    conv2d_terms(xs, ws, stride, padding, [&](int64_t yi, int64_t xi, int64_t wi) { dw[wi] += g[yi] * x[xi]; });
+    conv2d_terms(xs, ws, win, [&](int64_t yi, int64_t xi, int64_t wi) { dw[wi] += g[yi] * x[xi]; });
     return dw;
 }
 
-// max_pool2d by plain loops: each window's first maximum and its 1-based flat index in the H*W plane.
-void max_pool2d_ref(const Shape& xs, const std::vector<double>& x, int kernel, int stride, Shape* ys,
+std::vector<double> conv2d_grad_weight_ref(const std::vector<double>& g, const Shape& xs, const std::vector<double>& x,
+                                           const Shape& ws, int stride, int padding) {
+    return conv2d_grad_weight_ref(g, xs, x, ws, square_window(stride, padding));
+}
+
+// max_pool2d by plain loops, as PyTorch's CPU kernel: each window's first maximum over the
+// elements inside the input and its 1-based flat index in the H*W plane. xs may be [C,H,W].
+void max_pool2d_ref(const Shape& xs, const std::vector<double>& x, const Window2d& win, Shape* ys,
                     std::vector<double>* values, std::vector<double>* indices) {
-    int64_t h = xs[2], w = xs[3];
-    *ys = Shape{xs[0], xs[1], (h - kernel) / stride + 1, (w - kernel) / stride + 1};
-    for (int64_t plane = 0; plane < xs[0] * xs[1]; ++plane)
-        for (int64_t oy = 0; oy < (*ys)[2]; ++oy)
-            for (int64_t ox = 0; ox < (*ys)[3]; ++ox) {
+    int nd = xs.ndim;
+    int64_t planes = nd == 4 ? xs[0] * xs[1] : xs[0], h = xs[nd - 2], w = xs[nd - 1];
+    int64_t oh = window_count_ref(h, win.kernel_h, win.stride_h, win.padding_h, win.dilation_h, win.ceil_mode);
+    int64_t ow = window_count_ref(w, win.kernel_w, win.stride_w, win.padding_w, win.dilation_w, win.ceil_mode);
+    *ys = nd == 4 ? Shape{xs[0], xs[1], oh, ow} : Shape{xs[0], oh, ow};
+    for (int64_t plane = 0; plane < planes; ++plane)
+        for (int64_t oy = 0; oy < oh; ++oy)
+            for (int64_t ox = 0; ox < ow; ++ox) {
                 int64_t best = -1;
-                for (int64_t iy = oy * stride; iy < oy * stride + kernel; ++iy)
-                    for (int64_t ix = ox * stride; ix < ox * stride + kernel; ++ix) {
+                for (int64_t i = 0; i < win.kernel_h; ++i)
+                    for (int64_t j = 0; j < win.kernel_w; ++j) {
+                        int64_t iy = oy * win.stride_h - win.padding_h + i * win.dilation_h;
+                        int64_t ix = ox * win.stride_w - win.padding_w + j * win.dilation_w;
+                        if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
                         int64_t at = iy * w + ix;
                         if (best < 0 || x[plane * h * w + at] > x[plane * h * w + best]) best = at;
                     }
                 values->push_back(x[plane * h * w + best]);
                 indices->push_back(static_cast<double>(best + 1));
             }
+}
+
+void max_pool2d_ref(const Shape& xs, const std::vector<double>& x, int kernel, int stride, Shape* ys,
+                    std::vector<double>* values, std::vector<double>* indices) {
+    Window2d win = square_window(stride, 0);
+    win.kernel_h = win.kernel_w = kernel;
+    max_pool2d_ref(xs, x, win, ys, values, indices);
 }
 
 // The checks shared by rand rows: every value in [0, 1), and not all the same.
@@ -711,7 +781,7 @@ const std::vector<OpCase>& op_cases() {
                                                   4, 1, 1, 1, 1, 5, 1, 1, 1, 1};
             const std::vector<double> cross = {0, -1, 0, 1, 1, 1, 0, -1, 0};
             add(row("conv2d", "the lecture's homework: 5x5 with a 3x3 cross at stride 2",
-                    {in(Shape{1, 1, 5, 5}, homework), in(Shape{1, 1, 3, 3}, cross)}, {.stride = 2},
+                    {in(Shape{1, 1, 5, 5}, homework), in(Shape{1, 1, 3, 3}, cross)}, attrs_of(square_window(2, 0)),
                     {out(Shape{1, 1, 2, 2}, {1, -2, 3, 1})}));
 
             const Shape X1{2, 2, 5, 4}, W1{3, 2, 3, 2};   // a rectangular kernel with a bias
@@ -720,12 +790,12 @@ const std::vector<OpCase>& op_cases() {
                     {}, {out(conv2d_ref_shape(X1, W1, 1, 0), conv2d_ref(X1, x1, W1, w1, B3, 1, 0))}));
             const Shape X2{1, 2, 6, 5}, W2{2, 2, 3, 3};   // stride 2: the 6th row fits no window
             std::vector<double> x2 = distinct_values(60, 0.05), w2 = distinct_values(36, 0.1);
-            add(row("conv2d", "stride 2 drops what does not fit, no bias", {in(X2, x2), in(W2, w2)}, {.stride = 2},
+            add(row("conv2d", "stride 2 drops what does not fit, no bias", {in(X2, x2), in(W2, w2)}, attrs_of(square_window(2, 0)),
                     {out(conv2d_ref_shape(X2, W2, 2, 0), conv2d_ref(X2, x2, W2, w2, {}, 2, 0))}));
             const Shape X3{1, 2, 5, 4};
             std::vector<double> x3 = distinct_values(40, 0.05);
             add(row("conv2d", "stride 2 and padding 1 with a bias", {in(X3, x3), in(W2, w2), in(Shape{2}, C21)},
-                    {.stride = 2, .padding = 1},
+                    attrs_of(square_window(2, 1)),
                     {out(conv2d_ref_shape(X3, W2, 2, 1), conv2d_ref(X3, x3, W2, w2, C21, 2, 1))}));
             const Shape X4{2, 3, 2, 2}, W4{4, 3, 1, 1};   // a 1x1 kernel reads the image as its columns
             std::vector<double> x4 = distinct_values(24, 0.1), w4 = distinct_values(12, 0.2), b4 = {0.5, -1, 1.5, 2};
@@ -738,16 +808,16 @@ const std::vector<OpCase>& op_cases() {
             std::vector<double> w5 = distinct_values(24, 0.1);
             const Shape G2 = conv2d_ref_shape(X2, W2, 2, 0), G4 = conv2d_ref_shape(X4, W4, 1, 0);
             std::vector<double> g2 = distinct_values(G2.numel(), 0.3), g4 = distinct_values(G4.numel(), 0.15);
-            add(row("conv2d_backward_input", "padding 1", {in(G5, g5), in(W5, w5)}, {.padding = 1, .shape = X5},
+            add(row("conv2d_backward_input", "padding 1", {in(G5, g5), in(W5, w5)}, attrs_of(square_window(1, 1), X5),
                     {out(X5, conv2d_grad_input_ref(g5, X5, W5, w5, 1, 1))}));
             add(row("conv2d_backward_input", "stride 2: the row no window reads gets 0", {in(G2, g2), in(W2, w2)},
-                    {.stride = 2, .shape = X2}, {out(X2, conv2d_grad_input_ref(g2, X2, W2, w2, 2, 0))}));
+                    attrs_of(square_window(2, 0), X2), {out(X2, conv2d_grad_input_ref(g2, X2, W2, w2, 2, 0))}));
             add(row("conv2d_backward_input", "float64 1x1 kernel", {in(G4, g4, F64), in(W4, w4, F64)},
                     {.shape = X4}, {out(X4, conv2d_grad_input_ref(g4, X4, W4, w4, 1, 0), F64)}));
-            add(row("conv2d_backward_weight", "padding 1", {in(G5, g5), in(X5, x5)}, {.padding = 1, .shape = W5},
+            add(row("conv2d_backward_weight", "padding 1", {in(G5, g5), in(X5, x5)}, attrs_of(square_window(1, 1), W5),
                     {out(W5, conv2d_grad_weight_ref(g5, X5, x5, W5, 1, 1))}));
             add(row("conv2d_backward_weight", "stride 2 drops what does not fit", {in(G2, g2), in(X2, x2)},
-                    {.stride = 2, .shape = W2}, {out(W2, conv2d_grad_weight_ref(g2, X2, x2, W2, 2, 0))}));
+                    attrs_of(square_window(2, 0), W2), {out(W2, conv2d_grad_weight_ref(g2, X2, x2, W2, 2, 0))}));
             add(row("conv2d_backward_weight", "float64 1x1 kernel", {in(G4, g4, F64), in(X4, x4, F64)},
                     {.shape = W4}, {out(W4, conv2d_grad_weight_ref(g4, X4, x4, W4, 1, 0), F64)}));
 
@@ -768,22 +838,75 @@ const std::vector<OpCase>& op_cases() {
                 Shape ys;
                 std::vector<double> values, indices;
                 max_pool2d_ref(p.shape, p.x, p.kernel, p.stride, &ys, &values, &indices);
-                add(row("max_pool2d", p.variant, {in(p.shape, p.x, p.dtype)}, {.kernel = p.kernel, .stride = p.stride},
+                add(row("max_pool2d", p.variant, {in(p.shape, p.x, p.dtype)}, {.kernel_h = p.kernel, .kernel_w = p.kernel, .stride_h = p.stride, .stride_w = p.stride},
                         {out(ys, values, p.dtype), out(ys, indices, I64)}));
             }
             OpCase ties = row("max_pool2d", "ties keep the first maximum",
-                              {in(Shape{1, 1, 2, 4}, {1, 1, 0, 2, 1, 0, 2, 2})}, {.kernel = 2, .stride = 2},
+                              {in(Shape{1, 1, 2, 4}, {1, 1, 0, 2, 1, 0, 2, 2})}, {.kernel_h = 2, .kernel_w = 2, .stride_h = 2, .stride_w = 2},
                               {out(Shape{1, 1, 1, 2}, {1, 2}), out(Shape{1, 1, 1, 2}, {1, 4}, I64)});
             ties.no_gradcheck = "at a tie the maximum has no derivative";
             add(ties);
 
+            // PyTorch's full options: rectangular stride, padding and dilation, groups, one image.
+            Window2d grouped;
+            grouped.stride_h = 1, grouped.stride_w = 2, grouped.padding_h = 1, grouped.padding_w = 2;
+            grouped.dilation_h = 2, grouped.dilation_w = 1, grouped.groups = 2;
+            const Shape X6{2, 4, 6, 5}, W6{4, 2, 2, 3};
+            std::vector<double> x6 = distinct_values(240, 0.01), w6 = distinct_values(48, 0.05), b6 = {0.5, -1, 1.5, 2};
+            const Shape Y6 = conv2d_ref_shape(X6, W6, grouped);
+            add(row("conv2d", "groups 2, dilation (2,1), stride (1,2), padding (1,2)",
+                    {in(X6, x6, F64), in(W6, w6, F64), in(Shape{4}, b6, F64)}, attrs_of(grouped),
+                    {out(Y6, conv2d_ref(X6, x6, W6, w6, b6, grouped), F64)}));
+            Window2d depthwise;
+            depthwise.padding_h = 1, depthwise.groups = 3;
+            const Shape X7{3, 5, 4}, W7{6, 1, 3, 2};   // one image, two filters per channel
+            std::vector<double> x7 = distinct_values(60, 0.05), w7 = distinct_values(36, 0.1);
+            add(row("conv2d", "unbatched [3,5,4], depthwise groups 3", {in(X7, x7), in(W7, w7)}, attrs_of(depthwise),
+                    {out(conv2d_ref_shape(X7, W7, depthwise), conv2d_ref(X7, x7, W7, w7, {}, depthwise))}));
+            std::vector<double> g6 = distinct_values(Y6.numel(), 0.02);
+            add(row("conv2d_backward_input", "groups 2 with dilation", {in(Y6, g6, F64), in(W6, w6, F64)},
+                    attrs_of(grouped, X6), {out(X6, conv2d_grad_input_ref(g6, X6, W6, w6, grouped), F64)}));
+            add(row("conv2d_backward_weight", "groups 2 with dilation", {in(Y6, g6, F64), in(X6, x6, F64)},
+                    attrs_of(grouped, W6), {out(W6, conv2d_grad_weight_ref(g6, X6, x6, W6, grouped), F64)}));
+            const Shape Y7 = conv2d_ref_shape(X7, W7, depthwise);
+            std::vector<double> g7 = distinct_values(Y7.numel(), 0.03);
+            add(row("conv2d_backward_input", "unbatched depthwise", {in(Y7, g7), in(W7, w7)}, attrs_of(depthwise, X7),
+                    {out(X7, conv2d_grad_input_ref(g7, X7, W7, w7, depthwise))}));
+            add(row("conv2d_backward_weight", "unbatched depthwise", {in(Y7, g7), in(X7, x7)}, attrs_of(depthwise, W7),
+                    {out(W7, conv2d_grad_weight_ref(g7, X7, x7, W7, depthwise))}));
+
+            struct Window {
+                std::string variant;
+                Shape shape;
+                int kernel_h, kernel_w, stride_h, stride_w, padding_h, padding_w, dilation_h, dilation_w;
+                bool ceil_mode;
+            };
+            const std::vector<Window> windows = {
+                {"padding 1: padded elements never win", Shape{1, 2, 5, 4}, 3, 3, 2, 2, 1, 1, 1, 1, false},
+                {"ceil_mode keeps a last window that starts inside", Shape{2, 1, 5, 6}, 2, 2, 2, 2, 0, 0, 1, 1, true},
+                {"unbatched, kernel 3x2, stride (1,2), padding (1,1), dilation (2,1), ceil_mode", Shape{2, 6, 5}, 3, 2,
+                 1, 2, 1, 1, 2, 1, true},
+            };
+            for (const Window& p : windows) {
+                Window2d win;
+                win.kernel_h = p.kernel_h, win.kernel_w = p.kernel_w, win.stride_h = p.stride_h, win.stride_w = p.stride_w;
+                win.padding_h = p.padding_h, win.padding_w = p.padding_w, win.dilation_h = p.dilation_h;
+                win.dilation_w = p.dilation_w, win.ceil_mode = p.ceil_mode;
+                std::vector<double> x = distinct_values(p.shape.numel(), 0.1);
+                Shape ys;
+                std::vector<double> values, indices;
+                max_pool2d_ref(p.shape, x, win, &ys, &values, &indices);
+                add(row("max_pool2d", p.variant, {in(p.shape, x, F64)}, attrs_of(win),
+                        {out(ys, values, F64), out(ys, indices, I64)}));
+            }
+
             add(row("max_pool2d_backward", "kernel 2: each g lands on its window's argmax",
                     {in(Shape{1, 1, 2, 2}, {1, 2, 3, 4}), in(Shape{1, 1, 2, 2}, {6, 3, 13, 16}, I64)},
-                    {.kernel = 2, .stride = 2, .shape = Shape{1, 1, 4, 4}},
+                    {.kernel_h = 2, .kernel_w = 2, .stride_h = 2, .stride_w = 2, .shape = Shape{1, 1, 4, 4}},
                     {out(Shape{1, 1, 4, 4}, {0, 0, 2, 0, 0, 1, 0, 0, 0, 0, 0, 0, 3, 0, 0, 4})}));
             add(row("max_pool2d_backward", "float64 overlapping windows sharing an argmax add up",
                     {in(Shape{1, 1, 2, 2}, {1, 2, 3, 4}, F64), in(Shape{1, 1, 2, 2}, {5, 5, 5, 9}, I64)},
-                    {.kernel = 2, .shape = Shape{1, 1, 3, 3}},
+                    {.kernel_h = 2, .kernel_w = 2, .shape = Shape{1, 1, 3, 3}},
                     {out(Shape{1, 1, 3, 3}, {0, 0, 0, 0, 6, 0, 0, 0, 4}, F64)}));
         }
 

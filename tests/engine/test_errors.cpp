@@ -24,46 +24,85 @@ TEST_CASE("error: mm of mismatched shapes names both shapes") {
                       "bmm: shapes [2,3,4] and [3,4,5] do not match");
 }
 
+// A window of `stride` and `padding` along both axes (max_pool2d: `kernel` too).
+Window2d square(int stride, int padding, int kernel = 0) {
+    Window2d w;
+    w.kernel_h = w.kernel_w = kernel;
+    w.stride_h = w.stride_w = stride;
+    w.padding_h = w.padding_w = padding;
+    return w;
+}
+
 TEST_CASE("error: conv2d and max_pool2d name the op, the problem and the shapes") {
     Tensor x = zeros(Shape{1, 3, 5, 5}), w = zeros(Shape{8, 3, 3, 3}), b = zeros(Shape{8});
     const std::string shapes = "(input [1,3,5,5], weight [8,3,3,3])";
-    CHECK(ops::conv2d(x, w, b, 1, 1).shape().str() == "[1,8,5,5]");
-    CHECK_THROWS_WITH(ops::conv2d(x, zeros(Shape{8, 1, 3, 3}), b, 1, 0),
+    CHECK(ops::conv2d(x, w, b, square(1, 1)).shape().str() == "[1,8,5,5]");
+    CHECK(ops::conv2d(zeros(Shape{3, 5, 5}), w, b, square(1, 0)).shape().str() == "[8,3,3]");   // one image
+    CHECK_THROWS_WITH(ops::conv2d(x, zeros(Shape{8, 1, 3, 3}), b, square(1, 0)),
                       "conv2d: the input's channels (3) do not match the weight's (1) (input [1,3,5,5], weight [8,1,3,3])");
-    CHECK_THROWS_WITH(ops::conv2d(x, zeros(Shape{8, 3, 7, 3}), b, 1, 0),
+    CHECK_THROWS_WITH(ops::conv2d(x, zeros(Shape{8, 3, 7, 3}), b, square(1, 0)),
                       "conv2d: the kernel 7x3 is larger than the padded input 5x5 "
                       "(input [1,3,5,5], weight [8,3,7,3], padding 0)");
-    CHECK_NOTHROW(ops::conv2d(x, zeros(Shape{8, 3, 7, 3}), b, 1, 1));   // 7x7 once padded: it fits
-    CHECK_THROWS_WITH(ops::conv2d(zeros(Shape{3, 5, 5}), w, b, 1, 0),
-                      "conv2d: expects a 4-d input [N,C,H,W] and a 4-d weight [O,C,kH,kW], got input [3,5,5], "
+    CHECK_NOTHROW(ops::conv2d(x, zeros(Shape{8, 3, 7, 3}), b, square(1, 1)));   // 7x7 once padded: it fits
+    CHECK_THROWS_WITH(ops::conv2d(zeros(Shape{5, 5}), w, b, square(1, 0)),
+                      "conv2d: expects an input [N,C,H,W] or [C,H,W] and a 4-d weight [O,C/groups,kH,kW], got input [5,5], "
                       "weight [8,3,3,3]");
-    CHECK_THROWS_WITH(ops::conv2d(x, zeros(Shape{8, 3, 3}), b, 1, 0), Contains("expects a 4-d input"));
-    CHECK_THROWS_WITH(ops::conv2d(x, w, zeros(Shape{4}), 1, 0),
+    CHECK_THROWS_WITH(ops::conv2d(x, zeros(Shape{8, 3, 3}), b, square(1, 0)), Contains("and a 4-d weight"));
+    CHECK_THROWS_WITH(ops::conv2d(x, w, zeros(Shape{4}), square(1, 0)),
                       "conv2d: the bias must have shape [8] (one value per output channel), got [4] " + shapes);
-    CHECK_THROWS_WITH(ops::conv2d(x, w, zeros(Shape{8, 1}), 1, 0), Contains("got [8,1]"));
-    CHECK_THROWS_WITH(ops::conv2d(x, w, b, 0, 0), "conv2d: stride must be at least 1, got 0 " + shapes);
-    CHECK_THROWS_WITH(ops::conv2d(x, w, b, 1, -1), "conv2d: padding must not be negative, got -1 " + shapes);
+    CHECK_THROWS_WITH(ops::conv2d(x, w, zeros(Shape{8, 1}), square(1, 0)), Contains("got [8,1]"));
+    CHECK_THROWS_WITH(ops::conv2d(x, w, b, square(0, 0)), "conv2d: stride must be at least 1, got 0 " + shapes);
+    CHECK_THROWS_WITH(ops::conv2d(x, w, b, square(1, -1)), "conv2d: padding must not be negative, got -1 " + shapes);
     CHECK_THROWS_WITH(ops::call(OP_conv2d, {&x}),
                       "conv2d: expects 2 or 3 tensor inputs (input, weight and an optional bias), got 1");
-    CHECK_THROWS_WITH(ops::conv2d_backward_input(zeros(Shape{1, 8, 4, 4}), w, x.shape(), 1, 1),
+    CHECK_THROWS_WITH(ops::conv2d_backward_input(zeros(Shape{1, 8, 4, 4}), w, x.shape(), square(1, 1)),
                       "conv2d_backward_input: the gradient has shape [1,8,4,4] but the forward output has shape [1,8,5,5]");
 
-    CHECK(ops::max_pool2d(x, 2, 2).shape().str() == "[1,3,2,2]");
-    CHECK_THROWS_WITH(ops::max_pool2d(x, 6, 6), "max_pool2d: the kernel 6x6 is larger than the input 5x5 (input [1,3,5,5])");
-    CHECK_THROWS_WITH(ops::max_pool2d(zeros(Shape{5, 5}), 2, 2),
-                      "max_pool2d: expects a 4-d input [N,C,H,W], got [5,5]");
-    CHECK_THROWS_WITH(ops::max_pool2d(x, 0, 1), "max_pool2d: kernel must be at least 1, got 0 (input [1,3,5,5])");
-    CHECK_THROWS_WITH(ops::max_pool2d(x, 2, 0), "max_pool2d: stride must be at least 1, got 0 (input [1,3,5,5])");
-    OpAttrs padded;
-    padded.kernel = 2;
-    padded.padding = 1;
-    CHECK_THROWS_WITH(ops::call(OP_max_pool2d, {&x}, padded),
-                      "max_pool2d: padding is not supported, got 1 (input [1,3,5,5])");
+    Window2d odd = square(1, 0);
+    odd.stride_w = 0;
+    CHECK_THROWS_WITH(ops::conv2d(x, w, b, odd), "conv2d: stride must be at least 1, got (1, 0) " + shapes);
+    Window2d dilated = square(1, 0);
+    dilated.dilation_h = 3;
+    CHECK_THROWS_WITH(ops::conv2d(x, w, b, dilated),
+                      "conv2d: the kernel 3x3 (dilation (3, 1)) is larger than the padded input 5x5 " + shapes.substr(0, shapes.size() - 1) +
+                          ", padding 0)");
+    dilated.dilation_h = 0;
+    CHECK_THROWS_WITH(ops::conv2d(x, w, b, dilated), "conv2d: dilation must be at least 1, got (0, 1) " + shapes);
+    Window2d grouped = square(1, 0);
+    grouped.groups = 0;
+    CHECK_THROWS_WITH(ops::conv2d(x, w, b, grouped), "conv2d: groups must be at least 1, got 0 " + shapes);
+    grouped.groups = 3;
+    Tensor w3 = zeros(Shape{8, 1, 3, 3});
+    CHECK_THROWS_WITH(ops::conv2d(x, w3, b, grouped),
+                      "conv2d: the weight's output channels (8) are not divisible by groups (3) (input [1,3,5,5], weight [8,1,3,3])");
+    grouped.groups = 2;
+    CHECK_THROWS_WITH(ops::conv2d(zeros(Shape{1, 4, 5, 5}), w3, b, grouped),
+                      "conv2d: the input's channels (4) do not match the weight's (1) times groups (2) (input [1,4,5,5], weight [8,1,3,3])");
+    Window2d strided = square(2, 0);
+    CHECK_THROWS_WITH(ops::conv2d_same(x, w, b, strided),
+                      "conv2d: padding=\"same\" is not supported for strided convolutions (stride 2, 2)");
+
+    CHECK(ops::max_pool2d(x, square(2, 0, 2)).shape().str() == "[1,3,2,2]");
+    CHECK_THROWS_WITH(ops::max_pool2d(x, square(6, 0, 6)), "max_pool2d: the kernel 6x6 is larger than the input 5x5 (input [1,3,5,5])");
+    CHECK_THROWS_WITH(ops::max_pool2d(zeros(Shape{5, 5}), square(2, 0, 2)),
+                      "max_pool2d: expects an input [N,C,H,W] or [C,H,W], got [5,5]");
+    CHECK_THROWS_WITH(ops::max_pool2d(x, square(1, 0, 0)), "max_pool2d: kernel must be at least 1, got 0 (input [1,3,5,5])");
+    CHECK_THROWS_WITH(ops::max_pool2d(x, square(0, 0, 2)), "max_pool2d: stride must be at least 1, got 0 (input [1,3,5,5])");
+    CHECK_THROWS_WITH(ops::max_pool2d(x, square(2, 2, 3)),
+                      "max_pool2d: padding must be at most half the kernel size, got padding 2 and kernel 3x3 (input [1,3,5,5])");
+    Window2d wide = square(1, 0, 2);
+    wide.dilation_w = 6;
+    CHECK_THROWS_WITH(ops::max_pool2d(x, wide),
+                      "max_pool2d: the kernel 2x2 (dilation (1, 6)) is larger than the input 5x5 (input [1,3,5,5])");
+    Window2d hollow = square(1, 1, 2);   // the first window's elements sit at -1 and 2 along W: both outside [0, 2)
+    hollow.dilation_w = 3;
+    CHECK_THROWS_WITH(ops::max_pool2d(zeros(Shape{1, 2, 2}), hollow),
+                      "max_pool2d: a window lies wholly in the padding (kernel 2x2, dilation (1, 3), padding 1) (input [1,2,2])");
     Tensor g = zeros(Shape{1, 3, 2, 2});
-    CHECK_THROWS_WITH(ops::max_pool2d_backward(g, zeros(Shape{1, 3, 2, 2}, DTYPE_F32), x.shape(), 2, 2),
+    CHECK_THROWS_WITH(ops::max_pool2d_backward(g, zeros(Shape{1, 3, 2, 2}, DTYPE_F32), x.shape(), square(2, 0, 2)),
                       "max_pool2d_backward: the indices must be an int64 tensor, got float32");
     Tensor outside = make_tensor(Shape{1, 1, 1, 1}, {5}, DTYPE_I64);
-    CHECK_THROWS_WITH(ops::max_pool2d_backward(zeros(Shape{1, 1, 1, 1}), outside, Shape{1, 1, 2, 2}, 2, 2),
+    CHECK_THROWS_WITH(ops::max_pool2d_backward(zeros(Shape{1, 1, 1, 1}), outside, Shape{1, 1, 2, 2}, square(2, 0, 2)),
                       "max_pool2d_backward: index 5 out of range 1..4 of an H*W plane");
 }
 

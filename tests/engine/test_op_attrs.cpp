@@ -37,11 +37,22 @@ TEST_CASE("op attrs: conv2d's window arithmetic does not overflow with huge padd
     Tensor x = ops::create(OP_zeros, Shape{1, 1, 3, 3}, DTYPE_F32);
     Tensor w = ops::create(OP_zeros, Shape{1, 1, 2, 2}, DTYPE_F32);
     // 3 + 2 * 2^30 used to overflow int: now the output is [1,1,2^31+2,2^31+2], too large to make
-    std::string error = error_of([&] { ops::conv2d(x, w, Tensor(), 1, 1 << 30); });
+    Window2d huge;
+    huge.padding_h = huge.padding_w = 1 << 30;
+    std::string error = error_of([&] { ops::conv2d(x, w, Tensor(), huge); });
     CHECK(error.rfind("conv2d", 0) == 0);
-    error = error_of([&] { ops::conv2d(x, w, Tensor(), 1, std::numeric_limits<int>::max()); });
+    huge.padding_h = huge.padding_w = std::numeric_limits<int>::max();
+    error = error_of([&] { ops::conv2d(x, w, Tensor(), huge); });
     CHECK(error.rfind("conv2d", 0) == 0);
-    CHECK(error_of([&] { ops::max_pool2d(x, 46341, 1); }).rfind("max_pool2d: kernel 46341 is larger", 0) == 0);
+    Window2d dilated;   // (2 - 1) * INT_MAX + 1 does not fit an int: the extent is computed in int64
+    dilated.dilation_h = dilated.dilation_w = std::numeric_limits<int>::max();
+    CHECK(error_of([&] { ops::conv2d(x, w, Tensor(), dilated); }).rfind("conv2d: the kernel 2x2 (dilation 2147483647) is larger", 0) == 0);
+    Window2d pool;
+    pool.kernel_h = pool.kernel_w = 46341;
+    CHECK(error_of([&] { ops::max_pool2d(x, pool); }).rfind("max_pool2d: the kernel 46341x46341 has more than 2147483647 elements", 0) == 0);
+    pool.kernel_h = pool.kernel_w = 2;
+    pool.dilation_h = std::numeric_limits<int>::max();
+    CHECK(error_of([&] { ops::max_pool2d(x, pool); }).rfind("max_pool2d: the kernel 2x2 (dilation (2147483647, 1)) is larger", 0) == 0);
 }
 
 TEST_CASE("op attrs: sizes that add or multiply past 64 bits are errors (cat, reshape)") {

@@ -186,6 +186,48 @@ TEST_CASE("plan file: a reshape to -1 (view(-1)) round-trips") {
     CHECK(load_compile_run(plan_save_bytes(*plan, PlanPasses{})) == "");
 }
 
+TEST_CASE("plan file: conv2d and max_pool2d windows (H and W, dilation, groups, ceil_mode) round-trip") {
+    std::unique_ptr<Plan> plan = record({Shape{1, 4, 7, 6}, Shape{4, 2, 2, 3}}, [](const std::vector<Tensor>& x) {
+        Window2d conv;
+        conv.stride_h = 2, conv.padding_w = 1, conv.dilation_h = 2, conv.groups = 2;
+        Window2d pool;
+        pool.kernel_h = 3, pool.kernel_w = 2, pool.stride_h = 1, pool.stride_w = 2, pool.padding_h = 1;
+        pool.dilation_w = 2, pool.ceil_mode = true;
+        return std::vector<Tensor>{ops::max_pool2d(ops::conv2d(x[0], x[1], Tensor(), conv), pool)};
+    });
+    PlanPasses passes;
+    std::unique_ptr<Plan> loaded = plan_load_bytes(plan_save_bytes(*plan, PlanPasses{}), "windows.tdp", &passes);
+    for (OpId op : {OP_conv2d, OP_max_pool2d}) {
+        INFO(op_info(op).name);
+        CHECK(attrs_equal(step_of(*loaded, op).attrs, step_of(*plan, op).attrs));
+    }
+    CHECK(step_of(*loaded, OP_conv2d).attrs.groups == 2);
+    CHECK(step_of(*loaded, OP_max_pool2d).attrs.ceil_mode);
+    CHECK(load_compile_run(plan_save_bytes(*plan, PlanPasses{})) == "");
+}
+
+TEST_CASE("plan file: an older file's single kernel, stride and padding hold along H and W") {
+    // conv_net_step.tdp was saved before version 3: conv2d with padding 1, max_pool2d with kernel 2.
+    std::filesystem::path seed = std::filesystem::path(TAPEDECK_SOURCE_DIR) / "tests/fuzz/corpus/plan_load/conv_net_step.tdp";
+    std::string bytes = read_file(seed);
+    uint32_t version;
+    std::memcpy(&version, &bytes[8], 4);
+    REQUIRE(version < 3);
+    PlanPasses passes;
+    std::unique_ptr<Plan> plan = plan_load_bytes(bytes, "conv_net_step.tdp", &passes);
+    const OpAttrs &conv = step_of(*plan, OP_conv2d).attrs, &pool = step_of(*plan, OP_max_pool2d).attrs;
+    CHECK(conv.padding_h == 1);
+    CHECK(conv.padding_w == 1);
+    CHECK(conv.stride_w == 1);
+    CHECK(conv.dilation_w == 1);
+    CHECK(conv.groups == 1);
+    CHECK(pool.kernel_h == 2);
+    CHECK(pool.kernel_w == 2);
+    CHECK(pool.stride_w == 2);
+    CHECK_FALSE(pool.ceil_mode);
+    CHECK_NOTHROW(plan_compile(*plan, passes));
+}
+
 TEST_CASE("plan file: a step that adds into its output (a compiled plan's own attribute) is refused") {
     std::unique_ptr<Plan> plan = record({Shape{2, 2}}, [](const std::vector<Tensor>& x) {
         return std::vector<Tensor>{ops::mm(x[0], x[0])};
@@ -255,9 +297,15 @@ TEST_CASE("plan file: every attribute of every seed op at extreme values loads a
             for (int v : ints) {
                 attempt([&](OpAttrs& a) { a.dim = v; });
                 attempt([&](OpAttrs& a) { a.dim2 = v; });
-                attempt([&](OpAttrs& a) { a.kernel = v; });
-                attempt([&](OpAttrs& a) { a.stride = v; });
-                attempt([&](OpAttrs& a) { a.padding = v; });
+                attempt([&](OpAttrs& a) { a.kernel_h = v; });
+                attempt([&](OpAttrs& a) { a.kernel_w = v; });
+                attempt([&](OpAttrs& a) { a.stride_h = v; });
+                attempt([&](OpAttrs& a) { a.stride_w = v; });
+                attempt([&](OpAttrs& a) { a.padding_h = v; });
+                attempt([&](OpAttrs& a) { a.padding_w = v; });
+                attempt([&](OpAttrs& a) { a.dilation_h = v; });
+                attempt([&](OpAttrs& a) { a.dilation_w = v; });
+                attempt([&](OpAttrs& a) { a.groups = v; });
             }
             for (int64_t v : longs) {
                 attempt([&](OpAttrs& a) { a.start = v; });

@@ -827,24 +827,52 @@ local function window_int()
   return pick({"-1", "2^20", "2^24", "2^30", "2^31 - 1", "2^31", "math.maxinteger", "1.5", "'x'", "{}"})
 end
 
+-- A window size as PyTorch takes it: a number (mostly small), or a list {h, w}.
+local function window_size()
+  if chance(0.7) then return window_int() end
+  return fmt("{%s, %s}", window_int(), window_int())
+end
+
+-- A dilation: 1 mostly, sometimes 2 or 3, a pair, or something wrong or huge.
+local function window_dilation()
+  local r = rnd(10)
+  if r <= 5 then return "1" end
+  if r <= 8 then return tostring(rnd(2, 3)) end
+  if r == 9 then return fmt("{%d, %d}", rnd(1, 3), rnd(1, 3)) end
+  if avoid.conv_padding_huge then return pick({"0", "-1", "1.5", "{1}"}) end
+  return pick({"0", "-1", "2^31 - 1", "2^31", "1.5", "{1}", "{1, 2, 3}"})
+end
+
 gen("conv2d", 5, function()
   if avoid.conv_padding_huge then no_huge_wrong = true end
-  local x, m = targ(function(o) return #o.shape == 4 end, function()
-    return {rnd(1, 2), rnd(1, 3), rnd(1, 6), rnd(1, 6)}, chance(0.9) and "float32" or rand_dtype() end)
-  local c = m.shape[2] or 1
+  local x, m = targ(function(o) return #o.shape == 4 or #o.shape == 3 end, function()
+    if chance(0.2) then return {rnd(1, 4), rnd(1, 6), rnd(1, 6)}, chance(0.9) and "float32" or rand_dtype() end
+    return {rnd(1, 2), rnd(1, 4), rnd(1, 6), rnd(1, 6)}, chance(0.9) and "float32" or rand_dtype() end)
+  local c = m.shape[#m.shape - 2] or 1
+  local groups = 1
+  if chance(0.3) then groups = pick({c, c, 2, 3}) end
+  local cg = (groups >= 1 and c % groups == 0) and c // groups or rnd(0, 3)
   local k = rnd(1, 3)
-  local w = targ(function(o) return #o.shape == 4 and o.shape[2] == c end,
-                 function() return {rnd(1, 3), chance(0.9) and c or rnd(0, 3), k, chance(0.8) and k or rnd(0, 3)},
+  local w = targ(function(o) return #o.shape == 4 and o.shape[2] == cg and o.shape[1] % groups == 0 end,
+                 function() return {groups * rnd(1, 2), chance(0.9) and cg or rnd(0, 3), k, chance(0.8) and k or rnd(0, 3)},
                           chance(0.9) and m.dtype or rand_dtype() end, 0.3)
   local args = {w}
   local r = rnd(5)
   if r == 1 then args[2] = "nil"
   elseif r == 2 then args[2] = fresh({rnd(1, 3)}, m.dtype, chance(0.5)) end
+  local padding = chance(0.15) and pick({"'same'", "'valid'", "'full'"}) or window_size()
+  local group_src = groups == 1 and pick({"1", "1", "0", "-1", "2"}) or tostring(groups)
   if chance(0.5) then
-    args[#args + 1] = fmt("{stride = %s, padding = %s}", window_int(), window_int())
+    local fields = {fmt("stride = %s", window_size()), fmt("padding = %s", padding)}
+    if chance(0.4) then fields[#fields + 1] = fmt("dilation = %s", window_dilation()) end
+    if groups ~= 1 or chance(0.2) then fields[#fields + 1] = fmt("groups = %s", group_src) end
+    if chance(0.05) then fields[#fields + 1] = "dilations = 2" end
+    args[#args + 1] = "{" .. table.concat(fields, ", ") .. "}"
   elseif chance(0.5) then
     if #args == 1 then args[2] = "nil" end
-    args[3], args[4] = window_int(), window_int()
+    args[3], args[4] = window_size(), padding
+    if chance(0.4) or groups ~= 1 then args[5] = window_dilation() end
+    if groups ~= 1 then args[6] = group_src end
   end
   return store("conv2d", render("conv2d", x, mutate(args)))
 end)
@@ -852,8 +880,23 @@ end)
 gen("max_pool2d", 3, function()
   local x = targ(function(o) return #o.shape == 4 or #o.shape == 3 end,
                  function() return {rnd(1, 2), rnd(1, 3), rnd(1, 6), rnd(1, 6)} end)
-  local args = {window_int()}
-  if chance(0.5) then args[2] = window_int() end
+  local args = {window_size()}
+  local r = rnd(4)
+  if r == 1 then
+    args[2] = window_size()
+  elseif r == 2 then   -- PyTorch's positional order
+    args[2], args[3], args[4] = window_size(), window_int(), window_dilation()
+    if chance(0.5) then args[5], args[6] = pick({"true", "false", "1"}), pick({"true", "false"}) end
+  elseif r == 3 then
+    local fields = {}
+    if chance(0.6) then fields[#fields + 1] = fmt("stride = %s", window_size()) end
+    if chance(0.6) then fields[#fields + 1] = fmt("padding = %s", window_size()) end
+    if chance(0.4) then fields[#fields + 1] = fmt("dilation = %s", window_dilation()) end
+    if chance(0.4) then fields[#fields + 1] = fmt("ceil_mode = %s", pick({"true", "false", "1"})) end
+    if chance(0.4) then fields[#fields + 1] = fmt("return_indices = %s", pick({"true", "false"})) end
+    if chance(0.05) then fields[#fields + 1] = "padding_mode = 'zeros'" end
+    args[2] = "{" .. table.concat(fields, ", ") .. "}"
+  end
   return store("max_pool2d", render("max_pool2d", x, mutate(args)))
 end)
 
@@ -1691,11 +1734,20 @@ local function module_ctor()
   end
   if r <= 6 then
     local cin, cout, k = rnd(1, 3), rnd(1, 3), rnd(1, 3)
-    local o = pick({"", "", fmt(", {stride = %s, padding = %s}", window_int(), window_int()), ", {bias = false}", ", {bogus = 1}"})
-    local ksrc = chance(0.9) and tostring(k) or small_size()
+    local groups = chance(0.2) and cin or 1
+    if groups > 1 then cout = cout * groups end
+    local o = pick({"", "", fmt(", {stride = %s, padding = %s}", window_size(), window_int()), ", {bias = false}", ", {bogus = 1}",
+                    fmt(", {padding = %s, dilation = %s, groups = %d}", pick({"'same'", "'valid'", "1", "{1, 0}"}), window_dilation(), groups),
+                    fmt(", {groups = %s}", pick({"0", "2", "-1"}))})
+    local ksrc = chance(0.9) and (chance(0.8) and tostring(k) or fmt("{%d, %d}", k, k)) or small_size()
     return fmt("nn.Conv2d(%d, %d, %s%s)", cin, cout, ksrc, o), {kind = "Conv2d", cin = cin, k = k}, {"Conv2d", "conv2d", "rand"}
   end
-  if r == 7 then return fmt("nn.MaxPool2d(%s)", chance(0.8) and tostring(rnd(1, 2)) or small_size()), {kind = "MaxPool2d"}, {"MaxPool2d", "max_pool2d"} end
+  if r == 7 then
+    local ksrc = chance(0.8) and (chance(0.8) and tostring(rnd(1, 2)) or fmt("{%d, %d}", rnd(1, 2), rnd(1, 2))) or small_size()
+    local o = pick({"", "", ", 1", fmt(", {stride = %s, padding = %s, ceil_mode = %s}", window_size(), window_int(), pick({"true", "false"})),
+                    fmt(", {dilation = %s}", window_dilation()), ", {return_indices = true}", ", {bogus = 1}"})
+    return fmt("nn.MaxPool2d(%s%s)", ksrc, o), {kind = "MaxPool2d"}, {"MaxPool2d", "max_pool2d"}
+  end
   if r == 8 then return fmt("nn.Flatten(%s)", pick({"", "2", "1, -1", "3", "0", "'x'"})), {kind = "Flatten"}, {"Flatten", "flatten"} end
   if r == 9 then
     local n = pick({"ReLU", "Tanh", "Sigmoid"})

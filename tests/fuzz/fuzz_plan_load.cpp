@@ -90,9 +90,20 @@ void mutate_attrs(OpAttrs& a, std::mt19937_64& rng) {
     switch (pick(rng, 12)) {
         case 0: a.dim = static_cast<int>(extreme_int(rng)); break;
         case 1: a.dim2 = static_cast<int>(extreme_int(rng)); break;
-        case 2: a.kernel = static_cast<int>(extreme_int(rng)); break;
-        case 3: a.stride = static_cast<int>(extreme_int(rng)); break;
-        case 4: a.padding = static_cast<int>(extreme_int(rng)); break;
+        case 2: (rng() % 2 ? a.kernel_h : a.kernel_w) = static_cast<int>(extreme_int(rng)); break;
+        case 3:
+            if (rng() % 4 == 0) a.ceil_mode = !a.ceil_mode;
+            else (rng() % 2 ? a.stride_h : a.stride_w) = static_cast<int>(extreme_int(rng));
+            break;
+        case 4:
+            switch (pick(rng, 5)) {
+                case 0: a.padding_h = static_cast<int>(extreme_int(rng)); break;
+                case 1: a.padding_w = static_cast<int>(extreme_int(rng)); break;
+                case 2: a.dilation_h = static_cast<int>(extreme_int(rng)); break;
+                case 3: a.dilation_w = static_cast<int>(extreme_int(rng)); break;
+                default: a.groups = static_cast<int>(extreme_int(rng)); break;
+            }
+            break;
         case 5: (rng() % 2 ? a.start : a.length) = extreme_int(rng); break;
         case 6: (rng() % 3 == 0 ? a.lo : rng() % 2 ? a.hi : a.scalar) = extreme_number(rng); break;
         case 7: a.all = !a.all; break;

@@ -1,6 +1,7 @@
 -- make_corpus.lua: writes the plan-file seeds of the fuzz corpus (tests/fuzz/corpus/plan_load)
 -- by freezing real functions on small tensors: an RNN cell step with backward, a two-layer net
--- training step (SGD with momentum), a conv net step (Adam), plans with guards, and a few more
+-- training step (SGD with momentum), a conv net step (Adam), one with conv2d / max_pool2d's window
+-- options, plans with guards, and a few more
 -- that touch the other ops. Small tensors keep the files small (the fuzzer mutates every byte).
 --   tapedeck tests/fuzz/make_corpus.lua tests/fuzz/corpus/plan_load
 local dir = assert(arg and arg[1], "usage: tapedeck tests/fuzz/make_corpus.lua out_dir")
@@ -60,6 +61,21 @@ do
   local images, labels = torch.randn(2, 1, 6, 6), torch.tensor({2, 3}, {dtype = "int64"})
   conv_step(images, labels)
   save("conv_net_step", torch.freeze(conv_step, images, labels))
+end
+
+-- 3b. PyTorch's window options (plan version 3): a grouped, dilated conv with tuple stride and
+-- padding on one image, a "same" conv (its narrow), max_pool2d with padding, dilation, ceil_mode.
+do
+  local w = torch.randn(4, 1, 2, 3, {requires_grad = true})
+  local function window_step(image)
+    local h = F.conv2d(image, w, nil, {2, 1}, {1, 2}, {2, 1}, 2)
+    local same = F.conv2d(h, torch.ones(4, 1, 2, 2), nil, {padding = "same", groups = 4})
+    local pooled = F.max_pool2d(same, {3, 2}, {stride = {1, 2}, padding = 1, dilation = {1, 2}, ceil_mode = true})
+    local loss = pooled:sum()
+    loss:backward()
+    return loss
+  end
+  save("conv_window_options", torch.freeze(window_step, torch.randn(2, 6, 5)))
 end
 
 -- 4. Guards: a comparison that decides a branch, a value read with item(), a .grad read.

@@ -65,7 +65,7 @@ load_fails("hello world, not a plan at all", "not a tapedeck plan file", "text f
 load_fails(good:sub(1, 20), "truncated", "cut in the header")
 load_fails(good:sub(1, #good - 7), "truncated", "cut at the end")
 load_fails(good .. "xx", "extra bytes", "bytes appended")
-load_fails(good:sub(1, 8) .. string.pack("<I4", 99) .. good:sub(13), "version 99 (this tapedeck reads versions 1 to 2)", "version")
+load_fails(good:sub(1, 8) .. string.pack("<I4", 99) .. good:sub(13), "version 99 (this tapedeck reads versions 1 to 3)", "version")
 load_fails(good:sub(1, 100) .. string.char((good:byte(101) + 1) % 256) .. good:sub(102), "checksum mismatch", "one byte")
 ok, message = pcall(torch.load_plan, dir .. "/no/such/file.tdp")
 assert(not ok and message:find("cannot open", 1, true), message)
@@ -149,5 +149,39 @@ arg_error(torch.load_plan, "load_plan: " .. path .. ".tdp: the plan needs ", pat
 local bounded = torch.load_plan(path .. ".tdp", {max_bytes = 1e9, fuse = false, dce = false})
 check.close(bounded(x, y), f(x, y), 1e-5, "loaded under a bound, with passes off")
 os.remove(path .. ".tdp")
+
+-- A conv net with PyTorch's window options (tuple stride and padding, dilation, groups, one image,
+-- max_pool2d with padding, ceil_mode and indices): frozen, saved and loaded, it replays as eager,
+-- forward and gradients (the file keeps every window attribute).
+torch.manual_seed(5)
+local cw = torch.randn(6, 2, 3, 2, {requires_grad = true, dtype = "float64"})
+local cb = torch.randn(6, {requires_grad = true, dtype = "float64"})
+local function conv_step(image)
+  local h = F.conv2d(image, cw, cb, {2, 1}, {1, 2}, {1, 2}, 2):relu()
+  local pooled, where = F.max_pool2d(h, {2, 3}, {stride = {1, 2}, padding = {1, 1}, ceil_mode = true, return_indices = true})
+  local same = F.conv2d(pooled, torch.ones(6, 1, 2, 2, {dtype = "float64"}), nil, {padding = "same", groups = 6})
+  local loss = same:sum()
+  loss:backward()
+  return loss, where
+end
+local image = torch.randn(4, 9, 7, {dtype = "float64"})
+local eager_loss, eager_where = conv_step(image)
+local eager_gw, eager_gb = cw.grad:clone(), cb.grad:clone()
+cw.grad, cb.grad = nil, nil
+local frozen_conv = torch.freeze(conv_step, image)
+torch.save_plan(frozen_conv, path .. "_conv.tdp")
+local loaded_conv = torch.load_plan(path .. "_conv.tdp")
+os.remove(path .. "_conv.tdp")
+local conv_params = loaded_conv:params()
+cw.grad, cb.grad = nil, nil
+local frozen_loss, frozen_where = frozen_conv(image)
+check.close(frozen_loss, eager_loss, 1e-12, "frozen conv net = eager")
+check.close(frozen_where, eager_where, 0, "frozen indices = eager")
+check.close(cw.grad, eager_gw, 1e-12, "frozen weight gradient = eager")
+check.close(cb.grad, eager_gb, 1e-12, "frozen bias gradient = eager")
+local loaded_loss, loaded_where = loaded_conv(image)
+check.close(loaded_loss, eager_loss, 1e-12, "loaded conv net = eager")
+check.close(loaded_where, eager_where, 0, "loaded indices = eager")
+check.close(conv_params.cw.grad, eager_gw, 1e-12, "loaded weight gradient = eager")
 
 print("test_freeze_files: ok")
