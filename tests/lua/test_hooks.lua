@@ -48,6 +48,17 @@ do
   check.close(a.grad, {0, 4, 6}, 0, "a's gradient")
 end
 
+-- retain_grad keeps the hooked gradient (PyTorch 2: retain_grad's own hook runs after the tensor's).
+do
+  local x = torch.tensor({1, 2}, {requires_grad = true})
+  local h = x * 1
+  h:retain_grad()
+  h:register_hook(function(g) return g * 5 end)
+  h:sum():backward()
+  check.close(h.grad, {5, 5}, 0, "the retained .grad is the hooked one")
+  check.close(x.grad, {5, 5}, 0, "and so is what flows on")
+end
+
 -- No gradient reaches the tensor: its hook is not called.
 do
   local x = torch.randn(3, {requires_grad = true})
