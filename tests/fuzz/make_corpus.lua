@@ -110,15 +110,16 @@ do
 end
 
 -- 5. More ops: softmax, log_softmax, nll_loss, mse_loss, multi_margin_loss, cat, narrow, gather
--- (scatter_add in its backward), expand, view(-1), unsqueeze/squeeze, clamp, pow, exp, log,
--- sigmoid, masked_fill, max along a dim, mean, to, comparisons, bmm, and constants folded at load.
+-- (scatter_add in its backward), expand, reshape(-1) (a copy: view(-1) of that layout is refused,
+-- as PyTorch refuses it), unsqueeze/squeeze, clamp, pow, exp, log, sigmoid, masked_fill, max along
+-- a dim, mean, to, comparisons, bmm, and constants folded at load.
 do
   local w = torch.randn(2, 3, {requires_grad = true})
   local function many(x, index)
     local a = x:softmax(2) + x:log_softmax(1):exp()
     local b = torch.cat({a, x:narrow(2, 1, 2)}, 2)
     local g = b:gather(2, index)
-    local e = w:unsqueeze(1):expand(4, 2, 3):reshape(4, 6):view(-1):squeeze()
+    local e = w:unsqueeze(1):expand(4, 2, 3):reshape(4, 6):reshape(-1):squeeze()
     local c = (x:clamp{min = -0.5, max = 0.5}:pow(2) + x:sigmoid()):sum()
     local m = x:masked_fill(x:gt(0), 0.25)
     local values, where = m:max(2)
