@@ -237,8 +237,9 @@ int function_apply_lua(lua_State* L) {
         return static_cast<int>(outputs.size());
     } catch (const LuaCodeError& e) {
         message = e.what();   // names the line inside the function already
-    } catch (const std::exception& e) {
+    } catch (const std::exception& e) {   // an engine error: said as the call the user made, unless it names it
         message = e.what();
+        if (message.compare(0, name.size(), name) != 0) message = name + ".apply: " + message;
         std::string where = tapedeck_where(L, 1);
         if (!where.empty()) message += " (" + where + ")";
     }

@@ -80,6 +80,16 @@ check.fails("backward", "WrongShape: backward returned a gradient of shape [] fo
 local NotTensor = torch.Function{name = "NotTensor", forward = function(ctx, q) return 3 end,
                                  backward = function(ctx, g) return g end}
 check.fails("NotTensor", "forward must return tensors; result 1 is a number", function() NotTensor.apply(p) end)
+-- An engine error while recording the apply is said as that call (a view whose history a recorded
+-- write made out of date, here).
+do
+  local Identity = torch.Function{name = "Identity", forward = function(ctx, q) return q * 1 end,
+                                  backward = function(ctx, g) return g end}
+  local y = torch.zeros(3, 2)
+  local stale = y[1]
+  y[2] = torch.ones(2, {requires_grad = true})
+  check.fails("Identity.apply", "history is out of date", function() Identity.apply(stale) end)
+end
 local raises_line = debug.getinfo(1, "l").currentline + 1
 local Raises = torch.Function{name = "Raises", forward = function(ctx, q) return q:mm(q) end,
                               backward = function(ctx, g) return g end}
