@@ -1177,8 +1177,10 @@ struct PlanCall {
         Tensor node = tape_record_prepared(op, attrs, in_copy.data(), in_ids.data(), n_in, out_copy.data(), n_out, s.phase,
                                            s.where);
         exec_node(node.node.get());
-        for (int i = 0; i < n_out; ++i)
+        for (int i = 0; i < n_out; ++i) {
+            *out[i] = node.node->outputs[i].value;   // a view's kernel set the node's layout: the slot takes it
             if (out_values && out_values[i] >= 0) ids[out_values[i]] = node.id();
+        }
     }
 
     // A view of a contiguous value that is itself contiguous (a transpose of a [1,n] row, an

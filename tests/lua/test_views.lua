@@ -116,6 +116,14 @@ for _ = 1, 2 do
   local a2, b2 = torch.randn(3, 4), torch.randn(4, 1)
   check.close(f(a2, b2), step(a2, b2), 0, "frozen views replay as eager")
 end
+-- ... also with the debugger watching (a breakpoint set: the plan runs its steps as nodes, and a
+-- view's slot takes the layout its node's kernel set)
+do
+  local watching = dbg.break_on{op = "tanh"}
+  local a2, b2 = torch.randn(3, 4), torch.randn(4, 1)
+  check.close(f(a2, b2), step(a2, b2), 0, "frozen views replay as eager under an observer")
+  dbg.delete(watching)
+end
 -- Tensor keys: an int64 index selects along dim 1 (a copy), a mask picks elements (masked_select).
 x = base()
 check.close(x[torch.tensor({3, 1}, {dtype = "int64"})], {{9, 10, 11, 12}, {1, 2, 3, 4}}, 0, "t[index]")
