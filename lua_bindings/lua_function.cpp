@@ -15,6 +15,7 @@
 #include <string>
 
 #include "function.h"
+#include "lua_util.h"
 #include "tapedeck_lua.h"
 
 using namespace td;
@@ -33,7 +34,7 @@ struct LuaCodeError : std::runtime_error {
 class LuaFunction : public CustomFunction {
 public:
     LuaFunction(lua_State* L, std::string name, int definition_ref, int ctx_ref, int args_ref)
-        : CustomFunction(std::move(name)), main_(main_thread(L)), definition_ref_(definition_ref), ctx_ref_(ctx_ref),
+        : CustomFunction(std::move(name)), main_(tdlua::main_thread(L)), definition_ref_(definition_ref), ctx_ref_(ctx_ref),
           args_ref_(args_ref) {}
 
     ~LuaFunction() override {
@@ -111,13 +112,6 @@ public:
     }
 
 private:
-    static lua_State* main_thread(lua_State* L) {
-        lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
-        lua_State* main = lua_tothread(L, -1);
-        lua_pop(L, 1);
-        return main;
-    }
-
     // Pushes definition[method] and the ctx table.
     void push_method(lua_State* L, const char* method) const {
         lua_rawgeti(L, LUA_REGISTRYINDEX, definition_ref_);

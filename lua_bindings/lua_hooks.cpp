@@ -26,10 +26,7 @@ const char* const HOOK_HANDLE_TYPE = "tapedeck.RemovableHandle";
 // go before their Lua state closes (the tensors that hold them are finalised by lua_close).
 class LuaHookFunction {
 public:
-    LuaHookFunction(lua_State* L, int function_idx, int64_t tensor_id) : tensor_id_(tensor_id) {
-        lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
-        main_ = lua_tothread(L, -1);
-        lua_pop(L, 1);
+    LuaHookFunction(lua_State* L, int function_idx, int64_t tensor_id) : main_(main_thread(L)), tensor_id_(tensor_id) {
         lua_pushvalue(L, function_idx);
         ref_ = luaL_ref(L, LUA_REGISTRYINDEX);
     }

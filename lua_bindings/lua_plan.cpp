@@ -90,10 +90,7 @@ Frozen& check_frozen(lua_State* L, int idx) {
 Frozen& push_frozen(lua_State* L) {
     Frozen** p = static_cast<Frozen**>(lua_newuserdatauv(L, sizeof(Frozen*), 0));
     *p = new Frozen();
-    (*p)->main = L;
-    lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
-    (*p)->main = lua_tothread(L, -1);
-    lua_pop(L, 1);
+    (*p)->main = tdlua::main_thread(L);
     luaL_setmetatable(L, FROZEN_TYPE);
     return **p;
 }

@@ -72,6 +72,13 @@ void register_bindings(lua_State* L, const Binding* bindings) {
     }
 }
 
+lua_State* main_thread(lua_State* L) {
+    lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
+    lua_State* main = lua_tothread(L, -1);
+    lua_pop(L, 1);
+    return main;
+}
+
 const char* type_name_of(lua_State* L, int idx) {
     if (tapedeck_test_tensor(L, idx)) return "tensor";
     if (tapedeck_is_finalised_tensor(L, idx)) return "a tensor already finalised by Lua's collector (seen from another __gc)";

@@ -45,6 +45,10 @@ bool is_library_frame(const lua_Debug& ar);
 // Lua-written library, nn and optim, are skipped); empty when there is none.
 std::string where_at(lua_State* L, int level);
 
+// The state's main thread: it outlives every coroutine, so what is released when an engine object
+// dies (a registry reference) is released through it.
+lua_State* main_thread(lua_State* L);
+
 // "tensor" for a tensor, else Lua's type name (a finalised tensor says so).
 const char* type_name_of(lua_State* L, int idx);
 // Checked arguments: an ArgError naming argument `idx` and `what` when the value is not one.
