@@ -102,8 +102,7 @@ bool op_find(const char* name, OpId* out) {
     return false;
 }
 
-// A 0-based index as the user wrote it (1-based), without overflowing at the largest int64.
-static std::string one_based(int64_t index) {
+std::string one_based(int64_t index) {
     if (index == std::numeric_limits<int64_t>::max()) return "9223372036854775808";
     return std::to_string(index + 1);
 }

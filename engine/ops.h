@@ -175,6 +175,9 @@ inline const OpInfo& op_info(OpId op) { return op_table[op]; }
 // (elementwise.def) of one tensor, without attributes, not OPF_INTERNAL.
 bool op_is_simple_method(OpId op);
 bool op_find(const char* name, OpId* out);
+// A 0-based index as the user writes it (1-based), for messages: no overflow at the largest int64
+// (an index from a loaded plan file may be anything).
+std::string one_based(int64_t index);
 // "dim=2 keepdim" style description of the attributes an op uses (dims shown 1-based).
 std::string op_describe_attrs(OpId op, const OpAttrs& attrs);
 

@@ -58,9 +58,9 @@ void check_region(const ShapeCall& c, const OpAttrs& a, int64_t numel) {
             engine_fail("%s: region %s strides %s overflows", c.op_name, a.shape.str().c_str(), a.strides.str().c_str());
     }
     if (region_numel > 0 && last >= numel)
-        engine_fail("%s: region %s (strides %s, offset %lld) reaches element %lld of a tensor of %lld", c.op_name,
+        engine_fail("%s: region %s (strides %s, offset %lld) reaches element %s of a tensor of %lld", c.op_name,
                     a.shape.str().c_str(), a.strides.str().c_str(), static_cast<long long>(a.start),
-                    static_cast<long long>(last) + 1, static_cast<long long>(numel));
+                    one_based(last).c_str(), static_cast<long long>(numel));
 }
 
 // The region of `base` (contiguous) that a region's attributes describe, as a value sharing its storage.
@@ -89,7 +89,7 @@ void shape_permute(ShapeCall& c) {
     }
     if (!valid) {
         std::string dims;
-        for (int i = 0; i < order.ndim; ++i) dims += (i ? "," : "") + std::to_string(order.dims[i] + 1);
+        for (int i = 0; i < order.ndim; ++i) dims += (i ? "," : "") + one_based(order.dims[i]);
         engine_fail("%s: dims (%s) are not a permutation of the %d dims of %s", c.op_name, dims.c_str(), x.ndim,
                     x.str().c_str());
     }
@@ -103,8 +103,8 @@ void shape_select(ShapeCall& c) {
     check_dim(c, c.attrs.dim, x.ndim);
     int64_t size = x.dims[c.attrs.dim];
     if (c.attrs.start < 0 || c.attrs.start >= size)
-        engine_fail("%s: index %lld out of range for size %lld along dim %d", c.op_name,
-                    static_cast<long long>(c.attrs.start) + 1, static_cast<long long>(size), c.attrs.dim + 1);
+        engine_fail("%s: index %s out of range for size %lld along dim %d", c.op_name, one_based(c.attrs.start).c_str(),
+                    static_cast<long long>(size), c.attrs.dim + 1);
     Shape s;
     for (int d = 0; d < x.ndim; ++d)
         if (d != c.attrs.dim) s.dims[s.ndim++] = x.dims[d];
