@@ -243,7 +243,14 @@ void engine_release_spares() {
     strides_release_spares();
 }
 
+namespace {
+size_t g_node_bytes_made = 0;   // engine_bytes_allocated_total's share of nodes
+}  // namespace
+
+size_t engine_bytes_allocated_total() { return storage_bytes_allocated_total() + g_node_bytes_made; }
+
 void* Node::operator new(size_t size) {
+    g_node_bytes_made += size;
     std::vector<void*>& list = free_nodes();
     if (size == sizeof(Node) && !list.empty()) {
         void* p = list.back();

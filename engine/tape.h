@@ -27,6 +27,10 @@ void node_release_spares();
 // destroyed at exit), so this is the one place their spare memory goes back; calling it earlier
 // is harmless, it only costs the reuse.
 void engine_release_spares();
+// Bytes the engine has made so far, a running total: tensor storage and node records. Lua's
+// collector sees only the small userdata that hold them, and is told of these (tell_collector):
+// a loop of views makes nodes and no storage, and must be collected as promptly as one of copies.
+size_t engine_bytes_allocated_total();
 inline void ref_retain(Node* n);
 inline void ref_release(Node* n);
 

@@ -60,13 +60,39 @@ Tensor& check_tensor(lua_State* L, int idx) {
     return *t;
 }
 
-// Lua's collector sees only the small userdata; tell it about the tensor bytes allocated since
-// the last report, so big tensors are collected promptly (a training loop does not grow).
+// Lua's collector sees only the small userdata that hold tensors, not the engine bytes behind
+// them (tensor storage, node records). The collector runs in generational mode (tapedeck_open):
+// a temporary tensor dies young and is freed by a cheap minor collection, which is what an op
+// loop makes by the thousand. Two rules keep the engine's memory bounded by what is reachable:
+//  - each 256 KiB the engine makes is told to the collector as debt, so minor collections keep
+//    pace with the engine, not with Lua's small allocations (a loop of views makes nodes and no
+//    storage, and is collected as promptly as one of copies);
+//  - a tensor that lives across a few collections (a loop's h, a parameter replaced each step)
+//    turns old, and only a full collection frees it; Lua starts one when *its* heap doubles, which
+//    small userdata hardly move. So a full collection also runs when the live tensor storage
+//    passes full_collection_threshold(): Lua's own rule, measured in engine bytes.
+constexpr size_t COLLECTOR_STEP_BYTES = 256u << 10;
+constexpr size_t FULL_COLLECTION_FLOOR_BYTES = 64u << 20;
+size_t g_live_bytes_after_full = 0;
+
+// Double what the last full collection left, at least 64 MiB, and at most halfway from there to
+// the memory limit (garbage waiting for a collection must not make storage_new refuse).
+size_t full_collection_threshold() {
+    size_t after = g_live_bytes_after_full, limit = memory_limit_bytes();
+    size_t doubled = std::max(2 * after, FULL_COLLECTION_FLOOR_BYTES);
+    size_t halfway = after < limit ? after + (limit - after) / 2 : after;
+    return std::min(doubled, halfway);
+}
+
 void tell_collector(lua_State* L) {
-    size_t total = storage_bytes_allocated_total();
+    size_t total = engine_bytes_allocated_total();
     size_t fresh = total - g_bytes_told_to_lua;
-    if (fresh >= (256u << 10)) {
-        g_bytes_told_to_lua = total;
+    if (fresh < COLLECTOR_STEP_BYTES) return;
+    g_bytes_told_to_lua = total;
+    if (storage_bytes_live() > full_collection_threshold()) {
+        lua_gc(L, LUA_GCCOLLECT);
+        g_live_bytes_after_full = storage_bytes_live();
+    } else {
         lua_gc(L, LUA_GCSTEP, static_cast<int>(fresh >> 10));
     }
 }
@@ -1503,6 +1529,7 @@ void tapedeck_push_node_record(lua_State* L, const td::Node* n) {
 }
 
 void tapedeck_open(lua_State* L) {
+    lua_gc(L, LUA_GCGEN, 0, 0);   // most tensors die young: minor collections (tell_collector says why)
     // Tensor metatable: methods table as the upvalue of __index.
     luaL_newmetatable(L, TENSOR_TYPE);
     g_tensor_metatable = lua_topointer(L, -1);
