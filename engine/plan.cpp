@@ -974,7 +974,11 @@ struct PlanExec {
     std::vector<StepExec> steps;
     std::vector<int> per_call_values;   // slots to unbind after a call
     std::vector<int> bound_values;      // slots bound at the start of a call: inputs, .grad tensors, captured
-    std::vector<double> scratch;        // fused registers (double-sized, so either dtype fits)
+    // Fused registers (double-sized, so either dtype fits), 64-byte aligned as tensor storage is:
+    // Eigen's loops compute the elements before the first aligned one on a scalar path, whose
+    // exp, tanh, ... can differ by an ulp from the vector path. Aligned as eager's outputs are,
+    // a fused step rounds as eager does, whatever the heap's layout (it varied from run to run).
+    Ref<Storage> scratch;
     std::vector<Tensor> recycled;       // per grad target: a .grad the call cleared that nothing else holds
     bool running = false;
 };
@@ -1018,7 +1022,7 @@ std::shared_ptr<PlanExec> exec_build(Plan& plan) {
         if (s.kind == STEP_FUSED) scratch = std::max(scratch, (s.inputs.size() + s.fused.size()) * FUSED_CHUNK);
         e->steps.push_back(std::move(x));
     }
-    e->scratch.resize(scratch);
+    e->scratch = Ref<Storage>::adopt(storage_new(scratch * sizeof(double), DEVICE_CPU));
     e->recycled.resize(plan.grad_targets.size());
     return e;
 }
@@ -1074,7 +1078,7 @@ void run_fused(const PlanStep& s, StepExec& x, PlanExec& e) {
     int n_ops = static_cast<int>(s.fused.size());
     Value& out = *x.outputs[0];
     int64_t n = out.numel();
-    T* scratch = reinterpret_cast<T*>(e.scratch.data());
+    T* scratch = static_cast<T*>(e.scratch->data);
     auto reg_at = [&](int r) { return scratch + static_cast<int64_t>(r) * FUSED_CHUNK; };
     const T* regs[MAX_FUSED_INPUTS + MAX_FUSED_OPS];
     // The loop reads memory in order: a strided view among the inputs is read from a copy.
