@@ -1663,6 +1663,10 @@ for _, spec in ipairs(loss_modules) do
   local name, fname, n_positional, names = table.unpack(spec)
   local class = Module:extend(name)
   function class:init(...)
+    local first = ...
+    if n_positional == 0 and first ~= nil and type(first) ~= "table" then
+      fail(string.format("%s: options must be a table like {reduction = \"sum\"}, got %s", name, describe(first)))
+    end
     local a = parse_args(name, 0, names, n_positional, ...)
     self.reduction = check_reduction(name, a.reduction)
     local given = {}
