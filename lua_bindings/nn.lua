@@ -1691,4 +1691,42 @@ for _, spec in ipairs(loss_modules) do
   nn[name] = class
 end
 
+-- ============================================================================================
+-- nn.utils
+
+nn.utils = {}
+
+-- nn.utils.clip_grad_norm_(parameters, max_norm [, norm_type = 2]): scales the gradients of
+-- parameters (a list, one tensor or a module) in place so that their total norm (the norm of the
+-- per-tensor norms; norm_type math.huge: the largest |g|) is at most max_norm, as PyTorch: every
+-- gradient times min(1, max_norm / (total + 1e-6)). Returns the total norm before clipping (0-d).
+function nn.utils.clip_grad_norm_(parameters, max_norm, norm_type)
+  local fname = "clip_grad_norm_"
+  if is_module(parameters) then parameters = parameters:parameters()
+  elseif torch.is_tensor(parameters) then parameters = {parameters}
+  elseif not is_plain_table(parameters) then fail(fname .. ": parameters must be a list of tensors or a module, got " .. describe(parameters)) end
+  if type(max_norm) ~= "number" then fail(fname .. ": max_norm must be a number, got " .. describe(max_norm)) end
+  norm_type = norm_type == nil and 2 or norm_type
+  if type(norm_type) ~= "number" or norm_type <= 0 then fail(fname .. ": norm_type must be a number > 0, got " .. describe(norm_type)) end
+  return named(fname, function()
+    return torch.no_grad(function()
+      local grads = {}
+      for i, p in ipairs(parameters) do
+        if not torch.is_tensor(p) then fail(string.format("%s: parameters[%d] is not a tensor, got %s", fname, i, describe(p))) end
+        if p.grad then grads[#grads + 1] = p.grad end
+      end
+      if #grads == 0 then return torch.tensor(0.0) end
+      local norms = {}
+      for i, g in ipairs(grads) do
+        norms[i] = norm_type == math.huge and g:abs():max() or g:norm(norm_type)
+      end
+      local stacked = torch.stack(norms)
+      local total = norm_type == math.huge and stacked:max() or stacked:norm(norm_type)
+      local scale = (max_norm / (total + 1e-6)):clamp{max = 1}
+      for _, g in ipairs(grads) do g:mul_(scale) end
+      return total
+    end)
+  end)
+end
+
 return nn

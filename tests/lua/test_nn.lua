@@ -193,4 +193,19 @@ do
   check.equal(Scaled():double().scale.dtype, "float64")
 end
 
+
+-- nn.utils.clip_grad_norm_: PyTorch's rule, every gradient times min(1, max_norm / (total + 1e-6))
+do
+  local a = torch.tensor({3.0}, {requires_grad = true, dtype = "float64"})
+  local b = torch.tensor({0.0, 4.0}, {requires_grad = true, dtype = "float64"})
+  a.grad = torch.tensor({3.0}, {dtype = "float64"}); b.grad = torch.tensor({0.0, 4.0}, {dtype = "float64"})
+  local total = nn.utils.clip_grad_norm_({a, b}, 1.0)
+  check.close(total, 5, 1e-12)
+  check.close(b.grad, {0, 4 / (5 + 1e-6)}, 1e-12)
+  check.close(nn.utils.clip_grad_norm_({a, b}, 10), 1, 1e-5, "already small: unchanged")
+  check.close(b.grad, {0, 4 / (5 + 1e-6)}, 1e-12)
+  check.close(nn.utils.clip_grad_norm_({a, b}, 0.1, math.huge), 4 / (5 + 1e-6), 1e-12, "inf-norm")
+  check.fails("clip_grad_norm_", "max_norm must be a number", function() nn.utils.clip_grad_norm_({a}, "1") end)
+end
+
 print("test_nn: ok")
