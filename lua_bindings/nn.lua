@@ -81,6 +81,12 @@ end
 
 -- ============================================================================================
 -- Module
+--
+-- A module keeps, besides its fields, the order its members were registered in (_order) and what
+-- each is (_kinds[key]: "module", "parameter", "buffer" or "list", a plain Lua table of modules or
+-- parameters). The kind is fixed when the field is first assigned, so a parameter frozen with
+-- requires_grad_(false) stays a parameter. Names are PyTorch's: an integer key (a container's
+-- child, a plain list's item) is named from 0 ("0.weight" for model[1]), as PyTorch indexes.
 
 local Module = {__name = "Module"}
 Module.__index = Module
@@ -95,13 +101,30 @@ local function is_parameter(v)
   return torch.is_tensor(v) and v.is_leaf and v.requires_grad
 end
 
--- Remember the order fields are first assigned in; the value itself is stored as usual.
-local function register_field(self, key, value)
-  if is_module(value) and rawget(value, "_field") == nil then rawset(value, "_field", tostring(key)) end
-  if is_module(value) or is_parameter(value) or (type(value) == "table" and not getmetatable(value)) then
+local function is_plain_table(v) return type(v) == "table" and getmetatable(v) == nil end
+
+-- The name PyTorch gives a member: integer keys count from 0.
+local function member_name(key)
+  if math.type(key) == "integer" then return tostring(key - 1) end
+  return tostring(key)
+end
+
+-- Records key's kind and order on its first assignment; the value itself is stored as usual.
+local function register_member(self, key, value, kind)
+  local kinds = rawget(self, "_kinds")
+  if not kinds[key] then
+    kinds[key] = kind
     local order = rawget(self, "_order")
     order[#order + 1] = key
   end
+  if kind == "module" and rawget(value, "_field") == nil then rawset(value, "_field", member_name(key)) end
+  rawset(self, key, value)
+end
+
+-- __newindex: assigning a module, a parameter or a plain table registers it.
+local function register_field(self, key, value)
+  local kind = is_module(value) and "module" or is_parameter(value) and "parameter" or is_plain_table(value) and "list"
+  if kind then return register_member(self, key, value, kind) end
   rawset(self, key, value)
 end
 
@@ -113,6 +136,8 @@ local function call_in_scope(module, ...)
   return torch.scope(field and (field .. ":" .. name) or name, module.forward, module, ...)
 end
 
+local module_repr   -- below: tostring(module), as PyTorch prints it
+
 -- Class:extend(name): a new module class; instances are made by calling the class.
 function Module:extend(name)
   if type(name) ~= "string" then
@@ -122,14 +147,14 @@ function Module:extend(name)
   class.__index = class
   class.__newindex = register_field
   class.__call = call_in_scope
-  class.__tostring = function(module) return module:describe("") end
+  class.__tostring = function(module) return module_repr(module) end
   class.__is_module = true
   return class
 end
 
 -- Class:new(...): an instance, set up, then the class's init(...) runs.
 function Module:new(...)
-  local module = setmetatable({_order = {}, training = true}, self)
+  local module = setmetatable({_order = {}, _kinds = {}, training = true}, self)
   module:init(...)
   return module
 end
@@ -141,56 +166,160 @@ function Module:forward()
   fail(name .. ": forward is not defined (define " .. name .. ":forward(x))")
 end
 
--- Visits the registered fields in order: fn(name, value) for modules, parameters and plain tables'
--- items (named "field.1", ...).
-local function each_registered(module, fn)
+-- self:register_buffer(name, tensor [, persistent = true]): a tensor that is state but not a
+-- parameter (BatchNorm's running stats): in state_dict() (unless persistent is false), converted
+-- by double()/float(), never given to an optimizer. tensor may be nil (a declared, empty slot).
+function Module:register_buffer(name, tensor, persistent)
+  if type(name) ~= "string" then fail("register_buffer: name must be a string, got " .. describe(name)) end
+  if tensor ~= nil and not torch.is_tensor(tensor) then
+    fail("register_buffer: buffer '" .. name .. "' must be a tensor or nil, got " .. describe(tensor))
+  end
+  local kinds = rawget(self, "_kinds")
+  if kinds[name] and kinds[name] ~= "buffer" then fail("register_buffer: '" .. name .. "' is already a " .. kinds[name]) end
+  register_member(self, name, tensor, "buffer")
+  if persistent == false then
+    local transient = rawget(self, "_transient") or {}
+    transient[name] = true
+    rawset(self, "_transient", transient)
+  end
+end
+
+-- self:register_parameter(name, p): p a parameter (a leaf that requires grad) or nil.
+function Module:register_parameter(name, p)
+  if type(name) ~= "string" then fail("register_parameter: name must be a string, got " .. describe(name)) end
+  if p ~= nil and not is_parameter(p) then
+    fail("register_parameter: '" .. name .. "' must be a parameter (nn.Parameter(t)) or nil, got " .. describe(p))
+  end
+  register_member(self, name, p, "parameter")
+end
+
+-- Visits the members in registration order: fn(name, value, kind) with kind "module", "parameter"
+-- or "buffer"; a plain list's items are named "field.0", ... (modules, and tensors that are
+-- parameters). Empty slots (nil) are skipped.
+local function each_member(module, fn)
+  local kinds = rawget(module, "_kinds")
   for _, key in ipairs(rawget(module, "_order")) do
-    local value = rawget(module, key)
-    if type(value) == "table" and not is_module(value) then
-      for i, item in ipairs(value) do fn(tostring(key) .. "." .. i, item) end
-    else
-      fn(tostring(key), value)
+    local value, kind = rawget(module, key), kinds[key]
+    if kind == "list" and type(value) == "table" then
+      for i, item in ipairs(value) do
+        local name = member_name(key) .. "." .. (i - 1)
+        if is_module(item) then fn(name, item, "module")
+        elseif is_parameter(item) then fn(name, item, "parameter") end
+      end
+    elseif value ~= nil and kind ~= "list" then
+      fn(member_name(key), value, kind)
     end
   end
 end
 
--- The parameters as {name, tensor} pairs, depth first in registration order ("linear1.weight").
-function Module:named_parameters()
+-- The members of one kind as {name, value} pairs, this module's own (not its children's).
+local function own_members(module, kind)
+  local list = {}
+  each_member(module, function(name, value, k) if k == kind then list[#list + 1] = {name, value} end end)
+  return list
+end
+
+-- The direct child modules as {name, module} pairs, in registration order.
+function Module:named_children()
+  return own_members(self, "module")
+end
+
+function Module:children()
+  local list = {}
+  for i, pair in ipairs(self:named_children()) do list[i] = pair[2] end
+  return list
+end
+
+-- Every module of the tree as {name, module} pairs, depth first, this one first (named ""), each
+-- module once (PyTorch's named_modules).
+function Module:named_modules()
   local list, seen = {}, {}
-  local function visit(module, prefix)
-    each_registered(module, function(name, value)
-      if is_module(value) then
-        visit(value, prefix .. name .. ".")
-      elseif is_parameter(value) and not seen[value] then
-        seen[value] = true
-        list[#list + 1] = {prefix .. name, value}
-      end
-    end)
+  local function visit(module, name)
+    if seen[module] then return end
+    seen[module] = true
+    list[#list + 1] = {name, module}
+    for _, pair in ipairs(module:named_children()) do visit(pair[2], name == "" and pair[1] or name .. "." .. pair[1]) end
   end
   visit(self, "")
   return list
 end
 
-function Module:parameters()
+function Module:modules()
   local list = {}
-  for i, pair in ipairs(self:named_parameters()) do list[i] = pair[2] end
+  for i, pair in ipairs(self:named_modules()) do list[i] = pair[2] end
   return list
 end
 
--- The direct child modules, in registration order.
-function Module:children()
-  local list = {}
-  each_registered(self, function(_, value) if is_module(value) then list[#list + 1] = value end end)
+-- The tensors of one kind in the whole tree as {"path.name", tensor} pairs, PyTorch's order: each
+-- module's own, then its children's; a tensor shared by two modules is listed once.
+local function named_tensors(self, kind)
+  local list, seen = {}, {}
+  for _, entry in ipairs(self:named_modules()) do
+    local prefix = entry[1] == "" and "" or entry[1] .. "."
+    for _, pair in ipairs(own_members(entry[2], kind)) do
+      if not seen[pair[2]] then
+        seen[pair[2]] = true
+        list[#list + 1] = {prefix .. pair[1], pair[2]}
+      end
+    end
+  end
   return list
 end
 
--- Gradients are dropped (PyTorch's set_to_none): the next backward starts them afresh.
-function Module:zero_grad()
-  for _, p in ipairs(self:parameters()) do p.grad = nil end
+local function values_of(pairs_list)
+  local list = {}
+  for i, pair in ipairs(pairs_list) do list[i] = pair[2] end
+  return list
+end
+
+-- The parameters as {name, tensor} pairs ("linear1.weight", "0.bias").
+function Module:named_parameters() return named_tensors(self, "parameter") end
+function Module:parameters() return values_of(named_tensors(self, "parameter")) end
+function Module:named_buffers() return named_tensors(self, "buffer") end
+function Module:buffers() return values_of(named_tensors(self, "buffer")) end
+
+-- The number of parameter elements (PyTorch users write sum(p.numel() for p in model.parameters())),
+-- or only those that require grad with {only_trainable = true}.
+function Module:num_parameters(opts)
+  opts = check_options("num_parameters", opts, {only_trainable = true}, "{only_trainable = true}")
+  local n = 0
+  for _, p in ipairs(self:parameters()) do
+    if not opts.only_trainable or p.requires_grad then n = n + p:numel() end
+  end
+  return n
+end
+
+-- fn(module) for every module of the tree, children before their parent (PyTorch's apply).
+function Module:apply(fn)
+  if type(fn) ~= "function" then fail("apply: expects a function of a module, got " .. describe(fn)) end
+  for _, child in ipairs(self:children()) do child:apply(fn) end
+  fn(self)
+  return self
+end
+
+-- Gradients are dropped (PyTorch's set_to_none, its default): the next backward starts them afresh.
+-- zero_grad(false) zeroes them in place instead.
+function Module:zero_grad(set_to_none)
+  for _, p in ipairs(self:parameters()) do
+    if set_to_none == false then
+      if p.grad then torch.no_grad(function() p.grad:zero_() end) end
+    else
+      p.grad = nil
+    end
+  end
+end
+
+-- requires_grad_(false) freezes every parameter (they stay parameters); requires_grad_() thaws.
+function Module:requires_grad_(flag)
+  if flag == nil then flag = true end
+  if type(flag) ~= "boolean" then fail("requires_grad_: expects true or false, got " .. describe(flag)) end
+  for _, p in ipairs(self:parameters()) do p.requires_grad = flag end
+  return self
 end
 
 function Module:train(mode)
   if mode == nil then mode = true end
+  if type(mode) ~= "boolean" then fail("train: mode must be true or false, got " .. describe(mode)) end
   rawset(self, "training", mode)
   for _, child in ipairs(self:children()) do child:train(mode) end
   return self
@@ -198,31 +327,267 @@ end
 
 function Module:eval() return self:train(false) end
 
+-- ============================================================================================
+-- Module: dtypes
+
+local dtype_names = {float32 = "float32", float = "float32", float64 = "float64", double = "float64"}
+
+-- Every floating-point parameter and buffer of the tree replaced by a copy in dtype (int64
+-- buffers stay): a parameter stays a leaf with its requires_grad, and its gradient is converted
+-- too. A tensor shared by two modules stays shared. Tensors made earlier (an optimizer's list)
+-- still hold the old ones: convert before making the optimizer, as in PyTorch.
+local function convert_module(self, dtype)
+  local converted = {}
+  local function convert(t, kind)
+    if t.dtype == dtype or t.dtype == "int64" then return t end
+    if converted[t] then return converted[t] end
+    local new = torch.no_grad(function()
+      local copy = t:detach():to(dtype)
+      if kind == "parameter" then
+        copy = copy:requires_grad_(t.requires_grad)
+        if t.grad then copy.grad = t.grad:to(dtype) end
+      end
+      return copy
+    end)
+    converted[t] = new
+    return new
+  end
+  for _, module in ipairs(self:modules()) do
+    local kinds = rawget(module, "_kinds")
+    for _, key in ipairs(rawget(module, "_order")) do
+      local value, kind = rawget(module, key), kinds[key]
+      if (kind == "parameter" or kind == "buffer") and value ~= nil then
+        rawset(module, key, convert(value, kind))
+      elseif kind == "list" and type(value) == "table" then
+        for i, item in ipairs(value) do
+          if is_parameter(item) then value[i] = convert(item, "parameter") end
+        end
+      end
+    end
+  end
+  return self
+end
+
+function Module:double() return convert_module(self, "float64") end
+function Module:float() return convert_module(self, "float32") end
+
+-- to(dtype), to(device), to(device, dtype) or to{dtype =, device =}: device "cpu" only.
+function Module:to(...)
+  local args = table.pack(...)
+  local dtype
+  local function take(v)
+    if v == nil then return end
+    if dtype_names[v] then dtype = dtype_names[v]; return end
+    if v == "cpu" then return end
+    if type(v) == "table" and not is_module(v) then
+      check_options("to", v, {dtype = true, device = true}, "{dtype = \"float64\"}")
+      take(v.dtype); take(v.device)
+      return
+    end
+    fail("to: expects a floating dtype (float32, float64) or the device \"cpu\", got " .. describe(v))
+  end
+  for i = 1, args.n do take(args[i]) end
+  if dtype then convert_module(self, dtype) end
+  return self
+end
+
+-- ============================================================================================
+-- Module: state_dict
+
+-- A table of keys in a given order: pairs() visits them in that order (a plain Lua table's pairs
+-- has none), so saving a state_dict keeps PyTorch's key order.
+local function ordered_table(keys, values)
+  local position = {}
+  for i, key in ipairs(keys) do position[key] = i end
+  return setmetatable(values, {__pairs = function(t)
+    local i = 0
+    return function()
+      repeat
+        i = i + 1
+        local key = keys[i]
+        if key == nil then return nil end
+        if rawget(t, key) ~= nil then return key, rawget(t, key) end
+      until false
+    end, t, nil
+  end})
+end
+
+-- The persistent parameters and buffers of the tree as {key, tensor} pairs in PyTorch's order,
+-- without removing duplicates (a module used twice appears under both names, as PyTorch's).
+local function state_entries(module, prefix, list)
+  local transient = rawget(module, "_transient") or {}
+  for _, kind in ipairs({"parameter", "buffer"}) do
+    for _, pair in ipairs(own_members(module, kind)) do
+      if not transient[pair[1]] then list[#list + 1] = {prefix .. pair[1], pair[2]} end
+    end
+  end
+  for _, pair in ipairs(module:named_children()) do state_entries(pair[2], prefix .. pair[1] .. ".", list) end
+  return list
+end
+
+-- {["0.weight"] = tensor, ...}: every parameter and persistent buffer, detached (sharing storage
+-- with the module's tensors, as PyTorch's), keys in PyTorch's order for pairs().
+function Module:state_dict()
+  local keys, values = {}, {}
+  for _, entry in ipairs(state_entries(self, "", {})) do
+    keys[#keys + 1] = entry[1]
+    values[entry[1]] = entry[2]:detach()
+  end
+  return ordered_table(keys, values)
+end
+
+local function quoted_list(names)
+  local quoted = {}
+  for i, name in ipairs(names) do quoted[i] = string.format("%q", name) end
+  return table.concat(quoted, ", ")
+end
+
+-- load_state_dict(sd [, {strict = true}]): copies sd's tensors into the parameters and buffers
+-- in place (under no_grad; a dtype is converted as copy_ does). Missing keys (in the model, not
+-- in sd), unexpected keys and shape mismatches are one error listing them all; with
+-- strict = false only shape mismatches are, and the result lists the others:
+-- {missing_keys = {...}, unexpected_keys = {...}} (PyTorch's named tuple).
+function Module:load_state_dict(sd, opts)
+  if type(sd) ~= "table" then fail("load_state_dict: expects a table of name -> tensor, got " .. describe(sd)) end
+  opts = check_options("load_state_dict", opts, {strict = true}, "{strict = false}")
+  local strict = opts.strict ~= false
+  local entries = state_entries(self, "", {})
+  local expected, missing, unexpected, mismatched = {}, {}, {}, {}
+  for _, entry in ipairs(entries) do
+    local name, target = entry[1], entry[2]
+    expected[name] = true
+    local source = sd[name]
+    if source == nil then
+      missing[#missing + 1] = name
+    elseif not torch.is_tensor(source) then
+      mismatched[#mismatched + 1] = string.format("%s is %s, not a tensor", name, describe(source))
+    elseif tostring(source.shape) ~= tostring(target.shape) then
+      mismatched[#mismatched + 1] = string.format("size mismatch for %s: %s in the state_dict, %s in the model", name,
+                                                  tostring(source.shape), tostring(target.shape))
+    end
+  end
+  for key in pairs(sd) do
+    if not expected[key] then unexpected[#unexpected + 1] = tostring(key) end
+  end
+  table.sort(unexpected)
+  local problems = {}
+  if strict and #missing > 0 then problems[#problems + 1] = "missing keys: " .. quoted_list(missing) end
+  if strict and #unexpected > 0 then problems[#problems + 1] = "unexpected keys: " .. quoted_list(unexpected) end
+  for _, text in ipairs(mismatched) do problems[#problems + 1] = text end
+  if #problems > 0 then
+    fail(string.format("load_state_dict: error(s) loading into %s: %s", getmetatable(self).__name, table.concat(problems, "; ")))
+  end
+  torch.no_grad(function()
+    for _, entry in ipairs(entries) do
+      local source = sd[entry[1]]
+      if source ~= nil then entry[2]:copy_(source) end
+    end
+  end)
+  return {missing_keys = missing, unexpected_keys = unexpected}
+end
+
+-- ============================================================================================
+-- Module: printing, as PyTorch's repr
+
 -- What tostring prints between the parentheses, e.g. "in_features=2, out_features=3".
 function Module:extra_repr() return "" end
 
-function Module:describe(indent)
-  local name = getmetatable(self).__name
+-- Python's repr of a number (1e-05, 0.1, 2.0, 3) and of a boolean (True), as extra_repr shows them.
+local function py_repr(v)
+  if type(v) == "boolean" then return v and "True" or "False" end
+  if v == nil then return "None" end
+  if math.type(v) == "integer" then return tostring(v) end
+  if type(v) ~= "number" then return tostring(v) end
+  if v == math.floor(v) and math.abs(v) < 1e16 then return string.format("%.1f", v) end
+  for digits = 1, 17 do
+    local s = string.format("%." .. digits .. "g", v)
+    if tonumber(s) == v then return s end
+  end
+  return string.format("%.17g", v)
+end
+nn._py_repr = py_repr
+
+-- A size as Python shows an int or a tuple: 3, (2, 5), (3,).
+local function py_size(v)
+  if type(v) ~= "table" then return py_repr(v) end
+  local parts = {}
+  for i, n in ipairs(v) do parts[i] = py_repr(n) end
+  return "(" .. table.concat(parts, ", ") .. (#parts == 1 and ",)" or ")")
+end
+
+-- Every line after the first indented by two spaces (PyTorch's _addindent).
+local function add_indent(text)
+  return (text:gsub("\n", "\n  "))
+end
+
+-- PyTorch's Module.__repr__: Name(extra) or Name(\n  extra\n  (child): ...\n). A plain list of
+-- modules prints as the ModuleList PyTorch would have there.
+function module_repr(module)
   local lines = {}
-  each_registered(self, function(key, value)
-    if is_module(value) then lines[#lines + 1] = indent .. "  (" .. key .. "): " .. value:describe(indent .. "  ") end
-  end)
-  if #lines == 0 then return name .. "(" .. self:extra_repr() .. ")" end
-  return name .. "(\n" .. table.concat(lines, "\n") .. "\n" .. indent .. ")"
+  local extra = module:extra_repr()
+  local extra_lines = {}
+  if extra ~= "" then for line in (extra .. "\n"):gmatch("(.-)\n") do extra_lines[#extra_lines + 1] = line end end
+  for _, line in ipairs(extra_lines) do lines[#lines + 1] = line end
+  local kinds = rawget(module, "_kinds")
+  local n_children = 0
+  for _, key in ipairs(rawget(module, "_order")) do
+    local value, kind = rawget(module, key), kinds[key]
+    if kind == "module" and value ~= nil then
+      lines[#lines + 1] = "(" .. member_name(key) .. "): " .. add_indent(module_repr(value))
+      n_children = n_children + 1
+    elseif kind == "list" and type(value) == "table" then
+      local items = {}
+      for i, item in ipairs(value) do
+        if is_module(item) then items[#items + 1] = "  (" .. (i - 1) .. "): " .. add_indent(module_repr(item)) end
+      end
+      if #items > 0 then
+        lines[#lines + 1] = "(" .. member_name(key) .. "): " .. add_indent("ModuleList(\n" .. table.concat(items, "\n") .. "\n)")
+        n_children = n_children + 1
+      end
+    end
+  end
+  local text = getmetatable(module).__name .. "("
+  if #extra_lines == 1 and n_children == 0 then
+    text = text .. extra_lines[1]
+  elseif #lines > 0 then
+    text = text .. "\n  " .. table.concat(lines, "\n  ") .. "\n"
+  end
+  return text .. ")"
 end
 
 -- ============================================================================================
 -- Parameters and initialisation
 
--- A leaf that requires grad, with t's values.
-function nn.Parameter(t)
+-- A leaf with t's values that requires grad (unless requires_grad is false), made under no_grad:
+-- no history of how its values were computed.
+function nn.Parameter(t, requires_grad)
   if not torch.is_tensor(t) then fail("Parameter: expects a tensor, got " .. describe(t)) end
-  return named("Parameter", function() return t:detach():clone():requires_grad_(true) end)
+  if requires_grad ~= nil and type(requires_grad) ~= "boolean" then
+    fail("Parameter: requires_grad must be true or false, got " .. describe(requires_grad))
+  end
+  return named("Parameter", function()
+    return torch.no_grad(function() return t:detach():clone():requires_grad_(requires_grad ~= false) end)
+  end)
 end
 
--- Uniform on [-bound, bound), as PyTorch's default init of Linear and Conv2d.
+-- The dtype option of a constructor: nil (float32) or a floating dtype's name.
+local function check_dtype(class, dtype)
+  if dtype == nil then return nil end
+  if dtype ~= "float32" and dtype ~= "float64" and dtype ~= "float" and dtype ~= "double" then
+    fail(string.format("%s: dtype must be \"float32\" or \"float64\", got %s", class, describe(dtype)))
+  end
+  return dtype
+end
+
+-- A parameter with the values fn() computes under no_grad (an initialisation, never on a graph).
+local function init_parameter(class, fn)
+  return named(class, function() return nn.Parameter(torch.no_grad(fn)) end)
+end
+
+-- Uniform on [-bound, bound), as PyTorch's default init of Linear and Conv2d (kaiming_uniform with
+-- a = sqrt(5) comes to bound = 1 / sqrt(fan_in)).
 local function uniform_parameter(shape, bound, dtype)
-  return nn.Parameter(torch.rand(shape, {dtype = dtype}) * (2 * bound) - bound)
+  return nn.Parameter(torch.no_grad(function() return torch.rand(shape, {dtype = dtype}) * (2 * bound) - bound end))
 end
 
 -- ============================================================================================
@@ -233,6 +598,7 @@ function nn.Linear:init(in_features, out_features, opts)
   in_features = check_integer("Linear", "in_features", in_features, 0)
   out_features = check_integer("Linear", "out_features", out_features, 0)
   opts = check_options("Linear", opts, {bias = true, dtype = true}, "{bias = false}")
+  check_dtype("Linear", opts.dtype)
   self.in_features, self.out_features = in_features, out_features
   local bound = 1 / math.sqrt(in_features)
   self.weight = named("Linear", uniform_parameter, {out_features, in_features}, bound, opts.dtype)
@@ -241,7 +607,7 @@ end
 function nn.Linear:forward(x) return torch.linear(x, self.weight, self.bias) end
 function nn.Linear:extra_repr()
   return string.format("in_features=%d, out_features=%d, bias=%s", self.in_features, self.out_features,
-                       tostring(self.bias ~= nil))
+                       py_repr(self.bias ~= nil))
 end
 
 -- nn.Conv2d(in, out, kernel_size [, {stride =, padding =, dilation =, groups =, bias =, dtype =}]):
@@ -254,6 +620,7 @@ function nn.Conv2d:init(in_channels, out_channels, kernel_size, opts)
   local kh, kw = check_pair("Conv2d", "kernel_size", kernel_size, 1)
   opts = check_options("Conv2d", opts, {stride = true, padding = true, dilation = true, groups = true, bias = true,
                                         dtype = true, padding_mode = true}, "{stride = 1, padding = 0}")
+  check_dtype("Conv2d", opts.dtype)
   -- sizes are stored as given (a number or {h, w}); rawset: a {h, w} is not a list of modules to register
   self.in_channels, self.out_channels = in_channels, out_channels
   rawset(self, "kernel_size", kernel_size)
@@ -325,57 +692,6 @@ function nn.MaxPool2d:extra_repr()
   local function size(v) return type(v) == "table" and pair_repr(v) or tostring(v) end
   return string.format("kernel_size=%s, stride=%s, padding=%s, dilation=%s, ceil_mode=%s", size(self.kernel_size),
                        size(self.stride), size(self.padding), size(self.dilation), self.ceil_mode and "True" or "False")
-end
-
--- Dims are 1-based: the default start_dim=2 keeps the batch dim, as PyTorch's nn.Flatten (start_dim=1).
-nn.Flatten = Module:extend("Flatten")
-function nn.Flatten:init(start_dim, end_dim)
-  self.start_dim = start_dim == nil and 2 or check_integer("Flatten", "start_dim", start_dim, math.mininteger)
-  self.end_dim = end_dim == nil and -1 or check_integer("Flatten", "end_dim", end_dim, math.mininteger)
-end
-function nn.Flatten:forward(x) return torch.flatten(x, self.start_dim, self.end_dim) end
-function nn.Flatten:extra_repr() return string.format("start_dim=%d, end_dim=%d", self.start_dim, self.end_dim) end
-
--- Activations: modules with no parameters around one op.
-for name, method in pairs({ReLU = "relu", Tanh = "tanh", Sigmoid = "sigmoid"}) do
-  local class = Module:extend(name)
-  class.forward = function(_, x) return torch[method](x) end
-  nn[name] = class
-end
-
-nn.Softmax = Module:extend("Softmax")
-function nn.Softmax:init(dim) self.dim = check_integer("Softmax", "dim", dim, math.mininteger) end
-function nn.Softmax:forward(x) return torch.softmax(x, self.dim) end
-
-nn.Sequential = Module:extend("Sequential")
-function nn.Sequential:init(...)
-  local modules = {...}
-  for i = 1, select("#", ...) do   -- a nil in the middle is an error too, not the end of the list
-    local module = modules[i]
-    if not is_module(module) then fail("Sequential: argument " .. i .. " is not a module, got " .. describe(module)) end
-    self[i] = module
-  end
-end
-function nn.Sequential:forward(x)
-  for _, module in ipairs(self) do x = module(x) end
-  return x
-end
-
--- Losses as modules: criterion(prediction, target).
-for name, fn in pairs({MSELoss = "mse_loss", CrossEntropyLoss = "cross_entropy", NLLLoss = "nll_loss",
-                       MultiMarginLoss = "multi_margin_loss"}) do
-  local class = Module:extend(name)
-  class.init = function(self, opts)
-    opts = check_options(name, opts, {reduction = true}, "{reduction = \"sum\"}")
-    local reduction = opts.reduction or "mean"
-    if reduction ~= "mean" and reduction ~= "sum" and reduction ~= "none" then
-      fail(name .. ": reduction must be \"mean\", \"sum\" or \"none\", got " .. describe(reduction))
-    end
-    self.reduction = reduction
-  end
-  class.forward = function(self, input, target) return nn.functional[fn](input, target, {reduction = self.reduction}) end
-  class.extra_repr = function(self) return "reduction=" .. self.reduction end
-  nn[name] = class
 end
 
 -- ============================================================================================
@@ -966,6 +1282,450 @@ function F.avg_pool2d(...)
     if include_pad or (ph == 0 and pw == 0) then return sums / (kh * kw) end
     local ones = torch.ones(input:size(-2), input:size(-1), {dtype = sums.dtype})
     return sums / window_sum(F.pad(ones, {pw, pw, ph, ph}))
+  end)
+end
+
+-- ============================================================================================
+-- Modules over F [SECTION]: shape layers, activations, normalisation, Embedding, pooling,
+-- Dropout, containers, losses. Constructors take PyTorch's arguments (1-based dims), keyword
+-- arguments in a trailing options table; extra_repr prints what PyTorch prints.
+
+-- Dims are 1-based: the default start_dim=2 keeps the batch dim, as PyTorch's nn.Flatten (start_dim=1).
+nn.Flatten = Module:extend("Flatten")
+function nn.Flatten:init(start_dim, end_dim)
+  self.start_dim = start_dim == nil and 2 or check_integer("Flatten", "start_dim", start_dim, math.mininteger)
+  self.end_dim = end_dim == nil and -1 or check_integer("Flatten", "end_dim", end_dim, math.mininteger)
+end
+function nn.Flatten:forward(x) return torch.flatten(x, self.start_dim, self.end_dim) end
+function nn.Flatten:extra_repr() return string.format("start_dim=%d, end_dim=%d", self.start_dim, self.end_dim) end
+
+-- nn.Unflatten(dim, sizes): dim (1-based) split into sizes ({2, 5}; one may be -1).
+nn.Unflatten = Module:extend("Unflatten")
+function nn.Unflatten:init(dim, unflattened_size)
+  self.dim = check_integer("Unflatten", "dim", dim, math.mininteger)
+  if type(unflattened_size) ~= "table" or #unflattened_size == 0 then
+    fail("Unflatten: unflattened_size must be a list of sizes like {2, 5}, got " .. describe(unflattened_size))
+  end
+  for _, n in ipairs(unflattened_size) do check_integer("Unflatten", "unflattened_size", n, -1) end
+  rawset(self, "unflattened_size", unflattened_size)
+end
+function nn.Unflatten:forward(x) return x:unflatten(self.dim, self.unflattened_size) end
+function nn.Unflatten:extra_repr()
+  return string.format("dim=%d, unflattened_size=%s", self.dim, py_size(self.unflattened_size))
+end
+
+-- nn.Identity(...): returns its input; arguments are ignored, as PyTorch's.
+nn.Identity = Module:extend("Identity")
+function nn.Identity:forward(x) return x end
+
+-- Activations: modules with no parameters around one function.
+for name, fn in pairs({ReLU = torch.relu, Tanh = torch.tanh, Sigmoid = torch.sigmoid}) do
+  local class = Module:extend(name)
+  class.forward = function(_, x) return fn(x) end
+  nn[name] = class
+end
+
+nn.SiLU = Module:extend("SiLU")
+function nn.SiLU:forward(x) return F.silu(x) end
+
+-- nn.LeakyReLU([negative_slope = 0.01]) or {negative_slope =}
+nn.LeakyReLU = Module:extend("LeakyReLU")
+function nn.LeakyReLU:init(...)
+  local a = parse_args("LeakyReLU", 0, {"negative_slope"}, 1, ...)
+  self.negative_slope = check_number("LeakyReLU", "negative_slope", a.negative_slope, 0.01)
+end
+function nn.LeakyReLU:forward(x) return F.leaky_relu(x, self.negative_slope) end
+function nn.LeakyReLU:extra_repr() return "negative_slope=" .. py_repr(self.negative_slope) end
+
+-- nn.GELU([approximate = "none"]) or {approximate = "tanh"}
+nn.GELU = Module:extend("GELU")
+function nn.GELU:init(...)
+  local a = parse_args("GELU", 0, {"approximate"}, 1, ...)
+  local approximate = a.approximate == nil and "none" or a.approximate
+  if approximate ~= "none" and approximate ~= "tanh" then
+    fail("GELU: approximate must be \"none\" or \"tanh\", got " .. describe(approximate))
+  end
+  self.approximate = approximate
+end
+function nn.GELU:forward(x) return F.gelu(x, {approximate = self.approximate}) end
+function nn.GELU:extra_repr() return "approximate='" .. self.approximate .. "'" end
+
+-- nn.Softmax(dim), nn.LogSoftmax(dim): dim 1-based (PyTorch's dim=1 is 2 here).
+for name, fn in pairs({Softmax = "softmax", LogSoftmax = "log_softmax"}) do
+  local class = Module:extend(name)
+  class.init = function(self, dim) self.dim = check_integer(name, "dim", dim, math.mininteger) end
+  class.forward = function(self, x) return torch[fn](x, self.dim) end
+  class.extra_repr = function(self) return "dim=" .. self.dim end
+  nn[name] = class
+end
+
+-- nn.Dropout([p = 0.5]) or {p =}: F.dropout in training, the input itself in eval().
+nn.Dropout = Module:extend("Dropout")
+function nn.Dropout:init(...)
+  local a = parse_args("Dropout", 0, {"p"}, 1, ...)
+  self.p = check_number("Dropout", "p", a.p, 0.5)
+  if self.p < 0 or self.p > 1 then fail("Dropout: p must be in [0, 1], got " .. describe(self.p)) end
+end
+function nn.Dropout:forward(x) return F.dropout(x, self.p, self.training) end
+function nn.Dropout:extra_repr() return "p=" .. py_repr(self.p) .. ", inplace=False" end
+
+-- nn.BatchNorm1d(C) ([N, C] or [N, C, L]) and nn.BatchNorm2d(C) ([N, C, H, W]), options
+-- {eps = 1e-5, momentum = 0.1, affine = true, track_running_stats = true, dtype =}.
+-- momentum = false is PyTorch's None: the running stats are the cumulative average.
+-- Buffers running_mean (zeros), running_var (ones), num_batches_tracked (int64 0-d); weight ones,
+-- bias zeros. In training (or without running stats) the batch's statistics normalise and the
+-- running stats are updated; in eval() the running stats normalise.
+local function batch_norm_class(name, accepted_dims)
+  local class = Module:extend(name)
+  function class:init(num_features, opts)
+    num_features = check_integer(name, "num_features", num_features, 1)
+    opts = check_options(name, opts, {eps = true, momentum = true, affine = true, track_running_stats = true, dtype = true},
+                         "{momentum = 0.01}")
+    local dtype = check_dtype(name, opts.dtype)
+    self.num_features = num_features
+    self.eps = check_number(name, "eps", opts.eps, 1e-5)
+    if opts.momentum == false then self.momentum = false else self.momentum = check_number(name, "momentum", opts.momentum, 0.1) end
+    self.affine = check_boolean(name, "affine", opts.affine, true)
+    self.track_running_stats = check_boolean(name, "track_running_stats", opts.track_running_stats, true)
+    if self.affine then
+      self.weight = init_parameter(name, function() return torch.ones(num_features, {dtype = dtype}) end)
+      self.bias = init_parameter(name, function() return torch.zeros(num_features, {dtype = dtype}) end)
+    end
+    if self.track_running_stats then
+      self:register_buffer("running_mean", torch.zeros(num_features, {dtype = dtype}))
+      self:register_buffer("running_var", torch.ones(num_features, {dtype = dtype}))
+      self:register_buffer("num_batches_tracked", torch.zeros({}, {dtype = "int64"}))
+    end
+  end
+  function class:forward(x)
+    if not torch.is_tensor(x) or not accepted_dims[x:dim()] then
+      fail(string.format("%s: expected %s input, got %s", name, accepted_dims.text, torch.is_tensor(x) and tostring(x.shape) or describe(x)))
+    end
+    local factor = self.momentum or 0.0
+    if self.training and self.track_running_stats then
+      torch.no_grad(function() self.num_batches_tracked:add_(1) end)
+      if self.momentum == false then factor = 1 / self.num_batches_tracked:item() end
+    end
+    local use_batch_stats = self.training or not self.track_running_stats
+    local tracked = not self.training or self.track_running_stats
+    return F.batch_norm(x, tracked and self.running_mean or nil, tracked and self.running_var or nil, self.weight, self.bias,
+                        use_batch_stats, factor, self.eps)
+  end
+  function class:extra_repr()
+    return string.format("%d, eps=%s, momentum=%s, affine=%s, track_running_stats=%s", self.num_features, py_repr(self.eps),
+                         self.momentum == false and "None" or py_repr(self.momentum), py_repr(self.affine),
+                         py_repr(self.track_running_stats))
+  end
+  nn[name] = class
+end
+batch_norm_class("BatchNorm1d", {[2] = true, [3] = true, text = "2D or 3D ([N, C] or [N, C, L])"})
+batch_norm_class("BatchNorm2d", {[4] = true, text = "4D ([N, C, H, W])"})
+
+-- nn.LayerNorm(normalized_shape [, {eps = 1e-5, elementwise_affine = true, bias = true, dtype =}]):
+-- over the last dims; weight ones, bias zeros, of normalized_shape.
+nn.LayerNorm = Module:extend("LayerNorm")
+function nn.LayerNorm:init(normalized_shape, opts)
+  local shape = size_list("LayerNorm", "normalized_shape", normalized_shape)
+  opts = check_options("LayerNorm", opts, {eps = true, elementwise_affine = true, bias = true, dtype = true}, "{eps = 1e-6}")
+  local dtype = check_dtype("LayerNorm", opts.dtype)
+  rawset(self, "normalized_shape", shape)
+  self.eps = check_number("LayerNorm", "eps", opts.eps, 1e-5)
+  self.elementwise_affine = check_boolean("LayerNorm", "elementwise_affine", opts.elementwise_affine, true)
+  if self.elementwise_affine then
+    self.weight = init_parameter("LayerNorm", function() return torch.ones(shape, {dtype = dtype}) end)
+    if check_boolean("LayerNorm", "bias", opts.bias, true) then
+      self.bias = init_parameter("LayerNorm", function() return torch.zeros(shape, {dtype = dtype}) end)
+    end
+  end
+end
+function nn.LayerNorm:forward(x) return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps) end
+function nn.LayerNorm:extra_repr()
+  return string.format("%s, eps=%s, elementwise_affine=%s", py_size(self.normalized_shape), py_repr(self.eps),
+                       py_repr(self.elementwise_affine))
+end
+
+-- nn.Embedding(num_embeddings, embedding_dim [, {padding_idx =, dtype =}]): weight N(0, 1); the
+-- row padding_idx (1-based) starts at zero and gets no gradient, as PyTorch's.
+nn.Embedding = Module:extend("Embedding")
+function nn.Embedding:init(num_embeddings, embedding_dim, opts)
+  num_embeddings = check_integer("Embedding", "num_embeddings", num_embeddings, 1)
+  embedding_dim = check_integer("Embedding", "embedding_dim", embedding_dim, 1)
+  opts = check_options("Embedding", opts, {padding_idx = true, dtype = true}, "{padding_idx = 1}")
+  local dtype = check_dtype("Embedding", opts.dtype)
+  self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+  if opts.padding_idx ~= nil then
+    local index = check_integer("Embedding", "padding_idx", opts.padding_idx, -num_embeddings)
+    if index == 0 or index > num_embeddings then
+      fail(string.format("Embedding: padding_idx must be in 1..%d (or negative from the end), got %d", num_embeddings, index))
+    end
+    self.padding_idx = index < 0 and num_embeddings + 1 + index or index
+  end
+  self.weight = init_parameter("Embedding", function()
+    local w = torch.randn(num_embeddings, embedding_dim, {dtype = dtype})
+    if self.padding_idx then w[self.padding_idx]:fill_(0) end
+    return w
+  end)
+end
+function nn.Embedding:forward(input)
+  local weight = self.weight
+  if self.padding_idx then   -- the padding row's values, without its gradient
+    local is_padding = torch.arange(1, self.num_embeddings + 1):eq(self.padding_idx):unsqueeze(2)
+    weight = torch.where(is_padding, weight:detach(), weight)
+  end
+  return F.embedding(input, weight)
+end
+function nn.Embedding:extra_repr()
+  return string.format("%d, %d", self.num_embeddings, self.embedding_dim) ..
+         (self.padding_idx and ", padding_idx=" .. self.padding_idx or "")
+end
+
+-- nn.AvgPool2d(kernel_size [, stride] [, {stride =, padding = 0, ceil_mode =, count_include_pad = true,
+-- divisor_override =}]): F.avg_pool2d.
+nn.AvgPool2d = Module:extend("AvgPool2d")
+function nn.AvgPool2d:init(kernel_size, stride, opts)
+  if opts == nil and is_options(stride) then stride, opts = nil, stride end
+  check_pair("AvgPool2d", "kernel_size", kernel_size, 1)
+  opts = check_options("AvgPool2d", opts, {stride = true, padding = true, ceil_mode = true, count_include_pad = true,
+                                           divisor_override = true}, "{stride = 2, padding = 1}")
+  if stride ~= nil and opts.stride ~= nil then fail("AvgPool2d: stride is given twice: as argument 2 and as an option") end
+  rawset(self, "kernel_size", kernel_size)
+  rawset(self, "stride", stride or opts.stride or kernel_size)
+  rawset(self, "padding", opts.padding or 0)
+  rawset(self, "pool_options", {stride = self.stride, padding = self.padding, ceil_mode = opts.ceil_mode,
+                                count_include_pad = opts.count_include_pad, divisor_override = opts.divisor_override})
+  check_pair("AvgPool2d", "stride", self.stride, 1)
+  check_pair("AvgPool2d", "padding", self.padding, 0)
+end
+function nn.AvgPool2d:forward(x) return F.avg_pool2d(x, self.kernel_size, self.pool_options) end
+function nn.AvgPool2d:extra_repr()
+  return string.format("kernel_size=%s, stride=%s, padding=%s", py_size(self.kernel_size), py_size(self.stride),
+                       py_size(self.padding))
+end
+
+-- F.adaptive_avg_pool2d(x, output_size): output cell (i, j) is the mean of rows
+-- floor((i-1) H / oh) + 1 .. ceil(i H / oh) and the same for columns (PyTorch's windows). The mean
+-- of a rectangle is the mean over its rows of the means over its columns, so this is oh row means
+-- (narrow, mean) joined by cat, then ow column means: oh + ow means, not oh * ow. A size nil (or
+-- a missing entry) keeps the input's.
+function F.adaptive_avg_pool2d(...)
+  local input, output_size = ...
+  local fname = "adaptive_avg_pool2d"
+  parse_args(fname, 2, {}, 0, ...)
+  check_tensor(fname, "input", input)
+  if input:dim() ~= 3 and input:dim() ~= 4 then fail(fname .. ": input must be [N, C, H, W] or [C, H, W], got " .. tostring(input.shape)) end
+  local sizes = type(output_size) == "table" and output_size or {output_size, output_size}
+  local out = {}
+  for i, dim in ipairs({-2, -1}) do
+    local n = sizes[i] == nil and input:size(dim) or sizes[i]
+    if math.type(n) ~= "integer" or n < 1 then
+      fail(string.format("%s: output_size must be an integer >= 1 or a list {h, w}, got %s", fname, describe(output_size)))
+    end
+    out[i] = n
+  end
+  return named(fname, function()
+    local x = input
+    for i, dim in ipairs({-2, -1}) do
+      local size, n = x:size(dim), out[i]
+      if size % n == 0 and size // n > 1 then   -- equal windows: one reshape and mean
+        local shape = x:size()
+        local d = #shape + dim + 1
+        x = x:unflatten(d, {n, size // n}):mean(d + 1)
+      elseif size ~= n then
+        local parts = {}
+        for k = 0, n - 1 do
+          local first, last = (k * size) // n, -((-(k + 1) * size) // n)   -- floor and ceil
+          parts[#parts + 1] = x:narrow(dim, first + 1, last - first):mean(dim, true)
+        end
+        x = torch.cat(parts, dim)
+      end
+    end
+    return x
+  end)
+end
+
+-- nn.AdaptiveAvgPool2d(output_size): F.adaptive_avg_pool2d; output_size a number or {h, w}.
+nn.AdaptiveAvgPool2d = Module:extend("AdaptiveAvgPool2d")
+function nn.AdaptiveAvgPool2d:init(output_size)
+  if type(output_size) == "table" then
+    for i = 1, 2 do if output_size[i] ~= nil then check_integer("AdaptiveAvgPool2d", "output_size", output_size[i], 1) end end
+  else
+    check_integer("AdaptiveAvgPool2d", "output_size", output_size, 1)
+  end
+  rawset(self, "output_size", output_size)
+end
+function nn.AdaptiveAvgPool2d:forward(x) return F.adaptive_avg_pool2d(x, self.output_size) end
+function nn.AdaptiveAvgPool2d:extra_repr()
+  if type(self.output_size) ~= "table" then return "output_size=" .. self.output_size end
+  return string.format("output_size=(%s, %s)", py_repr(self.output_size[1]), py_repr(self.output_size[2]))
+end
+
+-- ============================================================================================
+-- Containers. Lua indexing is 1-based (model[1] is the first layer), names are PyTorch's, from 0
+-- (its parameters are "0.weight", "0.bias").
+
+local function check_module(class, what, v)
+  if not is_module(v) then fail(string.format("%s: %s is not a module, got %s", class, what, describe(v))) end
+  return v
+end
+
+-- nn.Sequential(m1, m2, ...): forward runs them in order. model[i], #model, ipairs(model).
+nn.Sequential = Module:extend("Sequential")
+function nn.Sequential:init(...)
+  for i = 1, select("#", ...) do   -- a nil in the middle is an error too, not the end of the list
+    self[i] = check_module("Sequential", "argument " .. i, (select(i, ...)))
+  end
+end
+function nn.Sequential:forward(x)
+  for _, module in ipairs(self) do x = module(x) end
+  return x
+end
+function nn.Sequential:append(module)
+  self[#self + 1] = check_module("append", "argument 1", module)
+  return self
+end
+
+-- nn.ModuleList([{m1, m2, ...}]): a list of modules registered as children; no forward.
+nn.ModuleList = Module:extend("ModuleList")
+function nn.ModuleList:init(modules)
+  if modules ~= nil and not is_plain_table(modules) then
+    fail("ModuleList: expects a list of modules {m1, m2, ...}, got " .. describe(modules))
+  end
+  self:extend(modules or {})
+end
+nn.ModuleList.append = nn.Sequential.append
+function nn.ModuleList:extend(modules)
+  for i, module in ipairs(modules) do self[#self + 1] = check_module("extend", "item " .. i, module) end
+  return self
+end
+
+-- nn.ModuleDict(modules): modules = {{"name", module}, ...} (kept in that order) or
+-- {name = module, ...} (sorted by name: a Lua table has no order). d.name, d["name"],
+-- d:keys(), d:values(), d:items(), #d. A name must not hide a method (d:train()).
+nn.ModuleDict = Module:extend("ModuleDict")
+function nn.ModuleDict:init(modules)
+  if modules ~= nil and not is_plain_table(modules) then
+    fail("ModuleDict: expects {{\"name\", module}, ...} or {name = module, ...}, got " .. describe(modules))
+  end
+  self:update(modules or {})
+end
+function nn.ModuleDict:update(modules)
+  local pairs_list = {}
+  if #modules > 0 then
+    for i, pair in ipairs(modules) do
+      if type(pair) ~= "table" or type(pair[1]) ~= "string" then
+        fail(string.format("ModuleDict: item %d must be a pair {\"name\", module}, got %s", i, describe(pair)))
+      end
+      pairs_list[i] = pair
+    end
+  else
+    local names = {}
+    for name in pairs(modules) do names[#names + 1] = name end
+    table.sort(names, function(a, b) return tostring(a) < tostring(b) end)
+    for i, name in ipairs(names) do pairs_list[i] = {name, modules[name]} end
+  end
+  for _, pair in ipairs(pairs_list) do
+    local name, module = pair[1], pair[2]
+    if type(name) ~= "string" then fail("ModuleDict: names must be strings, got " .. describe(name)) end
+    if nn.ModuleDict[name] ~= nil or name:sub(1, 1) == "_" or name == "training" then
+      fail(string.format("ModuleDict: the name '%s' would hide the ModuleDict's own field or method", name))
+    end
+    check_module("ModuleDict", "'" .. name .. "'", module)
+    if rawget(self, name) ~= nil then rawset(self, name, module) else self[name] = module end
+  end
+  return self
+end
+function nn.ModuleDict:keys()
+  local list = {}
+  for i, pair in ipairs(self:named_children()) do list[i] = pair[1] end
+  return list
+end
+nn.ModuleDict.values = Module.children
+nn.ModuleDict.items = Module.named_children
+nn.ModuleDict.__len = function(self) return #self:named_children() end
+
+-- ============================================================================================
+-- Losses as modules: criterion(input, target) calls the F form with the options given to the
+-- constructor (positional ones as PyTorch's: nn.CrossEntropyLoss(weight), nn.MultiMarginLoss(p,
+-- margin, weight)). Tensors (weight, pos_weight) are buffers, as PyTorch's.
+
+-- {class, F name, the parameters by position, all the parameters}
+local loss_modules = {
+  {"L1Loss", "l1_loss", 0, {"reduction"}},
+  {"MSELoss", "mse_loss", 0, {"reduction"}},
+  {"SmoothL1Loss", "smooth_l1_loss", 0, {"reduction", "beta"}},
+  {"BCELoss", "binary_cross_entropy", 1, {"weight", "reduction"}},
+  {"BCEWithLogitsLoss", "binary_cross_entropy_with_logits", 1, {"weight", "reduction", "pos_weight"}},
+  {"CrossEntropyLoss", "cross_entropy", 1, {"weight", "ignore_index", "reduction", "label_smoothing"}},
+  {"NLLLoss", "nll_loss", 1, {"weight", "ignore_index", "reduction"}},
+  {"MultiMarginLoss", "multi_margin_loss", 3, {"p", "margin", "weight", "reduction"}},
+}
+for _, spec in ipairs(loss_modules) do
+  local name, fname, n_positional, names = table.unpack(spec)
+  local class = Module:extend(name)
+  function class:init(...)
+    local first = ...
+    if n_positional == 0 and first ~= nil and type(first) ~= "table" then
+      fail(string.format("%s: options must be a table like {reduction = \"sum\"}, got %s", name, describe(first)))
+    end
+    local a = parse_args(name, 0, names, n_positional, ...)
+    self.reduction = check_reduction(name, a.reduction)
+    local given = {}
+    for _, key in ipairs(names) do
+      local value = a[key]
+      if key == "weight" or key == "pos_weight" then
+        check_tensor(name, key, value, true)
+        self:register_buffer(key, value)
+      elseif value ~= nil then
+        given[key] = value
+      end
+    end
+    rawset(self, "given_options", given)
+  end
+  function class:forward(input, target)
+    local opts = {reduction = self.reduction}
+    for key, value in pairs(self.given_options) do opts[key] = value end
+    if self.weight then opts.weight = self.weight end
+    if self.pos_weight then opts.pos_weight = self.pos_weight end
+    return F[fname](input, target, opts)
+  end
+  nn[name] = class
+end
+
+-- ============================================================================================
+-- nn.utils
+
+nn.utils = {}
+
+-- nn.utils.clip_grad_norm_(parameters, max_norm [, norm_type = 2]): scales the gradients of
+-- parameters (a list, one tensor or a module) in place so that their total norm (the norm of the
+-- per-tensor norms; norm_type math.huge: the largest |g|) is at most max_norm, as PyTorch: every
+-- gradient times min(1, max_norm / (total + 1e-6)). Returns the total norm before clipping (0-d).
+function nn.utils.clip_grad_norm_(parameters, max_norm, norm_type)
+  local fname = "clip_grad_norm_"
+  if is_module(parameters) then parameters = parameters:parameters()
+  elseif torch.is_tensor(parameters) then parameters = {parameters}
+  elseif not is_plain_table(parameters) then fail(fname .. ": parameters must be a list of tensors or a module, got " .. describe(parameters)) end
+  if type(max_norm) ~= "number" then fail(fname .. ": max_norm must be a number, got " .. describe(max_norm)) end
+  norm_type = norm_type == nil and 2 or norm_type
+  if type(norm_type) ~= "number" or norm_type <= 0 then fail(fname .. ": norm_type must be a number > 0, got " .. describe(norm_type)) end
+  return named(fname, function()
+    return torch.no_grad(function()
+      local grads = {}
+      for i, p in ipairs(parameters) do
+        if not torch.is_tensor(p) then fail(string.format("%s: parameters[%d] is not a tensor, got %s", fname, i, describe(p))) end
+        if p.grad then grads[#grads + 1] = p.grad end
+      end
+      if #grads == 0 then return torch.tensor(0.0) end
+      local norms = {}
+      for i, g in ipairs(grads) do
+        norms[i] = norm_type == math.huge and g:abs():max() or g:norm(norm_type)
+      end
+      local stacked = torch.stack(norms)
+      local total = norm_type == math.huge and stacked:max() or stacked:norm(norm_type)
+      local scale = (max_norm / (total + 1e-6)):clamp{max = 1}
+      for _, g in ipairs(grads) do g:mul_(scale) end
+      return total
+    end)
   end)
 end
 

@@ -9,7 +9,7 @@ check.fails("Linear", "in_features must be an integer >= 0, got 1.5", function()
 check.fails("Linear", "out_features must be an integer >= 0, got nil", function() nn.Linear(2) end)
 check.fails("Linear", "options must be a table like {bias = false}, got 5", function() nn.Linear(2, 3, 5) end)
 check.fails("Linear", "unknown option 'biass'", function() nn.Linear(2, 3, {biass = false}) end)
-check.fails("Linear", "rand: needs a float dtype, got int64", function() nn.Linear(2, 3, {dtype = "int64"}) end)
+check.fails("Linear", "dtype must be \"float32\" or \"float64\", got \"int64\"", function() nn.Linear(2, 3, {dtype = "int64"}) end)
 check.fails("Linear", "rand: ", function() nn.Linear(2^40, 2^20) end)   -- the size is refused, named Linear
 check.fails("Conv2d", "kernel_size must be an integer >= 1, got 0", function() nn.Conv2d(1, 2, 0) end)
 check.fails("Conv2d", "padding must be an integer >= 0, got -1", function() nn.Conv2d(1, 2, 3, {padding = -1}) end)
