@@ -16,6 +16,8 @@
 // [SECTION] read      the zip directory, inflating, npz_load_bytes
 #include <zlib.h>
 
+#include <cstdarg>
+#include <cstdio>
 #include <cstring>
 #include <unordered_set>
 
@@ -160,10 +162,12 @@ struct ZipReader {
     const std::string& bytes;
     const std::string& name;
 
-    template <class... Args>
-    [[noreturn]] void bad(const char* format, Args... args) const {
+    [[noreturn]] __attribute__((format(printf, 2, 3))) void bad(const char* format, ...) const {
         char why[512];
-        snprintf(why, sizeof why, format, args...);
+        va_list args;
+        va_start(args, format);
+        vsnprintf(why, sizeof why, format, args);
+        va_end(args);
         engine_fail("torch.load: %s: %s", name.c_str(), why);
     }
     // Whether [at, at + n) lies inside the file.
