@@ -3,7 +3,6 @@
 // The formats: state_file_npz.cpp and state_file_safetensors.cpp.
 #include "state_file.h"
 
-#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -114,9 +113,7 @@ void state_save(const StateEntries& entries, const std::string& path, bool compr
     if (compress && format != STATE_NPZ)
         engine_fail("torch.save: %s: compress is for .npz files (safetensors stores raw bytes)", path.c_str());
     check_keys(entries, path);
-    StateEntries sorted = entries;   // a file does not depend on the order a Lua table was walked in
-    std::sort(sorted.begin(), sorted.end(), [](const StateEntry& a, const StateEntry& b) { return a.key < b.key; });
-    StateEntries stored = with_numbers_listed(sorted);
+    StateEntries stored = with_numbers_listed(entries);
     // The whole file is made in memory first: an error leaves no half-written file behind.
     file_write_bytes(format == STATE_NPZ ? npz_bytes(stored, compress, path) : safetensors_bytes(stored, path), path);
 }

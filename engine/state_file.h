@@ -41,7 +41,7 @@ constexpr const char* STATE_NUMBERS_KEY = "__tapedeck_numbers__";
 StateFormat state_format_of(const std::string& path, const char* function);
 
 // Writes `entries` (keys non-empty UTF-8 without NUL, each once) to `path` in the format of its
-// extension, in the order of their keys; tensors as their elements in row-major order whatever their layout. `compress`
+// extension, in their order; tensors as their elements in row-major order whatever their layout. `compress`
 // deflates the .npz entries (it is an error for .safetensors).
 void state_save(const StateEntries& entries, const std::string& path, bool compress);
 // The entries of the file at `path`, in the order they are stored.

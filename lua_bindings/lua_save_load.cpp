@@ -4,8 +4,10 @@
 //   sd = torch.load("model.npz")   -- {["fc.weight"] = w, ["fc.bias"] = b, step = 3, note = "run 1"}
 //
 // Saving flattens nested tables to dotted keys (an integer key is written as its digits, as it
-// is: {w1, w2} saves "1" and "2"); a value that is not a table is saved as "arr_0", the name
+// is: {w1, w2} saves "1" and "2"), in the order of a table's __pairs (a state_dict's) or else
+// sorted; a value that is not a table is saved as "arr_0", the name
 // numpy.savez gives an unnamed array. Loading gives the flat table, keys always strings.
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -35,6 +37,40 @@ std::string key_part(lua_State* L, int idx, const std::string& parent) {
     if (lua_isinteger(L, idx)) return std::to_string(lua_tointeger(L, idx));
     tdlua::arg_fail(1, "%s has a key of type %s (keys are strings or integers)",
                     parent.empty() ? "the table" : ("the table at '" + parent + "'").c_str(), luaL_typename(L, idx));
+}
+
+// The entries of the table at idx as (key part, position of its value in `list`): in the order
+// of its __pairs metamethod when it has one (a state_dict keeps PyTorch's key order), else
+// sorted by key, so that a file does not depend on the order Lua happens to walk a table in.
+std::vector<std::pair<std::string, int>> table_order(lua_State* L, int idx, int list, const std::string& parent) {
+    luaL_checkstack(L, 6, "torch.save");
+    bool has_pairs = luaL_getmetafield(L, idx, "__pairs") != LUA_TNIL;
+    if (has_pairs) {   // __pairs(t) -> next, state, control
+        lua_pushvalue(L, idx);
+        lua_call(L, 1, 3);
+    } else {
+        lua_pushcfunction(L, [](lua_State* S) { return lua_next(S, 1) ? 2 : (lua_pushnil(S), 1); });
+        lua_pushvalue(L, idx);
+        lua_pushnil(L);
+    }
+    std::vector<std::pair<std::string, int>> order;
+    while (true) {   // stack: next, state, control
+        lua_pushvalue(L, -3);
+        lua_pushvalue(L, -3);
+        lua_pushvalue(L, -3);
+        lua_call(L, 2, 2);   // next(state, control) -> key, value
+        if (lua_isnil(L, -2)) {
+            lua_pop(L, 5);
+            break;
+        }
+        int at = static_cast<int>(order.size());
+        order.emplace_back(key_part(L, -2, parent), at);
+        lua_rawseti(L, list, at + 1);   // the value
+        lua_replace(L, -2);             // the key is the next control
+    }
+    if (!has_pairs)
+        std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    return order;
 }
 
 // Appends the value at idx (a tensor, number, string or table of them) to `out` under `key`;
@@ -69,14 +105,16 @@ void flatten(lua_State* L, int idx, const std::string& key, StateEntries& out, s
     for (const void* t : open)
         if (t == table) tdlua::arg_fail(1, "%s is a table that holds itself", at_key(key).c_str());
     if (static_cast<int>(open.size()) >= MAX_NESTING) tdlua::arg_fail(1, "%s nests tables more than %d deep", at_key(key).c_str(), MAX_NESTING);
-    luaL_checkstack(L, 4, "torch.save");
     open.push_back(table);
-    lua_pushnil(L);
-    while (lua_next(L, idx)) {   // raw pairs: the table's own entries
-        std::string part = key_part(L, -2, key);
+    lua_newtable(L);   // the values, in the order the keys were walked
+    int list = lua_gettop(L);
+    std::vector<std::pair<std::string, int>> order = table_order(L, idx, list, key);
+    for (const auto& [part, at] : order) {
+        lua_rawgeti(L, list, at + 1);
         flatten(L, -1, key.empty() ? part : key + "." + part, out, open);
         lua_pop(L, 1);
     }
+    lua_pop(L, 1);
     open.pop_back();
 }
 

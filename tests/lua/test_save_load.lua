@@ -105,6 +105,22 @@ local again2 = temp("again2.npz")
 torch.save(original, again2)
 check.equal(read_bytes(again) == read_bytes(again2), true, "the same table saves to the same bytes")
 
+-- Entries are written in the order of a table's __pairs (a state_dict keeps PyTorch's key order),
+-- else sorted by key.
+local function ordered(keys, values)
+  return setmetatable(values, {__pairs = function(t)
+    local i = 0
+    return function() i = i + 1; if keys[i] then return keys[i], rawget(t, keys[i]) end end, t, nil
+  end})
+end
+local order_file = temp("order.npz")
+torch.save({m = ordered({"z", "a", "k"}, {a = 1, k = 2, z = 3}), b = {y = 1, x = 2}}, order_file)
+local order_bytes = read_bytes(order_file)
+local function at(name) return assert(order_bytes:find(name .. ".npy", 1, true), name) end
+assert(at("b.x") < at("b.y") and at("b.y") < at("m.z") and at("m.z") < at("m.a") and at("m.a") < at("m.k"),
+       "a plain table's keys sorted, an ordered table's in its __pairs order")
+check.equal(torch.load(order_file)["m.k"], 2, "an ordered table's values")
+
 -- ---------------------------------------------------------------------------------------------
 -- 2. Files made in Python: numpy.savez, numpy.savez_compressed, a safetensors file.
 local function check_python_values(loaded, what, with_numpy_extras)
