@@ -10,7 +10,7 @@
 #                     explained: tests/sanitizers/. Extra ctest arguments pass through
 #                     (./run.sh test-asan -R viewer).
 #   ./run.sh fuzz [seconds]  the fuzzers on the sanitizer build, each for `seconds` (default 300):
-#                     libFuzzer on the plan loader and on the .npy loader (tests/fuzz/fuzz_*.cpp,
+#                     libFuzzer on the plan, .npy, .npz and .safetensors loaders (tests/fuzz/fuzz_*.cpp,
 #                     seeded with tests/fuzz/corpus/), and the random op-sequence fuzzer through the
 #                     Lua API (tests/fuzz/run_api_fuzz.sh). Findings land in build-asan/fuzz/; the
 #                     exit status is 1 when any fuzzer found something.
@@ -60,7 +60,7 @@ fuzz() {
   sanitizer_env
   export ASAN_OPTIONS="$ASAN_OPTIONS:fast_unwind_on_malloc=1"   # speed: whole stacks only matter for reading a leak
   mkdir -p build-asan/fuzz
-  for name in plan_load npy_load; do
+  for name in plan_load npy_load npz_load safetensors_load; do
     echo "=== fuzz: $name, ${seconds} s (libFuzzer, seeds tests/fuzz/corpus/$name)"
     mkdir -p "build-asan/fuzz/$name"
     build-asan/tests/fuzz/fuzz_$name -dict="tests/fuzz/$name.dict" -max_total_time="$seconds" -timeout=30 \

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # install-deps.sh: install the Debian 12 packages tapedeck builds and tests with, if missing.
 # Idempotent and quick when everything is there (one dpkg-query). Needs root to install.
+#   zlib1g-dev: deflate for .npz files (torch.save / torch.load).
 #   libx11-dev: the viewer sets Xlib's I/O error handlers (a lost X display closes the viewer).
 #   clang, libclang-rt-14-dev: the sanitizer build (./run.sh test-asan: ASan, UBSan, LSan) and the
 #     libFuzzer harnesses; llvm: llvm-symbolizer, for sanitizer reports with function names and lines.
@@ -9,6 +10,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkgconf
   libeigen3-dev
+  zlib1g-dev
   liblua5.4-dev libreadline-dev
   libimgui-dev libstb-dev libglfw3-dev libgl-dev
   libgraphviz-dev graphviz

@@ -16,8 +16,17 @@ std::string file_read_bytes(const std::string& path, const char* function, size_
 // "64.0 MB", "8.00 GB", "512 bytes": a size for a message.
 std::string bytes_text(size_t bytes);
 
-// Write `value` as a format 1.0 .npy file, C order, little-endian ('<f4', '<f8' or '<i8').
+// Write `value` as a format 1.0 .npy file, C order, little-endian ('<f4', '<f8' or '<i8'); a
+// view's elements in row-major order.
 void npy_save(const Value& value, const std::string& path);
+// The bytes npy_save writes (for the .npz writer).
+std::string npy_bytes_of(const Value& value);
+// The bytes of a .npy file holding one string, a 0-d array as numpy.save writes a Python str:
+// '<Un' (n UTF-32 code points) when `text` is UTF-8, else '|Sn' (the bytes as they are). A text
+// that ends with a NUL byte is an error naming `function` (NumPy drops trailing NULs).
+std::string npy_bytes_of_string(const std::string& text, const char* function);
+// Whether `text` is well-formed UTF-8.
+bool utf8_valid(const std::string& text);
 
 // Read a .npy file (format 1.0, 2.0 or 3.0; C order; either byte order). float32, float64 and
 // int64 load as they are; float16 loads as float32; bool, int8..int32 and uint8..uint64 as int64
@@ -28,5 +37,16 @@ void npy_save(const Value& value, const std::string& path);
 Value npy_load(const std::string& path);
 // The same from the file's bytes in memory; `name` stands for the file in messages.
 Value npy_load_bytes(const std::string& bytes, const std::string& name);
+
+// What a .npy file holds: an array of numbers (as npy_load reads it), or one string (a 0-d array
+// of dtype 'U' or 'S', read as NumPy reads it: trailing NULs dropped, UTF-32 as UTF-8).
+struct NpyContent {
+    Value tensor;          // when !is_string
+    bool is_string = false;
+    std::string text;      // when is_string
+};
+// npy_load_bytes, also taking one string; errors start with "<function>: <name>: ". An array
+// of strings, and an array of Python objects (a pickle), are errors.
+NpyContent npy_parse_bytes(const std::string& bytes, const std::string& name, const char* function);
 
 }  // namespace td

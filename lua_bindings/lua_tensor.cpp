@@ -1587,6 +1587,7 @@ void tapedeck_open(lua_State* L) {
     register_bindings(L, view_torch_only);
     tapedeck_open_function(L);
     tapedeck_open_plan(L);
+    tapedeck_open_save_load(L);
     static const Binding autograd_functions[] = {{"grad", l_autograd_grad}, {"backward", l_backward}, {nullptr, nullptr}};
     lua_newtable(L);   // torch.autograd
     register_bindings(L, autograd_functions);

@@ -45,5 +45,8 @@ std::string tapedeck_where(lua_State* L, int level);
 // Adds torch.freeze, save_plan, load_plan, save_npy, load_npy to the torch table on top of the
 // stack, and the frozen function's metatable (lua_plan.cpp).
 void tapedeck_open_plan(lua_State* L);
+// Adds torch.save and torch.load (.npz and .safetensors files) to the torch table on top of the
+// stack (lua_save_load.cpp).
+void tapedeck_open_save_load(lua_State* L);
 // Whether the value at idx is a frozen function (from torch.freeze or torch.load_plan).
 bool tapedeck_is_frozen(lua_State* L, int idx);

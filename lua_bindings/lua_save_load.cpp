@@ -1,0 +1,190 @@
+// lua_save_load.cpp: torch.save and torch.load (the files: engine/state_file.h).
+//
+//   torch.save({fc = {weight = w, bias = b}, step = 3, note = "run 1"}, "model.npz" [, {compress = true}])
+//   sd = torch.load("model.npz")   -- {["fc.weight"] = w, ["fc.bias"] = b, step = 3, note = "run 1"}
+//
+// Saving flattens nested tables to dotted keys (an integer key is written as its digits, as it
+// is: {w1, w2} saves "1" and "2"), in the order of a table's __pairs (a state_dict's) or else
+// sorted; a value that is not a table is saved as "arr_0", the name
+// numpy.savez gives an unnamed array. Loading gives the flat table, keys always strings.
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "lua_util.h"
+#include "ops.h"
+#include "state_file.h"
+#include "tapedeck_lua.h"
+
+using namespace td;
+
+namespace {
+
+constexpr int MAX_NESTING = 64;
+
+// Where a value sits, for messages: "the value at 'fc.bias'", "the value".
+std::string at_key(const std::string& key) { return key.empty() ? "the value" : "the value at '" + key + "'"; }
+
+// The key part a table key gives: a string as it is, an integer as its decimal digits.
+std::string key_part(lua_State* L, int idx, const std::string& parent) {
+    if (lua_type(L, idx) == LUA_TSTRING) {
+        size_t n = 0;
+        const char* s = lua_tolstring(L, idx, &n);
+        if (n == 0) tdlua::arg_fail(1, "%s holds an empty key", parent.empty() ? "the table" : ("the table at '" + parent + "'").c_str());
+        return std::string(s, n);
+    }
+    if (lua_isinteger(L, idx)) return std::to_string(lua_tointeger(L, idx));
+    tdlua::arg_fail(1, "%s has a key of type %s (keys are strings or integers)",
+                    parent.empty() ? "the table" : ("the table at '" + parent + "'").c_str(), luaL_typename(L, idx));
+}
+
+// The entries of the table at idx as (key part, position of its value in `list`): in the order
+// of its __pairs metamethod when it has one (a state_dict keeps PyTorch's key order), else
+// sorted by key, so that a file does not depend on the order Lua happens to walk a table in.
+std::vector<std::pair<std::string, int>> table_order(lua_State* L, int idx, int list, const std::string& parent) {
+    luaL_checkstack(L, 6, "torch.save");
+    bool has_pairs = luaL_getmetafield(L, idx, "__pairs") != LUA_TNIL;
+    if (has_pairs) {   // __pairs(t) -> next, state, control
+        lua_pushvalue(L, idx);
+        lua_call(L, 1, 3);
+    } else {
+        lua_pushcfunction(L, [](lua_State* S) { return lua_next(S, 1) ? 2 : (lua_pushnil(S), 1); });
+        lua_pushvalue(L, idx);
+        lua_pushnil(L);
+    }
+    std::vector<std::pair<std::string, int>> order;
+    while (true) {   // stack: next, state, control
+        lua_pushvalue(L, -3);
+        lua_pushvalue(L, -3);
+        lua_pushvalue(L, -3);
+        lua_call(L, 2, 2);   // next(state, control) -> key, value
+        if (lua_isnil(L, -2)) {
+            lua_pop(L, 5);
+            break;
+        }
+        int at = static_cast<int>(order.size());
+        order.emplace_back(key_part(L, -2, parent), at);
+        lua_rawseti(L, list, at + 1);   // the value
+        lua_replace(L, -2);             // the key is the next control
+    }
+    if (!has_pairs)
+        std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    return order;
+}
+
+// Appends the value at idx (a tensor, number, string or table of them) to `out` under `key`;
+// `open` holds the tables being walked, so a table that holds itself is an error, not a loop.
+void flatten(lua_State* L, int idx, const std::string& key, StateEntries& out, std::vector<const void*>& open) {
+    idx = lua_absindex(L, idx);
+    if (Tensor* t = tapedeck_test_tensor(L, idx)) {
+        out.push_back(StateEntry{key, STATE_TENSOR, t->value(), ""});
+        return;
+    }
+    switch (lua_type(L, idx)) {
+        case LUA_TNUMBER: {
+            bool integer = lua_isinteger(L, idx);
+            Value v = value_new(Shape{}, integer ? DTYPE_I64 : DTYPE_F64);
+            if (integer) *v.data<int64_t>() = lua_tointeger(L, idx);
+            else *v.data<double>() = lua_tonumber(L, idx);
+            out.push_back(StateEntry{key, STATE_NUMBER, v, ""});
+            return;
+        }
+        case LUA_TSTRING: {
+            size_t n = 0;
+            const char* s = lua_tolstring(L, idx, &n);
+            out.push_back(StateEntry{key, STATE_STRING, Value(), std::string(s, n)});
+            return;
+        }
+        case LUA_TTABLE: break;
+        default:
+            tdlua::arg_fail(1, "%s is a %s (tensors, numbers, strings and tables of them are saved)", at_key(key).c_str(),
+                            tdlua::type_name_of(L, idx));
+    }
+    const void* table = lua_topointer(L, idx);
+    for (const void* t : open)
+        if (t == table) tdlua::arg_fail(1, "%s is a table that holds itself", at_key(key).c_str());
+    if (static_cast<int>(open.size()) >= MAX_NESTING) tdlua::arg_fail(1, "%s nests tables more than %d deep", at_key(key).c_str(), MAX_NESTING);
+    open.push_back(table);
+    lua_newtable(L);   // the values, in the order the keys were walked
+    int list = lua_gettop(L);
+    std::vector<std::pair<std::string, int>> order = table_order(L, idx, list, key);
+    for (const auto& [part, at] : order) {
+        lua_rawgeti(L, list, at + 1);
+        flatten(L, -1, key.empty() ? part : key + "." + part, out, open);
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    open.pop_back();
+}
+
+// A module is saved through its state_dict, as in PyTorch's idiom.
+void refuse_module(lua_State* L) {
+    if (lua_type(L, 1) != LUA_TTABLE) return;
+    lua_getfield(L, 1, "state_dict");
+    bool is_module = lua_type(L, -1) == LUA_TFUNCTION;
+    lua_pop(L, 1);
+    if (is_module) tdlua::arg_fail(1, "a module is saved as its weights: torch.save(model:state_dict(), path)");
+}
+
+// {compress = true}: deflate the .npz entries.
+bool compress_option(lua_State* L, int idx) {
+    if (lua_isnoneornil(L, idx)) return false;
+    if (lua_type(L, idx) != LUA_TTABLE) tdlua::arg_fail(idx, "options must be a table ({compress = true}), got %s", tdlua::type_name_of(L, idx));
+    bool compress = false;
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        if (lua_type(L, -2) != LUA_TSTRING) tdlua::arg_fail(idx, "option names are strings, got a %s key", luaL_typename(L, -2));
+        const char* key = lua_tostring(L, -2);
+        if (strcmp(key, "compress") != 0) tdlua::arg_fail(idx, "unknown option '%s' (expected compress)", key);
+        if (!lua_isboolean(L, -1)) tdlua::arg_fail(idx, "compress must be true or false, got %s", tdlua::type_name_of(L, -1));
+        compress = lua_toboolean(L, -1);
+        lua_pop(L, 1);
+    }
+    return compress;
+}
+
+int l_save(lua_State* L) {
+    const char* path = tdlua::check_string(L, 2, "path");
+    bool compress = compress_option(L, 3);
+    refuse_module(L);
+    if (lua_isnone(L, 1)) tdlua::arg_fail(1, "the value to save is missing");
+    StateEntries entries;
+    std::vector<const void*> open;
+    flatten(L, 1, lua_type(L, 1) == LUA_TTABLE && !tapedeck_test_tensor(L, 1) ? "" : "arr_0", entries, open);
+    state_save(entries, path, compress);
+    return 0;
+}
+
+int push_entry(lua_State* L, const StateEntry& e) {
+    switch (e.kind) {
+        case STATE_NUMBER:
+            if (e.value.dtype == DTYPE_I64) lua_pushinteger(L, *e.value.data<int64_t>());
+            else lua_pushnumber(L, *e.value.data<double>());
+            return 1;
+        case STATE_STRING: lua_pushlstring(L, e.text.data(), e.text.size()); return 1;
+        case STATE_TENSOR: break;
+    }
+    Tensor t = ops::create(OP_zeros, e.value.shape, e.value.dtype);
+    std::memcpy(t.value().raw(), e.value.raw(), static_cast<size_t>(e.value.numel()) * dtype_size(e.value.dtype));
+    return tapedeck_push_tensor(L, t);
+}
+
+int l_load(lua_State* L) {
+    StateEntries entries = state_load(tdlua::check_string(L, 1, "path"));
+    lua_createtable(L, 0, static_cast<int>(entries.size()));
+    for (const StateEntry& e : entries) {
+        lua_pushlstring(L, e.key.data(), e.key.size());
+        push_entry(L, e);
+        lua_rawset(L, -3);
+    }
+    return 1;
+}
+
+const tdlua::Binding save_load_functions[] = {
+    {"save", l_save, "torch.save"}, {"load", l_load, "torch.load"}, {nullptr, nullptr},
+};
+
+}  // namespace
+
+void tapedeck_open_save_load(lua_State* L) { tdlua::register_bindings(L, save_load_functions); }
