@@ -466,8 +466,8 @@ function Module:load_state_dict(sd, opts)
                                                   tostring(source.shape), tostring(target.shape))
     end
   end
-  for key in pairs(sd) do
-    if not expected[key] then unexpected[#unexpected + 1] = tostring(key) end
+  for key, value in pairs(sd) do   -- entries that are not tensors (a file's metadata strings) are not state
+    if not expected[key] and torch.is_tensor(value) then unexpected[#unexpected + 1] = tostring(key) end
   end
   table.sort(unexpected)
   local problems = {}
