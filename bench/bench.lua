@@ -103,6 +103,22 @@ workloads[#workloads + 1] = {name = "W6", title = "small_cnn fwd+bwd", eager_tar
   end, {x, labels}
 end}
 
+-- W7: one training step of scripts/models/char_lstm.lua at its default sizes: vocabulary 71 (the
+-- script's text has 71 distinct characters), embedding 32, one LSTM layer of 128, a batch of 16
+-- sequences of 32 characters; cross_entropy, backward, clip_grad_norm_(1.0), Adam (lr 0.01). The
+-- model and step are char_lstm_model.lua's. Targets: issue 13's 0.5x / 0.3x of PyTorch eager's
+-- 7.1 ms (one thread, OpenBLAS, the shared 2-core machine).
+workloads[#workloads + 1] = {name = "W7", title = "char_lstm train step", eager_target = 3550, frozen_target = 2130,
+  setup = function()
+  local source = debug.getinfo(1, "S").source
+  local bench_dir = source:match("^@(.*[/\\])") or "./"
+  local M = dofile(bench_dir .. "../scripts/models/char_lstm_model.lua")
+  local model = M.CharLSTM(71, {embed_dim = 32, hidden_size = 128, num_layers = 1})
+  local optimizer = optim.Adam(model:parameters(), {lr = 0.01})
+  local x, y = torch.randint(1, 72, {16, 32}), torch.randint(1, 72, {16, 32})
+  return M.make_train_step(model, optimizer, 1.0), {x, y}
+end}
+
 local function percentile_sorted(values, q)
   return values[math.max(1, math.floor(#values * q + 0.5))]
 end

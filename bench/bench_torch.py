@@ -84,7 +84,34 @@ def w6():
     return forward, (torch.randn(8, 1, 28, 28), torch.arange(8)), params, None
 
 
-WORKLOADS = {"W1": w1, "W2": w2, "W3": w3, "W4": w4, "W5": w5, "W6": w6}
+def w7():
+    """char_lstm.lua's training step: Embedding(71, 32), LSTM(32, 128, batch_first), Linear(128, 71),
+    cross_entropy, backward, clip_grad_norm_(1.0), Adam(lr 0.01); batch 16 x 32 characters. The
+    module computes the loss (TorchScript traces it, parameters included); the update clears the
+    gradients after Adam's step, so the next step starts without them, as the others do."""
+    F = torch.nn.functional
+
+    class CharLSTM(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = torch.nn.Embedding(71, 32)
+            self.lstm = torch.nn.LSTM(32, 128, batch_first=True)
+            self.head = torch.nn.Linear(128, 71)
+
+        def forward(self, x, y):
+            out, _ = self.lstm(self.embed(x))
+            return F.cross_entropy(self.head(out).reshape(-1, 71), y.reshape(-1))
+    model = CharLSTM()
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+
+    def update():
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+    return model, (torch.randint(0, 71, (16, 32)), torch.randint(0, 71, (16, 32))), (), update
+
+
+WORKLOADS = {"W1": w1, "W2": w2, "W3": w3, "W4": w4, "W5": w5, "W6": w6, "W7": w7}
 
 
 def make_step(forward, inputs, params, update):

@@ -1283,7 +1283,11 @@ struct PlanCall {
             alpha.scalar = 1;
             run_op(OP_add_, alpha, in, in_values, 2, out, &grad_value, 1, s);
         } else {
-            Value fresh = *x.inputs[0];
+            // The new .grad is contiguous, whatever the gradient's layout (a transpose's view, as
+            // mm(x, w:t())'s gradient of w is, must not lend its strides or offset to the .grad).
+            Value fresh;
+            fresh.shape = x.inputs[0]->shape;
+            fresh.dtype = x.inputs[0]->dtype;
             if (!take_recycled(s.target, fresh)) give_fresh_bytes(fresh);
             Value* out[1] = {&fresh};
             run_op(OP_clone, OpAttrs(), x.inputs.data(), s.inputs.data(), 1, out, nullptr, 1, s);

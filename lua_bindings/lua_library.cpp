@@ -6,6 +6,7 @@
 
 #include "errors_lua.h"
 #include "nn_lua.h"
+#include "nn_recurrent_lua.h"
 #include "optim_lua.h"
 
 namespace {
@@ -16,10 +17,11 @@ struct LibraryModule {
     bool global;               // also a global of that name
 };
 
-// In load order: errors first (nn and optim require it).
+// In load order: errors first (nn and optim require it), nn before nn_recurrent (which extends it).
 const LibraryModule library[] = {
     {"tapedeck.errors", errors_lua, false},
     {"nn", nn_lua, true},
+    {"tapedeck.nn_recurrent", nn_recurrent_lua, false},   // adds RNN, LSTM, GRU and cells to nn
     {"optim", optim_lua, true},
 };
 

@@ -1729,4 +1729,12 @@ function nn.utils.clip_grad_norm_(parameters, max_norm, norm_type)
   end)
 end
 
+-- ============================================================================================
+-- Helpers for the parts of nn written in other embedded files (nn_recurrent.lua: RNN, LSTM, GRU
+-- and their cells), so their checks and errors read as this file's.
+
+nn._helpers = {check_integer = check_integer, check_options = check_options, check_dtype = check_dtype,
+               check_boolean = check_boolean, check_number = check_number, named = named,
+               uniform_parameter = uniform_parameter, py_repr = py_repr}
+
 return nn
