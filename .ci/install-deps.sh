@@ -2,6 +2,7 @@
 # install-deps.sh: install the Debian 12 packages tapedeck builds and tests with, if missing.
 # Idempotent and quick when everything is there (one dpkg-query). Needs root to install.
 #   zlib1g-dev: deflate for .npz files (torch.save / torch.load).
+#   libpng-dev: PNG files (torch.save_png: the spiral model's decision regions).
 #   libx11-dev: the viewer sets Xlib's I/O error handlers (a lost X display closes the viewer).
 #   clang, libclang-rt-14-dev: the sanitizer build (./run.sh test-asan: ASan, UBSan, LSan) and the
 #     libFuzzer harnesses; llvm: llvm-symbolizer, for sanitizer reports with function names and lines.
@@ -11,6 +12,7 @@ packages=(
   build-essential cmake pkgconf
   libeigen3-dev
   zlib1g-dev
+  libpng-dev
   liblua5.4-dev libreadline-dev
   libimgui-dev libstb-dev libglfw3-dev libgl-dev
   libgraphviz-dev graphviz

@@ -1,4 +1,8 @@
-// lua_library.cpp: the parts of the Lua API written in Lua (nn, optim), compiled into tapedeck.
+// lua_library.cpp: the parts of the Lua API written in Lua (nn, optim, the progress line and the
+// model scripts' options), compiled into tapedeck, and the one C function they need (isatty).
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -8,6 +12,8 @@
 #include "nn_lua.h"
 #include "nn_recurrent_lua.h"
 #include "optim_lua.h"
+#include "progress_lua.h"
+#include "script_args_lua.h"
 
 namespace {
 
@@ -17,17 +23,38 @@ struct LibraryModule {
     bool global;               // also a global of that name
 };
 
-// In load order: errors first (nn and optim require it), nn before nn_recurrent (which extends it).
+// In load order: errors first (the others require it), nn before nn_recurrent (which extends it).
 const LibraryModule library[] = {
     {"tapedeck.errors", errors_lua, false},
     {"nn", nn_lua, true},
     {"tapedeck.nn_recurrent", nn_recurrent_lua, false},   // adds RNN, LSTM, GRU and cells to nn
     {"optim", optim_lua, true},
+    {"tapedeck.progress", progress_lua, false},
+    {"tapedeck.args", script_args_lua, false},
 };
+
+// terminal.isatty(file): whether an open Lua file (io.stdout, io.stderr, ...) is a terminal.
+int l_isatty(lua_State* L) {
+    auto* stream = static_cast<luaL_Stream*>(luaL_testudata(L, 1, LUA_FILEHANDLE));
+    if (!stream || !stream->closef) return luaL_error(L, "isatty: expected an open file such as io.stdout, got %s", luaL_typename(L, 1));
+    lua_pushboolean(L, isatty(fileno(stream->f)) == 1);
+    return 1;
+}
+
+// package.loaded["tapedeck.terminal"] = {isatty = ...}: what progress.lua asks of the system.
+void open_terminal_module(lua_State* L) {
+    luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+    lua_newtable(L);
+    lua_pushcfunction(L, l_isatty);
+    lua_setfield(L, -2, "isatty");
+    lua_setfield(L, -2, "tapedeck.terminal");
+    lua_pop(L, 1);
+}
 
 }  // namespace
 
 void tapedeck_open_library(lua_State* L) {
+    open_terminal_module(L);
     for (const LibraryModule& module : library) {
         std::string chunk_name = std::string(TAPEDECK_LIBRARY_CHUNK) + module.name + ".lua";
         if (luaL_loadbuffer(L, module.source, strlen(module.source), chunk_name.c_str()) != LUA_OK)

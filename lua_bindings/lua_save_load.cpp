@@ -1,4 +1,5 @@
-// lua_save_load.cpp: torch.save and torch.load (the files: engine/state_file.h).
+// lua_save_load.cpp: torch.save and torch.load (the files: engine/state_file.h), and
+// torch.save_png (engine/png_write.h).
 //
 //   torch.save({fc = {weight = w, bias = b}, step = 3, note = "run 1"}, "model.npz" [, {compress = true}])
 //   sd = torch.load("model.npz")   -- {["fc.weight"] = w, ["fc.bias"] = b, step = 3, note = "run 1"}
@@ -14,6 +15,7 @@
 
 #include "lua_util.h"
 #include "ops.h"
+#include "png_write.h"
 #include "state_file.h"
 #include "tapedeck_lua.h"
 
@@ -181,8 +183,35 @@ int l_load(lua_State* L) {
     return 1;
 }
 
+// {layout = "CHW" | "HWC"}: which 3-d layout the image has (needed only when both could be).
+PngLayout png_layout_option(lua_State* L, int idx) {
+    if (lua_isnoneornil(L, idx)) return PNG_LAYOUT_AUTO;
+    if (lua_type(L, idx) != LUA_TTABLE) tdlua::arg_fail(idx, "options must be a table ({layout = \"HWC\"}), got %s", tdlua::type_name_of(L, idx));
+    PngLayout layout = PNG_LAYOUT_AUTO;
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        if (lua_type(L, -2) != LUA_TSTRING || strcmp(lua_tostring(L, -2), "layout") != 0)
+            tdlua::arg_fail(idx, "unknown option %s (expected layout)", lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : luaL_typename(L, -2));
+        const char* value = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "";
+        if (strcmp(value, "CHW") == 0) layout = PNG_LAYOUT_CHW;
+        else if (strcmp(value, "HWC") == 0) layout = PNG_LAYOUT_HWC;
+        else tdlua::arg_fail(idx, "layout must be \"CHW\" or \"HWC\", got %s", lua_type(L, -1) == LUA_TSTRING ? value : tdlua::type_name_of(L, -1));
+        lua_pop(L, 1);
+    }
+    return layout;
+}
+
+// torch.save_png(image, path [, {layout = "HWC"}]): an image tensor as a PNG file (png_write.h).
+int l_save_png(lua_State* L) {
+    Tensor* t = tapedeck_test_tensor(L, 1);
+    if (!t) tdlua::arg_fail(1, "the image must be a tensor, got %s", tdlua::type_name_of(L, 1));
+    const char* path = tdlua::check_string(L, 2, "path");
+    png_save(t->value(), path, png_layout_option(L, 3));
+    return 0;
+}
+
 const tdlua::Binding save_load_functions[] = {
-    {"save", l_save, "torch.save"}, {"load", l_load, "torch.load"}, {nullptr, nullptr},
+    {"save", l_save, "torch.save"}, {"load", l_load, "torch.load"}, {"save_png", l_save_png}, {nullptr, nullptr},
 };
 
 }  // namespace

@@ -1714,6 +1714,16 @@ gen("npy", 5, function()
   return call("load_npy", src .. fmt("; T[%d] = torch.load_npy(PATH('g.npy'))", k), {"load_npy"}, {k})
 end)
 
+-- torch.save_png: pool tensors (any shape, dtype, values: mostly refused), small images scaled
+-- into 0..255, odd paths and options.
+gen("png", 2, function()
+  local image = chance(0.5) and targ() or fmt("(torch.rand({%s}) * %s)", pick({"3, 4, 5", "4, 5, 3", "2, 3", "3, 2, 3", "1, 1, 1", "0, 4",
+                                                                              "5", "4, 4, 4, 4", "16385, 1"}), pick({"255", "256", "-1", "0/0"}))
+  local path = chance(0.9) and "PATH('p.png')" or pick({"'/nonexistent/d/x.png'", "nil", "{}", "TMP"})
+  local options = pick({"", ", {layout = 'HWC'}", ", {layout = 'CHW'}", ", {layout = 'x'}", ", {bogus = 1}", ", 5"})
+  return call("save_png", fmt("torch.save_png(%s, %s%s)", chance(0.95) and image or wrong(), path, options), {"save_png"})
+end)
+
 -- ============================================================================================
 -- [SECTION] nn
 
