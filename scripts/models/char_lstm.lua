@@ -7,12 +7,10 @@
 -- replay the plan, and the losses are eager's (within float32 rounding).
 local here = arg[0]:match("^(.*[/\\])") or "./"
 local M = dofile(here .. "char_lstm_model.lua")
-
-local steps, freeze = 300, false
-for i = 1, #arg do
-  if arg[i] == "--steps" then steps = assert(math.tointeger(tonumber(arg[i + 1])), "--steps takes a whole number")
-  elseif arg[i] == "--freeze" then freeze = true end
-end
+local progress = require "tapedeck.progress"
+local options = require("tapedeck.args").parse{steps = 300, freeze = false}
+local steps, freeze = options.steps, options.freeze
+assert(steps >= 1, "--steps must be at least 1")
 
 -- The text: the first 20,000 characters; the vocabulary: the characters in them.
 local file = assert(io.open("/usr/share/common-licenses/GPL-3"))
@@ -45,7 +43,7 @@ local train_step = M.make_train_step(model, optimizer, 1.0)
 print(string.format("%d characters, %d distinct; %d parameters%s", #text, #chars, model:num_parameters(),
                     freeze and "; the training step frozen" or ""))
 
-local start = torch.perf_counter()
+local bar = progress.new{total = steps}
 for step = 1, steps do
   local x, y = get_batch()
   local loss
@@ -54,11 +52,9 @@ for step = 1, steps do
   else
     loss = train_step(x, y)
   end
-  if step == 1 or step % 25 == 0 or step == steps then
-    local elapsed = torch.perf_counter() - start
-    print(string.format("step %4d  loss %.4f  %.1f steps/s", step, loss:item(), step / elapsed))
-  end
+  bar:update(step, {loss = loss})
 end
+bar:close()
 
 -- Generation: one character at a time, each drawn from the softmax of the model's scores,
 -- the LSTM's state carried from one character to the next.
