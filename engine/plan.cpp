@@ -1255,6 +1255,7 @@ struct PlanCall {
     bool take_recycled(int t, Value& v) {
         Tensor& old = e.recycled[t];
         if (!old.defined() || old.value().shape != v.shape || old.value().dtype != v.dtype) return false;
+        if (!old.value().is_contiguous() || old.value().offset != 0) return false;   // v is written row-major
         v.storage = old.value().storage;
         return true;
     }
@@ -1283,7 +1284,10 @@ struct PlanCall {
             alpha.scalar = 1;
             run_op(OP_add_, alpha, in, in_values, 2, out, &grad_value, 1, s);
         } else {
-            Value fresh = *x.inputs[0];
+            // a new contiguous .grad: the gradient may be a strided view (a transpose of an mm)
+            Value fresh;
+            fresh.shape = x.inputs[0]->shape;
+            fresh.dtype = x.inputs[0]->dtype;
             if (!take_recycled(s.target, fresh)) give_fresh_bytes(fresh);
             Value* out[1] = {&fresh};
             run_op(OP_clone, OpAttrs(), x.inputs.data(), s.inputs.data(), 1, out, nullptr, 1, s);
