@@ -103,6 +103,28 @@ workloads[#workloads + 1] = {name = "W6", title = "small_cnn fwd+bwd", eager_tar
   end, {x, labels}
 end}
 
+-- W8: one training step of scripts/models/tiny_gpt.lua's model at its sizes: batch 16 x 32 tokens,
+-- vocabulary 65, 2 blocks, 4 heads, n_embd 32 (nanoGPT's model.py in Lua); zero_grad, forward,
+-- cross-entropy, backward, AdamW (nanoGPT's decay groups). Targets: issue 13's 0.7x / 0.5x of
+-- PyTorch 1.13 eager's minimum here (4180 µs on the 2-core dev machine, one thread).
+local bench_dir = debug.getinfo(1, "S").source:match("^@(.*[/\\])") or ""
+workloads[#workloads + 1] = {name = "W8", title = "tiny_gpt train step", eager_target = 2900, frozen_target = 2100,
+  setup = function()
+  local gpt = dofile(bench_dir .. "../scripts/models/tiny_gpt_model.lua")
+  local config = gpt.config{vocab_size = 65, block_size = 32, n_layer = 2, n_head = 4, n_embd = 32}
+  local model = gpt.GPT(config)
+  local optimizer = model:configure_optimizers(0.1, 1e-4, {0.9, 0.99})
+  local x = torch.randint(1, 66, {16, 32})
+  local y = torch.randint(1, 66, {16, 32})
+  return function(x, y)
+    optimizer:zero_grad()
+    local _, loss = model(x, y)
+    loss:backward()
+    optimizer:step()
+    return loss
+  end, {x, y}
+end}
+
 local function percentile_sorted(values, q)
   return values[math.max(1, math.floor(#values * q + 0.5))]
 end
