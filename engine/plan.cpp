@@ -1255,6 +1255,7 @@ struct PlanCall {
     bool take_recycled(int t, Value& v) {
         Tensor& old = e.recycled[t];
         if (!old.defined() || old.value().shape != v.shape || old.value().dtype != v.dtype) return false;
+        if (!old.value().is_contiguous() || old.value().offset != 0) return false;   // v is written row-major
         v.storage = old.value().storage;
         return true;
     }
