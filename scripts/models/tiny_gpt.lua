@@ -11,17 +11,9 @@
 local here = arg[0]:match("^(.*[/\\])") or ""
 local gpt = dofile(here .. "tiny_gpt_model.lua")
 
-local options = {steps = 500, freeze = false, seed = 1337}
-local i = 1
-while i <= #arg do
-  local a = arg[i]
-  if a == "--steps" then options.steps = math.tointeger(tonumber(arg[i + 1])); i = i + 1
-  elseif a == "--seed" then options.seed = math.tointeger(tonumber(arg[i + 1])); i = i + 1
-  elseif a == "--freeze" then options.freeze = true
-  else error("tiny_gpt.lua: unknown argument " .. a .. " (use --steps N, --freeze, --seed S)", 0) end
-  i = i + 1
-end
-assert(options.steps and options.steps >= 1, "tiny_gpt.lua: --steps needs a whole number >= 1")
+local progress = require "tapedeck.progress"
+local options = require("tapedeck.args").parse{steps = 500, freeze = false, seed = 1337}
+assert(options.steps >= 1, "tiny_gpt.lua: --steps must be at least 1")
 torch.manual_seed(options.seed)
 
 -- The data: every character of the text, as 1-based ids into the sorted list of its characters.
@@ -71,7 +63,7 @@ function train_step(x, y)
 end
 
 local step = train_step
-local clock = os.clock()
+local bar = progress.new{total = options.steps}
 for t = 1, options.steps do
   local x, y = get_batch()
   local loss
@@ -81,12 +73,9 @@ for t = 1, options.steps do
   else
     loss = step(x, y)
   end
-  if t == 1 or t % 10 == 0 or t == options.steps then
-    local elapsed = os.clock() - clock
-    print(string.format("step %4d  loss %.4f  %.1f steps/s  ETA %.1fs", t, loss:item(), t / elapsed,
-                        (options.steps - t) * elapsed / t))
-  end
+  bar:update(t, {loss = loss})
 end
+bar:close()
 
 model:eval()
 torch.manual_seed(options.seed)
