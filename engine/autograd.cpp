@@ -105,6 +105,50 @@ void accumulate_grad(Output& out, const Tensor& g, uint64_t first_serial) {
     out.grad.value().storage->grad_owned = true;
 }
 
+// ---------------------------------------------------------------------------------------------
+// Freeing gradients once used (DESIGN rules 11 and 13)
+//
+// Every backward node stays on record (its forward node's backward_nodes), and without this each
+// one's bytes would live as long as the forward graph: a loop that slices a sequence per step
+// (select's gradient is padded to the whole input) would keep O(T^2) bytes after backward. So a
+// pass frees a gradient once it has used it, as PyTorch does, when all of these hold:
+//  - the pass records no graph (create_graph: the gradients are forward values of a new graph)
+//    and no observer is attached (a debugger with a breakpoint or stepping, the viewer open,
+//    freeze's recorder: they keep every value inspectable, as before);
+//  - the node was recorded by this pass and tracks no gradient;
+//  - nothing but its record reaches it: node refcount 1, so no Tensor handle (a pending
+//    gradient, a rule's result, a .grad, an autograd.grad result, a value a hook kept or Lua holds).
+// Freeing drops the storage of the node's outputs (value_freed(); shape and dtype stay). Once it
+// has run, a backward node's input edges are read by nobody (it has no backward rule to run), so
+// their storage is dropped at the same check whether or not its outputs can go; the bytes
+// themselves go when the last value sharing the storage (a view of it, an in-place write into it)
+// is dropped. The pass checks a node when it can have become unreachable: each node of a group
+// once the group's rule has run and its gradients have flowed on, and each gradient handle the
+// pass lets go of. Each check is O(1): the pass stays O(nodes).
+struct GradientFreeing {
+    bool create_graph = false;
+    int64_t first_id = 0;   // nodes with ids from here on were recorded by this pass
+
+    bool applies_to(const Node* b) const {
+        return !create_graph && b->id >= first_id && b->phase == PHASE_BACKWARD && !b->tracks_grad &&
+               !engine_observed();
+    }
+    // `holders_besides_record`: references to b the caller still holds (they go right after).
+    void check(Node* b, int holders_besides_record = 0) const {
+        if (!applies_to(b)) return;
+        for (Edge& e : b->inputs) e.value.storage = Ref<Storage>();
+        if (b->refcount > 1 + holders_besides_record) return;
+        for (Output& out : b->outputs) out.value.storage = Ref<Storage>();
+        for (const Ref<Node>& inner : b->inner_nodes) check(inner.get());   // a custom backward's own ops
+    }
+    // The pass lets go of gradient t: t is empty afterwards.
+    void let_go(Tensor& t) const {
+        Ref<Node> held = std::move(t.node);
+        t = Tensor();
+        if (held) check(held.get(), 1);
+    }
+};
+
 // Tensor hooks, by node. Immortal, as the engine's other singletons.
 struct HookEntry {
     int64_t handle;
@@ -123,7 +167,7 @@ HookTable& hook_table() {
 
 // Replace each pending gradient of n's outputs by what its hooks make of it. The hooks are copied
 // first: one may add or remove hooks, or drop the last handle of a tensor.
-void run_grad_hooks(Node* n) {
+void run_grad_hooks(Node* n, const GradientFreeing& freeing) {
     auto found = hook_table().by_node.find(n);
     if (found == hook_table().by_node.end()) return;
     std::vector<HookEntry> hooks = found->second;
@@ -137,7 +181,9 @@ void run_grad_hooks(Node* n) {
                         "returns a gradient of the same shape and dtype, or nil)",
                         static_cast<long long>(n->id), replaced.shape().str().c_str(), dtype_name(replaced.dtype()),
                         out.pending.shape().str().c_str(), dtype_name(out.pending.dtype()));
+        Tensor before = std::move(out.pending);
         out.pending = replaced;
+        freeing.let_go(before);
     }
 }
 
@@ -216,6 +262,9 @@ void backward(const Tensor& root, const Tensor* grad, const BackwardOptions& opt
     BackwardPass& pass = scope.pass;
     for (Node* n : order) n->backward_nodes.clear();
     uint64_t first_serial = storage_next_serial();
+    GradientFreeing freeing;
+    freeing.create_graph = options.create_graph;
+    freeing.first_id = tape_next_id();
 
     g_recording.group_node = root.node.get();
     Tensor seed = has_grad ? *grad : ops::create(OP_ones, root.shape(), root.dtype());
@@ -229,7 +278,7 @@ void backward(const Tensor& root, const Tensor* grad, const BackwardOptions& opt
         for (const Output& out : n->outputs) any = any || out.pending.defined();
         if (!any) continue;
         g_recording.group_node = n;
-        if (n->has_grad_hooks) run_grad_hooks(n);
+        if (n->has_grad_hooks) run_grad_hooks(n, freeing);
 
         if (options.capture) {   // torch.autograd.grad: the wanted gradients are complete at their node's visit
             for (size_t c = 0; c < options.capture->size(); ++c) {
@@ -244,7 +293,10 @@ void backward(const Tensor& root, const Tensor* grad, const BackwardOptions& opt
             accumulate_grad(out, out.pending, first_serial);
             engine_notify_grad(n, i, out.pending, first_id, tape_next_id());
         }
-        if (!n->tracks_grad) continue;
+        if (!n->tracks_grad) {   // a leaf: its gradient has reached .grad (or a capture)
+            for (Output& out : n->outputs) freeing.let_go(out.pending);
+            continue;
+        }
 
         fail_if_saved_changed(n);
         grad_out.assign(n->outputs.size(), Tensor());
@@ -268,10 +320,15 @@ void backward(const Tensor& root, const Tensor* grad, const BackwardOptions& opt
                 target.pending = grad_in[i];
             } else {   // a tensor used twice: its gradients add up (recorded in its own group)
                 g_recording.group_node = e.node.get();
-                target.pending = ops::add(target.pending, grad_in[i]);
+                Tensor before = std::move(target.pending);
+                target.pending = ops::add(before, grad_in[i]);
                 g_recording.group_node = n;
+                freeing.let_go(before);
             }
         }
+        for (Tensor& g : grad_out) freeing.let_go(g);   // n's rule has used them
+        for (Tensor& g : grad_in) freeing.let_go(g);    // each is a pending gradient now, or added into one
+        for (const Ref<Node>& b : n->backward_nodes) freeing.check(b.get());   // the rule's intermediates
     }
 }
 

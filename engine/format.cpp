@@ -131,6 +131,7 @@ void format_dim(const Value& v, const NumberStyle& style, int dim, int64_t offse
 }  // namespace
 
 std::string value_format(const Value& v, int indent) {
+    if (value_freed(v)) return std::string("(") + VALUE_FREED_TEXT + ")";
     if (v.numel() == 0) return "[]";
     bool summarize = v.numel() > SUMMARY_THRESHOLD;
     NumberStyle style = choose_style(v, summarize);

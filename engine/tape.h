@@ -141,7 +141,8 @@ struct Node {
     OpAttrs attrs;
     SmallList<Edge, 2> inputs;
     SmallList<Output, 1> outputs;
-    SmallList<Ref<Node>, 3> backward_nodes;  // this node's group in the latest backward pass
+    SmallList<Ref<Node>, 3> backward_nodes;  // this node's group in the latest backward pass (the
+                                             // records; their values are freed once used, see backward)
     std::shared_ptr<CustomFunction> custom;  // ops `function` and `function_backward`: what runs
     std::vector<Ref<Node>> inner_nodes;      // ... and the ops it ran, with their own source lines
     Node* tape_prev = nullptr;
@@ -172,6 +173,7 @@ inline void ref_release(Node* n) {
 }
 
 inline const Value& Tensor::value() const { return node->outputs[output].value; }
+
 inline bool Tensor::requires_grad() const { return node->outputs[output].requires_grad; }
 inline int64_t Tensor::id() const { return node ? node->id : 0; }
 
@@ -271,7 +273,9 @@ uint64_t engine_random_u64();
 
 // Backpropagate from `root`. `grad` may be empty when root has one element. Gradients accumulate
 // into .grad of leaves that require grad and of nodes that retain grad. The pass is recorded:
-// its nodes have phase BACKWARD and group = the forward node they differentiate.
+// its nodes have phase BACKWARD and group = the forward node they differentiate. Unless it has
+// create_graph or an observer is attached, the pass frees each gradient's bytes once it has used
+// it and nothing else can see it (value_freed; the records stay), so memory stays O(graph).
 // create_graph: the pass records its ops with autograd on, so the gradients have a graph of their
 // own (second derivatives). capture (torch.autograd.grad): the gradient of root with respect to
 // each of these tensors is stored in *captured (undefined where none flowed) and no .grad is

@@ -200,6 +200,14 @@ struct Value {
     int64_t stride(int d) const;   // the stride of dim d (0-based), contiguous or not
 };
 
+// A backward pass frees the bytes of the gradients it has used (autograd.cpp, "Freeing gradients
+// once used"): the node record stays on the tape with its shape and dtype, its value has no
+// storage. Whoever reads a value it found through the tape (not through a Tensor handle, which
+// keeps its value) checks this first and says VALUE_FREED_TEXT.
+inline bool value_freed(const Value& v) { return !v.storage; }
+constexpr const char* VALUE_FREED_TEXT =
+    "freed after the backward pass used it; run with a breakpoint or the viewer open to keep it";
+
 // Row-major strides of `shape` into out[0..ndim).
 void shape_contiguous_strides(const Shape& shape, int64_t* out);
 // Sets v's layout to (offset, strides) over its shape; `strided` only when that is not row-major

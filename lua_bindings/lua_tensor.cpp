@@ -100,6 +100,9 @@ void tell_collector(lua_State* L) {
 int push_tensor(lua_State* L, Tensor t) { return push_tensor_with_slots(L, std::move(t), 0); }
 
 int push_tensor_with_slots(lua_State* L, Tensor t, int user_values) {
+    if (t.defined() && value_freed(t.value()))   // a backward node's value found through the tape
+        return luaL_error(L, "tensor #%I (%s %s): its value was %s", static_cast<lua_Integer>(t.id()), t.node->name(),
+                          t.shape().str().c_str(), VALUE_FREED_TEXT);
     void* p = lua_newuserdatauv(L, sizeof(Tensor), user_values);
     new (p) Tensor(std::move(t));
     lua_rawgetp(L, LUA_REGISTRYINDEX, &g_tensor_metatable_key);

@@ -182,6 +182,7 @@ DebugStop* live_stop(lua_State* L, int serial_index) {
 
 // A tensor for an input edge: the producing node's output when it is alive, else a copy of the value.
 Tensor input_tensor(const Edge& e) {
+    if (value_freed(e.value)) engine_fail("input #%lld: its value was %s", static_cast<long long>(e.id), VALUE_FREED_TEXT);
     Node* producer = e.node ? e.node.get() : tape_find(e.id);
     if (producer && producer->outputs[e.output].value.storage.get() == e.value.storage.get())
         return Tensor(producer, e.output);
@@ -771,6 +772,7 @@ TensorStats debugger_stats(const Value& value, int bins) {
 
 std::string debugger_inspect(const Tensor& t) {
     const int bins = 16;
+    if (value_freed(t.value())) return "#" + std::to_string(t.id()) + " " + t.node->name() + ": " + VALUE_FREED_TEXT + "\n";
     TensorStats s = debugger_stats(t.value(), bins);
     const Node* node = t.node.get();
     std::string out = "#" + std::to_string(node->id) + " " + node->name() + (node->outputs.size() > 1 ? "." + std::to_string(t.output + 1) : "") +

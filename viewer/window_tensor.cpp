@@ -236,7 +236,10 @@ void draw_value_panel(ViewerState& s, const Value& v, int tab) {
     static StatsCache caches[3];
     static std::vector<int> slices[3];
     static bool as_table = false;
-    if (!v.storage) return;
+    if (value_freed(v)) {
+        ImGui::TextDisabled("%s %s: %s", v.shape.str().c_str(), dtype_name(v.dtype), VALUE_FREED_TEXT);
+        return;
+    }
     if (v.device() != DEVICE_CPU) {
         ImGui::TextDisabled("values on %s are not shown", device_name(v.device()));
         return;

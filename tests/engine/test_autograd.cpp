@@ -9,6 +9,7 @@
 
 #include <algorithm>
 
+#include "format.h"
 #include "test_helpers.h"
 
 using namespace td;
@@ -433,4 +434,44 @@ TEST_CASE("graph_collect: the autograd ancestry, live data inputs and the record
     for (const Ref<Node>& n : nodes) backward_nodes += n->phase == PHASE_BACKWARD;
     CHECK(backward_nodes >= 2);   // at least the seed and w's gradient
     CHECK(std::find(ids.begin(), ids.end(), grad_of(w).id()) != ids.end());
+}
+
+// ============================================================================================
+// [SECTION] Freeing gradients once used
+
+namespace {
+
+void ignore_events(Node*, HookEvent, void*) {}
+
+// Backward through a leaf sliced twice; how many of the pass's backward records have a freed value.
+int freed_backward_values(bool observed, Tensor* leaf_grad, std::string* freed_text) {
+    Tensor x = make_leaf({3, 2}, {1, 2, 3, 4, 5, 6});
+    Tensor total = ops::add(sum_all(ops::select(x, 0, 0)), ops::mul_scalar(sum_all(ops::select(x, 0, 2)), 3));
+    int handle = observed ? engine_observe(ignore_events, nullptr) : 0;
+    backward(total, nullptr);
+    if (observed) engine_unobserve(handle);
+    *leaf_grad = grad_of(x);
+    int freed = 0, records = 0;
+    for (const Ref<Node>& n : graph_collect(total)) {
+        if (n->phase != PHASE_BACKWARD) continue;
+        ++records;
+        REQUIRE(n->outputs.size() > 0);
+        if (!value_freed(n->outputs[0].value)) continue;
+        ++freed;
+        *freed_text = value_format(n->outputs[0].value, 0);
+    }
+    REQUIRE(records > 4);   // the records stay either way
+    return freed;
+}
+
+}  // namespace
+
+TEST_CASE("autograd: a pass frees the gradients it used, keeps .grad and the records, and frees nothing while observed") {
+    Tensor grad;
+    std::string text;
+    CHECK(freed_backward_values(false, &grad, &text) > 0);
+    check_values(grad, {1, 1, 0, 0, 3, 3});
+    CHECK(text.find("freed after the backward pass used it") != std::string::npos);
+    CHECK(freed_backward_values(true, &grad, &text) == 0);
+    check_values(grad, {1, 1, 0, 0, 3, 3});
 }
