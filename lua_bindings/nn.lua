@@ -193,14 +193,25 @@ function Module:register_parameter(name, p)
   register_member(self, name, p, "parameter")
 end
 
+-- A member's value, and its kind, when the value still is of the kind it was registered as; else
+-- nil. Lua cannot refuse `model.fc = 5` on a field that already holds a module (a raw assignment,
+-- where PyTorch raises), so a field given a value of another kind is no longer a member: it is not
+-- listed, saved, converted or printed.
+local function member_value(module, key)
+  local value, kind = rawget(module, key), rawget(module, "_kinds")[key]
+  local still = (kind == "module" and is_module(value)) or (kind == "list" and is_plain_table(value)) or
+                ((kind == "parameter" or kind == "buffer") and torch.is_tensor(value))
+  if still then return value, kind end
+  return nil, kind
+end
+
 -- Visits the members in registration order: fn(name, value, kind) with kind "module", "parameter"
 -- or "buffer"; a plain list's items are named "field.0", ... (modules, and tensors that are
 -- parameters). Empty slots (nil) are skipped.
 local function each_member(module, fn)
-  local kinds = rawget(module, "_kinds")
   for _, key in ipairs(rawget(module, "_order")) do
-    local value, kind = rawget(module, key), kinds[key]
-    if kind == "list" and type(value) == "table" then
+    local value, kind = member_value(module, key)
+    if kind == "list" and value ~= nil then
       for i, item in ipairs(value) do
         local name = member_name(key) .. "." .. (i - 1)
         if is_module(item) then fn(name, item, "module")
@@ -353,12 +364,11 @@ local function convert_module(self, dtype)
     return new
   end
   for _, module in ipairs(self:modules()) do
-    local kinds = rawget(module, "_kinds")
     for _, key in ipairs(rawget(module, "_order")) do
-      local value, kind = rawget(module, key), kinds[key]
+      local value, kind = member_value(module, key)
       if (kind == "parameter" or kind == "buffer") and value ~= nil then
         rawset(module, key, convert(value, kind))
-      elseif kind == "list" and type(value) == "table" then
+      elseif kind == "list" and value ~= nil then
         for i, item in ipairs(value) do
           if is_parameter(item) then value[i] = convert(item, "parameter") end
         end
@@ -528,14 +538,13 @@ function module_repr(module)
   local extra_lines = {}
   if extra ~= "" then for line in (extra .. "\n"):gmatch("(.-)\n") do extra_lines[#extra_lines + 1] = line end end
   for _, line in ipairs(extra_lines) do lines[#lines + 1] = line end
-  local kinds = rawget(module, "_kinds")
   local n_children = 0
   for _, key in ipairs(rawget(module, "_order")) do
-    local value, kind = rawget(module, key), kinds[key]
+    local value, kind = member_value(module, key)
     if kind == "module" and value ~= nil then
       lines[#lines + 1] = "(" .. member_name(key) .. "): " .. add_indent(module_repr(value))
       n_children = n_children + 1
-    elseif kind == "list" and type(value) == "table" then
+    elseif kind == "list" and value ~= nil then
       local items = {}
       for i, item in ipairs(value) do
         if is_module(item) then items[#items + 1] = "  (" .. (i - 1) .. "): " .. add_indent(module_repr(item)) end

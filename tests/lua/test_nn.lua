@@ -208,4 +208,22 @@ do
   check.fails("clip_grad_norm_", "max_norm must be a number", function() nn.utils.clip_grad_norm_({a}, "1") end)
 end
 
+
+-- A member given a value of another kind is no longer a member (Lua cannot refuse the assignment,
+-- where PyTorch raises): the module still lists, saves, converts and prints (found by the API
+-- fuzzer: `M.extra = nn.Linear(2, 2)` then `M.extra = 5` made parameters() index a number).
+do
+  local m = nn.Sequential(nn.Linear(2, 2))
+  m.extra = nn.Linear(2, 2)
+  check.equal(#m:parameters(), 4, "a child module's parameters are listed")
+  m.extra = 5
+  check.equal(#m:parameters(), 2, "a member replaced by a number is not listed")
+  local keys = {}
+  for k in pairs(m:state_dict()) do keys[#keys + 1] = k end
+  check.equal(table.concat(keys, " "), "0.weight 0.bias", "nor saved")
+  check.equal(tostring(m), "Sequential(\n  (0): Linear(in_features=2, out_features=2, bias=True)\n)", "nor printed")
+  m:double()
+  check.equal(m[1].weight.dtype, "float64", "the others convert")
+  check.equal(m.extra, 5, "the field keeps what was assigned")
+end
 print("test_nn: ok")
