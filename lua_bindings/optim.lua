@@ -675,6 +675,41 @@ function Scheduler:get_last_lr()
   return copy
 end
 
+-- A plain copy of a saved field (numbers, booleans, strings, and lists of them).
+local function copy_field(value)
+  if type(value) ~= "table" then return value end
+  local copy = {}
+  for k, v in pairs(value) do copy[k] = copy_field(v) end
+  return copy
+end
+
+-- PyTorch's: every field of the scheduler but its optimizer, copied (LambdaLR's functions are not
+-- state: they are left out, as PyTorch leaves out plain functions).
+function Scheduler:state_dict()
+  check_scheduler(self, "state_dict")
+  local sd = {}
+  for key, value in pairs(self) do
+    if key ~= "optimizer" and key ~= "name" and key ~= "lr_lambdas" then sd[key] = copy_field(value) end
+  end
+  return sd
+end
+
+-- Restores what state_dict() gave (the optimizer's own lrs come from its load_state_dict, as in
+-- PyTorch). Only the fields this scheduler has are taken; another scheduler's table is an error.
+function Scheduler:load_state_dict(sd)
+  check_scheduler(self, "load_state_dict")
+  if type(sd) ~= "table" or type(sd.last_epoch) ~= "number" then
+    fail(self.name .. ": load_state_dict expects a table from scheduler:state_dict(), got " .. describe(sd))
+  end
+  for key, value in pairs(sd) do
+    if rawget(self, key) == nil or key == "optimizer" or key == "name" or key == "lr_lambdas" then
+      fail(self.name .. ": load_state_dict: '" .. tostring(key) .. "' is not a field of " .. self.name ..
+           " (a state_dict of another scheduler?)")
+    end
+  end
+  for key, value in pairs(sd) do self[key] = copy_field(value) end
+end
+
 -- fn(current lr, base lr, group index) for each group: the list of new lrs.
 local function each_group_lr(self, fn)
   local out = {}

@@ -190,4 +190,33 @@ check.fails("StepLR", "unknown option 'gama' (did you mean 'gamma'?)", function(
 check.fails("CosineAnnealingLR", "expects an optimizer", function() sched.CosineAnnealingLR({}, 10) end)
 check.fails("LambdaLR", "lr_lambda must be a function", function() sched.LambdaLR(checked, 0.5) end)
 
+-- A scheduler resumes from its state_dict: with the optimizer's, the same lrs as a run that never
+-- stopped (as PyTorch's scheduler.state_dict()).
+do
+  local function make()
+    local o = optim.SGD({torch.zeros(2):requires_grad_()}, {lr = 0.1})
+    return o, sched.CosineAnnealingLR(o, 10, {eta_min = 0.01})
+  end
+  local o1, s1 = make()
+  for _ = 1, 4 do s1:step() end
+  local saved_s, saved_o = s1:state_dict(), o1:state_dict()
+  local o2, s2 = make()
+  o2:load_state_dict(saved_o)
+  s2:load_state_dict(saved_s)
+  for _ = 1, 3 do s1:step(); s2:step() end
+  check.close(s2:get_last_lr(), s1:get_last_lr(), 0, "resumed schedule")
+  check.equal(s2.last_epoch, 7, "resumed epoch")
+  saved_s.base_lrs[1] = 99
+  check.equal(s1.base_lrs[1], 0.1, "state_dict is a copy")
+  local o3 = optim.SGD({torch.zeros(1):requires_grad_()}, {lr = 1})
+  local lambda = sched.LambdaLR(o3, function(epoch) return 0.5 ^ epoch end)
+  lambda:step(); lambda:step()
+  local sd = lambda:state_dict()
+  check.equal(sd.lr_lambdas, nil, "LambdaLR's functions are not state")
+  check.equal(sd.last_epoch, 2, "LambdaLR's epoch")
+  local step_sd = sched.StepLR(optim.SGD({torch.zeros(1):requires_grad_()}, {lr = 1}), 2):state_dict()
+  check.fails("CosineAnnealingLR", "'step_size' is not a field", function() s2:load_state_dict(step_sd) end)
+  check.fails("StepLR", "expects a table from scheduler:state_dict()", function() sched.StepLR(o3, 2):load_state_dict(5) end)
+end
+
 print("test_optim: ok")
