@@ -701,11 +701,16 @@ function Scheduler:load_state_dict(sd)
   if type(sd) ~= "table" or type(sd.last_epoch) ~= "number" then
     fail(self.name .. ": load_state_dict expects a table from scheduler:state_dict(), got " .. describe(sd))
   end
-  for key, value in pairs(sd) do
+  local unknown = {}
+  for key in pairs(sd) do
     if rawget(self, key) == nil or key == "optimizer" or key == "name" or key == "lr_lambdas" then
-      fail(self.name .. ": load_state_dict: '" .. tostring(key) .. "' is not a field of " .. self.name ..
-           " (a state_dict of another scheduler?)")
+      unknown[#unknown + 1] = "'" .. tostring(key) .. "'"
     end
+  end
+  if #unknown > 0 then
+    table.sort(unknown)
+    fail(self.name .. ": load_state_dict: " .. table.concat(unknown, ", ") .. (#unknown == 1 and " is not a field" or " are not fields") ..
+         " of " .. self.name .. " (a state_dict of another scheduler?)")
   end
   for key, value in pairs(sd) do self[key] = copy_field(value) end
 end
