@@ -149,6 +149,60 @@ struct GradientFreeing {
     }
 };
 
+// ---------------------------------------------------------------------------------------------
+// Gradients of slices (BackwardCall::grad_in_slice)
+//
+// x[t] in a loop over a sequence's steps gives x a gradient per step that is zero outside step
+// t's slice. Padded to x's shape and summed, T steps cost T whole-size buffers and additions
+// (O(T^2) for the sequence); added into the one buffer that holds x's gradient, slice by slice,
+// they cost what the slices do. The pass takes slices only where nobody can look at a rule's
+// gradients before they are summed (no observer) and no graph of them is made (create_graph).
+
+// The gradients add_to_pending made: fresh tensors that nothing but their target's pending reaches
+// until the target's visit (rules see a node's pending only then, and slices are taken only with
+// no observer), so a slice may be added into one in place. Keyed by node, with its id (an address
+// can be reused once a node is gone; an id never is).
+struct PassMadePending {
+    std::unordered_map<const Node*, int64_t> made;
+
+    void remember(const Tensor& t) { made[t.node.get()] = t.node->id; }
+    bool holds_alone(const Tensor& t) const {
+        auto found = made.find(t.node.get());
+        return found != made.end() && found->second == t.node->id && t.node->outputs.size() == 1 &&
+               !t.value().strided() && t.value().offset == 0;
+    }
+};
+
+// target.pending += g, g being the whole gradient or (slice.set) its values in one slice.
+void add_to_pending(Output& target, const Tensor& g, const GradSlice& slice, const Shape& full,
+                    PassMadePending& made, const GradientFreeing& freeing) {
+    if (!target.pending.defined() && !slice.set) {
+        target.pending = g;
+        return;
+    }
+    if (slice.set && target.pending.defined() && made.holds_alone(target.pending)) {
+        Tensor region = ops::narrow(target.pending, slice.dim, slice.start, g.shape()[slice.dim]);
+        ops::add_(region, g);
+        return;
+    }
+    Tensor whole = slice.set ? ops::narrow_backward(g, slice.dim, slice.start, full) : g;
+    Tensor before = std::move(target.pending);
+    target.pending = before.defined() ? ops::add(before, whole) : whole;
+    made.remember(target.pending);
+    freeing.let_go(before);
+}
+
+// The shape a gradient given for an input of shape `full` must have: full, or full with the
+// slice's length along its dim (within the input).
+bool gradient_fits(const Tensor& g, const GradSlice& slice, const Shape& full) {
+    if (!slice.set) return g.shape() == full;
+    const Shape& s = g.shape();
+    if (s.ndim != full.ndim || slice.dim < 0 || slice.dim >= full.ndim) return false;
+    for (int d = 0; d < s.ndim; ++d)
+        if (d != slice.dim && s.dims[d] != full.dims[d]) return false;
+    return slice.start >= 0 && s.dims[slice.dim] <= full.dims[slice.dim] - slice.start;
+}
+
 // Tensor hooks, by node. Immortal, as the engine's other singletons.
 struct HookEntry {
     int64_t handle;
@@ -188,6 +242,15 @@ void run_grad_hooks(Node* n, const GradientFreeing& freeing) {
 }
 
 }  // namespace
+
+void BackwardCall::grad_in_slice(int i, const Tensor& g, int dim, int64_t start) {
+    if (slices) {
+        grad_in[i] = g;
+        slices[i] = GradSlice{true, dim, start};
+    } else {
+        grad_in[i] = ops::narrow_backward(g, dim, start, input_shape(i));
+    }
+}
 
 int64_t grad_hook_add(const Tensor& t, GradHook hook) {
     if (!t.defined()) engine_fail("register_hook: not a tensor");
@@ -271,6 +334,8 @@ void backward(const Tensor& root, const Tensor* grad, const BackwardOptions& opt
     root.node->outputs[root.output].pending = seed;
 
     std::vector<Tensor> grad_out, grad_in;
+    std::vector<GradSlice> slices;
+    PassMadePending made;
     for (size_t k = 0; k < order.size(); ++k) {
         Node* n = order[k];
         pass.position = k;
@@ -302,29 +367,30 @@ void backward(const Tensor& root, const Tensor* grad, const BackwardOptions& opt
         grad_out.assign(n->outputs.size(), Tensor());
         for (int i = 0; i < n->outputs.size(); ++i) grad_out[i] = n->outputs[i].pending;
         grad_in.assign(n->inputs.size(), Tensor());
-        BackwardCall call{n, grad_out.data(), grad_in.data()};
+        slices.assign(n->inputs.size(), GradSlice());
+        bool take_slices = !options.create_graph && !engine_observed();
+        BackwardCall call{n, grad_out.data(), grad_in.data(), take_slices ? slices.data() : nullptr};
         pass.group = BackwardGroup{n, grad_out.data(), grad_in.data()};
         n->info().backward_rule(call);
         for (Output& out : n->outputs) out.pending = Tensor();
+        for (int i = 0; i < n->inputs.size(); ++i) {   // an observer attached during the rule sees whole gradients
+            if (!slices[i].set || !engine_observed() || !grad_in[i].defined()) continue;
+            grad_in[i] = ops::narrow_backward(grad_in[i], slices[i].dim, slices[i].start, call.input_shape(i));
+            slices[i] = GradSlice();
+        }
         engine_notify(n, HOOK_GROUP_DONE);   // observers see (and may replace) grad_in before it flows
         pass.group = BackwardGroup();
 
         for (int i = 0; i < n->inputs.size(); ++i) {
             if (!grad_in[i].defined() || !call.needs_grad(i)) continue;
             Edge& e = n->inputs[i];
-            if (grad_in[i].shape() != e.value.shape)
+            if (!gradient_fits(grad_in[i], slices[i], e.value.shape))
                 engine_fail("backward: the rule of %s gave a gradient of shape %s for an input of shape %s",
                             n->name(), grad_in[i].shape().str().c_str(), e.value.shape.str().c_str());
-            Output& target = e.node->outputs[e.output];
-            if (!target.pending.defined()) {
-                target.pending = grad_in[i];
-            } else {   // a tensor used twice: its gradients add up (recorded in its own group)
-                g_recording.group_node = e.node.get();
-                Tensor before = std::move(target.pending);
-                target.pending = ops::add(before, grad_in[i]);
-                g_recording.group_node = n;
-                freeing.let_go(before);
-            }
+            // a tensor used twice: its gradients add up (recorded in its own group)
+            g_recording.group_node = e.node.get();
+            add_to_pending(e.node->outputs[e.output], grad_in[i], slices[i], e.value.shape, made, freeing);
+            g_recording.group_node = n;
         }
         for (Tensor& g : grad_out) freeing.let_go(g);   // n's rule has used them
         for (Tensor& g : grad_in) freeing.let_go(g);    // each is a pending gradient now, or added into one

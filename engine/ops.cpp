@@ -1252,7 +1252,7 @@ void backward_cat(BackwardCall& c) {
 }
 
 void backward_narrow(BackwardCall& c) {
-    c.grad_in[0] = ops::narrow_backward(c.grad_out[0], c.attrs().dim, c.attrs().start, c.input_shape(0));
+    c.grad_in_slice(0, c.grad_out[0], c.attrs().dim, c.attrs().start);
 }
 
 void backward_narrow_backward(BackwardCall& c) {

@@ -322,10 +322,25 @@ const BackwardPass* engine_backward_pass();
 Node* backward_pass_find(int64_t id);
 
 // What a backward rule sees. It sets grad_in[i] for inputs where needs_grad(i).
+// A gradient that is zero outside one slice of its input: `grad_in[i]` holds the slice's values,
+// which go into [start, start + grad_in[i].shape[dim]) along `dim` (narrow's and select's rules).
+struct GradSlice {
+    bool set = false;
+    int dim = 0;
+    int64_t start = 0;
+};
+
 struct BackwardCall {
     Node* node;
     const Tensor* grad_out;   // per output; empty where no gradient flowed
     Tensor* grad_in;          // per input
+    GradSlice* slices = nullptr;   // per input, when the pass takes slices (see grad_in_slice)
+
+    // Input i's gradient is g in a slice of the input and zero elsewhere. Where the pass takes
+    // slices, it adds g into that slice of the input's gradient, which a loop over a sequence's
+    // steps (x[t]) fills slice by slice in one buffer; else (a graph of the gradient is being
+    // made, or an observer may look at grad_in) g is padded with zeros to the input's shape.
+    void grad_in_slice(int i, const Tensor& g, int dim, int64_t start);
 
     bool needs_grad(int i) const {
         const Edge& e = node->inputs[i];

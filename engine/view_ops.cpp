@@ -275,7 +275,7 @@ void backward_permute(BackwardCall& c) {
 
 void backward_select(BackwardCall& c) {
     int dim = c.attrs().dim;
-    c.grad_in[0] = ops::narrow_backward(ops::unsqueeze(c.grad_out[0], dim), dim, c.attrs().start, c.input_shape(0));
+    c.grad_in_slice(0, ops::unsqueeze(c.grad_out[0], dim), dim, c.attrs().start);
 }
 
 static OpAttrs region_attrs(const OpAttrs& a) {
