@@ -158,29 +158,24 @@ struct GradientFreeing {
 // they cost what the slices do. The pass takes slices only where nobody can look at a rule's
 // gradients before they are summed (no observer) and no graph of them is made (create_graph).
 
-// The gradients add_to_pending made: fresh tensors that nothing but their target's pending reaches
-// until the target's visit (rules see a node's pending only then, and slices are taken only with
-// no observer), so a slice may be added into one in place. Keyed by node, with its id (an address
-// can be reused once a node is gone; an id never is).
-struct PassMadePending {
-    std::unordered_map<const Node*, int64_t> made;
-
-    void remember(const Tensor& t) { made[t.node.get()] = t.node->id; }
-    bool holds_alone(const Tensor& t) const {
-        auto found = made.find(t.node.get());
-        return found != made.end() && found->second == t.node->id && t.node->outputs.size() == 1 &&
-               !t.value().strided() && t.value().offset == 0;
-    }
-};
+// Whether a slice may be added into `pending` in place: add_to_pending made it in this pass
+// (Node::pass_made_sum, an id from this pass on), so nothing but the pending gradient reaches it
+// until its target's visit (rules see a node's pending only then, and slices are taken only with
+// no observer).
+bool pass_holds_alone(const Tensor& pending, int64_t first_id) {
+    const Node* p = pending.node.get();
+    return p->pass_made_sum && p->id >= first_id && p->outputs.size() == 1 && !pending.value().strided() &&
+           pending.value().offset == 0;
+}
 
 // target.pending += g, g being the whole gradient or (slice.set) its values in one slice.
-void add_to_pending(Output& target, const Tensor& g, const GradSlice& slice, const Shape& full,
-                    PassMadePending& made, const GradientFreeing& freeing) {
+void add_to_pending(Output& target, const Tensor& g, const GradSlice& slice, const Shape& full, int64_t first_id,
+                    const GradientFreeing& freeing) {
     if (!target.pending.defined() && !slice.set) {
         target.pending = g;
         return;
     }
-    if (slice.set && target.pending.defined() && made.holds_alone(target.pending)) {
+    if (slice.set && target.pending.defined() && pass_holds_alone(target.pending, first_id)) {
         Tensor region = ops::narrow(target.pending, slice.dim, slice.start, g.shape()[slice.dim]);
         ops::add_(region, g);
         return;
@@ -188,7 +183,7 @@ void add_to_pending(Output& target, const Tensor& g, const GradSlice& slice, con
     Tensor whole = slice.set ? ops::narrow_backward(g, slice.dim, slice.start, full) : g;
     Tensor before = std::move(target.pending);
     target.pending = before.defined() ? ops::add(before, whole) : whole;
-    made.remember(target.pending);
+    target.pending.node->pass_made_sum = true;
     freeing.let_go(before);
 }
 
@@ -335,7 +330,6 @@ void backward(const Tensor& root, const Tensor* grad, const BackwardOptions& opt
 
     std::vector<Tensor> grad_out, grad_in;
     std::vector<GradSlice> slices;
-    PassMadePending made;
     for (size_t k = 0; k < order.size(); ++k) {
         Node* n = order[k];
         pass.position = k;
@@ -389,7 +383,7 @@ void backward(const Tensor& root, const Tensor* grad, const BackwardOptions& opt
                             n->name(), grad_in[i].shape().str().c_str(), e.value.shape.str().c_str());
             // a tensor used twice: its gradients add up (recorded in its own group)
             g_recording.group_node = e.node.get();
-            add_to_pending(e.node->outputs[e.output], grad_in[i], slices[i], e.value.shape, made, freeing);
+            add_to_pending(e.node->outputs[e.output], grad_in[i], slices[i], e.value.shape, freeing.first_id, freeing);
             g_recording.group_node = n;
         }
         for (Tensor& g : grad_out) freeing.let_go(g);   // n's rule has used them
