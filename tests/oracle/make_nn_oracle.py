@@ -11,26 +11,10 @@ Then the state_dict key lists and print(model) texts of a few nested models (`mo
 import torch
 import torch.nn as nn
 
+from lua_literal import lua_string, lua_value
+
 torch.manual_seed(0)
 DT = torch.float64
-
-
-def lua_value(x):
-    """A tensor or a number as a Lua literal (nested tables, 17 significant digits)."""
-    if isinstance(x, torch.Tensor):
-        x = x.detach()
-        if x.dim() == 0:
-            return lua_value(x.item())
-        return "{" + ", ".join(lua_value(v) for v in x) + "}"
-    if isinstance(x, bool):
-        return "true" if x else "false"
-    if isinstance(x, int):
-        return str(x)
-    return repr(float(x)).replace("inf", "math.huge")
-
-
-def lua_string(s):
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
 def lua_dtype(t):

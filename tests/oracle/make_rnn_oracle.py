@@ -12,18 +12,10 @@ module; `call` says how the Lua test passes the state ("none", "h", "hc": a tabl
 import torch
 import torch.nn as nn
 
+from lua_literal import lua_string, lua_value
+
 torch.manual_seed(0)
 DT = torch.float64
-
-
-def lua_value(x):
-    """A tensor or a number as a Lua literal (nested tables, 17 significant digits)."""
-    if isinstance(x, torch.Tensor):
-        x = x.detach()
-        if x.dim() == 0:
-            return lua_value(x.item())
-        return "{" + ", ".join(lua_value(v) for v in x) + "}"
-    return repr(float(x))
 
 
 def tensor_entry(t):
@@ -125,10 +117,6 @@ def main():
         print("  {lua = %s, text = %s}," % (lua_string(lua), lua_string(repr(module))))
     print("},")
     print("}")
-
-
-def lua_string(s):
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
 if __name__ == "__main__":
