@@ -70,4 +70,16 @@ function check.fails(op, pattern, fn)
   return message
 end
 
+-- An oracle data entry {dtype =, shape = {...}, values = {...}} (the values flat, row-major) as a
+-- tensor; float64 when the entry names no dtype.
+function check.entry_tensor(entry)
+  return torch.tensor(entry.values, {dtype = entry.dtype or "float64"}):reshape(entry.shape)
+end
+
+-- `actual` has the oracle entry's shape and values, within tol (default 1e-10: float64 oracles).
+function check.matches(actual, entry, what, tol)
+  check.shape(actual, entry.shape, what)
+  check.close(actual, entry.values, tol or 1e-10, what)
+end
+
 return check

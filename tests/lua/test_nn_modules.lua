@@ -6,16 +6,7 @@ local here = arg[0]:match("^(.*[/\\])") or ""
 local check = dofile(here .. "check.lua")
 local oracle = dofile(here .. "../oracle/nn_oracle_data.lua")
 
-local function tensor_of(entry)
-  local t = torch.tensor(entry.values, {dtype = entry.dtype})
-  if #entry.shape == 0 then return t:reshape({}) end
-  return t:reshape(entry.shape)
-end
-
-local function close(actual, entry, what)
-  check.shape(actual, entry.shape, what)
-  check.close(actual, entry.values, 1e-10, what)
-end
+local tensor_of, close = check.entry_tensor, check.matches
 
 for _, case in ipairs(oracle.cases) do
   local module = load("return " .. case.lua)()

@@ -7,14 +7,7 @@ local here = arg[0]:match("^(.*[/\\])") or ""
 local check = dofile(here .. "check.lua")
 local oracle = dofile(here .. "../oracle/rnn_oracle_data.lua")
 
-local function tensor_of(entry)
-  return torch.tensor(entry.values, {dtype = "float64"}):reshape(entry.shape)
-end
-
-local function close(actual, entry, what)
-  check.shape(actual, entry.shape, what)
-  check.close(actual, entry.values, 1e-10, what)
-end
+local tensor_of, close = check.entry_tensor, check.matches
 
 -- The module's outputs as a flat list, in the order the oracle lists them.
 local function run(module, case, x, state)
