@@ -156,12 +156,14 @@ struct GradientFreeing {
 // t's slice. Padded to x's shape and summed, T steps cost T whole-size buffers and additions
 // (O(T^2) for the sequence); added into the one buffer that holds x's gradient, slice by slice,
 // they cost what the slices do. The pass takes slices only where nobody can look at a rule's
-// gradients before they are summed (no observer) and no graph of them is made (create_graph).
+// gradients before they are summed (no observer that looks at values: engine_values_watched; a
+// freeze recording records the in-place additions, and its plan replays them) and no graph of them
+// is made (create_graph).
 
 // Whether a slice may be added into `pending` in place: add_to_pending made it in this pass
 // (Node::pass_made_sum, an id from this pass on), so nothing but the pending gradient reaches it
 // until its target's visit (rules see a node's pending only then, and slices are taken only with
-// no observer).
+// no observer looking).
 bool pass_holds_alone(const Tensor& pending, int64_t first_id) {
     const Node* p = pending.node.get();
     return p->pass_made_sum && p->id >= first_id && p->outputs.size() == 1 && !pending.value().strided() &&
@@ -362,13 +364,13 @@ void backward(const Tensor& root, const Tensor* grad, const BackwardOptions& opt
         for (int i = 0; i < n->outputs.size(); ++i) grad_out[i] = n->outputs[i].pending;
         grad_in.assign(n->inputs.size(), Tensor());
         slices.assign(n->inputs.size(), GradSlice());
-        bool take_slices = !options.create_graph && !engine_observed();
+        bool take_slices = !options.create_graph && !engine_values_watched();
         BackwardCall call{n, grad_out.data(), grad_in.data(), take_slices ? slices.data() : nullptr};
         pass.group = BackwardGroup{n, grad_out.data(), grad_in.data()};
         n->info().backward_rule(call);
         for (Output& out : n->outputs) out.pending = Tensor();
         for (int i = 0; i < n->inputs.size(); ++i) {   // an observer attached during the rule sees whole gradients
-            if (!slices[i].set || !engine_observed() || !grad_in[i].defined()) continue;
+            if (!slices[i].set || !engine_values_watched() || !grad_in[i].defined()) continue;
             grad_in[i] = ops::narrow_backward(grad_in[i], slices[i].dim, slices[i].start, call.input_shape(i));
             slices[i] = GradSlice();
         }

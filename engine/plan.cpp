@@ -303,7 +303,7 @@ void plan_record_begin(const std::string& name, const std::vector<Tensor>& input
     r->live_at_begin = storage_bytes_live();
     storage_peak_reset();
     g_recorder = r.release();
-    g_recorder->observer = engine_observe(record_node, nullptr);
+    g_recorder->observer = engine_observe(record_node, nullptr, hook_bit(HOOK_AFTER), OBSERVER_RECORDS);
     engine_observe_grads(record_grad, nullptr);
 }
 

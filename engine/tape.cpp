@@ -28,6 +28,7 @@ struct Observer {
     NodeObserver fn;
     void* user;
     uint8_t events;   // hook_bit()s it asked for
+    ObserverRole role;
 };
 
 struct EngineState {
@@ -39,6 +40,7 @@ struct EngineState {
     bool grad_enabled = true;
     std::vector<Observer> observers;
     uint8_t events_wanted = 0;   // the union of the observers' events: what exec_node checks
+    uint8_t events_watched = 0;  // the same for OBSERVER_LOOKS observers only
     int next_observer_handle = 1;
     GradObserver grad_observer = nullptr;
     void* grad_observer_user = nullptr;
@@ -62,12 +64,16 @@ void set_grad_enabled(bool enabled) { g.grad_enabled = enabled; }
 
 static void update_events_wanted() {
     g.events_wanted = 0;
-    for (const Observer& o : g.observers) g.events_wanted |= o.events;
+    g.events_watched = 0;
+    for (const Observer& o : g.observers) {
+        g.events_wanted |= o.events;
+        if (o.role == OBSERVER_LOOKS) g.events_watched |= o.events;
+    }
 }
 
-int engine_observe(NodeObserver observer, void* user, uint8_t events) {
+int engine_observe(NodeObserver observer, void* user, uint8_t events, ObserverRole role) {
     int handle = g.next_observer_handle++;
-    g.observers.push_back({handle, observer, user, events});
+    g.observers.push_back({handle, observer, user, events, role});
     update_events_wanted();
     return handle;
 }
@@ -91,6 +97,7 @@ void engine_unobserve(int handle) {
 // An attached observer that wants no event (an idle debugger) does not count: plans keep their
 // fast loop until a breakpoint (or a Ctrl-C request) needs the hook.
 bool engine_observed() { return g.events_wanted != 0 || engine_interrupt_pending(); }
+bool engine_values_watched() { return g.events_watched != 0 || engine_interrupt_pending(); }
 
 void engine_observe_grads(GradObserver observer, void* user) {
     g.grad_observer = observer;

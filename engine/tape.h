@@ -194,12 +194,19 @@ typedef void (*NodeObserver)(Node* node, HookEvent event, void* user);
 inline uint8_t hook_bit(HookEvent event) { return static_cast<uint8_t>(1u << event); }
 constexpr uint8_t HOOK_ALL_EVENTS = (1u << HOOK_BEFORE) | (1u << HOOK_AFTER) | (1u << HOOK_GROUP_DONE);
 // Subscribe to the events in `events` (hook_bit()s). Returns a handle for unobserve.
-int engine_observe(NodeObserver observer, void* user, uint8_t events = HOOK_ALL_EVENTS);
+// An observer either looks at values (the debugger, the viewer: OBSERVER_LOOKS) or only notes
+// which ops ran (freeze's recorder: OBSERVER_RECORDS). Backward keeps every gradient whole and
+// apart only for one that looks (engine_values_watched); for one that records, it may add a
+// slice's gradient in place into its sum, which the recorded ops then replay as they ran.
+enum ObserverRole : uint8_t { OBSERVER_LOOKS, OBSERVER_RECORDS };
+int engine_observe(NodeObserver observer, void* user, uint8_t events = HOOK_ALL_EVENTS,
+                   ObserverRole role = OBSERVER_LOOKS);
 // Change which events an observer gets. With none it costs nothing: a debugger with no
 // breakpoint stays subscribed this way (an interrupt still reaches it, see below).
 void engine_observe_events(int handle, uint8_t events);
 void engine_unobserve(int handle);
 bool engine_observed();   // whether any observer wants an event (plan_run then goes through exec_node)
+bool engine_values_watched();   // whether an OBSERVER_LOOKS wants an event (or an interrupt is pending)
 
 // Gradient accumulation can be watched too (freeze turns it into a step of its own). Called by
 // backward() right after node->outputs[output].grad received `grad`; the nodes with ids in
