@@ -160,25 +160,29 @@ struct GradientFreeing {
 // freeze recording records the in-place additions, and its plan replays them) and no graph of them
 // is made (create_graph).
 
-// Whether a slice may be added into `pending` in place: add_to_pending made it in this pass
-// (Node::pass_made_sum, an id from this pass on), so nothing but the pending gradient reaches it
-// until its target's visit (rules see a node's pending only then, and slices are taken only with
-// no observer looking).
-bool pass_holds_alone(const Tensor& pending, int64_t first_id) {
+// Whether a gradient may be added into `pending` in place: add_to_pending made it in this pass
+// (Node::pass_made_sum, an id from this pass on) and its target has not been visited yet, so
+// nothing but this pending reaches it. At the visit the flag is cleared: from then on the rule
+// has it as its incoming gradient and may pass it on unchanged, or a view of it, to several inputs
+// (add's rule gives it to both), where adding into it for one would add into the others too.
+bool pass_holds_alone(const Tensor& pending, const Tensor& g, int64_t first_id) {
     const Node* p = pending.node.get();
-    return p->pass_made_sum && p->id >= first_id && p->outputs.size() == 1 && !pending.value().strided() &&
-           pending.value().offset == 0;
+    const Value& v = pending.value();
+    return p->pass_made_sum && p->id >= first_id && p->outputs.size() == 1 && !v.strided() && v.offset == 0 &&
+           v.dtype == g.dtype();
 }
 
-// target.pending += g, g being the whole gradient or (slice.set) its values in one slice.
-void add_to_pending(Output& target, const Tensor& g, const GradSlice& slice, const Shape& full, int64_t first_id,
-                    const GradientFreeing& freeing) {
+// target.pending += g, g being the whole gradient or (slice.set) its values in one slice. With
+// `in_place` (nobody looks at the sums and no graph of them is made), a sum the pass holds alone
+// takes g in place: summing a weight's T gradients costs T additions and no new buffers.
+void add_to_pending(Output& target, const Tensor& g, const GradSlice& slice, const Shape& full, bool in_place,
+                    int64_t first_id, const GradientFreeing& freeing) {
     if (!target.pending.defined() && !slice.set) {
         target.pending = g;
         return;
     }
-    if (slice.set && target.pending.defined() && pass_holds_alone(target.pending, first_id)) {
-        Tensor region = ops::narrow(target.pending, slice.dim, slice.start, g.shape()[slice.dim]);
+    if (in_place && target.pending.defined() && pass_holds_alone(target.pending, g, first_id)) {
+        Tensor region = slice.set ? ops::narrow(target.pending, slice.dim, slice.start, g.shape()[slice.dim]) : target.pending;
         ops::add_(region, g);
         return;
     }
@@ -339,6 +343,8 @@ void backward(const Tensor& root, const Tensor* grad, const BackwardOptions& opt
         for (const Output& out : n->outputs) any = any || out.pending.defined();
         if (!any) continue;
         g_recording.group_node = n;
+        for (Output& out : n->outputs)   // the visit hands its sums to hooks, .grad and the rule
+            if (out.pending.defined()) out.pending.node->pass_made_sum = false;
         if (n->has_grad_hooks) run_grad_hooks(n, freeing);
 
         if (options.capture) {   // torch.autograd.grad: the wanted gradients are complete at their node's visit
@@ -364,8 +370,8 @@ void backward(const Tensor& root, const Tensor* grad, const BackwardOptions& opt
         for (int i = 0; i < n->outputs.size(); ++i) grad_out[i] = n->outputs[i].pending;
         grad_in.assign(n->inputs.size(), Tensor());
         slices.assign(n->inputs.size(), GradSlice());
-        bool take_slices = !options.create_graph && !engine_values_watched();
-        BackwardCall call{n, grad_out.data(), grad_in.data(), take_slices ? slices.data() : nullptr};
+        bool sums_in_place = !options.create_graph && !engine_values_watched();   // and slices are taken
+        BackwardCall call{n, grad_out.data(), grad_in.data(), sums_in_place ? slices.data() : nullptr};
         pass.group = BackwardGroup{n, grad_out.data(), grad_in.data()};
         n->info().backward_rule(call);
         for (Output& out : n->outputs) out.pending = Tensor();
@@ -385,7 +391,8 @@ void backward(const Tensor& root, const Tensor* grad, const BackwardOptions& opt
                             n->name(), grad_in[i].shape().str().c_str(), e.value.shape.str().c_str());
             // a tensor used twice: its gradients add up (recorded in its own group)
             g_recording.group_node = e.node.get();
-            add_to_pending(e.node->outputs[e.output], grad_in[i], slices[i], e.value.shape, freeing.first_id, freeing);
+            add_to_pending(e.node->outputs[e.output], grad_in[i], slices[i], e.value.shape, sums_in_place, freeing.first_id,
+                           freeing);
             g_recording.group_node = n;
         }
         for (Tensor& g : grad_out) freeing.let_go(g);   // n's rule has used them

@@ -41,4 +41,23 @@ print(string.format("frozen: %.2f MiB at its peak (eager %.2f), max |frozen - ea
 assert(report.frozen_peak_bytes / MiB < 3, "the frozen plan pads the slices' gradients: " .. report.frozen_peak_bytes / MiB .. " MiB")
 assert(report.max_diff == 0, "frozen and eager differ by " .. report.max_diff)
 assert(torch.allclose(x.grad, w:expand(T, N)), "frozen: x.grad is not w in every row")
+
+-- A sum is added into in place only until its target's visit: from then on the target's rule may
+-- hand it on unchanged, or a view of it, to several inputs (add's rule gives it to both), and
+-- adding into it for one input would add into the others too.
+do
+  local p, q = torch.randn(2, 3):requires_grad_(), torch.randn(2, 3):requires_grad_()
+  local z = torch.randn(3, 2):requires_grad_()
+  local w1, w2 = torch.randn(2, 3), torch.randn(2, 3)
+  local p3, row = p * 3, p[1]   -- recorded first: their gradients reach p after add's rule ran, the slice first
+  local y = p + q + z:reshape(2, 3)
+  local l = (y * w1):sum() + (y * w2):sum() + (row * 5):sum() + p3:sum()
+  l:backward()
+  local w = w1 + w2
+  assert(torch.allclose(q.grad, w), "q.grad took p's other gradients: a sum handed to two inputs was added into")
+  assert(torch.allclose(z.grad, w:reshape(3, 2)), "z.grad (a view of the sum) took p's other gradients")
+  local expected = w + 3
+  expected[1] = expected[1] + 5
+  assert(torch.allclose(p.grad, expected), "p.grad is wrong")
+end
 print("slice_gradients_in_place: ok")
