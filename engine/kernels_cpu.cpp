@@ -16,6 +16,7 @@
 // Kernels read call.inputs, write call.outputs (already allocated; aliased for views and in-place
 // ops) and may raise engine_fail for data-dependent errors (an index out of range).
 #include <Eigen/Dense>
+#include <unsupported/Eigen/SpecialFunctions>   // Eigen::erf over arrays (gelu)
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -402,8 +403,13 @@ template <class D> auto rint(const Eigen::ArrayBase<D>& x) {
 template <class D> auto isnan(const Eigen::ArrayBase<D>& x) { return each(x, [](auto v) { return isnan(v); }); }
 template <class D> auto isinf(const Eigen::ArrayBase<D>& x) { return each(x, [](auto v) { return isinf(v); }); }
 template <class D> auto isfinite(const Eigen::ArrayBase<D>& x) { return each(x, [](auto v) { return isfinite(v); }); }
+// gelu's formulas over a whole span (scalar_math.h): vectorised, where a loop over elements calls
+// libm's erf and exp one at a time (a third of a small GPT's training step).
 template <class D, class T> auto gelu(const Eigen::ArrayBase<D>& x, T approximate) {
-    return each(x, [approximate](auto v) { return gelu(v, approximate); });
+    return gelu_formula<Eigen::Array<T, Eigen::Dynamic, 1>>(x, approximate);
+}
+template <class D, class T> auto gelu_derivative(const Eigen::ArrayBase<D>& x, T approximate) {
+    return gelu_derivative_formula<Eigen::Array<T, Eigen::Dynamic, 1>>(x, approximate);
 }
 template <class D, class T> auto softplus(const Eigen::ArrayBase<D>& x, T beta, T threshold) {
     return each(x, [beta, threshold](auto v) { return softplus(v, beta, threshold); });
@@ -431,14 +437,38 @@ struct Scalars {
         : s(element_cast<T>(a.scalar)), lo(element_cast<T>(a.lo)), hi(element_cast<T>(a.hi)) {}
 };
 
+// A span is evaluated SPAN_CHUNK elements at a time: a line whose math:: makes arrays of its own
+// (gelu's formulas) keeps them small and in cache (whole-span ones of 256 KiB were mapped and
+// unmapped by malloc each call, a page fault per 4 KiB).
+constexpr int64_t SPAN_CHUNK = 2048;
+
 #define LINE_NAMES                                                          \
     [[maybe_unused]] T s = scalars.s, lo = scalars.lo, hi = scalars.hi;
 #define TWO_INPUTS(name, dtypes, expression)                                                     \
     struct name##_math {                                                                           \
+        static constexpr bool has_span = false;                                                    \
         template <class T>                                                                         \
         static T scalar(T x, T y, const Scalars<T>& scalars) {                                     \
             LINE_NAMES                                                                             \
             return static_cast<T>(expression);                                                     \
+        }                                                                                          \
+    };
+#define TWO_INPUTS_SPAN(name, dtypes, expression)                                                \
+    struct name##_math {                                                                           \
+        static constexpr bool has_span = true;                                                     \
+        template <class T>                                                                         \
+        static T scalar(T x, T y, const Scalars<T>& scalars) {                                     \
+            LINE_NAMES                                                                             \
+            return static_cast<T>(expression);                                                     \
+        }                                                                                          \
+        template <class T>                                                                         \
+        static void span(const T* in_x, const T* in_y, T* out, int64_t n, const Scalars<T>& scalars) { \
+            LINE_NAMES                                                                             \
+            for (int64_t at = 0; at < n; at += SPAN_CHUNK) {                                       \
+                int64_t m = std::min(SPAN_CHUNK, n - at);                                          \
+                ConstArrayMap<T> x(in_x + at, m), y(in_y + at, m);                                 \
+                ArrayMap<T>(out + at, m) = expression;                                             \
+            }                                                                                      \
         }                                                                                          \
     };
 #define ONE_INPUT(name, dtypes, expression)                                                      \
@@ -451,13 +481,17 @@ struct Scalars {
         template <class T>                                                                         \
         static void span(const T* in, T* out, int64_t n, const Scalars<T>& scalars) {              \
             LINE_NAMES                                                                             \
-            ConstArrayMap<T> x(in, n);                                                             \
-            ArrayMap<T>(out, n) = expression;                                                      \
+            for (int64_t at = 0; at < n; at += SPAN_CHUNK) {                                       \
+                int64_t m = std::min(SPAN_CHUNK, n - at);                                          \
+                ConstArrayMap<T> x(in + at, m);                                                    \
+                ArrayMap<T>(out + at, m) = expression;                                             \
+            }                                                                                      \
         }                                                                                          \
     };
 #include "elementwise.def"
 #undef ONE_INPUT
 #undef TWO_INPUTS
+#undef TWO_INPUTS_SPAN
 #undef LINE_NAMES
 
 // The span functions: out[i] = f(in[0][i]) or f(in[0][i], in[1][i]) over n contiguous elements.
@@ -471,7 +505,8 @@ void span_two_inputs(const T* const* in, T* out, int64_t n, const OpAttrs& attrs
     Scalars<T> scalars(attrs);
     const T* x = in[0];
     const T* y = in[1];
-    for (int64_t i = 0; i < n; ++i) out[i] = Math::scalar(x[i], y[i], scalars);
+    if constexpr (Math::has_span) Math::span(x, y, out, n, scalars);
+    else for (int64_t i = 0; i < n; ++i) out[i] = Math::scalar(x[i], y[i], scalars);
 }
 
 // The whole op in element type T into `o` (two inputs broadcast).
@@ -483,7 +518,14 @@ void one_input_loop(const KernelCall& c, const Value& o) {
 template <class Math, class T>
 void two_inputs_loop(const KernelCall& c, const Value& o) {
     Scalars<T> scalars(c.attrs);
-    binary_loop<T>(in(c, 0), in(c, 1), o, [scalars](T x, T y) { return Math::scalar(x, y, scalars); });
+    const Value &x = in(c, 0), &y = in(c, 1);
+    if constexpr (Math::has_span) {
+        if (x.shape == o.shape && y.shape == o.shape) {   // as the fused loops run it
+            Math::span(x.data<T>(), y.data<T>(), o.data<T>(), o.numel(), scalars);
+            return;
+        }
+    }
+    binary_loop<T>(x, y, o, [scalars](T a, T b) { return Math::scalar(a, b, scalars); });
 }
 
 enum ElementwiseDTypes { DTYPES_FLOATS, DTYPES_ALL, DTYPES_COMPARE };
@@ -521,9 +563,11 @@ void elementwise_kernel(const KernelCall& c, const char* name, Loop loop) {
             two_inputs_loop<name##_math, decltype(t)>(c, o);                                                 \
         });                                                                                                  \
     }
+#define TWO_INPUTS_SPAN TWO_INPUTS
 #include "elementwise.def"
 #undef ONE_INPUT
 #undef TWO_INPUTS
+#undef TWO_INPUTS_SPAN
 
 const ElementwiseMath* elementwise_math(OpId op) {
     static const std::vector<ElementwiseMath> table = [] {
@@ -534,9 +578,11 @@ const ElementwiseMath* elementwise_math(OpId op) {
 #define TWO_INPUTS(name, dtypes, expression)                                                            \
     t[OP_##name] = {2, span_two_inputs<name##_math, float>, span_two_inputs<name##_math, double>,            \
                     [](double x, double y, const OpAttrs& a) { return name##_math::scalar(x, y, Scalars<double>(a)); }};
+#define TWO_INPUTS_SPAN TWO_INPUTS
 #include "elementwise.def"
 #undef ONE_INPUT
 #undef TWO_INPUTS
+#undef TWO_INPUTS_SPAN
         return t;
     }();
     return table[op].arity ? &table[op] : nullptr;

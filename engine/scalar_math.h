@@ -101,35 +101,46 @@ T isfinite(T x) {
 }
 
 // The activations of torch.nn.functional, as PyTorch computes them (float types only).
+// gelu's formulas are written once for V = T and for V = an Eigen array of T: kernels_cpu.cpp
+// evaluates them over a whole span that way, where Eigen's erf, exp and tanh are vectorised (the
+// unqualified calls find std::'s for a number and Eigen::'s for an array).
+//
 // gelu: approximate = 0 is the exact x * Phi(x); otherwise the tanh approximation.
-template <Scalar T>
-T gelu(T x, T approximate) {
+template <class V, class T>
+V gelu_formula(const V& x, T approximate) {
+    using std::erf, std::tanh;
     if (approximate != T(0)) {
         const T beta = T(M_SQRT2 * M_2_SQRTPI * 0.5), kappa = T(0.044715);
-        T inner = beta * (x + kappa * x * x * x);
-        return T(0.5) * x * (T(1) + std::tanh(inner));
+        V inner = beta * (x + kappa * x * x * x);
+        return T(0.5) * x * (T(1) + tanh(inner));
     }
-    return x * T(0.5) * (T(1) + std::erf(x * T(M_SQRT1_2)));
+    return x * T(0.5) * (T(1) + erf(x * T(M_SQRT1_2)));
 }
 
 // d gelu / dx (PyTorch's gelu_backward without the incoming gradient).
-template <Scalar T>
-T gelu_derivative(T x, T approximate) {
+template <class V, class T>
+V gelu_derivative_formula(const V& x, T approximate) {
+    using std::erf, std::exp, std::tanh;
     if (approximate != T(0)) {
         const T beta = T(M_SQRT2 * M_2_SQRTPI * 0.5), kappa = T(0.044715);
-        T x_sq = x * x;
-        T inner = beta * (x + kappa * x_sq * x);
-        T tanh_inner = std::tanh(inner);
-        T left = T(0.5) * x, right = T(1) + tanh_inner;
-        T left_derivative = T(0.5) * right;
-        T right_derivative = left * (T(1) - tanh_inner * tanh_inner) * beta * (T(1) + T(3) * kappa * x_sq);
+        V x_sq = x * x;
+        V inner = beta * (x + kappa * x_sq * x);
+        V tanh_inner = tanh(inner);
+        V left = T(0.5) * x, right = T(1) + tanh_inner;
+        V left_derivative = T(0.5) * right;
+        V right_derivative = left * (T(1) - tanh_inner * tanh_inner) * beta * (T(1) + T(3) * kappa * x_sq);
         return left_derivative + right_derivative;
     }
     const T alpha = T(M_SQRT1_2), beta = T(M_2_SQRTPI * M_SQRT1_2 * 0.5);
-    T cdf = T(0.5) * (T(1) + std::erf(x * alpha));
-    T pdf = beta * std::exp(x * x * T(-0.5));
+    V cdf = T(0.5) * (T(1) + erf(x * alpha));
+    V pdf = beta * exp(x * x * T(-0.5));
     return cdf + x * pdf;
 }
+
+template <Scalar T>
+T gelu(T x, T approximate) { return gelu_formula<T>(x, approximate); }
+template <Scalar T>
+T gelu_derivative(T x, T approximate) { return gelu_derivative_formula<T>(x, approximate); }
 
 // log(1 + e^(beta x)) / beta, or x where beta x > threshold (PyTorch's softplus).
 template <Scalar T>
