@@ -98,13 +98,9 @@ Frozen& push_frozen(lua_State* L) {
 SourceLoc lua_loc(lua_State* L, int level) {
     lua_Debug ar;
     SourceLoc loc;
-    for (; lua_getstack(L, level, &ar); ++level) {
-        lua_getinfo(L, "Sl", &ar);
-        if (ar.currentline <= 0 || tdlua::is_library_frame(ar)) continue;
-        loc.file = source_file_intern(ar.short_src);
-        loc.line = ar.currentline;
-        break;
-    }
+    if (!tdlua::find_user_frame(L, level, &ar)) return loc;
+    loc.file = source_file_intern(ar.short_src);
+    loc.line = ar.currentline;
     return loc;
 }
 

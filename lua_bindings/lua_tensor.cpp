@@ -119,17 +119,13 @@ SourceLoc locate_in_lua(void*) {
     SourceLoc loc;
     if (!L) return loc;
     lua_Debug ar;
-    for (int level = 1; lua_getstack(L, level, &ar); ++level) {
-        lua_getinfo(L, "Sl", &ar);
-        if (ar.currentline <= 0 || is_library_frame(ar)) continue;
-        if (last_file < 0 || last_name != ar.short_src) {
-            last_name = ar.short_src;
-            last_file = source_file_intern(ar.short_src);
-        }
-        loc.file = last_file;
-        loc.line = ar.currentline;
-        break;
+    if (!find_user_frame(L, 1, &ar)) return loc;
+    if (last_file < 0 || last_name != ar.short_src) {
+        last_name = ar.short_src;
+        last_file = source_file_intern(ar.short_src);
     }
+    loc.file = last_file;
+    loc.line = ar.currentline;
     return loc;
 }
 

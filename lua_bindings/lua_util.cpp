@@ -21,13 +21,20 @@ bool is_library_frame(const lua_Debug& ar) {
     return strncmp(ar.source, TAPEDECK_LIBRARY_CHUNK, strlen(TAPEDECK_LIBRARY_CHUNK)) == 0;
 }
 
+bool find_user_frame(lua_State* L, int level, lua_Debug* ar) {
+    for (; lua_getstack(L, level, ar); ++level) {
+        lua_getinfo(L, "S", ar);
+        if (ar->what[0] == 'C' || is_library_frame(*ar)) continue;   // C functions have no line
+        lua_getinfo(L, "l", ar);
+        if (ar->currentline > 0) return true;
+    }
+    return false;
+}
+
 std::string where_at(lua_State* L, int level) {
     lua_Debug ar;
-    for (; lua_getstack(L, level, &ar); ++level) {
-        lua_getinfo(L, "Sl", &ar);
-        if (ar.currentline > 0 && !is_library_frame(ar)) return std::string(ar.short_src) + ":" + std::to_string(ar.currentline);
-    }
-    return "";
+    if (!find_user_frame(L, level, &ar)) return "";
+    return std::string(ar.short_src) + ":" + std::to_string(ar.currentline);
 }
 
 // The Lua error is raised after the catch block has ended (it unwinds as an exception of its own).

@@ -41,6 +41,10 @@ int run_guarded(lua_State* L, lua_CFunction fn, const char* name);
 // Whether a frame runs code of the Lua-written library (nn, optim): positions skip those frames to
 // name the user's line that called the library.
 bool is_library_frame(const lua_Debug& ar);
+// Fills `ar` ("S" and "l") for the innermost frame at or above `level` that is the user's code
+// (not the library's, and with a current line); false when there is none. Every op made from nn
+// or optim walks up through their frames, so a library frame costs only "S", not its line.
+bool find_user_frame(lua_State* L, int level, lua_Debug* ar);
 // "file.lua:12" of the innermost frame at or above `level` that is the user's code (frames of the
 // Lua-written library, nn and optim, are skipped); empty when there is none.
 std::string where_at(lua_State* L, int level);
