@@ -37,6 +37,7 @@ bool is_random(OpId op) { return op == OP_rand || op == OP_randn; }
 int step_written_root(const Plan& plan, const PlanStep& s) {
     if (s.kind == STEP_GRAD_ACCUMULATE || s.kind == STEP_GRAD_CLEAR) return plan.grad_targets[s.target].grad_value;
     if (s.kind == STEP_KERNEL && s.into_grad >= 0) return plan.grad_targets[s.into_grad].grad_value;
+    if (s.kind == STEP_KERNEL && s.attrs.accumulate) return root_of(plan, s.outputs[0]);   // Y += A B
     if (s.kind == STEP_KERNEL && (op_info(s.op).flags & OPF_INPLACE)) return root_of(plan, s.inputs[0]);
     return -1;
 }
@@ -771,6 +772,41 @@ void pass_fusion(Plan& plan) {
 
 // Gradients in place: an mm/bmm whose result only feeds a gradient accumulation writes straight
 // into the target's .grad (Y += A B when it exists), so the gradient never has a buffer of its own.
+// Likewise one whose result only feeds an add_ into a sum the plan holds in a buffer of its own
+// (backward sums a weight's gradients over an RNN's steps that way) adds into that buffer.
+
+// Whether nothing between steps `from` and `to` (both excluded) reads or writes root r.
+bool root_untouched_between(const Plan& plan, const PassState& p, size_t from, size_t to, int r) {
+    for (size_t j = from + 1; j < to; ++j) {
+        const PlanStep& s = plan.steps[j];
+        for (int in : s.inputs)
+            if (p.root(in) == r) return false;
+        if (step_written_root(plan, s) == r) return false;
+    }
+    return true;
+}
+
+// Whether value v has its root's bytes as they are (the root itself, or in-place results of it;
+// not a view, which could see them in another layout).
+bool has_root_layout(const Plan& plan, const std::vector<int>& made_by, int v) {
+    while (plan.values[v].alias_of >= 0) {
+        int maker = made_by[v];
+        if (maker < 0 || plan.steps[maker].kind != STEP_KERNEL || !(op_info(plan.steps[maker].op).flags & OPF_INPLACE))
+            return false;
+        v = plan.values[v].alias_of;
+    }
+    return true;
+}
+
+// The mm/bmm step that makes v, when v is read by nothing but the step that adds it somewhere; else -1.
+int product_read_once(const Plan& plan, const std::vector<int>& uses, const std::vector<int>& made_by, int v) {
+    int maker = made_by[v];
+    if (maker < 0 || uses[v] != 1 || plan.values[v].alias_of >= 0) return -1;
+    const PlanStep& m = plan.steps[maker];
+    if (m.kind != STEP_KERNEL || (m.op != OP_mm && m.op != OP_bmm) || m.into_grad >= 0 || m.attrs.accumulate) return -1;
+    return maker;
+}
+
 void pass_gradients_in_place(Plan& plan) {
     PassState p(plan);
     std::vector<int> uses = p.use_counts();
@@ -778,21 +814,27 @@ void pass_gradients_in_place(Plan& plan) {
     std::vector<bool> drop(plan.steps.size(), false);
     for (size_t k = 0; k < plan.steps.size(); ++k) {
         const PlanStep& a = plan.steps[k];
-        if (a.kind != STEP_GRAD_ACCUMULATE) continue;
-        int v = a.inputs[0];
-        int maker = made_by[v];
-        if (maker < 0 || uses[v] != 1 || plan.values[v].alias_of >= 0) continue;
-        PlanStep& m = plan.steps[maker];
-        if (m.kind != STEP_KERNEL || (m.op != OP_mm && m.op != OP_bmm) || m.into_grad >= 0) continue;
-        int grad_root = plan.grad_targets[a.target].grad_value;
-        bool untouched = true;   // nothing between reads or writes that .grad
-        for (size_t j = maker + 1; j < k && untouched; ++j) {
-            const PlanStep& s = plan.steps[j];
-            for (int in : s.inputs) untouched = untouched && p.root(in) != grad_root;
-            untouched = untouched && step_written_root(plan, s) != grad_root;
+        if (a.kind == STEP_GRAD_ACCUMULATE) {
+            int maker = product_read_once(plan, uses, made_by, a.inputs[0]);
+            if (maker < 0 || !root_untouched_between(plan, p, maker, k, plan.grad_targets[a.target].grad_value)) continue;
+            plan.steps[maker].into_grad = a.target;
+        } else if (a.kind == STEP_KERNEL && a.op == OP_add_ && a.inputs.size() == 2) {
+            int sum = a.inputs[0], product = a.inputs[1];
+            int maker = product_read_once(plan, uses, made_by, product);
+            int r = p.root(sum);
+            if (maker < 0 || plan.values[r].kind != VALUE_STEP || uses[a.outputs[0]] != 0 ||
+                plan.values[r].shape != plan.values[product].shape || plan.values[r].dtype != plan.values[product].dtype ||
+                !has_root_layout(plan, made_by, sum) || !root_untouched_between(plan, p, maker, k, r))
+                continue;
+            PlanStep& m = plan.steps[maker];
+            bool reads_sum = false;
+            for (int in : m.inputs) reads_sum = reads_sum || p.root(in) == r;
+            if (reads_sum) continue;
+            m.attrs.accumulate = true;
+            plan.values[product].alias_of = sum;
+        } else {
+            continue;
         }
-        if (!untouched) continue;
-        m.into_grad = a.target;
         drop[k] = true;
         ++plan.stats.grads_in_place;
     }

@@ -128,6 +128,39 @@ TEST_CASE("plan: liveness reuses buffers, gradients are written in place, and ou
     CHECK(a.outputs[0].value().storage.get() != b.outputs[0].value().storage.get());
 }
 
+TEST_CASE("plan: an mm whose result backward adds into a sum of its own adds into the sum's buffer (an RNN's weight)") {
+    // W used at 6 steps: backward sums W's 6 gradients, from the third on in place into a sum it
+    // made; each of those products then adds straight into the sum (Y += A B), no buffer of its own.
+    Tensor w = make_leaf(Shape{8, 8}, ramp(64, 0.2));
+    Tensor h0 = make_tensor(Shape{8, 1}, ramp(8, 0.5));
+    auto unrolled = [&](const Tensor& h_in) {
+        w.node->outputs[0].grad = Tensor();
+        Tensor h = h_in;
+        for (int t = 0; t < 6; ++t) h = ops::unary(OP_tanh, ops::mm(w, h));
+        Tensor loss = ops::reduce_all(OP_sum, h);
+        backward(loss, nullptr);
+        return loss;
+    };
+    unrolled(h0);
+    std::vector<double> eager_grad = values_of(grad_of(w));
+    plan_record_begin("unrolled", {h0}, {"h0"}, SourceLoc());
+    plan_record_note_grad_clear(w, SourceLoc());
+    Tensor loss = unrolled(h0);
+    std::unique_ptr<Plan> recorded = plan_record_end({loss});
+    std::unique_ptr<Plan> plan = plan_compile(*recorded, PlanPasses{});
+    int accumulating = 0;
+    for (const PlanStep& s : plan->steps) accumulating += s.kind == STEP_KERNEL && s.op == OP_mm && s.attrs.accumulate;
+    CHECK(accumulating == 4);   // W's third to sixth gradients
+    for (const PlanPasses& passes : pass_configs) {
+        std::unique_ptr<Plan> p = plan_compile(*recorded, passes);
+        for (int call = 0; call < 2; ++call) {   // the sum's buffer is written afresh each call
+            PlanRunResult r = plan_run(*p, {h0});
+            REQUIRE(r.completed);
+            check_values(values_of(grad_of(w)), eager_grad, 1e-12, 1e-12);
+        }
+    }
+}
+
 TEST_CASE("plan: a guard on a value read while recording stops a run whose data differ, before any effect") {
     Tensor w = make_leaf(Shape{2}, {1, 2});
     Tensor x = make_tensor(Shape{2}, {3, 4});
