@@ -373,4 +373,23 @@ do
   check.close(w.grad, torch.ones(3, 1):mm(x1:t()), 0, "the recycled .grad holds the third call's values")
 end
 
+
+-- The lecture's cell unrolled 50 steps in float32: backward sums W_h's outer-product gradients,
+-- and the plan adds each product straight into the sum (Y += A B). Each product is rounded before
+-- it is added, as eager does, so frozen and eager agree to the bit (a fused multiply-add did not).
+do
+  local W_h, W_x = torch.randn(20, 20):requires_grad_(), torch.randn(20, 10):requires_grad_()
+  local xs = {}
+  for t = 1, 50 do xs[t] = torch.randn(10, 1) end
+  local function unrolled(h0)
+    W_h.grad, W_x.grad = nil, nil
+    local h = h0
+    for t = 1, 50 do h = (W_h:mm(h) + W_x:mm(xs[t])):tanh() end
+    h:sum():backward()
+    return h
+  end
+  local f = torch.freeze{unrolled, torch.randn(20, 1)}
+  check.equal(f:timeit(1).max_diff, 0, "frozen unrolled cell against eager")
+end
+
 print("test_freeze: ok")
