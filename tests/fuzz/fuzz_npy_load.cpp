@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "fuzz_checks.h"
 #include "npy.h"
 
 using namespace td;
@@ -17,9 +18,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     try {
         Value v = npy_load_bytes(std::string(reinterpret_cast<const char*>(data), size), "fuzz.npy");
-        int64_t numel = 0;
-        if (!shape_numel_fits(v.shape, &numel) || v.storage->bytes < static_cast<size_t>(numel) * dtype_size(v.dtype)) abort();
-        for (int64_t i = 0; i < numel; ++i) (void)value_get(v, i);   // every element readable
+        td_fuzz::check_loaded_value(v);
     } catch (const EngineError&) {
     }
     return 0;
