@@ -775,9 +775,10 @@ void pass_fusion(Plan& plan) {
 // Likewise one whose result only feeds an add_ into a sum the plan holds in a buffer of its own
 // (backward sums a weight's gradients over an RNN's steps that way) adds into that buffer.
 
-// Whether nothing between steps `from` and `to` (both excluded) reads or writes root r.
+// Whether no step from the product `from` (it must not read r either: it will write r) up to `to`
+// (excluded) reads or writes root r.
 bool root_untouched_between(const Plan& plan, const PassState& p, size_t from, size_t to, int r) {
-    for (size_t j = from + 1; j < to; ++j) {
+    for (size_t j = from; j < to; ++j) {
         const PlanStep& s = plan.steps[j];
         for (int in : s.inputs)
             if (p.root(in) == r) return false;
@@ -826,11 +827,7 @@ void pass_gradients_in_place(Plan& plan) {
                 plan.values[r].shape != plan.values[product].shape || plan.values[r].dtype != plan.values[product].dtype ||
                 !has_root_layout(plan, made_by, sum) || !root_untouched_between(plan, p, maker, k, r))
                 continue;
-            PlanStep& m = plan.steps[maker];
-            bool reads_sum = false;
-            for (int in : m.inputs) reads_sum = reads_sum || p.root(in) == r;
-            if (reads_sum) continue;
-            m.attrs.accumulate = true;
+            plan.steps[maker].attrs.accumulate = true;
             plan.values[product].alias_of = sum;
         } else {
             continue;
