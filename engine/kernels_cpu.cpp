@@ -442,6 +442,12 @@ struct Scalars {
 // unmapped by malloc each call, a page fault per 4 KiB).
 constexpr int64_t SPAN_CHUNK = 2048;
 
+// f(at, m) for each chunk [at, at + m) of n elements.
+template <class F>
+void for_each_chunk(int64_t n, F f) {
+    for (int64_t at = 0; at < n; at += SPAN_CHUNK) f(at, std::min(SPAN_CHUNK, n - at));
+}
+
 #define LINE_NAMES                                                          \
     [[maybe_unused]] T s = scalars.s, lo = scalars.lo, hi = scalars.hi;
 #define TWO_INPUTS(name, dtypes, expression)                                                     \
@@ -464,11 +470,10 @@ constexpr int64_t SPAN_CHUNK = 2048;
         template <class T>                                                                         \
         static void span(const T* in_x, const T* in_y, T* out, int64_t n, const Scalars<T>& scalars) { \
             LINE_NAMES                                                                             \
-            for (int64_t at = 0; at < n; at += SPAN_CHUNK) {                                       \
-                int64_t m = std::min(SPAN_CHUNK, n - at);                                          \
+            for_each_chunk(n, [&](int64_t at, int64_t m) {                                         \
                 ConstArrayMap<T> x(in_x + at, m), y(in_y + at, m);                                 \
                 ArrayMap<T>(out + at, m) = expression;                                             \
-            }                                                                                      \
+            });                                                                                    \
         }                                                                                          \
     };
 #define ONE_INPUT(name, dtypes, expression)                                                      \
@@ -481,11 +486,10 @@ constexpr int64_t SPAN_CHUNK = 2048;
         template <class T>                                                                         \
         static void span(const T* in, T* out, int64_t n, const Scalars<T>& scalars) {              \
             LINE_NAMES                                                                             \
-            for (int64_t at = 0; at < n; at += SPAN_CHUNK) {                                       \
-                int64_t m = std::min(SPAN_CHUNK, n - at);                                          \
+            for_each_chunk(n, [&](int64_t at, int64_t m) {                                         \
                 ConstArrayMap<T> x(in + at, m);                                                    \
                 ArrayMap<T>(out + at, m) = expression;                                             \
-            }                                                                                      \
+            });                                                                                    \
         }                                                                                          \
     };
 #include "elementwise.def"
