@@ -42,6 +42,7 @@ bool debugger_select_frame(int count, std::string* why) {
         moved += step;
     }
     stop->frame = frame;
+    viewer_show_stop_begin(*stop);   // a line stop's Source window follows the selection
     return true;
 }
 
@@ -190,7 +191,17 @@ std::string format_table(lua_State* L, int idx, int depth, std::set<const void*>
     return out + "}";
 }
 
+// "function <frames.lua:3>": where a Lua function is defined (an address says nothing).
+std::string function_text(lua_State* L, int idx) {
+    lua_Debug ar;
+    lua_pushvalue(L, idx);
+    lua_getinfo(L, ">S", &ar);
+    if (strcmp(ar.what, "C") == 0) return "builtin function";
+    return std::string("function <") + ar.short_src + ":" + std::to_string(ar.linedefined) + ">";
+}
+
 std::string format_nested(lua_State* L, int idx, int depth, std::set<const void*>& open_tables) {
+    if (lua_type(L, idx) == LUA_TFUNCTION) return function_text(L, idx);
     if (td::Tensor* t = tapedeck_test_tensor(L, idx))
         return "tensor " + t->shape().str() + " " + td::dtype_name(t->dtype());
     if (lua_type(L, idx) == LUA_TSTRING) return quoted(L, idx);
@@ -242,6 +253,7 @@ std::string debugger_format_value(lua_State* L, int idx) {
         return format_table(L, idx, 0, open_tables);
     }
     if (lua_type(L, idx) == LUA_TSTRING) return quoted(L, idx);
+    if (lua_type(L, idx) == LUA_TFUNCTION) return function_text(L, idx);
     size_t length;
     const char* s = luaL_tolstring(L, idx, &length);   // a tensor whole, as print shows it
     std::string text(s, length);

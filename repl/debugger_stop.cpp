@@ -762,8 +762,11 @@ std::string post_mortem_banner(const DebugStop& stop) {
     else s += "(no Lua frame of the script)\n";
     std::string message = stop.error.substr(0, stop.error.find('\n'));
     add_line(s, "error", message);
-    if (stop.frame > 0 && is_library_source(stop.frames[0].source))
-        add_line(s, "raised in", frame_text(stop.frames[0]) + " (:where for the stack)");
+    for (int i = 0; i < stop.frame; ++i) {   // failed inside nn or optim: say where (:down goes there)
+        if (!is_library_source(stop.frames[i].source)) continue;
+        add_line(s, "raised in", frame_text(stop.frames[i]));
+        break;
+    }
     return s;
 }
 
