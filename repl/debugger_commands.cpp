@@ -234,12 +234,12 @@ bool select_frame(const char* command, const std::string& args, int direction) {
     return true;
 }
 
-// "N" or "A,B" (or "A B"): a positive line number; false when a word is not one.
-bool parse_line_number(const std::string& word, int& line) {
+// A positive number (a line, a breakpoint id); false when the word is not one.
+bool parse_positive_number(const std::string& word, int& number) {
     char* end = nullptr;
     long n = strtol(word.c_str(), &end, 10);
     if (word.empty() || *end != '\0' || n <= 0) return false;
-    line = static_cast<int>(n);
+    number = static_cast<int>(n);
     return true;
 }
 
@@ -252,8 +252,8 @@ bool debugger_cmd_list(lua_State*, const std::string& args) {
     const char* usage = ":list: expected nothing (around the line, then onward), a line N, or a range FIRST,LAST (as in :list 10,20)";
     std::vector<std::string> words = dbg::split_words(args, " \t,");
     int first = 0, last = 0;
-    if (words.size() > 2 || (!words.empty() && !parse_line_number(words[0], first)) ||
-        (words.size() == 2 && !parse_line_number(words[1], last))) {
+    if (words.size() > 2 || (!words.empty() && !parse_positive_number(words[0], first)) ||
+        (words.size() == 2 && !parse_positive_number(words[1], last))) {
         fail(std::string(usage) + ", not '" + args + "'");
         return true;
     }
@@ -306,7 +306,7 @@ bool debugger_cmd_print(lua_State* L, const std::string& args) {
 
 bool debugger_cmd_until(lua_State*, const std::string& args) {
     int line = 0;
-    if (!args.empty() && !parse_line_number(args, line)) {
+    if (!args.empty() && !parse_positive_number(args, line)) {
         fail(":until: expected nothing (the next line after this one) or a line number, not '" + args + "'");
         return true;
     }
@@ -320,7 +320,7 @@ bool debugger_cmd_ignore(lua_State*, const std::string& args) {
     int id = 0, count = -1;
     char* end = nullptr;
     if (words.size() == 2) count = static_cast<int>(strtol(words[1].c_str(), &end, 10));
-    if (words.size() != 2 || !parse_line_number(words[0], id) || *end != '\0' || count < 0) {
+    if (words.size() != 2 || !parse_positive_number(words[0], id) || *end != '\0' || count < 0) {
         fail(":ignore needs a breakpoint number and a count, as in :ignore 1 3 (the next 3 hits do not stop)");
         return true;
     }
