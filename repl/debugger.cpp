@@ -297,6 +297,10 @@ bool input_ended_leaves(const DebugStop& stop) {
 
 // The banner, then the nested REPL of a stop, in the stop's _ENV.
 void run_stop_prompt(lua_State* T, DebugStop& stop) {
+    if (repl_quit_requested()) {   // a script's pcall caught the quit: it keeps ending the run, no prompt
+        g.resume = RESUME_ABORT;
+        return;
+    }
     ReplLoopOptions options;
     options.prompt = "(tdb) ";
     options.continuation = "(tdb)>> ";
