@@ -22,6 +22,7 @@
 // [SECTION] memory     plan_memory_bound
 // [SECTION] load       plan_load_bytes, plan_load
 #include <cerrno>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -309,8 +310,11 @@ std::string plan_save_bytes(const Plan& plan, const PlanPasses& passes) {
         w.i32(v.alias_of);
         w.i64(v.recorded_id);
     }
-    w.u32(plan.steps.size());
+    // Backward groups are not written (the debug replay of a loaded plan announces none).
+    auto written = [](const PlanStep& s) { return s.kind != STEP_GROUP_DONE; };
+    w.u32(static_cast<uint32_t>(std::count_if(plan.steps.begin(), plan.steps.end(), written)));
     for (const PlanStep& s : plan.steps) {
+        if (!written(s)) continue;
         w.u8(s.kind);
         w.str(op_info(s.op).name);
         write_attrs(w, s.attrs);

@@ -16,6 +16,7 @@
 #include <set>
 
 #include "debugger_internal.h"
+#include "plan.h"
 #include "repl.h"
 #include "tapedeck_lua.h"
 
@@ -653,6 +654,29 @@ std::string frame_text(const DebugFrame& f) {
     return s;
 }
 
+// "steps 8, 9" / "step 8" / "no step of its own (the passes folded it away)": where :plan runs it.
+std::string plan_steps_text(const std::vector<int>& steps) {
+    if (steps.empty()) return "no step of its own in :plan (a pass folded, fused or removed it)";
+    std::string s = steps.size() == 1 ? ":plan step " : ":plan steps ";
+    for (size_t i = 0; i < steps.size(); ++i) s += (i ? ", " : "") + std::to_string(steps[i]);
+    return s;
+}
+
+// A stop inside a frozen call (plan_run's debug replay): the plan, and the node the step was
+// recorded from, by the id :plan and `:break node N` use. "" elsewhere.
+std::string frozen_text(const DebugStop& stop) {
+    const PlanReplayStep* replay = plan_replay_current();
+    if (!replay || !stop.node || replay->node != stop.node.get()) return "";
+    const Plan& called = replay->called ? *replay->called : *replay->plan;
+    std::string s = called.name + ": ";
+    if (stop.kind == STOP_GROUP)
+        return s + "backward group of recorded #" + std::to_string(replay->recorded_id) + "; " +
+               plan_steps_text(plan_steps_replaying(called, replay->recorded_id, true));
+    s += "recorded #" + std::to_string(replay->recorded_id);
+    if (replay->recorded_group) s += " (backward group of recorded #" + std::to_string(replay->recorded_group) + ")";
+    return s + "; " + plan_steps_text(plan_steps_replaying(called, replay->recorded_id, false));
+}
+
 }  // namespace
 
 }  // namespace dbg
@@ -663,6 +687,8 @@ std::string debugger_banner() {
     const DebugStop* stop = g.stop;
     if (!stop) return "";
     std::string s = stop->kind == STOP_GROUP ? group_banner(*stop) : stop->kind == STOP_NODE ? node_banner(*stop) : line_banner(*stop);
+    std::string frozen = frozen_text(*stop);
+    if (!frozen.empty()) add_line(s, "frozen", frozen);
     if (!stop->why.empty()) add_line(s, "why", stop->why);
     return s;
 }
