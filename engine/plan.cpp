@@ -1754,6 +1754,19 @@ std::string plan_guard_describe(const Plan& plan, int guard) {
     return "?";
 }
 
+bool plan_guard_reads_value(const Plan& plan, int guard) {
+    GuardKind kind = plan.guards[guard].kind;
+    return kind == GUARD_VALUES || kind == GUARD_COMPARE;
+}
+
+std::string plan_guard_advice(const Plan& plan, int guard) {
+    const PlanGuard& g = plan.guards[guard];
+    if (g.kind == GUARD_VALUES) return "return the tensor, or read " + g.text + " outside the frozen function";
+    if (g.kind == GUARD_COMPARE)
+        return "compare outside the frozen function, or keep the computation in tensors (no Lua `if` on a tensor's value)";
+    return "";
+}
+
 std::string plan_describe(const Plan& plan) {
     std::string s;
     char line[512];

@@ -286,6 +286,12 @@ const Value& plan_captured_value(const PlanCaptured& captured);
 std::string plan_describe(const Plan& plan);
 // A guard said for people: "y > 0 was true (script.lua:4)".
 std::string plan_guard_describe(const Plan& plan, int guard);
+// What to do about a guard on a value the Lua code read out of a tensor (item(), totable(), a
+// comparison), for the message of a call it sent back to recording ("return the tensor, or read
+// item() outside the frozen function"); "" for other guards.
+std::string plan_guard_advice(const Plan& plan, int guard);
+// Whether a guard is on a value read out of a tensor (GUARD_VALUES or GUARD_COMPARE).
+bool plan_guard_reads_value(const Plan& plan, int guard);
 // "float32 [64,1000]"-style description of one value ("x", "captured W_h", "#12 mm").
 std::string plan_value_name(const Plan& plan, int value);
 
