@@ -67,10 +67,13 @@ int add_value(Plan& plan, ValueKind kind, int index, const Shape& shape, DType d
 }
 
 // The node whose .grad a target is, for this call's inputs.
-Output& target_output(Plan& plan, int t, const std::vector<Tensor>& inputs) {
+Node* target_node(Plan& plan, int t, const std::vector<Tensor>& inputs) {
     const GradTarget& target = plan.grad_targets[t];
-    Node* node = target.kind == VALUE_INPUT ? inputs[target.index].node.get() : plan.captured[target.index].tensor.node.get();
-    return node->outputs[target.output];
+    return target.kind == VALUE_INPUT ? inputs[target.index].node.get() : plan.captured[target.index].tensor.node.get();
+}
+
+Output& target_output(Plan& plan, int t, const std::vector<Tensor>& inputs) {
+    return target_node(plan, t, inputs)->outputs[plan.grad_targets[t].output];
 }
 
 }  // namespace
@@ -285,6 +288,7 @@ void record_grad(Node* node, int output, const Tensor& grad, int64_t first_id, i
         return;
     }
     PlanStep& s = add_step(plan, STEP_GRAD_ACCUMULATE, OP_add_, PHASE_BACKWARD, grad.node->where, grad.node->id);
+    s.recorded_group = node->id;   // as in eager: the leaf's visit adds into its .grad
     s.target = t;
     s.inputs.push_back(v);
     r.target_state_known[t] = true;
@@ -1072,7 +1076,7 @@ struct PlanExec {
     // a fused step rounds as eager does, whatever the heap's layout (it varied from run to run).
     Ref<Storage> scratch;
     std::vector<Tensor> recycled;       // per grad target: a .grad the call cleared that nothing else holds
-    std::unordered_map<int64_t, int> group_of_recorded;   // a recorded forward node's id -> its plan.groups index
+    std::unordered_map<int64_t, int> value_of_recorded;   // a recorded node's id -> the value of its output 0
     bool running = false;
 };
 
@@ -1117,7 +1121,8 @@ std::shared_ptr<PlanExec> exec_build(Plan& plan) {
     }
     e->scratch = Ref<Storage>::adopt(storage_new(scratch * sizeof(double), DEVICE_CPU));
     e->recycled.resize(plan.grad_targets.size());
-    for (size_t k = 0; k < plan.groups.size(); ++k) e->group_of_recorded[plan.groups[k].recorded_id] = static_cast<int>(k);
+    for (const PlanStep& s : plan.steps)
+        if (s.kind == STEP_KERNEL && !s.outputs.empty()) e->value_of_recorded.emplace(s.recorded_id, s.outputs[0]);
     return e;
 }
 
@@ -1312,22 +1317,25 @@ struct PlanCall {
         }
     }
 
-    // This call's node for the forward node a group was recorded for (null when the call made none).
-    Node* replayed_forward(const PlanGroup& group) {
-        int v = group.forward_value;
-        if (v < 0 || plan.values[v].recorded_id != group.recorded_id || !made[v].defined()) return nullptr;
-        return made[v].node.get();
+    // This call's node for a recorded node (null when the call made none, or has not yet).
+    Node* replayed_node(int64_t recorded_id) {
+        auto found = e.value_of_recorded.find(recorded_id);
+        if (found == e.value_of_recorded.end() || !made[found->second].defined()) return nullptr;
+        return made[found->second].node.get();
     }
 
     // A backward step's node belongs to the group of its forward node, as in eager: this call's
     // forward node when it made one (its backward_nodes keep the group's nodes, as backward does),
-    // else the recorded id (the node may still be alive on the tape).
+    // else the recorded id (the node may still be alive on the tape). Adding into a .grad belongs
+    // to the leaf's visit: the leaf of this call.
     void join_group(Node* node, const PlanStep& s) {
+        if (s.kind == STEP_GRAD_ACCUMULATE) {
+            node->group = target_node(plan, s.target, inputs)->id;
+            return;
+        }
         if (s.phase != PHASE_BACKWARD || !s.recorded_group) return;
         node->group = s.recorded_group;
-        auto found = e.group_of_recorded.find(s.recorded_group);
-        if (found == e.group_of_recorded.end()) return;
-        if (Node* forward = replayed_forward(plan.groups[found->second])) {
+        if (Node* forward = replayed_node(s.recorded_group)) {
             node->group = forward->id;
             forward->backward_nodes.push_back(Ref<Node>(node));
         }
@@ -1337,7 +1345,7 @@ struct PlanCall {
     // the group received and produced in this call, while engine_backward_pass() says so.
     void announce_group(const PlanStep& s) {
         const PlanGroup& group = plan.groups[s.target];
-        Node* forward = replayed_forward(group);
+        Node* forward = replayed_node(group.recorded_id);
         if (!forward) return;
         groups_visited.push_back(forward);
         std::vector<Tensor> grad_outputs, grad_inputs;

@@ -42,8 +42,9 @@ namespace {
 constexpr char PLAN_MAGIC[8] = {'T', 'D', 'P', 'L', 'A', 'N', '\r', '\n'};
 // 2: OpAttrs.strides (regions). 3: conv2d / max_pool2d windows along H and W (kernel, stride and
 // padding became kernel_h, stride_h, padding_h, each with a _w beside it), dilation, groups,
-// ceil_mode. Files of versions 1 and 2 still load.
-constexpr uint32_t PLAN_VERSION = 3;
+// ceil_mode. 4: each step's recorded group (the forward node a backward step differentiates, shown
+// by the debugger). Files of versions 1 to 3 still load (their backward steps name no group).
+constexpr uint32_t PLAN_VERSION = 4;
 constexpr uint32_t PLAN_OLDEST_VERSION = 1;
 constexpr size_t HEADER_BYTES = 32;
 constexpr uint32_t MAX_COUNT = 1u << 24;          // of any list in a plan
@@ -324,6 +325,7 @@ std::string plan_save_bytes(const Plan& plan, const PlanPasses& passes) {
         w.u8(s.phase);
         w.loc(s.where);
         w.i64(s.recorded_id);
+        w.i64(s.recorded_group);
     }
     w.u32(plan.guards.size());
     for (const PlanGuard& g : plan.guards) {
@@ -451,6 +453,7 @@ std::unique_ptr<Plan> read_payload(Reader& r, PlanPasses* passes) {
         s.phase = static_cast<Phase>(r.enum_value(PHASE_BACKWARD, "phase"));
         s.where = r.loc();
         s.recorded_id = r.i64();
+        if (r.version >= 4) s.recorded_group = r.i64();
     }
     if (r.version < 2) upgrade_version_1_views(*plan);
     if (r.version < 3) upgrade_version_2_windows(*plan);

@@ -498,6 +498,7 @@ int frozen_call(lua_State* L) {
     if (f.strict && !f.cache.empty())
         raise(L, f.name + ": guard failed: " + reason + "; strict mode does not re-record" + frozen_at);
     std::string hint = f.cache.empty() ? "" : note_failed_guard(f, failed_plan, failed_guard);
+    if (f.verbose && !f.cache.empty()) fflush(stdout);   // the message after what the program printed before
     if (f.verbose && !f.cache.empty() && !f.eager) {
         fprintf(stderr, "freeze: re-recording %s: %s\n", f.name.c_str(), reason.c_str());
         if (!hint.empty())

@@ -670,7 +670,7 @@ std::string frozen_text(const DebugStop& stop) {
     const Plan& called = replay->called ? *replay->called : *replay->plan;
     std::string s = called.name + ": ";
     if (stop.kind == STOP_GROUP)
-        return s + "backward group of recorded #" + std::to_string(replay->recorded_id) + "; " +
+        return s + "backward group of recorded #" + std::to_string(replay->recorded_id) + " " + stop.node->name() + "; " +
                plan_steps_text(plan_steps_replaying(called, replay->recorded_id, true));
     s += "recorded #" + std::to_string(replay->recorded_id);
     if (replay->recorded_group) s += " (backward group of recorded #" + std::to_string(replay->recorded_group) + ")";

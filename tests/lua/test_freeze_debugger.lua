@@ -113,3 +113,25 @@ local fast = f(x, y)
 w1.grad, w2.grad = nil, nil
 local eager_loss = train_step(x, y)
 check.close(fast, eager_loss, 0)
+
+-- A plan loaded from a file: its backward nodes name their forward node too (the file keeps each
+-- step's recorded group); it has no group stops (the file keeps no groups), see debugger.md.
+local path = os.tmpname() .. ".tdp"
+torch.save_plan(f, path)
+local g = torch.load_plan(path)
+os.remove(path)
+local groups_named, backward_nodes = 0, 0
+bp = dbg.break_on{phase = "bwd", when = "absmax > -1", action = function(stop)
+  backward_nodes = backward_nodes + 1
+  if stop.group then groups_named = groups_named + 1 end
+  assert(not dbg.banner():find("grad of #0", 1, true), dbg.banner())
+end}
+g(x, y)
+dbg.delete(bp)
+assert(backward_nodes > 0)
+check.equal(groups_named, backward_nodes, "every backward node of a loaded plan names its forward node")
+
+-- A loaded plan has no Lua function: it cannot be made to run eagerly.
+local ok, message = pcall(function() g.eager = true end)
+assert(not ok and message:find("no Lua function to run eagerly", 1, true), message)
+check.equal(g.eager, false)

@@ -9,4 +9,4 @@ function train_step(x, y)
   loss:backward()
   return loss
 end
-f = torch.freeze(train_step, x, y)
+f = torch.freeze{train_step, x, y, name = "f"}
