@@ -995,32 +995,19 @@ void pass_buffers(Plan& plan, bool reuse, bool inplace) {
     for (size_t b : plan.buffer_bytes) plan.stats.buffer_bytes += b;
 }
 
-}  // namespace
-
-namespace {
-
 // Drop the STEP_GROUP_DONE steps: only the debug replay announces groups.
 void drop_group_steps(Plan& plan) {
     auto is_group = [](const PlanStep& s) { return s.kind == STEP_GROUP_DONE; };
     plan.steps.erase(std::remove_if(plan.steps.begin(), plan.steps.end(), is_group), plan.steps.end());
 }
 
-bool any_pass_on(const PlanPasses& p) { return p.dce || p.cse || p.fold || p.fuse || p.inplace || p.reuse; }
-
-}  // namespace
-
-// The debug replay is the recording compiled with no pass, its group steps kept (plan.h). A plan
-// compiled with no pass is its own debug replay.
-std::unique_ptr<Plan> plan_compile(const Plan& recorded, const PlanPasses& passes) {
-    if (recorded.compiled) engine_fail("freeze: plan_compile needs a recorded plan, not a compiled one");
+// `recorded` with `passes` applied; its group steps kept only for the debug replay.
+std::unique_ptr<Plan> compile_with(const Plan& recorded, const PlanPasses& passes, bool keep_groups) {
     auto plan = std::make_unique<Plan>(recorded);
     plan->exec.reset();
     plan->debug_replay.reset();
     plan->passes = passes;
-    if (any_pass_on(passes)) {
-        drop_group_steps(*plan);
-        plan->debug_replay = plan_compile(recorded, PlanPasses{false, false, false, false, false, false});
-    }
+    if (!keep_groups) drop_group_steps(*plan);
     PlanStats& st = plan->stats;
     st.dead = st.common = st.folded = st.fused_ops = st.fused_groups = st.inplace = st.grads_in_place = 0;
     st.unshared_bytes = st.per_call_bytes = 0;
@@ -1038,6 +1025,17 @@ std::unique_ptr<Plan> plan_compile(const Plan& recorded, const PlanPasses& passe
         if (s.kind != STEP_GUARD && step_is_effect(*plan, s)) plan->first_effect_step = static_cast<int>(k);
     }
     plan->compiled = true;
+    return plan;
+}
+
+}  // namespace
+
+// The plan, and beside it its debug replay: the recording compiled with no pass, its group steps
+// kept (plan.h). The replay's buffers are allocated only when an observed call first runs it.
+std::unique_ptr<Plan> plan_compile(const Plan& recorded, const PlanPasses& passes) {
+    if (recorded.compiled) engine_fail("freeze: plan_compile needs a recorded plan, not a compiled one");
+    std::unique_ptr<Plan> plan = compile_with(recorded, passes, false);
+    plan->debug_replay = compile_with(recorded, PlanPasses{false, false, false, false, false, false}, true);
     return plan;
 }
 

@@ -72,7 +72,7 @@ enum StepKind : uint8_t {
     STEP_GRAD_CLEAR,        // target.grad = nil
     STEP_GUARD,             // check guards[target]; a failure stops the run
     STEP_GROUP_DONE,        // backward: groups[target]'s rule has run (eager's HOOK_GROUP_DONE). Only in
-                            // a plan compiled with no pass (the debug replay): a debugger stops there
+                            // a recording and its debug replay (Plan::debug_replay): a debugger stops there
 };
 
 enum FusedInputMode : uint8_t {
@@ -203,9 +203,9 @@ struct Plan {
     std::vector<bool> value_per_call; // after compile: value's bytes are new each call (returned)
     int first_effect_step = -1;       // after compile: first step that changes state outside the plan
     std::shared_ptr<PlanExec> exec;
-    // After compile with any pass on: the same recording compiled with none, which plan_run runs
-    // when an observer (a debugger, the viewer) is attached: every recorded node once, in record
-    // order, its backward groups announced as eager does, so stops are those of the eager run.
+    // After compile: the same recording compiled with no pass, which plan_run runs when an observer
+    // (a debugger, the viewer) is attached: every recorded node once, in record order, its backward
+    // groups announced as eager does (STEP_GROUP_DONE), so stops are those of the eager run.
     std::shared_ptr<Plan> debug_replay;
 };
 
