@@ -170,7 +170,6 @@ void record_group_done(Recorder& r, Node* node) {
     Plan& plan = *r.plan;
     PlanGroup group;
     group.recorded_id = node->id;
-    group.forward_value = known_value(r, Tensor(node, 0));
     group.root_value = known_value(r, Tensor(pass->root, 0));
     for (int i = 0; i < node->outputs.size(); ++i) group.grad_outputs.push_back(known_value(r, pass->group.grad_outputs[i]));
     for (int i = 0; i < node->inputs.size(); ++i) group.grad_inputs.push_back(known_value(r, pass->group.grad_inputs[i]));
@@ -1220,23 +1219,26 @@ void run_fused(const PlanStep& s, StepExec& x, PlanExec& e) {
 }
 
 PlanReplayStep* g_replay_current = nullptr;   // the observed step in progress (plan_replay_current)
-const Plan* g_plan_called = nullptr;          // the plan plan_run was called with (set while it runs observed)
 
-// Sets g_replay_current for the extent of one observed node or group event (nested plan runs at a
-// stop restore the outer one).
+// Sets g_replay_current for the extent of one observed node or group event (a frozen call run at
+// a stop of another restores the outer one).
 struct ReplayStepScope {
     PlanReplayStep step;
     PlanReplayStep* saved = g_replay_current;
-    ReplayStepScope(const Plan& plan, const Node* node, int index, int64_t recorded_id, int64_t recorded_group) {
-        step = PlanReplayStep{&plan, g_plan_called, node, index, recorded_id, recorded_group};
-        g_replay_current = &step;
-    }
+    explicit ReplayStepScope(const PlanReplayStep& s) : step(s) { g_replay_current = &step; }
     ~ReplayStepScope() { g_replay_current = saved; }
+};
+
+// engine_backward_pass() is `pass` while a replayed group is announced.
+struct ReplayPassScope {
+    explicit ReplayPassScope(BackwardPass* pass) { engine_backward_pass_replay(pass); }
+    ~ReplayPassScope() { engine_backward_pass_replay(nullptr); }
 };
 
 // The run of one call: binds, runs, unbinds (also when a kernel raises).
 struct PlanCall {
-    Plan& plan;
+    Plan& plan;                 // what runs: the plan, or its debug replay when observed
+    const Plan& called;         // the plan plan_run was called with
     PlanExec& e;
     const std::vector<Tensor>& inputs;
     bool observed;
@@ -1248,7 +1250,8 @@ struct PlanCall {
     std::vector<Node*> groups_visited;
     int step_index = 0;         // the step being run (for plan_replay_current)
 
-    PlanCall(Plan& p, const std::vector<Tensor>& in) : plan(p), e(*p.exec), inputs(in), observed(engine_observed()) {
+    PlanCall(Plan& p, const Plan& c, const std::vector<Tensor>& in)
+        : plan(p), called(c), e(*p.exec), inputs(in), observed(engine_observed()) {
         e.running = true;
         if (observed) {
             ids.assign(plan.values.size(), 0);
@@ -1303,7 +1306,7 @@ struct PlanCall {
                                            s.where);
         join_group(node.node.get(), s);
         {
-            ReplayStepScope scope(plan, node.node.get(), step_index, s.recorded_id, s.recorded_group);
+            ReplayStepScope scope({&plan, &called, node.node.get(), step_index, s.recorded_id, s.recorded_group});
             exec_node(node.node.get());
         }
         for (int i = 0; i < n_out; ++i) {
@@ -1340,11 +1343,12 @@ struct PlanCall {
     }
 
     // STEP_GROUP_DONE: eager's HOOK_GROUP_DONE for this call's forward node, with the gradients
-    // the group received and produced in this call, while engine_backward_pass() says so.
+    // the group received and produced in this call, while engine_backward_pass() says so. Not when
+    // the call runs inside a backward pass (typed at a stop in one): that pass is the running one.
     void announce_group(const PlanStep& s) {
         const PlanGroup& group = plan.groups[s.target];
         Node* forward = replayed_node(group.recorded_id);
-        if (!forward) return;
+        if (!forward || engine_backward_pass()) return;
         groups_visited.push_back(forward);
         std::vector<Tensor> grad_outputs, grad_inputs;
         for (int v : group.grad_outputs) grad_outputs.push_back(v >= 0 ? made[v] : Tensor());
@@ -1355,15 +1359,9 @@ struct PlanCall {
         pass.order = &groups_visited;
         pass.position = groups_visited.size() - 1;
         pass.group = BackwardGroup{forward, grad_outputs.data(), grad_inputs.data()};
-        ReplayStepScope scope(plan, forward, step_index, group.recorded_id, group.recorded_id);
-        engine_backward_pass_replay(&pass);
-        try {
-            engine_notify(forward, HOOK_GROUP_DONE);
-        } catch (...) {
-            engine_backward_pass_replay(nullptr);
-            throw;
-        }
-        engine_backward_pass_replay(nullptr);
+        ReplayStepScope scope({&plan, &called, forward, step_index, group.recorded_id, group.recorded_id});
+        ReplayPassScope replay_pass(&pass);
+        engine_notify(forward, HOOK_GROUP_DONE);
     }
 
     // A view of a contiguous value that is itself contiguous (a transpose of a [1,n] row, an
@@ -1647,14 +1645,7 @@ PlanRunResult plan_run(Plan& plan_called, const std::vector<Tensor>& inputs, boo
     if (plan.exec->running)
         engine_fail("%s: already running (called again from inside its own run, e.g. at a breakpoint)", plan.name.c_str());
     PlanRunResult result;
-    const Plan* saved_called = g_plan_called;
-    struct CalledScope {   // restores the outer call's plan (a frozen call at a stop of another)
-        const Plan*& slot;
-        const Plan* saved;
-        ~CalledScope() { slot = saved; }
-    } called_scope{g_plan_called, saved_called};
-    g_plan_called = &plan_called;
-    PlanCall call(plan, inputs);
+    PlanCall call(plan, plan_called, inputs);
     size_t k = 0;
     try {
         for (; k < plan.steps.size(); ++k) {

@@ -113,7 +113,6 @@ struct PlanStep {
 // or the tensor came from outside the function).
 struct PlanGroup {
     int64_t recorded_id = 0;
-    int forward_value = -1;            // the forward node's output 0
     int root_value = -1;               // the output backward() was called on
     std::vector<int> grad_outputs;     // per output of the forward node: the gradient arriving there
     std::vector<int> grad_inputs;      // per input: the gradient its rule produced
