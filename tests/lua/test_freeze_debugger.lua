@@ -135,3 +135,20 @@ check.equal(groups_named, backward_nodes, "every backward node of a loaded plan 
 local ok, message = pcall(function() g.eager = true end)
 assert(not ok and message:find("no Lua function to run eagerly", 1, true), message)
 check.equal(g.eager, false)
+
+-- fwd/bwd FILE:LINE: after the ops of a line, or at their backward groups, inside the frozen call.
+local line_stops = {}
+bp = dbg.break_on{line = "test_freeze_debugger.lua:11", phase = "bwd", action = function(stop)
+  line_stops[#line_stops + 1] = stop.stop.kind .. " " .. stop.node.op
+end}
+w1.grad, w2.grad = nil, nil
+f(x, y)
+dbg.delete(bp)
+check.equal(table.concat(line_stops, ", "), "group tanh, group mm", "line 11's groups, in backward order")
+line_stops = {}
+bp = dbg.break_on{line = "test_freeze_debugger.lua:12", phase = "fwd", action = function(stop)
+  line_stops[#line_stops + 1] = stop.node.op
+end}
+f(x, y)
+dbg.delete(bp)
+check.equal(table.concat(line_stops, ", "), "mm, sub, pow, sum", "line 12's forward ops")
