@@ -1073,7 +1073,7 @@ struct PlanExec {
     // a fused step rounds as eager does, whatever the heap's layout (it varied from run to run).
     Ref<Storage> scratch;
     std::vector<Tensor> recycled;       // per grad target: a .grad the call cleared that nothing else holds
-    std::unordered_map<int64_t, int> value_of_recorded;   // a recorded node's id -> the value of its output 0
+    std::unordered_map<int64_t, int> value_of_recorded;   // observed runs: a recorded node's id -> its output 0's value
     bool running = false;
 };
 
@@ -1118,8 +1118,6 @@ std::shared_ptr<PlanExec> exec_build(Plan& plan) {
     }
     e->scratch = Ref<Storage>::adopt(storage_new(scratch * sizeof(double), DEVICE_CPU));
     e->recycled.resize(plan.grad_targets.size());
-    for (const PlanStep& s : plan.steps)
-        if (s.kind == STEP_KERNEL && !s.outputs.empty()) e->value_of_recorded.emplace(s.recorded_id, s.outputs[0]);
     return e;
 }
 
@@ -1256,6 +1254,9 @@ struct PlanCall {
         if (observed) {
             ids.assign(plan.values.size(), 0);
             made.resize(plan.values.size());
+            if (e.value_of_recorded.empty())   // made on the first observed call
+                for (const PlanStep& s : plan.steps)
+                    if (s.kind == STEP_KERNEL && !s.outputs.empty()) e.value_of_recorded.emplace(s.recorded_id, s.outputs[0]);
         }
         for (int v : e.bound_values) {
             const PlanValue& pv = plan.values[v];
