@@ -167,12 +167,6 @@ std::string debugger_where();
 // The stop's banner (what the stop prints first).
 std::string debugger_banner();
 
-struct TensorStats {
-    int64_t count = 0, nan = 0, inf = 0;
-    double min = 0, max = 0, mean = 0, std = 0, sum = 0, absmax = 0, norm = 0;   // over finite elements
-    std::vector<int64_t> histogram;   // counts in equal bins over [min, max]
-};
-TensorStats debugger_stats(const td::Value& value, int bins = 0);
 // The :inspect text of a tensor: shape, dtype, statistics, NaN/Inf counts, a histogram.
 std::string debugger_inspect(const td::Tensor& t);
 

@@ -5,7 +5,7 @@
 // [SECTION] names        node, inputs, out, outputs, saved, grad_in, grad_out, stop; editing out and grad_out
 // [SECTION] env          the _ENV of stop-prompt chunks: locals, then the stop's names, then globals
 // [SECTION] banner       what a stop prints, :where, the watches
-// [SECTION] stats        min/max/mean/std, NaN/Inf counts, the histogram of :inspect
+// [SECTION] inspect      the :inspect text (statistics from tensor_stats.h)
 #include <lua.hpp>
 
 #include <algorithm>
@@ -16,6 +16,7 @@
 #include <set>
 
 #include "debugger_internal.h"
+#include "tensor_stats.h"
 #include "repl.h"
 #include "tapedeck_lua.h"
 
@@ -728,65 +729,25 @@ void print_stop(lua_State* L, int env_ref) {
 }  // namespace dbg
 
 // ============================================================================================
-// [SECTION] stats
-
-TensorStats debugger_stats(const Value& value, int bins) {
-    TensorStats s;
-    int64_t n = value.numel();
-    double sum_squares = 0;
-    for (int64_t i = 0; i < n; ++i) {
-        double x = value_get(value, i);
-        if (std::isnan(x)) {
-            ++s.nan;
-            continue;
-        }
-        if (std::isinf(x)) {
-            ++s.inf;
-            continue;
-        }
-        if (s.count == 0 || x < s.min) s.min = x;
-        if (s.count == 0 || x > s.max) s.max = x;
-        ++s.count;
-        s.sum += x;
-        sum_squares += x * x;
-        s.absmax = std::max(s.absmax, std::fabs(x));
-    }
-    if (s.count == 0) return s;
-    s.mean = s.sum / static_cast<double>(s.count);
-    s.norm = std::sqrt(sum_squares);
-    double deviations = 0;
-    if (bins > 0) s.histogram.assign(static_cast<size_t>(bins), 0);
-    for (int64_t i = 0; i < n; ++i) {
-        double x = value_get(value, i);
-        if (!std::isfinite(x)) continue;
-        deviations += (x - s.mean) * (x - s.mean);
-        if (bins > 0) {
-            double span = s.max - s.min;
-            int b = span > 0 ? static_cast<int>((x - s.min) / span * bins) : 0;
-            ++s.histogram[static_cast<size_t>(std::min(b, bins - 1))];
-        }
-    }
-    s.std = s.count > 1 ? std::sqrt(deviations / static_cast<double>(s.count - 1)) : 0;   // as torch.std (n - 1)
-    return s;
-}
+// [SECTION] inspect
 
 std::string debugger_inspect(const Tensor& t) {
     const int bins = 16;
     if (value_freed(t.value())) return "#" + std::to_string(t.id()) + " " + t.node->name() + ": " + VALUE_FREED_TEXT + "\n";
-    TensorStats s = debugger_stats(t.value(), bins);
+    TensorStats s = tensor_stats(t.value(), bins);
     const Node* node = t.node.get();
     std::string out = "#" + std::to_string(node->id) + " " + node->name() + (node->outputs.size() > 1 ? "." + std::to_string(t.output + 1) : "") +
                       " " + t.shape().str() + " " + dtype_name(t.dtype()) +
                       (node->where.file >= 0 ? "  (" + source_loc_str(node->where) + ")" : "") + "\n";
-    if (s.count == 0) {
+    if (s.finite == 0) {
         out += "  no finite elements";
     } else {
         out += "  min " + number_text(s.min) + "  max " + number_text(s.max) + "  mean " + number_text(s.mean) + "  std " +
                number_text(s.std);
     }
     out += "  (" + std::to_string(t.numel()) + " element" + (t.numel() == 1 ? "" : "s") + ")\n";
-    out += "  NaN " + std::to_string(s.nan) + "  Inf " + std::to_string(s.inf) + "\n";
-    if (s.count > 1 && s.max > s.min) {
+    out += "  NaN " + std::to_string(s.nan) + "  Inf " + std::to_string(s.inf()) + "\n";
+    if (s.finite > 1 && s.max > s.min) {
         static const char* const BARS[] = {" ", "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
         int64_t most = *std::max_element(s.histogram.begin(), s.histogram.end());
         std::string bars;

@@ -514,7 +514,7 @@ int l_inspect(lua_State* L) {
     ViewerState& s = viewer_state();
     Node* n = s.selected ? tape_find(s.selected) : nullptr;
     if (!n || n->outputs.size() == 0) return 0;
-    TensorStats st = tensor_stats_compute(n->outputs[0].value, 0);
+    TensorStats st = tensor_stats(n->outputs[0].value);
     lua_createtable(L, 0, 12);
     set_integer(L, "node", n->id);
     set_integer(L, "count", st.count);

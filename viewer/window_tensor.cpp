@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "heat_colour.h"
 #include "tensor_stats.h"
 #include "viewer_internal.h"
 
@@ -190,6 +191,7 @@ void draw_colour_bar(double lo, double hi, const TensorStats& st) {
 struct StatsCache {
     std::string key;
     TensorStats stats;
+    std::vector<float> histogram;   // stats.histogram as ImGui plots it
 };
 
 std::string value_key(const Value& v, int tab) {
@@ -247,14 +249,15 @@ void draw_value_panel(ViewerState& s, const Value& v, int tab) {
     std::string key = value_key(v, tab);
     StatsCache& cache = caches[tab];
     if (cache.key != key) {
-        cache.stats = tensor_stats_compute(v, 48);
+        cache.stats = tensor_stats(v, 48);
+        cache.histogram.assign(cache.stats.histogram.begin(), cache.stats.histogram.end());
         cache.key = key;
     }
     const TensorStats& st = cache.stats;
     ImGui::Text("%s %s   %lld element%s", v.shape.str().c_str(), dtype_name(v.dtype), static_cast<long long>(st.count),
                 st.count == 1 ? "" : "s");
     if (st.finite > 0)
-        ImGui::Text("min %.4g   max %.4g   mean %.4g   std %.4g", st.min, st.max, st.mean, st.std);
+        ImGui::Text("min %.4g   max %.4g   mean %.4g   std %.4g", st.min, st.max, st.mean, st.std);   // std: n - 1, as torch.std
     ImVec4 bad(1.0f, 0.45f, 0.35f, 1.0f), fine(0.6f, 0.6f, 0.6f, 1.0f);
     ImGui::TextColored(st.nan ? bad : fine, "NaN %lld", static_cast<long long>(st.nan));
     ImGui::SameLine();
@@ -270,7 +273,7 @@ void draw_value_panel(ViewerState& s, const Value& v, int tab) {
     if (!st.histogram.empty()) {
         char overlay[64];
         snprintf(overlay, sizeof overlay, "histogram %.3g .. %.3g", st.min, st.max);
-        ImGui::PlotHistogram("##histogram", st.histogram.data(), static_cast<int>(st.histogram.size()), 0, overlay, 0.0f,
+        ImGui::PlotHistogram("##histogram", cache.histogram.data(), static_cast<int>(cache.histogram.size()), 0, overlay, 0.0f,
                              FLT_MAX, ImVec2(ImGui::GetContentRegionAvail().x, 48));
     }
 
