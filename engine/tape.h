@@ -270,8 +270,15 @@ struct NoGradGuard {
 Node* tape_first();
 Node* tape_find(int64_t id);      // nullptr when that node is gone
 int64_t tape_live_count();
-uint64_t tape_version();          // bumped whenever a node is recorded or dies
+uint64_t tape_version();          // bumped whenever a node is recorded or dies, or a leaf's
+                                  // requires_grad changes (node_set_requires_grad)
 int64_t tape_next_id();
+
+// Make output `output` of a leaf require grad or not (requires_grad_(), the {requires_grad = true}
+// option, a loaded input). The caller checks it may (a float leaf). It goes through here and not
+// through the field so that tape_version changes: records of the node (the viewer's, taken when it
+// was recorded, which is before the option is applied) are refreshed then.
+void node_set_requires_grad(Node* node, int output, bool flag);
 
 // Seed the random generator used by rand/randn.
 void engine_manual_seed(uint64_t seed);

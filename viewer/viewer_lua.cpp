@@ -451,6 +451,8 @@ int l_model(lua_State* L) {
             }
             set_string(L, "title", b.title);
             set_boolean(L, "executed", b.executed);
+            set_boolean(L, "leaf", b.is_leaf);                 // with requires_grad: what colours it
+            set_boolean(L, "requires_grad", b.requires_grad);  // (parameter, data, op)
         }
         lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
     }
