@@ -17,6 +17,7 @@ namespace {
 
 uint32_t g_walk_mark = 0;
 BackwardPass* g_pass = nullptr;   // the pass backward() is running
+uint64_t g_passes_started = 0;    // numbers the passes (BackwardPass::serial)
 
 // Every node reachable from `root` through held input edges (the autograd graph), unsorted.
 void collect_graph(Node* root, std::vector<Node*>& out) {
@@ -49,6 +50,7 @@ struct BackwardScope {
     BackwardScope(std::vector<Node*>& o, Node* root, bool create_graph) : order(o) {
         set_grad_enabled(create_graph);
         g_recording.phase = PHASE_BACKWARD;
+        pass.serial = ++g_passes_started;
         pass.root = root;
         pass.order = &order;
         g_pass = &pass;
@@ -333,6 +335,7 @@ void backward(const Tensor& root, const Tensor* grad, const BackwardOptions& opt
     g_recording.group_node = root.node.get();
     Tensor seed = has_grad ? *grad : ops::create(OP_ones, root.shape(), root.dtype());
     root.node->outputs[root.output].pending = seed;
+    arrived_gradient_sent(root.node.get(), root.output, seed, nullptr);
 
     std::vector<Tensor> grad_out, grad_in;
     std::vector<GradSlice> slices;
@@ -346,6 +349,7 @@ void backward(const Tensor& root, const Tensor* grad, const BackwardOptions& opt
         for (Output& out : n->outputs)   // the visit hands its sums to hooks, .grad and the rule
             if (out.pending.defined()) out.pending.node->pass_made_sum = false;
         if (n->has_grad_hooks) run_grad_hooks(n, freeing);
+        for (int i = 0; i < n->outputs.size(); ++i) arrived_gradient_complete(n, i, n->outputs[i].pending);
 
         if (options.capture) {   // torch.autograd.grad: the wanted gradients are complete at their node's visit
             for (size_t c = 0; c < options.capture->size(); ++c) {
@@ -391,6 +395,7 @@ void backward(const Tensor& root, const Tensor* grad, const BackwardOptions& opt
                             n->name(), grad_in[i].shape().str().c_str(), e.value.shape.str().c_str());
             // a tensor used twice: its gradients add up (recorded in its own group)
             g_recording.group_node = e.node.get();
+            arrived_gradient_sent(e.node.get(), e.output, grad_in[i], n);
             add_to_pending(e.node->outputs[e.output], grad_in[i], slices[i], e.value.shape, sums_in_place, freeing.first_id,
                            freeing);
             g_recording.group_node = n;

@@ -284,6 +284,7 @@ void node_destroy(Node* node) {
         g.dying.pop_back();
         tape_unlink(n);
         if (n->has_grad_hooks) grad_hooks_drop(n);
+        if (n->has_arrived_gradients) arrived_gradients_drop(n);
         delete n;
     }
     g.destroying = false;

@@ -150,6 +150,7 @@ struct Node {
     uint32_t walk_mark = 0;      // scratch for graph walks
     uint8_t edited = 0;          // EDITED_* bits: a debugger replaced what this node computed
     bool has_grad_hooks = false; // grad_hook_add was called on one of its outputs (autograd.cpp)
+    bool has_arrived_gradients = false;   // a backward pass noted what arrived at it (arrived_gradients.cpp)
     bool pass_made_sum = false;  // a backward pass made it to hold a gradient being summed: until
                                  // that gradient's target is visited, only the pass reaches it
 
@@ -315,6 +316,7 @@ struct BackwardGroup {
 };
 
 struct BackwardPass {
+    uint64_t serial = 0;                      // passes are numbered 1, 2, ... as they start
     Node* root = nullptr;                     // backward() was called on an output of this node
     const std::vector<Node*>* order = nullptr;   // the nodes the pass visits, in that order (ids decreasing)
     size_t position = 0;                      // index in *order of the node being visited
@@ -336,6 +338,36 @@ void grad_hooks_drop(Node* node);                        // node_destroy: its ho
 const BackwardPass* engine_backward_pass();
 // The node with this id among those the running pass visits (O(log n)); null when none is.
 Node* backward_pass_find(int64_t id);
+
+// What arrived at a node in the latest backward pass (the viewer's Gradient tab): the gradient of
+// the root with respect to one of its outputs (PyTorch's grad_output), every use summed, and the
+// gradients that were summed, as their senders. Kept only while an observer that looks at values
+// is attached (engine_values_watched) and only while the node lives (arrived_gradients.cpp), so a
+// pass without the viewer or a debugger costs nothing more.
+struct GradientSender {
+    int64_t node_id = 0;       // the node holding the gradient sent: a backward node (#24 expand),
+    std::string op;            // or the seed of backward() ("ones"), or a tensor given to backward()
+    int output = 0;
+    int64_t forward_id = 0;    // the forward node whose backward rule sent it (#11 sum); 0: the seed
+    std::string forward_op;
+};
+struct ArrivedGradient {
+    uint64_t pass = 0;         // BackwardPass::serial of the pass it arrived in
+    int64_t root_id = 0;       // that pass's root
+    bool complete = false;     // the pass has visited the node: `value` is the whole sum. Before
+                               // that (a stop earlier in the pass) only the senders so far are known
+    Value value;               // the gradient (a view of the backward node's value, no copy)
+    std::vector<GradientSender> senders;   // in the order they arrived
+};
+// Null when nothing was noted for that output, or the node was not reached by a pass watched.
+const ArrivedGradient* arrived_gradient(const Node* node, int output);
+// backward(): a gradient `grad` was sent to `output` of `target` by the rule of `forward_node`
+// (null for the seed), and, at target's visit, the sum that arrived. Both do nothing unless
+// engine_values_watched() and a pass runs.
+void arrived_gradient_sent(Node* target, int output, const Tensor& grad, const Node* forward_node);
+void arrived_gradient_complete(Node* node, int output, const Tensor& grad);
+void arrived_gradients_drop(Node* node);   // node_destroy: what arrived at it goes with it
+size_t arrived_gradients_kept();           // nodes with a noted gradient (for tests: bounded)
 
 // What a backward rule sees. It sets grad_in[i] for inputs where needs_grad(i).
 // A gradient that is zero outside one slice of its input: `grad_in[i]` holds the slice's values,
