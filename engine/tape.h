@@ -306,7 +306,7 @@ void backward(const Tensor& root, const Tensor* grad, const BackwardOptions& opt
 
 // The backward pass in progress, for observers (HOOK_GROUP_DONE) and viewers (which groups ran).
 // Gradients here are named from the node's side: those arriving at its outputs and those its
-// rule produced for its inputs (the debugger shows them as grad_in and grad_out).
+// rule produced for its inputs: PyTorch's grad_output and grad_input, as the debugger names them.
 struct BackwardGroup {
     Node* node = nullptr;                  // the forward node being differentiated; null between groups
     const Tensor* grad_outputs = nullptr;  // per output of node: d(root)/d(output); undefined where none
@@ -369,9 +369,11 @@ void arrived_gradient_complete(Node* node, int output, const Tensor& grad);
 void arrived_gradients_drop(Node* node);   // node_destroy: what arrived at it goes with it
 size_t arrived_gradients_kept();           // nodes with a noted gradient (for tests: bounded)
 
-// What a backward rule sees. It sets grad_in[i] for inputs where needs_grad(i).
-// A gradient that is zero outside one slice of its input: `grad_in[i]` holds the slice's values,
-// which go into [start, start + grad_in[i].shape[dim]) along `dim` (narrow's and select's rules).
+// What a backward rule sees (PyTorch's names: grad_output arrived at the node's outputs, d root /
+// d output; grad_input is what the rule computes for its inputs, d root / d input). It sets
+// grad_input[i] for inputs where needs_grad(i).
+// A gradient that is zero outside one slice of its input: `grad_input[i]` holds the slice's values,
+// which go into [start, start + grad_input[i].shape[dim]) along `dim` (narrow's and select's rules).
 struct GradSlice {
     bool set = false;
     int dim = 0;
@@ -380,15 +382,15 @@ struct GradSlice {
 
 struct BackwardCall {
     Node* node;
-    const Tensor* grad_out;   // per output; empty where no gradient flowed
-    Tensor* grad_in;          // per input
-    GradSlice* slices = nullptr;   // per input, when the pass takes slices (see grad_in_slice)
+    const Tensor* grad_output;   // per output; empty where no gradient flowed
+    Tensor* grad_input;          // per input
+    GradSlice* slices = nullptr;   // per input, when the pass takes slices (see grad_input_slice)
 
     // Input i's gradient is g in a slice of the input and zero elsewhere. Where the pass takes
     // slices, it adds g into that slice of the input's gradient, which a loop over a sequence's
     // steps (x[t]) fills slice by slice in one buffer; else (a graph of the gradient is being
-    // made, or an observer may look at grad_in) g is padded with zeros to the input's shape.
-    void grad_in_slice(int i, const Tensor& g, int dim, int64_t start);
+    // made, or an observer may look at grad_input) g is padded with zeros to the input's shape.
+    void grad_input_slice(int i, const Tensor& g, int dim, int64_t start);
 
     bool needs_grad(int i) const {
         const Edge& e = node->inputs[i];

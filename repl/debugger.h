@@ -2,7 +2,7 @@
 // forward node (after its gradients are computed, before they flow on), at a Lua line, or where a
 // predicate over a node's output holds; steps by node, by primitive op or by Lua line; and at a
 // stop opens a REPL in the stopped context (the script frame's locals, plus node, inputs, out,
-// grad_in, grad_out, saved), where out and grad_out can be replaced (edit and continue).
+// grad_output, grad_input, saved), where out and grad_input can be replaced (edit and continue).
 //
 // A stop is a nested REPL inside the engine's one hook (or Lua's line hook): single thread, no
 // locks, as Lua's debug.debug(). The pieces:

@@ -2,7 +2,7 @@
 // breakpoints with Lua predicates and actions, and step (`break` is a Lua keyword: break_on).
 //
 //   local id = dbg.break_on{op = "tanh", phase = "bwd", when = function(t) return t:max():item() > 1 end}
-//   dbg.break_on{op = "mm", phase = "bwd", once = true, action = function(stop) print(stop.grad_out[1]) end}
+//   dbg.break_on{op = "mm", phase = "bwd", once = true, action = function(stop) print(stop.grad_input[1]) end}
 //   dbg.break_on{fn = "MyReLU", phase = "bwd"}      -- a torch.Function, by name
 //   dbg.step(), dbg.continue(), dbg.delete(id), dbg.breaks(), dbg.stopped(), dbg.command(":where")
 #include <lua.hpp>
