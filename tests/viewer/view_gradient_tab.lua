@@ -93,5 +93,25 @@ assert(pre_at_stop.source and tonumber(pre_at_stop.source:match("backward pass (
 g = gradient_tab(pre)
 assert(tonumber(g.source:match("backward pass (%d+)")) == stop_pass and close(g.mean, 3 * expected:mean():item()),
        "after the second pass, pre shows its gradient")
+
+-- next_h used twice, stopped in the backward of the first use (ids go down: exp's is visited
+-- first): its gradient is half summed, and the tab says so, naming the part that came.
+local doubled, grown = next_h * 2, next_h:exp()
+local partial
+brk = dbg.break_on{op = "mul_scalar", phase = "bwd"}
+dbg.on_stop(function(stop)
+  if stop.node.id == doubled.node then partial = gradient_tab(next_h) end
+  dbg.continue()
+end)
+local total = (doubled + grown):sum()
+total:backward()
+dbg.on_stop(nil)
+dbg.delete(brk)
+print("half summed, next_h: " .. tostring(partial and (partial.note or partial.source)))
+assert(partial and partial.note and partial.note:find("not reached this node yet", 1, true) and
+       partial.note:find("backward of #" .. grown.node .. " exp", 1, true), "a half-summed gradient is shown as such")
+g = gradient_tab(next_h)
+assert(g.source and g.source:find(" + ", 1, true), "after the pass, next_h's gradient names both uses")
+assert(close(g.mean, (next_h:detach():exp() + 2):mean():item()), "... and is their sum")
 check.shot("gradient_tab.png")
 print("ok")
