@@ -17,6 +17,7 @@ namespace {
 
 uint32_t g_walk_mark = 0;
 BackwardPass* g_pass = nullptr;   // the pass backward() is running
+uint64_t g_passes_started = 0;    // numbers the passes (BackwardPass::serial)
 
 // Every node reachable from `root` through held input edges (the autograd graph), unsorted.
 void collect_graph(Node* root, std::vector<Node*>& out) {
@@ -49,6 +50,7 @@ struct BackwardScope {
     BackwardScope(std::vector<Node*>& o, Node* root, bool create_graph) : order(o) {
         set_grad_enabled(create_graph);
         g_recording.phase = PHASE_BACKWARD;
+        pass.serial = ++g_passes_started;
         pass.root = root;
         pass.order = &order;
         g_pass = &pass;
@@ -150,7 +152,7 @@ struct GradientFreeing {
 };
 
 // ---------------------------------------------------------------------------------------------
-// Gradients of slices (BackwardCall::grad_in_slice)
+// Gradients of slices (BackwardCall::grad_input_slice)
 //
 // x[t] in a loop over a sequence's steps gives x a gradient per step that is zero outside step
 // t's slice. Padded to x's shape and summed, T steps cost T whole-size buffers and additions
@@ -244,12 +246,12 @@ void run_grad_hooks(Node* n, const GradientFreeing& freeing) {
 
 }  // namespace
 
-void BackwardCall::grad_in_slice(int i, const Tensor& g, int dim, int64_t start) {
+void BackwardCall::grad_input_slice(int i, const Tensor& g, int dim, int64_t start) {
     if (slices) {
-        grad_in[i] = g;
+        grad_input[i] = g;
         slices[i] = GradSlice{true, dim, start};
     } else {
-        grad_in[i] = ops::narrow_backward(g, dim, start, input_shape(i));
+        grad_input[i] = ops::narrow_backward(g, dim, start, input_shape(i));
     }
 }
 
@@ -338,8 +340,9 @@ void backward(const Tensor& root, const Tensor* grad, const BackwardOptions& opt
     g_recording.group_node = root.node.get();
     Tensor seed = has_grad ? *grad : ops::create(OP_ones, root.shape(), root.dtype());
     root.node->outputs[root.output].pending = seed;
+    arrived_gradient_sent(root.node.get(), root.output, seed, nullptr);
 
-    std::vector<Tensor> grad_out, grad_in;
+    std::vector<Tensor> grad_outputs, grad_inputs;
     std::vector<GradSlice> slices;
     for (size_t k = 0; k < order.size(); ++k) {
         Node* n = order[k];
@@ -351,6 +354,7 @@ void backward(const Tensor& root, const Tensor* grad, const BackwardOptions& opt
         for (Output& out : n->outputs)   // the visit hands its sums to hooks, .grad and the rule
             if (out.pending.defined()) out.pending.node->pass_made_sum = false;
         if (n->has_grad_hooks) run_grad_hooks(n, freeing);
+        for (int i = 0; i < n->outputs.size(); ++i) arrived_gradient_complete(n, i, n->outputs[i].pending);
 
         if (options.capture) {   // torch.autograd.grad: the wanted gradients are complete at their node's visit
             for (size_t c = 0; c < options.capture->size(); ++c) {
@@ -371,37 +375,38 @@ void backward(const Tensor& root, const Tensor* grad, const BackwardOptions& opt
         }
 
         fail_if_saved_changed(n);
-        grad_out.assign(n->outputs.size(), Tensor());
-        for (int i = 0; i < n->outputs.size(); ++i) grad_out[i] = n->outputs[i].pending;
-        grad_in.assign(n->inputs.size(), Tensor());
+        grad_outputs.assign(n->outputs.size(), Tensor());
+        for (int i = 0; i < n->outputs.size(); ++i) grad_outputs[i] = n->outputs[i].pending;
+        grad_inputs.assign(n->inputs.size(), Tensor());
         slices.assign(n->inputs.size(), GradSlice());
         bool sums_in_place = !options.create_graph && !engine_values_watched();   // and slices are taken
-        BackwardCall call{n, grad_out.data(), grad_in.data(), sums_in_place ? slices.data() : nullptr};
-        pass.group = BackwardGroup{n, grad_out.data(), grad_in.data()};
+        BackwardCall call{n, grad_outputs.data(), grad_inputs.data(), sums_in_place ? slices.data() : nullptr};
+        pass.group = BackwardGroup{n, grad_outputs.data(), grad_inputs.data()};
         n->info().backward_rule(call);
         for (Output& out : n->outputs) out.pending = Tensor();
         for (int i = 0; i < n->inputs.size(); ++i) {   // an observer attached during the rule sees whole gradients
-            if (!slices[i].set || !engine_values_watched() || !grad_in[i].defined()) continue;
-            grad_in[i] = ops::narrow_backward(grad_in[i], slices[i].dim, slices[i].start, call.input_shape(i));
+            if (!slices[i].set || !engine_values_watched() || !grad_inputs[i].defined()) continue;
+            grad_inputs[i] = ops::narrow_backward(grad_inputs[i], slices[i].dim, slices[i].start, call.input_shape(i));
             slices[i] = GradSlice();
         }
-        engine_notify(n, HOOK_GROUP_DONE);   // observers see (and may replace) grad_in before it flows
+        engine_notify(n, HOOK_GROUP_DONE);   // observers see (and may replace) grad_inputs before it flows
         pass.group = BackwardGroup();
 
         for (int i = 0; i < n->inputs.size(); ++i) {
-            if (!grad_in[i].defined() || !call.needs_grad(i)) continue;
+            if (!grad_inputs[i].defined() || !call.needs_grad(i)) continue;
             Edge& e = n->inputs[i];
-            if (!gradient_fits(grad_in[i], slices[i], e.value.shape))
+            if (!gradient_fits(grad_inputs[i], slices[i], e.value.shape))
                 engine_fail("backward: the rule of %s gave a gradient of shape %s for an input of shape %s",
-                            n->name(), grad_in[i].shape().str().c_str(), e.value.shape.str().c_str());
+                            n->name(), grad_inputs[i].shape().str().c_str(), e.value.shape.str().c_str());
             // a tensor used twice: its gradients add up (recorded in its own group)
             g_recording.group_node = e.node.get();
-            add_to_pending(e.node->outputs[e.output], grad_in[i], slices[i], e.value.shape, sums_in_place, freeing.first_id,
+            arrived_gradient_sent(e.node.get(), e.output, grad_inputs[i], n);
+            add_to_pending(e.node->outputs[e.output], grad_inputs[i], slices[i], e.value.shape, sums_in_place, freeing.first_id,
                            freeing);
             g_recording.group_node = n;
         }
-        for (Tensor& g : grad_out) freeing.let_go(g);   // n's rule has used them
-        for (Tensor& g : grad_in) freeing.let_go(g);    // each is a pending gradient now, or added into one
+        for (Tensor& g : grad_outputs) freeing.let_go(g);   // n's rule has used them
+        for (Tensor& g : grad_inputs) freeing.let_go(g);    // each is a pending gradient now, or added into one
         for (const Ref<Node>& b : n->backward_nodes) freeing.check(b.get());   // the rule's intermediates
     }
 }

@@ -98,7 +98,7 @@ void backward_function(BackwardCall& c) {
     std::vector<const Tensor*> inputs;
     for (int i = 0; i < node->outputs.size(); ++i) {
         const Value& v = node->outputs[i].value;
-        grad_outputs[i] = c.grad_out[i].defined() ? c.grad_out[i] : ops::create(OP_zeros, v.shape, v.dtype);
+        grad_outputs[i] = c.grad_output[i].defined() ? c.grad_output[i] : ops::create(OP_zeros, v.shape, v.dtype);
         inputs.push_back(&grad_outputs[i]);
     }
     Tensor grads = op_call(OP_function_backward, inputs.data(), static_cast<int>(inputs.size()), OpAttrs(),
@@ -106,7 +106,7 @@ void backward_function(BackwardCall& c) {
     release_inputs_unless_tracked(grads.node.get());
     std::vector<int> input_of_output = g_backward_output_inputs;
     for (size_t k = 0; k < input_of_output.size(); ++k)
-        c.grad_in[input_of_output[k]] = Tensor(grads.node.get(), static_cast<int>(k));
+        c.grad_input[input_of_output[k]] = Tensor(grads.node.get(), static_cast<int>(k));
 }
 
 std::vector<Tensor> function_apply(const std::shared_ptr<CustomFunction>& fn, const std::vector<Tensor>& inputs) {

@@ -420,7 +420,7 @@ std::unique_ptr<Plan> read_payload(Reader& r, PlanPasses* passes) {
         Value v = r.tensor();
         if (requires_grad && !dtype_is_float(v.dtype)) r.bad("an int64 captured tensor requires grad");
         c.tensor = tape_record_prepared(OP_tensor, OpAttrs(), nullptr, nullptr, 0, &v, 1, PHASE_FORWARD, SourceLoc());
-        c.tensor.node->outputs[0].requires_grad = requires_grad;
+        node_set_requires_grad(c.tensor.node.get(), 0, requires_grad);
         plan->captured.push_back(c);
     }
     uint32_t n_constants = r.count("constants", MIN_TENSOR_BYTES);

@@ -284,6 +284,7 @@ void node_destroy(Node* node) {
         g.dying.pop_back();
         tape_unlink(n);
         if (n->has_grad_hooks) grad_hooks_drop(n);
+        if (n->has_arrived_gradients) arrived_gradients_drop(n);
         delete n;
     }
     g.destroying = false;
@@ -292,6 +293,13 @@ void node_destroy(Node* node) {
 Node* tape_first() { return g.tape_head; }
 int64_t tape_live_count() { return g.tape_count; }
 uint64_t tape_version() { return g.tape_version; }
+
+void node_set_requires_grad(Node* node, int output, bool flag) {
+    Output& out = node->outputs[output];
+    if (out.requires_grad == flag) return;
+    out.requires_grad = flag;
+    ++g.tape_version;   // a record of the node (the viewer's) is out of date now
+}
 int64_t tape_next_id() { return g.next_id; }
 
 Node* tape_find(int64_t id) {

@@ -150,6 +150,7 @@ struct Node {
     uint32_t walk_mark = 0;      // scratch for graph walks
     uint8_t edited = 0;          // EDITED_* bits: a debugger replaced what this node computed
     bool has_grad_hooks = false; // grad_hook_add was called on one of its outputs (autograd.cpp)
+    bool has_arrived_gradients = false;   // a backward pass noted what arrived at it (arrived_gradients.cpp)
     bool pass_made_sum = false;  // a backward pass made it to hold a gradient being summed: until
                                  // that gradient's target is visited, only the pass reaches it
 
@@ -270,8 +271,15 @@ struct NoGradGuard {
 Node* tape_first();
 Node* tape_find(int64_t id);      // nullptr when that node is gone
 int64_t tape_live_count();
-uint64_t tape_version();          // bumped whenever a node is recorded or dies
+uint64_t tape_version();          // bumped whenever a node is recorded or dies, or a leaf's
+                                  // requires_grad changes (node_set_requires_grad)
 int64_t tape_next_id();
+
+// Make output `output` of a leaf require grad or not (requires_grad_(), the {requires_grad = true}
+// option, a loaded input). The caller checks it may (a float leaf). It goes through here and not
+// through the field so that tape_version changes: records of the node (the viewer's, taken when it
+// was recorded, which is before the option is applied) are refreshed then.
+void node_set_requires_grad(Node* node, int output, bool flag);
 
 // Seed the random generator used by rand/randn.
 void engine_manual_seed(uint64_t seed);
@@ -298,7 +306,7 @@ void backward(const Tensor& root, const Tensor* grad, const BackwardOptions& opt
 
 // The backward pass in progress, for observers (HOOK_GROUP_DONE) and viewers (which groups ran).
 // Gradients here are named from the node's side: those arriving at its outputs and those its
-// rule produced for its inputs (the debugger shows them as grad_in and grad_out).
+// rule produced for its inputs: PyTorch's grad_output and grad_input, as the debugger names them.
 struct BackwardGroup {
     Node* node = nullptr;                  // the forward node being differentiated; null between groups
     const Tensor* grad_outputs = nullptr;  // per output of node: d(root)/d(output); undefined where none
@@ -308,6 +316,7 @@ struct BackwardGroup {
 };
 
 struct BackwardPass {
+    uint64_t serial = 0;                      // passes are numbered 1, 2, ... as they start
     Node* root = nullptr;                     // backward() was called on an output of this node
     const std::vector<Node*>* order = nullptr;   // the nodes the pass visits, in that order (ids decreasing)
     size_t position = 0;                      // index in *order of the node being visited
@@ -333,9 +342,41 @@ void engine_backward_pass_replay(BackwardPass* pass);
 // The node with this id among those the running pass visits (O(log n)); null when none is.
 Node* backward_pass_find(int64_t id);
 
-// What a backward rule sees. It sets grad_in[i] for inputs where needs_grad(i).
-// A gradient that is zero outside one slice of its input: `grad_in[i]` holds the slice's values,
-// which go into [start, start + grad_in[i].shape[dim]) along `dim` (narrow's and select's rules).
+// What arrived at a node in the latest backward pass (the viewer's Gradient tab): the gradient of
+// the root with respect to one of its outputs (PyTorch's grad_output), every use summed, and the
+// gradients that were summed, as their senders. Kept only while an observer that looks at values
+// is attached (engine_values_watched) and only while the node lives (arrived_gradients.cpp), so a
+// pass without the viewer or a debugger costs nothing more.
+struct GradientSender {
+    int64_t node_id = 0;       // the node holding the gradient sent: a backward node (#24 expand),
+    std::string op;            // or the seed of backward() ("ones"), or a tensor given to backward()
+    int output = 0;
+    int64_t forward_id = 0;    // the forward node whose backward rule sent it (#11 sum); 0: the seed
+    std::string forward_op;
+};
+struct ArrivedGradient {
+    uint64_t pass = 0;         // BackwardPass::serial of the pass it arrived in
+    int64_t root_id = 0;       // that pass's root
+    bool complete = false;     // the pass has visited the node: `value` is the whole sum. Before
+                               // that (a stop earlier in the pass) only the senders so far are known
+    Value value;               // the gradient (a view of the backward node's value, no copy)
+    std::vector<GradientSender> senders;   // in the order they arrived
+};
+// Null when nothing was noted for that output, or the node was not reached by a pass watched.
+const ArrivedGradient* arrived_gradient(const Node* node, int output);
+// backward(): a gradient `grad` was sent to `output` of `target` by the rule of `forward_node`
+// (null for the seed), and, at target's visit, the sum that arrived. Both do nothing unless
+// engine_values_watched() and a pass runs.
+void arrived_gradient_sent(Node* target, int output, const Tensor& grad, const Node* forward_node);
+void arrived_gradient_complete(Node* node, int output, const Tensor& grad);
+void arrived_gradients_drop(Node* node);   // node_destroy: what arrived at it goes with it
+size_t arrived_gradients_kept();           // nodes with a noted gradient (for tests: bounded)
+
+// What a backward rule sees (PyTorch's names: grad_output arrived at the node's outputs, d root /
+// d output; grad_input is what the rule computes for its inputs, d root / d input). It sets
+// grad_input[i] for inputs where needs_grad(i).
+// A gradient that is zero outside one slice of its input: `grad_input[i]` holds the slice's values,
+// which go into [start, start + grad_input[i].shape[dim]) along `dim` (narrow's and select's rules).
 struct GradSlice {
     bool set = false;
     int dim = 0;
@@ -344,15 +385,15 @@ struct GradSlice {
 
 struct BackwardCall {
     Node* node;
-    const Tensor* grad_out;   // per output; empty where no gradient flowed
-    Tensor* grad_in;          // per input
-    GradSlice* slices = nullptr;   // per input, when the pass takes slices (see grad_in_slice)
+    const Tensor* grad_output;   // per output; empty where no gradient flowed
+    Tensor* grad_input;          // per input
+    GradSlice* slices = nullptr;   // per input, when the pass takes slices (see grad_input_slice)
 
     // Input i's gradient is g in a slice of the input and zero elsewhere. Where the pass takes
     // slices, it adds g into that slice of the input's gradient, which a loop over a sequence's
     // steps (x[t]) fills slice by slice in one buffer; else (a graph of the gradient is being
-    // made, or an observer may look at grad_in) g is padded with zeros to the input's shape.
-    void grad_in_slice(int i, const Tensor& g, int dim, int64_t start);
+    // made, or an observer may look at grad_input) g is padded with zeros to the input's shape.
+    void grad_input_slice(int i, const Tensor& g, int dim, int64_t start);
 
     bool needs_grad(int i) const {
         const Edge& e = node->inputs[i];

@@ -270,12 +270,12 @@ void backward_permute(BackwardCall& c) {
     const Shape& order = c.attrs().shape;
     Shape inverse = order;
     for (int i = 0; i < order.ndim; ++i) inverse.dims[order.dims[i]] = i;
-    c.grad_in[0] = ops::permute(c.grad_out[0], inverse);
+    c.grad_input[0] = ops::permute(c.grad_output[0], inverse);
 }
 
 void backward_select(BackwardCall& c) {
     int dim = c.attrs().dim;
-    c.grad_in_slice(0, ops::unsqueeze(c.grad_out[0], dim), dim, c.attrs().start);
+    c.grad_input_slice(0, ops::unsqueeze(c.grad_output[0], dim), dim, c.attrs().start);
 }
 
 static OpAttrs region_attrs(const OpAttrs& a) {
@@ -287,17 +287,17 @@ static OpAttrs region_attrs(const OpAttrs& a) {
 }
 
 void backward_as_strided(BackwardCall& c) {
-    Tensor zeros = ops::create(OP_zeros, c.input_shape(0), c.grad_out[0].dtype());
-    c.grad_in[0] = ops::region_scatter(zeros, c.grad_out[0], region_attrs(c.attrs()));
+    Tensor zeros = ops::create(OP_zeros, c.input_shape(0), c.grad_output[0].dtype());
+    c.grad_input[0] = ops::region_scatter(zeros, c.grad_output[0], region_attrs(c.attrs()));
 }
 
 // assign_ and region_scatter: x's gradient is the incoming one with the region zeroed (those
 // elements were replaced); the values get the region of it.
 void backward_region_scatter(BackwardCall& c) {
     const OpAttrs& a = c.attrs();
-    Tensor g = ops::contiguous(c.grad_out[0]);
-    if (c.needs_grad(0)) c.grad_in[0] = ops::region_scatter(g, ops::create(OP_zeros, a.shape, g.dtype()), region_attrs(a));
-    if (c.needs_grad(1)) c.grad_in[1] = ops::contiguous(ops::as_strided(g, region_attrs(a)));
+    Tensor g = ops::contiguous(c.grad_output[0]);
+    if (c.needs_grad(0)) c.grad_input[0] = ops::region_scatter(g, ops::create(OP_zeros, a.shape, g.dtype()), region_attrs(a));
+    if (c.needs_grad(1)) c.grad_input[1] = ops::contiguous(ops::as_strided(g, region_attrs(a)));
 }
 
 // ============================================================================================

@@ -206,7 +206,7 @@ void set_requires_grad(Tensor& t, bool flag) {
         engine_fail("requires_grad: tensor #%lld was computed from others; only leaves can change requires_grad "
                     "(use detach() to make a leaf)",
                     static_cast<long long>(t.id()));
-    t.node->outputs[t.output].requires_grad = flag;
+    node_set_requires_grad(t.node.get(), t.output, flag);
 }
 
 int push_created(lua_State* L, Tensor t, const CreateOptions& o) {

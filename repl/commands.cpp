@@ -230,8 +230,9 @@ std::string command_help() {
         s += line;
     }
     s += "At a (tdb) stop, Lua sees the stopped frame's locals and node, inputs, out, outputs, saved,\n"
-         "grad_in, grad_out (backward), stop; assigning out or grad_out[i] changes what the rest of the pass\n"
-         "uses. From Lua: dbg.break_on{op=, phase=, node=, line=, when=, once=, action=}, dbg.step(), ...\n"
+         "grad_output, grad_input (backward, as PyTorch's), stop; assigning out or grad_input[i] changes what\n"
+         "the rest of the pass uses (grad_in and grad_out are the old names of grad_output and grad_input).\n"
+         "From Lua: dbg.break_on{op=, phase=, node=, line=, when=, once=, action=}, dbg.step(), ...\n"
          "Keys: Tab completes names, Up/Down recall earlier lines, Ctrl-C stops running code (in the\n"
          "debugger, at the next node or line; :abort abandons it) or drops the line being typed; Ctrl-C twice\n"
          "within a second leaves tapedeck (status 130). Ctrl-D leaves (at a (tdb) stop: asks whether to quit).\n";

@@ -2,7 +2,7 @@
 // forward node (after its gradients are computed, before they flow on), at a Lua line, or where a
 // predicate over a node's output holds; steps by node, by primitive op or by Lua line; and at a
 // stop opens a REPL in the stopped context (the script frame's locals, plus node, inputs, out,
-// grad_in, grad_out, saved), where out and grad_out can be replaced (edit and continue).
+// grad_output, grad_input, saved), where out and grad_input can be replaced (edit and continue).
 //
 // A stop is a nested REPL inside the engine's one hook (or Lua's line hook): single thread, no
 // locks, as Lua's debug.debug(). The pieces:
@@ -208,12 +208,6 @@ std::string debugger_where();
 // The stop's banner (what the stop prints first).
 std::string debugger_banner();
 
-struct TensorStats {
-    int64_t count = 0, nan = 0, inf = 0;
-    double min = 0, max = 0, mean = 0, std = 0, sum = 0, absmax = 0, norm = 0;   // over finite elements
-    std::vector<int64_t> histogram;   // counts in equal bins over [min, max]
-};
-TensorStats debugger_stats(const td::Value& value, int bins = 0);
 // The :inspect text of a tensor: shape, dtype, statistics, NaN/Inf counts, a histogram.
 std::string debugger_inspect(const td::Tensor& t);
 

@@ -16,6 +16,7 @@
 #include "chunk_lines.h"
 #include "debugger_internal.h"
 #include "plan.h"
+#include "tensor_stats.h"
 #include "repl.h"
 #include "tapedeck_lua.h"
 
@@ -590,10 +591,10 @@ struct ConditionScope {
 bool condition_holds(lua_State* L, const Breakpoint& bp, Node* node, const Tensor& t, const std::string& label,
                      std::string& why) {
     if (bp.condition == CONDITION_NAN || bp.condition == CONDITION_STAT) {
-        TensorStats s = debugger_stats(t.value());
+        TensorStats s = tensor_stats(t.value());
         if (bp.condition == CONDITION_NAN) {
-            if (s.nan + s.inf == 0) return false;
-            why = "the " + label + " has " + std::to_string(s.nan) + " NaN and " + std::to_string(s.inf) +
+            if (s.nan + s.inf() == 0) return false;
+            why = "the " + label + " has " + std::to_string(s.nan) + " NaN and " + std::to_string(s.inf()) +
                   " Inf; what it was computed from has none";
             return true;
         }

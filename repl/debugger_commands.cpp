@@ -152,7 +152,7 @@ bool debugger_cmd_where(lua_State*, const std::string&) {
 
 bool debugger_cmd_inspect(lua_State* L, const std::string& args) {
     if (args.empty()) {
-        fail(":inspect needs an expression, as in :inspect out or :inspect grad_out[1]");
+        fail(":inspect needs an expression, as in :inspect out or :inspect grad_input[1]");
         return true;
     }
     if (!repl_eval(L, args)) return true;

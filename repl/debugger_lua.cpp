@@ -2,7 +2,7 @@
 // breakpoints with Lua predicates and actions, and step (`break` is a Lua keyword: break_on).
 //
 //   local id = dbg.break_on{op = "tanh", phase = "bwd", when = function(t) return t:max():item() > 1 end}
-//   dbg.break_on{op = "mm", phase = "bwd", once = true, action = function(stop) print(stop.grad_out[1]) end}
+//   dbg.break_on{op = "mm", phase = "bwd", once = true, action = function(stop) print(stop.grad_input[1]) end}
 //   dbg.break_on{fn = "MyReLU", phase = "bwd"}      -- a torch.Function, by name
 //   dbg.step(), dbg.continue(), dbg.delete(id), dbg.breaks(), dbg.stopped(), dbg.command(":where")
 #include <lua.hpp>
@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "debugger.h"
 #include "debugger_internal.h"
+#include "tensor_stats.h"
 #include "repl.h"
 #include "tapedeck_lua.h"
 
@@ -210,7 +211,7 @@ int l_banner(lua_State* L) {
 int l_inspect(lua_State* L) {
     td::Tensor* t = tapedeck_test_tensor(L, 1);
     if (!t) return luaL_error(L, "dbg.inspect: expected a tensor, got %s", luaL_typename(L, 1));
-    TensorStats s = debugger_stats(t->value(), static_cast<int>(luaL_optinteger(L, 2, 16)));
+    td::TensorStats s = td::tensor_stats(t->value(), static_cast<int>(luaL_optinteger(L, 2, 16)));
     lua_createtable(L, 0, 11);
     set_number(L, "min", s.min);
     set_number(L, "max", s.max);
@@ -219,9 +220,9 @@ int l_inspect(lua_State* L) {
     set_number(L, "sum", s.sum);
     set_number(L, "norm", s.norm);
     set_number(L, "absmax", s.absmax);
-    set_integer(L, "count", s.count);
+    set_integer(L, "count", s.finite);
     set_integer(L, "nan", s.nan);
-    set_integer(L, "inf", s.inf);
+    set_integer(L, "inf", s.inf());
     lua_createtable(L, static_cast<int>(s.histogram.size()), 0);
     for (size_t i = 0; i < s.histogram.size(); ++i) {
         lua_pushinteger(L, s.histogram[i]);

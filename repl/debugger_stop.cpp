@@ -2,10 +2,10 @@
 //
 // [SECTION] sources      script files by chunk name, and the text of a line
 // [SECTION] frames       the Lua stack at the stop; the script frame's locals and upvalues
-// [SECTION] names        node, inputs, out, outputs, saved, grad_in, grad_out, stop; editing out and grad_out
+// [SECTION] names        node, inputs, out, outputs, saved, grad_output, grad_input, stop; editing out and grad_input
 // [SECTION] env          the _ENV of stop-prompt chunks: locals, then the stop's names, then globals
 // [SECTION] banner       what a stop prints, :where, the watches
-// [SECTION] stats        min/max/mean/std, NaN/Inf counts, the histogram of :inspect
+// [SECTION] inspect      the :inspect text (statistics from tensor_stats.h)
 #include <lua.hpp>
 
 #include <algorithm>
@@ -17,6 +17,7 @@
 #include "debugger_internal.h"
 #include "plan.h"
 #include "source_cache.h"
+#include "tensor_stats.h"
 #include "repl.h"
 #include "tapedeck_lua.h"
 
@@ -314,17 +315,17 @@ void overwrite_output(lua_State* L, Node* node, int output, int idx) {
     node->edited |= EDITED_OUTPUT;
 }
 
-// grad_out[i] = value at idx: the gradient flowing on to input i (a tensor, a number, or nil).
+// grad_input[i] = value at idx: the gradient flowing on to input i (a tensor, a number, or nil).
 void replace_grad(lua_State* L, DebugStop& stop, lua_Integer i, int idx) {
     Node* node = stop.node.get();
     if (plan_replay_recorded_id(node))   // the replayed nodes hold no autograd graph to send another gradient along
-        luaL_error(L, "grad_out[%d]: the gradients of a frozen call cannot be replaced at a stop (edit them in the "
+        luaL_error(L, "grad_input[%d]: the gradients of a frozen call cannot be replaced at a stop (edit them in the "
                       "eager function, %s.fn)", static_cast<int>(i), plan_replay_current()->called->name.c_str());
     if (i < 1 || i > node->inputs.size())
-        luaL_error(L, "grad_out[%d]: the node has %d input%s", static_cast<int>(i), node->inputs.size(), node->inputs.size() == 1 ? "" : "s");
+        luaL_error(L, "grad_input[%d]: the node has %d input%s", static_cast<int>(i), node->inputs.size(), node->inputs.size() == 1 ? "" : "s");
     const Edge& e = node->inputs[static_cast<int>(i - 1)];
     if (!e.node || !e.node->outputs[e.output].requires_grad)
-        luaL_error(L, "grad_out[%d]: input %d (#%d) needs no gradient", static_cast<int>(i), static_cast<int>(i), static_cast<int>(e.id));
+        luaL_error(L, "grad_input[%d]: input %d (#%d) needs no gradient", static_cast<int>(i), static_cast<int>(i), static_cast<int>(e.id));
     Tensor& slot = stop.pass->group.grad_inputs[i - 1];
     DType dtype = slot.defined() ? slot.dtype() : e.value.dtype;
     Tensor grad;
@@ -332,25 +333,25 @@ void replace_grad(lua_State* L, DebugStop& stop, lua_Integer i, int idx) {
         grad = ops::create(OP_full, e.value.shape, dtype, lua_tonumber(L, idx));
     } else if (Tensor* t = tapedeck_test_tensor(L, idx)) {
         if (t->shape() != e.value.shape)
-            luaL_error(L, "grad_out[%d]: the new gradient has shape %s, input %d has shape %s", static_cast<int>(i),
+            luaL_error(L, "grad_input[%d]: the new gradient has shape %s, input %d has shape %s", static_cast<int>(i),
                        t->shape().str().c_str(), static_cast<int>(i), e.value.shape.str().c_str());
         grad = ops::unary(OP_clone, *t);   // a copy: the pass may take it over as a leaf's .grad
         if (grad.dtype() != dtype) grad = ops::to(grad, dtype);
     } else if (!lua_isnil(L, idx)) {
-        luaL_error(L, "grad_out[%d]: assign a tensor, a number or nil, not a %s", static_cast<int>(i), luaL_typename(L, idx));
+        luaL_error(L, "grad_input[%d]: assign a tensor, a number or nil, not a %s", static_cast<int>(i), luaL_typename(L, idx));
     }
     slot = grad;
     node->edited |= EDITED_GRAD;
 }
 
-// The grad_out proxy: upvalue 1 is the serial of its stop.
+// The grad_input proxy: upvalue 1 is the serial of its stop.
 DebugStop& proxy_stop(lua_State* L) {
     DebugStop* stop = live_stop(L, lua_upvalueindex(1));
-    if (!stop) luaL_error(L, "grad_out: its stop has ended");
+    if (!stop) luaL_error(L, "grad_input: its stop has ended");
     return *stop;
 }
 
-int grad_out_index(lua_State* L) {
+int grad_input_index(lua_State* L) {
     DebugStop& stop = proxy_stop(L);
     lua_Integer i = lua_tointeger(L, 2);
     if (i < 1 || i > stop.node->inputs.size()) return 0;
@@ -359,21 +360,21 @@ int grad_out_index(lua_State* L) {
     return tapedeck_push_tensor(L, grad);
 }
 
-int grad_out_newindex(lua_State* L) {
+int grad_input_newindex(lua_State* L) {
     DebugStop& stop = proxy_stop(L);
-    if (!lua_isinteger(L, 2)) return luaL_error(L, "grad_out: index it by input number (1, 2, ...)");
+    if (!lua_isinteger(L, 2)) return luaL_error(L, "grad_input: index it by input number (1, 2, ...)");
     replace_grad(L, stop, lua_tointeger(L, 2), 3);
     return 0;
 }
 
-int grad_out_len(lua_State* L) {
+int grad_input_len(lua_State* L) {
     lua_pushinteger(L, proxy_stop(L).node->inputs.size());
     return 1;
 }
 
-int grad_out_tostring(lua_State* L) {
+int grad_input_tostring(lua_State* L) {
     DebugStop& stop = proxy_stop(L);
-    std::string s = "grad_out {";
+    std::string s = "grad_input {";
     for (int i = 0; i < stop.node->inputs.size(); ++i) {
         const Tensor& grad = stop.pass->group.grad_inputs[i];
         s += i ? ", " : " ";
@@ -383,11 +384,11 @@ int grad_out_tostring(lua_State* L) {
     return 1;
 }
 
-void push_grad_out_proxy(lua_State* L, const DebugStop& stop) {
+void push_grad_input_proxy(lua_State* L, const DebugStop& stop) {
     lua_newtable(L);
     lua_createtable(L, 0, 4);
-    const luaL_Reg methods[] = {{"__index", grad_out_index}, {"__newindex", grad_out_newindex}, {"__len", grad_out_len},
-                                {"__tostring", grad_out_tostring}, {nullptr, nullptr}};
+    const luaL_Reg methods[] = {{"__index", grad_input_index}, {"__newindex", grad_input_newindex}, {"__len", grad_input_len},
+                                {"__tostring", grad_input_tostring}, {nullptr, nullptr}};
     lua_pushinteger(L, static_cast<lua_Integer>(stop.serial));
     luaL_setfuncs(L, methods, 1);
     lua_setmetatable(L, -2);
@@ -456,8 +457,10 @@ void push_new_names(lua_State* L, DebugStop& stop) {
         }
     if (stop.kind != STOP_GROUP) return;
     const BackwardGroup& group = stop.pass->group;
+    // PyTorch's names (a module's backward hook gets grad_input, grad_output): grad_output is
+    // what arrived at the node's output, grad_input what its rule sends to each input.
     if (node->outputs.size() == 1) {
-        set_field_tensor(L, "grad_in", group.grad_outputs[0]);
+        set_field_tensor(L, "grad_output", group.grad_outputs[0]);
     } else {
         lua_newtable(L);
         for (int i = 0; i < node->outputs.size(); ++i) {
@@ -465,11 +468,20 @@ void push_new_names(lua_State* L, DebugStop& stop) {
             else lua_pushnil(L);
             lua_rawseti(L, -2, i + 1);
         }
-        lua_setfield(L, -2, "grad_in");
+        lua_setfield(L, -2, "grad_output");
     }
-    push_grad_out_proxy(L, stop);
+    push_grad_input_proxy(L, stop);
+    lua_setfield(L, -2, "grad_input");
+    // The names before PyTorch's, kept so that old scripts run: grad_in = grad_output,
+    // grad_out = grad_input (the same tensor, the same editable table).
+    lua_getfield(L, -1, "grad_output");
+    lua_setfield(L, -2, "grad_in");
+    lua_getfield(L, -1, "grad_input");
     lua_setfield(L, -2, "grad_out");
 }
+
+// Whether `name` is the table of the gradients sent to the inputs (or its old alias).
+bool is_grad_input_name(const char* name) { return strcmp(name, "grad_input") == 0 || strcmp(name, "grad_out") == 0; }
 
 // The names table of the current stop, made once per stop.
 int g_names_ref = LUA_NOREF;
@@ -485,16 +497,16 @@ void push_names(lua_State* L, DebugStop& stop) {
     lua_rawgeti(L, LUA_REGISTRYINDEX, g_names_ref);
 }
 
-// `name = value` at the prompt for one of the stop's names: out and grad_out can be edited.
+// `name = value` at the prompt for one of the stop's names: out and grad_input can be edited.
 void assign_stop_name(lua_State* L, DebugStop& stop, const char* name, int idx) {
     if (strcmp(name, "out") == 0) {
         if (stop.kind != STOP_NODE)
-            luaL_error(L, "out: at a backward group the forward pass is over; replace the gradients with grad_out[i] = ...");
+            luaL_error(L, "out: at a backward group the forward pass is over; replace the gradients with grad_input[i] = ...");
         overwrite_output(L, stop.node.get(), 0, idx);
         return;
     }
-    if (strcmp(name, "grad_out") == 0 && stop.kind == STOP_GROUP) {
-        if (!lua_istable(L, idx)) luaL_error(L, "grad_out: assign grad_out[i] = tensor, or a table of them");
+    if (is_grad_input_name(name) && stop.kind == STOP_GROUP) {
+        if (!lua_istable(L, idx)) luaL_error(L, "%s: assign %s[i] = tensor, or a table of them", name, name);
         for (int i = 1; i <= stop.node->inputs.size(); ++i) {
             lua_rawgeti(L, idx, i);
             replace_grad(L, stop, i, lua_gettop(L));
@@ -502,7 +514,7 @@ void assign_stop_name(lua_State* L, DebugStop& stop, const char* name, int idx) 
         }
         return;
     }
-    luaL_error(L, "%s is read-only at a stop (out and grad_out[i] can be assigned)", name);
+    luaL_error(L, "%s is read-only at a stop (out and grad_input[i] can be assigned)", name);
 }
 
 // When `name` is one of the stop's names, assign it (or raise why not) and return true.
@@ -568,7 +580,7 @@ void stop_names_release(lua_State* L) {
 
 namespace {
 
-// `stop.out = x` and `stop.grad_out = {...}` on the table an action gets edit as at the prompt;
+// `stop.out = x` and `stop.grad_input = {...}` on the table an action gets edit as at the prompt;
 // other new fields are the caller's own. Upvalue 1: the stop's serial.
 int names_proxy_newindex(lua_State* L) {
     DebugStop* stop = live_stop(L, lua_upvalueindex(1));
@@ -913,65 +925,25 @@ void print_stop(lua_State* L, int env_ref) {
 }  // namespace dbg
 
 // ============================================================================================
-// [SECTION] stats
-
-TensorStats debugger_stats(const Value& value, int bins) {
-    TensorStats s;
-    int64_t n = value.numel();
-    double sum_squares = 0;
-    for (int64_t i = 0; i < n; ++i) {
-        double x = value_get(value, i);
-        if (std::isnan(x)) {
-            ++s.nan;
-            continue;
-        }
-        if (std::isinf(x)) {
-            ++s.inf;
-            continue;
-        }
-        if (s.count == 0 || x < s.min) s.min = x;
-        if (s.count == 0 || x > s.max) s.max = x;
-        ++s.count;
-        s.sum += x;
-        sum_squares += x * x;
-        s.absmax = std::max(s.absmax, std::fabs(x));
-    }
-    if (s.count == 0) return s;
-    s.mean = s.sum / static_cast<double>(s.count);
-    s.norm = std::sqrt(sum_squares);
-    double deviations = 0;
-    if (bins > 0) s.histogram.assign(static_cast<size_t>(bins), 0);
-    for (int64_t i = 0; i < n; ++i) {
-        double x = value_get(value, i);
-        if (!std::isfinite(x)) continue;
-        deviations += (x - s.mean) * (x - s.mean);
-        if (bins > 0) {
-            double span = s.max - s.min;
-            int b = span > 0 ? static_cast<int>((x - s.min) / span * bins) : 0;
-            ++s.histogram[static_cast<size_t>(std::min(b, bins - 1))];
-        }
-    }
-    s.std = s.count > 1 ? std::sqrt(deviations / static_cast<double>(s.count - 1)) : 0;   // as torch.std (n - 1)
-    return s;
-}
+// [SECTION] inspect
 
 std::string debugger_inspect(const Tensor& t) {
     const int bins = 16;
     if (value_freed(t.value())) return "#" + std::to_string(t.id()) + " " + t.node->name() + ": " + VALUE_FREED_TEXT + "\n";
-    TensorStats s = debugger_stats(t.value(), bins);
+    TensorStats s = tensor_stats(t.value(), bins);
     const Node* node = t.node.get();
     std::string out = "#" + std::to_string(node->id) + " " + node->name() + (node->outputs.size() > 1 ? "." + std::to_string(t.output + 1) : "") +
                       " " + t.shape().str() + " " + dtype_name(t.dtype()) +
                       (node->where.file >= 0 ? "  (" + source_loc_str(node->where) + ")" : "") + "\n";
-    if (s.count == 0) {
+    if (s.finite == 0) {
         out += "  no finite elements";
     } else {
         out += "  min " + number_text(s.min) + "  max " + number_text(s.max) + "  mean " + number_text(s.mean) + "  std " +
                number_text(s.std);
     }
     out += "  (" + std::to_string(t.numel()) + " element" + (t.numel() == 1 ? "" : "s") + ")\n";
-    out += "  NaN " + std::to_string(s.nan) + "  Inf " + std::to_string(s.inf) + "\n";
-    if (s.count > 1 && s.max > s.min) {
+    out += "  NaN " + std::to_string(s.nan) + "  Inf " + std::to_string(s.inf()) + "\n";
+    if (s.finite > 1 && s.max > s.min) {
         static const char* const BARS[] = {" ", "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
         int64_t most = *std::max_element(s.histogram.begin(), s.histogram.end());
         std::string bars;

@@ -71,7 +71,7 @@ td::Tensor run_plan_input(const td::Plan& plan, size_t k, const std::string& fil
                         v.shape.str().c_str());
     td::Tensor t = td::ops::create(td::OP_zeros, v.shape, v.dtype);
     memcpy(t.value().raw(), v.raw(), static_cast<size_t>(v.numel()) * td::dtype_size(v.dtype));
-    t.node->outputs[t.output].requires_grad = in.requires_grad;
+    td::node_set_requires_grad(t.node.get(), t.output, in.requires_grad);
     return t;
 }
 

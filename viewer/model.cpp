@@ -17,6 +17,13 @@ namespace td {
 
 namespace {
 
+// What a record copies that can change after the node was recorded: a leaf's requires_grad (set
+// by requires_grad_() or the {requires_grad = true} option, which the bindings apply after the
+// node is recorded, and a frame can be drawn in between). Refreshed at every records_update.
+void record_refresh(NodeRecord& r, const Node* n) {
+    r.requires_grad = n->outputs.size() > 0 && n->outputs[0].requires_grad;
+}
+
 NodeRecord record_make(const Node* n, const std::vector<NodeRecord>& earlier) {
     NodeRecord r;
     r.id = n->id;
@@ -31,7 +38,7 @@ NodeRecord record_make(const Node* n, const std::vector<NodeRecord>& earlier) {
     r.phase = n->phase;
     r.group = n->group;
     r.is_leaf = n->is_leaf();
-    r.requires_grad = n->outputs.size() > 0 && n->outputs[0].requires_grad;
+    record_refresh(r, n);
     r.is_function = n->custom != nullptr || !n->inner_nodes.empty();
     r.where = n->where;
     for (const Edge& e : n->inputs) r.inputs.push_back(e.id);
@@ -58,8 +65,12 @@ void records_update(std::vector<NodeRecord>& records, const std::unordered_set<i
     size_t old = 0;
     for (Node* n = tape_first(); n; n = n->tape_next) {
         while (old < records.size() && records[old].id < n->id) ++old;
-        if (old < records.size() && records[old].id == n->id) next.push_back(std::move(records[old++]));
-        else next.push_back(record_make(n, next));
+        if (old < records.size() && records[old].id == n->id) {
+            next.push_back(std::move(records[old++]));
+            record_refresh(next.back(), n);
+        } else {
+            next.push_back(record_make(n, next));
+        }
         next.back().executed = running.count(n->id) == 0;
     }
     records.swap(next);

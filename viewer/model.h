@@ -41,7 +41,8 @@ struct NodeRecord {
 };
 
 // Bring `records` (sorted by id) up to date with the tape: dead nodes' records go, new nodes get
-// one, records of live nodes are kept. `running` holds the nodes that started but did not finish.
+// one, records of live nodes are kept, with what can change after recording (a leaf's requires_grad)
+// refreshed. `running` holds the nodes that started but did not finish.
 void records_update(std::vector<NodeRecord>& records, const std::unordered_set<int64_t>& running);
 // The record with this id, or nullptr (binary search).
 const NodeRecord* record_find(const std::vector<NodeRecord>& records, int64_t id);

@@ -185,6 +185,16 @@ ViewerState& viewer_state();
 
 void draw_graph_window(ViewerState& s, const Tile& tile);
 void draw_tensor_window(ViewerState& s, const Tile& tile);
+// What the Tensor window's Gradient tab shows for output 0 of a node: the gradient (its .grad, else
+// the one that arrived at it in the last backward pass, or at the current backward stop) and where
+// it came from, or a note saying why there is none.
+struct GradientShown {
+    bool found = false;
+    Value value;
+    std::string source;   // "arrived in backward pass 1 (from #9): from #24 expand, backward of #11 sum"
+    std::string note;     // when !found
+};
+GradientShown viewer_gradient_of(const ViewerState& s, const Node* n);
 void draw_source_window(ViewerState& s, const Tile& tile);
 void draw_controls_window(ViewerState& s, const Tile& tile);
 

@@ -17,6 +17,7 @@
 //   viewer.on_node(f | nil)    f(id, phase) before each node runs (a stand-in for the debugger)
 //   viewer.model() -> {boxes, edges, box_of, highlighted, stop, selected, shown, total, ...}
 //   viewer.inspect() -> statistics of the selected node's value, and whether a heatmap was drawn
+//                      and .gradient, what its Gradient tab shows
 //   viewer.time_layout() -> seconds, boxes, edges     (no window needed)
 //   viewer.bench_frames(n) -> {ms...}                 viewer.request_close()
 //   viewer.click(x, y [, "left"|"right"|"double"]) or viewer.click(label [, ...])   scripted input
@@ -451,6 +452,8 @@ int l_model(lua_State* L) {
             }
             set_string(L, "title", b.title);
             set_boolean(L, "executed", b.executed);
+            set_boolean(L, "leaf", b.is_leaf);                 // with requires_grad: what colours it
+            set_boolean(L, "requires_grad", b.requires_grad);  // (parameter, data, op)
         }
         lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
     }
@@ -510,11 +513,29 @@ int l_model(lua_State* L) {
     return 1;
 }
 
+// The Gradient tab's content: {source = text, count, mean, std, min, max, norm} or {note = text}.
+void push_gradient_shown(lua_State* L, const GradientShown& g) {
+    lua_createtable(L, 0, 8);
+    if (!g.found) {
+        set_string(L, "note", g.note);
+        return;
+    }
+    TensorStats st = tensor_stats(g.value);
+    set_string(L, "source", g.source);
+    set_integer(L, "count", st.count);
+    set_number(L, "min", st.min);
+    set_number(L, "max", st.max);
+    set_number(L, "mean", st.mean);
+    set_number(L, "std", st.std);
+    set_number(L, "sum", st.sum);
+    set_number(L, "norm", st.norm);
+}
+
 int l_inspect(lua_State* L) {
     ViewerState& s = viewer_state();
     Node* n = s.selected ? tape_find(s.selected) : nullptr;
     if (!n || n->outputs.size() == 0) return 0;
-    TensorStats st = tensor_stats_compute(n->outputs[0].value, 0);
+    TensorStats st = tensor_stats(n->outputs[0].value);
     lua_createtable(L, 0, 12);
     set_integer(L, "node", n->id);
     set_integer(L, "count", st.count);
@@ -527,6 +548,8 @@ int l_inspect(lua_State* L) {
     set_number(L, "std", st.std);
     set_boolean(L, "heatmap", s.heatmap_drawn);
     set_string(L, "tab", s.tensor_tab == 1 ? "gradient" : s.tensor_tab == 2 ? "inputs" : "value");
+    push_gradient_shown(L, viewer_gradient_of(s, n));
+    lua_setfield(L, -2, "gradient");
     return 1;
 }
 

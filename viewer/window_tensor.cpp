@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "heat_colour.h"
 #include "tensor_stats.h"
 #include "viewer_internal.h"
 
@@ -23,48 +24,62 @@ namespace {
 // ============================================================================================
 // [SECTION] gradient
 
-// The gradient of output 0 of n: its .grad (a leaf's, or one kept by retain_grad()), else the
-// gradient that flowed into it during the latest backward pass, read off its backward nodes: the
-// last accumulation `add` of its group (it was used more than once), or the first input of its
-// backward nodes made outside its group, or the seed `ones` of the root. `how` says which.
-bool gradient_of(Node* n, Value* out, std::string* how) {
-    if (n->outputs.size() > 0 && n->outputs[0].grad.defined()) {
-        *out = n->outputs[0].grad.value();
-        *how = ".grad";
-        return true;
-    }
-    if (n->phase != PHASE_FORWARD || n->backward_nodes.size() == 0) return false;
-    Node* accumulated = nullptr;
-    for (const Ref<Node>& b : n->backward_nodes) {
-        if (b->op != OP_add) break;
-        bool from_outside = true;
-        for (const Edge& e : b->inputs)
-            from_outside = from_outside && e.node && e.node->phase == PHASE_BACKWARD &&
-                           (e.node->group != n->id || e.node.get() == accumulated);
-        if (!from_outside) break;
-        accumulated = b.get();
-    }
-    if (accumulated) {
-        *out = accumulated->outputs[0].value;
-        *how = "the sum of its uses' gradients (#" + std::to_string(accumulated->id) + ")";
-        return true;
-    }
-    Node* first = n->backward_nodes[0].get();
-    if ((first->info().flags & OPF_CREATE) && first->inputs.size() == 0) {   // the seed of backward()
-        *out = first->outputs[0].value;
-        *how = "the seed of backward() (#" + std::to_string(first->id) + ")";
-        return true;
-    }
-    for (const Ref<Node>& b : n->backward_nodes)
-        for (const Edge& e : b->inputs)
-            if (e.node && e.node->phase == PHASE_BACKWARD && e.node->group != n->id &&
-                e.value.shape == n->outputs[0].value.shape) {
-                *out = e.value;
-                *how = "flowing in from #" + std::to_string(e.id) + " in the last backward pass";
-                return true;
-            }
-    return false;
+// "#24 expand, backward of #11 sum"; "the seed of backward() (#30 ones)".
+std::string sender_text(const ViewerState& s, const GradientSender& g) {
+    if (g.forward_id == 0) return "the seed of backward() (#" + std::to_string(g.node_id) + " " + g.op + ")";
+    auto named = s.names.find(g.forward_id);
+    std::string forward = "#" + std::to_string(g.forward_id) + " " + g.forward_op +
+                          (named == s.names.end() ? "" : " (" + named->second + ")");
+    return "#" + std::to_string(g.node_id) + " " + g.op + ", backward of " + forward;
 }
+
+// "#24 expand, backward of #11 sum + #27 mm, backward of #12 mm": the gradients summed.
+std::string senders_text(const ViewerState& s, const ArrivedGradient& a) {
+    std::string text;
+    for (size_t i = 0; i < a.senders.size(); ++i) text += (i ? " + " : "") + sender_text(s, a.senders[i]);
+    return text;
+}
+
+// Where an arrived gradient came from: "backward pass 2 (from #9): from #24 expand, backward of #11 sum".
+std::string arrival_text(const ViewerState& s, const ArrivedGradient& a) {
+    return "backward pass " + std::to_string(a.pass) + " (from #" + std::to_string(a.root_id) + "): from " + senders_text(s, a);
+}
+
+}  // namespace
+
+// What the Gradient tab shows for output 0 of n (see viewer_internal.h).
+GradientShown viewer_gradient_of(const ViewerState& s, const Node* n) {
+    GradientShown shown;
+    if (n->phase == PHASE_BACKWARD) {
+        shown.note = "A backward node: its value (the Value tab) is part of the gradient of #" + std::to_string(n->group) + ".";
+        return shown;
+    }
+    if (n->outputs.size() == 0) return shown;
+    const ArrivedGradient* arrived = arrived_gradient(n, 0);
+    if (n->outputs[0].grad.defined()) {   // a leaf's or a retained one: summed over the passes
+        shown.found = true;
+        shown.value = n->outputs[0].grad.value();
+        shown.source = ".grad" + (arrived && arrived->complete ? "; last arrived in " + arrival_text(s, *arrived) : std::string());
+        return shown;
+    }
+    if (arrived && arrived->complete) {
+        shown.found = true;
+        shown.value = arrived->value;
+        shown.source = "arrived in " + arrival_text(s, *arrived);
+        return shown;
+    }
+    if (arrived) {   // a stop earlier in the pass: the sum is not complete yet
+        shown.note = "Backward pass " + std::to_string(arrived->pass) + " has not reached this node yet: its gradient is " +
+                     "being summed, so far from " + senders_text(s, *arrived) + ".";
+        return shown;
+    }
+    if (!n->outputs[0].requires_grad) shown.note = "No gradient: nothing that made this tensor requires grad.";
+    else shown.note = "No gradient kept: run backward() while the viewer is open (the gradient that arrives at each node "
+                      "is kept while the viewer looks, for the nodes it shows).";
+    return shown;
+}
+
+namespace {
 
 // ============================================================================================
 // [SECTION] heatmap
@@ -190,6 +205,7 @@ void draw_colour_bar(double lo, double hi, const TensorStats& st) {
 struct StatsCache {
     std::string key;
     TensorStats stats;
+    std::vector<float> histogram;   // stats.histogram as ImGui plots it
 };
 
 std::string value_key(const Value& v, int tab) {
@@ -247,14 +263,15 @@ void draw_value_panel(ViewerState& s, const Value& v, int tab) {
     std::string key = value_key(v, tab);
     StatsCache& cache = caches[tab];
     if (cache.key != key) {
-        cache.stats = tensor_stats_compute(v, 48);
+        cache.stats = tensor_stats(v, 48);
+        cache.histogram.assign(cache.stats.histogram.begin(), cache.stats.histogram.end());
         cache.key = key;
     }
     const TensorStats& st = cache.stats;
     ImGui::Text("%s %s   %lld element%s", v.shape.str().c_str(), dtype_name(v.dtype), static_cast<long long>(st.count),
                 st.count == 1 ? "" : "s");
     if (st.finite > 0)
-        ImGui::Text("min %.4g   max %.4g   mean %.4g   std %.4g", st.min, st.max, st.mean, st.std);
+        ImGui::Text("min %.4g   max %.4g   mean %.4g   std %.4g", st.min, st.max, st.mean, st.std);   // std: n - 1, as torch.std
     ImVec4 bad(1.0f, 0.45f, 0.35f, 1.0f), fine(0.6f, 0.6f, 0.6f, 1.0f);
     ImGui::TextColored(st.nan ? bad : fine, "NaN %lld", static_cast<long long>(st.nan));
     ImGui::SameLine();
@@ -270,7 +287,7 @@ void draw_value_panel(ViewerState& s, const Value& v, int tab) {
     if (!st.histogram.empty()) {
         char overlay[64];
         snprintf(overlay, sizeof overlay, "histogram %.3g .. %.3g", st.min, st.max);
-        ImGui::PlotHistogram("##histogram", st.histogram.data(), static_cast<int>(st.histogram.size()), 0, overlay, 0.0f,
+        ImGui::PlotHistogram("##histogram", cache.histogram.data(), static_cast<int>(cache.histogram.size()), 0, overlay, 0.0f,
                              FLT_MAX, ImVec2(ImGui::GetContentRegionAvail().x, 48));
     }
 
@@ -460,19 +477,14 @@ void draw_tensor_window(ViewerState& s, const Tile& tile) {
         }
         if (ImGui::BeginTabItem("Gradient", nullptr, grad_flags)) {
             s.tensor_tab = 1;
-            Value grad;
-            std::string how;
-            if (n->phase == PHASE_BACKWARD) {
-                ImGui::TextWrapped("A backward node: its value (the Value tab) is part of the gradient of #%lld.",
-                                   static_cast<long long>(n->group));
-            } else if (gradient_of(n, &grad, &how)) {
-                ImGui::TextDisabled("gradient: %s", how.c_str());
-                draw_value_panel(s, grad, 1);
-            } else if (!n->outputs[0].requires_grad) {
-                ImGui::TextWrapped("No gradient: nothing that made this tensor requires grad.");
+            GradientShown grad = viewer_gradient_of(s, n);
+            if (grad.found) {
+                ImGui::PushTextWrapPos(0);
+                ImGui::TextDisabled("gradient: %s", grad.source.c_str());
+                ImGui::PopTextWrapPos();
+                draw_value_panel(s, grad.value, 1);
             } else {
-                ImGui::TextWrapped("No gradient kept yet: run backward() (call x:retain_grad() first to keep the .grad "
-                                   "of a non-leaf tensor).");
+                ImGui::TextWrapped("%s", grad.note.c_str());
             }
             ImGui::EndTabItem();
         }

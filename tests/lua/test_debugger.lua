@@ -32,32 +32,32 @@ local function fd_check(f, at, grad, what)
 end
 
 -- ---------------------------------------------------------------------------------------------
--- Backward stops of sum, tanh, add and mm: grad_out checked against finite differences.
+-- Backward stops of sum, tanh, add and mm: grad_input checked against finite differences.
 local loss, h2h, i2h = rnn_cell()
 local checked = {}
 local function record(name) checked[name] = (checked[name] or 0) + 1 end
 local ids = {
   dbg.break_on{op = "sum", phase = "bwd", action = function(s)
-    fd_check(function(v) return v:sum():item() end, s.inputs[1], s.grad_out[1], "sum")
+    fd_check(function(v) return v:sum():item() end, s.inputs[1], s.grad_input[1], "sum")
     record("sum")
   end},
   dbg.break_on{op = "tanh", phase = "bwd", action = function(s)
     assert(s.stop.kind == "group" and s.stop.phase == "backward")
     assert(s.saved.y, "tanh saves its output")
-    fd_check(function(v) return v:tanh():sum():item() end, s.inputs[1], s.grad_out[1], "tanh")
+    fd_check(function(v) return v:tanh():sum():item() end, s.inputs[1], s.grad_input[1], "tanh")
     record("tanh")
   end},
   dbg.break_on{op = "add", phase = "bwd", action = function(s)
-    fd_check(function(v) return (v + i2h):tanh():sum():item() end, s.inputs[1], s.grad_out[1], "add, input 1")
-    fd_check(function(v) return (h2h + v):tanh():sum():item() end, s.inputs[2], s.grad_out[2], "add, input 2")
+    fd_check(function(v) return (v + i2h):tanh():sum():item() end, s.inputs[1], s.grad_input[1], "add, input 1")
+    fd_check(function(v) return (h2h + v):tanh():sum():item() end, s.inputs[2], s.grad_input[2], "add, input 2")
     record("add")
   end},
   dbg.break_on{op = "mm", phase = "bwd", action = function(s)
-    assert(s.grad_out[2] == nil, "the transposed input needs no gradient")
+    assert(s.grad_input[2] == nil, "the transposed input needs no gradient")
     if s.inputs[1].shape[2] == 20 then   -- W_h · prev_hᵀ
-      fd_check(function(v) return (torch.mm(v, prev_h:t()) + i2h):tanh():sum():item() end, s.inputs[1], s.grad_out[1], "mm W_h")
+      fd_check(function(v) return (torch.mm(v, prev_h:t()) + i2h):tanh():sum():item() end, s.inputs[1], s.grad_input[1], "mm W_h")
     else                                  -- W_x · xᵀ
-      fd_check(function(v) return (h2h + torch.mm(v, x:t())):tanh():sum():item() end, s.inputs[1], s.grad_out[1], "mm W_x")
+      fd_check(function(v) return (h2h + torch.mm(v, x:t())):tanh():sum():item() end, s.inputs[1], s.grad_input[1], "mm W_x")
     end
     record("mm")
   end},
@@ -103,7 +103,7 @@ local reference_h, reference_x = W_h.grad:clone(), W_x.grad:clone()
 W_h.grad, W_x.grad = nil, nil
 local edited_node
 dbg.break_on{op = "mm", phase = "bwd", once = true, action = function(s)
-  s.grad_out[1] = s.grad_out[1] * 2
+  s.grad_input[1] = s.grad_input[1] * 2
   edited_node = s.node.id
 end}
 loss:backward()

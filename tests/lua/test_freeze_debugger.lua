@@ -23,9 +23,9 @@ local function stops_of(run)
       local entry = {kind = stop.stop.kind, phase = stop.stop.phase, op = stop.node.op, where = stop.node.where,
                      out = stop.out and stop.out:clone()}
       if stop.stop.kind == "group" then
-        entry.grad_in = stop.grad_in:clone()
+        entry.grad_in = stop.grad_output:clone()
         entry.grad_out = {}
-        for i = 1, #stop.inputs do entry.grad_out[i] = stop.grad_out[i] and stop.grad_out[i]:clone() or false end
+        for i = 1, #stop.inputs do entry.grad_out[i] = stop.grad_input[i] and stop.grad_input[i]:clone() or false end
       end
       seen[#seen + 1] = entry
     end
