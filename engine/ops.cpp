@@ -1,6 +1,6 @@
 // ops.cpp: the op table built from ops.def, with each op's shape rule and backward rule.
 //
-// [SECTION] table          op_table[], op_find, op_describe_attrs
+// [SECTION] table          op_table[], op_find, op_grad_rule (grad_rules.def), op_describe_attrs
 // [SECTION] shape rules    output shapes and dtypes, and the errors for bad input
 // [SECTION] backward rules gradients of the inputs, written with ops:: (so they are recorded)
 // [SECTION] ops::          one C++ function per op
@@ -100,6 +100,37 @@ bool op_find(const char* name, OpId* out) {
         }
     }
     return false;
+}
+
+// The rule lines of op's row in grad_rules.def, ending with nullptr; nullptr when it has no row.
+static const char* const* grad_rule_lines(OpId op) {
+    switch (op) {
+#define GRAD_RULE(name, ...)                                       \
+    case OP_##name: {                                              \
+        static const char* const lines[] = {__VA_ARGS__, nullptr}; \
+        return lines;                                              \
+    }
+#include "grad_rules.def"
+#undef GRAD_RULE
+        default: return nullptr;
+    }
+}
+
+int op_grad_rule_count(OpId op) {
+    const char* const* lines = grad_rule_lines(op);
+    int count = 0;
+    while (lines && lines[count]) ++count;
+    return count;
+}
+
+const char* op_grad_rule(OpId op, int input) {
+    const OpInfo& info = op_table[op];
+    bool variadic = info.n_inputs < 0;
+    if (input < 0 || (!variadic && input >= info.n_inputs)) return nullptr;
+    if (!info.backward_rule) return NOT_DIFFERENTIABLE_RULE;
+    int count = op_grad_rule_count(op);
+    if (variadic && count == 1) return grad_rule_lines(op)[0];   // "each input x_i: ..."
+    return input < count ? grad_rule_lines(op)[input] : nullptr;
 }
 
 std::string one_based(int64_t index) {

@@ -343,3 +343,82 @@ TEST_CASE("elementwise.def: each line's scalar form (what a GPU kernel would run
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// grad_rules.def: the text of each gradient rule, which the debugger prints at a backward group.
+
+namespace {
+
+// The variable a rule line gives the gradient of: "A" in "dA = grad · Bᵀ", "x" in
+// "dx[i] = ...", "x_i" in "each input x_i: dx_i = ..."; "" for "no gradient (...)".
+std::string rule_variable(const std::string& rule) {
+    std::string assignment = rule;
+    if (rule.rfind("each input ", 0) == 0) assignment = rule.substr(rule.find(": ") + 2);
+    if (assignment.rfind("no gradient (", 0) == 0) return "";
+    size_t end = assignment.find_first_of(" [");
+    if (assignment[0] != 'd' || end == std::string::npos || end < 2) return "?";
+    return assignment.substr(1, end - 1);
+}
+
+// Whether `word` occurs in `text` as a word of its own (not inside a longer name).
+bool has_word(const std::string& text, const std::string& word) {
+    auto is_name_char = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; };
+    for (size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1)) {
+        bool starts = at == 0 || !is_name_char(text[at - 1]);
+        size_t after = at + word.size();
+        bool ends = after >= text.size() || !is_name_char(text[after]) || std::isdigit(static_cast<unsigned char>(text[after]));
+        if (starts && ends) return true;
+    }
+    return false;
+}
+
+}  // namespace
+
+TEST_CASE("op table: every differentiable op has its gradient rule as text, one line per input") {
+    for (int i = 0; i < OP_COUNT; ++i) {
+        OpId op = static_cast<OpId>(i);
+        const OpInfo& info = op_info(op);
+        INFO("op '" << info.name << "' (engine/grad_rules.def)");
+        int count = op_grad_rule_count(op);
+        if (!info.backward_rule) {
+            CHECK(count == 0);   // a rule for an op without a backward would be a lie
+            CHECK(std::string(op_grad_rule(op, 0) ? op_grad_rule(op, 0) : "") ==
+                  (info.n_inputs == 0 ? "" : NOT_DIFFERENTIABLE_RULE));
+            continue;
+        }
+        if (info.n_inputs >= 0) {
+            CHECK(count == info.n_inputs);
+            CHECK(op_grad_rule(op, info.n_inputs) == nullptr);
+        } else if (count == 1) {   // a list of any length: one rule for each input
+            CHECK(std::string(op_grad_rule(op, 0)).rfind("each input ", 0) == 0);
+            CHECK(op_grad_rule(op, 5) == op_grad_rule(op, 0));
+        } else {
+            CHECK(count >= 2);
+        }
+        for (int input = 0; input < count; ++input) {
+            std::string rule = op_grad_rule(op, input);
+            INFO("input " << input + 1 << ": \"" << rule << "\"");
+            std::string variable = rule_variable(rule);
+            CHECK(variable != "?");   // "dNAME = ...", "dNAME[...] = ..." or "no gradient (...)"
+            if (variable.empty()) continue;
+            CHECK(rule.find(" = ") != std::string::npos);
+            if (rule.rfind("each input ", 0) == 0) {   // "each input x_i: dx_i = ...": the name it gives
+                CHECK(rule.compare(11, variable.size() + 1, variable + ":") == 0);
+                continue;
+            }
+            CHECK(has_word(info.math, variable));   // the letters of the op's math comment
+        }
+    }
+}
+
+TEST_CASE("op_grad_rule: the rules the debugger shows for mm, tanh, pow and cat") {
+    CHECK(std::string(op_grad_rule(OP_mm, 0)) == "dA = grad · Bᵀ");
+    CHECK(std::string(op_grad_rule(OP_mm, 1)) == "dB = Aᵀ · grad");
+    CHECK(std::string(op_grad_rule(OP_tanh, 0)) == "dx = grad * (1 - y^2)");
+    CHECK(std::string(op_grad_rule(OP_exp, 0)) == "dx = grad * y");
+    CHECK(std::string(op_grad_rule(OP_pow_tensor, 1)).rfind("db = grad * a^b * log(a)", 0) == 0);
+    CHECK(std::string(op_grad_rule(OP_cat, 3)) == op_grad_rule(OP_cat, 0));
+    CHECK(op_grad_rule(OP_tanh, 1) == nullptr);
+    CHECK(op_grad_rule(OP_tanh, -1) == nullptr);
+    CHECK(std::string(op_grad_rule(OP_eq, 1)) == NOT_DIFFERENTIABLE_RULE);
+}
