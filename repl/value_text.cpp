@@ -3,7 +3,8 @@
 // A table is laid out on one line when that fits in LINE_WIDTH columns, else one entry a line,
 // indented. The sequence part (1, 2, ...) comes first in order, then the other keys sorted
 // (numbers, then strings, then the rest). Deeper than MAX_DEPTH a table shows as "{...}"; a table
-// that contains itself shows "<cycle>" where it recurs; after MAX_ENTRIES entries "... (N more)".
+// that contains itself shows "<cycle>" where it recurs; after MAX_ENTRIES entries "... (N more)";
+// a string longer than MAX_STRING bytes is cut, with its length.
 #include "value_text.h"
 
 #include <lua.hpp>
@@ -19,6 +20,7 @@ namespace {
 constexpr int MAX_DEPTH = 4;
 constexpr int MAX_ENTRIES = 30;
 constexpr size_t LINE_WIDTH = 100;
+constexpr size_t MAX_STRING = 80;
 
 bool has_tostring(lua_State* L, int idx) {
     if (luaL_getmetafield(L, idx, "__tostring") == LUA_TNIL) return false;
@@ -35,9 +37,10 @@ std::string tostring_text(lua_State* L, int idx) {
     return text;
 }
 
+// A string as a table shows it: quoted, escaped, and past MAX_STRING bytes cut with a count.
 std::string quoted(const char* s, size_t len) {
     std::string q = "\"";
-    for (size_t i = 0; i < len; ++i) {
+    for (size_t i = 0; i < std::min(len, MAX_STRING); ++i) {
         unsigned char ch = static_cast<unsigned char>(s[i]);
         if (ch == '"' || ch == '\\') q += '\\', q += static_cast<char>(ch);
         else if (ch == '\n') q += "\\n";
@@ -45,6 +48,7 @@ std::string quoted(const char* s, size_t len) {
         else if (ch < 32 || ch == 127) q += "\\" + std::to_string(ch);
         else q += static_cast<char>(ch);
     }
+    if (len > MAX_STRING) return q + "...\" (" + std::to_string(len) + " bytes)";
     return q + "\"";
 }
 
