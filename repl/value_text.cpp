@@ -10,6 +10,7 @@
 #include <lua.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <vector>
 

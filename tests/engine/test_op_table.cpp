@@ -7,6 +7,7 @@
 // outputs that do not require grad.
 #include <catch2/catch.hpp>
 
+#include <cctype>
 #include <map>
 #include <random>
 
