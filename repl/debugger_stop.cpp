@@ -583,7 +583,7 @@ std::string rule_right_side(const char* rule) {
 // recorded backward node that produced the gradient (the id :stepi and :break node stop at).
 std::string produced_by(const DebugStop& stop, int input, const Tensor& grad) {
     const BackwardGroup& group = stop.pass->group;
-    std::string rule = rule_right_side(op_grad_rule(stop.node->op, input));
+    std::string rule = rule_right_side(op_grad_rule(stop.node->op, input, &stop.node->attrs));
     for (int i = 0; i < stop.node->outputs.size(); ++i)
         if (group.grad_outputs[i].defined() && group.grad_outputs[i].same_as(grad)) return rule + "   (passed on unchanged)";
     Node* p = grad.node.get();

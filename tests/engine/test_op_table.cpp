@@ -375,6 +375,38 @@ bool has_word(const std::string& text, const std::string& word) {
 
 }  // namespace
 
+// grad_rules.def's GRAD_RULE_FOR rows: the rules of an op for attributes that change its formula.
+struct RuleVariant {
+    OpId op;
+    std::string attrs;
+    std::vector<std::string> lines;
+};
+
+std::vector<RuleVariant> rule_variants() {
+    return {
+#define GRAD_RULE(name, ...)
+#define GRAD_RULE_FOR(name, attrs, ...) {OP_##name, attrs, {__VA_ARGS__}},
+#include "grad_rules.def"
+#undef GRAD_RULE
+#undef GRAD_RULE_FOR
+    };
+}
+
+// Checks one rule line: "dNAME = ..." with NAME a letter of `math`, "each input NAME: dNAME = ...",
+// or "no gradient (...)".
+void check_rule_line(const std::string& rule, const char* math) {
+    INFO("rule \"" << rule << "\"");
+    std::string variable = rule_variable(rule);
+    CHECK(variable != "?");
+    if (variable.empty()) return;
+    CHECK(rule.find(" = ") != std::string::npos);
+    if (rule.rfind("each input ", 0) == 0) {   // "each input x_i: dx_i = ...": the name it gives
+        CHECK(rule.compare(11, variable.size() + 1, variable + ":") == 0);
+        return;
+    }
+    CHECK(has_word(math, variable));   // the letters of the op's math comment
+}
+
 TEST_CASE("op table: every differentiable op has its gradient rule as text, one line per input") {
     for (int i = 0; i < OP_COUNT; ++i) {
         OpId op = static_cast<OpId>(i);
@@ -396,19 +428,13 @@ TEST_CASE("op table: every differentiable op has its gradient rule as text, one 
         } else {
             CHECK(count >= 2);
         }
-        for (int input = 0; input < count; ++input) {
-            std::string rule = op_grad_rule(op, input);
-            INFO("input " << input + 1 << ": \"" << rule << "\"");
-            std::string variable = rule_variable(rule);
-            CHECK(variable != "?");   // "dNAME = ...", "dNAME[...] = ..." or "no gradient (...)"
-            if (variable.empty()) continue;
-            CHECK(rule.find(" = ") != std::string::npos);
-            if (rule.rfind("each input ", 0) == 0) {   // "each input x_i: dx_i = ...": the name it gives
-                CHECK(rule.compare(11, variable.size() + 1, variable + ":") == 0);
-                continue;
-            }
-            CHECK(has_word(info.math, variable));   // the letters of the op's math comment
-        }
+        for (int input = 0; input < count; ++input) check_rule_line(op_grad_rule(op, input), info.math);
+    }
+    for (const RuleVariant& v : rule_variants()) {
+        INFO("GRAD_RULE_FOR(" << op_info(v.op).name << ", \"" << v.attrs << "\")");
+        CHECK(op_info(v.op).backward_rule != nullptr);
+        CHECK(static_cast<int>(v.lines.size()) == op_grad_rule_count(v.op));
+        for (const std::string& line : v.lines) check_rule_line(line, op_info(v.op).math);
     }
 }
 
@@ -422,4 +448,29 @@ TEST_CASE("op_grad_rule: the rules the debugger shows for mm, tanh, pow and cat"
     CHECK(op_grad_rule(OP_tanh, 1) == nullptr);
     CHECK(op_grad_rule(OP_tanh, -1) == nullptr);
     CHECK(std::string(op_grad_rule(OP_eq, 1)) == NOT_DIFFERENTIABLE_RULE);
+}
+
+TEST_CASE("op_grad_rule: a node's attributes pick its rows (mm(Bᵀ), nn.Linear's Y = A Bᵀ)") {
+    OpAttrs plain, trans_b, both;
+    trans_b.trans_b = true;
+    both.trans_a = both.trans_b = true;
+    CHECK(std::string(op_grad_rule(OP_mm, 0, &plain)) == "dA = grad · Bᵀ");
+    CHECK(std::string(op_grad_rule(OP_mm, 0, &trans_b)) == "dA = grad · B (Y = A Bᵀ)");
+    CHECK(std::string(op_grad_rule(OP_mm, 1, &trans_b)) == "dB = gradᵀ · A (Y = A Bᵀ)");
+    CHECK(std::string(op_grad_rule(OP_bmm, 1, &both)) == "dB[i] = grad[i]ᵀ · A[i]ᵀ (Y[i] = A[i]ᵀ B[i]ᵀ)");
+    OpAttrs accumulate = trans_b;   // no row for "Bᵀ +=": the op's own
+    accumulate.accumulate = true;
+    CHECK(std::string(op_grad_rule(OP_mm, 1, &accumulate)) == "dB = Aᵀ · grad");
+    // Every row (mm's and bmm's transposes) names attributes as the debugger shows them.
+    for (const RuleVariant& v : rule_variants()) {
+        bool reachable = false;
+        for (int flags = 0; flags < 4; ++flags) {
+            OpAttrs a;
+            a.trans_a = flags & 1;
+            a.trans_b = flags & 2;
+            reachable = reachable || op_describe_attrs(v.op, a) == v.attrs;
+        }
+        INFO("GRAD_RULE_FOR(" << op_info(v.op).name << ", \"" << v.attrs << "\")");
+        CHECK(reachable);
+    }
 }
