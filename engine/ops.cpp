@@ -1,6 +1,6 @@
 // ops.cpp: the op table built from ops.def, with each op's shape rule and backward rule.
 //
-// [SECTION] table          op_table[], op_find, op_describe_attrs
+// [SECTION] table          op_table[], op_find, op_grad_rule (grad_rules.def), op_describe_attrs
 // [SECTION] shape rules    output shapes and dtypes, and the errors for bad input
 // [SECTION] backward rules gradients of the inputs, written with ops:: (so they are recorded)
 // [SECTION] ops::          one C++ function per op
@@ -100,6 +100,56 @@ bool op_find(const char* name, OpId* out) {
         }
     }
     return false;
+}
+
+// The rule lines of op's GRAD_RULE row in grad_rules.def, ending with nullptr; nullptr when it has none.
+static const char* const* grad_rule_lines(OpId op) {
+    switch (op) {
+#define GRAD_RULE(name, ...)                                       \
+    case OP_##name: {                                              \
+        static const char* const lines[] = {__VA_ARGS__, nullptr}; \
+        return lines;                                              \
+    }
+#define GRAD_RULE_FOR(name, attrs_text, ...)
+#include "grad_rules.def"
+#undef GRAD_RULE
+#undef GRAD_RULE_FOR
+        default: return nullptr;
+    }
+}
+
+// The lines of op's GRAD_RULE_FOR row for attributes that read `attrs_text`; nullptr when none.
+static const char* const* grad_rule_lines_for(OpId op, const std::string& attrs_text) {
+#define GRAD_RULE(name, ...)
+#define GRAD_RULE_FOR(name, attrs, ...)                                \
+    if (op == OP_##name && attrs_text == (attrs)) {                    \
+        static const char* const lines[] = {__VA_ARGS__, nullptr};     \
+        return lines;                                                  \
+    }
+#include "grad_rules.def"
+#undef GRAD_RULE
+#undef GRAD_RULE_FOR
+    return nullptr;
+}
+
+static int count_lines(const char* const* lines) {
+    int count = 0;
+    while (lines && lines[count]) ++count;
+    return count;
+}
+
+int op_grad_rule_count(OpId op) { return count_lines(grad_rule_lines(op)); }
+
+const char* op_grad_rule(OpId op, int input, const OpAttrs* attrs) {
+    const OpInfo& info = op_table[op];
+    bool variadic = info.n_inputs < 0;
+    if (input < 0 || (!variadic && input >= info.n_inputs)) return nullptr;
+    if (!info.backward_rule) return NOT_DIFFERENTIABLE_RULE;
+    const char* const* lines = attrs ? grad_rule_lines_for(op, op_describe_attrs(op, *attrs)) : nullptr;
+    if (!lines) lines = grad_rule_lines(op);
+    int count = count_lines(lines);
+    if (variadic && count == 1) return lines[0];   // "each input x_i: ..."
+    return input < count ? lines[input] : nullptr;
 }
 
 std::string one_based(int64_t index) {

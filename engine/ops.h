@@ -175,6 +175,15 @@ inline const OpInfo& op_info(OpId op) { return op_table[op]; }
 // (elementwise.def) of one tensor, without attributes, not OPF_INTERNAL.
 bool op_is_simple_method(OpId op);
 bool op_find(const char* name, OpId* out);
+// The gradient rule of `op` for its input `input` (0-based): one line for people from the op's row
+// in grad_rules.def, "dA = grad · Bᵀ"; with a node's `attrs`, its GRAD_RULE_FOR row for them when
+// there is one (mm(Bᵀ): "dA = grad · B"). A variadic op's single "each input" rule is every
+// input's. A not-differentiable op gives NOT_DIFFERENTIABLE_RULE; nullptr when the op has no such input.
+const char* op_grad_rule(OpId op, int input, const OpAttrs* attrs = nullptr);
+// How many rule lines grad_rules.def's GRAD_RULE row gives `op` (0: no row, as for a
+// not-differentiable op).
+int op_grad_rule_count(OpId op);
+constexpr const char* NOT_DIFFERENTIABLE_RULE = "no gradient (the op is not differentiable)";
 // A 0-based index as the user writes it (1-based), for messages: no overflow at the largest int64
 // (an index from a loaded plan file may be anything).
 std::string one_based(int64_t index);

@@ -14,6 +14,7 @@
 #include "debugger.h"
 #include "debugger_internal.h"
 #include "tapedeck_lua.h"
+#include "value_text.h"
 
 using namespace dbg;
 
@@ -110,107 +111,13 @@ bool debugger_list(int around, int first, int last, std::string& text, std::stri
 
 namespace {
 
-constexpr int PRINT_DEPTH = 3;          // tables inside tables inside tables, then {...}
-constexpr int PRINT_ENTRIES = 20;       // entries of one table, then ...
 constexpr size_t SHORT_VALUE = 60;      // :locals cuts values to this many characters
 
-bool is_identifier(const char* s) {
-    static const std::set<std::string> keywords = {"and", "break", "do", "else", "elseif", "end", "false", "for",
-                                                   "function", "goto", "if", "in", "local", "nil", "not", "or",
-                                                   "repeat", "return", "then", "true", "until", "while"};
-    if (!(isalpha(static_cast<unsigned char>(*s)) || *s == '_')) return false;
-    for (const char* c = s; *c; ++c)
-        if (!(isalnum(static_cast<unsigned char>(*c)) || *c == '_')) return false;
-    return !keywords.count(s);
-}
-
-std::string quoted(lua_State* L, int idx) {
-    size_t length;
-    const char* s = lua_tolstring(L, idx, &length);
-    std::string out = "\"";
-    for (size_t i = 0; i < length; ++i) {
-        char c = s[i];
-        if (c == '"' || c == '\\') out += '\\';
-        if (c == '\n') out += "\\n";
-        else out += c;
-    }
-    return out + "\"";
-}
-
-// Tensors inside tables: "tensor [20,1] float32" (printing each one whole would bury the table).
-std::string format_nested(lua_State* L, int idx, int depth, std::set<const void*>& open_tables);
-
-std::string format_table(lua_State* L, int idx, int depth, std::set<const void*>& open_tables) {
-    if (luaL_getmetafield(L, idx, "__tostring") != LUA_TNIL) {   // the author's own text (an nn module, ...)
-        lua_pop(L, 1);
-        size_t length;
-        const char* s = luaL_tolstring(L, idx, &length);
-        std::string text(s, length);
-        lua_pop(L, 1);
-        return text;
-    }
-    const void* self = lua_topointer(L, idx);
-    if (open_tables.count(self)) return "{<cycle>}";
-    if (depth >= PRINT_DEPTH) return "{...}";
-    open_tables.insert(self);
-    std::string out = "{";
-    int shown = 0;
-    lua_Integer length = static_cast<lua_Integer>(lua_rawlen(L, idx));
-    for (lua_Integer i = 1; i <= length && shown < PRINT_ENTRIES; ++i, ++shown) {   // the array part, in order
-        lua_rawgeti(L, idx, i);
-        out += (shown ? ", " : "") + format_nested(L, lua_gettop(L), depth + 1, open_tables);
-        lua_pop(L, 1);
-    }
-    std::vector<std::pair<std::string, std::string>> fields;   // the rest, sorted by key
-    int total = static_cast<int>(length);
-    lua_pushnil(L);
-    while (lua_next(L, idx)) {
-        bool in_array = lua_isinteger(L, -2) && lua_tointeger(L, -2) >= 1 && lua_tointeger(L, -2) <= length;
-        if (!in_array) {
-            ++total;
-            std::string key;
-            if (lua_type(L, -2) == LUA_TSTRING && is_identifier(lua_tostring(L, -2))) {
-                key = lua_tostring(L, -2);
-            } else {
-                lua_pushvalue(L, -2);
-                key = "[" + format_nested(L, lua_gettop(L), PRINT_DEPTH, open_tables) + "]";
-                lua_pop(L, 1);
-            }
-            if (static_cast<int>(fields.size()) < 4 * PRINT_ENTRIES)
-                fields.emplace_back(key, format_nested(L, lua_gettop(L), depth + 1, open_tables));
-        }
-        lua_pop(L, 1);
-    }
-    std::sort(fields.begin(), fields.end());
-    for (const auto& field : fields) {
-        if (shown >= PRINT_ENTRIES) break;
-        out += (shown++ ? ", " : "") + field.first + " = " + field.second;
-    }
-    if (total > shown) out += (shown ? ", " : "") + std::string("... (") + std::to_string(total - shown) + " more)";
-    open_tables.erase(self);
-    return out + "}";
-}
-
-// "function <frames.lua:3>": where a Lua function is defined (an address says nothing).
-std::string function_text(lua_State* L, int idx) {
-    lua_Debug ar;
-    lua_pushvalue(L, idx);
-    lua_getinfo(L, ">S", &ar);
-    if (strcmp(ar.what, "C") == 0) return "builtin function";
-    return std::string("function <") + ar.short_src + ":" + std::to_string(ar.linedefined) + ">";
-}
-
-std::string format_nested(lua_State* L, int idx, int depth, std::set<const void*>& open_tables) {
-    if (lua_type(L, idx) == LUA_TFUNCTION) return function_text(L, idx);
-    if (td::Tensor* t = tapedeck_test_tensor(L, idx))
-        return "tensor " + t->shape().str() + " " + td::dtype_name(t->dtype());
-    if (lua_type(L, idx) == LUA_TSTRING) return quoted(L, idx);
-    if (lua_type(L, idx) == LUA_TTABLE) return format_table(L, idx, depth, open_tables);
-    size_t length;
-    const char* s = luaL_tolstring(L, idx, &length);
-    std::string text(s, length);
-    lua_pop(L, 1);
-    return text;
+// A value inside :locals' list: a tensor as its shape and dtype, the rest as the prompt shows a
+// value inside a table (value_text.h: the one printer of tables).
+std::string short_value(lua_State* L, int idx) {
+    if (td::Tensor* t = tapedeck_test_tensor(L, idx)) return t->shape().str() + " " + td::dtype_name(t->dtype());
+    return repl_nested_value_text(L, idx);
 }
 
 // "tensor", or Lua's type name.
@@ -232,9 +139,7 @@ void format_entries(lua_State* L, int list, std::string& out) {
         lua_rawgeti(L, list, i);
         lua_rawgeti(L, -1, 1);
         lua_rawgeti(L, -2, 2);
-        std::set<const void*> open_tables;
-        std::string value = format_nested(L, lua_gettop(L), 1, open_tables);
-        if (tapedeck_test_tensor(L, -1)) value = value.substr(strlen("tensor "));
+        std::string value = short_value(L, lua_gettop(L));
         if (value.size() > SHORT_VALUE) value = value.substr(0, SHORT_VALUE - 3) + "...";
         char head[160];
         snprintf(head, sizeof head, "  %-*s  %-8s ", static_cast<int>(std::min<size_t>(width, 100)), lua_tostring(L, -2),
@@ -246,19 +151,10 @@ void format_entries(lua_State* L, int list, std::string& out) {
 
 }  // namespace
 
+// :p's text: as a value inside a table prints (strings quoted, tensors whole at the top level).
 std::string debugger_format_value(lua_State* L, int idx) {
-    idx = lua_absindex(L, idx);
-    if (lua_type(L, idx) == LUA_TTABLE) {
-        std::set<const void*> open_tables;
-        return format_table(L, idx, 0, open_tables);
-    }
-    if (lua_type(L, idx) == LUA_TSTRING) return quoted(L, idx);
-    if (lua_type(L, idx) == LUA_TFUNCTION) return function_text(L, idx);
-    size_t length;
-    const char* s = luaL_tolstring(L, idx, &length);   // a tensor whole, as print shows it
-    std::string text(s, length);
-    lua_pop(L, 1);
-    return text;
+    if (tapedeck_test_tensor(L, idx)) return repl_value_text(L, idx);
+    return repl_nested_value_text(L, idx);
 }
 
 std::string debugger_locals(lua_State* L) {

@@ -20,6 +20,7 @@
 #include "tensor_stats.h"
 #include "repl.h"
 #include "tapedeck_lua.h"
+#include "value_text.h"
 
 using namespace td;
 
@@ -372,15 +373,15 @@ int grad_input_len(lua_State* L) {
     return 1;
 }
 
+// "{tensor [20,10] float32 #26 mm, nil}": one entry per input, as a table prints (value_text.h).
 int grad_input_tostring(lua_State* L) {
     DebugStop& stop = proxy_stop(L);
-    std::string s = "grad_input {";
+    std::string s = "{";
     for (int i = 0; i < stop.node->inputs.size(); ++i) {
         const Tensor& grad = stop.pass->group.grad_inputs[i];
-        s += i ? ", " : " ";
-        s += "[" + std::to_string(i + 1) + "] = " + (grad.defined() ? grad.shape().str() + " " + dtype_name(grad.dtype()) : "nil");
+        s += (i ? ", " : "") + (grad.defined() ? repl_tensor_summary(grad) : std::string("nil"));
     }
-    lua_pushstring(L, (s + " }").c_str());
+    lua_pushstring(L, (s + "}").c_str());
     return 1;
 }
 
@@ -695,17 +696,28 @@ std::string arriving_from(const DebugStop& stop, const Tensor& grad) {
     return s + ", backward of #" + std::to_string(p->group) + (group ? std::string(" ") + group->name() : "");
 }
 
-// "= #9 tanh_backward: dx = grad * (1 - y^2)": how a produced gradient was computed.
-std::string produced_by(const DebugStop& stop, const Tensor& grad) {
+// The right side of a gradient rule, as the grads-out line puts it after the gradient's name:
+// "dA = grad · Bᵀ" -> "= grad · Bᵀ", "each input x_i: dx_i = ..." -> "= ..."; "no gradient (...)" as it is.
+std::string rule_right_side(const char* rule) {
+    if (!rule) return "= ?";
+    std::string text = rule;
+    if (text.rfind("each input ", 0) == 0 && text.find(": ") != std::string::npos) text = text.substr(text.find(": ") + 2);
+    size_t equals = text.find(" = ");
+    if (text.empty() || text[0] != 'd' || equals == std::string::npos) return text;
+    return text.substr(equals + 1);
+}
+
+// "= grad * (1 - y^2)   (#25 tanh_backward)": the forward op's rule for input `input`, then the
+// recorded backward node that produced the gradient (the id :stepi and :break node stop at).
+std::string produced_by(const DebugStop& stop, int input, const Tensor& grad) {
     const BackwardGroup& group = stop.pass->group;
+    std::string rule = rule_right_side(op_grad_rule(stop.node->op, input, &stop.node->attrs));
     for (int i = 0; i < stop.node->outputs.size(); ++i)
-        if (group.grad_outputs[i].defined() && group.grad_outputs[i].same_as(grad)) return "= grad (passed on unchanged)";
+        if (group.grad_outputs[i].defined() && group.grad_outputs[i].same_as(grad)) return rule + "   (passed on unchanged)";
     Node* p = grad.node.get();
-    std::string s = "= #" + std::to_string(p->id) + " " + p->name();
-    std::string attrs = op_describe_attrs(p->op, p->attrs);
-    if (!attrs.empty()) s += "(" + attrs + ")";
-    if (p->group != stop.node->id) return s + (p->phase == PHASE_FORWARD ? "  (edited at this stop)" : "");
-    return s + ": " + p->info().math;
+    std::string producer = "#" + std::to_string(p->id) + " " + p->name();
+    if (p->phase == PHASE_FORWARD) return "= " + producer + "   (edited at this stop)";
+    return rule + "   (" + producer + ")";
 }
 
 void add_line(std::string& s, const char* label, const std::string& text) {
@@ -738,7 +750,7 @@ std::string group_banner(const DebugStop& stop) {
     for (int i = 0; i < node->inputs.size(); ++i) {
         const Tensor& grad = group.grad_inputs[i];
         std::string label = root + "/d#" + std::to_string(node->inputs[i].id);
-        std::string text = grad.defined() ? label + " " + grad.shape().str() + "   " + produced_by(stop, grad)
+        std::string text = grad.defined() ? label + " " + grad.shape().str() + "   " + produced_by(stop, i, grad)
                                           : label + " -   (none: the input needs no gradient)";
         add_line(s, i == 0 ? "grads out" : "", text);
     }

@@ -14,6 +14,7 @@
 
 #include "commands.h"
 #include "tapedeck_lua.h"
+#include "value_text.h"
 
 namespace {
 
@@ -105,11 +106,18 @@ bool is_incomplete(lua_State* L, int status) {
     return len >= mark_len && strcmp(message + len - mark_len, eof_mark) == 0;
 }
 
-// Print the values on the stack above `base` with the global print (tensors via __tostring).
+// Print the values on the stack above `base` with the global print (tensors via __tostring),
+// tables as their contents (repl_value_text).
 void print_results(lua_State* L, int base) {
     int n = lua_gettop(L) - base;
     if (n <= 0) return;
     luaL_checkstack(L, LUA_MINSTACK, "too many results to print");
+    for (int i = base + 1; i <= base + n; ++i) {
+        if (lua_type(L, i) != LUA_TTABLE) continue;
+        std::string text = repl_value_text(L, i);
+        lua_pushlstring(L, text.data(), text.size());
+        lua_replace(L, i);
+    }
     lua_getglobal(L, "print");
     lua_insert(L, base + 1);
     if (lua_pcall(L, n, 0, 0) != LUA_OK)

@@ -7,6 +7,7 @@
 // outputs that do not require grad.
 #include <catch2/catch.hpp>
 
+#include <cctype>
 #include <map>
 #include <random>
 
@@ -341,5 +342,135 @@ TEST_CASE("elementwise.def: each line's scalar form (what a GPU kernel would run
             double expected = math->scalar(xs[k], ys[k], attrs);
             CHECK(value_get(out.value(), k) == Approx(expected).epsilon(1e-13));
         }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// grad_rules.def: the text of each gradient rule, which the debugger prints at a backward group.
+
+namespace {
+
+// The variable a rule line gives the gradient of: "A" in "dA = grad · Bᵀ", "x" in
+// "dx[i] = ...", "x_i" in "each input x_i: dx_i = ..."; "" for "no gradient (...)".
+std::string rule_variable(const std::string& rule) {
+    std::string assignment = rule;
+    if (rule.rfind("each input ", 0) == 0) assignment = rule.substr(rule.find(": ") + 2);
+    if (assignment.rfind("no gradient (", 0) == 0) return "";
+    size_t end = assignment.find_first_of(" [");
+    if (assignment[0] != 'd' || end == std::string::npos || end < 2) return "?";
+    return assignment.substr(1, end - 1);
+}
+
+// Whether `word` occurs in `text` as a word of its own (not inside a longer name).
+bool has_word(const std::string& text, const std::string& word) {
+    auto is_name_char = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; };
+    for (size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1)) {
+        bool starts = at == 0 || !is_name_char(text[at - 1]);
+        size_t after = at + word.size();
+        bool ends = after >= text.size() || !is_name_char(text[after]) || std::isdigit(static_cast<unsigned char>(text[after]));
+        if (starts && ends) return true;
+    }
+    return false;
+}
+
+}  // namespace
+
+// grad_rules.def's GRAD_RULE_FOR rows: the rules of an op for attributes that change its formula.
+struct RuleVariant {
+    OpId op;
+    std::string attrs;
+    std::vector<std::string> lines;
+};
+
+std::vector<RuleVariant> rule_variants() {
+    return {
+#define GRAD_RULE(name, ...)
+#define GRAD_RULE_FOR(name, attrs, ...) {OP_##name, attrs, {__VA_ARGS__}},
+#include "grad_rules.def"
+#undef GRAD_RULE
+#undef GRAD_RULE_FOR
+    };
+}
+
+// Checks one rule line: "dNAME = ..." with NAME a letter of `math`, "each input NAME: dNAME = ...",
+// or "no gradient (...)".
+void check_rule_line(const std::string& rule, const char* math) {
+    INFO("rule \"" << rule << "\"");
+    std::string variable = rule_variable(rule);
+    CHECK(variable != "?");
+    if (variable.empty()) return;
+    CHECK(rule.find(" = ") != std::string::npos);
+    if (rule.rfind("each input ", 0) == 0) {   // "each input x_i: dx_i = ...": the name it gives
+        CHECK(rule.compare(11, variable.size() + 1, variable + ":") == 0);
+        return;
+    }
+    CHECK(has_word(math, variable));   // the letters of the op's math comment
+}
+
+TEST_CASE("op table: every differentiable op has its gradient rule as text, one line per input") {
+    for (int i = 0; i < OP_COUNT; ++i) {
+        OpId op = static_cast<OpId>(i);
+        const OpInfo& info = op_info(op);
+        INFO("op '" << info.name << "' (engine/grad_rules.def)");
+        int count = op_grad_rule_count(op);
+        if (!info.backward_rule) {
+            CHECK(count == 0);   // a rule for an op without a backward would be a lie
+            CHECK(std::string(op_grad_rule(op, 0) ? op_grad_rule(op, 0) : "") ==
+                  (info.n_inputs == 0 ? "" : NOT_DIFFERENTIABLE_RULE));
+            continue;
+        }
+        if (info.n_inputs >= 0) {
+            CHECK(count == info.n_inputs);
+            CHECK(op_grad_rule(op, info.n_inputs) == nullptr);
+        } else if (count == 1) {   // a list of any length: one rule for each input
+            CHECK(std::string(op_grad_rule(op, 0)).rfind("each input ", 0) == 0);
+            CHECK(op_grad_rule(op, 5) == op_grad_rule(op, 0));
+        } else {
+            CHECK(count >= 2);
+        }
+        for (int input = 0; input < count; ++input) check_rule_line(op_grad_rule(op, input), info.math);
+    }
+    for (const RuleVariant& v : rule_variants()) {
+        INFO("GRAD_RULE_FOR(" << op_info(v.op).name << ", \"" << v.attrs << "\")");
+        CHECK(op_info(v.op).backward_rule != nullptr);
+        CHECK(static_cast<int>(v.lines.size()) == op_grad_rule_count(v.op));
+        for (const std::string& line : v.lines) check_rule_line(line, op_info(v.op).math);
+    }
+}
+
+TEST_CASE("op_grad_rule: the rules the debugger shows for mm, tanh, pow and cat") {
+    CHECK(std::string(op_grad_rule(OP_mm, 0)) == "dA = grad · Bᵀ");
+    CHECK(std::string(op_grad_rule(OP_mm, 1)) == "dB = Aᵀ · grad");
+    CHECK(std::string(op_grad_rule(OP_tanh, 0)) == "dx = grad * (1 - y^2)");
+    CHECK(std::string(op_grad_rule(OP_exp, 0)) == "dx = grad * y");
+    CHECK(std::string(op_grad_rule(OP_pow_tensor, 1)).rfind("db = grad * a^b * log(a)", 0) == 0);
+    CHECK(std::string(op_grad_rule(OP_cat, 3)) == op_grad_rule(OP_cat, 0));
+    CHECK(op_grad_rule(OP_tanh, 1) == nullptr);
+    CHECK(op_grad_rule(OP_tanh, -1) == nullptr);
+    CHECK(std::string(op_grad_rule(OP_eq, 1)) == NOT_DIFFERENTIABLE_RULE);
+}
+
+TEST_CASE("op_grad_rule: a node's attributes pick its rows (mm(Bᵀ), nn.Linear's Y = A Bᵀ)") {
+    OpAttrs plain, trans_b, both;
+    trans_b.trans_b = true;
+    both.trans_a = both.trans_b = true;
+    CHECK(std::string(op_grad_rule(OP_mm, 0, &plain)) == "dA = grad · Bᵀ");
+    CHECK(std::string(op_grad_rule(OP_mm, 0, &trans_b)) == "dA = grad · B (Y = A Bᵀ)");
+    CHECK(std::string(op_grad_rule(OP_mm, 1, &trans_b)) == "dB = gradᵀ · A (Y = A Bᵀ)");
+    CHECK(std::string(op_grad_rule(OP_bmm, 1, &both)) == "dB[i] = grad[i]ᵀ · A[i]ᵀ (Y[i] = A[i]ᵀ B[i]ᵀ)");
+    OpAttrs accumulate = trans_b;   // no row for "Bᵀ +=": the op's own
+    accumulate.accumulate = true;
+    CHECK(std::string(op_grad_rule(OP_mm, 1, &accumulate)) == "dB = Aᵀ · grad");
+    // Every row (mm's and bmm's transposes) names attributes as the debugger shows them.
+    for (const RuleVariant& v : rule_variants()) {
+        bool reachable = false;
+        for (int flags = 0; flags < 4; ++flags) {
+            OpAttrs a;
+            a.trans_a = flags & 1;
+            a.trans_b = flags & 2;
+            reachable = reachable || op_describe_attrs(v.op, a) == v.attrs;
+        }
+        INFO("GRAD_RULE_FOR(" << op_info(v.op).name << ", \"" << v.attrs << "\")");
+        CHECK(reachable);
     }
 }
