@@ -1512,6 +1512,8 @@ void tapedeck_push_node_record(lua_State* L, const td::Node* n) {
     }
     lua_pushstring(L, scope_path(n->scope).c_str());
     lua_setfield(L, -2, "scope");
+    lua_pushboolean(L, n->history_start);
+    lua_setfield(L, -2, "history_start");
     lua_pushinteger(L, n->outputs.size());
     lua_setfield(L, -2, "outputs");
     lua_pushstring(L, source_loc_str(n->where).c_str());
