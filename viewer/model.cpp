@@ -310,13 +310,12 @@ void add_update_cluster(const std::vector<const NodeRecord*>& top, int64_t after
     c.kind = CLUSTER_UPDATE;
     c.phase = PHASE_FORWARD;
     c.key = "update";
-    bool all_no_grad = true;
-    for (const NodeRecord* r : top)
-        if (r->id > after) {
-            c.members.push_back(r->id);
-            all_no_grad = all_no_grad && r->history_start;
-        }
-    c.title = all_no_grad ? "update under no_grad (optimizer step)" : "after the backward pass";
+    for (const NodeRecord* r : top) {   // the run of no_grad ops right after the pass
+        if (r->id <= after) continue;
+        if (!r->history_start) break;
+        c.members.push_back(r->id);
+    }
+    c.title = "update under no_grad (optimizer step)";
     if (!c.members.empty()) out.push_back(std::move(c));
 }
 
@@ -993,14 +992,16 @@ GraphView view_build(const ViewInput& input) {
     size_t cap = static_cast<size_t>(std::max(1, input.options.node_cap));
     LossPass pass = input.options.loss_graph ? loss_pass_find(all) : LossPass();
     std::vector<char> shown = records_shown(all, pass);
-    const NodeRecord* stop = input.stop_node ? record_find(all, input.stop_node) : nullptr;
-    if (pass.root && stop && !shown[stop - all.data()]) {   // stopped outside the loss's picture: the whole tape
-        pass = LossPass();
-        shown = records_shown(all, pass);
+    // Stopped at, or asked to show (:view expr), a node outside the loss's picture: the whole tape.
+    for (int64_t wanted : {input.stop_node, input.focus_node}) {
+        const NodeRecord* r = wanted ? record_find(all, wanted) : nullptr;
+        if (pass.root && r && !shown[r - all.data()]) {
+            pass = LossPass();
+            shown = records_shown(all, pass);
+        }
     }
     int64_t focus = input.stop_node ? input.stop_node : input.focus_node;
-    const NodeRecord* wanted = focus ? record_find(all, focus) : nullptr;
-    if (!wanted || !shown[wanted - all.data()]) focus = pass.root;
+    if (!focus || !record_find(all, focus)) focus = pass.root;
     if (!focus && !all.empty()) focus = all.back().id;
 
     bool cut = false;

@@ -108,7 +108,8 @@ struct Cluster {
 // least two runs of source lines that restart at the same line. Groups that would straddle
 // another's border are dropped (a loop over blocks stays inside the model's box, or goes), and a
 // group with the same nodes as an outer one too (modules win over loops, loops over lines).
-// `after` > 0: the records with larger ids form one CLUSTER_UPDATE, the outermost group.
+// `after` > 0: the run of history starts (no_grad ops) right after that id forms one
+// CLUSTER_UPDATE, the outermost group.
 std::vector<Cluster> clusters_detect(const std::vector<NodeRecord>& records, bool loops, bool lines,
                                      int64_t after = 0);
 // The groups `name` names (indices): a group's key ("loop:12", "update"), a module call's path

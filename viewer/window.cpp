@@ -42,7 +42,8 @@ void viewer_select(int64_t node_id, bool scroll) {
     ViewerState& s = viewer_state();
     s.selected = node_id;
     s.scroll_to_selected = scroll;
-    if (s.view.cap_focus != 0 && s.view.box_of(node_id) < 0) s.view_dirty = true;   // re-centre a capped view
+    // Not drawn (the view is capped, or the node is outside the loss's picture): a view that shows it.
+    if (node_id != 0 && s.view.box_of(node_id) < 0) s.view_dirty = true;
     s.force_frames = std::max(s.force_frames, 2);
 }
 
