@@ -87,8 +87,18 @@ LossPass loss_pass_find(const std::vector<NodeRecord>& records) {
     // The pass's first record is in the root's group (the seed gradient, or the root's own rule).
     pass.root = records[i].group;
     const NodeRecord* root = record_find(records, pass.root);
-    if (!root || root->phase != PHASE_FORWARD) pass = LossPass();
+    if (!root || root->phase != PHASE_FORWARD) return LossPass();
+    pass.update_last = pass.last;
+    for (const NodeRecord* r = record_find(records, pass.last) + 1; r < records.data() + records.size(); ++r) {
+        if (r->inner_of != 0) continue;
+        if (!record_in_update(*r)) break;
+        pass.update_last = r->id;
+    }
     return pass;
+}
+
+bool record_in_update(const NodeRecord& r) {
+    return r.phase == PHASE_FORWARD && r.scope == 0 && (r.history_start || r.inputs.empty());
 }
 
 namespace {
@@ -97,15 +107,17 @@ size_t record_index(const std::vector<NodeRecord>& records, const NodeRecord* r)
     return static_cast<size_t>(r - records.data());
 }
 
-// The loss's picture: the root's forward graph (inputs followed back to history starts and leaves,
-// and the nodes custom functions ran inside), the pass, and what came after it.
+// The loss's picture: the root's autograd graph (inputs followed back to history starts and to
+// leaves: a batch computed from the data set needs no gradient, and is drawn as the input it is
+// to the model, without its own making), the nodes custom functions ran inside, the pass, the
+// update after it, and later computations.
 void mark_loss_picture(const std::vector<NodeRecord>& records, const LossPass& pass, std::vector<char>& shown) {
     std::vector<size_t> stack{record_index(records, record_find(records, pass.root))};
     shown[stack.back()] = 1;
     while (!stack.empty()) {
         const NodeRecord& r = records[stack.back()];
         stack.pop_back();
-        if (r.history_start) continue;
+        if (r.history_start || r.is_leaf) continue;
         for (int64_t input : r.inputs) {
             const NodeRecord* in = record_find(records, input);
             if (!in || in->phase != PHASE_FORWARD) continue;
@@ -118,7 +130,8 @@ void mark_loss_picture(const std::vector<NodeRecord>& records, const LossPass& p
     }
     for (size_t i = 0; i < records.size(); ++i) {
         const NodeRecord& r = records[i];
-        if (r.id >= pass.first) shown[i] = 1;   // the pass and everything after it
+        if (r.id >= pass.first && r.id <= pass.update_last) shown[i] = 1;   // the pass and the update
+        else if (r.id > pass.update_last && !r.history_start) shown[i] = 1; // later computations (the prompt's)
         else if (r.inner_of) {                  // inner nodes of a shown custom function
             const NodeRecord* fn = record_find(records, r.inner_of);
             if (fn && shown[record_index(records, fn)]) shown[i] = 1;
@@ -312,7 +325,7 @@ void add_update_cluster(const std::vector<const NodeRecord*>& top, int64_t after
     c.key = "update";
     for (const NodeRecord* r : top) {   // the run of no_grad ops right after the pass
         if (r->id <= after) continue;
-        if (!r->history_start) break;
+        if (!record_in_update(*r)) break;
         c.members.push_back(r->id);
     }
     c.title = "update under no_grad (optimizer step)";
@@ -761,9 +774,10 @@ void Builder::build_edges() {
         if (to < 0) continue;
         for (int64_t input : r.inputs) {
             int from = view.box_of(input);
-            // No stub for what made a history start (another history), nor for what a collapsed
-            // group reads from outside the picture.
-            if (from < 0 && (r.history_start || view.boxes[to].kind == BOX_CLUSTER)) continue;
+            // No stub for what made a history start (another history), for what made a leaf of the
+            // loss's picture (a batch of data), nor for what a collapsed group reads from outside.
+            bool loss_leaf = default_focus != 0 && r.is_leaf && r.phase == PHASE_FORWARD;
+            if (from < 0 && (r.history_start || loss_leaf || view.boxes[to].kind == BOX_CLUSTER)) continue;
             if (from < 0) {
                 std::string key = "s" + std::to_string(input) + (r.phase == PHASE_BACKWARD ? "b" : "f");
                 auto it = stubs.find(key);
@@ -971,12 +985,20 @@ std::vector<NodeRecord> records_near(const std::vector<NodeRecord>& records, int
 
 namespace {
 
-// The records view_build draws: the shown ones (records_shown), all of them when none is left
-// out, the cap's worth nearest the focus when there are more than twice the cap.
+// Records drawn whole, whatever the cap: a model's picture (an LSTM's 32 steps, their backward
+// pass and the optimizer's step: about 3,500 records) collapses into few boxes by module call, and
+// a cut through it would leave parts of groups. Past this many, and past twice the cap, the cap's
+// worth nearest the focus are drawn (a 50,000-step loop costs what the cap costs).
+constexpr size_t RECORDS_DRAWN_WHOLE = 8000;
+
+size_t records_cut_above(size_t cap) { return std::max(2 * cap, RECORDS_DRAWN_WHOLE); }
+
+// The records view_build draws: the shown ones (records_shown), or the cap's worth nearest the
+// focus when there are more than records_cut_above(cap).
 std::vector<NodeRecord> records_drawn(const std::vector<NodeRecord>& all, const std::vector<char>& shown,
                                       int64_t focus, size_t cap, bool* cut) {
     size_t count = static_cast<size_t>(std::count(shown.begin(), shown.end(), 1));
-    *cut = count > 2 * cap;
+    *cut = count > records_cut_above(cap);
     if (*cut) return records_near(all, focus, cap, &shown);
     std::vector<NodeRecord> out;
     out.reserve(count);
@@ -1007,7 +1029,7 @@ GraphView view_build(const ViewInput& input) {
     bool cut = false;
     std::vector<NodeRecord> drawn;
     bool every_record = std::count(shown.begin(), shown.end(), 1) == static_cast<long>(all.size());
-    if (!every_record || all.size() > 2 * cap) drawn = records_drawn(all, shown, focus, cap, &cut);
+    if (!every_record || all.size() > records_cut_above(cap)) drawn = records_drawn(all, shown, focus, cap, &cut);
     Builder b(input, every_record && !cut ? all : drawn);
     b.update_after = pass.root ? pass.last : 0;
     b.default_focus = pass.root;

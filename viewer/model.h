@@ -60,13 +60,20 @@ bool record_is_parameter(const NodeRecord& r);
 struct LossPass {
     int64_t root = 0;               // the loss: backward() was called on it; 0 when there is no pass
     int64_t first = 0, last = 0;    // the pass's records have ids in [first, last]
+    int64_t update_last = 0;        // the update after it (record_in_update) ends here (= last: none)
 };
+// Whether a forward record can be part of the update that follows a backward pass (the optimizer's
+// step, zero_grad): a no_grad op or a new tensor, outside any module call (a no_grad forward of
+// the model afterwards, such as sampling from it, is not part of it).
+bool record_in_update(const NodeRecord& r);
 LossPass loss_pass_find(const std::vector<NodeRecord>& records);
 
 // Which records the view draws (1 per record, by index).
 //   With a pass (loss_graph on): the loss's graph (the forward records reached from the root
-//   along inputs), the pass's backward records, and every forward record made after the pass
-//   (the optimizer's update, which view_build folds into one box).
+//   along inputs), the pass's backward records, the update right after it (the optimizer's
+//   step, which view_build folds into one box), and what was computed later with autograd on
+//   (ops typed at the prompt, the next step's forward as it grows); later no_grad ops (sampling
+//   from the model) are not drawn.
 //   Without: every record but those whose only uses are history starts (a parameter's
 //   initialisation chain: rand -> mul_scalar -> add_scalar -> detach, before the clone).
 //   Either way a walk stops at a history start: the node is drawn, what made it is not.
@@ -108,7 +115,7 @@ struct Cluster {
 // least two runs of source lines that restart at the same line. Groups that would straddle
 // another's border are dropped (a loop over blocks stays inside the model's box, or goes), and a
 // group with the same nodes as an outer one too (modules win over loops, loops over lines).
-// `after` > 0: the run of history starts (no_grad ops) right after that id forms one
+// `after` > 0: the run of records right after that id that are record_in_update forms one
 // CLUSTER_UPDATE, the outermost group.
 std::vector<Cluster> clusters_detect(const std::vector<NodeRecord>& records, bool loops, bool lines,
                                      int64_t after = 0);
@@ -188,8 +195,9 @@ struct GraphView {
     int box_of(int64_t node_id) const;   // -1 when not shown
 };
 
-// The view of the records. Past twice the node cap, the records nearest the focus are picked
-// first (records_near), so that a huge tape costs what the cap costs; inputs left out are drawn
+// The view of the records (records_shown: the loss's picture, or the tape without other
+// histories). Past twice the node cap and past 8,000 records, the records nearest the focus are
+// picked first (records_near), so that a huge tape costs what the cap costs; inputs left out are drawn
 // as stubs ("not shown").
 GraphView view_build(const ViewInput& input);
 
