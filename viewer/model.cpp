@@ -107,17 +107,17 @@ size_t record_index(const std::vector<NodeRecord>& records, const NodeRecord* r)
     return static_cast<size_t>(r - records.data());
 }
 
-// The loss's picture: the root's autograd graph (inputs followed back to history starts and to
-// leaves: a batch computed from the data set needs no gradient, and is drawn as the input it is
-// to the model, without its own making), the nodes custom functions ran inside, the pass, the
-// update after it, and later computations.
+// The loss's picture: the root's graph (inputs followed back to history starts and to nodes
+// without inputs: ops on data that needs no gradient, as x:t() or a batch's indexing, are part of
+// it), the nodes custom functions ran inside, the pass, the update after it, and later
+// computations.
 void mark_loss_picture(const std::vector<NodeRecord>& records, const LossPass& pass, std::vector<char>& shown) {
     std::vector<size_t> stack{record_index(records, record_find(records, pass.root))};
     shown[stack.back()] = 1;
     while (!stack.empty()) {
         const NodeRecord& r = records[stack.back()];
         stack.pop_back();
-        if (r.history_start || r.is_leaf) continue;
+        if (r.history_start) continue;
         for (int64_t input : r.inputs) {
             const NodeRecord* in = record_find(records, input);
             if (!in || in->phase != PHASE_FORWARD) continue;
@@ -774,10 +774,9 @@ void Builder::build_edges() {
         if (to < 0) continue;
         for (int64_t input : r.inputs) {
             int from = view.box_of(input);
-            // No stub for what made a history start (another history), for what made a leaf of the
-            // loss's picture (a batch of data), nor for what a collapsed group reads from outside.
-            bool loss_leaf = default_focus != 0 && r.is_leaf && r.phase == PHASE_FORWARD;
-            if (from < 0 && (r.history_start || loss_leaf || view.boxes[to].kind == BOX_CLUSTER)) continue;
+            // No stub for what made a history start (another history), nor for what a collapsed
+            // group reads from outside the picture.
+            if (from < 0 && (r.history_start || view.boxes[to].kind == BOX_CLUSTER)) continue;
             if (from < 0) {
                 std::string key = "s" + std::to_string(input) + (r.phase == PHASE_BACKWARD ? "b" : "f");
                 auto it = stubs.find(key);

@@ -40,8 +40,7 @@ local shot = check.shot("view_model_" .. which .. ".png")
 local view = viewer.model()
 
 -- The tape's records by id, and the loss's graph walked here, independently of the viewer:
--- inputs followed back from the loss, stopping at history starts (parameters) and at nodes that
--- need no gradient (a batch of data).
+-- inputs followed back from the loss, stopping at history starts (parameters).
 local records = {}
 for _, r in ipairs(torch.tape()) do records[r.id] = r end
 assert(view.loss ~= 0, "the picture is the loss's graph (a backward pass ran)")
@@ -49,7 +48,7 @@ local loss = assert(records[view.loss], "the loss is on the tape")
 local reached, stack = {[loss.id] = true}, {loss.id}
 while #stack > 0 do
   local r = records[table.remove(stack)]
-  if r and not r.history_start and not r.is_leaf and r.phase == "forward" then
+  if r and not r.history_start and r.phase == "forward" then
     for _, input in ipairs(r.inputs) do
       if records[input] and not reached[input] then
         reached[input] = true
