@@ -29,9 +29,10 @@ bool is_leaf_box(const Node* n) {
     return n->phase == PHASE_FORWARD && ((n->info().flags & OPF_CREATE) || n->history_start);
 }
 
-// A parameter: a leaf that requires grad.
+// A parameter: a leaf that requires grad (not an optimizer's in-place write into one).
 bool is_parameter(const Node* n) {
-    return is_leaf_box(n) && !n->tracks_grad && n->outputs.size() > 0 && n->outputs[0].requires_grad;
+    return is_leaf_box(n) && !n->tracks_grad && !(n->info().flags & OPF_INPLACE) && n->outputs.size() > 0 &&
+           n->outputs[0].requires_grad;
 }
 
 const char* node_fill(const Node* n) {

@@ -6,8 +6,6 @@
 // [SECTION] worker    the thread
 #include "layout.h"
 
-#include <functional>
-
 #include <graphviz/cgraph.h>
 #include <graphviz/gvc.h>
 
@@ -15,6 +13,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 
 #include "dot_export.h"
 
