@@ -107,6 +107,27 @@ local update_box = false
 for _, b in ipairs(view.boxes) do update_box = update_box or b.group == update.key end
 assert(update_box, "the optimizer's step is drawn as one box")
 
+-- The LSTM's 32 time steps: inside its box, each one collapsed group (when the LSTM is opened).
+if which == "char_lstm" then
+  local lstm
+  for _, g in ipairs(view.groups) do if g.title == "lstm (LSTM)" then lstm = g end end
+  assert(lstm and lstm.state == "collapsed", "the LSTM call is one box")
+  assert(viewer.expand("lstm"))
+  assert(viewer.wait_layout())
+  local steps = 0
+  for _, g in ipairs(viewer.model().groups) do
+    if g.title:match("^step %d+$") and g.kind == "module" then
+      steps = steps + 1
+      assert(g.state == "collapsed", g.title .. " is folded")
+      assert(g.parent and g.parent:find("lstm:LSTM", 1, true), g.title .. " lies inside the LSTM's box")
+    end
+  end
+  assert(steps == 32, "32 time steps: " .. steps)
+  check.shot("view_model_char_lstm_open.png")
+  assert(viewer.expand("lstm", false))
+  assert(viewer.wait_layout())
+end
+
 -- A frame of this picture (the median of 30, llvmpipe under xvfb-run).
 local ms = viewer.bench_frames(30)
 table.sort(ms)
