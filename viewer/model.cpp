@@ -1,7 +1,8 @@
 // model.cpp: node records from the tape, groups, and the boxes and edges the Graph window draws.
 //
 // [SECTION] records    copies of the live nodes, updated by merging with the tape (ids ascend)
-// [SECTION] clusters   loop iterations and same-line runs found from source lines
+// [SECTION] shown      the loss's picture; history starts end a walk
+// [SECTION] clusters   module calls (scopes), loop iterations and same-line runs, nested
 // [SECTION] view       boxes for nodes and collapsed groups, edges, ghosts, the node cap
 #include "model.h"
 
