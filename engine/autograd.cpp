@@ -413,7 +413,9 @@ void backward(const Tensor& root, const Tensor* grad, const BackwardOptions& opt
 
 // The autograd graph of t, plus ancestors it does not hold but that are still alive (inputs that
 // need no gradient, like data), plus every recorded backward node of those, plus the ops that
-// custom functions among them ran inside (their inner nodes).
+// custom functions among them ran inside (their inner nodes). The walk stops at a history start
+// (Node::history_start: a parameter made under no_grad, detach()'s output): the node is part of
+// the graph, what made it is not.
 NodeList graph_collect(const Tensor& t) {
     std::vector<Node*> all;
     if (!t.defined()) return NodeList();
@@ -431,7 +433,7 @@ NodeList graph_collect(const Tensor& t) {
             all.push_back(b.get());
             for (const Ref<Node>& inner : b->inner_nodes) all.push_back(inner.get());
         }
-        if (n->phase == PHASE_BACKWARD) continue;
+        if (n->phase == PHASE_BACKWARD || n->history_start) continue;
         for (Edge& e : n->inputs) {
             Node* in = e.node.get();
             if (!in) {

@@ -23,10 +23,34 @@ std::string dot_escape(const std::string& s) {
     return out;
 }
 
+// A forward node with no autograd history of its own: made from nothing (OPF_CREATE), or where a
+// new history starts (a parameter made under no_grad, detach()'s output).
+bool is_leaf_box(const Node* n) {
+    return n->phase == PHASE_FORWARD && ((n->info().flags & OPF_CREATE) || n->history_start);
+}
+
+// A parameter: a leaf that requires grad (not an optimizer's in-place write into one).
+bool is_parameter(const Node* n) {
+    return is_leaf_box(n) && !n->tracks_grad && !(n->info().flags & OPF_INPLACE) && n->outputs.size() > 0 &&
+           n->outputs[0].requires_grad;
+}
+
 const char* node_fill(const Node* n) {
     if (n->phase == PHASE_BACKWARD) return "#fde2c8";               // backward: orange
-    if (n->info().flags & OPF_CREATE) return n->outputs[0].requires_grad ? "#c6e2ff" : "#e8eef5";   // leaves
+    if (is_parameter(n)) return "#c6e2ff";                          // parameters: blue
+    if (is_leaf_box(n)) return "#e8eef5";                           // other leaves: grey-blue
     return "#ffffff";                                                // forward ops
+}
+
+// "#22 parameter" for a parameter (whatever op made its values: a clone, under no_grad),
+// "#5 tanh", "#7 mul_scalar(s=2)".
+std::string node_title(const Node* n) {
+    std::string title = "#" + std::to_string(n->id) + " ";
+    if (is_parameter(n) && !(n->info().flags & OPF_CREATE)) return title + "parameter";
+    title += n->name();
+    std::string attrs = op_describe_attrs(n->op, n->attrs);
+    if (!attrs.empty()) title += "(" + attrs + ")";
+    return title;
 }
 
 }  // namespace
@@ -44,10 +68,7 @@ std::string graph_to_dot(const NodeList& nodes) {
     for (const Ref<Node>& ref : nodes) {
         const Node* n = ref.get();
         // Label lines are escaped one by one and joined with DOT's own "\n".
-        std::string title = "#" + std::to_string(n->id) + " " + n->name();
-        std::string attrs = op_describe_attrs(n->op, n->attrs);
-        if (!attrs.empty()) title += "(" + attrs + ")";
-        std::string label = dot_escape(title);
+        std::string label = dot_escape(node_title(n));
         if (n->phase == PHASE_BACKWARD) label += "\\ngrad of #" + std::to_string(n->group);
         for (const Output& o : n->outputs)
             label += "\\n" + dot_escape(o.value.shape.str() + " " + dtype_name(o.value.dtype));
@@ -56,6 +77,7 @@ std::string graph_to_dot(const NodeList& nodes) {
         label += "\\n" + dot_escape(n->where.file < 0 ? "?" : where);
         dot += "  n" + std::to_string(n->id) + " [label=\"" + label + "\", tooltip=\"" +
                dot_escape(source_loc_str(n->where)) + "\", fillcolor=\"" + node_fill(n) + "\"];\n";
+        if (n->history_start) continue;   // what made it is another history: no edges, no stubs
         for (const Edge& e : n->inputs) {
             auto found = by_id.find(e.id);
             const Node* from = found == by_id.end() ? nullptr : found->second;

@@ -189,6 +189,16 @@ void scope_leave(int scope) {
 
 int scope_current() { return scopes().current; }
 
+int scope_parent(int scope) {
+    Scopes& s = scopes();
+    return scope > 0 && scope < static_cast<int>(s.list.size()) ? s.list[scope].parent : 0;
+}
+
+std::string scope_name(int scope) {
+    Scopes& s = scopes();
+    return scope > 0 && scope < static_cast<int>(s.list.size()) ? s.list[scope].name : std::string();
+}
+
 std::string scope_path(int scope) {
     Scopes& s = scopes();
     std::string path;
@@ -473,6 +483,8 @@ Tensor op_call(OpId op, const Tensor* const* inputs, int n_inputs, const OpAttrs
     node->tracks_grad = track;
     node->attrs = attrs;
     node->scope = scopes().current;
+    node->history_start = g_recording.phase == PHASE_FORWARD && !g_recording.inner_call &&
+                          (!g.grad_enabled || op == OP_detach);
     if (custom) node->custom = *custom;
     if (g_recording.group_node && g_recording.inner_call) {
         node->group = g_recording.group_node->id;

@@ -48,6 +48,8 @@ int source_file_intern(const char* name);
 int scope_enter(const char* name);   // makes the scope current (a child of the current one); returns it
 void scope_leave(int scope);         // back to its parent
 int scope_current();
+int scope_parent(int scope);          // the scope it was entered in; 0 for the top level (and for 0)
+std::string scope_name(int scope);    // its own name, "linear1:Linear"; "" for the top level
 std::string scope_path(int scope);   // "TwoLayerNet/linear1:Linear"; "" for the top level
 const char* source_file_name(int file);   // "?" when unknown
 std::string source_loc_str(SourceLoc loc);   // "rnn_cell.lua:12"
@@ -137,6 +139,11 @@ struct Node {
     int64_t group = 0;           // backward: the forward node it differentiates; inside a custom
                                  // function: that function's node; else 0
     int scope = 0;               // the module call (scope_enter) it was recorded in; 0: none
+    bool history_start = false;  // a new history starts here: recorded in the forward pass with
+                                 // autograd off (torch.no_grad: a parameter's initialisation, an
+                                 // optimizer step) or made by detach(). Graph walks (graph_collect,
+                                 // the viewer, DOT) do not follow its inputs. An op on tensors that
+                                 // merely need no gradient, with autograd on, is no history start.
     SourceLoc where;
     OpAttrs attrs;
     SmallList<Edge, 2> inputs;

@@ -1512,6 +1512,12 @@ void tapedeck_push_node_record(lua_State* L, const td::Node* n) {
     }
     lua_pushstring(L, scope_path(n->scope).c_str());
     lua_setfield(L, -2, "scope");
+    lua_pushboolean(L, n->history_start);
+    lua_setfield(L, -2, "history_start");
+    lua_pushboolean(L, n->is_leaf());
+    lua_setfield(L, -2, "is_leaf");
+    lua_pushboolean(L, n->outputs.size() > 0 && n->outputs[0].requires_grad);
+    lua_setfield(L, -2, "requires_grad");
     lua_pushinteger(L, n->outputs.size());
     lua_setfield(L, -2, "outputs");
     lua_pushstring(L, source_loc_str(n->where).c_str());

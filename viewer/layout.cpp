@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 
 #include "dot_export.h"
 
@@ -44,21 +45,26 @@ LayoutInput layout_input_from_view(const GraphView& view, bool backward_up) {
     LayoutInput in;
     in.backward_up = backward_up;
     std::unordered_map<int, int> frame_index;   // cluster index -> frame index
+    // The frame of an open cluster, made with the frames of the open clusters around it.
+    std::function<int(int)> frame_of = [&](int cluster) -> int {
+        auto it = frame_index.find(cluster);
+        if (it != frame_index.end()) return it->second;
+        const Cluster& c = view.clusters[cluster];
+        int parent = -1;
+        for (int p = c.parent; p >= 0 && parent < 0; p = view.clusters[p].parent)
+            if (view.clusters[p].state == CLUSTER_EXPANDED) parent = frame_of(p);
+        in.frames.push_back({c.key, c.title, parent});
+        int index = static_cast<int>(in.frames.size()) - 1;
+        frame_index[cluster] = index;
+        return index;
+    };
     for (const ViewBox& b : view.boxes) {
         LayoutInput::Box box;
         box.key = b.key;
         box.width = b.width;
         box.height = b.height;
         box.phase = b.phase;
-        if (b.frame >= 0) {
-            auto it = frame_index.find(b.frame);
-            if (it == frame_index.end()) {
-                const Cluster& c = view.clusters[b.frame];
-                it = frame_index.emplace(b.frame, static_cast<int>(in.frames.size())).first;
-                in.frames.push_back({c.key, c.title});
-            }
-            box.frame = it->second;
-        }
+        if (b.frame >= 0) box.frame = frame_of(b.frame);
         in.boxes.push_back(std::move(box));
     }
     for (const ViewEdge& e : view.edges)
@@ -76,7 +82,10 @@ LayoutInput layout_input_from_view(const GraphView& view, bool backward_up) {
         h = hash_value(h, e.from);
         h = hash_value(h, e.to);
     }
-    for (const LayoutInput::Frame& f : in.frames) h = hash_string(h, f.title);
+    for (const LayoutInput::Frame& f : in.frames) {
+        h = hash_string(h, f.title);
+        h = hash_value(h, f.parent);
+    }
     in.signature = h;
     return in;
 }
@@ -156,19 +165,22 @@ bool layout_phase(const LayoutInput& in, Phase phase, LayoutResult& out, LayoutR
     std::unordered_map<int, Agraph_t*> frames;   // frame index -> dot cluster
     std::unordered_map<int, Agnode_t*> nodes;     // box index -> dot node
     char name[32], value[32];
+    // The dot cluster of a frame, inside its parent frame's cluster.
+    std::function<Agraph_t*(int)> cluster_of = [&](int frame) -> Agraph_t* {
+        auto it = frames.find(frame);
+        if (it != frames.end()) return it->second;
+        const LayoutInput::Frame& f = in.frames[frame];
+        Agraph_t* parent = f.parent >= 0 ? cluster_of(f.parent) : g;
+        char cluster_name[32];
+        snprintf(cluster_name, sizeof cluster_name, "cluster_%d", frame);
+        Agraph_t* sub = agsubg(parent, cluster_name, 1);
+        agset(sub, gv("label"), gv(f.title.c_str()));
+        frames.emplace(frame, sub);
+        return sub;
+    };
     for (int b : boxes) {
         const LayoutInput::Box& box = in.boxes[b];
-        Agraph_t* parent = g;
-        if (box.frame >= 0) {
-            auto it = frames.find(box.frame);
-            if (it == frames.end()) {
-                snprintf(name, sizeof name, "cluster_%d", box.frame);
-                Agraph_t* sub = agsubg(g, name, 1);
-                agset(sub, gv("label"), gv(in.frames[box.frame].title.c_str()));
-                it = frames.emplace(box.frame, sub).first;
-            }
-            parent = it->second;
-        }
+        Agraph_t* parent = box.frame >= 0 ? cluster_of(box.frame) : g;
         snprintf(name, sizeof name, "b%d", b);
         Agnode_t* n = agnode(parent, name, 1);
         snprintf(value, sizeof value, "%.4f", box.width / 72.0);

@@ -33,6 +33,7 @@ struct LayoutInput {
     };
     struct Frame {   // an expanded group: a dot cluster with a title
         std::string key, title;
+        int parent = -1;   // the frame it is drawn inside (an open module inside an open model), or -1
     };
     std::vector<Box> boxes;
     std::vector<Edge> edges;   // same-phase edges only

@@ -1,7 +1,8 @@
 // model.cpp: node records from the tape, groups, and the boxes and edges the Graph window draws.
 //
 // [SECTION] records    copies of the live nodes, updated by merging with the tape (ids ascend)
-// [SECTION] clusters   loop iterations and same-line runs found from source lines
+// [SECTION] shown      the loss's picture; history starts end a walk
+// [SECTION] clusters   module calls (scopes), loop iterations and same-line runs, nested
 // [SECTION] view       boxes for nodes and collapsed groups, edges, ghosts, the node cap
 #include "model.h"
 
@@ -40,6 +41,9 @@ NodeRecord record_make(const Node* n, const std::vector<NodeRecord>& earlier) {
     r.is_leaf = n->is_leaf();
     record_refresh(r, n);
     r.is_function = n->custom != nullptr || !n->inner_nodes.empty();
+    r.history_start = n->history_start;
+    r.is_inplace = (n->info().flags & OPF_INPLACE) != 0;
+    r.scope = n->scope;
     r.where = n->where;
     for (const Edge& e : n->inputs) r.inputs.push_back(e.id);
     // A node recorded inside a custom function names the function node as its group, and runs
@@ -59,6 +63,11 @@ const NodeRecord* record_find(const std::vector<NodeRecord>& records, int64_t id
     return it != records.end() && it->id == id ? &*it : nullptr;
 }
 
+bool record_is_parameter(const NodeRecord& r) {
+    return r.phase == PHASE_FORWARD && r.is_leaf && r.requires_grad && r.history_start && !r.is_inplace &&
+           r.inner_of == 0;
+}
+
 void records_update(std::vector<NodeRecord>& records, const std::unordered_set<int64_t>& running) {
     std::vector<NodeRecord> next;
     next.reserve(static_cast<size_t>(tape_live_count()));
@@ -74,6 +83,99 @@ void records_update(std::vector<NodeRecord>& records, const std::unordered_set<i
         next.back().executed = running.count(n->id) == 0;
     }
     records.swap(next);
+}
+
+// ============================================================================================
+// [SECTION] shown     the loss's picture; history starts end a walk
+
+LossPass loss_pass_find(const std::vector<NodeRecord>& records) {
+    LossPass pass;
+    size_t i = records.size();
+    while (i > 0 && records[i - 1].phase != PHASE_BACKWARD) --i;   // the newest backward record
+    if (i == 0) return pass;
+    pass.last = records[i - 1].id;
+    while (i > 0 && records[i - 1].phase == PHASE_BACKWARD) --i;   // back to the pass's first one
+    pass.first = records[i].id;
+    // The pass's first record is in the root's group (the seed gradient, or the root's own rule).
+    pass.root = records[i].group;
+    const NodeRecord* root = record_find(records, pass.root);
+    if (!root || root->phase != PHASE_FORWARD) return LossPass();
+    pass.update_last = pass.last;
+    for (const NodeRecord* r = record_find(records, pass.last) + 1; r < records.data() + records.size(); ++r) {
+        if (r->inner_of != 0) continue;
+        if (!record_in_update(*r)) break;
+        pass.update_last = r->id;
+    }
+    return pass;
+}
+
+bool record_in_update(const NodeRecord& r) {
+    return r.phase == PHASE_FORWARD && r.scope == 0 && (r.history_start || r.inputs.empty());
+}
+
+namespace {
+
+size_t record_index(const std::vector<NodeRecord>& records, const NodeRecord* r) {
+    return static_cast<size_t>(r - records.data());
+}
+
+// The loss's picture: the root's graph (inputs followed back to history starts and to nodes
+// without inputs: ops on data that needs no gradient, as x:t() or a batch's indexing, are part of
+// it), the nodes custom functions ran inside, the pass, the update after it, and later
+// computations.
+void mark_loss_picture(const std::vector<NodeRecord>& records, const LossPass& pass, std::vector<char>& shown) {
+    std::vector<size_t> stack{record_index(records, record_find(records, pass.root))};
+    shown[stack.back()] = 1;
+    while (!stack.empty()) {
+        const NodeRecord& r = records[stack.back()];
+        stack.pop_back();
+        if (r.history_start) continue;
+        for (int64_t input : r.inputs) {
+            const NodeRecord* in = record_find(records, input);
+            if (!in || in->phase != PHASE_FORWARD) continue;
+            size_t k = record_index(records, in);
+            if (!shown[k]) {
+                shown[k] = 1;
+                stack.push_back(k);
+            }
+        }
+    }
+    for (size_t i = 0; i < records.size(); ++i) {
+        const NodeRecord& r = records[i];
+        if (r.id >= pass.first && r.id <= pass.update_last) shown[i] = 1;   // the pass and the update
+        else if (r.id > pass.update_last && !r.history_start) shown[i] = 1; // later computations (the prompt's)
+        else if (r.inner_of) {                  // inner nodes of a shown custom function
+            const NodeRecord* fn = record_find(records, r.inner_of);
+            if (fn && shown[record_index(records, fn)]) shown[i] = 1;
+        }
+    }
+}
+
+// Every record but those used only by history starts (or by records hidden so): newest first,
+// every use of a record is decided before the record itself.
+void mark_all_but_other_histories(const std::vector<NodeRecord>& records, std::vector<char>& shown) {
+    std::vector<char> used(records.size(), 0), needed(records.size(), 0);
+    for (size_t i = records.size(); i-- > 0;) {
+        const NodeRecord& r = records[i];
+        bool hidden = used[i] && !needed[i] && !record_is_parameter(r) && r.phase == PHASE_FORWARD;
+        shown[i] = !hidden;
+        for (int64_t input : r.inputs) {
+            const NodeRecord* in = record_find(records, input);
+            if (!in) continue;
+            size_t k = record_index(records, in);
+            used[k] = 1;
+            if (!hidden && !r.history_start) needed[k] = 1;
+        }
+    }
+}
+
+}  // namespace
+
+std::vector<char> records_shown(const std::vector<NodeRecord>& records, const LossPass& pass) {
+    std::vector<char> shown(records.size(), 0);
+    if (pass.root) mark_loss_picture(records, pass, shown);
+    else mark_all_but_other_histories(records, shown);
+    return shown;
 }
 
 // ============================================================================================
@@ -188,21 +290,182 @@ void add_line_clusters(const std::vector<const NodeRecord*>& top, const std::uno
     }
 }
 
+
+// "fc1:Linear" -> "fc1 (Linear)"; "Sequential" stays.
+std::string module_title(const std::string& scope) {
+    size_t colon = scope.rfind(':');
+    if (colon == std::string::npos) return scope;
+    return scope.substr(0, colon) + " (" + scope.substr(colon + 1) + ")";
+}
+
+// One cluster per module call: a run of records whose scope chains share the module's scope at the
+// same depth. Two calls of one module with nothing recorded between them read as one call.
+void add_module_clusters(const std::vector<const NodeRecord*>& top, std::vector<Cluster>& out) {
+    std::unordered_map<int, std::vector<int>> chains;   // scope -> its scopes, outermost first
+    auto chain_of = [&](int scope) -> const std::vector<int>& {
+        auto it = chains.find(scope);
+        if (it != chains.end()) return it->second;
+        std::vector<int> chain;
+        for (int at = scope; at > 0; at = scope_parent(at)) chain.push_back(at);
+        std::reverse(chain.begin(), chain.end());
+        return chains.emplace(scope, std::move(chain)).first->second;
+    };
+    std::vector<std::pair<int, size_t>> open;   // (scope, index in out), outermost first
+    for (const NodeRecord* r : top) {
+        const std::vector<int>& chain = chain_of(r->scope);
+        size_t common = 0;
+        while (common < open.size() && common < chain.size() && open[common].first == chain[common]) ++common;
+        open.resize(common);
+        for (size_t depth = common; depth < chain.size(); ++depth) {
+            Cluster c;
+            c.kind = CLUSTER_MODULE;
+            c.phase = PHASE_FORWARD;
+            c.name = scope_path(chain[depth]);
+            c.key = "mod:" + c.name + "@" + std::to_string(r->id);
+            c.title = module_title(scope_name(chain[depth]));
+            out.push_back(std::move(c));
+            open.push_back({chain[depth], out.size() - 1});
+        }
+        for (const auto& o : open) out[o.second].members.push_back(r->id);
+    }
+}
+
+void add_update_cluster(const std::vector<const NodeRecord*>& top, int64_t after, std::vector<Cluster>& out) {
+    Cluster c;
+    c.kind = CLUSTER_UPDATE;
+    c.phase = PHASE_FORWARD;
+    c.key = "update";
+    for (const NodeRecord* r : top) {   // the run of no_grad ops right after the pass
+        if (r->id <= after) continue;
+        if (!record_in_update(*r)) break;
+        c.members.push_back(r->id);
+    }
+    c.title = "update under no_grad (optimizer step)";
+    if (!c.members.empty()) out.push_back(std::move(c));
+}
+
+// Groups as spans of positions in the top-level list; nested ones are kept, straddling ones not.
+struct Span {
+    size_t begin, end;   // positions of the first and last member
+    int cluster;         // index into the candidates
+    int parent = -1;     // index into the accepted spans
+};
+
+int cluster_rank(ClusterKind kind) {   // who wins where two groups straddle or coincide
+    switch (kind) {
+        case CLUSTER_UPDATE: return 0;
+        case CLUSTER_MODULE: return 1;
+        case CLUSTER_LOOP: return 2;
+        default: return 3;
+    }
+}
+
+bool span_outer_first(const Span& a, const Span& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end > b.end;
+}
+
+// Parents of nested spans (sorted outer first) by a stack; the innermost span at each position.
+void spans_link(std::vector<Span>& spans, size_t positions, std::vector<int>& innermost) {
+    std::sort(spans.begin(), spans.end(), span_outer_first);
+    std::vector<int> stack;
+    innermost.assign(positions, -1);
+    for (size_t i = 0; i < spans.size(); ++i) {
+        while (!stack.empty() && spans[stack.back()].end < spans[i].begin) stack.pop_back();
+        spans[i].parent = stack.empty() ? -1 : stack.back();
+        stack.push_back(static_cast<int>(i));
+        for (size_t p = spans[i].begin; p <= spans[i].end; ++p) innermost[p] = static_cast<int>(i);
+    }
+}
+
+// Whether [begin, end] nests with the accepted spans (contains or lies inside each one it
+// touches) and is not one of them again.
+bool span_fits(const std::vector<Span>& accepted, const std::vector<int>& innermost, size_t begin, size_t end) {
+    int a = innermost[begin];
+    while (a >= 0 && accepted[a].end < end) {   // spans holding `begin` but not `end`: inside ours
+        if (accepted[a].begin < begin) return false;
+        a = accepted[a].parent;
+    }
+    if (a >= 0 && accepted[a].begin == begin && accepted[a].end == end) return false;
+    int b = innermost[end];
+    while (b >= 0 && accepted[b].begin > begin) {
+        if (accepted[b].end > end) return false;
+        b = accepted[b].parent;
+    }
+    return true;
+}
+
+std::vector<Cluster> clusters_nest(std::vector<Cluster> candidates, const std::vector<const NodeRecord*>& top) {
+    std::unordered_map<int64_t, size_t> position;
+    for (size_t i = 0; i < top.size(); ++i) position[top[i]->id] = i;
+    std::vector<Span> accepted;
+    std::vector<int> innermost(top.size(), -1);
+    for (int rank = 0; rank <= 3; ++rank) {
+        std::vector<Span> mine;
+        for (size_t c = 0; c < candidates.size(); ++c)
+            if (cluster_rank(candidates[c].kind) == rank && !candidates[c].members.empty())
+                mine.push_back({position[candidates[c].members.front()], position[candidates[c].members.back()],
+                                static_cast<int>(c)});
+        std::sort(mine.begin(), mine.end(), span_outer_first);
+        size_t reach = 0;
+        bool any = false;
+        for (const Span& span : mine) {   // among themselves: a span that starts inside the previous must end there
+            bool nests_with_mine = !any || span.begin > reach || span.end <= reach;
+            if (nests_with_mine && span_fits(accepted, innermost, span.begin, span.end)) {
+                accepted.push_back(span);
+                if (!any || span.begin > reach) reach = span.end;
+                any = true;
+            }
+        }
+        spans_link(accepted, top.size(), innermost);
+    }
+    std::vector<Cluster> out;
+    for (const Span& span : accepted) {
+        Cluster c = std::move(candidates[span.cluster]);
+        c.parent = span.parent;   // accepted is sorted outer first: parents come before children
+        out.push_back(std::move(c));
+    }
+    return out;
+}
+
 }  // namespace
 
-std::vector<Cluster> clusters_detect(const std::vector<NodeRecord>& records, bool loops, bool lines) {
+std::vector<Cluster> clusters_detect(const std::vector<NodeRecord>& records, bool loops, bool lines, int64_t after) {
     std::vector<const NodeRecord*> top;   // top-level forward nodes, in record order
     for (const NodeRecord& r : records)
         if (r.phase == PHASE_FORWARD && r.inner_of == 0) top.push_back(&r);
     std::vector<Cluster> out;
+    if (after > 0) add_update_cluster(top, after, out);
+    add_module_clusters(top, out);
     if (loops) add_loop_clusters(top, out);
     if (lines) {
         std::unordered_set<int64_t> taken;   // a node in a loop iteration stays there
         for (const Cluster& c : out)
-            for (int64_t id : c.members) taken.insert(id);
+            if (c.kind == CLUSTER_LOOP)
+                for (int64_t id : c.members) taken.insert(id);
         add_line_clusters(top, taken, out);
     }
+    return clusters_nest(std::move(out), top);
+}
+
+std::vector<int> clusters_named(const std::vector<Cluster>& clusters, const std::string& name) {
+    std::vector<int> out;
+    for (size_t i = 0; i < clusters.size(); ++i) {
+        const Cluster& c = clusters[i];
+        bool match = c.key == name || c.title == name;
+        if (c.kind == CLUSTER_MODULE) {
+            std::string last = c.name.substr(c.name.find_last_of('/') + 1);   // "fc1:Linear"
+            size_t colon = last.rfind(':');
+            std::string field = colon == std::string::npos ? last : last.substr(0, colon);
+            std::string type = colon == std::string::npos ? last : last.substr(colon + 1);
+            match = match || c.name == name || last == name || field == name || type == name;
+        }
+        if (match) out.push_back(static_cast<int>(i));
+    }
     return out;
+}
+
+std::string cluster_state_key(const Cluster& c) {
+    return c.kind == CLUSTER_MODULE ? "mod:" + c.name : c.key;
 }
 
 // ============================================================================================
@@ -210,7 +473,8 @@ std::vector<Cluster> clusters_detect(const std::vector<NodeRecord>& records, boo
 
 bool ViewOptions::operator==(const ViewOptions& o) const {
     return ghosts == o.ghosts && ghost_hub == o.ghost_hub && collapse_loops == o.collapse_loops &&
-           collapse_lines == o.collapse_lines && collapse_backward == o.collapse_backward && node_cap == o.node_cap;
+           collapse_lines == o.collapse_lines && collapse_backward == o.collapse_backward && node_cap == o.node_cap &&
+           loss_graph == o.loss_graph;
 }
 
 void text_measure_estimate(const std::string& text, float* width, float* height) {
@@ -239,6 +503,9 @@ struct Builder {
     std::unordered_map<int64_t, int> function_cluster;   // function node id -> its cluster index
     std::unordered_map<std::string, int> cluster_box;    // cluster key -> its box once made
     std::unordered_map<int64_t, std::vector<int64_t>> inner_members;   // function node -> inner ids
+    std::unordered_map<int, int> mirror_of;              // forward group -> its backward mirror
+    int64_t update_after = 0;    // forward records after this id: the update group (0: none)
+    int64_t default_focus = 0;   // the cap's centre when nothing is stopped or selected (the loss)
 
     Builder(const ViewInput& input, const std::vector<NodeRecord>& drawn)
         : in(input), records(drawn), all(*input.records) {}
@@ -257,6 +524,7 @@ struct Builder {
     ClusterState state_for(const Cluster& c, ClusterState fallback) const {
         ClusterState state = fallback;
         auto it = in.user_expanded.find(c.key);
+        if (it == in.user_expanded.end()) it = in.user_expanded.find(cluster_state_key(c));
         if (it != in.user_expanded.end()) state = it->second ? CLUSTER_EXPANDED : CLUSTER_COLLAPSED;
         if (state == CLUSTER_COLLAPSED && contains_stop(c)) state = CLUSTER_EXPANDED;
         return state;
@@ -292,7 +560,7 @@ struct Builder {
         b.requires_grad = r.requires_grad;
         b.executed = r.executed;
         b.is_function = r.is_function;
-        b.title = "#" + std::to_string(r.id) + " " + r.op;
+        b.title = "#" + std::to_string(r.id) + " " + (record_is_parameter(r) ? "parameter" : r.op);
         b.detail = r.shape + (r.dtype == "float32" || r.dtype.empty() ? "" : " " + r.dtype);
         if (r.phase == PHASE_BACKWARD && r.inner_of == 0) b.extra = "grad of #" + std::to_string(r.group);
         else if (!r.name.empty()) b.extra = r.name;
@@ -308,6 +576,7 @@ struct Builder {
         b.key = "c:" + c.key;
         b.kind = BOX_CLUSTER;
         b.cluster = cluster_index;
+        b.frame = placing_in(c.parent).frame;
         b.phase = c.phase;
         b.member_count = static_cast<int>(c.members.size());
         b.node_id = c.members.back();
@@ -333,6 +602,53 @@ struct Builder {
 
     void place(int64_t node_id, int box) { view.box_of_node[node_id] = box; }
 
+    // Where a node whose innermost group is `cluster` (-1: none) goes: into the box of its
+    // outermost collapsed group, else a box of its own in the frame of its innermost open group.
+    struct Placing {
+        int collapsed = -1, frame = -1;
+    };
+    Placing placing_in(int cluster) const {
+        Placing p;
+        for (int c = cluster; c >= 0; c = view.clusters[c].parent) {
+            ClusterState state = view.clusters[c].state;
+            if (state == CLUSTER_COLLAPSED) p.collapsed = c;
+            if (state == CLUSTER_EXPANDED && p.frame < 0) p.frame = c;
+        }
+        if (p.collapsed >= 0) p.frame = -1;
+        return p;
+    }
+
+    // A node in group `cluster`: its own box, or its collapsed group's.
+    void place_in_cluster(const NodeRecord& r, int cluster) {
+        Placing p = placing_in(cluster);
+        if (p.collapsed >= 0) {
+            place(r.id, cluster_box_for(p.collapsed));
+            return;
+        }
+        int frame = p.frame;
+        auto fn = function_cluster.find(r.id);   // an open function frames itself and its inner nodes
+        if (r.is_function && fn != function_cluster.end() && view.clusters[fn->second].state == CLUSTER_EXPANDED)
+            frame = fn->second;
+        place(r.id, node_box(r, frame));
+    }
+
+    int container(int64_t id) const {
+        auto it = container_of.find(id);
+        return it == container_of.end() ? -1 : it->second;
+    }
+
+    // A forward group's default: the update and nested modules collapsed, the outermost module
+    // call open (the model's parts show), loop iterations collapsed inside a module or when asked.
+    ClusterState default_state(const Cluster& c) const {
+        bool in_module = false;
+        for (int p = c.parent; p >= 0; p = view.clusters[p].parent) in_module = in_module || view.clusters[p].kind == CLUSTER_MODULE;
+        switch (c.kind) {
+            case CLUSTER_MODULE: return in_module ? CLUSTER_COLLAPSED : CLUSTER_EXPANDED;
+            case CLUSTER_LOOP: return in.options.collapse_loops || in_module ? CLUSTER_COLLAPSED : CLUSTER_PLAIN;
+            default: return CLUSTER_COLLAPSED;
+        }
+    }
+
     // A custom function node and the ops it ran inside; collapsed unless opened.
     void add_function_cluster(const NodeRecord& r) {
         Cluster c;
@@ -340,6 +656,7 @@ struct Builder {
         c.phase = r.phase;
         c.key = "fn:" + std::to_string(r.id);
         c.title = r.op + " #" + std::to_string(r.id);
+        c.parent = r.phase == PHASE_FORWARD ? container(r.id) : -1;
         c.members.push_back(r.id);
         auto inner = inner_members.find(r.id);
         if (inner != inner_members.end()) c.members.insert(c.members.end(), inner->second.begin(), inner->second.end());
@@ -376,51 +693,60 @@ struct Builder {
     void apply_cap();
 };
 
-// Forward nodes: loop/line groups and custom functions first, then a box per node or per group.
+// Forward nodes: the update, module, loop and line groups and custom functions first, then a box
+// per node or per collapsed group.
 void Builder::build_forward() {
-    for (Cluster& c : clusters_detect(records, in.options.collapse_loops, in.options.collapse_lines)) {
-        int index = add_cluster(std::move(c), CLUSTER_COLLAPSED);
-        for (int64_t id : view.clusters[index].members) container_of[id] = index;
+    int base = static_cast<int>(view.clusters.size());
+    for (Cluster& c : clusters_detect(records, true, in.options.collapse_lines, update_after)) {
+        if (c.parent >= 0) c.parent += base;
+        ClusterState fallback = default_state(c);
+        int index = add_cluster(std::move(c), fallback);
+        for (int64_t id : view.clusters[index].members) container_of[id] = index;   // the innermost wins
     }
     for (const NodeRecord& r : records)
         if (r.is_function && r.phase == PHASE_FORWARD) add_function_cluster(r);
 
     for (const NodeRecord& r : records) {
         if (r.phase != PHASE_FORWARD) continue;
-        if (r.inner_of != 0) {
-            place_inner(r);
-            continue;
-        }
-        auto container = container_of.find(r.id);
-        int frame = -1;
-        if (container != container_of.end()) {
-            if (view.clusters[container->second].state == CLUSTER_COLLAPSED) {
-                place(r.id, cluster_box_for(container->second));
-                continue;
-            }
-            if (view.clusters[container->second].state == CLUSTER_EXPANDED) frame = container->second;
-        }
-        if (r.is_function && view.clusters[function_cluster[r.id]].state == CLUSTER_EXPANDED)
-            frame = function_cluster[r.id];   // an open function frames itself and its inner nodes
-        place(r.id, node_box(r, frame));
+        if (r.inner_of != 0) place_inner(r);
+        else place_in_cluster(r, container(r.id));
     }
     label_collapsed_functions(PHASE_FORWARD);
 }
 
-// Backward nodes: grouped by the forward box they differentiate. That group is one box when the
-// forward box is a collapsed group (it mirrors it) or when collapse_backward is on.
+// Backward nodes are grouped as the forward nodes they differentiate: each forward group (a module
+// call, a loop iteration) has a backward mirror, nested the same way, collapsed or open with it;
+// inside it, the backward nodes of one forward box form a group of their own (one box when
+// collapse_backward is on).
 void Builder::build_backward() {
-    std::unordered_map<int, std::vector<int64_t>> members;   // forward box -> backward nodes, ascending
-    std::vector<int> order;                                   // forward boxes, in first-use order
+    size_t forward_clusters = view.clusters.size();
+    std::unordered_map<int, std::vector<int64_t>> mirror_members;   // forward group -> backward nodes
+    std::unordered_map<int, std::vector<int64_t>> members;          // forward node box -> backward nodes
+    std::vector<int> order;                                         // forward node boxes, in first-use order
     for (const NodeRecord& r : records) {
         if (r.phase != PHASE_BACKWARD || r.inner_of != 0) continue;
+        for (int f = container(r.group); f >= 0; f = view.clusters[f].parent) mirror_members[f].push_back(r.id);
         int forward_box = view.box_of(r.group);
-        if (forward_box < 0) continue;
+        if (forward_box < 0 || view.boxes[forward_box].kind == BOX_CLUSTER) continue;
         std::vector<int64_t>& list = members[forward_box];
         if (list.empty()) order.push_back(forward_box);
         list.push_back(r.id);
     }
-    std::unordered_map<int, int> backward_cluster;   // forward box -> its backward cluster
+    for (size_t f = 0; f < forward_clusters; ++f) {   // parents before children, as the forward groups
+        auto m = mirror_members.find(static_cast<int>(f));
+        if (m == mirror_members.end()) continue;
+        const Cluster& fc = view.clusters[f];
+        Cluster c;
+        c.kind = CLUSTER_BACKWARD;
+        c.phase = PHASE_BACKWARD;
+        c.key = "bwd:c:" + fc.key;
+        c.title = "grad of " + fc.title;
+        c.name = fc.name;
+        c.parent = fc.parent >= 0 ? mirror_of[fc.parent] : -1;
+        c.members = std::move(m->second);
+        mirror_of[static_cast<int>(f)] = add_cluster(std::move(c), fc.state);   // collapsed or open with it
+    }
+    std::unordered_map<int, int> backward_cluster;   // forward node box -> its backward group
     for (int forward_box : order) {
         const ViewBox& fb = view.boxes[forward_box];
         Cluster c;
@@ -428,9 +754,11 @@ void Builder::build_backward() {
         c.phase = PHASE_BACKWARD;
         c.key = "bwd:" + fb.key;
         c.title = "grad of " + fb.title;
+        int f = container(fb.node_id);
+        c.parent = f >= 0 && mirror_of.count(f) ? mirror_of[f] : -1;
         c.members = std::move(members[forward_box]);
-        bool collapse = fb.kind == BOX_CLUSTER || in.options.collapse_backward;
-        backward_cluster[forward_box] = add_cluster(std::move(c), collapse ? CLUSTER_COLLAPSED : CLUSTER_PLAIN);
+        ClusterState fallback = in.options.collapse_backward ? CLUSTER_COLLAPSED : CLUSTER_PLAIN;
+        backward_cluster[forward_box] = add_cluster(std::move(c), fallback);
     }
     for (const NodeRecord& r : records)
         if (r.phase == PHASE_BACKWARD && r.is_function) add_function_cluster(r);
@@ -441,19 +769,10 @@ void Builder::build_backward() {
             continue;
         }
         int forward_box = view.box_of(r.group);
-        auto bc = forward_box < 0 ? backward_cluster.end() : backward_cluster.find(forward_box);
-        int frame = -1;
-        if (bc != backward_cluster.end()) {
-            ClusterState state = view.clusters[bc->second].state;
-            if (state == CLUSTER_COLLAPSED) {
-                place(r.id, cluster_box_for(bc->second));
-                continue;
-            }
-            if (state == CLUSTER_EXPANDED) frame = bc->second;
-        }
-        if (r.is_function && view.clusters[function_cluster[r.id]].state == CLUSTER_EXPANDED)
-            frame = function_cluster[r.id];
-        place(r.id, node_box(r, frame));
+        auto own = forward_box < 0 ? backward_cluster.end() : backward_cluster.find(forward_box);
+        int f = container(r.group);
+        int cluster = own != backward_cluster.end() ? own->second : f >= 0 && mirror_of.count(f) ? mirror_of[f] : -1;
+        place_in_cluster(r, cluster);
     }
     label_collapsed_functions(PHASE_BACKWARD);
 }
@@ -467,6 +786,9 @@ void Builder::build_edges() {
         if (to < 0) continue;
         for (int64_t input : r.inputs) {
             int from = view.box_of(input);
+            // No stub for what made a history start (another history), nor for what a collapsed
+            // group reads from outside the picture.
+            if (from < 0 && (r.history_start || view.boxes[to].kind == BOX_CLUSTER)) continue;
             if (from < 0) {
                 std::string key = "s" + std::to_string(input) + (r.phase == PHASE_BACKWARD ? "b" : "f");
                 auto it = stubs.find(key);
@@ -536,7 +858,7 @@ void Builder::apply_cap() {
     int cap = std::max(1, in.options.node_cap);
     if (static_cast<int>(view.boxes.size()) <= cap) return;
 
-    int64_t focus_node = in.stop_node ? in.stop_node : in.focus_node;
+    int64_t focus_node = in.stop_node ? in.stop_node : in.focus_node ? in.focus_node : default_focus;
     int focus = focus_node ? view.box_of(focus_node) : -1;
     if (focus < 0) {   // the newest node
         int64_t newest = 0;
@@ -612,13 +934,15 @@ void Builder::apply_cap() {
 
 }  // namespace
 
-std::vector<NodeRecord> records_near(const std::vector<NodeRecord>& records, int64_t focus, size_t limit) {
+std::vector<NodeRecord> records_near(const std::vector<NodeRecord>& records, int64_t focus, size_t limit,
+                                     const std::vector<char>* shown) {
     // Neighbours as flat arrays (a tape can hold tens of thousands of nodes): for each link a->b
     // (and b->a unless a is a hub), counted first, then filled.
     int n = static_cast<int>(records.size());
     auto index_of = [&](int64_t id) {
         const NodeRecord* r = record_find(records, id);
-        return r ? static_cast<int>(r - records.data()) : -1;
+        int i = r ? static_cast<int>(r - records.data()) : -1;
+        return i >= 0 && shown && !(*shown)[i] ? -1 : i;
     };
     std::vector<std::pair<int, int>> links;   // (record, its input or group), by index
     std::vector<int> uses(n, 0);
@@ -670,16 +994,56 @@ std::vector<NodeRecord> records_near(const std::vector<NodeRecord>& records, int
     return out;
 }
 
+namespace {
+
+// Records drawn whole, whatever the cap: a model's picture (an LSTM's 32 steps, their backward
+// pass and the optimizer's step: about 3,500 records) collapses into few boxes by module call, and
+// a cut through it would leave parts of groups. Past this many, and past twice the cap, the cap's
+// worth nearest the focus are drawn (a 50,000-step loop costs what the cap costs).
+constexpr size_t RECORDS_DRAWN_WHOLE = 8000;
+
+size_t records_cut_above(size_t cap) { return std::max(2 * cap, RECORDS_DRAWN_WHOLE); }
+
+// The records view_build draws: the shown ones (records_shown), or the cap's worth nearest the
+// focus when there are more than records_cut_above(cap).
+std::vector<NodeRecord> records_drawn(const std::vector<NodeRecord>& all, const std::vector<char>& shown,
+                                      int64_t focus, size_t cap, bool* cut) {
+    size_t count = static_cast<size_t>(std::count(shown.begin(), shown.end(), 1));
+    *cut = count > records_cut_above(cap);
+    if (*cut) return records_near(all, focus, cap, &shown);
+    std::vector<NodeRecord> out;
+    out.reserve(count);
+    for (size_t i = 0; i < all.size(); ++i)
+        if (shown[i]) out.push_back(all[i]);
+    return out;
+}
+
+}  // namespace
+
 GraphView view_build(const ViewInput& input) {
+    const std::vector<NodeRecord>& all = *input.records;
     size_t cap = static_cast<size_t>(std::max(1, input.options.node_cap));
-    std::vector<NodeRecord> near;
-    int64_t focus = input.stop_node ? input.stop_node : input.focus_node;
-    bool cut = input.records->size() > 2 * cap && !input.records->empty();
-    if (cut) {
-        if (!focus || !record_find(*input.records, focus)) focus = input.records->back().id;
-        near = records_near(*input.records, focus, cap);
+    LossPass pass = input.options.loss_graph ? loss_pass_find(all) : LossPass();
+    std::vector<char> shown = records_shown(all, pass);
+    // Stopped at, or asked to show (:view expr), a node outside the loss's picture: the whole tape.
+    for (int64_t wanted : {input.stop_node, input.focus_node}) {
+        const NodeRecord* r = wanted ? record_find(all, wanted) : nullptr;
+        if (pass.root && r && !shown[r - all.data()]) {
+            pass = LossPass();
+            shown = records_shown(all, pass);
+        }
     }
-    Builder b(input, cut ? near : *input.records);
+    int64_t focus = input.stop_node ? input.stop_node : input.focus_node;
+    if (!focus || !record_find(all, focus)) focus = pass.root;
+    if (!focus && !all.empty()) focus = all.back().id;
+
+    bool cut = false;
+    std::vector<NodeRecord> drawn;
+    bool every_record = std::count(shown.begin(), shown.end(), 1) == static_cast<long>(all.size());
+    if (!every_record || all.size() > records_cut_above(cap)) drawn = records_drawn(all, shown, focus, cap, &cut);
+    Builder b(input, every_record && !cut ? all : drawn);
+    b.update_after = pass.root ? pass.last : 0;
+    b.default_focus = pass.root;
     for (size_t i = 0; i < b.records.size(); ++i) {
         const NodeRecord& r = b.records[i];
         b.record_index[r.id] = i;
@@ -691,7 +1055,9 @@ GraphView view_build(const ViewInput& input) {
     b.add_ghosts();
     b.apply_cap();
     for (size_t i = 0; i < b.view.boxes.size(); ++i) b.view.box_by_key[b.view.boxes[i].key] = static_cast<int>(i);
-    b.view.total_nodes = static_cast<int>(input.records->size());
+    b.view.total_nodes = static_cast<int>(all.size());
+    b.view.loss_node = pass.root;
+    b.view.hidden_records = static_cast<int>(all.size() - std::count(shown.begin(), shown.end(), 1));
     if (cut && !b.view.cap_focus) b.view.cap_focus = focus;
     return std::move(b.view);
 }

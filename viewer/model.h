@@ -34,6 +34,9 @@ struct NodeRecord {
     bool is_leaf = false;       // no autograd history (inputs, parameters, data)
     bool requires_grad = false;
     bool is_function = false;   // a custom function (has inner nodes to expand)
+    bool history_start = false; // made under no_grad or by detach(): its inputs are another history
+    bool is_inplace = false;    // writes its input's storage (an optimizer's p:add_ under no_grad)
+    int scope = 0;              // the engine's scope (nn.Module call) it was recorded in; 0: none
     bool executed = true;       // false while it waits to run (stopped before it)
     SourceLoc where;
     std::vector<int64_t> inputs;   // producer ids, one per input
@@ -46,6 +49,36 @@ struct NodeRecord {
 void records_update(std::vector<NodeRecord>& records, const std::unordered_set<int64_t>& running);
 // The record with this id, or nullptr (binary search).
 const NodeRecord* record_find(const std::vector<NodeRecord>& records, int64_t id);
+// A parameter made under no_grad (nn.Parameter: a clone of detached values) is one box titled
+// "parameter", whatever op copied its values.
+bool record_is_parameter(const NodeRecord& r);
+
+// ---------------------------------------------------------------------------------------------
+// What is drawn: the loss's picture, history starts
+
+// The newest backward pass among the records (a run of backward records with no forward record
+// between them) and the forward node it started from.
+struct LossPass {
+    int64_t root = 0;               // the loss: backward() was called on it; 0 when there is no pass
+    int64_t first = 0, last = 0;    // the pass's records have ids in [first, last]
+    int64_t update_last = 0;        // the update after it (record_in_update) ends here (= last: none)
+};
+// Whether a forward record can be part of the update that follows a backward pass (the optimizer's
+// step, zero_grad): a no_grad op or a new tensor, outside any module call (a no_grad forward of
+// the model afterwards, such as sampling from it, is not part of it).
+bool record_in_update(const NodeRecord& r);
+LossPass loss_pass_find(const std::vector<NodeRecord>& records);
+
+// Which records the view draws (1 per record, by index).
+//   With a pass (loss_graph on): the loss's graph (the forward records reached from the root
+//   along inputs), the pass's backward records, the update right after it (the optimizer's
+//   step, which view_build folds into one box), and what was computed later with autograd on
+//   (ops typed at the prompt, the next step's forward as it grows); later no_grad ops (sampling
+//   from the model) are not drawn.
+//   Without: every record but those whose only uses are history starts (a parameter's
+//   initialisation chain: rand -> mul_scalar -> add_scalar -> detach, before the clone).
+//   Either way a walk stops at a history start: the node is drawn, what made it is not.
+std::vector<char> records_shown(const std::vector<NodeRecord>& records, const LossPass& pass);
 
 // ---------------------------------------------------------------------------------------------
 // Groups that collapse into one box
@@ -54,7 +87,10 @@ enum ClusterKind : uint8_t {
     CLUSTER_FUNCTION,   // a torch.Function call and the ops it ran (engine: inner_nodes)
     CLUSTER_LOOP,       // one iteration of a Lua loop (found from source lines going back)
     CLUSTER_LINE,       // consecutive ops of one source line (an nn.Module call, a long expression)
-    CLUSTER_BACKWARD,   // the backward nodes of one forward box (engine: group)
+    CLUSTER_BACKWARD,   // the backward nodes of one forward box (engine: group), or of a
+                        // forward group (its mirror: "bwd:c:" + the forward group's key)
+    CLUSTER_MODULE,     // one nn.Module call (engine: scopes), nested as the modules are
+    CLUSTER_UPDATE,     // the forward records after the loss's backward pass (the optimizer step)
 };
 
 enum ClusterState : uint8_t {
@@ -68,13 +104,29 @@ struct Cluster {
     ClusterKind kind = CLUSTER_LINE;
     ClusterState state = CLUSTER_PLAIN;
     Phase phase = PHASE_FORWARD;
-    std::string title;           // "loop lines 16-19 #7", "MyReLU #12", "grad of tanh #10"
-    std::vector<int64_t> members;   // node ids, ascending
+    std::string title;           // "loop lines 16-19 #7", "MyReLU #12", "grad of tanh #10", "fc1 (Linear)"
+    std::string name;            // a module call: its path, "model/fc1:Linear" (:view expand fc1 finds it)
+    int parent = -1;             // the group it is drawn inside (index into the same list), or -1
+    std::vector<int64_t> members;   // node ids, ascending (a nested group's are its parent's too)
 };
 
-// Loop iterations and same-line runs among the top-level forward records (not inner nodes).
-// Loop iterations need at least two runs of source lines that restart at the same line.
-std::vector<Cluster> clusters_detect(const std::vector<NodeRecord>& records, bool loops, bool lines);
+// Module calls, loop iterations and same-line runs among the top-level forward records (not inner
+// nodes), nested: each one lies inside its parent (Cluster::parent). A module call is a run of
+// records whose scopes (Node::scope) descend from the module's scope; loop iterations need at
+// least two runs of source lines that restart at the same line. Groups that would straddle
+// another's border are dropped (a loop over blocks stays inside the model's box, or goes), and a
+// group with the same nodes as an outer one too (modules win over loops, loops over lines).
+// `after` > 0: the run of records right after that id that are record_in_update forms one
+// CLUSTER_UPDATE, the outermost group.
+std::vector<Cluster> clusters_detect(const std::vector<NodeRecord>& records, bool loops, bool lines,
+                                     int64_t after = 0);
+// The groups `name` names (indices): a group's key ("loop:12", "update"), a module call's path
+// ("Sequential/0:Linear"), its last part ("0:Linear"), field ("0", "fc1"), class ("Linear") or
+// title ("fc1 (Linear)"). Backward mirrors are not named: they follow their forward group.
+std::vector<int> clusters_named(const std::vector<Cluster>& clusters, const std::string& name);
+// The key the user's open/closed choice is kept under: a module call's is its module path
+// ("mod:Sequential/0:Linear"), so that opening fc1 keeps it open in the next step's graph too.
+std::string cluster_state_key(const Cluster& c);
 
 // ---------------------------------------------------------------------------------------------
 // The view: boxes and edges
@@ -111,6 +163,7 @@ struct ViewOptions {
     bool collapse_loops = false;     // one box per loop iteration
     bool collapse_lines = false;     // one box per multi-op source line
     bool collapse_backward = false;  // one box per forward node's backward group
+    bool loss_graph = true;          // after a backward pass: the loss's graph, not the whole tape
     int node_cap = 1500;             // most boxes shown; past it, the neighbourhood of the focus
     bool operator==(const ViewOptions& o) const;
     bool operator!=(const ViewOptions& o) const { return !(*this == o); }
@@ -138,17 +191,22 @@ struct GraphView {
     int total_boxes = 0;             // before the cap (of the nodes kept by the first cut, below)
     int total_nodes = 0;             // records given
     int64_t cap_focus = 0;           // node the capped view is centred on; 0 when not capped
+    int64_t loss_node = 0;           // the loss's picture is drawn: its root (the camera starts there)
+    int hidden_records = 0;          // records left out (other histories, earlier steps)
     int box_of(int64_t node_id) const;   // -1 when not shown
 };
 
-// The view of the records. Past twice the node cap, the records nearest the focus are picked
-// first (records_near), so that a huge tape costs what the cap costs; inputs left out are drawn
+// The view of the records (records_shown: the loss's picture, or the tape without other
+// histories). Past twice the node cap and past 8,000 records, the records nearest the focus are
+// picked first (records_near), so that a huge tape costs what the cap costs; inputs left out are drawn
 // as stubs ("not shown").
 GraphView view_build(const ViewInput& input);
 
 // At most `limit` records nearest `focus` (breadth first along inputs, uses, and from a backward
 // node to the forward node it differentiates, never from a node to its uses when it has more than
 // three: a parameter read at every step would make every step a neighbour), in id order.
-std::vector<NodeRecord> records_near(const std::vector<NodeRecord>& records, int64_t focus, size_t limit);
+// Only records with shown[i] (when given) are picked, and links through others are not followed.
+std::vector<NodeRecord> records_near(const std::vector<NodeRecord>& records, int64_t focus, size_t limit,
+                                     const std::vector<char>* shown = nullptr);
 
 }  // namespace td

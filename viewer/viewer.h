@@ -42,6 +42,11 @@ bool viewer_screenshot(const std::string& path, int frames, std::string* error);
 // Show this node in the Tensor and Source windows and bring its box into view (0: none).
 void viewer_select_node(int64_t node_id);
 
+// Open (or close) the groups `name` names in the Graph window (`:view expand fc1`): a module by its
+// field ("fc1"), class ("Linear"), path ("Sequential/0:Linear") or title, any group by its key
+// ("loop:12", "update"). False with a message naming the groups there are when none matches.
+bool viewer_expand_named(const std::string& name, bool open, std::string* error);
+
 // ---------------------------------------------------------------------------------------------
 // The debugger's interface. The debugger (repl/debugger, branch dbg) calls these when it stops in
 // the node hook and when it runs on; all of them are cheap and may be called with the window closed

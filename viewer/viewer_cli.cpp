@@ -110,6 +110,18 @@ void viewer_command(lua_State* L, const std::string& args_in) {
         return;
     }
     if (args.empty()) return;
+    bool expand = args.compare(0, 6, "expand") == 0 && (args.size() == 6 || args[6] == ' ');
+    bool collapse = args.compare(0, 8, "collapse") == 0 && (args.size() == 8 || args[8] == ' ');
+    if (expand || collapse) {   // :view expand NAME, :view collapse NAME
+        std::string name = trim(args.substr(expand ? 6 : 8));
+        if (name.empty()) {
+            fprintf(stderr, ":view %s needs a group's name, as in  :view %s fc1  (a module's field, class or path)\n",
+                    expand ? "expand" : "collapse", expand ? "expand" : "collapse");
+            return;
+        }
+        if (!viewer_expand_named(name, expand, &error)) fprintf(stderr, ":view %s: %s\n", expand ? "expand" : "collapse", error.c_str());
+        return;
+    }
     std::string code = "return " + args;
     if (luaL_loadbuffer(L, code.data(), code.size(), "=view") != LUA_OK || lua_pcall(L, 0, 1, 0) != LUA_OK) {
         fprintf(stderr, "%s\n", lua_tostring(L, -1));

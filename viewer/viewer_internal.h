@@ -49,6 +49,7 @@ constexpr ImU32 COLOUR_GRAD_PENDING = IM_COL32(150, 150, 150, 255);
 constexpr ImU32 COLOUR_FRAME = IM_COL32(120, 140, 170, 255);
 
 constexpr float GRAPH_FONT_SIZE = 13.0f;   // node labels at zoom 1
+constexpr float LEGIBLE_LABEL_PX = 11.0f;  // the camera fits the graph only while labels stay this big
 
 // ---------------------------------------------------------------------------------------------
 // State

@@ -9,8 +9,8 @@
 //   viewer.select(id | tensor)     viewer.fit()          viewer.tab("value" | "gradient" | "inputs")
 //   viewer.zoom([z]) -> z      the Graph window's zoom (set about the centre)
 //   viewer.options{ghosts=, collapse_loops=, collapse_lines=, collapse_backward=, node_cap=,
-//                  backward_up=, cross_edges="none"|"selection"|"all", history=} -> the options
-//   viewer.expand(cluster_key, open)
+//                  loss_graph=, backward_up=, cross_edges="none"|"selection"|"all", history=} -> the options
+//   viewer.expand(name, open) -> true | false, message   a group by key or module name (fc1, Linear)
 //   viewer.set_controls{continue=f, step=f, step_line=f, finish=f, break_node=f(id),
 //                       break_op=f(op, phase), break_line=f(file, line)} | nil
 //   viewer.set_breakpoints{{node=12}, {op="tanh", phase="backward"}, {file=..., line=17}}
@@ -309,6 +309,7 @@ int l_options(lua_State* L) {
         flag("collapse_loops", &o.collapse_loops);
         flag("collapse_lines", &o.collapse_lines);
         flag("collapse_backward", &o.collapse_backward);
+        flag("loss_graph", &o.loss_graph);
         flag("backward_up", &s.backward_up);
         if (lua_getfield(L, 1, "node_cap") != LUA_TNIL) o.node_cap = static_cast<int>(luaL_checkinteger(L, -1));
         lua_pop(L, 1);
@@ -324,6 +325,7 @@ int l_options(lua_State* L) {
     set_boolean(L, "collapse_loops", s.options.collapse_loops);
     set_boolean(L, "collapse_lines", s.options.collapse_lines);
     set_boolean(L, "collapse_backward", s.options.collapse_backward);
+    set_boolean(L, "loss_graph", s.options.loss_graph);
     set_boolean(L, "backward_up", s.backward_up);
     set_integer(L, "node_cap", s.options.node_cap);
     set_integer(L, "history", static_cast<lua_Integer>(s.history_cap));
@@ -331,9 +333,20 @@ int l_options(lua_State* L) {
     return 1;
 }
 
+// viewer.expand(name [, open]) -> true | false, message: the groups `name` names (viewer_expand_named);
+// when none does, `name` is kept as a group key for a group still to come.
 int l_expand(lua_State* L) {
-    viewer_set_expanded(luaL_checkstring(L, 1), lua_isnone(L, 2) ? true : lua_toboolean(L, 2));
-    return 0;
+    std::string name = luaL_checkstring(L, 1);
+    bool open = lua_isnone(L, 2) ? true : lua_toboolean(L, 2);
+    std::string error;
+    if (viewer_expand_named(name, open, &error)) {
+        lua_pushboolean(L, 1);
+        return 1;
+    }
+    viewer_set_expanded(name, open);
+    lua_pushboolean(L, 0);
+    lua_pushstring(L, error.c_str());
+    return 2;
 }
 
 // Keep argument 1 in the registry under *ref (checked to be of `type`), letting go of the value
@@ -451,6 +464,11 @@ int l_model(lua_State* L) {
                 set_string(L, "ghost_of", v.boxes[b.ghost_of].key);
             }
             set_string(L, "title", b.title);
+            set_string(L, "detail", b.detail);
+            set_string(L, "extra", b.extra);
+            if (b.cluster >= 0) set_string(L, "group", v.clusters[b.cluster].key);
+            if (b.frame >= 0) set_string(L, "frame", v.clusters[b.frame].key);
+            set_boolean(L, "parameter", b.is_leaf && b.requires_grad && b.phase == PHASE_FORWARD);
             set_boolean(L, "executed", b.executed);
             set_boolean(L, "leaf", b.is_leaf);                 // with requires_grad: what colours it
             set_boolean(L, "requires_grad", b.requires_grad);  // (parameter, data, op)
@@ -486,6 +504,24 @@ int l_model(lua_State* L) {
     }
     lua_setfield(L, -2, "clusters");
 
+    // Every group with its kind, title, module path and parent: {key=, kind=, title=, name=, state=, parent=}.
+    static const char* const CLUSTER_KINDS[] = {"function", "loop", "line", "backward", "module", "update"};
+    lua_createtable(L, static_cast<int>(v.clusters.size()), 0);
+    for (size_t i = 0; i < v.clusters.size(); ++i) {
+        const Cluster& c = v.clusters[i];
+        lua_createtable(L, 0, 7);
+        set_string(L, "key", c.key);
+        set_string(L, "kind", CLUSTER_KINDS[c.kind]);
+        set_string(L, "title", c.title);
+        set_string(L, "name", c.name);
+        set_string(L, "state", c.state == CLUSTER_COLLAPSED ? "collapsed" : c.state == CLUSTER_EXPANDED ? "expanded" : "plain");
+        set_string(L, "phase", c.phase == PHASE_BACKWARD ? "backward" : "forward");
+        if (c.parent >= 0) set_string(L, "parent", v.clusters[c.parent].key);
+        set_integer(L, "members", static_cast<lua_Integer>(c.members.size()));
+        lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
+    }
+    lua_setfield(L, -2, "groups");
+
     int highlighted = 0;
     for (const DrawnBox& d : s.drawn)
         if (d.highlighted) {
@@ -508,6 +544,9 @@ int l_model(lua_State* L) {
     set_number(L, "layout_seconds", s.layout.seconds);
     set_number(L, "update_ms", s.update_ms);
     set_number(L, "zoom", s.zoom);
+    set_number(L, "label_px", s.zoom * GRAPH_FONT_SIZE);   // node labels' text height on screen
+    set_integer(L, "loss", v.loss_node);
+    set_integer(L, "hidden_records", v.hidden_records);
     set_integer(L, "history", static_cast<lua_Integer>(s.history.size()));
     set_integer(L, "frames", static_cast<lua_Integer>(s.frames_drawn));
     return 1;

@@ -35,6 +35,10 @@ bool viewer_screenshot(const std::string&, int, std::string* error) {
     return false;
 }
 void viewer_select_node(int64_t) {}
+bool viewer_expand_named(const std::string&, bool, std::string* error) {
+    if (error) *error = NOT_BUILT;
+    return false;
+}
 void viewer_set_stop(int64_t, bool, bool) {}
 void viewer_set_stop_line(const std::string&, int) {}
 void viewer_clear_stop() {}

@@ -42,7 +42,8 @@ void viewer_select(int64_t node_id, bool scroll) {
     ViewerState& s = viewer_state();
     s.selected = node_id;
     s.scroll_to_selected = scroll;
-    if (s.view.cap_focus != 0 && s.view.box_of(node_id) < 0) s.view_dirty = true;   // re-centre a capped view
+    // Not drawn (the view is capped, or the node is outside the loss's picture): a view that shows it.
+    if (node_id != 0 && s.view.box_of(node_id) < 0) s.view_dirty = true;
     s.force_frames = std::max(s.force_frames, 2);
 }
 
@@ -722,6 +723,24 @@ void viewer_clear_stop() {
 }
 
 void viewer_select_node(int64_t node_id) { viewer_select(node_id, true); }
+
+bool viewer_expand_named(const std::string& name, bool open, std::string* error) {
+    ViewerState& s = viewer_state();
+    model_update(s);   // the groups of the tape as it is now
+    std::vector<int> found = clusters_named(s.view.clusters, name);
+    if (found.empty()) {
+        std::string names;
+        for (const Cluster& c : s.view.clusters)
+            if (c.kind == CLUSTER_MODULE || c.kind == CLUSTER_UPDATE || c.kind == CLUSTER_LOOP || c.kind == CLUSTER_FUNCTION)
+                if (names.find(c.title) == std::string::npos) names += (names.empty() ? "" : ", ") + c.title;
+        if (error)
+            *error = "no group named '" + name + "' in the graph" +
+                     (names.empty() ? std::string(" (it has none)") : " (there are: " + names.substr(0, 300) + ")");
+        return false;
+    }
+    for (int c : found) viewer_set_expanded(cluster_state_key(s.view.clusters[c]), open);
+    return true;
+}
 
 void viewer_set_controls(const ViewerControls* controls) {
     ViewerState& s = viewer_state();

@@ -30,6 +30,7 @@ void draw_options(ViewerState& s) {
     ImGui::Checkbox("collapse loop iterations", &o.collapse_loops);
     ImGui::Checkbox("collapse lines with several ops (nn.Module calls)", &o.collapse_lines);
     ImGui::Checkbox("collapse each node's backward group", &o.collapse_backward);
+    ImGui::Checkbox("after backward: only the loss's graph", &o.loss_graph);
     ImGui::Checkbox("backward pass flows upwards (next to its forward)", &backward_up);
     ImGui::SetNextItemWidth(200);
     ImGui::SliderInt("node cap", &o.node_cap, 50, 5000);

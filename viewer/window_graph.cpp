@@ -65,13 +65,14 @@ void camera_clamp(ViewerState& s, ImVec2 canvas) {
 }
 
 // After a new layout, unless the user moved the camera: the whole graph when its labels stay
-// legible, else a legible zoom centred on the node of interest (the stop, the selection, or the
-// newest node: where the graph grows).
+// legible (LEGIBLE_LABEL_PX), else labels at their own size centred on the node of interest (the
+// stop, the selection, the loss of the loss's picture, or the newest node: where the graph grows).
 void camera_follow(ViewerState& s, ImVec2 canvas) {
     camera_fit(s, canvas);
-    if (s.zoom * GRAPH_FONT_SIZE >= 7.0f) return;
+    if (s.zoom * GRAPH_FONT_SIZE >= LEGIBLE_LABEL_PX) return;
     const GraphView& v = s.view;
     int focus = s.stop_node ? v.box_of(s.stop_node) : s.selected ? v.box_of(s.selected) : -1;
+    if (focus < 0 && v.loss_node) focus = v.box_of(v.loss_node);
     int64_t newest = 0;
     if (focus < 0)
         for (const auto& entry : v.box_of_node)
@@ -81,7 +82,7 @@ void camera_follow(ViewerState& s, ImVec2 canvas) {
             }
     if (focus < 0 || static_cast<size_t>(focus) >= s.placement.rects.size()) return;
     const LayoutRect& r = s.placement.rects[focus];
-    s.zoom = 0.8f;
+    s.zoom = 1.0f;
     s.pan = ImVec2((r.x0 + r.x1) * 0.5f - canvas.x * 0.5f / s.zoom, (r.y0 + r.y1) * 0.5f - canvas.y * 0.5f / s.zoom);
     camera_clamp(s, canvas);
 }
@@ -246,12 +247,12 @@ void draw_box_menu(ViewerState& s, const std::string& key) {
         if (b.kind == BOX_GHOST && ImGui::MenuItem("Go to the original")) viewer_select(id, true);
     }
     if (b.kind == BOX_CLUSTER && b.cluster >= 0 && ImGui::MenuItem("Open this group"))
-        viewer_set_expanded(s.view.clusters[b.cluster].key, true);
+        viewer_set_expanded(cluster_state_key(s.view.clusters[b.cluster]), true);
     if (b.kind == BOX_NODE && b.is_function && b.member_count > 1 && ImGui::MenuItem("Show the ops inside"))
         viewer_set_expanded("fn:" + std::to_string(b.node_id), true);
     if (b.frame >= 0 && b.frame < static_cast<int>(s.view.clusters.size())) {
         const Cluster& c = s.view.clusters[b.frame];
-        if (ImGui::MenuItem(("Close group: " + c.title).c_str())) viewer_set_expanded(c.key, false);
+        if (ImGui::MenuItem(("Close group: " + c.title).c_str())) viewer_set_expanded(cluster_state_key(c), false);
     }
 }
 
@@ -478,7 +479,7 @@ void draw_graph_window(ViewerState& s, const Tile& tile) {
                 ImVec2 title_end(a.x + 5 * z + s.graph_font->CalcTextSizeA(label_px, FLT_MAX, 0, title.c_str()).x, a.y + label_px + 4 * z);
                 if (hovered && ImGui::IsMouseClicked(ImGuiMouseButton_Left) && io.MousePos.x >= a.x &&
                     io.MousePos.x <= title_end.x && io.MousePos.y >= a.y && io.MousePos.y <= title_end.y)
-                    viewer_set_expanded(cluster.key, false);
+                    viewer_set_expanded(cluster_state_key(cluster), false);
             }
         }
 
@@ -676,12 +677,16 @@ void draw_graph_window(ViewerState& s, const Tile& tile) {
                        std::fabs(ImGui::GetMouseDragDelta(ImGuiMouseButton_Right, 0.0f).y);
     if (hovered_box >= 0) {
         const ViewBox& b = v.boxes[hovered_box];
+        bool opens_on_click = b.kind == BOX_CLUSTER && b.cluster >= 0 &&
+                              (v.clusters[b.cluster].kind == CLUSTER_MODULE || v.clusters[b.cluster].kind == CLUSTER_UPDATE ||
+                               !v.clusters[b.cluster].name.empty());   // a module call (or its gradient) opens on a click
         if (ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left)) {
-            if (b.kind == BOX_CLUSTER && b.cluster >= 0) viewer_set_expanded(v.clusters[b.cluster].key, true);
+            if (b.kind == BOX_CLUSTER && b.cluster >= 0) viewer_set_expanded(cluster_state_key(v.clusters[b.cluster]), true);
             else if (b.is_function && b.member_count > 1) viewer_set_expanded("fn:" + std::to_string(b.node_id), true);
             else if (b.kind == BOX_GHOST) viewer_select(b.node_id, true);
         } else if (click_left && b.kind != BOX_STUB) {
             viewer_select(b.node_id, false);
+            if (opens_on_click) viewer_set_expanded(cluster_state_key(v.clusters[b.cluster]), true);
         }
         if (hovered && ImGui::IsMouseReleased(ImGuiMouseButton_Right) && right_drag < 3.0f) {
             menu_key = b.key;

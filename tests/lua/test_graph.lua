@@ -88,4 +88,55 @@ check.fails("graphviz", "txt", function() torch.graphviz(loss, "graph.txt") end)
 -- rendering to a path that cannot be written is an error naming the path
 check.fails("graphviz", "/nonexistent-dir/g.svg", function() torch.graphviz(torch.ones(1), "/nonexistent-dir/g.svg") end)
 
+-- History starts: a tensor made under no_grad or by detach() starts a new history. torch.graph
+-- and the DOT export stop there: the node is in the graph, what made it is not.
+do
+  local made = torch.randn(3, 2) * 2 + 1          -- an initialisation chain (autograd on, no grad needed)
+  local p = torch.no_grad(function() return made:detach():clone() end):requires_grad_()
+  local records = {}
+  for _, r in ipairs(torch.tape()) do records[r.id] = r end
+  check.equal(records[p.node].history_start, true)        -- cloned under no_grad
+  check.equal(records[p.node].is_leaf, true)
+  check.equal(records[p.node].requires_grad, true)
+  check.equal(records[made.node].history_start, false)    -- an op on data with autograd on is not one
+  local out = (p * 3):sum()
+  local ids = {}
+  for _, r in ipairs(torch.graph(out)) do ids[r.id] = r end
+  assert(ids[p.node], "the parameter is in the loss's graph")
+  assert(not ids[made.node], "what made the parameter is not")
+  check.equal(#torch.graph(out), 3)                        -- p, mul_scalar, sum
+  -- detach() in the middle of a computation: its output starts a history too
+  local h = (p * 2):detach()
+  local d = records[h.node] or {}
+  for _, r in ipairs(torch.tape()) do if r.id == h.node then d = r end end
+  check.equal(d.op, "detach")
+  check.equal(d.history_start, true)
+  local later = (h + 1):sum()
+  for _, r in ipairs(torch.graph(later)) do
+    assert(r.id ~= p.node, "the graph of a detached value does not reach back through detach()")
+  end
+  -- DOT: the parameter is a parameter-styled box ("parameter", blue), with no edge into it and no
+  -- dangling node for what made it
+  os.remove("test_graph_param.dot")
+  torch.graphviz(out, "test_graph_param.dot")
+  local f = assert(io.open("test_graph_param.dot"))
+  local dot = f:read("a")
+  f:close()
+  os.remove("test_graph_param.dot")
+  local line = dot:match("\n(  n" .. p.node .. " %[[^\n]*)")
+  assert(line, "the parameter's node is in the DOT text")
+  assert(line:find("#" .. p.node .. " parameter", 1, true), "labelled as a parameter: " .. line)
+  assert(line:find('fillcolor="#c6e2ff"', 1, true), "filled as a parameter: " .. line)
+  assert(not dot:find("-> n" .. p.node .. ";", 1, true), "no edge into the parameter")
+  assert(not dot:find("plaintext", 1, true), "no dangling node")
+end
+-- A script that never uses no_grad: the whole computation is its graph (no history starts).
+do
+  local a = torch.ones(2, 2)
+  local b = (a * 2):exp()
+  local g = torch.graph(b)
+  check.equal(#g, 3)
+  for _, r in ipairs(g) do check.equal(r.history_start, false) end
+end
+
 print("test_graph: ok")

@@ -345,3 +345,242 @@ TEST_CASE("source cache: an edited script is read again, when its size or only i
     remove(path.c_str());
     CHECK(source_lines(path) == nullptr);   // gone: no lines
 }
+
+// ---------------------------------------------------------------------------------------------
+// History starts, the loss's picture, module groups
+
+namespace {
+
+// A parameter as nn.Parameter makes it: values computed under no_grad, detached, cloned, then
+// marked as requiring grad. Returns the parameter; *made_by holds the nodes of its initialisation.
+Tensor parameter_like_nn(const Shape& shape, std::vector<Tensor>* made_by) {
+    NoGradGuard no_grad;
+    Tensor values = ops::add_scalar(ops::create(OP_randn, shape, DTYPE_F32), 1.0);
+    Tensor detached = ops::unary(OP_detach, values);
+    Tensor p = ops::unary(OP_clone, detached);
+    node_set_requires_grad(p.node.get(), 0, true);
+    *made_by = {values, detached};
+    return p;
+}
+
+// One training step of y = tanh(W x) under the scope "Net" (with W's product inside "fc:Linear"),
+// its backward pass, and an update under no_grad. Returns the loss; the step's tensors go to keep.
+Tensor train_step(const Tensor& W, const Tensor& x, std::vector<Tensor>& keep) {
+    int net = scope_enter("Net");
+    int fc = scope_enter("fc:Linear");
+    Tensor wx = ops::mm(W, x);
+    Tensor biased = ops::add_scalar(wx, 0.5);
+    scope_leave(fc);
+    Tensor y = ops::unary(OP_tanh, biased);
+    scope_leave(net);
+    Tensor loss = ops::reduce_all(OP_sum, y);
+    backward(loss, nullptr);
+    NoGradGuard no_grad;   // the optimizer's step
+    Tensor step = ops::mul(W.node->outputs[0].grad, ops::create(OP_ones, W.shape(), DTYPE_F32));
+    Tensor scaled = ops::add_scalar(step, 0.0);
+    keep.insert(keep.end(), {wx, biased, y, loss, step, scaled});
+    return loss;
+}
+
+const Cluster* cluster_titled(const GraphView& v, const std::string& title, ClusterKind kind) {
+    for (const Cluster& c : v.clusters)
+        if (c.title == title && c.kind == kind) return &c;
+    return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("history starts: no_grad and detach() start a history; ops on data with autograd on do not") {
+    std::vector<Tensor> made_by;
+    Tensor p = parameter_like_nn(Shape{3, 2}, &made_by);
+    CHECK(p.node->history_start);              // cloned under no_grad
+    CHECK(made_by[1].node->history_start);     // detach()
+    Tensor data = leaf(Shape{2, 2}, false);
+    Tensor on_data = ops::add_scalar(data, 1.0);   // autograd on, nothing requires grad
+    CHECK_FALSE(on_data.node->history_start);
+    Tensor used = ops::mm(p, on_data);
+    CHECK_FALSE(used.node->history_start);
+    Tensor d = ops::unary(OP_detach, used);
+    Tensor after = ops::add_scalar(d, 2.0);
+    // graph_collect (torch.graph, DOT) stops at the history start: d is in after's graph, what made it is not.
+    NodeList graph = graph_collect(after);
+    auto holds = [&](const Tensor& t) {
+        return std::any_of(graph.begin(), graph.end(), [&](const Ref<Node>& n) { return n->id == t.id(); });
+    };
+    CHECK(holds(after));
+    CHECK(holds(d));
+    CHECK_FALSE(holds(used));
+    CHECK_FALSE(holds(p));
+    // ... and from a loss, through the parameter but not into its initialisation.
+    NodeList of_used = graph_collect(used);
+    CHECK(std::any_of(of_used.begin(), of_used.end(), [&](const Ref<Node>& n) { return n->id == p.id(); }));
+    CHECK(std::none_of(of_used.begin(), of_used.end(), [&](const Ref<Node>& n) { return n->id == made_by[0].id(); }));
+    CHECK(std::any_of(of_used.begin(), of_used.end(), [&](const Ref<Node>& n) { return n->id == data.id(); }));
+}
+
+TEST_CASE("loss's picture: the last pass's loss graph, its backward pass, the update folded; no init chain, no earlier step") {
+    int64_t first = tape_next_id();
+    std::vector<Tensor> init, keep;
+    Tensor W = parameter_like_nn(Shape{2, 3}, &init);
+    Tensor x = leaf(Shape{3, 4}, false);
+    Tensor loss1 = train_step(W, x, keep);
+    size_t first_step = keep.size();
+    Tensor loss2 = train_step(W, x, keep);
+    std::vector<NodeRecord> records = records_since(first);
+
+    LossPass pass = loss_pass_find(records);
+    CHECK(pass.root == loss2.id());
+    CHECK(pass.first > loss2.id());
+    CHECK(pass.update_last == keep.back().id());   // the no_grad step after the pass
+
+    GraphView v = build(records);
+    CHECK(v.loss_node == loss2.id());
+    CHECK(v.box_of(loss2.id()) >= 0);
+    CHECK(v.box_of(loss1.id()) < 0);                      // an earlier step
+    CHECK(v.box_of(keep[0].id()) < 0);
+    for (const Tensor& t : init) CHECK(v.box_of(t.id()) < 0);   // the initialisation chain
+    REQUIRE(v.box_of(W.id()) >= 0);
+    const ViewBox& w = v.boxes[v.box_of(W.id())];
+    CHECK(w.kind == BOX_NODE);
+    CHECK(w.title == "#" + std::to_string(W.id()) + " parameter");
+    CHECK(w.detail == "[2,3]");
+    // No stub for what made the parameter: the edges into W's box come from nowhere.
+    for (const ViewEdge& e : v.edges) CHECK(v.boxes[e.to].key != w.key);
+    for (const ViewBox& b : v.boxes)
+        for (const Tensor& t : init) CHECK(b.node_id != t.id());
+
+    const Cluster* update = cluster_titled(v, "update under no_grad (optimizer step)", CLUSTER_UPDATE);
+    REQUIRE(update);
+    CHECK(update->state == CLUSTER_COLLAPSED);
+    CHECK(v.boxes[v.box_of(keep.back().id())].kind == BOX_CLUSTER);
+    CHECK(v.box_of(keep[first_step + 4].id()) == v.box_of(keep.back().id()));   // one box for both
+
+    // Off (Options): the whole tape, still without the init chain (used only by history starts).
+    ViewOptions whole;
+    whole.loss_graph = false;
+    GraphView all = build(records, whole);
+    CHECK(all.loss_node == 0);
+    CHECK(all.box_of(loss1.id()) >= 0);
+    CHECK(all.box_of(init[0].id()) < 0);
+    CHECK(all.box_of(W.id()) >= 0);
+    // Stopped at a node outside the picture (the first step): the whole tape, so that it shows.
+    GraphView stopped = build(records, ViewOptions(), loss1.id());
+    CHECK(stopped.box_of(loss1.id()) >= 0);
+}
+
+TEST_CASE("module groups: nested from scopes, open or collapsed by name, their backward nodes mirrored") {
+    int64_t first = tape_next_id();
+    std::vector<Tensor> init, keep;
+    Tensor W = parameter_like_nn(Shape{2, 3}, &init);
+    Tensor x = leaf(Shape{3, 4}, true);   // fc's backward: a gradient for W and one for x
+    Tensor loss = train_step(W, x, keep);
+    std::vector<NodeRecord> records = records_since(first);
+
+    GraphView v = build(records);
+    const Cluster* net = cluster_titled(v, "Net", CLUSTER_MODULE);
+    const Cluster* fc = cluster_titled(v, "fc (Linear)", CLUSTER_MODULE);
+    REQUIRE(net);
+    REQUIRE(fc);
+    CHECK(fc->name == "Net/fc:Linear");
+    CHECK(net->state == CLUSTER_EXPANDED);   // the model's call: open
+    CHECK(fc->state == CLUSTER_COLLAPSED);   // a module inside it: one box
+    CHECK(fc->parent >= 0);
+    CHECK(&v.clusters[fc->parent] == net);
+    CHECK(fc->members == std::vector<int64_t>{keep[0].id(), keep[1].id()});
+    int fc_box = v.box_of(keep[0].id());
+    REQUIRE(fc_box >= 0);
+    CHECK(v.boxes[fc_box].kind == BOX_CLUSTER);
+    CHECK(v.box_of(keep[1].id()) == fc_box);
+    CHECK(v.boxes[fc_box].frame == fc->parent);                  // drawn inside Net's frame
+    CHECK(v.boxes[v.box_of(keep[2].id())].frame == fc->parent);  // tanh too
+
+    // The backward nodes of fc's ops: one collapsed box inside Net's backward frame.
+    const Cluster* fc_grad = cluster_titled(v, "grad of fc (Linear)", CLUSTER_BACKWARD);
+    REQUIRE(fc_grad);
+    CHECK(fc_grad->key == "bwd:c:" + fc->key);
+    CHECK(fc_grad->state == CLUSTER_COLLAPSED);
+    REQUIRE(fc_grad->parent >= 0);
+    CHECK(v.clusters[fc_grad->parent].title == "grad of Net");
+    CHECK(v.clusters[fc_grad->parent].state == CLUSTER_EXPANDED);
+
+    // Names: field, class, path, title; each names fc (the class names every Linear).
+    for (const char* name : {"fc", "Linear", "Net/fc:Linear", "fc:Linear", "fc (Linear)"}) {
+        std::vector<int> found = clusters_named(v.clusters, name);
+        REQUIRE(found.size() == 1);
+        CHECK(v.clusters[found[0]].key == fc->key);
+    }
+    CHECK(clusters_named(v.clusters, "nosuch").empty());
+
+    // Opened by its module path (what :view expand fc stores): its ops in its own frame, inside
+    // Net's, and the layout nests the two frames.
+    GraphView open = build(records, ViewOptions(), 0, {{cluster_state_key(*fc), true}});
+    const Cluster* fc_open = cluster_titled(open, "fc (Linear)", CLUSTER_MODULE);
+    REQUIRE(fc_open);
+    CHECK(fc_open->state == CLUSTER_EXPANDED);
+    int mm_box = open.box_of(keep[0].id());
+    REQUIRE(mm_box >= 0);
+    CHECK(open.boxes[mm_box].kind == BOX_NODE);
+    CHECK(open.clusters[open.boxes[mm_box].frame].key == fc_open->key);
+    CHECK(cluster_titled(open, "grad of fc (Linear)", CLUSTER_BACKWARD)->state == CLUSTER_EXPANDED);
+    LayoutInput layout = layout_input_from_view(open, true);
+    const LayoutInput::Box& mm = layout.boxes[mm_box];
+    REQUIRE(mm.frame >= 0);
+    CHECK(layout.frames[mm.frame].key == fc_open->key);
+    REQUIRE(layout.frames[mm.frame].parent >= 0);
+    CHECK(layout.frames[layout.frames[mm.frame].parent].title == "Net");
+    LayoutResult placed = layout_compute(layout);
+    REQUIRE(placed.ok);
+    const LayoutRect& inner = placed.frames[fc_open->key];
+    const LayoutRect& outer = placed.frames[open.clusters[fc_open->parent].key];
+    CHECK(inner.x0 >= outer.x0);   // the Linear's frame lies inside Net's
+    CHECK(inner.x1 <= outer.x1);
+    CHECK(inner.y0 >= outer.y0);
+    CHECK(inner.y1 <= outer.y1);
+}
+
+TEST_CASE("module groups: a loop that straddles a module call is dropped, one inside it nests") {
+    FakeSource source;
+    int64_t first = tape_next_id();
+    std::vector<Tensor> keep;
+    g_line = 14;
+    Tensor h = leaf(Shape{1, 4}, true);
+    int rnn = scope_enter("rnn:RNN");
+    for (int t = 0; t < 3; ++t) {   // a loop of lines 16-17 inside the module call
+        g_line = 16;
+        h = ops::unary(OP_tanh, h);
+        g_line = 17;
+        h = ops::add_scalar(h, 1.0);
+        keep.push_back(h);
+    }
+    scope_leave(rnn);
+    g_line = 18;
+    keep.push_back(ops::reduce_all(OP_sum, h));
+    std::vector<NodeRecord> records = records_since(first);
+    std::vector<Cluster> clusters = clusters_detect(records, true, false);
+    int modules = 0, loops = 0;
+    for (const Cluster& c : clusters) {
+        if (c.kind == CLUSTER_MODULE) ++modules;
+        if (c.kind != CLUSTER_LOOP) continue;
+        ++loops;
+        REQUIRE(c.parent >= 0);
+        CHECK(clusters[c.parent].kind == CLUSTER_MODULE);   // iterations nest inside the call
+    }
+    CHECK(modules == 1);
+    CHECK(loops == 3);
+    // Inside a module the iterations are collapsed (one box per step once the RNN is opened).
+    GraphView v = build(records, ViewOptions(), 0, {{"mod:rnn:RNN", true}});
+    int boxes = 0;
+    for (const ViewBox& b : v.boxes) boxes += b.kind == BOX_CLUSTER && v.clusters[b.cluster].kind == CLUSTER_LOOP;
+    CHECK(boxes == 3);
+}
+
+TEST_CASE("node cap: the loss's picture of a 2,000-step RNN (about 40,000 records) is cut to the cap") {
+    Rnn rnn(2000);
+    std::vector<NodeRecord> records = records_since(rnn.first_id);
+    REQUIRE(records.size() > 30000);
+    GraphView v = build(records);
+    CHECK(v.loss_node == rnn.loss.id());
+    CHECK(static_cast<int>(v.boxes.size()) <= ViewOptions().node_cap);
+    CHECK(v.box_of(rnn.loss.id()) >= 0);   // the cut is centred on the loss
+    CHECK(v.cap_focus != 0);
+}

@@ -55,9 +55,14 @@ assert(after:sum():item() == 6)
 viewer.frame(1)                   -- frames of a closed window are no-ops
 assert(viewer.open(true), "the window opens again")
 assert(viewer.wait_layout())
-check.shot("reopened.png")
-assert(viewer.model().box_of[bad.node], "the reopened window shows the tape")
+-- The default picture is w's loss graph (the last backward pass); selecting bad, which is not in
+-- it, shows the whole tape.
+assert(not viewer.model().box_of[bad.node], "the reopened window shows the loss's graph")
+assert(viewer.model().box_of[w.node], "the reopened window shows the loss's graph")
 viewer.select(bad)          -- its heatmap again, in the new window's GL context
+assert(viewer.wait_layout())
+check.shot("reopened.png")
+assert(viewer.model().box_of[bad.node], "the reopened window shows the tape once bad is selected")
 viewer.frame(2)
 check_cells()
 print("ok")

@@ -7,6 +7,9 @@ arg = {check.shots .. "/rnn_cell.svg"}
 dofile(check.source .. "/scripts/rnn_cell.lua")
 
 check.shot("rnn_cell.png")
+assert(viewer.model().label_px >= 11, "the default zoom keeps labels legible")
+viewer.fit()   -- the default zoom keeps labels at 11 px or more: the whole graph needs Fit
+viewer.frame(2)
 local model = viewer.model()
 local tape = torch.tape()
 assert(#tape >= 16, "the tape holds the rnn_cell graph")
