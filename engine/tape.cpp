@@ -9,6 +9,7 @@
 #include "tape.h"
 
 #include "function.h"
+#include "node_names.h"
 
 #include <algorithm>
 #include <csignal>
@@ -284,6 +285,7 @@ void node_destroy(Node* node) {
         g.dying.pop_back();
         tape_unlink(n);
         if (n->has_grad_hooks) grad_hooks_drop(n);
+        if (n->has_name) node_names_drop(n);
         delete n;
     }
     g.destroying = false;

@@ -150,6 +150,7 @@ struct Node {
     uint32_t walk_mark = 0;      // scratch for graph walks
     uint8_t edited = 0;          // EDITED_* bits: a debugger replaced what this node computed
     bool has_grad_hooks = false; // grad_hook_add was called on one of its outputs (autograd.cpp)
+    bool has_name = false;       // the script's name for it is kept in node_names.cpp
     bool pass_made_sum = false;  // a backward pass made it to hold a gradient being summed: until
                                  // that gradient's target is visited, only the pass reaches it
 
