@@ -195,10 +195,20 @@ const Command commands[] = {
     {"continue", "c", "", "at a stop: run to the next breakpoint", debugger_cmd_continue},
     {"abort", nullptr, "", "at a stop: abandon the running code, back to the top prompt", debugger_cmd_abort},
     {"run", "r", "file", "run a script, with any arguments after it (its breakpoints stop it)", debugger_cmd_run},
+    {"until", "unt", "[line]", "at a stop: run to a later line of this frame (or line N and after), or until it returns", debugger_cmd_until},
     {"where", "bt", "", "the Lua stack and the position on the tape at the stop", debugger_cmd_where},
+    {"up", "u", "[N]", "at a stop: select the frame N levels out (its locals are the prompt's)", debugger_cmd_up},
+    {"down", "d", "[N]", "at a stop: select the frame N levels in", debugger_cmd_down},
+    {"list", "l", "[N | A,B]", "the selected frame's source around its line (again: onward), around line N, or lines A to B", debugger_cmd_list},
+    {"locals", nullptr, "", "the selected frame's locals and upvalues: type, shape and dtype, short value", debugger_cmd_locals},
+    {"p", nullptr, "expr", "print expr's value; tables as their contents", debugger_cmd_print},
+    {"pm", nullptr, "", "post-mortem: stop in the frame where the last error happened, with its locals", debugger_cmd_post_mortem},
     {"inspect", "i", "expr", "a tensor's shape, dtype, min, max, mean, std, NaN/Inf counts and histogram", debugger_cmd_inspect},
     {"watch", nullptr, "[expr]", "print expr at every stop (no expr: list the watches)", debugger_cmd_watch},
     {"unwatch", nullptr, "N|all", "stop printing a watch", debugger_cmd_unwatch},
+    {"display", nullptr, "[expr]", "as :watch (pdb's name): print expr at every stop, numbered", debugger_cmd_watch},
+    {"undisplay", nullptr, "N|all", "as :unwatch", debugger_cmd_unwatch},
+    {"ignore", nullptr, "N COUNT", "breakpoint N does not stop at its next COUNT hits (counted in :breaks)", debugger_cmd_ignore},
     {"view", "v", "[expr]", "open the graph viewer (and select expr's node); also :view close, :view screenshot f.png", cmd_view},
     {"quit", "q", "", "leave tapedeck", cmd_quit},
 };
@@ -224,7 +234,8 @@ std::string command_help() {
          "grad_in, grad_out (backward), stop; assigning out or grad_out[i] changes what the rest of the pass\n"
          "uses. From Lua: dbg.break_on{op=, phase=, node=, line=, when=, once=, action=}, dbg.step(), ...\n"
          "Keys: Tab completes names, Up/Down recall earlier lines, Ctrl-C stops running code (in the\n"
-         "debugger, at the next node or line; :abort abandons it) or drops the line being typed, Ctrl-D leaves.\n";
+         "debugger, at the next node or line; :abort abandons it) or drops the line being typed; Ctrl-C twice\n"
+         "within a second leaves tapedeck (status 130). Ctrl-D leaves (at a (tdb) stop: asks whether to quit).\n";
     return s;
 }
 

@@ -34,7 +34,7 @@ State g;
 void refresh() {
     for (uint8_t& bits : g.op_events) bits = 0;
     g.every_node = g.step == STEP_NODE || g.step == STEP_ANY || g.step == STEP_PAUSE;
-    g.line_hook = g.step == STEP_LINE || g.step == STEP_RETURN || g.step == STEP_PAUSE;
+    g.line_hook = g.step == STEP_LINE || g.step == STEP_RETURN || g.step == STEP_PAUSE || g.step == STEP_UNTIL;
     for (const Breakpoint& bp : g.breaks) {
         if (!bp.enabled) continue;
         if (bp.target == TARGET_OP) {
@@ -81,6 +81,7 @@ bool break_in(lua_State* T) {
 
 // The outermost chunk has ended: what it was stepping towards no longer exists.
 void run_ended(lua_State* T) {
+    g.abandoning = false;
     if (g.stop || !g.observer) return;
     g.break_in = 0;
     engine_interrupt_clear();
@@ -112,6 +113,7 @@ void debugger_attach(lua_State* L, LineSource& (*get_source)(), bool break_in_on
     g.break_in_on_ctrl_c = break_in_on_ctrl_c;
     if (!g.observer) g.observer = engine_observe(on_engine_event, nullptr, 0);
     repl_set_break_in(break_in, run_ended);
+    repl_set_error_observer(post_mortem_on_error);
     refresh();
     viewer_show_attachment();
 }
@@ -121,12 +123,15 @@ void debugger_detach() {
     engine_unobserve(g.observer);
     g.observer = 0;
     repl_set_break_in(nullptr, nullptr);
+    repl_set_error_observer(nullptr);
     g.line_hook = false;
     if (g.L) apply_lua_hook(g.L);
     viewer_show_attachment();
 }
 
 bool debugger_attached() { return g.observer != 0; }
+
+bool debugger_input_ended() { return g.input_ended; }
 
 namespace dbg {
 
@@ -183,8 +188,13 @@ void on_engine_event(Node* node, HookEvent event, void*) {
 }
 
 // Why a step stops at this line event of T, or nullptr.
-const char* line_step_reason(lua_State* T) {
+const char* line_step_reason(lua_State* T, const lua_Debug* ar) {
     switch (g.step) {
+        case STEP_UNTIL: {
+            if (T != g.step_thread) return nullptr;
+            int depth = stack_depth(T);
+            return depth < g.step_depth || (depth == g.step_depth && ar->currentline >= g.step_line) ? "until" : nullptr;
+        }
         case STEP_LINE:
             return T == g.step_thread && stack_depth(T) <= g.step_depth ? "next" : nullptr;
         case STEP_RETURN:
@@ -212,7 +222,7 @@ void on_lua_hook(lua_State* T, lua_Debug* ar) {
         stop_here(T, STOP_LINE, nullptr, "breakpoint " + std::to_string(hit.id), hit);
         return;
     }
-    if (const char* reason = line_step_reason(T)) stop_here(T, STOP_LINE, nullptr, reason, Hit());
+    if (const char* reason = line_step_reason(T, ar)) stop_here(T, STOP_LINE, nullptr, reason, Hit());
 }
 
 // ============================================================================================
@@ -257,29 +267,55 @@ void run_stop_action(lua_State* T, const DebugStop& stop, int function_ref) {
     }
 }
 
+// Ctrl-D at a (tdb) prompt on a terminal: "quit?" — true when the answer is yes (or Ctrl-D again).
+bool confirm_quit() {
+    std::string answer;
+    for (;;) {
+        if (!g.get_source().read_line("quit? (y or n) ", answer)) return true;
+        if (answer == "y" || answer == "yes") return true;
+        if (answer == "n" || answer == "no" || g.get_source().interrupted) return false;
+        printf("please answer y or n\n");
+    }
+}
+
+// The input of a stop's prompt ended (Ctrl-D). A post-mortem ends; otherwise a terminal asks
+// whether to quit (false: prompt again), and a pipe or file quits: nobody is left to type.
+bool input_ended_leaves(const DebugStop& stop) {
+    if (stop.kind == STOP_POST_MORTEM) return true;
+    if (g.break_in_on_ctrl_c) {
+        printf("\n");
+        if (!confirm_quit()) return false;
+    } else {
+        g.input_ended = true;
+        fflush(stdout);
+        fprintf(stderr, "tapedeck: input ended at a debugger stop: quitting (exit status 1)\n");
+        fflush(stderr);
+    }
+    repl_request_quit();
+    return true;
+}
+
 // The banner, then the nested REPL of a stop, in the stop's _ENV.
 void run_stop_prompt(lua_State* T, DebugStop& stop) {
+    if (repl_quit_requested()) {   // a script's pcall caught the quit: it keeps ending the run, no prompt
+        g.resume = RESUME_ABORT;
+        return;
+    }
     ReplLoopOptions options;
     options.prompt = "(tdb) ";
     options.continuation = "(tdb)>> ";
     options.env_ref = env_create(T, stop);
     options.should_leave = stop_should_leave;
-    options.stack_base = static_cast<int>(stop.frames.size());
+    options.stack_base = stack_depth(T);
     options.push_env_names = push_env_names;
     if (stop.reason == "Ctrl-C") printf("\n");   // after the terminal's ^C
     print_stop(T, options.env_ref);
-    ReplEnd end = repl_loop(T, g.get_source(), options);
+    ReplEnd end;
+    do {
+        end = repl_loop(T, g.get_source(), options);
+    } while (end == REPL_END_INPUT && !input_ended_leaves(stop));
     env_release(T, options.env_ref);
-    if (end == REPL_END_INPUT && g.break_in_on_ctrl_c) {   // Ctrl-D on a terminal: as :continue
-        printf("(Ctrl-D: continuing)\n");
-        fflush(stdout);
-    } else if (end == REPL_END_INPUT) {   // a pipe that ended: nobody is left to type at a stop
-        g.input_ended = true;
-        printf("(input ended at a stop: running on without stopping)\n");
-        fflush(stdout);
-    } else if (end == REPL_END_QUIT) {
-        g.resume = RESUME_ABORT;
-    }
+    if (repl_quit_requested()) g.resume = RESUME_ABORT;
 }
 
 // The depth of the stop's script frame: a line event in that frame has this depth.
@@ -299,6 +335,10 @@ void start_stepping(const DebugStop& stop, ResumeMode mode) {
         case RESUME_NEXT: g.step = STEP_LINE; break;
         case RESUME_FINISH:   // in backward: to the line after backward() returns; else out of the function
             g.step = stop.phase == PHASE_BACKWARD ? STEP_LINE : STEP_RETURN;
+            break;
+        case RESUME_UNTIL:
+            g.step = STEP_UNTIL;
+            g.step_line = g.until_line;
             break;
         default: break;
     }
@@ -327,7 +367,7 @@ void stop_here(lua_State* T, StopKind kind, Node* node, const std::string& reaso
             luaL_unref(T, LUA_REGISTRYINDEX, action_ref);
         } else if (g.on_stop_ref != LUA_NOREF) {
             run_stop_action(T, stop, g.on_stop_ref);
-        } else if (!g.input_ended) {
+        } else {
             run_stop_prompt(T, stop);
         }
         stop_names_release(T);
@@ -338,12 +378,25 @@ void stop_here(lua_State* T, StopKind kind, Node* node, const std::string& reaso
         std::string where = tapedeck_where(T, 0);
         std::string message = repl_quit_requested() ? "quit" : "abandoned at a debugger stop (:abort)";
         if (!where.empty()) message += " (" + where + ")";
+        g.abandoning = true;   // cleared when the outermost chunk has ended (run_ended)
         lua_pushstring(T, message.c_str());
         lua_error(T);
     }
 }
 
 }  // namespace
+
+void run_post_mortem(lua_State* T, DebugStop& stop) {
+    stop.kind = STOP_POST_MORTEM;
+    stop.phase = PHASE_FORWARD;
+    stop.reason = "post-mortem";
+    stop.thread = T;
+    stop.serial = ++g.serial;
+    StopScope scope(stop, T);
+    viewer_show_stop_begin(stop);
+    run_stop_prompt(T, stop);
+    stop_names_release(T);
+}
 
 }  // namespace dbg
 
@@ -366,7 +419,29 @@ bool debugger_resume(ResumeMode mode, std::string* why) {
         if (why) *why = "not stopped: there is nothing to resume (set a breakpoint with :break, then run code)";
         return false;
     }
+    if (g.stop->kind == STOP_POST_MORTEM && mode != RESUME_CONTINUE && mode != RESUME_ABORT) {
+        if (why) *why = "this is a post-mortem: the program has already failed, nothing runs on (:continue or Ctrl-D leaves it)";
+        return false;
+    }
     g.resume = mode;
+    return true;
+}
+
+bool debugger_resume_until(int line, std::string* why) {
+    const DebugStop* stop = g.stop;
+    if (!stop || stop->kind == STOP_POST_MORTEM) return debugger_resume(RESUME_UNTIL, why);   // says why not
+    if (stop->frame < 0) {
+        *why = "there is no Lua frame at this stop to run on in";
+        return false;
+    }
+    int current = stop->frames[stop->frame].line;
+    if (line > 0 && line <= current) {
+        *why = "line " + std::to_string(line) + " is not after the current line " + std::to_string(current) +
+               " (it runs forward: give a later line)";
+        return false;
+    }
+    g.until_line = line > 0 ? line : current + 1;
+    g.resume = RESUME_UNTIL;
     return true;
 }
 

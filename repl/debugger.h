@@ -11,6 +11,8 @@
 //   debugger_stop.cpp         the stopped context: its _ENV, the stop's names, the banner, :where, :inspect
 //   debugger_commands.cpp     the ':' commands (rows of the command table in commands.cpp)
 //   debugger_lua.cpp          the global `dbg` table: every command from Lua
+//   debugger_frames.cpp       pdb's look-around: :up/:down frame selection, :list, :locals, :p's printer
+//   debugger_post_mortem.cpp  post-mortem: --pm (before unwinding) and :pm (a snapshot of every frame)
 //
 //   debugger_viewer.cpp       the viewer's window: the stop highlighted, its buttons and breakpoint menus
 //
@@ -37,6 +39,8 @@ void debugger_open_lua(lua_State* L);
 void debugger_attach(lua_State* L, LineSource& (*get_source)(), bool break_in_on_ctrl_c);
 void debugger_detach();
 bool debugger_attached();
+// True when stdin ended at a stop that is not a terminal's: the program was abandoned (exit status 1).
+bool debugger_input_ended();
 
 // ---------------------------------------------------------------------------------------------
 // The stop
@@ -45,6 +49,7 @@ enum StopKind : uint8_t {
     STOP_NODE,    // a node has run (a forward op, or with :stepi a primitive op of a backward group)
     STOP_GROUP,   // backward: a forward node's rule has run; its gradients are about to flow on
     STOP_LINE,    // a Lua line is about to run (line breakpoint, :next, :finish, Ctrl-C in Lua code)
+    STOP_POST_MORTEM,   // a script failed: the failing frame's locals, before (--pm) or after (:pm) unwinding
 };
 
 // One level of the Lua stack at the stop, innermost first.
@@ -67,7 +72,10 @@ struct DebugStop {
     std::string why;              // what a condition found ("output has 3 NaN"), or its error
     lua_State* thread = nullptr;  // the Lua thread that is stopped
     std::vector<DebugFrame> frames;
-    int frame = -1;               // index in frames of the script frame whose locals the prompt sees; -1: none
+    int frame = -1;               // index in frames of the frame whose locals the prompt sees (:up/:down move it); -1: none
+    std::string error;            // POST_MORTEM: the error message
+    int snapshot_ref = -2;        // POST_MORTEM after unwinding (:pm): registry ref of the frames' variables
+                                  // (debugger_post_mortem.cpp); LUA_NOREF (-2): the frames are live on `thread`
     uint64_t serial = 0;          // increases with every stop
 };
 
@@ -87,6 +95,7 @@ enum ResumeMode : uint8_t {
     RESUME_NEXT,       // to the next Lua line of the stopped frame (or a caller)
     RESUME_FINISH,     // to the end of the current backward(), or of the current Lua function
     RESUME_ABORT,      // abandon the running code (as an error), back to the top prompt
+    RESUME_UNTIL,      // to a later line of the selected frame, or its return (debugger_resume_until)
 };
 
 // End the stop with `mode`. False, with `why` set, when not stopped.
@@ -95,6 +104,35 @@ bool debugger_resume(ResumeMode mode, std::string* why);
 void debugger_pause();
 // Forget a pending step or pause (not at a stop: dbg.continue()).
 void debugger_cancel_step();
+// Run until a line after the selected frame's current one (or line `line` and later, when > 0) in
+// that frame, or until the frame returns (pdb's until). False, with `why` set, when it cannot.
+bool debugger_resume_until(int line, std::string* why);
+
+// ---------------------------------------------------------------------------------------------
+// Post-mortem (debugger_post_mortem.cpp)
+
+// --pm: an error in code run from now on opens a post-mortem prompt in the failing frame, before
+// the stack unwinds (inside the error's message handler).
+void debugger_set_post_mortem_on_error(bool on);
+// :pm: a post-mortem prompt over the snapshot taken at the last error (every frame's locals,
+// upvalues, source and line). False, with `why` set, when there was no error since the last :pm.
+bool debugger_post_mortem_last_error(lua_State* L, std::string* why);
+
+// ---------------------------------------------------------------------------------------------
+// Frames and source at a stop (debugger_frames.cpp)
+
+// Select the frame `count` levels out (:up, count > 0) or in (:down, count < 0) from the selected
+// one, skipping C functions. False, with `why` set, at the end of the stack or when not stopped.
+bool debugger_select_frame(int count, std::string* why);
+// The :list text of the selected frame's file: around line `around` (> 0), or lines first..last
+// (all 0: around the current line the first time, then onward from the last listing). False,
+// with `why` set, past the file's end or when there is no source.
+bool debugger_list(int around, int first, int last, std::string& text, std::string* why);
+// The :locals text: the selected frame's locals and upvalues, one a line, with types and short values.
+std::string debugger_locals(lua_State* L);
+// The value at idx as :p prints it: tables as their contents (to depth 3), tensors in tables by
+// shape and dtype, everything else as tostring.
+std::string debugger_format_value(lua_State* L, int idx);
 
 // ---------------------------------------------------------------------------------------------
 // Breakpoints
@@ -126,7 +164,8 @@ struct Breakpoint {
     int id = 0;
     bool enabled = true;
     bool once = false;            // deleted when it first stops
-    int hits = 0;
+    int hits = 0;                 // times it matched, ignored ones included
+    int ignore = 0;               // :ignore N COUNT: the next COUNT hits do not stop
     BreakTarget target = TARGET_ANY;
     uint8_t phases = BREAK_BOTH;
     td::OpId op = td::OP_COUNT;   // TARGET_OP: the op (OP_function for a torch.Function)
@@ -152,6 +191,8 @@ bool debugger_parse_break(lua_State* L, const std::string& text, Breakpoint& out
 int debugger_break_add(lua_State* L, Breakpoint bp, std::string& error);
 bool debugger_break_delete(lua_State* L, int id);
 bool debugger_break_enable(int id, bool enabled);
+// :ignore: the next `count` hits of breakpoint `id` do not stop (0: every hit stops again).
+bool debugger_break_ignore(int id, int count);
 const std::vector<Breakpoint>& debugger_breakpoints();
 // The :breaks table.
 std::string debugger_breaks_format();

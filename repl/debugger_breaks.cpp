@@ -464,6 +464,15 @@ bool debugger_break_enable(int id, bool enabled) {
     return false;
 }
 
+bool debugger_break_ignore(int id, int count) {
+    for (Breakpoint& bp : g.breaks) {
+        if (bp.id != id) continue;
+        bp.ignore = count;
+        return true;
+    }
+    return false;
+}
+
 const std::vector<Breakpoint>& debugger_breakpoints() { return g.breaks; }
 
 std::string debugger_breaks_format() {
@@ -472,7 +481,9 @@ std::string debugger_breaks_format() {
     for (const Breakpoint& bp : g.breaks) {
         char line[64];
         snprintf(line, sizeof line, "%4d  %-3s %5d  ", bp.id, bp.enabled ? "yes" : "no", bp.hits);
-        s += line + bp.description + "\n";
+        s += line + bp.description;
+        if (bp.ignore > 0) s += "  (ignoring the next " + std::to_string(bp.ignore) + " hit" + (bp.ignore == 1 ? ")" : "s)");
+        s += "\n";
     }
     return s;
 }
@@ -497,6 +508,22 @@ int breaks_record_hit(lua_State* L, int id) {
 
 // ============================================================================================
 // [SECTION] match
+
+namespace {
+
+// A breakpoint matched: when it still has hits to ignore (:ignore), count this one and use up one
+// of them, and return true (it does not stop).
+bool ignore_hit(int id) {
+    for (Breakpoint& bp : g.breaks) {
+        if (bp.id != id || bp.ignore <= 0) continue;
+        ++bp.hits;
+        --bp.ignore;
+        return true;
+    }
+    return false;
+}
+
+}  // namespace
 
 namespace {
 
@@ -643,6 +670,7 @@ Hit breaks_match_node(lua_State* L, Node* node, HookEvent event) {
         Breakpoint bp = g.breaks[i];   // a copy: a condition runs Lua, which may change the list
         std::string why;
         if (!event_condition_holds(L, bp, node, event, why)) continue;
+        if (ignore_hit(bp.id)) continue;
         hit.id = bp.id;
         hit.why = why;
         return hit;
@@ -659,7 +687,7 @@ Hit breaks_match_line(lua_State* L, lua_Debug* ar) {
     lua_getinfo(L, "S", ar);
     for (const Breakpoint& bp : g.breaks) {
         if (bp.enabled && bp.target == TARGET_LINE && bp.phases == BREAK_LINE && bp.line == ar->currentline &&
-            source_matches(ar->source, bp.file)) {
+            source_matches(ar->source, bp.file) && !ignore_hit(bp.id)) {
             hit.id = bp.id;
             return hit;
         }

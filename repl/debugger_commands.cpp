@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <vector>
 
 #include "debugger.h"
@@ -67,8 +68,8 @@ bool resume(const char* command, ResumeMode mode) {
         return true;
     }
     std::string why;
-    if (!debugger_resume(mode, &why))
-        fail(std::string(":") + command + ": not stopped; it resumes a stop (set one with :break, then run code)");
+    if (!debugger_stop()) fail(std::string(":") + command + ": not stopped; it resumes a stop (set one with :break, then run code)");
+    else if (!debugger_resume(mode, &why)) fail(std::string(":") + command + ": " + why);
     return true;
 }
 
@@ -176,6 +177,7 @@ bool debugger_cmd_watch(lua_State* L, const std::string& args) {
         return true;
     }
     printf("watch %d: %s (printed at every stop)\n", id, args.c_str());
+    if (debugger_stop()) fputs(dbg::watch_text(L, id).c_str(), stdout);
     return true;
 }
 
@@ -193,5 +195,154 @@ bool debugger_cmd_unwatch(lua_State*, const std::string& args) {
     }
     if (debugger_watch_delete(static_cast<int>(id))) printf("watch %ld deleted\n", id);
     else fail(":unwatch: there is no watch " + std::to_string(id) + " (see :watch)");
+    return true;
+}
+
+// ---- pdb's commands: frames, source, values, until, ignore, post-mortem
+
+namespace {
+
+// "", or a positive count: :up 2. False (message printed) otherwise.
+bool parse_count(const char* command, const std::string& args, int& count) {
+    count = 1;
+    if (args.empty()) return true;
+    char* end = nullptr;
+    long n = strtol(args.c_str(), &end, 10);
+    if (*end != '\0' || n <= 0) {
+        fail(std::string(":") + command + ": expected a number of frames (as in :" + command + " 2), not '" + args + "'");
+        return false;
+    }
+    count = static_cast<int>(n);
+    return true;
+}
+
+// After :up/:down: the selected frame, as pdb prints it, and its line.
+void print_selected_frame() {
+    const DebugStop* stop = debugger_stop();
+    const DebugFrame& f = stop->frames[stop->frame];
+    std::string text = dbg::source_line_text(f.source[0] == '@' ? f.source : f.short_src, f.line);
+    printf("=> %s\n", dbg::frame_text(f).c_str());
+    if (!text.empty()) printf("   %s\n", text.c_str());
+}
+
+bool select_frame(const char* command, const std::string& args, int direction) {
+    int count;
+    if (!parse_count(command, args, count)) return true;
+    std::string why;
+    if (!debugger_select_frame(direction * count, &why)) fail(std::string(":") + command + ": " + why);
+    else print_selected_frame();
+    return true;
+}
+
+// A positive number (a line, a breakpoint id); false when the word is not one.
+bool parse_positive_number(const std::string& word, int& number) {
+    char* end = nullptr;
+    long n = strtol(word.c_str(), &end, 10);
+    if (word.empty() || *end != '\0' || n <= 0) return false;
+    number = static_cast<int>(n);
+    return true;
+}
+
+}  // namespace
+
+bool debugger_cmd_up(lua_State*, const std::string& args) { return select_frame("up", args, 1); }
+bool debugger_cmd_down(lua_State*, const std::string& args) { return select_frame("down", args, -1); }
+
+bool debugger_cmd_list(lua_State*, const std::string& args) {
+    const char* usage = ":list: expected nothing (around the line, then onward), a line N, or a range FIRST,LAST (as in :list 10,20)";
+    std::vector<std::string> words = dbg::split_words(args, " \t,");
+    int first = 0, last = 0;
+    if (words.size() > 2 || (!words.empty() && !parse_positive_number(words[0], first)) ||
+        (words.size() == 2 && !parse_positive_number(words[1], last))) {
+        fail(std::string(usage) + ", not '" + args + "'");
+        return true;
+    }
+    int around = 0;
+    if (words.size() == 1) {   // around line N
+        around = first;
+        first = 0;
+    } else if (words.size() == 2 && last < first) {
+        fail(":list: the range " + args + " ends before it starts");
+        return true;
+    }
+    std::string text, why;
+    if (!debugger_list(around, first, last, text, &why)) fail(":list: " + why);
+    else fputs(text.c_str(), stdout);
+    return true;
+}
+
+bool debugger_cmd_locals(lua_State* L, const std::string& args) {
+    if (!args.empty()) {
+        fail(":locals takes no arguments (it lists the selected frame's variables; :p EXPR prints one)");
+        return true;
+    }
+    fputs(debugger_locals(L).c_str(), stdout);
+    return true;
+}
+
+bool debugger_cmd_print(lua_State* L, const std::string& args) {
+    if (args.empty()) {
+        fail(":p needs an expression, as in :p x or :p model.fc1");
+        return true;
+    }
+    int base = lua_gettop(L);
+    if (repl_load(L, "return " + args, "=stdin") != LUA_OK) {
+        fail(":p: '" + args + "' is not a Lua expression: " + repl_error_text(L, -1));
+        lua_settop(L, base);
+        return true;
+    }
+    if (repl_docall(L, 0, LUA_MULTRET) != LUA_OK) {
+        repl_report(L);
+        lua_settop(L, base);
+        return true;
+    }
+    std::string out;
+    for (int i = base + 1; i <= lua_gettop(L); ++i) out += (i > base + 1 ? "\t" : "") + debugger_format_value(L, i);
+    if (lua_gettop(L) == base) out = "(no value)";
+    printf("%s\n", out.c_str());
+    lua_settop(L, base);
+    return true;
+}
+
+bool debugger_cmd_until(lua_State*, const std::string& args) {
+    int line = 0;
+    if (!args.empty() && !parse_positive_number(args, line)) {
+        fail(":until: expected nothing (the next line after this one) or a line number, not '" + args + "'");
+        return true;
+    }
+    std::string why;
+    if (!debugger_resume_until(line, &why)) fail(":until: " + why);
+    return true;
+}
+
+bool debugger_cmd_ignore(lua_State*, const std::string& args) {
+    std::vector<std::string> words = dbg::split_words(args);
+    int id = 0, count = -1;
+    char* end = nullptr;
+    if (words.size() == 2) count = static_cast<int>(strtol(words[1].c_str(), &end, 10));
+    if (words.size() != 2 || !parse_positive_number(words[0], id) || *end != '\0' || count < 0) {
+        fail(":ignore needs a breakpoint number and a count, as in :ignore 1 3 (the next 3 hits do not stop)");
+        return true;
+    }
+    if (!debugger_break_ignore(id, count)) {
+        fail(":ignore: there is no breakpoint " + words[0] + " (see :breaks)");
+        return true;
+    }
+    if (count == 0) printf("breakpoint %d stops at its next hit\n", id);
+    else printf("breakpoint %d ignores its next %d hit%s\n", id, count, count == 1 ? "" : "s");
+    return true;
+}
+
+bool debugger_cmd_post_mortem(lua_State* L, const std::string& args) {
+    if (!args.empty()) {
+        fail(":pm takes no arguments (it stops in the frame where the last error happened)");
+        return true;
+    }
+    if (!debugger_attached()) {
+        fail(":pm: the debugger is not attached (dbg.attach()), so no error was kept");
+        return true;
+    }
+    std::string why;
+    if (!debugger_post_mortem_last_error(L, &why)) fail(":pm: " + why);
     return true;
 }

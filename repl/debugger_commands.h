@@ -22,3 +22,11 @@ bool debugger_cmd_where(lua_State* L, const std::string& args);     // :where
 bool debugger_cmd_inspect(lua_State* L, const std::string& args);   // :inspect EXPR
 bool debugger_cmd_watch(lua_State* L, const std::string& args);     // :watch [EXPR]
 bool debugger_cmd_unwatch(lua_State* L, const std::string& args);   // :unwatch N|all
+bool debugger_cmd_up(lua_State* L, const std::string& args);        // :up [N]
+bool debugger_cmd_down(lua_State* L, const std::string& args);      // :down [N]
+bool debugger_cmd_list(lua_State* L, const std::string& args);      // :list [N | FIRST,LAST]
+bool debugger_cmd_locals(lua_State* L, const std::string& args);    // :locals
+bool debugger_cmd_print(lua_State* L, const std::string& args);     // :p EXPR
+bool debugger_cmd_until(lua_State* L, const std::string& args);     // :until [LINE]
+bool debugger_cmd_ignore(lua_State* L, const std::string& args);    // :ignore N COUNT
+bool debugger_cmd_post_mortem(lua_State* L, const std::string& args);   // :pm

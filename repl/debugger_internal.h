@@ -3,6 +3,7 @@
 
 #include <csignal>
 #include <string>
+#include <vector>
 
 #include "debugger.h"
 
@@ -18,6 +19,7 @@ enum StepMode : uint8_t {
     STEP_LINE,     // :next — a Lua line of step_thread at depth <= step_depth
     STEP_RETURN,   // :finish in forward — a Lua line of step_thread at depth < step_depth
     STEP_PAUSE,    // dbg.pause() — the next node, group or Lua line
+    STEP_UNTIL,    // :until — a Lua line of step_thread at depth step_depth numbered >= step_line, or a return from it
 };
 
 // Bits of State::op_events: which events of an op some breakpoint wants.
@@ -51,6 +53,8 @@ struct State {
     StepMode step = STEP_NONE;
     lua_State* step_thread = nullptr;
     int step_depth = 0;
+    int step_line = 0;                        // STEP_UNTIL: the first line that stops
+    int until_line = 0;                       // debugger_resume_until: the line for the step it starts
 
     DebugStop* stop = nullptr;                // the stop in progress
     ResumeMode resume = RESUME_NONE;          // how it ends (set by :continue, dbg.step(), ...)
@@ -59,6 +63,19 @@ struct State {
     bool input_ended = false;                 // stdin ended at a stop: stops no longer prompt
     int on_stop_ref = -2;                     // dbg.on_stop(f): f(stop) runs at every stop instead of the prompt
     volatile sig_atomic_t break_in = 0;       // Ctrl-C taken: stop at the next node or Lua instruction
+    bool abandoning = false;                  // an :abort or :quit is unwinding as an error: no post-mortem of it
+
+    // :list: where the next plain :list goes on (for the stop `list_serial`, frame `list_frame`).
+    uint64_t list_serial = 0;
+    int list_frame = -1;
+    int list_next = 0;
+
+    // Post-mortem (debugger_post_mortem.cpp).
+    bool post_mortem_on_error = false;        // --pm: errors open a post-mortem prompt before unwinding
+    int snapshot_ref = -2;                    // the last error's frames' variables (registry ref; LUA_NOREF: none)
+    std::vector<DebugFrame> snapshot_frames;  // ... and the frames themselves
+    int snapshot_frame = -1;                  // ... and the one to select first
+    std::string snapshot_error;               // ... and the error message
 };
 
 extern State g;
@@ -92,8 +109,19 @@ int edit_distance(const std::string& a, const std::string& b);
 std::vector<std::string> split_words(const std::string& text, const char* separators = " \t");
 
 // ---- debugger_stop.cpp
-// Fill stop.frames from T's stack (level 0 up) and choose the script frame.
-void capture_frames(lua_State* T, DebugStop& stop);
+// Fill stop.frames from T's stack (level `first_level` up) and choose the script frame.
+void capture_frames(lua_State* T, DebugStop& stop, int first_level = 0);
+// Is this chunk name tapedeck's embedded library code (nn, optim)?
+bool is_library_source(const std::string& source);
+// Push a table of the variables of the frame `ar` of thread T onto L:
+// {locals = {{name, value}, ...}, upvalues = {{name, value}, ...}} in their order (temporaries and
+// _ENV left out; a nil value is a missing [2]). A post-mortem snapshot keeps these tables.
+void push_live_frame_variables(lua_State* L, lua_State* T, lua_Debug* ar);
+// Push the variables of the stop's selected frame as push_live_frame_variables does (from the
+// snapshot after unwinding); false (nothing pushed) when there is no such frame.
+bool push_frame_variables(lua_State* L, const DebugStop& stop);
+// The text of one frame as :where prints it ("rnn_cell.lua:17: in main chunk").
+std::string frame_text(const DebugFrame& f);
 // The table stop-prompt chunks get as _ENV (locals of the stopped frame, the stop's names,
 // globals); a registry ref. Released by env_release.
 int env_create(lua_State* L, DebugStop& stop);
@@ -104,14 +132,29 @@ void stop_names_release(lua_State* L);
 void push_env_names(lua_State* L);
 // Push the stop's names as one table (what dbg.stopped() returns and an action receives).
 void push_stop_names(lua_State* L);
+// The watch `id` evaluated now, in the innermost loop's _ENV, as print_stop prints it ("" if none).
+std::string watch_text(lua_State* L, int id);
 // Print the banner and the watches (evaluated with the stop's _ENV, env_ref) of the stop in progress.
 void print_stop(lua_State* L, int env_ref);
-// The source text of line `line` of the file a chunk name or short_src names ("" when unknown).
+// The source text of line `line` of the file a chunk name or short_src names ("" when unknown),
+// and all its lines (nullptr when unknown), read through the viewer's source cache (re-read when
+// the file changes).
 std::string source_line_text(const std::string& file, int line);
+const std::vector<std::string>* source_file_lines(const std::string& file);
 // Remember that a chunk name ("@path") was seen, so short_src names can be resolved to files.
 void note_source(const std::string& chunk_name);
 // A Lua value as a short string for messages ("[20,1] float32 tensor", "3", "nil").
 std::string describe_value(lua_State* L, int idx);
+
+// ---- debugger.cpp
+// The post-mortem stop: the prompt over `stop` (kind POST_MORTEM, frames and error filled), as
+// any stop's prompt but with no stepping; returns when it is left (:continue, :quit, Ctrl-D).
+void run_post_mortem(lua_State* T, DebugStop& stop);
+
+// ---- debugger_post_mortem.cpp
+// The message handler of every chunk the REPL runs calls this (before the stack unwinds):
+// snapshot the frames for :pm, and with --pm open the post-mortem prompt.
+void post_mortem_on_error(lua_State* L, const char* message);
 
 // ---- debugger_viewer.cpp: what the viewer's window shows of the debugger
 // A stop began: highlight its node (or mark its line) and make the resume buttons live.

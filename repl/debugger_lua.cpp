@@ -129,6 +129,7 @@ int l_breaks(lua_State* L) {
         set_integer(L, "id", bp.id);
         set_boolean(L, "enabled", bp.enabled);
         set_integer(L, "hits", bp.hits);
+        set_integer(L, "ignore", bp.ignore);
         set_boolean(L, "once", bp.once);
         lua_pushstring(L, bp.description.c_str());
         lua_setfield(L, -2, "description");

@@ -11,12 +11,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <set>
 
 #include "debugger_internal.h"
 #include "node_names.h"
+#include "source_cache.h"
 #include "repl.h"
 #include "tapedeck_lua.h"
 
@@ -58,29 +58,28 @@ void note_source(const std::string& chunk_name) {
     if (!chunk_name.empty() && chunk_name[0] == '@') seen_paths().insert(chunk_name.substr(1));
 }
 
-std::string source_line_text(const std::string& file, int line) {
-    static std::map<std::string, std::vector<std::string>> cache;
+const std::vector<std::string>* source_file_lines(const std::string& file) {
     std::string path = path_of(file);
-    if (path.empty() || path == "stdin" || line <= 0) return "";
-    auto found = cache.find(path);
-    if (found == cache.end()) {
-        std::vector<std::string> lines;
-        std::ifstream in(path);
-        for (std::string text; std::getline(in, text);) lines.push_back(text);
-        found = cache.emplace(path, lines).first;
-    }
-    if (line > static_cast<int>(found->second.size())) return "";
-    const std::string& text = found->second[static_cast<size_t>(line - 1)];
-    size_t first = text.find_first_not_of(" \t");
-    return first == std::string::npos ? "" : text.substr(first);
+    if (path.empty() || path == "stdin") return nullptr;
+    return td::source_lines(path);
+}
+
+std::string source_line_text(const std::string& file, int line) {
+    std::string path = path_of(file);
+    if (path.empty() || path == "stdin") return "";
+    return td::source_line_text(path, line);
 }
 
 // ============================================================================================
 // [SECTION] frames
 
-void capture_frames(lua_State* T, DebugStop& stop) {
+bool is_library_source(const std::string& source) {
+    return source.compare(0, strlen(TAPEDECK_LIBRARY_CHUNK), TAPEDECK_LIBRARY_CHUNK) == 0;
+}
+
+void capture_frames(lua_State* T, DebugStop& stop, int first_level) {
     lua_Debug ar;
-    for (int level = 0; lua_getstack(T, level, &ar); ++level) {
+    for (int level = first_level; lua_getstack(T, level, &ar); ++level) {
         lua_getinfo(T, "Sln", &ar);
         DebugFrame f;
         f.source = ar.source ? ar.source : "";
@@ -90,10 +89,53 @@ void capture_frames(lua_State* T, DebugStop& stop) {
         f.what = ar.what ? ar.what : "";
         f.line_defined = ar.linedefined;
         note_source(f.source);
-        bool library = f.source.compare(0, strlen(TAPEDECK_LIBRARY_CHUNK), TAPEDECK_LIBRARY_CHUNK) == 0;
-        if (stop.frame < 0 && f.line > 0 && f.what != "C" && !library) stop.frame = level;
+        int index = static_cast<int>(stop.frames.size());
+        if (stop.frame < 0 && f.line > 0 && f.what != "C" && !is_library_source(f.source)) stop.frame = index;
         stop.frames.push_back(f);
     }
+}
+
+void push_live_frame_variables(lua_State* L, lua_State* T, lua_Debug* ar) {
+    lua_createtable(L, 0, 2);
+    lua_newtable(L);   // locals
+    int n = 0;
+    for (int i = 1;; ++i) {
+        const char* name = lua_getlocal(T, ar, i);
+        if (!name) break;
+        if (T != L) lua_xmove(T, L, 1);
+        if (name[0] == '(') {   // "(temporary)", "(for state)", "(C temporary)"
+            lua_pop(L, 1);
+            continue;
+        }
+        lua_createtable(L, 2, 0);
+        lua_pushstring(L, name);
+        lua_rawseti(L, -2, 1);
+        lua_insert(L, -2);
+        lua_rawseti(L, -2, 2);
+        lua_rawseti(L, -2, ++n);
+    }
+    lua_setfield(L, -2, "locals");
+    lua_newtable(L);   // upvalues
+    lua_getinfo(T, "f", ar);
+    if (T != L) lua_xmove(T, L, 1);
+    int function = lua_gettop(L);
+    n = 0;
+    for (int i = 1;; ++i) {
+        const char* name = lua_getupvalue(L, function, i);
+        if (!name) break;
+        if (name[0] == '\0' || strcmp(name, "_ENV") == 0) {   // C functions' upvalues have no names
+            lua_pop(L, 1);
+            continue;
+        }
+        lua_createtable(L, 2, 0);
+        lua_pushstring(L, name);
+        lua_rawseti(L, -2, 1);
+        lua_insert(L, -2);
+        lua_rawseti(L, -2, 2);
+        lua_rawseti(L, -3, ++n);
+    }
+    lua_pop(L, 1);   // the function
+    lua_setfield(L, -2, "upvalues");
 }
 
 namespace {
@@ -101,7 +143,7 @@ namespace {
 // The activation record of the stop's script frame as the stack is now (frames above it come
 // and go while the prompt evaluates; those below it do not).
 bool script_frame(const DebugStop& stop, lua_Debug& ar) {
-    if (stop.frame < 0) return false;
+    if (stop.frame < 0 || stop.snapshot_ref != LUA_NOREF) return false;
     int level = stack_depth(stop.thread) - (static_cast<int>(stop.frames.size()) - stop.frame);
     return level >= 0 && lua_getstack(stop.thread, level, &ar);
 }
@@ -133,8 +175,41 @@ int find_upvalue(lua_State* T, lua_Debug& ar, const char* name) {
     return found;
 }
 
+// Push the snapshot's {name, value} entry of the selected frame's variable `name` (the innermost
+// local of that name, else the upvalue); false (nothing pushed) when it has none.
+bool push_snapshot_entry(lua_State* L, const DebugStop& stop, const char* name) {
+    if (stop.frame < 0) return false;
+    lua_rawgeti(L, LUA_REGISTRYINDEX, stop.snapshot_ref);
+    lua_rawgeti(L, -1, stop.frame + 1);
+    lua_remove(L, -2);
+    for (const char* kind : {"locals", "upvalues"}) {
+        lua_getfield(L, -1, kind);
+        for (lua_Integer i = static_cast<lua_Integer>(lua_rawlen(L, -1)); i >= 1; --i) {
+            lua_rawgeti(L, -1, i);
+            lua_rawgeti(L, -1, 1);
+            bool same = strcmp(lua_tostring(L, -1), name) == 0;
+            lua_pop(L, 1);
+            if (same) {
+                lua_replace(L, -3);
+                lua_pop(L, 1);
+                return true;
+            }
+            lua_pop(L, 1);
+        }
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    return false;
+}
+
 // Push the value of the frame's variable `name` onto L; false when it has none.
 bool push_frame_variable(lua_State* L, const DebugStop& stop, const char* name) {
+    if (stop.snapshot_ref != LUA_NOREF) {
+        if (!push_snapshot_entry(L, stop, name)) return false;
+        lua_rawgeti(L, -1, 2);
+        lua_remove(L, -2);
+        return true;
+    }
     lua_Debug ar;
     lua_State* T = stop.thread;
     if (!script_frame(stop, ar)) return false;
@@ -153,6 +228,14 @@ bool push_frame_variable(lua_State* L, const DebugStop& stop, const char* name) 
 
 // Set the frame's variable `name` to the value at L's index idx; false when it has none.
 bool set_frame_variable(lua_State* L, const DebugStop& stop, const char* name, int idx) {
+    if (stop.snapshot_ref != LUA_NOREF) {   // after unwinding only the snapshot is left to change
+        idx = lua_absindex(L, idx);
+        if (!push_snapshot_entry(L, stop, name)) return false;
+        lua_pushvalue(L, idx);
+        lua_rawseti(L, -2, 2);
+        lua_pop(L, 1);
+        return true;
+    }
     lua_Debug ar;
     lua_State* T = stop.thread;
     if (!script_frame(stop, ar)) return false;
@@ -307,7 +390,15 @@ void push_grad_out_proxy(lua_State* L, const DebugStop& stop) {
     lua_setmetatable(L, -2);
 }
 
-const char* kind_name(StopKind kind) { return kind == STOP_NODE ? "node" : kind == STOP_GROUP ? "group" : "line"; }
+const char* kind_name(StopKind kind) {
+    switch (kind) {
+        case STOP_NODE: return "node";
+        case STOP_GROUP: return "group";
+        case STOP_LINE: return "line";
+        case STOP_POST_MORTEM: return "post-mortem";
+    }
+    return "?";
+}
 
 // Build the names table of a stop.
 void push_new_names(lua_State* L, DebugStop& stop) {
@@ -324,6 +415,10 @@ void push_new_names(lua_State* L, DebugStop& stop) {
     lua_setfield(L, -2, "breakpoint");
     lua_pushstring(L, stop.why.c_str());
     lua_setfield(L, -2, "why");
+    if (stop.kind == STOP_POST_MORTEM) {
+        lua_pushstring(L, stop.error.c_str());
+        lua_setfield(L, -2, "error");
+    }
     if (stop.frame >= 0) {
         lua_pushstring(L, stop.frames[stop.frame].short_src.c_str());
         lua_setfield(L, -2, "file");
@@ -494,16 +589,33 @@ void push_env_names(lua_State* L) {
         lua_rawset(L, table);
     }
     lua_pop(L, 1);
-    lua_Debug ar;
-    lua_State* T = g.stop->thread;
-    if (!script_frame(*g.stop, ar)) return;
-    for (int i = 1;; ++i) {   // later locals of the same name shadow earlier ones, as in Lua
-        const char* name = lua_getlocal(T, &ar, i);
-        if (!name) break;
-        if (T != L) lua_xmove(T, L, 1);
-        if (name[0] == '(') lua_pop(L, 1);   // "(temporary)", "(for state)"
-        else lua_setfield(L, table, name);
+    if (!push_frame_variables(L, *g.stop)) return;
+    for (const char* kind : {"upvalues", "locals"}) {   // later locals of the same name shadow earlier ones, as in Lua
+        lua_getfield(L, -1, kind);
+        for (lua_Integer i = 1; i <= static_cast<lua_Integer>(lua_rawlen(L, -1)); ++i) {
+            lua_rawgeti(L, -1, i);
+            lua_rawgeti(L, -1, 1);
+            lua_rawgeti(L, -2, 2);
+            lua_rawset(L, table);
+            lua_pop(L, 1);
+        }
+        lua_pop(L, 1);
     }
+    lua_pop(L, 1);
+}
+
+bool push_frame_variables(lua_State* L, const DebugStop& stop) {
+    if (stop.frame < 0) return false;
+    if (stop.snapshot_ref != LUA_NOREF) {
+        lua_rawgeti(L, LUA_REGISTRYINDEX, stop.snapshot_ref);
+        lua_rawgeti(L, -1, stop.frame + 1);
+        lua_remove(L, -2);
+        return true;
+    }
+    lua_Debug ar;
+    if (!script_frame(stop, ar)) return false;
+    push_live_frame_variables(L, stop.thread, &ar);
+    return true;
 }
 
 void push_stop_names(lua_State* L) {
@@ -660,6 +772,23 @@ std::string line_banner(const DebugStop& stop) {
     return "[" + stop.reason + "] " + location(f.short_src, f.line) + "\n";
 }
 
+// The post-mortem banner: where it failed (the selected frame) and the error's message.
+std::string post_mortem_banner(const DebugStop& stop) {
+    std::string s = "[" + stop.reason + "] ";
+    if (stop.frame >= 0) s += location(stop.frames[stop.frame].short_src, stop.frames[stop.frame].line) + "\n";
+    else s += "(no Lua frame of the script)\n";
+    std::string message = stop.error.substr(0, stop.error.find('\n'));
+    add_line(s, "error", message);
+    for (int i = 0; i < stop.frame; ++i) {   // failed inside nn or optim: say where (:down goes there)
+        if (!is_library_source(stop.frames[i].source)) continue;
+        add_line(s, "raised in", frame_text(stop.frames[i]));
+        break;
+    }
+    return s;
+}
+
+}  // namespace
+
 std::string frame_text(const DebugFrame& f) {
     std::string s = f.short_src;
     if (f.line > 0) s += ":" + std::to_string(f.line);
@@ -667,10 +796,9 @@ std::string frame_text(const DebugFrame& f) {
     if (f.what == "main") s += "main chunk";
     else if (!f.name.empty()) s += "function '" + f.name + "'";
     else s += f.what == "C" ? "?" : "function <" + f.short_src + ":" + std::to_string(f.line_defined) + ">";
+    if (is_library_source(f.source)) s += "  (tapedeck's library code)";
     return s;
 }
-
-}  // namespace
 
 }  // namespace dbg
 
@@ -680,7 +808,13 @@ std::string debugger_banner() {
     const DebugStop* stop = g.stop;
     if (!stop) return "";
     tapedeck_name_tensors(stop->thread);   // what the script's variables hold now names the nodes shown
-    std::string s = stop->kind == STOP_GROUP ? group_banner(*stop) : stop->kind == STOP_NODE ? node_banner(*stop) : line_banner(*stop);
+    std::string s;
+    switch (stop->kind) {
+        case STOP_GROUP: s = group_banner(*stop); break;
+        case STOP_NODE: s = node_banner(*stop); break;
+        case STOP_LINE: s = line_banner(*stop); break;
+        case STOP_POST_MORTEM: s = post_mortem_banner(*stop); break;
+    }
     if (!stop->why.empty()) add_line(s, "why", stop->why);
     return s;
 }
@@ -688,7 +822,9 @@ std::string debugger_banner() {
 std::string debugger_where() {
     const DebugStop* stop = g.stop;
     if (!stop) return "not stopped (nothing is running)\n";
-    std::string s = "Lua stack, innermost first:\n";
+    std::string s = "Lua stack, innermost first";
+    if (stop->snapshot_ref != LUA_NOREF) s += " (as it was at the error; it has unwound since)";
+    s += ":\n";
     for (size_t i = 0; i < stop->frames.size(); ++i)
         s += (static_cast<int>(i) == stop->frame ? "=> " : "   ") + frame_text(stop->frames[i]) + "\n";
     if (stop->frames.empty()) s += "   (no Lua code is running)\n";
@@ -717,28 +853,39 @@ std::string describe_value(lua_State* L, int idx) {
     return text;
 }
 
-void print_stop(lua_State* L, int env_ref) {
-    std::string s = debugger_banner();
-    for (const Watch& w : g.watches) {
-        std::string code = "return " + w.expression;
-        std::string value;
-        if (luaL_loadbuffer(L, code.data(), code.size(), "=watch") == LUA_OK) {
+namespace {
+
+// "  watch 2  expr = value": the watch evaluated with env_ref as _ENV (LUA_NOREF: the innermost
+// loop's), its value as :p prints it.
+std::string format_watch(lua_State* L, const Watch& w, int env_ref) {
+    std::string code = "return " + w.expression;
+    std::string value;
+    int status = env_ref == LUA_NOREF ? repl_load(L, code, "=watch") : luaL_loadbuffer(L, code.data(), code.size(), "=watch");
+    if (status == LUA_OK) {
+        if (env_ref != LUA_NOREF) {
             lua_rawgeti(L, LUA_REGISTRYINDEX, env_ref);
             lua_setupvalue(L, -2, 1);
-            if (lua_pcall(L, 0, 1, 0) == LUA_OK) {
-                size_t len;
-                const char* text = luaL_tolstring(L, -1, &len);
-                value.assign(text, len);
-                lua_pop(L, 1);
-            } else {
-                value = "error: " + repl_error_text(L, -1);
-            }
-        } else {
-            value = "error: " + repl_error_text(L, -1);
         }
-        lua_pop(L, 1);
-        s += "  watch " + std::to_string(w.id) + "  " + w.expression + " = " + value + "\n";
+        if (lua_pcall(L, 0, 1, 0) == LUA_OK) value = debugger_format_value(L, -1);
+        else value = "error: " + repl_error_text(L, -1);
+    } else {
+        value = "error: " + repl_error_text(L, -1);
     }
+    lua_pop(L, 1);
+    return "  watch " + std::to_string(w.id) + "  " + w.expression + " = " + value + "\n";
+}
+
+}  // namespace
+
+std::string watch_text(lua_State* L, int id) {
+    for (const Watch& w : g.watches)
+        if (w.id == id) return format_watch(L, w, LUA_NOREF);
+    return "";
+}
+
+void print_stop(lua_State* L, int env_ref) {
+    std::string s = debugger_banner();
+    for (const Watch& w : g.watches) s += format_watch(L, w, env_ref);
     fputs(s.c_str(), stdout);
     fflush(stdout);
 }

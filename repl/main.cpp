@@ -24,6 +24,7 @@ const char* const USAGE =
     "       tapedeck run-plan plan.tdp [--input name=file.npy ...] [--out dir] [--max-bytes N]\n"
     "Options:\n"
     "  -i          run the script, then open the REPL with its globals\n"
+    "  --pm        post-mortem: when the script fails, stop in the failing frame (then exit with status 1)\n"
     "  -e code     run code (may be given more than once)\n"
     "  --view      open the graph viewer window (with no -i: until it is closed or Ctrl-C)\n"
     "  --screenshot out.png [--frames N]   after the script, write the viewer as a PNG\n"
@@ -248,6 +249,7 @@ int main(int argc, char** argv) {
 
     // Options first (as lua.c): -e chunks run in order after the banner, then the script.
     bool interactive = false;
+    bool post_mortem = false;
     std::vector<const char*> code;
     std::string option_error;
     int i = 1;
@@ -259,6 +261,8 @@ int main(int argc, char** argv) {
             }
         } else if (strcmp(argv[i], "-i") == 0) {
             interactive = true;
+        } else if (strcmp(argv[i], "--pm") == 0) {
+            post_mortem = true;
         } else if (strcmp(argv[i], "-e") == 0) {
             if (++i >= argc) {
                 fprintf(stderr, "tapedeck: -e needs code after it\n%s", USAGE);
@@ -280,6 +284,14 @@ int main(int argc, char** argv) {
         }
     }
     int script = i < argc ? i : 0;   // index of the script in argv; 0: none
+    if (post_mortem && !script) {
+        fprintf(stderr, "tapedeck: --pm needs a script to run, as in  tapedeck --pm train.lua\n%s", USAGE);
+        return shutdown(L, 1);
+    }
+    if (post_mortem && !debugger_attached()) {
+        fprintf(stderr, "tapedeck: --pm needs the debugger (TAPEDECK_DEBUGGER=off turns it off)\n");
+        return shutdown(L, 1);
+    }
     if (script == 0 && code.empty()) interactive = true;
     if (interactive && isatty(STDIN_FILENO)) print_banner();
     set_arg_table(L, argv, argc, script);
@@ -291,15 +303,17 @@ int main(int argc, char** argv) {
     int status = 0;
     if (script) {   // the rest of the command line is its arguments (also passed as `...`)
         for (int j = script + 1; j < argc; ++j) lua_pushstring(L, argv[j]);
+        debugger_set_post_mortem_on_error(post_mortem);
         if (repl_run_chunk(L, argv[script], "", true, argc - script - 1) != LUA_OK) status = 1;
+        debugger_set_post_mortem_on_error(false);
     }
-    if (repl_quit_requested()) {   // :quit at a debugger stop
-        status = 0;
+    if (repl_quit_requested()) {   // :quit at a debugger stop; the script's failure when --pm showed it
+        status = debugger_input_ended() || (post_mortem && status != 0) ? 1 : 0;
     } else {
         if (viewer_finish_from_options(interactive, repl_take_interrupt) != 0) status = 1;
         if (interactive) {   // after a script that failed too: its globals are there to inspect
             repl_loop(L, stdin_source());
-            status = 0;
+            status = debugger_input_ended() ? 1 : 0;
         }
     }
     return shutdown(L, status);

@@ -2,9 +2,13 @@
 // Ctrl-C through a hook), with ':' commands parsed before Lua.
 #include "repl.h"
 
+#include <termios.h>
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <lua.hpp>
 #include <string>
 
@@ -18,6 +22,7 @@ volatile sig_atomic_t g_interrupt_pending = 0;
 volatile sig_atomic_t g_lua_running = 0;
 bool (*g_break_in)(lua_State* L) = nullptr;
 void (*g_run_ended)(lua_State* L) = nullptr;
+void (*g_error_observer)(lua_State* L, const char* message) = nullptr;
 const ReplLoopOptions* g_innermost_loop = nullptr;   // the loop whose line is running now
 bool g_quit_requested = false;
 
@@ -27,8 +32,35 @@ void stop_hook(lua_State* L, lua_Debug*) {
     luaL_error(L, "interrupted!");
 }
 
+// Ctrl-C twice: the time (CLOCK_MONOTONIC, ns) of the last Ctrl-C that came while code ran, and
+// the terminal's settings to restore before leaving (readline may have it in raw mode).
+volatile sig_atomic_t g_interrupt_seconds = 0;
+volatile sig_atomic_t g_interrupt_nanoseconds = 0;
+bool g_have_terminal_settings = false;
+struct termios g_terminal_settings;
+
+long long monotonic_ns() {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);   // async-signal-safe
+    return static_cast<long long>(now.tv_sec) * 1000000000LL + now.tv_nsec;
+}
+
+// From the signal handler: only async-signal-safe calls.
+[[noreturn]] void leave_interrupted_twice() {
+    if (g_have_terminal_settings) tcsetattr(STDIN_FILENO, TCSANOW, &g_terminal_settings);
+    const char message[] = "\ntapedeck: interrupted twice within a second: leaving (exit status 130)\n";
+    ssize_t written = write(STDERR_FILENO, message, sizeof message - 1);
+    (void)written;
+    _exit(REPL_EXIT_INTERRUPTED_TWICE);
+}
+
 void on_sigint(int) {
+    long long now = monotonic_ns();
+    long long last = static_cast<long long>(g_interrupt_seconds) * 1000000000LL + g_interrupt_nanoseconds;
+    if (last > 0 && now - last < 1000000000LL) leave_interrupted_twice();
     if (g_lua_running && g_running_state) {
+        g_interrupt_seconds = static_cast<sig_atomic_t>(now / 1000000000LL);
+        g_interrupt_nanoseconds = static_cast<sig_atomic_t>(now % 1000000000LL);
         if (g_break_in && g_break_in(g_running_state)) return;
         int mask = LUA_MASKCALL | LUA_MASKRET | LUA_MASKLINE | LUA_MASKCOUNT;
         lua_sethook(g_running_state, stop_hook, mask, 1);
@@ -45,6 +77,7 @@ int message_handler(lua_State* L) {
     }
     std::string hint = tapedeck_error_hint(L, message);   // "attempt to call a nil value (method 'sume')"
     if (!hint.empty()) message = lua_pushfstring(L, "%s%s", message, hint.c_str());
+    if (g_error_observer) g_error_observer(L, message);   // the post-mortem, before the stack unwinds
     luaL_traceback(L, L, message, 1);
     if (g_innermost_loop && g_innermost_loop->stack_base > 0) {
         // At a debugger stop: the frames of the stopped program are :where's, not this error's.
@@ -109,6 +142,7 @@ void repl_push_env_names(lua_State* L) {
 
 void repl_request_quit() { g_quit_requested = true; }
 bool repl_quit_requested() { return g_quit_requested; }
+void repl_set_error_observer(void (*on_error)(lua_State* L, const char* message)) { g_error_observer = on_error; }
 void repl_set_break_in(bool (*break_in)(lua_State* L), void (*run_ended)(lua_State* L)) {
     g_break_in = break_in;
     g_run_ended = run_ended;
@@ -131,6 +165,7 @@ bool repl_take_interrupt() {
 
 void repl_install_interrupt_handler(lua_State* L) {
     g_running_state = L;
+    g_have_terminal_settings = isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &g_terminal_settings) == 0;
     struct sigaction action;
     memset(&action, 0, sizeof action);
     action.sa_handler = on_sigint;

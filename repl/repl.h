@@ -70,3 +70,10 @@ void repl_install_interrupt_handler(lua_State* L);
 // with the error "interrupted!" as before. `run_ended` is called when the outermost chunk ends
 // (an interrupt it took may not have been delivered).
 void repl_set_break_in(bool (*break_in)(lua_State* L), void (*run_ended)(lua_State* L));
+// An error in code the REPL runs calls `on_error` with the error's message from the message
+// handler, before the stack unwinds (the debugger's post-mortem); the thread's level 1 is the
+// function that raised it. It must leave the stack as it found it.
+void repl_set_error_observer(void (*on_error)(lua_State* L, const char* message));
+// Ctrl-C twice within a second while code runs (the second may come at the stop the first made)
+// leaves the program: a message on stderr, the terminal restored, exit status 130.
+constexpr int REPL_EXIT_INTERRUPTED_TWICE = 130;

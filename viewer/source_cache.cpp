@@ -1,4 +1,5 @@
-// source_cache.cpp: script text for the Source window and for group titles.
+// source_cache.cpp: script text for the Source window, group titles, and the debugger's banners and
+// :list (one cache for all of them, so an edited script shows its new lines everywhere).
 #include "source_cache.h"
 
 #include <sys/stat.h>
@@ -13,9 +14,16 @@ namespace {
 constexpr size_t MAX_FILES = 16;
 constexpr long MAX_FILE_BYTES = 2 << 20;
 
+// What tells that a file changed on disk: its modification time (to the nanosecond) and size.
+struct FileStamp {
+    long long mtime_ns = -1;   // -1: not a readable regular file
+    long long size = 0;
+    bool operator!=(const FileStamp& o) const { return mtime_ns != o.mtime_ns || size != o.size; }
+};
+
 struct CachedFile {
     std::string path;
-    long long mtime = 0;
+    FileStamp stamp;
     bool readable = false;
     std::vector<std::string> lines;
 };
@@ -25,10 +33,13 @@ std::list<CachedFile>& cache() {   // most recently used first
     return files;
 }
 
-long long file_mtime(const std::string& path) {
+FileStamp file_stamp(const std::string& path) {
+    FileStamp stamp;
     struct stat st;
-    if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return -1;
-    return static_cast<long long>(st.st_mtime);
+    if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return stamp;
+    stamp.mtime_ns = static_cast<long long>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec;
+    stamp.size = static_cast<long long>(st.st_size);
+    return stamp;
 }
 
 void read_file(CachedFile& f) {
@@ -57,12 +68,12 @@ void read_file(CachedFile& f) {
 
 const std::vector<std::string>* source_lines(const std::string& file) {
     std::list<CachedFile>& files = cache();
-    long long mtime = file_mtime(file);
+    FileStamp stamp = file_stamp(file);
     for (auto it = files.begin(); it != files.end(); ++it) {
         if (it->path != file) continue;
-        if (it->mtime != mtime) {
-            it->mtime = mtime;
-            if (mtime >= 0) read_file(*it);
+        if (it->stamp != stamp) {
+            it->stamp = stamp;
+            if (stamp.mtime_ns >= 0) read_file(*it);
             else it->readable = false;
         }
         files.splice(files.begin(), files, it);
@@ -70,8 +81,8 @@ const std::vector<std::string>* source_lines(const std::string& file) {
     }
     CachedFile f;
     f.path = file;
-    f.mtime = mtime;
-    if (mtime >= 0) read_file(f);
+    f.stamp = stamp;
+    if (stamp.mtime_ns >= 0) read_file(f);
     files.push_front(std::move(f));
     if (files.size() > MAX_FILES) files.pop_back();
     return files.front().readable ? &files.front().lines : nullptr;

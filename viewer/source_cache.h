@@ -1,4 +1,5 @@
-// source_cache.h: the text of the scripts nodes were recorded from, read once and kept (bounded).
+// source_cache.h: the text of the scripts nodes were recorded from, read once and kept (bounded); the
+// viewer and the debugger read scripts only through it.
 #pragma once
 
 #include <string>
@@ -7,7 +8,7 @@
 namespace td {
 
 // The lines of `file` (without newlines), or nullptr when it is not a readable file (a chunk typed
-// at the prompt, "stdin", "?"). Re-read when the file changed on disk; at most 16 files (2 MB
+// at the prompt, "stdin", "?"). Re-read when the file changed on disk (its mtime or size); at most 16 files (2 MB
 // each) are kept, the least recently used one is dropped first.
 const std::vector<std::string>* source_lines(const std::string& file);
 

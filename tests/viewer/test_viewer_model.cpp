@@ -1,8 +1,12 @@
 // test_viewer_model.cpp: the viewer's model and layout, with no display: every node gets a box,
 // each use of a shared parameter gets its own ghost, edges joining the forward and the backward
 // pass never reach dot, groups collapse and open, the node cap keeps the focus's neighbourhood,
-// and tensor statistics count NaN and Inf apart.
+// tensor statistics count NaN and Inf apart, and the source cache notices an edited script.
 #include <catch2/catch.hpp>
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <cstdio>
 
 #include <algorithm>
 #include <cmath>
@@ -12,6 +16,7 @@
 #include "function.h"
 #include "layout.h"
 #include "model.h"
+#include "source_cache.h"
 #include "tensor_stats.h"
 
 using namespace td;
@@ -313,4 +318,44 @@ TEST_CASE("tensor stats: NaN and infinities are counted apart, min, max, mean an
     CHECK(heat_colour(std::nan(""), 0, 1) == HEAT_NAN);
     CHECK(heat_colour(inf, 0, 1) == HEAT_POS_INF);
     CHECK(heat_colour(-inf, 0, 1) == HEAT_NEG_INF);
+}
+
+namespace {
+
+void write_text(const std::string& path, const char* text) {
+    FILE* f = fopen(path.c_str(), "wb");
+    REQUIRE(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+// Give the file this modification time (seconds and nanoseconds).
+void set_mtime(const std::string& path, time_t seconds, long nanoseconds) {
+    struct timespec times[2] = {{seconds, nanoseconds}, {seconds, nanoseconds}};
+    REQUIRE(utimensat(AT_FDCWD, path.c_str(), times, 0) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("source cache: an edited script is read again, when its size or only its mtime changed") {
+    std::string path = "source_cache_test_tmp.lua";
+    write_text(path, "local a = 1\nreturn a\n");
+    set_mtime(path, 1700000000, 0);
+    REQUIRE(source_lines(path));
+    CHECK(source_line_text(path, 1) == "local a = 1");
+
+    write_text(path, "local a = 100\nreturn a\n");   // longer, same mtime (an edit within a second)
+    set_mtime(path, 1700000000, 0);
+    CHECK(source_line_text(path, 1) == "local a = 100");
+
+    write_text(path, "local a = 200\nreturn a\n");   // same size, mtime later by a nanosecond
+    set_mtime(path, 1700000000, 1);
+    CHECK(source_line_text(path, 1) == "local a = 200");
+
+    write_text(path, "local a = 300\nreturn a\n");   // same size and mtime: the cached text stays
+    set_mtime(path, 1700000000, 1);
+    CHECK(source_line_text(path, 1) == "local a = 200");
+
+    remove(path.c_str());
+    CHECK(source_lines(path) == nullptr);   // gone: no lines
 }
