@@ -1,10 +1,12 @@
 // node_names.cpp: the names the user's script gave nodes, and expressions for the others.
 #include "node_names.h"
 
+#include <cctype>
 #include <cstdio>
 #include <unordered_map>
 
 #include "ops.h"
+#include "source_cache.h"
 
 namespace td {
 
@@ -75,7 +77,52 @@ std::string expression(const Node* node) {
     return s + ")";
 }
 
+// The variable a source line assigns to: "next_h" for "next_h = (h2h + i2h):tanh()", "h" for
+// "local h = ...", "cache.h" for "cache.h = ..."; "" for anything else (a multiple assignment,
+// a comparison, several statements, `self.x = ...`, a line that is not an assignment).
+std::string assigned_variable(std::string text) {
+    if (text.compare(0, 6, "local ") == 0) text = text.substr(6);
+    size_t end = 0;
+    auto is_start = [](char c) { return isalpha(static_cast<unsigned char>(c)) || c == '_'; };
+    auto is_part = [](char c) { return isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+    while (end < text.size() && is_start(text[end])) {   // name(.name)*
+        while (end < text.size() && is_part(text[end])) ++end;
+        if (end + 1 < text.size() && text[end] == '.' && is_start(text[end + 1])) ++end;
+        else break;
+    }
+    std::string name = text.substr(0, end);
+    size_t eq = text.find_first_not_of(' ', end);
+    bool assigns = !name.empty() && eq != std::string::npos && text[eq] == '=' && text.compare(eq, 2, "==") != 0;
+    if (!assigns || text.find(';') != std::string::npos || name == "self" || name.compare(0, 5, "self.") == 0) return "";
+    return name;
+}
+
+bool same_line(const Node* a, const Node* b) { return a->where.file == b->where.file && a->where.line == b->where.line; }
+
+// The forward node recorded at the top level (not inside a custom function) after n; nullptr when none yet.
+Node* next_top_level(Node* n) {
+    for (n = n->tape_next; n; n = n->tape_next)
+        if (n->phase == PHASE_FORWARD && n->group == 0) return n;
+    return nullptr;
+}
+
 }  // namespace
+
+void node_names_from_assignments() {
+    static int64_t settled = 0;   // nodes up to this id were looked at, and their runs had ended
+    Node* n = tape_last();
+    if (!n) return;
+    while (n->tape_prev && n->tape_prev->id > settled) n = n->tape_prev;
+    for (; n; n = n->tape_next) {
+        if (n->phase != PHASE_FORWARD || n->group != 0 || n->where.file < 0) continue;
+        Node* next = next_top_level(n);
+        if (!next) break;   // n's run may go on
+        settled = n->id;
+        if (same_line(n, next) || n->has_name) continue;
+        std::string name = assigned_variable(source_line_text(source_file_name(n->where.file), n->where.line));
+        if (!name.empty()) node_name_offer(n, 0, name, NAME_VARIABLE);
+    }
+}
 
 void node_name_offer(Node* node, int output, const std::string& name, NameRank rank) {
     if (!node || name.empty() || output < 0 || output >= MAX_OUTPUTS) return;

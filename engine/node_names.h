@@ -28,6 +28,12 @@ enum NameRank : uint8_t {
 // Offer `name` for output `output` of `node`; kept when the node has none, or one of a worse rank.
 void node_name_offer(Node* node, int output, const std::string& name, NameRank rank);
 
+// Names from the script's assignments, for nodes no variable holds any more: a node that ends a
+// run of nodes recorded at one source line `next_h = (h2h + i2h):tanh()` (or `local h = ...`, or
+// `cache.h = ...`) is what the line assigned, and is offered that name as a variable. Looks at the
+// nodes recorded since the last call only (a run still growing waits for the next call).
+void node_names_from_assignments();
+
 // The name bound to output `output` of `node`; empty when it has none.
 std::string node_bound_name(const Node* node, int output = 0);
 

@@ -292,6 +292,7 @@ void node_destroy(Node* node) {
 }
 
 Node* tape_first() { return g.tape_head; }
+Node* tape_last() { return g.tape_tail; }
 int64_t tape_live_count() { return g.tape_count; }
 uint64_t tape_version() { return g.tape_version; }
 int64_t tape_next_id() { return g.next_id; }

@@ -269,6 +269,7 @@ struct NoGradGuard {
 
 // The tape: live nodes in id order.
 Node* tape_first();
+Node* tape_last();                // the newest live node; nullptr when the tape is empty
 Node* tape_find(int64_t id);      // nullptr when that node is gone
 int64_t tape_live_count();
 uint64_t tape_version();          // bumped whenever a node is recorded or dies

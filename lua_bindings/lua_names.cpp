@@ -165,4 +165,5 @@ void tapedeck_name_tensors(lua_State* L) {
     name_globals(w);
     name_frame_locals(w);
     lua_settop(L, top);
+    node_names_from_assignments();   // what no variable holds any more: the line that assigned it
 }

@@ -657,9 +657,11 @@ std::string node_text(const Node* node, int output = 0) {
     return label[0] == '#' ? id : label + " (" + id + ")";
 }
 
-// "∂" of a node for a gradient's name: "dloss", "d(h2h + i2h)", "d#9".
-std::string d_of(const Node* node, int output = 0) {
+// "∂" of a node for a gradient's name: "dloss", "d(h2h + i2h)", "d#9". A name the banner already
+// uses for another node (`att = att:softmax(-1)`: input and output are both att) gets its id.
+std::string d_of(const Node* node, int output = 0, const std::string& taken = "") {
     std::string label = node ? node_label(node, output) : "?";
+    if (node && label == taken && label[0] != '#') label += "#" + std::to_string(node->id);
     return label.find(' ') == std::string::npos ? "d" + label : "d(" + label + ")";
 }
 
@@ -737,7 +739,7 @@ std::string group_banner(const DebugStop& stop) {
         const Tensor& grad = group.grad_inputs[i];
         const Edge& input = node->inputs[i];
         Node* producer = input.node ? input.node.get() : tape_find(input.id);
-        std::string label = root + "/" + (producer ? d_of(producer, input.output) : "d#" + std::to_string(input.id));
+        std::string label = root + "/" + (producer ? d_of(producer, input.output, node_label(node)) : "d#" + std::to_string(input.id));
         std::string text = grad.defined() ? label + " " + grad.shape().str() + "   " + produced_by(stop, grad)
                                           : label + " -   (none: the input needs no gradient)";
         add_line(s, i == 0 ? "grads out" : "", text);

@@ -60,6 +60,27 @@ names = names_of(s)
 check.equal(names[cache.state.h.node], "cache.state.h")
 check.equal(names[cache._private.node], nil)
 
+-- what no variable holds any more is named by the line that assigned it: the last node recorded
+-- at `local pre = a * 3` is pre, though the function returned
+local function cell(a)
+  local pre = a * 3
+  local p1, p2 = (pre * 5):sum(), 1
+  return pre:tanh() + p2
+end
+local r = cell(x)
+local records = torch.graph(r)
+local by_id = {}
+for _, rec in ipairs(records) do by_id[rec.id] = rec end
+local tanh_id = by_id[r.node].inputs[1]
+local pre_id = by_id[tanh_id].inputs[1]
+check.equal(by_id[pre_id].op, "mul_scalar")
+check.equal(by_id[pre_id].name, "pre")
+check.equal(by_id[r.node].name, "r")
+-- a multiple assignment names nothing: the sum of `local p1, p2 = ...` is not p1
+for _, rec in ipairs(torch.tape()) do
+  if rec.op == "sum" and rec.inputs[1] ~= nil and by_id[pre_id] and rec.name == "p1" then error("p1 named from a multiple assignment") end
+end
+
 -- :graph's name column and DOT show the names too
 local dir = os.getenv("TMPDIR") or "/tmp"
 local dot = dir .. "/test_names_" .. tostring(os.time()) .. ".dot"
