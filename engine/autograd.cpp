@@ -292,6 +292,11 @@ void grad_hooks_drop(Node* node) {
 
 const BackwardPass* engine_backward_pass() { return g_pass; }
 
+void engine_backward_pass_replay(BackwardPass* pass) {
+    if (pass && g_pass) engine_fail("backward: a replayed group inside a running backward pass");
+    g_pass = pass;
+}
+
 Node* backward_pass_find(int64_t id) {
     if (!g_pass || !g_pass->order) return nullptr;
     const std::vector<Node*>& order = *g_pass->order;   // ids decreasing

@@ -67,10 +67,13 @@ int add_value(Plan& plan, ValueKind kind, int index, const Shape& shape, DType d
 }
 
 // The node whose .grad a target is, for this call's inputs.
-Output& target_output(Plan& plan, int t, const std::vector<Tensor>& inputs) {
+Node* target_node(Plan& plan, int t, const std::vector<Tensor>& inputs) {
     const GradTarget& target = plan.grad_targets[t];
-    Node* node = target.kind == VALUE_INPUT ? inputs[target.index].node.get() : plan.captured[target.index].tensor.node.get();
-    return node->outputs[target.output];
+    return target.kind == VALUE_INPUT ? inputs[target.index].node.get() : plan.captured[target.index].tensor.node.get();
+}
+
+Output& target_output(Plan& plan, int t, const std::vector<Tensor>& inputs) {
+    return target_node(plan, t, inputs)->outputs[plan.grad_targets[t].output];
 }
 
 }  // namespace
@@ -152,9 +155,38 @@ void record_custom_outputs(Recorder& r, Node* node) {
     }
 }
 
+// The value the recording made (or was given) for one output of a node; -1 when it has none.
+int known_value(const Recorder& r, const Tensor& t) {
+    if (!t.defined()) return -1;
+    auto found = r.value_of.find(value_key(t.node->id, t.output));
+    return found == r.value_of.end() ? -1 : found->second;
+}
+
+// Backward finished forward node `node`'s rule: a STEP_GROUP_DONE step with what the group saw,
+// so the debug replay can stop there as eager does. Only for forward nodes the function made.
+void record_group_done(Recorder& r, Node* node) {
+    const BackwardPass* pass = engine_backward_pass();
+    if (!pass || pass->group.node != node) return;
+    Plan& plan = *r.plan;
+    PlanGroup group;
+    group.recorded_id = node->id;
+    group.root_value = known_value(r, Tensor(pass->root, 0));
+    for (int i = 0; i < node->outputs.size(); ++i) group.grad_outputs.push_back(known_value(r, pass->group.grad_outputs[i]));
+    for (int i = 0; i < node->inputs.size(); ++i) group.grad_inputs.push_back(known_value(r, pass->group.grad_inputs[i]));
+    plan.groups.push_back(group);
+    PlanStep& s = add_step(plan, STEP_GROUP_DONE, OP_clone, PHASE_BACKWARD, node->where, node->id);
+    s.recorded_group = node->id;
+    s.target = static_cast<int>(plan.groups.size()) - 1;
+}
+
 void record_node(Node* node, HookEvent event, void*) {
     Recorder& r = *g_recorder;
-    if (event != HOOK_AFTER || node->id < r.first_id) return;
+    if (node->id < r.first_id) return;
+    if (event == HOOK_GROUP_DONE) {
+        record_group_done(r, node);
+        return;
+    }
+    if (event != HOOK_AFTER) return;
     Plan& plan = *r.plan;
     ++plan.stats.recorded_nodes;
     if (node->custom) {   // its own ops were recorded as they ran: replay those, not the Lua code
@@ -192,6 +224,7 @@ void record_node(Node* node, HookEvent event, void*) {
     std::vector<int> inputs;
     for (const Edge& e : node->inputs) inputs.push_back(value_for(r, e.id, e.output, e.value, e.node.get()));
     PlanStep& s = add_step(plan, STEP_KERNEL, node->op, node->phase, node->where, node->id);
+    if (node->phase == PHASE_BACKWARD) s.recorded_group = node->group;
     s.attrs = node->attrs;
     s.attrs.init_values = nullptr;
     s.inputs = inputs;
@@ -254,6 +287,7 @@ void record_grad(Node* node, int output, const Tensor& grad, int64_t first_id, i
         return;
     }
     PlanStep& s = add_step(plan, STEP_GRAD_ACCUMULATE, OP_add_, PHASE_BACKWARD, grad.node->where, grad.node->id);
+    s.recorded_group = node->id;   // as in eager: the leaf's visit adds into its .grad
     s.target = t;
     s.inputs.push_back(v);
     r.target_state_known[t] = true;
@@ -304,7 +338,8 @@ void plan_record_begin(const std::string& name, const std::vector<Tensor>& input
     r->live_at_begin = storage_bytes_live();
     storage_peak_reset();
     g_recorder = r.release();
-    g_recorder->observer = engine_observe(record_node, nullptr, hook_bit(HOOK_AFTER), OBSERVER_RECORDS);
+    g_recorder->observer = engine_observe(record_node, nullptr, hook_bit(HOOK_AFTER) | hook_bit(HOOK_GROUP_DONE),
+                                              OBSERVER_RECORDS);
     engine_observe_grads(record_grad, nullptr);
 }
 
@@ -741,6 +776,7 @@ void pass_fusion(Plan& plan) {
         fused.phase = plan.steps[k].phase;
         fused.where = plan.steps[k].where;
         fused.recorded_id = plan.steps[k].recorded_id;
+        fused.recorded_group = plan.steps[k].recorded_group;
         fused.inputs = group_inputs(group);
         fused.outputs = plan.steps[k].outputs;
         const PlanValue& result = plan.values[fused.outputs[0]];
@@ -752,6 +788,7 @@ void pass_fusion(Plan& plan) {
             op.op = m.op;
             op.attrs = m.attrs;
             op.recorded_id = m.recorded_id;
+            op.recorded_group = m.recorded_group;
             op.where = m.where;
             for (size_t j = 0; j < m.inputs.size(); ++j) {
                 int v = m.inputs[j];
@@ -957,13 +994,19 @@ void pass_buffers(Plan& plan, bool reuse, bool inplace) {
     for (size_t b : plan.buffer_bytes) plan.stats.buffer_bytes += b;
 }
 
-}  // namespace
+// Drop the STEP_GROUP_DONE steps: only the debug replay announces groups.
+void drop_group_steps(Plan& plan) {
+    auto is_group = [](const PlanStep& s) { return s.kind == STEP_GROUP_DONE; };
+    plan.steps.erase(std::remove_if(plan.steps.begin(), plan.steps.end(), is_group), plan.steps.end());
+}
 
-std::unique_ptr<Plan> plan_compile(const Plan& recorded, const PlanPasses& passes) {
-    if (recorded.compiled) engine_fail("freeze: plan_compile needs a recorded plan, not a compiled one");
+// `recorded` with `passes` applied; its group steps kept only for the debug replay.
+std::unique_ptr<Plan> compile_with(const Plan& recorded, const PlanPasses& passes, bool keep_groups) {
     auto plan = std::make_unique<Plan>(recorded);
     plan->exec.reset();
+    plan->debug_replay.reset();
     plan->passes = passes;
+    if (!keep_groups) drop_group_steps(*plan);
     PlanStats& st = plan->stats;
     st.dead = st.common = st.folded = st.fused_ops = st.fused_groups = st.inplace = st.grads_in_place = 0;
     st.unshared_bytes = st.per_call_bytes = 0;
@@ -981,6 +1024,17 @@ std::unique_ptr<Plan> plan_compile(const Plan& recorded, const PlanPasses& passe
         if (s.kind != STEP_GUARD && step_is_effect(*plan, s)) plan->first_effect_step = static_cast<int>(k);
     }
     plan->compiled = true;
+    return plan;
+}
+
+}  // namespace
+
+// The plan, and beside it its debug replay: the recording compiled with no pass, its group steps
+// kept (plan.h). The replay's buffers are allocated only when an observed call first runs it.
+std::unique_ptr<Plan> plan_compile(const Plan& recorded, const PlanPasses& passes) {
+    if (recorded.compiled) engine_fail("freeze: plan_compile needs a recorded plan, not a compiled one");
+    std::unique_ptr<Plan> plan = compile_with(recorded, passes, false);
+    plan->debug_replay = compile_with(recorded, PlanPasses{false, false, false, false, false, false}, true);
     return plan;
 }
 
@@ -1019,6 +1073,7 @@ struct PlanExec {
     // a fused step rounds as eager does, whatever the heap's layout (it varied from run to run).
     Ref<Storage> scratch;
     std::vector<Tensor> recycled;       // per grad target: a .grad the call cleared that nothing else holds
+    std::unordered_map<int64_t, int> value_of_recorded;   // observed runs: a recorded node's id -> its output 0's value
     bool running = false;
 };
 
@@ -1161,17 +1216,48 @@ void run_fused(const PlanStep& s, StepExec& x, PlanExec& e) {
     }
 }
 
+PlanReplayStep* g_replay_current = nullptr;   // the observed step in progress (plan_replay_current)
+
+// Sets g_replay_current for the extent of one observed node or group event (a frozen call run at
+// a stop of another restores the outer one).
+struct ReplayStepScope {
+    PlanReplayStep step;
+    PlanReplayStep* saved = g_replay_current;
+    explicit ReplayStepScope(const PlanReplayStep& s) : step(s) { g_replay_current = &step; }
+    ~ReplayStepScope() { g_replay_current = saved; }
+};
+
+// engine_backward_pass() is `pass` while a replayed group is announced.
+struct ReplayPassScope {
+    explicit ReplayPassScope(BackwardPass* pass) { engine_backward_pass_replay(pass); }
+    ~ReplayPassScope() { engine_backward_pass_replay(nullptr); }
+};
+
 // The run of one call: binds, runs, unbinds (also when a kernel raises).
 struct PlanCall {
-    Plan& plan;
+    Plan& plan;                 // what runs: the plan, or its debug replay when observed
+    const Plan& called;         // the plan plan_run was called with
     PlanExec& e;
     const std::vector<Tensor>& inputs;
     bool observed;
     std::vector<int64_t> ids;   // observed runs: the node that made each value in this run
+    // Observed runs: the tensor each value is in this call (its node is kept until the call
+    // returns, so a backward group can name its forward node and show its gradients), and the
+    // forward nodes of the groups announced so far (the pass's `order`, ids decreasing).
+    std::vector<Tensor> made;
+    std::vector<Node*> groups_visited;
+    int step_index = 0;         // the step being run (for plan_replay_current)
 
-    PlanCall(Plan& p, const std::vector<Tensor>& in) : plan(p), e(*p.exec), inputs(in), observed(engine_observed()) {
+    PlanCall(Plan& p, const Plan& c, const std::vector<Tensor>& in)
+        : plan(p), called(c), e(*p.exec), inputs(in), observed(engine_observed()) {
         e.running = true;
-        if (observed) ids.assign(plan.values.size(), 0);
+        if (observed) {
+            ids.assign(plan.values.size(), 0);
+            made.resize(plan.values.size());
+            if (e.value_of_recorded.empty())   // made on the first observed call
+                for (const PlanStep& s : plan.steps)
+                    if (s.kind == STEP_KERNEL && !s.outputs.empty()) e.value_of_recorded.emplace(s.recorded_id, s.outputs[0]);
+        }
         for (int v : e.bound_values) {
             const PlanValue& pv = plan.values[v];
             if (pv.kind == VALUE_INPUT) value_share_layout(e.slots[v], inputs[pv.index].value());   // a view keeps its layout
@@ -1219,11 +1305,64 @@ struct PlanCall {
         for (int i = 0; i < n_out; ++i) out_copy.push_back(*out[i]);
         Tensor node = tape_record_prepared(op, attrs, in_copy.data(), in_ids.data(), n_in, out_copy.data(), n_out, s.phase,
                                            s.where);
-        exec_node(node.node.get());
+        join_group(node.node.get(), s);
+        {
+            ReplayStepScope scope({&plan, &called, node.node.get(), step_index, s.recorded_id, s.recorded_group});
+            exec_node(node.node.get());
+        }
         for (int i = 0; i < n_out; ++i) {
             *out[i] = node.node->outputs[i].value;   // a view's kernel set the node's layout: the slot takes it
-            if (out_values && out_values[i] >= 0) ids[out_values[i]] = node.id();
+            if (out_values && out_values[i] >= 0) {
+                ids[out_values[i]] = node.id();
+                made[out_values[i]] = Tensor(node.node.get(), i);
+            }
         }
+    }
+
+    // This call's node for a recorded node (null when the call made none, or has not yet).
+    Node* replayed_node(int64_t recorded_id) {
+        auto found = e.value_of_recorded.find(recorded_id);
+        if (found == e.value_of_recorded.end() || !made[found->second].defined()) return nullptr;
+        return made[found->second].node.get();
+    }
+
+    // A backward step's node belongs to the group of its forward node, as in eager: this call's
+    // forward node when it made one (its backward_nodes keep the group's nodes, as backward does),
+    // else the recorded id (the node may still be alive on the tape). Adding into a .grad belongs
+    // to the leaf's visit: the leaf of this call.
+    void join_group(Node* node, const PlanStep& s) {
+        if (s.kind == STEP_GRAD_ACCUMULATE) {
+            node->group = target_node(plan, s.target, inputs)->id;
+            return;
+        }
+        if (s.phase != PHASE_BACKWARD || !s.recorded_group) return;
+        node->group = s.recorded_group;
+        if (Node* forward = replayed_node(s.recorded_group)) {
+            node->group = forward->id;
+            forward->backward_nodes.push_back(Ref<Node>(node));
+        }
+    }
+
+    // STEP_GROUP_DONE: eager's HOOK_GROUP_DONE for this call's forward node, with the gradients
+    // the group received and produced in this call, while engine_backward_pass() says so. Not when
+    // the call runs inside a backward pass (typed at a stop in one): that pass is the running one.
+    void announce_group(const PlanStep& s) {
+        const PlanGroup& group = plan.groups[s.target];
+        Node* forward = replayed_node(group.recorded_id);
+        if (!forward || engine_backward_pass()) return;
+        groups_visited.push_back(forward);
+        std::vector<Tensor> grad_outputs, grad_inputs;
+        for (int v : group.grad_outputs) grad_outputs.push_back(v >= 0 ? made[v] : Tensor());
+        for (int v : group.grad_inputs) grad_inputs.push_back(v >= 0 ? made[v] : Tensor());
+        BackwardPass pass;
+        Node* root = group.root_value >= 0 && made[group.root_value].defined() ? made[group.root_value].node.get() : forward;
+        pass.root = root;
+        pass.order = &groups_visited;
+        pass.position = groups_visited.size() - 1;
+        pass.group = BackwardGroup{forward, grad_outputs.data(), grad_inputs.data()};
+        ReplayStepScope scope({&plan, &called, forward, step_index, group.recorded_id, group.recorded_id});
+        ReplayPassScope replay_pass(&pass);
+        engine_notify(forward, HOOK_GROUP_DONE);
     }
 
     // A view of a contiguous value that is itself contiguous (a transpose of a [1,n] row, an
@@ -1375,6 +1514,9 @@ struct PlanCall {
             case STEP_GRAD_ACCUMULATE: run_accumulate(s, x); break;
             case STEP_GRAD_CLEAR: clear_grad(s.target); break;
             case STEP_GUARD: break;   // checked by the loop
+            case STEP_GROUP_DONE:
+                if (observed) announce_group(s);
+                break;
         }
     }
 
@@ -1473,8 +1615,29 @@ std::string plan_check_inputs(const Plan& plan, const std::vector<Tensor>& input
     return "";
 }
 
-PlanRunResult plan_run(Plan& plan, const std::vector<Tensor>& inputs, bool inputs_checked) {
-    if (!plan.compiled) engine_fail("%s: the plan is not compiled", plan.name.c_str());
+const PlanReplayStep* plan_replay_current() { return g_replay_current; }
+
+std::vector<int> plan_steps_replaying(const Plan& plan, int64_t recorded_id, bool group) {
+    std::vector<int> found;
+    auto matches = [&](int64_t id, int64_t of_group) { return group ? of_group == recorded_id : id == recorded_id; };
+    for (size_t k = 0; k < plan.steps.size(); ++k) {
+        const PlanStep& s = plan.steps[k];
+        if (s.kind == STEP_GROUP_DONE || s.kind == STEP_GUARD) continue;
+        bool runs = matches(s.recorded_id, s.recorded_group);
+        for (const FusedOp& op : s.fused) runs = runs || matches(op.recorded_id, op.recorded_group);
+        if (runs) found.push_back(static_cast<int>(k) + 1);
+    }
+    return found;
+}
+
+int64_t plan_replay_recorded_id(const Node* node) {
+    return g_replay_current && node && g_replay_current->node == node ? g_replay_current->recorded_id : 0;
+}
+
+PlanRunResult plan_run(Plan& plan_called, const std::vector<Tensor>& inputs, bool inputs_checked) {
+    if (!plan_called.compiled) engine_fail("%s: the plan is not compiled", plan_called.name.c_str());
+    // Watched (a breakpoint, the viewer): the recording as recorded, so stops are eager's.
+    Plan& plan = engine_observed() && plan_called.debug_replay ? *plan_called.debug_replay : plan_called;
     if (!inputs_checked) {
         std::string mismatch = plan_check_inputs(plan, inputs);
         if (!mismatch.empty()) engine_fail("%s: %s", plan.name.c_str(), mismatch.c_str());
@@ -1483,7 +1646,7 @@ PlanRunResult plan_run(Plan& plan, const std::vector<Tensor>& inputs, bool input
     if (plan.exec->running)
         engine_fail("%s: already running (called again from inside its own run, e.g. at a breakpoint)", plan.name.c_str());
     PlanRunResult result;
-    PlanCall call(plan, inputs);
+    PlanCall call(plan, plan_called, inputs);
     size_t k = 0;
     try {
         for (; k < plan.steps.size(); ++k) {
@@ -1498,6 +1661,7 @@ PlanRunResult plan_run(Plan& plan, const std::vector<Tensor>& inputs, bool input
                                 plan.name.c_str(), result.reason.c_str(), plan.first_effect_step + 1);
                 return result;
             }
+            call.step_index = static_cast<int>(k);
             call.run_step(s, call.e.steps[k]);
         }
     } catch (const EngineError& error) {
@@ -1588,6 +1752,19 @@ std::string plan_guard_describe(const Plan& plan, int guard) {
     return "?";
 }
 
+bool plan_guard_reads_value(const Plan& plan, int guard) {
+    GuardKind kind = plan.guards[guard].kind;
+    return kind == GUARD_VALUES || kind == GUARD_COMPARE;
+}
+
+std::string plan_guard_advice(const Plan& plan, int guard) {
+    const PlanGuard& g = plan.guards[guard];
+    if (g.kind == GUARD_VALUES) return "return the tensor, or read " + g.text + " outside the frozen function";
+    if (g.kind == GUARD_COMPARE)
+        return "compare outside the frozen function, or keep the computation in tensors (no Lua `if` on a tensor's value)";
+    return "";
+}
+
 std::string plan_describe(const Plan& plan) {
     std::string s;
     char line[512];
@@ -1649,6 +1826,7 @@ std::string plan_describe(const Plan& plan) {
                 break;
             case STEP_GRAD_CLEAR: what = target_name(plan, st_.target) + ".grad = nil"; break;
             case STEP_GUARD: what = "guard " + std::to_string(st_.target + 1) + ": " + plan_guard_describe(plan, st_.target); break;
+            case STEP_GROUP_DONE: what = "backward group of #" + std::to_string(st_.recorded_group) + " done"; break;
         }
         if (!st_.outputs.empty()) {
             int v = st_.outputs[0];

@@ -71,6 +71,8 @@ enum StepKind : uint8_t {
     STEP_GRAD_ACCUMULATE,   // target.grad += inputs[0] (a copy becomes .grad when it has none)
     STEP_GRAD_CLEAR,        // target.grad = nil
     STEP_GUARD,             // check guards[target]; a failure stops the run
+    STEP_GROUP_DONE,        // backward: groups[target]'s rule has run (eager's HOOK_GROUP_DONE). Only in
+                            // a recording and its debug replay (Plan::debug_replay): a debugger stops there
 };
 
 enum FusedInputMode : uint8_t {
@@ -86,6 +88,7 @@ struct FusedOp {
     OpAttrs attrs;
     int operands[2] = {0, 0};
     int64_t recorded_id = 0;
+    int64_t recorded_group = 0;   // as PlanStep::recorded_group
     SourceLoc where;
 };
 
@@ -100,8 +103,19 @@ struct PlanStep {
     Phase phase = PHASE_FORWARD;
     SourceLoc where;
     int64_t recorded_id = 0;
+    int64_t recorded_group = 0;            // backward: the recorded forward node it differentiates (Node::group)
     std::vector<FusedOp> fused;            // STEP_FUSED: the ops, in order
     std::vector<uint8_t> input_modes;      // STEP_FUSED: FusedInputMode per input
+};
+
+// A backward group as the recording saw it at eager's HOOK_GROUP_DONE: forward node
+// `recorded_id`'s rule had run. Values are -1 where the recording made none (no gradient flowed,
+// or the tensor came from outside the function).
+struct PlanGroup {
+    int64_t recorded_id = 0;
+    int root_value = -1;               // the output backward() was called on
+    std::vector<int> grad_outputs;     // per output of the forward node: the gradient arriving there
+    std::vector<int> grad_inputs;      // per input: the gradient its rule produced
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -179,6 +193,7 @@ struct Plan {
     std::vector<PlanStep> steps;
     std::vector<PlanGuard> guards;
     std::vector<PlanOutput> outputs;
+    std::vector<PlanGroup> groups;    // backward groups, for the debug replay (not in plan files)
     bool compiled = false;
     PlanPasses passes;
     PlanStats stats;
@@ -187,6 +202,10 @@ struct Plan {
     std::vector<bool> value_per_call; // after compile: value's bytes are new each call (returned)
     int first_effect_step = -1;       // after compile: first step that changes state outside the plan
     std::shared_ptr<PlanExec> exec;
+    // After compile: the same recording compiled with no pass, which plan_run runs when an observer
+    // (a debugger, the viewer) is attached: every recorded node once, in record order, its backward
+    // groups announced as eager does (STEP_GROUP_DONE), so stops are those of the eager run.
+    std::shared_ptr<Plan> debug_replay;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -236,6 +255,25 @@ std::string plan_check_inputs(const Plan& plan, const std::vector<Tensor>& input
 // raises EngineError naming the step's op and line. `inputs_checked`: the caller has just had ""
 // from plan_check_inputs for these inputs (else plan_run checks them).
 PlanRunResult plan_run(Plan& plan, const std::vector<Tensor>& inputs, bool inputs_checked = false);
+// While an observed plan_run runs a step's node through exec_node, or announces a backward group
+// (HOOK_GROUP_DONE of the replayed forward node): which step of which plan it is, and the ids the
+// recording had. Null otherwise. A debugger stopped in a frozen call reads it for its banner and
+// for `:break node N` with a recorded id.
+struct PlanReplayStep {
+    const Plan* plan = nullptr;      // what runs: the debug replay (Plan::debug_replay) or the plan itself
+    const Plan* called = nullptr;    // the plan that was called (its steps are the ones :plan lists)
+    const Node* node = nullptr;      // the node of this call (the forward node at a group)
+    int step = 0;                    // index in plan->steps
+    int64_t recorded_id = 0;         // the node the step was recorded from
+    int64_t recorded_group = 0;      // backward: the recorded forward node it belongs to
+};
+const PlanReplayStep* plan_replay_current();
+// The steps of a compiled plan (1-based, as :plan numbers them) that run recorded node `recorded_id`
+// (a step of its own, or an op of a fused step); with `group`, those of its backward group instead.
+std::vector<int> plan_steps_replaying(const Plan& plan, int64_t recorded_id, bool group);
+// The recorded id of `node` when it is the node of the replayed step in progress, else 0.
+int64_t plan_replay_recorded_id(const Node* node);
+
 // The current value of a captured tensor (what plan_run reads).
 const Value& plan_captured_value(const PlanCaptured& captured);
 
@@ -247,6 +285,12 @@ const Value& plan_captured_value(const PlanCaptured& captured);
 std::string plan_describe(const Plan& plan);
 // A guard said for people: "y > 0 was true (script.lua:4)".
 std::string plan_guard_describe(const Plan& plan, int guard);
+// What to do about a guard on a value the Lua code read out of a tensor (item(), totable(), a
+// comparison), for the message of a call it sent back to recording ("return the tensor, or read
+// item() outside the frozen function"); "" for other guards.
+std::string plan_guard_advice(const Plan& plan, int guard);
+// Whether a guard is on a value read out of a tensor (GUARD_VALUES or GUARD_COMPARE).
+bool plan_guard_reads_value(const Plan& plan, int guard);
 // "float32 [64,1000]"-style description of one value ("x", "captured W_h", "#12 mm").
 std::string plan_value_name(const Plan& plan, int value);
 

@@ -22,6 +22,7 @@
 // [SECTION] memory     plan_memory_bound
 // [SECTION] load       plan_load_bytes, plan_load
 #include <cerrno>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -41,8 +42,9 @@ namespace {
 constexpr char PLAN_MAGIC[8] = {'T', 'D', 'P', 'L', 'A', 'N', '\r', '\n'};
 // 2: OpAttrs.strides (regions). 3: conv2d / max_pool2d windows along H and W (kernel, stride and
 // padding became kernel_h, stride_h, padding_h, each with a _w beside it), dilation, groups,
-// ceil_mode. Files of versions 1 and 2 still load.
-constexpr uint32_t PLAN_VERSION = 3;
+// ceil_mode. 4: each step's recorded group (the forward node a backward step differentiates, shown
+// by the debugger). Files of versions 1 to 3 still load (their backward steps name no group).
+constexpr uint32_t PLAN_VERSION = 4;
 constexpr uint32_t PLAN_OLDEST_VERSION = 1;
 constexpr size_t HEADER_BYTES = 32;
 constexpr uint32_t MAX_COUNT = 1u << 24;          // of any list in a plan
@@ -309,8 +311,11 @@ std::string plan_save_bytes(const Plan& plan, const PlanPasses& passes) {
         w.i32(v.alias_of);
         w.i64(v.recorded_id);
     }
-    w.u32(plan.steps.size());
+    // Backward groups are not written (the debug replay of a loaded plan announces none).
+    auto written = [](const PlanStep& s) { return s.kind != STEP_GROUP_DONE; };
+    w.u32(static_cast<uint32_t>(std::count_if(plan.steps.begin(), plan.steps.end(), written)));
     for (const PlanStep& s : plan.steps) {
+        if (!written(s)) continue;
         w.u8(s.kind);
         w.str(op_info(s.op).name);
         write_attrs(w, s.attrs);
@@ -320,6 +325,7 @@ std::string plan_save_bytes(const Plan& plan, const PlanPasses& passes) {
         w.u8(s.phase);
         w.loc(s.where);
         w.i64(s.recorded_id);
+        w.i64(s.recorded_group);
     }
     w.u32(plan.guards.size());
     for (const PlanGuard& g : plan.guards) {
@@ -447,6 +453,7 @@ std::unique_ptr<Plan> read_payload(Reader& r, PlanPasses* passes) {
         s.phase = static_cast<Phase>(r.enum_value(PHASE_BACKWARD, "phase"));
         s.where = r.loc();
         s.recorded_id = r.i64();
+        if (r.version >= 4) s.recorded_group = r.i64();
     }
     if (r.version < 2) upgrade_version_1_views(*plan);
     if (r.version < 3) upgrade_version_2_windows(*plan);

@@ -329,6 +329,9 @@ void grad_hooks_drop(Node* node);                        // node_destroy: its ho
 
 // The pass backward() is running, or null. One at a time: backward() while one runs is an error.
 const BackwardPass* engine_backward_pass();
+// A frozen plan's debug replay announces a recorded backward group (plan.cpp): `pass` stands for
+// the running pass while its observers see HOOK_GROUP_DONE; null ends it. Not while backward() runs.
+void engine_backward_pass_replay(BackwardPass* pass);
 // The node with this id among those the running pass visits (O(log n)); null when none is.
 Node* backward_pass_find(int64_t id);
 

@@ -58,6 +58,13 @@ struct Frozen {
     SourceLoc where;
     int calls = 0, replays = 0, records = 0;
     std::string last_reason;
+    // A guard on a value read out of a tensor that fails call after call (loss:item() returned
+    // from the function) makes every call a recording: after EAGER_AFTER_FAILURES in a row the
+    // function runs eagerly, until `f.eager = false` (or a new torch.freeze).
+    std::string failing_guard;        // "item() at file:line": the value guard that failed last call, "" none
+    int failures_in_row = 0;
+    bool eager = false;
+    int eager_calls = 0;
 
     void unref(int& ref) {
         if (ref != LUA_NOREF && main) luaL_unref(main, LUA_REGISTRYINDEX, ref);
@@ -404,11 +411,41 @@ void remember_args(lua_State* L, Frozen& f, int first, int n) {
     lua_settop(L, t - 1);
 }
 
+constexpr int EAGER_AFTER_FAILURES = 3;
+
+// The function itself on the call's arguments (f.eager): all its results.
+int call_eagerly(lua_State* L, Frozen& f, int first, int n) {
+    ++f.eager_calls;
+    int top = lua_gettop(L);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, f.fn_ref);
+    for (int i = 0; i < n; ++i) lua_pushvalue(L, first + i);
+    lua_call(L, n, LUA_MULTRET);
+    return lua_gettop(L) - top;
+}
+
+// A call found no plan; `guard` is the first plan's failed guard (or null: the inputs did not fit).
+// Counts a value guard failing call after call; after EAGER_AFTER_FAILURES the function goes
+// eager, said once. Returns the message's hint ("" when none).
+std::string note_failed_guard(Frozen& f, const Plan* plan, int guard) {
+    if (!plan || guard < 0 || !plan_guard_reads_value(*plan, guard)) {
+        f.failing_guard.clear();
+        f.failures_in_row = 0;
+        return "";
+    }
+    const PlanGuard& g = plan->guards[guard];
+    std::string key = g.text + " at " + source_loc_str(g.where);
+    f.failures_in_row = key == f.failing_guard ? f.failures_in_row + 1 : 1;
+    f.failing_guard = key;
+    if (f.failures_in_row >= EAGER_AFTER_FAILURES) f.eager = true;
+    return plan_guard_advice(*plan, guard);
+}
+
 // f(...): the first cached plan that fits runs; else re-record (or refuse when strict).
 int frozen_call(lua_State* L) {
     Frozen& f = check_frozen(L, 1);
     int first = 2, n = lua_gettop(L) - 1;
     ++f.calls;
+    if (f.eager && f.fn_ref != LUA_NOREF) return call_eagerly(L, f, first, n);
     if (plan_recording())
         raise(L, f.name + ": a frozen function cannot run while another function is being frozen (call its eager function)");
     struct BorrowedInputs {   // f's spare vector for this call, emptied and handed back however it ends
@@ -424,6 +461,8 @@ int frozen_call(lua_State* L) {
     for (int i = 0; i < n; ++i)
         if (Tensor* t = tapedeck_test_tensor(L, first + i)) tensors.push_back(*t);
     std::string reason;
+    const Plan* failed_plan = nullptr;   // the plan whose guard gave `reason` (null: the inputs did not fit)
+    int failed_guard = -1;
     for (size_t c = 0; c < f.cache.size(); ++c) {
         CacheEntry& e = f.cache[c];
         std::string why = f.fn_ref == LUA_NOREF ? "" : args_mismatch(L, e, first, n);
@@ -439,11 +478,17 @@ int frozen_call(lua_State* L) {
             if (!error.empty()) raise(L, error);
             if (result.completed) {
                 ++f.replays;
+                f.failures_in_row = 0;
+                f.failing_guard.clear();
                 if (c > 0) std::rotate(f.cache.begin(), f.cache.begin() + static_cast<long>(c), f.cache.begin() + static_cast<long>(c) + 1);
                 remember_args(L, f, first, n);
                 return push_results(L, f.cache.front(), result.outputs);
             }
             why = result.reason;
+            if (reason.empty()) {
+                failed_plan = e.plan.get();
+                failed_guard = result.failed_guard;
+            }
         }
         if (reason.empty()) reason = why;
     }
@@ -452,8 +497,23 @@ int frozen_call(lua_State* L) {
     if (f.fn_ref == LUA_NOREF) raise(L, f.name + ": " + reason + frozen_at);
     if (f.strict && !f.cache.empty())
         raise(L, f.name + ": guard failed: " + reason + "; strict mode does not re-record" + frozen_at);
-    if (f.verbose && !f.cache.empty())
+    std::string hint = f.cache.empty() ? "" : note_failed_guard(f, failed_plan, failed_guard);
+    if (f.verbose && !f.cache.empty()) fflush(stdout);   // the message after what the program printed before
+    if (f.verbose && !f.cache.empty() && !f.eager) {
         fprintf(stderr, "freeze: re-recording %s: %s\n", f.name.c_str(), reason.c_str());
+        if (!hint.empty())
+            fprintf(stderr, "  %s reads a tensor's value, so a new value means a new recording: %s\n",
+                    f.failing_guard.c_str(), hint.c_str());
+    }
+    if (f.eager) {   // said once: from now on calls do not get here
+        if (f.verbose)
+            fprintf(stderr,
+                    "freeze: %s: the guard on %s failed %d calls in a row: %s runs eagerly from now on, without "
+                    "recording. To freeze it, %s; then freeze it again (or set %s.eager = false)\n",
+                    f.name.c_str(), f.failing_guard.c_str(), f.failures_in_row, f.name.c_str(), hint.c_str(),
+                    f.name.c_str());
+        return call_eagerly(L, f, first, n);
+    }
     int n_results = record_call(L, f, first, n);
     remember_args(L, f, first, n);
     return n_results;
@@ -823,7 +883,7 @@ int frozen_with_passes(lua_State* L) {
 
 int frozen_stats(lua_State* L) {
     Frozen& f = check_frozen(L, 1);
-    lua_createtable(L, 0, 6);
+    lua_createtable(L, 0, 14);
     lua_pushinteger(L, f.calls);
     lua_setfield(L, -2, "calls");
     lua_pushinteger(L, f.replays);
@@ -834,6 +894,10 @@ int frozen_stats(lua_State* L) {
     lua_setfield(L, -2, "cached");
     lua_pushstring(L, f.last_reason.c_str());
     lua_setfield(L, -2, "last_reason");
+    lua_pushboolean(L, f.eager);
+    lua_setfield(L, -2, "eager");
+    lua_pushinteger(L, f.eager_calls);
+    lua_setfield(L, -2, "eager_calls");
     if (!f.cache.empty()) {
         const PlanStats& s = f.cache.front().plan->stats;
         lua_pushinteger(L, static_cast<lua_Integer>(f.cache.front().plan->steps.size()));
@@ -857,6 +921,7 @@ int frozen_index(lua_State* L) {
     Frozen& f = check_frozen(L, 1);
     const char* key = tdlua::check_string(L, 2, "field name");
     if (strcmp(key, "strict") == 0) lua_pushboolean(L, f.strict);
+    else if (strcmp(key, "eager") == 0) lua_pushboolean(L, f.eager);
     else if (strcmp(key, "verbose") == 0) lua_pushboolean(L, f.verbose);
     else if (strcmp(key, "cache_size") == 0) lua_pushinteger(L, f.cache_size);
     else if (strcmp(key, "name") == 0) lua_pushstring(L, f.name.c_str());
@@ -879,6 +944,12 @@ int frozen_newindex(lua_State* L) {
         f.strict = lua_toboolean(L, 3);
     } else if (strcmp(key, "verbose") == 0) {
         f.verbose = lua_toboolean(L, 3);
+    } else if (strcmp(key, "eager") == 0) {   // false: record (and replay) again; true: run eagerly
+        if (lua_toboolean(L, 3) && f.fn_ref == LUA_NOREF)
+            engine_fail("frozen function: %s was loaded from a plan file and has no Lua function to run eagerly", f.name.c_str());
+        f.eager = lua_toboolean(L, 3);
+        f.failures_in_row = 0;
+        f.failing_guard.clear();
     } else if (strcmp(key, "cache_size") == 0) {
         int64_t size = tdlua::check_integer(L, 3, "cache_size");
         if (size < 1 || size > 1000) tdlua::arg_fail(3, "cache_size must be 1..1000, got %lld", static_cast<long long>(size));
@@ -886,7 +957,7 @@ int frozen_newindex(lua_State* L) {
     } else if (strcmp(key, "name") == 0) {
         f.name = tdlua::check_string(L, 3, "name");
     } else {
-        engine_fail("frozen function: cannot set '%s' (strict, verbose, cache_size, name)", key);
+        engine_fail("frozen function: cannot set '%s' (strict, verbose, eager, cache_size, name)", key);
     }
     return 0;
 }

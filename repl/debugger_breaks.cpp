@@ -15,6 +15,7 @@
 
 #include "chunk_lines.h"
 #include "debugger_internal.h"
+#include "plan.h"
 #include "repl.h"
 #include "tapedeck_lua.h"
 
@@ -536,8 +537,8 @@ bool wants_node(const Breakpoint& bp, Node* node, HookEvent event) {
             if (node->op != bp.op) return false;
             if (bp.op == OP_function && bp.function_name != "function" && bp.function_name != node->name()) return false;
             return group ? (bp.phases & BREAK_BACKWARD) != 0 : forward_node && (bp.phases & BREAK_FORWARD);
-        case TARGET_NODE:
-            if (node->id != bp.node_id) return false;
+        case TARGET_NODE:   // in a frozen call, the node's recorded id names it too
+            if (node->id != bp.node_id && plan_replay_recorded_id(node) != bp.node_id) return false;
             return group ? (bp.phases & BREAK_BACKWARD) != 0 : (bp.phases & BREAK_FORWARD) != 0;
         case TARGET_LINE:
             if (bp.phases == BREAK_LINE || node->where.line != bp.line) return false;

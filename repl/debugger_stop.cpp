@@ -16,6 +16,7 @@
 
 #include "debugger_internal.h"
 #include "node_names.h"
+#include "plan.h"
 #include "source_cache.h"
 #include "repl.h"
 #include "tapedeck_lua.h"
@@ -317,6 +318,9 @@ void overwrite_output(lua_State* L, Node* node, int output, int idx) {
 // grad_out[i] = value at idx: the gradient flowing on to input i (a tensor, a number, or nil).
 void replace_grad(lua_State* L, DebugStop& stop, lua_Integer i, int idx) {
     Node* node = stop.node.get();
+    if (plan_replay_recorded_id(node))   // the replayed nodes hold no autograd graph to send another gradient along
+        luaL_error(L, "grad_out[%d]: the gradients of a frozen call cannot be replaced at a stop (edit them in the "
+                      "eager function, %s.fn)", static_cast<int>(i), plan_replay_current()->called->name.c_str());
     if (i < 1 || i > node->inputs.size())
         luaL_error(L, "grad_out[%d]: the node has %d input%s", static_cast<int>(i), node->inputs.size(), node->inputs.size() == 1 ? "" : "s");
     const Edge& e = node->inputs[static_cast<int>(i - 1)];
@@ -802,6 +806,33 @@ std::string frame_text(const DebugFrame& f) {
     return s;
 }
 
+namespace {
+
+// "steps 8, 9" / "step 8" / "no step of its own (the passes folded it away)": where :plan runs it.
+std::string plan_steps_text(const std::vector<int>& steps) {
+    if (steps.empty()) return "no step of its own in :plan (a pass folded, fused or removed it)";
+    std::string s = steps.size() == 1 ? ":plan step " : ":plan steps ";
+    for (size_t i = 0; i < steps.size(); ++i) s += (i ? ", " : "") + std::to_string(steps[i]);
+    return s;
+}
+
+// A stop inside a frozen call (plan_run's debug replay): the plan, and the node the step was
+// recorded from, by the id :plan and `:break node N` use. "" elsewhere.
+std::string frozen_text(const DebugStop& stop) {
+    const PlanReplayStep* replay = plan_replay_current();
+    if (!replay || !stop.node || replay->node != stop.node.get()) return "";
+    const Plan& called = *replay->called;
+    std::string s = called.name + ": ";
+    if (stop.kind == STOP_GROUP)
+        return s + "backward group of recorded #" + std::to_string(replay->recorded_id) + " " + stop.node->name() + "; " +
+               plan_steps_text(plan_steps_replaying(called, replay->recorded_id, true));
+    s += "recorded #" + std::to_string(replay->recorded_id);
+    if (replay->recorded_group) s += " (backward group of recorded #" + std::to_string(replay->recorded_group) + ")";
+    return s + "; " + plan_steps_text(plan_steps_replaying(called, replay->recorded_id, false));
+}
+
+}  // namespace
+
 }  // namespace dbg
 
 using namespace dbg;
@@ -817,6 +848,8 @@ std::string debugger_banner() {
         case STOP_LINE: s = line_banner(*stop); break;
         case STOP_POST_MORTEM: s = post_mortem_banner(*stop); break;
     }
+    std::string frozen = frozen_text(*stop);
+    if (!frozen.empty()) add_line(s, "frozen", frozen);
     if (!stop->why.empty()) add_line(s, "why", stop->why);
     return s;
 }
@@ -831,7 +864,12 @@ std::string debugger_where() {
         s += (static_cast<int>(i) == stop->frame ? "=> " : "   ") + frame_text(stop->frames[i]) + "\n";
     if (stop->frames.empty()) s += "   (no Lua code is running)\n";
     s += "tape: ";
-    if (stop->pass) {
+    const PlanReplayStep* replay = plan_replay_current();
+    if (replay && stop->node && replay->node == stop->node.get()) {
+        s += std::string(stop->phase == PHASE_BACKWARD ? "backward" : "forward") + " inside frozen call " +
+             replay->called->name + ", at step " + std::to_string(replay->step + 1) + " of the " +
+             std::to_string(replay->plan->steps.size()) + " its recording replays";
+    } else if (stop->pass) {
         s += "backward pass from #" + std::to_string(stop->pass->root->id) + ", at node " +
              std::to_string(stop->pass->position + 1) + " of the " + std::to_string(stop->pass->order->size()) +
              " it visits";

@@ -90,7 +90,7 @@ TEST_CASE("plan: a recorded RNN cell replays to the eager loss and gradients wit
     }
 }
 
-TEST_CASE("plan: with an observer attached, every step runs through exec_node, fused groups op by op") {
+TEST_CASE("plan: with an observer attached, the recording replays node by node and announces its backward groups") {
     Cell cell;
     Tensor x = make_tensor(Shape{1, 10}, ramp(10, 1));
     Tensor h = make_tensor(Shape{1, 20}, ramp(20, 0.5));
@@ -98,20 +98,45 @@ TEST_CASE("plan: with an observer attached, every step runs through exec_node, f
     PlanRunResult fast = plan_run(*plan, {x, h});
     std::vector<double> fast_gh = values_of(grad_of(cell.w_h));
     REQUIRE(plan->stats.fused_groups >= 1);
+    REQUIRE(plan->debug_replay);
+    for (const PlanStep& s : plan->steps) CHECK(s.kind != STEP_GROUP_DONE);   // only the debug replay has them
 
-    Observed seen;
-    int handle = engine_observe(Observed::on, &seen);
+    struct Watcher {
+        std::vector<std::string> ops;
+        std::vector<std::string> groups;   // "op: group's forward node is this call's"
+        bool gradients_seen = false;
+        static void on(Node* node, HookEvent event, void* user) {
+            Watcher& w = *static_cast<Watcher*>(user);
+            if (event == HOOK_BEFORE) w.ops.push_back(node->name());
+            if (event != HOOK_GROUP_DONE) return;
+            w.groups.push_back(node->name());
+            const BackwardPass* pass = engine_backward_pass();
+            REQUIRE(pass);
+            CHECK(pass->group.node == node);
+            CHECK(plan_replay_recorded_id(node) > 0);
+            CHECK(plan_replay_recorded_id(node) < node->id);   // recorded before this call
+            for (const Ref<Node>& b : node->backward_nodes) CHECK(b->group == node->id);
+            w.gradients_seen = w.gradients_seen || pass->group.grad_outputs[0].defined();
+        }
+    } seen;
+    int handle = engine_observe(Watcher::on, &seen);
     PlanRunResult observed = plan_run(*plan, {x, h});
     engine_unobserve(handle);
     REQUIRE(observed.completed);
+    CHECK(engine_backward_pass() == nullptr);
     check_values(values_of(observed.outputs[0]), values_of(fast.outputs[0]), 0, 0);
     check_values(values_of(grad_of(cell.w_h)), fast_gh, 0, 0);
-    size_t expected = 0;
-    for (const PlanStep& s : plan->steps)
-        expected += s.kind == STEP_FUSED ? s.fused.size() : (s.kind == STEP_KERNEL || s.kind == STEP_GRAD_ACCUMULATE) ? 1 : 0;
+    size_t expected = 0;   // every recorded node once: no fusion, nothing dropped
+    for (const PlanStep& s : plan->debug_replay->steps)
+        expected += (s.kind == STEP_KERNEL || s.kind == STEP_GRAD_ACCUMULATE) ? 1 : 0;
     CHECK(seen.ops.size() == expected);
+    CHECK(expected >= static_cast<size_t>(plan->stats.fused_ops));
     CHECK(std::find(seen.ops.begin(), seen.ops.end(), "tanh") != seen.ops.end());
     CHECK(std::find(seen.ops.begin(), seen.ops.end(), "tanh_backward") != seen.ops.end());
+    CHECK(std::find(seen.groups.begin(), seen.groups.end(), "tanh") != seen.groups.end());
+    CHECK(std::find(seen.groups.begin(), seen.groups.end(), "mm") != seen.groups.end());
+    CHECK(seen.gradients_seen);
+    CHECK(plan_replay_current() == nullptr);
 }
 
 TEST_CASE("plan: liveness reuses buffers, gradients are written in place, and outputs are new each call") {
