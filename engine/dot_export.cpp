@@ -1,5 +1,6 @@
 // dot_export.cpp: DOT text for a graph, rendered with Graphviz's libgvc (dot layout).
 #include "dot_export.h"
+#include "node_names.h"
 
 #include <graphviz/cgraph.h>
 #include <graphviz/gvc.h>
@@ -69,6 +70,8 @@ std::string graph_to_dot(const NodeList& nodes) {
         const Node* n = ref.get();
         // Label lines are escaped one by one and joined with DOT's own "\n".
         std::string label = dot_escape(node_title(n));
+        std::string name = node_label(n);
+        if (name[0] != '#') label += "\\n" + dot_escape(name);
         if (n->phase == PHASE_BACKWARD) label += "\\ngrad of #" + std::to_string(n->group);
         for (const Output& o : n->outputs)
             label += "\\n" + dot_escape(o.value.shape.str() + " " + dtype_name(o.value.dtype));

@@ -1,5 +1,6 @@
 // format.cpp: PyTorch-style tensor printing, and the tape as a table.
 #include "format.h"
+#include "node_names.h"
 
 #include <algorithm>
 #include <array>
@@ -182,7 +183,7 @@ static size_t display_width(const std::string& s) {
 std::string graph_format_table(const NodeList& nodes, const std::vector<int64_t>& marked) {
     // One row of cells per node; each column is as wide as its widest cell (at least as wide as
     // before), so a long op ("expand(shape=[2,2])") or phase ("backward of #12") keeps the columns.
-    std::vector<std::array<std::string, 6>> rows = {{"id", "op", "phase", "inputs", "shape", "where"}};
+    std::vector<std::array<std::string, 7>> rows = {{"id", "op", "name", "phase", "inputs", "shape", "where"}};
     for (const Ref<Node>& n : nodes) {
         std::string inputs;
         for (const Edge& e : n->inputs) {
@@ -203,16 +204,17 @@ std::string graph_format_table(const NodeList& nodes, const std::vector<int64_t>
         if (!attrs.empty()) op += "(" + attrs + ")";
         std::string id = std::to_string(n->id);
         if (std::find(marked.begin(), marked.end(), n->id) != marked.end()) id = "=> " + id;
-        rows.push_back({id, op, phase, inputs, shapes, source_loc_str(n->where)});
+        std::string name = node_label(n.get());
+        rows.push_back({id, op, name[0] == '#' ? "" : name, phase, inputs, shapes, source_loc_str(n->where)});
     }
-    size_t width[6] = {6, 18, 9, 16, 14, 0};
+    size_t width[7] = {6, 18, 8, 9, 16, 14, 0};
     for (const auto& r : rows)
-        for (int c = 0; c < 5; ++c) width[c] = std::max(width[c], display_width(r[c]));
+        for (int c = 0; c < 6; ++c) width[c] = std::max(width[c], display_width(r[c]));
     std::string out;
     for (const auto& r : rows) {
         out += std::string(width[0] - display_width(r[0]), ' ') + r[0] + " ";   // the id, right-aligned
-        for (int c = 1; c < 5; ++c) out += " " + r[c] + std::string(width[c] - display_width(r[c]), ' ');
-        out += " " + r[5] + "\n";
+        for (int c = 1; c < 6; ++c) out += " " + r[c] + std::string(width[c] - display_width(r[c]), ' ');
+        out += " " + r[6] + "\n";
     }
     return out;
 }

@@ -9,6 +9,7 @@
 #include "tape.h"
 
 #include "function.h"
+#include "node_names.h"
 
 #include <algorithm>
 #include <csignal>
@@ -295,12 +296,14 @@ void node_destroy(Node* node) {
         tape_unlink(n);
         if (n->has_grad_hooks) grad_hooks_drop(n);
         if (n->has_arrived_gradients) arrived_gradients_drop(n);
+        if (n->has_name) node_names_drop(n);
         delete n;
     }
     g.destroying = false;
 }
 
 Node* tape_first() { return g.tape_head; }
+Node* tape_last() { return g.tape_tail; }
 int64_t tape_live_count() { return g.tape_count; }
 uint64_t tape_version() { return g.tape_version; }
 

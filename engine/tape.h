@@ -158,6 +158,7 @@ struct Node {
     uint8_t edited = 0;          // EDITED_* bits: a debugger replaced what this node computed
     bool has_grad_hooks = false; // grad_hook_add was called on one of its outputs (autograd.cpp)
     bool has_arrived_gradients = false;   // a backward pass noted what arrived at it (arrived_gradients.cpp)
+    bool has_name = false;       // the script's name for it is kept in node_names.cpp
     bool pass_made_sum = false;  // a backward pass made it to hold a gradient being summed: until
                                  // that gradient's target is visited, only the pass reaches it
 
@@ -276,6 +277,7 @@ struct NoGradGuard {
 
 // The tape: live nodes in id order.
 Node* tape_first();
+Node* tape_last();                // the newest live node; nullptr when the tape is empty
 Node* tape_find(int64_t id);      // nullptr when that node is gone
 int64_t tape_live_count();
 uint64_t tape_version();          // bumped whenever a node is recorded or dies, or a leaf's

@@ -24,6 +24,7 @@
 
 #include "dot_export.h"
 #include "format.h"
+#include "node_names.h"
 #include "plan.h"
 #include "lua_util.h"
 #include "lua_tensor.h"
@@ -1236,6 +1237,7 @@ int l_set_grad_enabled(lua_State* L) {
 // The list holds its nodes: building the tables allocates, and a collection step then may
 // finalise the last tensor that held one of them.
 void push_records(lua_State* L, const NodeList& nodes) {
+    tapedeck_name_tensors(L);
     lua_createtable(L, static_cast<int>(nodes.size()), 0);
     for (size_t i = 0; i < nodes.size(); ++i) {
         tapedeck_push_node_record(L, nodes[i].get());
@@ -1257,6 +1259,7 @@ int l_graphviz(lua_State* L) {
     Tensor& t = check_tensor(L, 1);
     const char* path = lua_tostring(L, 2);
     if (!path) arg_fail(2, "expected a file name like \"graph.svg\", got %s", type_name_of(L, 2));
+    tapedeck_name_tensors(L);
     graph_write(graph_collect(t), path);
     return 0;
 }
@@ -1518,6 +1521,11 @@ void tapedeck_push_node_record(lua_State* L, const td::Node* n) {
     lua_setfield(L, -2, "is_leaf");
     lua_pushboolean(L, n->outputs.size() > 0 && n->outputs[0].requires_grad);
     lua_setfield(L, -2, "requires_grad");
+    std::string name = node_bound_name(n);   // the script's name for it; nil when it has none
+    if (!name.empty()) {
+        lua_pushstring(L, name.c_str());
+        lua_setfield(L, -2, "name");
+    }
     lua_pushinteger(L, n->outputs.size());
     lua_setfield(L, -2, "outputs");
     lua_pushstring(L, source_loc_str(n->where).c_str());

@@ -50,3 +50,7 @@ void tapedeck_open_plan(lua_State* L);
 void tapedeck_open_save_load(lua_State* L);
 // Whether the value at idx is a frozen function (from torch.freeze or torch.load_plan).
 bool tapedeck_is_frozen(lua_State* L, int idx);
+// Offers the engine the names the script gives its tensors now (engine/node_names.h): the
+// variables of the script's running frames and the globals, modules' parameters by their paths.
+// Called when names are about to be shown: a debugger stop, a viewer redraw, a graph printed.
+void tapedeck_name_tensors(lua_State* L);

@@ -32,6 +32,7 @@ std::string trim(const std::string& s) {
 // The nodes an optional expression names: the graph of the tensor it evaluates to, or the whole
 // tape when there is no expression. False (message printed) when it is not a tensor.
 bool nodes_for(lua_State* L, const std::string& expression, td::NodeList& nodes) {
+    tapedeck_name_tensors(L);   // the table and the drawing show the script's names
     if (expression.empty()) {
         nodes = td::tape_nodes();
         return true;

@@ -15,6 +15,7 @@
 #include <set>
 
 #include "debugger_internal.h"
+#include "node_names.h"
 #include "plan.h"
 #include "source_cache.h"
 #include "tensor_stats.h"
@@ -665,11 +666,26 @@ std::string node_location(const Node* node) {
     return "  (" + location(source_file_name(node->where.file), node->where.line) + ")";
 }
 
-// "#4 add [20,1]": an input by its producer.
+// How a node is shown: "next_h (#10 tanh)" when the script named it (or its inputs, "h2h + i2h
+// (#9 add)"), else "#9 add" (node_names.h).
+std::string node_text(const Node* node, int output = 0) {
+    std::string id = "#" + std::to_string(node->id) + " " + node->name();
+    std::string label = node_label(node, output);
+    return label[0] == '#' ? id : label + " (" + id + ")";
+}
+
+// "∂" of a node for a gradient's name: "dloss", "d(h2h + i2h)", "d#9". A name the banner already
+// uses for another node (`att = att:softmax(-1)`: input and output are both att) gets its id.
+std::string d_of(const Node* node, int output = 0, const std::string& taken = "") {
+    std::string label = node ? node_label(node, output) : "?";
+    if (node && label == taken && label[0] != '#') label += "#" + std::to_string(node->id);
+    return label.find(' ') == std::string::npos ? "d" + label : "d(" + label + ")";
+}
+
+// "h2h + i2h (#9 add) [20,1]": an input by its producer.
 std::string edge_text(const Edge& e) {
     Node* producer = e.node ? e.node.get() : tape_find(e.id);
-    std::string s = "#" + std::to_string(e.id);
-    if (producer) s += std::string(" ") + producer->name();
+    std::string s = producer ? node_text(producer, e.output) : "#" + std::to_string(e.id);
     return s + " " + e.value.shape.str();
 }
 
@@ -693,7 +709,7 @@ std::string arriving_from(const DebugStop& stop, const Tensor& grad) {
     if (p->phase == PHASE_FORWARD) return s + ", set at a debugger stop";
     if (p->group == stop.node->id) return s + ", gradients added here";
     Node* group = tape_find(p->group);
-    return s + ", backward of #" + std::to_string(p->group) + (group ? std::string(" ") + group->name() : "");
+    return s + ", backward of " + (group ? node_text(group) : "#" + std::to_string(p->group));
 }
 
 // The right side of a gradient rule, as the grads-out line puts it after the gradient's name:
@@ -729,27 +745,29 @@ void add_line(std::string& s, const char* label, const std::string& text) {
 std::string group_banner(const DebugStop& stop) {
     const Node* node = stop.node.get();
     const BackwardGroup& group = stop.pass->group;
-    std::string root = "d#" + std::to_string(stop.pass->root->id);
+    std::string root = d_of(stop.pass->root);
     std::string ids = backward_ids(node);
-    std::string s = "[" + stop.reason + "] backward" + (ids.empty() ? "" : " " + ids) + "  grad of #" +
-                    std::to_string(node->id) + " " + node->name() + node_location(node) + "\n";
+    std::string s = "[" + stop.reason + "] backward" + (ids.empty() ? "" : " " + ids) + "  grad of " +
+                    node_text(node) + node_location(node) + "\n";
     std::string outs;
-    for (int i = 0; i < node->outputs.size(); ++i) outs += (i ? ", " : "") + ("#" + std::to_string(node->id)) + " " + node->outputs[i].value.shape.str();
+    for (int i = 0; i < node->outputs.size(); ++i) outs += (i ? ", " : "") + node_text(node, i) + " " + node->outputs[i].value.shape.str();
     add_line(s, "forward", "in: " + join_inputs(node) + "   out: " + outs);
     std::string saved;
     for (const SavedTensor& t : saved_of(node))
         saved += (saved.empty() ? "" : ", ") + std::string(t.name) + " = " +
-                 (t.input < 0 ? "#" + std::to_string(node->id) + " " + node->outputs[0].value.shape.str() : edge_text(node->inputs[t.input]));
+                 (t.input < 0 ? node_text(node) + " " + node->outputs[0].value.shape.str() : edge_text(node->inputs[t.input]));
     if (!saved.empty()) add_line(s, "saved", saved);
     for (int i = 0; i < node->outputs.size(); ++i) {
         const Tensor& grad = group.grad_outputs[i];
         if (!grad.defined()) continue;
-        std::string label = root + "/d#" + std::to_string(node->id) + (node->outputs.size() > 1 ? "." + std::to_string(i + 1) : "");
+        std::string label = root + "/" + d_of(node, i) + (node->outputs.size() > 1 && node_bound_name(node, i).empty() ? "." + std::to_string(i + 1) : "");
         add_line(s, "grad in", label + " " + grad.shape().str() + "   (" + arriving_from(stop, grad) + ")");
     }
     for (int i = 0; i < node->inputs.size(); ++i) {
         const Tensor& grad = group.grad_inputs[i];
-        std::string label = root + "/d#" + std::to_string(node->inputs[i].id);
+        const Edge& input = node->inputs[i];
+        Node* producer = input.node ? input.node.get() : tape_find(input.id);
+        std::string label = root + "/" + (producer ? d_of(producer, input.output, node_label(node)) : "d#" + std::to_string(input.id));
         std::string text = grad.defined() ? label + " " + grad.shape().str() + "   " + produced_by(stop, i, grad)
                                           : label + " -   (none: the input needs no gradient)";
         add_line(s, i == 0 ? "grads out" : "", text);
@@ -765,13 +783,14 @@ std::string node_banner(const DebugStop& stop) {
     if (!attrs.empty()) s += "(" + attrs + ")";
     if (node->phase == PHASE_BACKWARD) {
         Node* forward = tape_find(node->group);
-        s += "  grad of #" + std::to_string(node->group) + (forward ? std::string(" ") + forward->name() : "");
+        s += "  grad of " + (forward ? node_text(forward) : "#" + std::to_string(node->group));
     }
     s += node_location(node) + "\n";
     add_line(s, "in", join_inputs(node));
     for (int i = 0; i < node->outputs.size(); ++i) {
         const Value& v = node->outputs[i].value;
-        add_line(s, "out", "#" + std::to_string(node->id) + (node->outputs.size() > 1 ? "." + std::to_string(i + 1) : "") +
+        std::string out_name = node_bound_name(node, i);
+        add_line(s, "out", (out_name.empty() ? "" : out_name + " ") + "#" + std::to_string(node->id) + (node->outputs.size() > 1 ? "." + std::to_string(i + 1) : "") +
                                " " + v.shape.str() + " " + dtype_name(v.dtype) + (i == 0 ? std::string("   ") + node->info().math : ""));
     }
     return s;
@@ -845,6 +864,7 @@ using namespace dbg;
 std::string debugger_banner() {
     const DebugStop* stop = g.stop;
     if (!stop) return "";
+    tapedeck_name_tensors(stop->thread);   // what the script's variables hold now names the nodes shown
     std::string s;
     switch (stop->kind) {
         case STOP_GROUP: s = group_banner(*stop); break;

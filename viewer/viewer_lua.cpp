@@ -30,6 +30,7 @@
 #include <thread>
 #include <lua.hpp>
 
+#include "node_names.h"
 #include "tapedeck_lua.h"
 #include "tensor_stats.h"
 #include "viewer_internal.h"
@@ -111,54 +112,11 @@ bool has_field_function(lua_State* L, int table, const char* name) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Names: Lua globals (and fields of global tables, two levels down) that hold tensors.
-
-const char* const LIBRARY_TABLES[] = {"_G", "string", "table", "math", "io", "os", "package", "debug", "coroutine",
-                                      "utf8", "torch", "nn", "optim", "F", "viewer", "arg", "dbg", nullptr};
-
-bool is_library(const char* key) {
-    for (const char* const* k = LIBRARY_TABLES; *k; ++k)
-        if (strcmp(*k, key) == 0) return true;
-    return false;
-}
-
-void name_tensors(lua_State* L, int table, const std::string& prefix, int depth, int* budget,
-                  std::unordered_map<int64_t, std::string>& names) {
-    lua_pushnil(L);
-    while (lua_next(L, table) != 0) {
-        if (--*budget < 0) {
-            lua_pop(L, 2);
-            return;
-        }
-        std::string key;
-        if (lua_type(L, -2) == LUA_TSTRING) key = lua_tostring(L, -2);
-        else if (lua_isinteger(L, -2)) key = "[" + std::to_string(lua_tointeger(L, -2)) + "]";
-        if (!key.empty() && !(prefix.empty() && is_library(key.c_str()))) {
-            std::string name = prefix.empty() ? key : prefix + (key[0] == '[' ? "" : ".") + key;
-            if (Tensor* t = tapedeck_test_tensor(L, -1)) {
-                auto it = names.find(t->id());
-                if (it == names.end() || name.size() < it->second.size() ||
-                    (name.size() == it->second.size() && name < it->second))
-                    names[t->id()] = name;
-            } else if (lua_type(L, -1) == LUA_TTABLE && depth > 0 && key[0] != '_') {
-                name_tensors(L, lua_gettop(L), name, depth - 1, budget, names);
-            }
-        }
-        lua_pop(L, 1);
-    }
-}
+// Names: what the script's variables, modules and tables call the tensors (lua_names.cpp).
 
 std::unordered_map<int64_t, std::string> lua_tensor_names() {
-    std::unordered_map<int64_t, std::string> names;
-    lua_State* L = calling_state();
-    if (!L) return names;
-    int top = lua_gettop(L);
-    if (!lua_checkstack(L, 16)) return names;
-    lua_pushglobaltable(L);
-    int budget = 2000;
-    name_tensors(L, lua_gettop(L), "", 2, &budget, names);
-    lua_settop(L, top);
-    return names;
+    tapedeck_name_tensors(calling_state());
+    return node_names_by_id();
 }
 
 // ---------------------------------------------------------------------------------------------

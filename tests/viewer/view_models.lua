@@ -79,9 +79,10 @@ for id in pairs(reached) do
     assert(box.title == "#" .. id .. " parameter", ("parameter %s is titled 'parameter': %s"):format(named[id], box.title))
     assert(box.parameter, ("parameter %s is coloured as a parameter"):format(named[id]))
     assert(box.detail:find(tostring(r.shape), 1, true), ("parameter %s shows its shape"):format(named[id]))
-    -- Named after the global `model` wherever the viewer's names reach (model.fc1.weight).
-    assert(box.extra == "" or box.extra:find("model", 1, true) == 1,
-           ("parameter %s is labelled with its name, not '%s'"):format(named[id], box.extra))
+    -- Named by its module path: the variable holding the model, then PyTorch's key (model.fc1.weight).
+    local key = "." .. named[id]
+    assert(box.extra:sub(-#key) == key and #box.extra > #key,
+           ("parameter %s is labelled with its module path, not '%s'"):format(named[id], box.extra))
     if box.extra ~= "" then labelled = labelled + 1 end
     assert(r.history_start, "a parameter starts a history")
     for _, input in ipairs(r.inputs) do
@@ -90,7 +91,7 @@ for id in pairs(reached) do
   end
 end
 assert(parameters >= 2, "the loss depends on the model's parameters: " .. parameters)
-assert(labelled >= 1, "parameters are labelled with their names")
+assert(labelled == parameters, "every parameter is labelled with its name")
 for _, b in ipairs(view.boxes) do
   assert(not b.title:find(" detach", 1, true) or b.phase == "backward", "no detach (an init chain) is drawn: " .. b.title)
 end
