@@ -9,6 +9,7 @@
 #include <lua.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -725,9 +726,55 @@ std::string rule_right_side(const char* rule) {
 
 // "= grad * (1 - y^2)   (#25 tanh_backward)": the forward op's rule for input `input`, then the
 // recorded backward node that produced the gradient (the id :stepi and :break node stop at).
+bool is_word_char(char c) { return isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+// "pow_tensor(P, e)": a label that is one call, which needs no parentheses around it.
+bool is_call(const std::string& label) {
+    size_t open = label.find('(');
+    if (open == std::string::npos || open == 0 || !is_word_char(label[open - 1])) return false;
+    int depth = 0;
+    for (size_t i = open; i < label.size(); ++i) {
+        depth += label[i] == '(' ? 1 : label[i] == ')' ? -1 : 0;
+        if (depth == 0) return i + 1 == label.size();
+    }
+    return false;
+}
+
+// The rule with the letters of the op's saved tensors replaced by the script's names for them:
+// "grad * (1 - y^2)" -> "grad * (1 - next_h^2)", "grad · Bᵀ" -> "grad · W_xᵀ". A letter whose
+// tensor has no name stays a letter (the saved line says which tensor it is).
+std::string rule_with_names(const std::string& rule, const Node* node) {
+    std::string out = rule;
+    for (const SavedTensor& t : saved_of(node)) {
+        if (strlen(t.name) != 1) continue;
+        std::string label;
+        if (t.input < 0) {
+            label = node_label(node);
+        } else {
+            const Edge& e = node->inputs[t.input];
+            Node* producer = e.node ? e.node.get() : tape_find(e.id);
+            label = producer ? node_label(producer, e.output) : "";
+        }
+        if (label.empty() || label[0] == '#') continue;
+        if (label.find(' ') != std::string::npos && !is_call(label)) label = "(" + label + ")";
+        std::string replaced;
+        for (size_t i = 0; i < out.size(); ++i) {
+            char c = out[i];
+            bool letter = tolower(static_cast<unsigned char>(c)) == t.name[0];
+            bool alone = (i == 0 || (!is_word_char(out[i - 1]) && out[i - 1] != '\'')) &&
+                         (i + 1 == out.size() || !is_word_char(out[i + 1]));
+            replaced += letter && alone ? label : std::string(1, c);
+        }
+        out = replaced;
+    }
+    for (size_t twice = out.find("ᵀᵀ"); twice != std::string::npos; twice = out.find("ᵀᵀ"))
+        out.erase(twice, 2 * strlen("ᵀ"));   // (xᵀ)ᵀ is x
+    return out;
+}
+
 std::string produced_by(const DebugStop& stop, int input, const Tensor& grad) {
     const BackwardGroup& group = stop.pass->group;
-    std::string rule = rule_right_side(op_grad_rule(stop.node->op, input, &stop.node->attrs));
+    std::string rule = rule_with_names(rule_right_side(op_grad_rule(stop.node->op, input, &stop.node->attrs)), stop.node.get());
     for (int i = 0; i < stop.node->outputs.size(); ++i)
         if (group.grad_outputs[i].defined() && group.grad_outputs[i].same_as(grad)) return rule + "   (passed on unchanged)";
     Node* p = grad.node.get();
