@@ -178,7 +178,7 @@ bool cmd_timeit(lua_State* L, const std::string& args) {
 
 const Command commands[] = {
     {"help", "h", "", "list the commands", cmd_help},
-    {"graph", "g", "[expr]", "the tape as a table (id, op, phase, inputs, shape, file:line); with expr, the graph of that tensor", cmd_graph},
+    {"graph", "g", "[expr]", "the tape as a table (id, op, name, phase, inputs, shape, file:line); with expr, the graph of that tensor", cmd_graph},
     {"dot", nullptr, "[expr] file", "write the graph as .dot, or render .svg/.png/.pdf with Graphviz", cmd_dot},
     {"freeze", nullptr, "f = fn, args...", "f = torch.freeze(fn, args...): run fn once, recording it, and compile the plan", cmd_freeze},
     {"plan", nullptr, "f", "the frozen function's plan: passes, steps, fused groups, buffers, guards", cmd_plan},
@@ -209,7 +209,7 @@ const Command commands[] = {
     {"display", nullptr, "[expr]", "as :watch (pdb's name): print expr at every stop, numbered", debugger_cmd_watch},
     {"undisplay", nullptr, "N|all", "as :unwatch", debugger_cmd_unwatch},
     {"ignore", nullptr, "N COUNT", "breakpoint N does not stop at its next COUNT hits (counted in :breaks)", debugger_cmd_ignore},
-    {"view", "v", "[expr]", "open the graph viewer (and select expr's node); also :view close, :view screenshot f.png", cmd_view},
+    {"view", "v", "[expr]", "open the graph viewer (and select expr's node); also :view close, :view screenshot f.png, :view expand|collapse NAME", cmd_view},
     {"quit", "q", "", "leave tapedeck", cmd_quit},
 };
 
