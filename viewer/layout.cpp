@@ -152,6 +152,9 @@ bool layout_phase(const LayoutInput& in, Phase phase, LayoutResult& out, LayoutR
     agattr(g, AGRAPH, gv("label"), gv(""));
     agattr(g, AGRAPH, gv("fontsize"), gv("10"));
     agattr(g, AGRAPH, gv("labeljust"), gv("l"));
+    // The window draws a frame's title at its top: dot keeps the room there ("b" with rankdir BT,
+    // where dot's sides are turned over; by default a nested frame's title would overlap its parent's).
+    agattr(g, AGRAPH, gv("labelloc"), gv(upward ? "b" : "t"));
     agattr(g, AGNODE, gv("shape"), gv("box"));
     agattr(g, AGNODE, gv("fixedsize"), gv("true"));
     agattr(g, AGNODE, gv("label"), gv(""));

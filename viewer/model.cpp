@@ -549,6 +549,13 @@ struct Builder {
         return static_cast<int>(view.boxes.size()) - 1;
     }
 
+    // "att (#940)" for the forward node a backward node differentiates, by the script's name when it has one.
+    std::string forward_label(int64_t id) const {
+        const NodeRecord* forward = record_find(all, id);
+        std::string hash_id = "#" + std::to_string(id);
+        return forward && !forward->name.empty() ? forward->name + " (" + hash_id + ")" : hash_id;
+    }
+
     int node_box(const NodeRecord& r, int frame) {
         ViewBox b;
         b.key = "n" + std::to_string(r.id);
@@ -562,7 +569,7 @@ struct Builder {
         b.is_function = r.is_function;
         b.title = "#" + std::to_string(r.id) + " " + (record_is_parameter(r) ? "parameter" : r.op);
         b.detail = r.shape + (r.dtype == "float32" || r.dtype.empty() ? "" : " " + r.dtype);
-        if (r.phase == PHASE_BACKWARD && r.inner_of == 0) b.extra = "grad of #" + std::to_string(r.group);
+        if (r.phase == PHASE_BACKWARD && r.inner_of == 0) b.extra = "grad of " + forward_label(r.group);
         else if (!r.name.empty()) b.extra = r.name;
         return add_box(std::move(b));
     }
