@@ -376,7 +376,8 @@ void stop_here(lua_State* T, StopKind kind, Node* node, const std::string& reaso
     }
     if (mode == RESUME_ABORT) {   // the user's line where the run was abandoned (not a library frame's)
         std::string where = tapedeck_where(T, 0);
-        std::string message = repl_quit_requested() ? "quit" : "abandoned at a debugger stop (:abort)";
+        std::string message = std::string("abandoned at a debugger stop (") +
+                              (g.input_ended ? "input ended: quitting" : repl_quit_requested() ? ":quit" : ":abort") + ")";
         if (!where.empty()) message += " (" + where + ")";
         g.abandoning = true;   // cleared when the outermost chunk has ended (run_ended)
         lua_pushstring(T, message.c_str());
