@@ -9,6 +9,7 @@
 #include "plan.h"
 
 #include <algorithm>
+#include <map>
 #include <cmath>
 #include <cstring>
 #include <unordered_map>
@@ -585,6 +586,21 @@ void pass_common_subexpressions(Plan& plan) {
         std::vector<uint32_t> versions;
     };
     std::vector<Seen> seen;
+    // seen entries by a hash of (op, inputs, their versions): a step is compared with the steps that
+    // may match it, not with every step before it (that made freeze quadratic on long loops)
+    std::unordered_multimap<size_t, size_t> seen_by_hash;
+    auto hash_of = [](const PlanStep& step, const std::vector<uint32_t>& versions) {
+        const OpAttrs& a = step.attrs;   // the attributes that tell a loop's steps apart (narrow's start, ...)
+        size_t h = std::hash<int>()(static_cast<int>(step.op));
+        for (int64_t x : {int64_t(a.dim), int64_t(a.dim2), a.start, a.length, int64_t(a.shape.ndim)})
+            h = h * 1000003u ^ std::hash<int64_t>()(x);
+        h = h * 1000003u ^ std::hash<double>()(a.scalar);
+        for (int i = 0; i < a.shape.ndim; ++i) h = h * 1000003u ^ std::hash<int64_t>()(a.shape[i]);
+        const std::vector<int>& inputs = step.inputs;
+        for (int v : inputs) h = h * 1000003u ^ std::hash<int>()(v);
+        for (uint32_t v : versions) h = h * 1000003u ^ std::hash<uint32_t>()(v);
+        return h;
+    };
     std::vector<bool> drop(plan.steps.size(), false);
     for (size_t k = 0; k < plan.steps.size(); ++k) {
         PlanStep& s = plan.steps[k];
@@ -595,14 +611,15 @@ void pass_common_subexpressions(Plan& plan) {
         if (candidate) {
             std::vector<uint32_t> versions;
             for (int v : s.inputs) versions.push_back(version[p.root(v)]);
-            const Seen* match = nullptr;
-            for (const Seen& e : seen) {
+            size_t hash = hash_of(s, versions);
+            const Seen* match = nullptr;   // the earliest step that computes the same
+            auto candidates = seen_by_hash.equal_range(hash);
+            for (auto it = candidates.first; it != candidates.second; ++it) {
+                const Seen& e = seen[it->second];
                 const PlanStep& o = plan.steps[e.step];
                 if (o.op == s.op && o.inputs == s.inputs && e.versions == versions && o.outputs.size() == s.outputs.size() &&
-                    attrs_equal(o.attrs, s.attrs)) {
+                    attrs_equal(o.attrs, s.attrs) && (!match || e.step < match->step))
                     match = &e;
-                    break;
-                }
             }
             if (match) {
                 const PlanStep& o = plan.steps[match->step];
@@ -611,6 +628,7 @@ void pass_common_subexpressions(Plan& plan) {
                 ++plan.stats.common;
                 continue;
             }
+            seen_by_hash.emplace(hash, seen.size());
             seen.push_back({static_cast<int>(k), versions});
         }
         int written = step_written_root(plan, s);
@@ -720,14 +738,18 @@ void pass_fusion(Plan& plan) {
     std::vector<int> made_by = p.producers();
     std::vector<int> group_of(plan.steps.size(), -1);      // group id = index of its last step
     std::vector<std::vector<int>> members(plan.steps.size());
-    // writes_before[k][r]: how many in-place writes root r had had before step k
-    std::vector<int> writes(plan.values.size(), 0);
-    std::vector<std::vector<int>> writes_before(plan.steps.size());
+    // write_steps[r]: the steps that write root r in place, ascending; writes_before(r, k) counts
+    // those before step k (a table of counts per step would cost steps x values: a long unrolled
+    // loop made freeze quadratic in time and memory).
+    std::vector<std::vector<int>> write_steps(plan.values.size());
     for (size_t k = 0; k < plan.steps.size(); ++k) {
-        writes_before[k] = writes;   // copies: plans have hundreds of values at most per fused check
         int w = step_written_root(plan, plan.steps[k]);
-        if (w >= 0) ++writes[w];
+        if (w >= 0) write_steps[w].push_back(static_cast<int>(k));
     }
+    auto writes_before = [&](int r, int k) {
+        const std::vector<int>& at = write_steps[r];
+        return std::lower_bound(at.begin(), at.end(), k) - at.begin();
+    };
     auto group_inputs = [&](const std::vector<int>& group) {
         std::vector<int> inputs;
         for (int k : group)
@@ -757,7 +779,7 @@ void pass_fusion(Plan& plan) {
             bool unchanged = true;   // the moved ops' inputs are not written between them and here
             for (int in : inputs) {
                 int r = p.root(in);
-                for (int m : other) unchanged = unchanged && writes_before[m][r] == writes_before[k][r];
+                for (int m : other) unchanged = unchanged && writes_before(r, m) == writes_before(r, static_cast<int>(k));
             }
             if (!unchanged) continue;
             group = merged;
@@ -935,7 +957,10 @@ void pass_buffers(Plan& plan, bool reuse, bool inplace) {
         return plan.values[r].kind == VALUE_STEP && plan.values[r].alias_of < 0 && !plan.value_per_call[r] &&
                !into_grad_output[r];
     };
-    std::vector<int> free_buffers;
+    std::vector<std::vector<int>> last_used_at(plan.steps.size());   // step -> the roots it reads or writes last
+    for (size_t r = 0; r < n; ++r)
+        if (last_use[r] >= 0) last_used_at[static_cast<size_t>(last_use[r])].push_back(static_cast<int>(r));
+    std::multimap<size_t, int> free_buffers;   // bytes -> buffer, in the order they were freed
     std::vector<bool> handed_on(n, false);
     for (size_t k = 0; k < plan.steps.size(); ++k) {
         const PlanStep& s = plan.steps[k];
@@ -958,16 +983,12 @@ void pass_buffers(Plan& plan, bool reuse, bool inplace) {
                 }
             }
             if (chosen < 0 && reuse && !free_buffers.empty()) {
-                int best = -1;
-                for (int b : free_buffers) {
-                    size_t have = plan.buffer_bytes[b];
-                    if (best < 0) { best = b; continue; }
-                    size_t best_have = plan.buffer_bytes[best];
-                    bool fits = have >= bytes, best_fits = best_have >= bytes;
-                    if ((fits && (!best_fits || have < best_have)) || (!fits && !best_fits && have > best_have)) best = b;
-                }
-                chosen = best;
-                free_buffers.erase(std::find(free_buffers.begin(), free_buffers.end(), best));
+                // Best fit: the smallest free buffer that holds `bytes`, else the largest (grown);
+                // among buffers of one size, the one freed first.
+                auto best = free_buffers.lower_bound(bytes);
+                if (best == free_buffers.end()) best = free_buffers.lower_bound(std::prev(free_buffers.end())->first);
+                chosen = best->second;
+                free_buffers.erase(best);
                 plan.buffer_bytes[chosen] = std::max(plan.buffer_bytes[chosen], bytes);
             }
             if (chosen < 0) {
@@ -976,10 +997,9 @@ void pass_buffers(Plan& plan, bool reuse, bool inplace) {
             }
             plan.value_buffer[out] = chosen;
         }
-        for (size_t r = 0; r < n; ++r)
-            if (last_use[r] == static_cast<int>(k) && plan.value_buffer[r] >= 0 && owns_buffer(static_cast<int>(r)) &&
-                !handed_on[r])
-                free_buffers.push_back(plan.value_buffer[r]);
+        for (int r : last_used_at[k])
+            if (plan.value_buffer[r] >= 0 && owns_buffer(r) && !handed_on[r])
+                free_buffers.emplace(plan.buffer_bytes[plan.value_buffer[r]], plan.value_buffer[r]);
     }
     for (size_t v = 0; v < n; ++v) {
         int r = p.root(static_cast<int>(v));
