@@ -537,6 +537,7 @@ struct PassState {
 
     void remove_steps(const std::vector<bool>& drop) {
         std::vector<PlanStep> kept;
+        kept.reserve(plan.steps.size());
         for (size_t k = 0; k < plan.steps.size(); ++k)
             if (!drop[k]) kept.push_back(std::move(plan.steps[k]));
         plan.steps = std::move(kept);
@@ -901,6 +902,7 @@ void pass_gradients_in_place(Plan& plan) {
 // are checked before the plan changes anything outside it whenever the data allow.
 void pass_hoist_guards(Plan& plan) {
     std::vector<PlanStep> steps;
+    steps.reserve(plan.steps.size());
     for (PlanStep& s : plan.steps) {
         if (s.kind != STEP_GUARD) {
             steps.push_back(std::move(s));
