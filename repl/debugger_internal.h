@@ -143,8 +143,6 @@ std::string source_line_text(const std::string& file, int line);
 const std::vector<std::string>* source_file_lines(const std::string& file);
 // Remember that a chunk name ("@path") was seen, so short_src names can be resolved to files.
 void note_source(const std::string& chunk_name);
-// A Lua value as a short string for messages ("[20,1] float32 tensor", "3", "nil").
-std::string describe_value(lua_State* L, int idx);
 
 // ---- debugger.cpp
 // The post-mortem stop: the prompt over `stop` (kind POST_MORTEM, frames and error filled), as

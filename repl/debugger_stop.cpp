@@ -99,6 +99,20 @@ void capture_frames(lua_State* T, DebugStop& stop, int first_level) {
     }
 }
 
+namespace {
+
+// Appends {name, value} to the list at absolute index `list`, the value taken from the top of L.
+void append_named(lua_State* L, int list, const char* name, int* n) {
+    lua_createtable(L, 2, 0);
+    lua_pushstring(L, name);
+    lua_rawseti(L, -2, 1);
+    lua_insert(L, -2);
+    lua_rawseti(L, -2, 2);
+    lua_rawseti(L, list, ++*n);
+}
+
+}  // namespace
+
 void push_live_frame_variables(lua_State* L, lua_State* T, lua_Debug* ar) {
     lua_createtable(L, 0, 2);
     lua_newtable(L);   // locals
@@ -111,12 +125,7 @@ void push_live_frame_variables(lua_State* L, lua_State* T, lua_Debug* ar) {
             lua_pop(L, 1);
             continue;
         }
-        lua_createtable(L, 2, 0);
-        lua_pushstring(L, name);
-        lua_rawseti(L, -2, 1);
-        lua_insert(L, -2);
-        lua_rawseti(L, -2, 2);
-        lua_rawseti(L, -2, ++n);
+        append_named(L, lua_gettop(L) - 1, name, &n);
     }
     lua_setfield(L, -2, "locals");
     lua_newtable(L);   // upvalues
@@ -131,12 +140,7 @@ void push_live_frame_variables(lua_State* L, lua_State* T, lua_Debug* ar) {
             lua_pop(L, 1);
             continue;
         }
-        lua_createtable(L, 2, 0);
-        lua_pushstring(L, name);
-        lua_rawseti(L, -2, 1);
-        lua_insert(L, -2);
-        lua_rawseti(L, -2, 2);
-        lua_rawseti(L, -3, ++n);
+        append_named(L, function - 1, name, &n);
     }
     lua_pop(L, 1);   // the function
     lua_setfield(L, -2, "upvalues");
@@ -954,15 +958,6 @@ std::string debugger_where() {
 }
 
 namespace dbg {
-
-std::string describe_value(lua_State* L, int idx) {
-    if (Tensor* t = tapedeck_test_tensor(L, idx)) return "tensor " + t->shape().str() + " " + dtype_name(t->dtype());
-    size_t len;
-    const char* s = luaL_tolstring(L, idx, &len);
-    std::string text(s, len);
-    lua_pop(L, 1);
-    return text;
-}
 
 namespace {
 

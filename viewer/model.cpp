@@ -601,6 +601,19 @@ struct Builder {
         return index;
     }
 
+    // "grad of <title>": the backward nodes of a forward box or group, mirrored in group `parent`.
+    static Cluster backward_group(const std::string& key, const std::string& title, int parent,
+                                  std::vector<int64_t> members) {
+        Cluster c;
+        c.kind = CLUSTER_BACKWARD;
+        c.phase = PHASE_BACKWARD;
+        c.key = key;
+        c.title = "grad of " + title;
+        c.parent = parent;
+        c.members = std::move(members);
+        return c;
+    }
+
     int add_cluster(Cluster c, ClusterState fallback) {
         c.state = c.members.size() < 2 ? CLUSTER_PLAIN : state_for(c, fallback);   // a group of one is that node
         view.clusters.push_back(std::move(c));
@@ -743,27 +756,17 @@ void Builder::build_backward() {
         auto m = mirror_members.find(static_cast<int>(f));
         if (m == mirror_members.end()) continue;
         const Cluster& fc = view.clusters[f];
-        Cluster c;
-        c.kind = CLUSTER_BACKWARD;
-        c.phase = PHASE_BACKWARD;
-        c.key = "bwd:c:" + fc.key;
-        c.title = "grad of " + fc.title;
+        Cluster c = backward_group("bwd:c:" + fc.key, fc.title, fc.parent >= 0 ? mirror_of[fc.parent] : -1,
+                                   std::move(m->second));
         c.name = fc.name;
-        c.parent = fc.parent >= 0 ? mirror_of[fc.parent] : -1;
-        c.members = std::move(m->second);
         mirror_of[static_cast<int>(f)] = add_cluster(std::move(c), fc.state);   // collapsed or open with it
     }
     std::unordered_map<int, int> backward_cluster;   // forward node box -> its backward group
     for (int forward_box : order) {
         const ViewBox& fb = view.boxes[forward_box];
-        Cluster c;
-        c.kind = CLUSTER_BACKWARD;
-        c.phase = PHASE_BACKWARD;
-        c.key = "bwd:" + fb.key;
-        c.title = "grad of " + fb.title;
         int f = container(fb.node_id);
-        c.parent = f >= 0 && mirror_of.count(f) ? mirror_of[f] : -1;
-        c.members = std::move(members[forward_box]);
+        Cluster c = backward_group("bwd:" + fb.key, fb.title, f >= 0 && mirror_of.count(f) ? mirror_of[f] : -1,
+                                   std::move(members[forward_box]));
         ClusterState fallback = in.options.collapse_backward ? CLUSTER_COLLAPSED : CLUSTER_PLAIN;
         backward_cluster[forward_box] = add_cluster(std::move(c), fallback);
     }
