@@ -24,31 +24,18 @@ std::string dot_escape(const std::string& s) {
     return out;
 }
 
-// A forward node with no autograd history of its own: made from nothing (OPF_CREATE), or where a
-// new history starts (a parameter made under no_grad, detach()'s output).
-bool is_leaf_box(const Node* n) {
-    return n->phase == PHASE_FORWARD && ((n->info().flags & OPF_CREATE) || n->history_start);
-}
-
-// A parameter: a leaf that requires grad (not an optimizer's in-place write into one).
-bool is_parameter(const Node* n) {
-    return is_leaf_box(n) && !n->tracks_grad && !(n->info().flags & OPF_INPLACE) && n->outputs.size() > 0 &&
-           n->outputs[0].requires_grad;
-}
-
 const char* node_fill(const Node* n) {
     if (n->phase == PHASE_BACKWARD) return "#fde2c8";               // backward: orange
-    if (is_parameter(n)) return "#c6e2ff";                          // parameters: blue
-    if (is_leaf_box(n)) return "#e8eef5";                           // other leaves: grey-blue
+    if (node_is_parameter(n)) return "#c6e2ff";                     // parameters: blue
+    if (node_has_no_history(n)) return "#e8eef5";                   // other leaves: grey-blue
     return "#ffffff";                                                // forward ops
 }
 
 // "#22 parameter" for a parameter (whatever op made its values: a clone, under no_grad),
 // "#5 tanh", "#7 mul_scalar(s=2)".
 std::string node_title(const Node* n) {
-    std::string title = "#" + std::to_string(n->id) + " ";
-    if (is_parameter(n) && !(n->info().flags & OPF_CREATE)) return title + "parameter";
-    title += n->name();
+    std::string title = "#" + std::to_string(n->id) + " " + n->shown_op();
+    if (n->shown_op() != n->name()) return title;   // "parameter" stands in for the op: no attributes
     std::string attrs = op_describe_attrs(n->op, n->attrs);
     if (!attrs.empty()) title += "(" + attrs + ")";
     return title;

@@ -625,6 +625,19 @@ const char* Node::name() const {
     return op == OP_function_backward ? custom->backward_name.c_str() : custom->name.c_str();
 }
 
+bool node_has_no_history(const Node* n) {
+    return n->phase == PHASE_FORWARD && ((n->info().flags & OPF_CREATE) || n->history_start);
+}
+
+bool node_is_parameter(const Node* n) {
+    return node_has_no_history(n) && !n->tracks_grad && !(n->info().flags & OPF_INPLACE) && n->outputs.size() > 0 &&
+           n->outputs[0].requires_grad;
+}
+
+const char* Node::shown_op() const {
+    return node_is_parameter(this) && !(info().flags & OPF_CREATE) ? "parameter" : name();
+}
+
 std::string node_describe(const Node* node) {
     std::string s = "#";
     s += std::to_string(node->id);

@@ -168,6 +168,9 @@ struct Node {
 
     const OpInfo& info() const { return op_info(op); }
     const char* name() const;   // the op's name; a custom function's own name
+    // "parameter" for a parameter whose values an op made (a clone under no_grad: the op says
+    // nothing to the user), else name(). What the debugger, DOT and :graph show as its op.
+    const char* shown_op() const;
     bool is_leaf() const { return !tracks_grad; }
 };
 
@@ -177,6 +180,12 @@ enum NodeEdit : uint8_t {
     EDITED_OUTPUT = 1 << 0,   // an output's values were overwritten after the node ran
     EDITED_GRAD = 1 << 1,     // a gradient the node's backward group produced was replaced
 };
+
+// A forward node with no autograd history of its own: made from nothing (OPF_CREATE), or where a
+// new history starts (Node::history_start: made under no_grad, detach()'s output).
+bool node_has_no_history(const Node* n);
+// A parameter: such a node that requires grad (not an optimizer's in-place write into one).
+bool node_is_parameter(const Node* n);
 
 inline void ref_retain(Node* n) { ++n->refcount; }
 inline void ref_release(Node* n) {

@@ -674,7 +674,7 @@ std::string node_location(const Node* node) {
 // How a node is shown: "next_h (#10 tanh)" when the script named it (or its inputs, "h2h + i2h
 // (#9 add)"), else "#9 add" (node_names.h).
 std::string node_text(const Node* node, int output = 0) {
-    std::string id = "#" + std::to_string(node->id) + " " + node->name();
+    std::string id = "#" + std::to_string(node->id) + " " + node->shown_op();
     std::string label = node_label(node, output);
     return label[0] == '#' ? id : label + " (" + id + ")";
 }
