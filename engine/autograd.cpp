@@ -110,14 +110,15 @@ void accumulate_grad(Output& out, const Tensor& g, uint64_t first_serial) {
 // ---------------------------------------------------------------------------------------------
 // Freeing gradients once used (DESIGN rules 11 and 13)
 //
-// Every backward node stays on record (its forward node's backward_nodes), and without this each
-// one's bytes would live as long as the forward graph: a loop that slices a sequence per step
+// Where a pass keeps its backward nodes on record (its forward node's backward_nodes:
+// engine_backward_graph_kept), without this each one's bytes would live as long as the forward graph: a loop that slices a sequence per step
 // (select's gradient is padded to the whole input) would keep O(T^2) bytes after backward. So a
 // pass frees a gradient once it has used it, as PyTorch does, when all of these hold:
 //  - the pass records no graph (create_graph: the gradients are forward values of a new graph)
 //    and no observer is attached (a debugger with a breakpoint or stepping, the viewer open,
 //    freeze's recorder: they keep every value inspectable, as before);
-//  - the node was recorded by this pass and tracks no gradient;
+//  - the node was recorded by this pass, tracks no gradient, and is held by its record (a node
+//    that is not dies by itself once nothing reaches it);
 //  - nothing but its record reaches it: node refcount 1, so no Tensor handle (a pending
 //    gradient, a rule's result, a .grad, an autograd.grad result, a value a hook kept or Lua holds).
 // Freeing drops the storage of the node's outputs (value_freed(); shape and dtype stay). Once it
@@ -133,7 +134,7 @@ struct GradientFreeing {
 
     bool applies_to(const Node* b) const {
         return !create_graph && b->id >= first_id && b->phase == PHASE_BACKWARD && !b->tracks_grad &&
-               !engine_observed();
+               b->held_by_record && !engine_observed();
     }
     // `holders_besides_record`: references to b the caller still holds (they go right after).
     void check(Node* b, int holders_besides_record = 0) const {

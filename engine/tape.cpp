@@ -43,6 +43,7 @@ struct EngineState {
     uint8_t events_wanted = 0;   // the union of the observers' events: what exec_node checks
     uint8_t events_watched = 0;  // the same for OBSERVER_LOOKS observers only
     int next_observer_handle = 1;
+    bool keep_backward_graph = true;    // engine_keep_backward_graph (the program turns it off for scripts)
     GradObserver grad_observer = nullptr;
     void* grad_observer_user = nullptr;
     SourceLocator locator = nullptr;
@@ -99,6 +100,11 @@ void engine_unobserve(int handle) {
 // fast loop until a breakpoint (or a Ctrl-C request) needs the hook.
 bool engine_observed() { return g.events_wanted != 0 || engine_interrupt_pending(); }
 bool engine_values_watched() { return g.events_watched != 0 || engine_interrupt_pending(); }
+
+void engine_keep_backward_graph(bool keep) { g.keep_backward_graph = keep; }
+bool engine_keeps_backward_graph_setting() { return g.keep_backward_graph; }
+// A pass with create_graph runs with autograd on: its nodes are a graph of their own.
+bool engine_backward_graph_kept() { return g.keep_backward_graph || engine_observed() || g.grad_enabled; }
 
 void engine_observe_grads(GradObserver observer, void* user) {
     g.grad_observer = observer;
@@ -493,10 +499,14 @@ Tensor op_call(OpId op, const Tensor* const* inputs, int n_inputs, const OpAttrs
         node->group = g_recording.group_node->id;
         if (g.locator) node->where = g.locator(g.locator_user);
         g_recording.group_node->inner_nodes.push_back(Ref<Node>(node));
+        node->held_by_record = true;
     } else if (g_recording.group_node) {
         node->group = g_recording.group_node->id;
         node->where = g_recording.group_node->where;
-        g_recording.group_node->backward_nodes.push_back(Ref<Node>(node));
+        if (engine_backward_graph_kept()) {
+            g_recording.group_node->backward_nodes.push_back(Ref<Node>(node));
+            node->held_by_record = true;
+        }
     } else if (g.locator) {
         node->where = g.locator(g.locator_user);
     }

@@ -159,6 +159,8 @@ struct Node {
     bool has_grad_hooks = false; // grad_hook_add was called on one of its outputs (autograd.cpp)
     bool has_arrived_gradients = false;   // a backward pass noted what arrived at it (arrived_gradients.cpp)
     bool has_name = false;       // the script's name for it is kept in node_names.cpp
+    bool held_by_record = false; // its group's node holds it: in backward_nodes (see
+                                 // engine_backward_graph_kept) or in inner_nodes
     bool pass_made_sum = false;  // a backward pass made it to hold a gradient being summed: until
                                  // that gradient's target is visited, only the pass reaches it
 
@@ -224,6 +226,18 @@ int engine_observe(NodeObserver observer, void* user, uint8_t events = HOOK_ALL_
 void engine_observe_events(int handle, uint8_t events);
 void engine_unobserve(int handle);
 bool engine_observed();   // whether any observer wants an event (plan_run then goes through exec_node)
+
+// Whether a backward pass keeps the nodes it records (each forward node's `backward_nodes`) after
+// they have run, so that the graph, DOT and the viewer show the backward pass afterwards. Kept
+// while the setting is on (the engine's default; the tapedeck program turns it off for a script
+// run without -i; torch.autograd.keep_backward_graph),
+// while an observer wants events (a debugger with a breakpoint, the viewer, freeze's recorder),
+// and in a pass that builds a graph of its gradients (create_graph). Otherwise, as in PyTorch, a
+// backward node lives only while the pass needs its result: a long loop's backward pass then
+// costs no memory after it ends, and less while it runs.
+void engine_keep_backward_graph(bool keep);
+bool engine_keeps_backward_graph_setting();
+bool engine_backward_graph_kept();
 bool engine_values_watched();   // whether an OBSERVER_LOOKS wants an event (or an interrupt is pending)
 
 // Gradient accumulation can be watched too (freeze turns it into a step of its own). Called by

@@ -1234,6 +1234,19 @@ int l_set_grad_enabled(lua_State* L) {
     return 0;
 }
 
+// torch.autograd.keep_backward_graph([keep]): whether backward passes keep the nodes they record
+// (engine_keep_backward_graph); returns the setting as it was, and sets it when given a boolean.
+int l_keep_backward_graph(lua_State* L) {
+    bool was = engine_keeps_backward_graph_setting();
+    if (lua_gettop(L) > 1) arg_fail(2, "expects at most one argument (true or false), got %d", lua_gettop(L));
+    if (lua_gettop(L) == 1) {
+        if (!lua_isboolean(L, 1)) arg_fail(1, "keep must be true or false, got %s", luaL_typename(L, 1));
+        engine_keep_backward_graph(lua_toboolean(L, 1));
+    }
+    lua_pushboolean(L, was);
+    return 1;
+}
+
 // The list holds its nodes: building the tables allocates, and a collection step then may
 // finalise the last tensor that held one of them.
 void push_records(lua_State* L, const NodeList& nodes) {
@@ -1601,7 +1614,10 @@ void tapedeck_open(lua_State* L) {
     tapedeck_open_function(L);
     tapedeck_open_plan(L);
     tapedeck_open_save_load(L);
-    static const Binding autograd_functions[] = {{"grad", l_autograd_grad}, {"backward", l_backward}, {nullptr, nullptr}};
+    static const Binding autograd_functions[] = {{"grad", l_autograd_grad},
+                                                     {"backward", l_backward},
+                                                     {"keep_backward_graph", l_keep_backward_graph},
+                                                     {nullptr, nullptr}};
     lua_newtable(L);   // torch.autograd
     register_bindings(L, autograd_functions);
     lua_setfield(L, -2, "autograd");

@@ -238,6 +238,7 @@ int main(int argc, char** argv) {
     repl_install_interrupt_handler(L);
     g_state = L;
     attach_debugger(L);
+    td::engine_keep_backward_graph(false);   // a subcommand (bench) or a script; -i turns it on below
 
     if (argc > 1) {
         for (const Subcommand& s : subcommands) {
@@ -294,6 +295,9 @@ int main(int argc, char** argv) {
     }
     if (script == 0 && code.empty()) interactive = true;
     if (interactive && isatty(STDIN_FILENO)) print_banner();
+    // A person will look at the graph afterwards: backward passes keep what they recorded. A
+    // script run on its own frees it as it goes, as PyTorch does (engine_backward_graph_kept).
+    td::engine_keep_backward_graph(interactive);
     set_arg_table(L, argv, argc, script);
     viewer_start_from_options();
 

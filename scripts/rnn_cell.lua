@@ -5,7 +5,7 @@
 --   tapedeck -i scripts/rnn_cell.lua      then try  :graph loss   or   W_h.grad
 
 local svg_path = arg and arg[1] or "rnn_cell.svg"
-torch.manual_seed(0)
+torch.manual_seed(0); torch.autograd.keep_backward_graph(true)   -- (the SVG shows the backward pass)
 
 W_h = torch.randn(20, 20, {requires_grad = true})
 W_x = torch.randn(20, 10, {requires_grad = true})

@@ -2,6 +2,9 @@
 -- and keeps every gradient something can still see. tests/memory/backward_frees_gradients.lua
 -- checks the memory this saves; here: what stays readable, and that the records stay.
 local check = dofile((arg[0]:match("^(.*[/\\])") or "") .. "check.lua")
+-- A script run without -i keeps no backward nodes after backward(): see the end. These checks are
+-- about a pass that keeps them (an interactive session, or asked for).
+check.equal(torch.autograd.keep_backward_graph(true), false, "a script starts with the backward graph not kept")
 
 -- A tensor sliced per step (as nn.LSTM slices its input projection): the gradients each select
 -- makes are summed and freed, .grad and retain_grad() gradients stay readable.
@@ -51,6 +54,41 @@ do
   local z = x:select(1, 2) * 5
   local gz = torch.autograd.grad(z, x)
   check.close(gz, {0, 5, 0}, 1e-12, "autograd.grad without create_graph: its result is kept")
+end
+
+-- Not kept (a script's default, as PyTorch): the backward nodes die as the pass lets go of them, the
+-- forward graph stays, so a second backward() works and accumulates; .grad is right.
+do
+  check.equal(torch.autograd.keep_backward_graph(false), true, "keep_backward_graph returns the setting it replaces")
+  check.equal(torch.autograd.keep_backward_graph(), false, "with no argument it only reads the setting")
+  local W = torch.tensor({{0.5, -0.25}, {0.125, 1}}, {requires_grad = true})
+  local h = torch.tensor({{1}, {2}})
+  for _ = 1, 200 do h = W:mm(h):tanh() end
+  local loss = h:sum()
+  collectgarbage(); collectgarbage()
+  local _, nodes_before = torch.memory()
+  loss:backward()
+  collectgarbage(); collectgarbage()
+  local _, nodes_after = torch.memory()
+  local backward_records = 0
+  for _, record in ipairs(torch.graph(loss)) do
+    if record.phase == "backward" then backward_records = backward_records + 1 end
+  end
+  check.equal(backward_records, 0, "no backward node outlives the pass")
+  -- .grad of W is one node (taken over from the pass, or a copy); nothing else stays.
+  check.equal(nodes_after - nodes_before <= 2, true,
+              ("live nodes before backward %d, after %d"):format(nodes_before, nodes_after))
+  local first = W.grad:clone()
+  loss:backward()
+  check.close(W.grad, first * 2, 1e-6, "a second pass through the kept forward graph accumulates")
+  -- The same pass with the graph kept gives the same gradient.
+  W.grad = nil
+  torch.autograd.keep_backward_graph(true)
+  loss:backward()
+  check.close(W.grad, first, 1e-6, "kept or not, the same gradient")
+  local ok, err = pcall(torch.autograd.keep_backward_graph, "yes")
+  check.equal(ok, false, "a non-boolean is refused")
+  check.equal(tostring(err):find("keep_backward_graph", 1, true) ~= nil, true, tostring(err))
 end
 
 print("test_backward_frees: ok")

@@ -1,6 +1,7 @@
 -- conv2d, max_pool2d and flatten from Lua: the lecture's homework, both argument styles, the
 -- gradients they record, and bad input as errors naming the op, the shapes and this script's line.
 local check = dofile((arg[0]:match("^(.*[/\\])") or "") .. "check.lua")
+torch.autograd.keep_backward_graph(true)   -- checks below read the backward nodes after backward()
 
 local function op_names(t)
   local names = {}

@@ -1,5 +1,5 @@
 -- torch.Function: autograd functions written in Lua (the lecture's MyReLU), one node each way.
-local check = dofile((arg[0]:match("^(.*[/\\])") or "") .. "check.lua")
+local check = dofile((arg[0]:match("^(.*[/\\])") or "") .. "check.lua"); torch.autograd.keep_backward_graph(true)   -- (checks read backward nodes)
 
 local MyReLU = torch.Function{
   name = "MyReLU",

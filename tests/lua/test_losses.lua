@@ -2,6 +2,7 @@
 -- softmax / cross-entropy losses and their gradients), nll_loss, mse_loss, the reduction
 -- options, float labels, large logits, and the errors for bad labels and shapes.
 local check = dofile((arg[0]:match("^(.*[/\\])") or "") .. "check.lua")
+torch.autograd.keep_backward_graph(true)   -- checks below read the backward nodes after backward()
 
 -- The lecture's scores: row i is example i, whose correct class is class i (labels are 1-based).
 local function lecture_scores()
