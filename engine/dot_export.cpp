@@ -36,7 +36,7 @@ const char* node_fill(const Node* n) {
 std::string node_title(const Node* n) {
     std::string title = "#" + std::to_string(n->id) + " " + n->shown_op();
     if (n->shown_op() != n->name()) return title;   // "parameter" stands in for the op: no attributes
-    std::string attrs = op_describe_attrs(n->op, n->attrs);
+    std::string attrs = op_describe_attrs(n->op, n->attrs());
     if (!attrs.empty()) title += "(" + attrs + ")";
     return title;
 }

@@ -200,7 +200,7 @@ std::string graph_format_table(const NodeList& nodes, const std::vector<int64_t>
         if (n->edited & EDITED_OUTPUT) phase += " (edited)";
         if (n->edited & EDITED_GRAD) phase += " (grad edited)";
         std::string op = n->shown_op();
-        std::string attrs = op == n->name() ? op_describe_attrs(n->op, n->attrs) : "";   // none for "parameter"
+        std::string attrs = op == n->name() ? op_describe_attrs(n->op, n->attrs()) : "";   // none for "parameter"
         if (!attrs.empty()) op += "(" + attrs + ")";
         std::string id = std::to_string(n->id);
         if (std::find(marked.begin(), marked.end(), n->id) != marked.end()) id = "=> " + id;

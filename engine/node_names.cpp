@@ -67,9 +67,9 @@ std::string expression(const Node* node) {
     const auto& in = node->inputs;
     const char* symbol = infix_symbol(node->op);
     bool scalar_op = node->op == OP_add_scalar || node->op == OP_mul_scalar || node->op == OP_div_scalar;
-    if (symbol && scalar_op && in.size() == 1) return operand(in[0]) + symbol + scalar_text(node->attrs.scalar);
+    if (symbol && scalar_op && in.size() == 1) return operand(in[0]) + symbol + scalar_text(node->attrs().scalar);
     if (symbol && in.size() == 2) return operand(in[0]) + symbol + operand(in[1]);
-    if (node->op == OP_rsub_scalar && in.size() == 1) return scalar_text(node->attrs.scalar) + " - " + operand(in[0]);
+    if (node->op == OP_rsub_scalar && in.size() == 1) return scalar_text(node->attrs().scalar) + " - " + operand(in[0]);
     if (node->op == OP_neg && in.size() == 1) return "-" + operand(in[0]);
     if (node->op == OP_transpose && in.size() == 1 && in[0].value.shape.ndim == 2) return operand(in[0]) + "ᵀ";
     std::string s = std::string(node->name()) + "(";

@@ -266,6 +266,11 @@ bool attrs_equal(const OpAttrs& a, const OpAttrs& b) {
 #undef OP_ATTRS_SAME
 }
 
+const OpAttrs& op_attrs_default() {
+    static const OpAttrs* defaults = new OpAttrs();   // immortal, as the engine's other singletons
+    return *defaults;
+}
+
 uint32_t op_dims_mask(const OpAttrs& a, int ndim) {
     if (a.all) return ndim >= 32 ? ~0u : (1u << ndim) - 1;
     if (a.dim2 != 0) return static_cast<uint32_t>(a.dim2);

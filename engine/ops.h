@@ -108,6 +108,8 @@ struct Window2d {
 
 // Every field equal (NaN equals NaN: the same number was given).
 bool attrs_equal(const OpAttrs& a, const OpAttrs& b);
+// OpAttrs() as one shared constant.
+const OpAttrs& op_attrs_default();
 
 // What a shape rule sees and fills.
 struct ShapeCall {

@@ -226,7 +226,7 @@ void record_node(Node* node, HookEvent event, void*) {
     for (const Edge& e : node->inputs) inputs.push_back(value_for(r, e.id, e.output, e.value, e.node.get()));
     PlanStep& s = add_step(plan, STEP_KERNEL, node->op, node->phase, node->where, node->id);
     if (node->phase == PHASE_BACKWARD) s.recorded_group = node->group;
-    s.attrs = node->attrs;
+    s.attrs = node->attrs();
     s.attrs.init_values = nullptr;
     s.inputs = inputs;
     for (int i = 0; i < node->outputs.size(); ++i) {

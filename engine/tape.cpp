@@ -252,6 +252,12 @@ std::vector<void*>& free_nodes() {
     return *list;
 }
 constexpr size_t MAX_FREE_NODES = 1 << 14;   // ~10 MB of spare nodes at most
+// A node's own attributes (Node::set_attrs) come from a free list too: a loop's narrow or transpose
+// makes one per step.
+std::vector<OpAttrs*>& free_attrs() {
+    static std::vector<OpAttrs*>* list = new std::vector<OpAttrs*>;   // immortal, as free_nodes()
+    return *list;
+}
 }  // namespace
 
 void node_release_spares() {
@@ -259,6 +265,10 @@ void node_release_spares() {
     for (void* p : list) ::operator delete(p);
     list.clear();
     list.shrink_to_fit();
+    std::vector<OpAttrs*>& attrs = free_attrs();
+    for (OpAttrs* a : attrs) delete a;
+    attrs.clear();
+    attrs.shrink_to_fit();
 }
 
 void engine_release_spares() {
@@ -289,6 +299,39 @@ void Node::operator delete(void* p) {
     if (ENGINE_RECYCLES_MEMORY && list.size() < MAX_FREE_NODES) list.push_back(p);
     else ::operator delete(p);
 }
+
+void Node::set_attrs(const OpAttrs& attrs) {
+    bool defaults = attrs.init_values == nullptr && attrs_equal(attrs, op_attrs_default());
+    if (defaults) {
+        forget_own_attrs();
+        return;
+    }
+    if (!own_attrs) {
+        g_node_bytes_made += sizeof(OpAttrs);   // counted as nodes are, reused or not
+        std::vector<OpAttrs*>& list = free_attrs();
+        if (list.empty()) {
+            own_attrs = new OpAttrs(attrs);
+            return;
+        }
+        own_attrs = list.back();
+        list.pop_back();
+    }
+    *own_attrs = attrs;
+}
+
+void Node::forget_init_values() {
+    if (own_attrs) own_attrs->init_values = nullptr;
+}
+
+void Node::forget_own_attrs() {
+    if (!own_attrs) return;
+    std::vector<OpAttrs*>& list = free_attrs();
+    if (ENGINE_RECYCLES_MEMORY && list.size() < MAX_FREE_NODES) list.push_back(own_attrs);
+    else delete own_attrs;
+    own_attrs = nullptr;
+}
+
+Node::~Node() { forget_own_attrs(); }
 
 // Destroying a node drops its references, which can free a long chain of nodes. Do it with a
 // work list, not recursion, so a 100,000-step graph does not overflow the stack.
@@ -490,7 +533,7 @@ Tensor op_call(OpId op, const Tensor* const* inputs, int n_inputs, const OpAttrs
     node->op = op;
     node->phase = g_recording.phase;
     node->tracks_grad = track;
-    node->attrs = attrs;
+    node->set_attrs(attrs);
     node->scope = scopes().current;
     node->history_start = g_recording.phase == PHASE_FORWARD && !g_recording.inner_call &&
                           (!g.grad_enabled || op == OP_detach);
@@ -534,7 +577,7 @@ Tensor op_call(OpId op, const Tensor* const* inputs, int n_inputs, const OpAttrs
     tape_append(node);
 
     exec_node(node);
-    node->attrs.init_values = nullptr;   // only valid during the call
+    node->forget_init_values();   // only valid during the call
     return result;
 }
 
@@ -545,8 +588,8 @@ Tensor tape_record_prepared(OpId op, const OpAttrs& attrs, const Value* inputs, 
     node->id = g.next_id++;
     node->op = op;
     node->phase = phase;
-    node->attrs = attrs;
-    node->attrs.init_values = nullptr;
+    node->set_attrs(attrs);
+    node->forget_init_values();
     node->where = where;
     node->inputs.resize(n_inputs);
     for (int i = 0; i < n_inputs; ++i) {
@@ -614,7 +657,7 @@ void exec_node(Node* node) {
     int n_outputs = node->outputs.size();
     for (int i = 0; i < n_outputs; ++i) outputs[i] = &node->outputs[i].value;
 
-    KernelCall call{inputs, n_inputs, outputs, n_outputs, node->attrs, node};
+    KernelCall call{inputs, n_inputs, outputs, n_outputs, node->attrs(), node};
     kernel_run(node->op, call);
 
     if (node->info().flags & OPF_INPLACE) {
@@ -653,7 +696,7 @@ std::string node_describe(const Node* node) {
     s += std::to_string(node->id);
     s += ' ';
     s += node->name();
-    std::string attrs = op_describe_attrs(node->op, node->attrs);
+    std::string attrs = op_describe_attrs(node->op, node->attrs());
     if (!attrs.empty()) {
         s += '(';
         s += attrs;

@@ -145,7 +145,6 @@ struct Node {
                                  // the viewer, DOT) do not follow its inputs. An op on tensors that
                                  // merely need no gradient, with autograd on, is no history start.
     SourceLoc where;
-    OpAttrs attrs;
     SmallList<Edge, 2> inputs;
     SmallList<Output, 1> outputs;
     SmallList<Ref<Node>, 3> backward_nodes;  // this node's group in the latest backward pass (the
@@ -161,12 +160,25 @@ struct Node {
     bool has_name = false;       // the script's name for it is kept in node_names.cpp
     bool held_by_record = false; // its group's node holds it: in backward_nodes (see
                                  // engine_backward_graph_kept) or in inner_nodes
+    OpAttrs* own_attrs = nullptr;   // null: the defaults (attrs())
     bool pass_made_sum = false;  // a backward pass made it to hold a gradient being summed: until
                                  // that gradient's target is visited, only the pass reaches it
 
     // Nodes come and go by the thousand per training step: a free list, not malloc.
     static void* operator new(size_t size);
     static void operator delete(void* p);
+
+    Node() = default;
+    Node(const Node&) = delete;
+    Node& operator=(const Node&) = delete;
+    ~Node();
+
+    // The op's attributes. Most nodes have the defaults (mm, add, tanh), which they share: a node
+    // holds its own copy only when they differ, so the defaults cost a node 8 bytes, not 224.
+    const OpAttrs& attrs() const { return own_attrs ? *own_attrs : op_attrs_default(); }
+    void set_attrs(const OpAttrs& attrs);
+    void forget_init_values();   // OpAttrs::init_values is valid only during the op's call
+    void forget_own_attrs();     // back to the defaults; its copy goes back to the free list
 
     const OpInfo& info() const { return op_info(op); }
     const char* name() const;   // the op's name; a custom function's own name
@@ -434,7 +446,7 @@ struct BackwardCall {
     Tensor input(int i) const { return Tensor(node->inputs[i].node.get(), node->inputs[i].output); }
     Tensor output(int i) const { return Tensor(node, i); }
     const Shape& input_shape(int i) const { return node->inputs[i].value.shape; }
-    const OpAttrs& attrs() const { return node->attrs; }
+    const OpAttrs& attrs() const { return node->attrs(); }
 };
 
 // A list of nodes that holds them: a caller may run code that frees nodes (Lua's collector

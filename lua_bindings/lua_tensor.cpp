@@ -1545,7 +1545,7 @@ void tapedeck_push_node_record(lua_State* L, const td::Node* n) {
     lua_setfield(L, -2, "where");
     lua_pushinteger(L, n->where.line);
     lua_setfield(L, -2, "line");
-    lua_pushstring(L, op_describe_attrs(n->op, n->attrs).c_str());
+    lua_pushstring(L, op_describe_attrs(n->op, n->attrs()).c_str());
     lua_setfield(L, -2, "attrs");
     lua_pushstring(L, n->info().math);
     lua_setfield(L, -2, "math");

@@ -778,7 +778,7 @@ std::string rule_with_names(const std::string& rule, const Node* node) {
 
 std::string produced_by(const DebugStop& stop, int input, const Tensor& grad) {
     const BackwardGroup& group = stop.pass->group;
-    std::string rule = rule_with_names(rule_right_side(op_grad_rule(stop.node->op, input, &stop.node->attrs)), stop.node.get());
+    std::string rule = rule_with_names(rule_right_side(op_grad_rule(stop.node->op, input, &stop.node->attrs())), stop.node.get());
     for (int i = 0; i < stop.node->outputs.size(); ++i)
         if (group.grad_outputs[i].defined() && group.grad_outputs[i].same_as(grad)) return rule + "   (passed on unchanged)";
     Node* p = grad.node.get();
@@ -830,7 +830,7 @@ std::string node_banner(const DebugStop& stop) {
     const Node* node = stop.node.get();
     std::string s = "[" + stop.reason + "] " + (node->phase == PHASE_FORWARD ? "forward" : "backward") + " #" +
                     std::to_string(node->id) + " " + node->name();
-    std::string attrs = op_describe_attrs(node->op, node->attrs);
+    std::string attrs = op_describe_attrs(node->op, node->attrs());
     if (!attrs.empty()) s += "(" + attrs + ")";
     if (node->phase == PHASE_BACKWARD) {
         Node* forward = tape_find(node->group);

@@ -29,7 +29,7 @@ NodeRecord record_make(const Node* n, const std::vector<NodeRecord>& earlier) {
     NodeRecord r;
     r.id = n->id;
     r.op = n->name();
-    std::string attrs = op_describe_attrs(n->op, n->attrs);
+    std::string attrs = op_describe_attrs(n->op, n->attrs());
     if (!attrs.empty()) r.op += "(" + attrs + ")";
     for (const Output& o : n->outputs) {
         if (!r.shape.empty()) r.shape += " ";

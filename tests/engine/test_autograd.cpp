@@ -183,7 +183,7 @@ TEST_CASE("dtype promotion: int64 + float32 gives float32 and records a to node 
     Node* converted = c.node->inputs[0].node.get();
     REQUIRE(converted != nullptr);
     CHECK(converted->op == OP_to);
-    CHECK(converted->attrs.dtype == DTYPE_F32);
+    CHECK(converted->attrs().dtype == DTYPE_F32);
     CHECK(converted->inputs[0].id == i.id());
     CHECK(c.node->inputs[1].id == f.id());
 
