@@ -251,7 +251,7 @@ std::vector<void*>& free_nodes() {
     static std::vector<void*>* list = new std::vector<void*>;
     return *list;
 }
-constexpr size_t MAX_FREE_NODES = 1 << 14;   // ~10 MB of spare nodes at most
+constexpr size_t MAX_FREE_NODES = 1 << 18;   // ~160 MB of spare nodes at most (the storage pool keeps 256 MB)
 // A node's own attributes (Node::set_attrs) come from a free list too: a loop's narrow or transpose
 // makes one per step.
 std::vector<OpAttrs*>& free_attrs() {
