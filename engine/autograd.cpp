@@ -142,7 +142,7 @@ struct GradientFreeing {
         for (Edge& e : b->inputs) e.value.storage = Ref<Storage>();
         if (b->refcount > 1 + holders_besides_record) return;
         for (Output& out : b->outputs) out.value.storage = Ref<Storage>();
-        for (const Ref<Node>& inner : b->inner_nodes) check(inner.get());   // a custom backward's own ops
+        for (const Ref<Node>& inner : b->inner_nodes()) check(inner.get());   // a custom backward's own ops
     }
     // The pass lets go of gradient t: t is empty afterwards.
     void let_go(Tensor& t) const {
@@ -332,7 +332,8 @@ void backward(const Tensor& root, const Tensor* grad, const BackwardOptions& opt
     BackwardScope scope(order, root.node.get(), options.create_graph);
     if (options.captured) options.captured->assign(options.capture->size(), Tensor());
     BackwardPass& pass = scope.pass;
-    for (Node* n : order) n->backward_nodes.clear();
+    for (Node* n : order)
+        if (n->group_records) n->group_records->backward_nodes.clear();
     uint64_t first_serial = storage_next_serial();
     GradientFreeing freeing;
     freeing.create_graph = options.create_graph;
@@ -408,7 +409,7 @@ void backward(const Tensor& root, const Tensor* grad, const BackwardOptions& opt
         }
         for (Tensor& g : grad_outputs) freeing.let_go(g);   // n's rule has used them
         for (Tensor& g : grad_inputs) freeing.let_go(g);    // each is a pending gradient now, or added into one
-        for (const Ref<Node>& b : n->backward_nodes) freeing.check(b.get());   // the rule's intermediates
+        for (const Ref<Node>& b : n->backward_nodes()) freeing.check(b.get());   // the rule's intermediates
     }
 }
 
@@ -429,10 +430,10 @@ NodeList graph_collect(const Tensor& t) {
         Node* n = stack.back();
         stack.pop_back();
         all.push_back(n);
-        for (const Ref<Node>& inner : n->inner_nodes) all.push_back(inner.get());
-        for (const Ref<Node>& b : n->backward_nodes) {
+        for (const Ref<Node>& inner : n->inner_nodes()) all.push_back(inner.get());
+        for (const Ref<Node>& b : n->backward_nodes()) {
             all.push_back(b.get());
-            for (const Ref<Node>& inner : b->inner_nodes) all.push_back(inner.get());
+            for (const Ref<Node>& inner : b->inner_nodes()) all.push_back(inner.get());
         }
         if (n->phase == PHASE_BACKWARD || n->history_start) continue;
         for (Edge& e : n->inputs) {

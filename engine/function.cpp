@@ -34,9 +34,9 @@ void run_forward(Node* node) {
     std::vector<Tensor> results;
     {
         InnerCallScope scope(node);
-        results = node->custom->forward(inputs);
+        results = node->custom()->forward(inputs);
     }
-    const char* name = node->custom->name.c_str();
+    const char* name = node->custom()->name.c_str();
     if (results.empty()) engine_fail("%s: forward returned no tensor", name);
     node->outputs.resize(static_cast<int>(results.size()));
     for (size_t i = 0; i < results.size(); ++i) {
@@ -54,9 +54,9 @@ void run_backward(Node* node, Node* forward_node) {
     std::vector<Tensor> grads;
     {
         InnerCallScope scope(node);
-        grads = node->custom->backward(grad_outputs);
+        grads = node->custom()->backward(grad_outputs);
     }
-    const char* name = node->custom->name.c_str();
+    const char* name = node->custom()->name.c_str();
     int n_inputs = forward_node->inputs.size();
     if (static_cast<int>(grads.size()) != n_inputs)
         engine_fail("%s: backward returned %zu gradient%s for %d input%s", name, grads.size(),
@@ -87,7 +87,7 @@ void release_inputs_unless_tracked(Node* node) {
 void shape_custom(ShapeCall& c) { c.n_outputs = 0; }   // the function itself says, when it runs
 
 void cpu_function(const KernelCall& c) {
-    if (!c.node->custom) engine_fail("%s: runs only through a custom function", c.node->info().name);
+    if (!c.node->custom()) engine_fail("%s: runs only through a custom function", c.node->info().name);
     if (c.node->op == OP_function) run_forward(c.node);
     else run_backward(c.node, g_recording.group_node);
 }
@@ -102,7 +102,7 @@ void backward_function(BackwardCall& c) {
         inputs.push_back(&grad_outputs[i]);
     }
     Tensor grads = op_call(OP_function_backward, inputs.data(), static_cast<int>(inputs.size()), OpAttrs(),
-                           &node->custom);
+                           &node->custom());
     release_inputs_unless_tracked(grads.node.get());
     std::vector<int> input_of_output = g_backward_output_inputs;
     for (size_t k = 0; k < input_of_output.size(); ++k)

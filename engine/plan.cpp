@@ -190,7 +190,7 @@ void record_node(Node* node, HookEvent event, void*) {
     if (event != HOOK_AFTER) return;
     Plan& plan = *r.plan;
     ++plan.stats.recorded_nodes;
-    if (node->custom) {   // its own ops were recorded as they ran: replay those, not the Lua code
+    if (node->custom()) {   // its own ops were recorded as they ran: replay those, not the Lua code
         record_custom_outputs(r, node);
         return;
     }
@@ -1361,7 +1361,7 @@ struct PlanCall {
         node->group = s.recorded_group;
         if (Node* forward = replayed_node(s.recorded_group)) {
             node->group = forward->id;
-            forward->backward_nodes.push_back(Ref<Node>(node));
+            forward->group_records_made().backward_nodes.push_back(Ref<Node>(node));
         }
     }
 

@@ -279,12 +279,15 @@ void engine_release_spares() {
 
 namespace {
 size_t g_node_bytes_made = 0;   // engine_bytes_allocated_total's share of nodes
+size_t g_node_bytes_live = 0;   // engine_bytes_live's
 }  // namespace
 
 size_t engine_bytes_allocated_total() { return storage_bytes_allocated_total() + g_node_bytes_made; }
+size_t engine_bytes_live() { return storage_bytes_live() + g_node_bytes_live; }
 
 void* Node::operator new(size_t size) {
     g_node_bytes_made += size;
+    g_node_bytes_live += sizeof(Node);
     std::vector<void*>& list = free_nodes();
     if (size == sizeof(Node) && !list.empty()) {
         void* p = list.back();
@@ -295,6 +298,7 @@ void* Node::operator new(size_t size) {
 }
 
 void Node::operator delete(void* p) {
+    g_node_bytes_live -= sizeof(Node);
     std::vector<void*>& list = free_nodes();
     if (ENGINE_RECYCLES_MEMORY && list.size() < MAX_FREE_NODES) list.push_back(p);
     else ::operator delete(p);
@@ -308,6 +312,7 @@ void Node::set_attrs(const OpAttrs& attrs) {
     }
     if (!own_attrs) {
         g_node_bytes_made += sizeof(OpAttrs);   // counted as nodes are, reused or not
+        g_node_bytes_live += sizeof(OpAttrs);
         std::vector<OpAttrs*>& list = free_attrs();
         if (list.empty()) {
             own_attrs = new OpAttrs(attrs);
@@ -325,6 +330,7 @@ void Node::forget_init_values() {
 
 void Node::forget_own_attrs() {
     if (!own_attrs) return;
+    g_node_bytes_live -= sizeof(OpAttrs);
     std::vector<OpAttrs*>& list = free_attrs();
     if (ENGINE_RECYCLES_MEMORY && list.size() < MAX_FREE_NODES) list.push_back(own_attrs);
     else delete own_attrs;
@@ -332,6 +338,27 @@ void Node::forget_own_attrs() {
 }
 
 Node::~Node() { forget_own_attrs(); }
+
+namespace {
+const NodeGroupRecords& no_group_records() {
+    static const NodeGroupRecords* none = new NodeGroupRecords;   // immortal
+    return *none;
+}
+}  // namespace
+
+const std::vector<Ref<Node>>& Node::backward_nodes() const {
+    return (group_records ? *group_records : no_group_records()).backward_nodes;
+}
+const std::vector<Ref<Node>>& Node::inner_nodes() const {
+    return (group_records ? *group_records : no_group_records()).inner_nodes;
+}
+const std::shared_ptr<CustomFunction>& Node::custom() const {
+    return (group_records ? *group_records : no_group_records()).custom;
+}
+NodeGroupRecords& Node::group_records_made() {
+    if (!group_records) group_records.reset(new NodeGroupRecords);
+    return *group_records;
+}
 
 // Destroying a node drops its references, which can free a long chain of nodes. Do it with a
 // work list, not recursion, so a 100,000-step graph does not overflow the stack.
@@ -537,17 +564,17 @@ Tensor op_call(OpId op, const Tensor* const* inputs, int n_inputs, const OpAttrs
     node->scope = scopes().current;
     node->history_start = g_recording.phase == PHASE_FORWARD && !g_recording.inner_call &&
                           (!g.grad_enabled || op == OP_detach);
-    if (custom) node->custom = *custom;
+    if (custom) node->group_records_made().custom = *custom;
     if (g_recording.group_node && g_recording.inner_call) {
         node->group = g_recording.group_node->id;
         if (g.locator) node->where = g.locator(g.locator_user);
-        g_recording.group_node->inner_nodes.push_back(Ref<Node>(node));
+        g_recording.group_node->group_records_made().inner_nodes.push_back(Ref<Node>(node));
         node->held_by_record = true;
     } else if (g_recording.group_node) {
         node->group = g_recording.group_node->id;
         node->where = g_recording.group_node->where;
         if (engine_backward_graph_kept()) {
-            g_recording.group_node->backward_nodes.push_back(Ref<Node>(node));
+            g_recording.group_node->group_records_made().backward_nodes.push_back(Ref<Node>(node));
             node->held_by_record = true;
         }
     } else if (g.locator) {
@@ -674,8 +701,8 @@ void exec_node(Node* node) {
 // [SECTION] describe
 
 const char* Node::name() const {
-    if (!custom) return op_info(op).name;
-    return op == OP_function_backward ? custom->backward_name.c_str() : custom->name.c_str();
+    if (!custom()) return op_info(op).name;
+    return op == OP_function_backward ? custom()->backward_name.c_str() : custom()->name.c_str();
 }
 
 bool node_has_no_history(const Node* n) {

@@ -31,6 +31,8 @@ void engine_release_spares();
 // collector sees only the small userdata that hold them, and is told of these (tell_collector):
 // a loop of views makes nodes and no storage, and must be collected as promptly as one of copies.
 size_t engine_bytes_allocated_total();
+// Bytes the engine holds right now: live tensor storage and live node records (not the spares).
+size_t engine_bytes_live();
 inline void ref_retain(Node* n);
 inline void ref_release(Node* n);
 
@@ -129,6 +131,16 @@ private:
     std::vector<T> spill_;   // holds every item once count_ > N
 };
 
+// What few nodes have: the nodes of their group, and a custom function. Kept apart from Node so
+// that the many nodes without them (most of a long loop's) do not pay for them.
+struct NodeGroupRecords {
+    std::vector<Ref<Node>> backward_nodes;   // this node's group in the latest backward pass, where it
+                                             // keeps them (engine_backward_graph_kept; their values are
+                                             // freed once used, see backward)
+    std::shared_ptr<CustomFunction> custom;  // ops `function` and `function_backward`: what runs
+    std::vector<Ref<Node>> inner_nodes;      // ... and the ops it ran, with their own source lines
+};
+
 struct Node {
     int refcount = 0;
     int64_t id = 0;
@@ -147,10 +159,7 @@ struct Node {
     SourceLoc where;
     SmallList<Edge, 2> inputs;
     SmallList<Output, 1> outputs;
-    SmallList<Ref<Node>, 3> backward_nodes;  // this node's group in the latest backward pass (the
-                                             // records; their values are freed once used, see backward)
-    std::shared_ptr<CustomFunction> custom;  // ops `function` and `function_backward`: what runs
-    std::vector<Ref<Node>> inner_nodes;      // ... and the ops it ran, with their own source lines
+    std::unique_ptr<NodeGroupRecords> group_records;   // null on most nodes: see NodeGroupRecords
     Node* tape_prev = nullptr;
     Node* tape_next = nullptr;
     uint32_t walk_mark = 0;      // scratch for graph walks
@@ -179,6 +188,12 @@ struct Node {
     void set_attrs(const OpAttrs& attrs);
     void forget_init_values();   // OpAttrs::init_values is valid only during the op's call
     void forget_own_attrs();     // back to the defaults; its copy goes back to the free list
+
+    // NodeGroupRecords' fields; empty when the node has none.
+    const std::vector<Ref<Node>>& backward_nodes() const;
+    const std::vector<Ref<Node>>& inner_nodes() const;
+    const std::shared_ptr<CustomFunction>& custom() const;
+    NodeGroupRecords& group_records_made();   // made when it is not there yet
 
     const OpInfo& info() const { return op_info(op); }
     const char* name() const;   // the op's name; a custom function's own name

@@ -618,7 +618,7 @@ Timing time_calls(lua_State* L, Frozen& f, int fn_idx, int iterations, Snapshot&
 // e.g. a gradient's add_ holding the gradient it added; the call re-makes it).
 size_t peak_of_one_call(lua_State* L, Frozen& f, int fn_idx, Snapshot& snapshot, size_t fixed_bytes) {
     snapshot.restore();
-    for (const PlanCaptured& c : f.cache.front().plan->captured) c.tensor.node->backward_nodes.clear();
+    for (const PlanCaptured& c : f.cache.front().plan->captured) if (c.tensor.node->group_records) c.tensor.node->group_records->backward_nodes.clear();
     lua_gc(L, LUA_GCCOLLECT);
     lua_gc(L, LUA_GCCOLLECT);
     size_t live = storage_bytes_live();

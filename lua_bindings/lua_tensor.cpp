@@ -70,8 +70,9 @@ Tensor& check_tensor(lua_State* L, int idx) {
 //    storage, and is collected as promptly as one of copies);
 //  - a tensor that lives across a few collections (a loop's h, a parameter replaced each step)
 //    turns old, and only a full collection frees it; Lua starts one when *its* heap doubles, which
-//    small userdata hardly move. So a full collection also runs when the live tensor storage
-//    passes full_collection_threshold(): Lua's own rule, measured in engine bytes.
+//    small userdata hardly move. So a full collection also runs when the engine's live bytes (tensor
+//    storage and node records: a long unroll of small tensors is mostly nodes) pass
+//    full_collection_threshold(): Lua's own rule, measured in engine bytes.
 constexpr size_t COLLECTOR_STEP_BYTES = 256u << 10;
 constexpr size_t FULL_COLLECTION_FLOOR_BYTES = 64u << 20;
 size_t g_live_bytes_after_full = 0;
@@ -90,9 +91,9 @@ void tell_collector(lua_State* L) {
     size_t fresh = total - g_bytes_told_to_lua;
     if (fresh < COLLECTOR_STEP_BYTES) return;
     g_bytes_told_to_lua = total;
-    if (storage_bytes_live() > full_collection_threshold()) {
+    if (engine_bytes_live() > full_collection_threshold()) {
         lua_gc(L, LUA_GCCOLLECT);
-        g_live_bytes_after_full = storage_bytes_live();
+        g_live_bytes_after_full = engine_bytes_live();
     } else {
         lua_gc(L, LUA_GCSTEP, static_cast<int>(fresh >> 10));
     }

@@ -411,7 +411,7 @@ std::vector<int64_t> debugger_marked_nodes() {
     if (!g.stop || !g.stop->node) return ids;
     ids.push_back(g.stop->node->id);
     if (g.stop->kind == STOP_GROUP)
-        for (const Ref<Node>& b : g.stop->node->backward_nodes) ids.push_back(b->id);
+        for (const Ref<Node>& b : g.stop->node->backward_nodes()) ids.push_back(b->id);
     return ids;
 }
 

@@ -53,7 +53,7 @@ std::set<std::string> function_names(lua_State* L) {
     }
     lua_pop(L, 1);
     for (Node* n = tape_first(); n; n = n->tape_next)
-        if (n->custom && n->op == OP_function) names.insert(n->name());
+        if (n->custom() && n->op == OP_function) names.insert(n->name());
     return names;
 }
 

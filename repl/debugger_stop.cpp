@@ -702,7 +702,7 @@ std::string join_inputs(const Node* node) {
 
 std::string backward_ids(const Node* node) {
     std::string s;
-    for (const Ref<Node>& b : node->backward_nodes) s += (s.empty() ? "#" : ",#") + std::to_string(b->id);
+    for (const Ref<Node>& b : node->backward_nodes()) s += (s.empty() ? "#" : ",#") + std::to_string(b->id);
     return s;
 }
 

@@ -31,9 +31,9 @@ namespace {
 // the forward node when the rule recorded none.
 int64_t stop_box_node(const DebugStop& stop) {
     if (!stop.node) return 0;
-    if (stop.kind == STOP_GROUP && stop.node->backward_nodes.size() > 0) {
+    if (stop.kind == STOP_GROUP && stop.node->backward_nodes().size() > 0) {
         int64_t newest = 0;
-        for (const Ref<Node>& b : stop.node->backward_nodes) newest = std::max(newest, b->id);
+        for (const Ref<Node>& b : stop.node->backward_nodes()) newest = std::max(newest, b->id);
         return newest;
     }
     return stop.node->id;

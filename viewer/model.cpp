@@ -40,7 +40,7 @@ NodeRecord record_make(const Node* n, const std::vector<NodeRecord>& earlier) {
     r.group = n->group;
     r.is_leaf = n->is_leaf();
     record_refresh(r, n);
-    r.is_function = n->custom != nullptr || !n->inner_nodes.empty();
+    r.is_function = n->custom() != nullptr || !n->inner_nodes().empty();
     r.history_start = n->history_start;
     r.is_inplace = (n->info().flags & OPF_INPLACE) != 0;
     r.scope = n->scope;

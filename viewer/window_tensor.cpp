@@ -441,9 +441,9 @@ void draw_tensor_window(ViewerState& s, const Tile& tile) {
                         source_loc_str(n->where).c_str());
 
     // Forward node <-> its backward nodes, one click apart.
-    if (n->phase == PHASE_FORWARD && n->backward_nodes.size() > 0) {
+    if (n->phase == PHASE_FORWARD && n->backward_nodes().size() > 0) {
         ImGui::TextDisabled("gradient nodes:");
-        for (const Ref<Node>& b : n->backward_nodes) {
+        for (const Ref<Node>& b : n->backward_nodes()) {
             ImGui::SameLine();
             node_button(b.get());
         }

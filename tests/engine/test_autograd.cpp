@@ -376,16 +376,16 @@ TEST_CASE("recording: backward nodes carry the group and the source line of the 
     CHECK(y.node->phase == PHASE_FORWARD);
     CHECK(y.node->group == 0);
     backward(loss, nullptr);
-    REQUIRE(y.node->backward_nodes.size() >= 1);
+    REQUIRE(y.node->backward_nodes().size() >= 1);
     bool tanh_backward_found = false;
-    for (const Ref<Node>& b : y.node->backward_nodes) {
+    for (const Ref<Node>& b : y.node->backward_nodes()) {
         CHECK(b->phase == PHASE_BACKWARD);
         CHECK(b->group == y.id());
         CHECK(source_loc_str(b->where) == "rnn_cell.lua:12");
         tanh_backward_found = tanh_backward_found || b->op == OP_tanh_backward;
     }
     CHECK(tanh_backward_found);
-    for (const Ref<Node>& b : loss.node->backward_nodes) {
+    for (const Ref<Node>& b : loss.node->backward_nodes()) {
         CHECK(b->group == loss.id());
         CHECK(source_loc_str(b->where) == "rnn_cell.lua:13");
     }

@@ -52,22 +52,22 @@ TEST_CASE("function: one node named after the function; its ops recorded inside 
     CHECK(y.node->id == first);
     CHECK(y.requires_grad());
     check_values(y, {4, 10, 18});
-    REQUIRE(y.node->inner_nodes.size() == 1);
-    CHECK(y.node->inner_nodes[0]->op == OP_mul);
-    CHECK(y.node->inner_nodes[0]->group == y.node->id);
-    CHECK_FALSE(y.node->inner_nodes[0]->tracks_grad);   // the inside runs with grad off
+    REQUIRE(y.node->inner_nodes().size() == 1);
+    CHECK(y.node->inner_nodes()[0]->op == OP_mul);
+    CHECK(y.node->inner_nodes()[0]->group == y.node->id);
+    CHECK_FALSE(y.node->inner_nodes()[0]->tracks_grad);   // the inside runs with grad off
 
     backward(ops::reduce_all(OP_sum, y), nullptr);
     CHECK(product->backward_calls == 1);
     check_values(grad_of(x), {4, 5, 6});
     check_values(grad_of(w), {1, 2, 3});
-    REQUIRE(y.node->backward_nodes.size() == 1);
-    Node* backward_node = y.node->backward_nodes[0].get();
+    REQUIRE(y.node->backward_nodes().size() == 1);
+    Node* backward_node = y.node->backward_nodes()[0].get();
     CHECK(std::string(backward_node->name()) == "Product.backward");
     CHECK(backward_node->phase == PHASE_BACKWARD);
     CHECK(backward_node->group == y.node->id);
-    CHECK(backward_node->inner_nodes.size() == 2);   // the two products of the backward
-    CHECK(backward_node->inner_nodes[0]->group == backward_node->id);
+    CHECK(backward_node->inner_nodes().size() == 2);   // the two products of the backward
+    CHECK(backward_node->inner_nodes()[0]->group == backward_node->id);
 }
 
 TEST_CASE("function: the hook sees the function node and every op inside it") {

@@ -68,7 +68,7 @@ TEST_CASE("lifetime: leaves' .grad does not keep the forward graph alive") {
     std::set<Node*> expected = {w_h.node.get(), w_x.node.get(), x.node.get(), prev_h.node.get()};
     for (const Tensor* leaf : {&w_h, &w_x}) {
         expected.insert(grad_of(*leaf).node.get());
-        for (const Ref<Node>& b : leaf->node->backward_nodes) expected.insert(b.get());
+        for (const Ref<Node>& b : leaf->node->backward_nodes()) expected.insert(b.get());
     }
     std::set<Node*> live;
     for (Node* n = tape_first(); n; n = n->tape_next)

@@ -115,7 +115,7 @@ TEST_CASE("plan: with an observer attached, the recording replays node by node a
             CHECK(pass->group.node == node);
             CHECK(plan_replay_recorded_id(node) > 0);
             CHECK(plan_replay_recorded_id(node) < node->id);   // recorded before this call
-            for (const Ref<Node>& b : node->backward_nodes) CHECK(b->group == node->id);
+            for (const Ref<Node>& b : node->backward_nodes()) CHECK(b->group == node->id);
             w.gradients_seen = w.gradients_seen || pass->group.grad_outputs[0].defined();
         }
     } seen;

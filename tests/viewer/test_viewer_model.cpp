@@ -229,19 +229,19 @@ TEST_CASE("groups: a custom function is one box until opened, then its inner ops
     backward(loss, nullptr);
     std::vector<NodeRecord> records = records_since(first);
     int64_t fn = y.id();
-    REQUIRE(y.node->inner_nodes.size() == 3);
+    REQUIRE(y.node->inner_nodes().size() == 3);
 
     GraphView v = build(records);
     int box = v.box_of(fn);
     REQUIRE(box >= 0);
     CHECK(v.boxes[box].member_count == 4);   // the function and its three ops
-    for (const Ref<Node>& inner : y.node->inner_nodes) CHECK(v.box_of(inner->id) == box);
+    for (const Ref<Node>& inner : y.node->inner_nodes()) CHECK(v.box_of(inner->id) == box);
 
     GraphView open = build(records, ViewOptions(), 0, {{"fn:" + std::to_string(fn), true}});
     int frame = open.boxes[open.box_of(fn)].frame;
     REQUIRE(frame >= 0);
     CHECK(open.clusters[frame].state == CLUSTER_EXPANDED);
-    for (const Ref<Node>& inner : y.node->inner_nodes) {
+    for (const Ref<Node>& inner : y.node->inner_nodes()) {
         int b = open.box_of(inner->id);
         CHECK(b != open.box_of(fn));
         CHECK(open.boxes[b].frame == frame);
