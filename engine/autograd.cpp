@@ -19,15 +19,18 @@ uint32_t g_walk_mark = 0;
 BackwardPass* g_pass = nullptr;   // the pass backward() is running
 uint64_t g_passes_started = 0;    // numbers the passes (BackwardPass::serial)
 
-// Every node reachable from `root` through held input edges (the autograd graph), unsorted.
-void collect_graph(Node* root, std::vector<Node*>& out) {
+// Every node reachable from `root` through held input edges (the autograd graph), by decreasing
+// id: the order backward visits them. Sorted as (id, node) pairs, so that the sort reads no node
+// (a long unroll's nodes are far out of cache by then).
+void collect_graph_by_id_descending(Node* root, std::vector<Node*>& out) {
+    std::vector<std::pair<int64_t, Node*>> found;
     uint32_t mark = ++g_walk_mark;
     std::vector<Node*> stack{root};
     root->walk_mark = mark;
     while (!stack.empty()) {
         Node* n = stack.back();
         stack.pop_back();
-        out.push_back(n);
+        found.emplace_back(n->id, n);
         for (Edge& e : n->inputs) {
             Node* in = e.node.get();
             if (in && in->walk_mark != mark) {
@@ -36,9 +39,10 @@ void collect_graph(Node* root, std::vector<Node*>& out) {
             }
         }
     }
+    std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    out.reserve(found.size());
+    for (const auto& f : found) out.push_back(f.second);
 }
-
-bool by_id_descending(const Node* a, const Node* b) { return a->id > b->id; }
 
 // The pass's state, restored on every exit (an error in a rule or an observer included).
 struct BackwardScope {
@@ -327,8 +331,7 @@ void backward(const Tensor& root, const Tensor* grad, const BackwardOptions& opt
                     static_cast<long long>(root.id()), root.shape().str().c_str());
 
     std::vector<Node*> order;
-    collect_graph(root.node.get(), order);
-    std::sort(order.begin(), order.end(), by_id_descending);
+    collect_graph_by_id_descending(root.node.get(), order);
     BackwardScope scope(order, root.node.get(), options.create_graph);
     if (options.captured) options.captured->assign(options.capture->size(), Tensor());
     BackwardPass& pass = scope.pass;

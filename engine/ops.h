@@ -217,7 +217,7 @@ bool view_strides_for(const Value& x, const Shape& to, int64_t* strides);
 // ops:: — call an op (records a node and runs it). Dims are 0-based here.
 
 namespace ops {
-Tensor call(OpId op, std::initializer_list<const Tensor*> inputs, const OpAttrs& attrs = OpAttrs());
+Tensor call(OpId op, std::initializer_list<const Tensor*> inputs, const OpAttrs& attrs = op_attrs_default());
 
 Tensor add(const Tensor& a, const Tensor& b);
 Tensor sub(const Tensor& a, const Tensor& b);

@@ -305,7 +305,8 @@ void Node::operator delete(void* p) {
 }
 
 void Node::set_attrs(const OpAttrs& attrs) {
-    bool defaults = attrs.init_values == nullptr && attrs_equal(attrs, op_attrs_default());
+    bool defaults = &attrs == &op_attrs_default() ||
+                    (attrs.init_values == nullptr && attrs_equal(attrs, op_attrs_default()));
     if (defaults) {
         forget_own_attrs();
         return;
