@@ -32,7 +32,7 @@ void collect_graph_by_id_descending(Node* root, std::vector<Node*>& out) {
         stack.pop_back();
         found.emplace_back(n->id, n);
         for (Edge& e : n->inputs) {
-            Node* in = e.node.get();
+            Node* in = e.node();
             if (in && in->walk_mark != mark) {
                 in->walk_mark = mark;
                 stack.push_back(in);
@@ -74,10 +74,10 @@ void fail_if_saved_changed(Node* n) {
     uint32_t then = 0, now = 0;
     for (int i = 0; i < 2 && i < n->inputs.size(); ++i) {
         const Edge& e = n->inputs[i];
-        if ((flags & (OPF_SAVES_IN0 << i)) && e.value.storage->version != e.version) {
+        if ((flags & (OPF_SAVES_IN0 << i)) && e.value().storage->version != e.version) {
             what = i == 0 ? "its first input" : "its second input";
             then = e.version;
-            now = e.value.storage->version;
+            now = e.value().storage->version;
         }
     }
     const Output& out = n->outputs[0];
@@ -143,7 +143,7 @@ struct GradientFreeing {
     // `holders_besides_record`: references to b the caller still holds (they go right after).
     void check(Node* b, int holders_besides_record = 0) const {
         if (!applies_to(b)) return;
-        for (Edge& e : b->inputs) e.value.storage = Ref<Storage>();
+        for (Edge& e : b->inputs) e.free_own_storage();
         if (b->refcount > 1 + holders_besides_record) return;
         for (Output& out : b->outputs) out.value.storage = Ref<Storage>();
         for (const Ref<Node>& inner : b->inner_nodes()) check(inner.get());   // a custom backward's own ops
@@ -400,13 +400,13 @@ void backward(const Tensor& root, const Tensor* grad, const BackwardOptions& opt
         for (int i = 0; i < n->inputs.size(); ++i) {
             if (!grad_inputs[i].defined() || !call.needs_grad(i)) continue;
             Edge& e = n->inputs[i];
-            if (!gradient_fits(grad_inputs[i], slices[i], e.value.shape))
+            if (!gradient_fits(grad_inputs[i], slices[i], e.value().shape))
                 engine_fail("backward: the rule of %s gave a gradient of shape %s for an input of shape %s",
-                            n->name(), grad_inputs[i].shape().str().c_str(), e.value.shape.str().c_str());
+                            n->name(), grad_inputs[i].shape().str().c_str(), e.value().shape.str().c_str());
             // a tensor used twice: its gradients add up (recorded in its own group)
-            g_recording.group_node = e.node.get();
-            arrived_gradient_sent(e.node.get(), e.output, grad_inputs[i], n);
-            add_to_pending(e.node->outputs[e.output], grad_inputs[i], slices[i], e.value.shape, sums_in_place, freeing.first_id,
+            g_recording.group_node = e.node();
+            arrived_gradient_sent(e.node(), e.output, grad_inputs[i], n);
+            add_to_pending(e.node()->outputs[e.output], grad_inputs[i], slices[i], e.value().shape, sums_in_place, freeing.first_id,
                            freeing);
             g_recording.group_node = n;
         }
@@ -440,7 +440,7 @@ NodeList graph_collect(const Tensor& t) {
         }
         if (n->phase == PHASE_BACKWARD || n->history_start) continue;
         for (Edge& e : n->inputs) {
-            Node* in = e.node.get();
+            Node* in = e.node();
             if (!in) {
                 auto found = live.find(e.id);
                 in = found == live.end() ? nullptr : found->second;

@@ -30,7 +30,7 @@ std::vector<int> g_backward_output_inputs;
 
 void run_forward(Node* node) {
     std::vector<Tensor> inputs;
-    for (const Edge& e : node->inputs) inputs.emplace_back(e.node.get(), e.output);
+    for (const Edge& e : node->inputs) inputs.emplace_back(e.node(), e.output);
     std::vector<Tensor> results;
     {
         InnerCallScope scope(node);
@@ -50,7 +50,7 @@ void run_forward(Node* node) {
 // `forward_node` is the group being differentiated (autograd's current group node).
 void run_backward(Node* node, Node* forward_node) {
     std::vector<Tensor> grad_outputs;
-    for (const Edge& e : node->inputs) grad_outputs.emplace_back(e.node.get(), e.output);
+    for (const Edge& e : node->inputs) grad_outputs.emplace_back(e.node(), e.output);
     std::vector<Tensor> grads;
     {
         InnerCallScope scope(node);
@@ -64,7 +64,7 @@ void run_backward(Node* node, Node* forward_node) {
     g_backward_output_inputs.clear();
     for (int i = 0; i < n_inputs; ++i) {
         if (!grads[i].defined()) continue;
-        const Shape& want = forward_node->inputs[i].value.shape;
+        const Shape& want = forward_node->inputs[i].value().shape;
         if (grads[i].shape() != want)
             engine_fail("%s: backward returned a gradient of shape %s for input %d, which has shape %s", name,
                         grads[i].shape().str().c_str(), i + 1, want.str().c_str());
@@ -79,7 +79,7 @@ void run_backward(Node* node, Node* forward_node) {
 // takes no part in autograd lets go afterwards, so no-grad loops do not chain nodes together.
 void release_inputs_unless_tracked(Node* node) {
     if (node->tracks_grad) return;
-    for (Edge& e : node->inputs) e.node = Ref<Node>();
+    for (Edge& e : node->inputs) e.release_node();
 }
 
 }  // namespace

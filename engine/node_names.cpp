@@ -51,7 +51,7 @@ const char* infix_symbol(OpId op) {
 
 // An input as an operand: its name, or "#id" when it has none (expressions nest one level only).
 std::string operand(const Edge& e) {
-    Node* producer = e.node ? e.node.get() : tape_find(e.id);
+    Node* producer = e.node() ? e.node() : tape_find(e.id);
     std::string name = producer ? node_bound_name(producer, e.output) : "";
     return name.empty() ? "#" + std::to_string(e.id) : name;
 }
@@ -71,7 +71,7 @@ std::string expression(const Node* node) {
     if (symbol && in.size() == 2) return operand(in[0]) + symbol + operand(in[1]);
     if (node->op == OP_rsub_scalar && in.size() == 1) return scalar_text(node->attrs().scalar) + " - " + operand(in[0]);
     if (node->op == OP_neg && in.size() == 1) return "-" + operand(in[0]);
-    if (node->op == OP_transpose && in.size() == 1 && in[0].value.shape.ndim == 2) return operand(in[0]) + "ᵀ";
+    if (node->op == OP_transpose && in.size() == 1 && in[0].value().shape.ndim == 2) return operand(in[0]) + "ᵀ";
     std::string s = std::string(node->name()) + "(";
     for (int i = 0; i < in.size(); ++i) s += (i ? ", " : "") + operand(in[i]);
     return s + ")";

@@ -1428,7 +1428,7 @@ void backward_scatter_add(BackwardCall& c) {
     if (c.needs_grad(0)) c.grad_input[0] = ops::gather(c.grad_output[0], c.attrs().dim, c.input(1));
 }
 
-void backward_to(BackwardCall& c) { c.grad_input[0] = ops::to(c.grad_output[0], c.node->inputs[0].value.dtype); }
+void backward_to(BackwardCall& c) { c.grad_input[0] = ops::to(c.grad_output[0], c.node->inputs[0].value().dtype); }
 
 // l = sum (or mean) of (a - b)^2: da = g * 2 (a - b) / count, db = -da.
 void backward_mse_loss(BackwardCall& c) {

@@ -223,7 +223,7 @@ void record_node(Node* node, HookEvent event, void*) {
     }
 
     std::vector<int> inputs;
-    for (const Edge& e : node->inputs) inputs.push_back(value_for(r, e.id, e.output, e.value, e.node.get()));
+    for (const Edge& e : node->inputs) inputs.push_back(value_for(r, e.id, e.output, e.value(), e.node()));
     PlanStep& s = add_step(plan, STEP_KERNEL, node->op, node->phase, node->where, node->id);
     if (node->phase == PHASE_BACKWARD) s.recorded_group = node->group;
     s.attrs = node->attrs();

@@ -258,6 +258,11 @@ std::vector<OpAttrs*>& free_attrs() {
     static std::vector<OpAttrs*>* list = new std::vector<OpAttrs*>;   // immortal, as free_nodes()
     return *list;
 }
+// And edges' own values (Edge::set_value): a backward pass's nodes hold no node of their inputs.
+std::vector<Value*>& free_values() {
+    static std::vector<Value*>* list = new std::vector<Value*>;   // immortal, as free_nodes()
+    return *list;
+}
 }  // namespace
 
 void node_release_spares() {
@@ -269,6 +274,10 @@ void node_release_spares() {
     for (OpAttrs* a : attrs) delete a;
     attrs.clear();
     attrs.shrink_to_fit();
+    std::vector<Value*>& values = free_values();
+    for (Value* v : values) delete v;
+    values.clear();
+    values.shrink_to_fit();
 }
 
 void engine_release_spares() {
@@ -339,6 +348,69 @@ void Node::forget_own_attrs() {
 }
 
 Node::~Node() { forget_own_attrs(); }
+
+// ---------------------------------------------------------------------------------------------
+// Edges: an own copy of the value only where the producing node is not held (see Edge).
+
+Edge::Edge(Edge&& other) noexcept
+    : id(other.id), output(other.output), version(other.version), node_(std::move(other.node_)),
+      own_value(other.own_value) {
+    other.own_value = nullptr;
+}
+
+Edge& Edge::operator=(Edge&& other) noexcept {
+    if (this == &other) return *this;
+    drop_own_value();
+    id = other.id;
+    output = other.output;
+    version = other.version;
+    node_ = std::move(other.node_);
+    own_value = other.own_value;
+    other.own_value = nullptr;
+    return *this;
+}
+
+void Edge::set_node(const Ref<Node>& producer, int output_index) {
+    drop_own_value();
+    node_ = producer;
+    output = output_index;
+}
+
+void Edge::set_value(const Value& value) {
+    node_ = Ref<Node>();
+    if (!own_value) {
+        g_node_bytes_made += sizeof(Value);   // counted with the nodes (tell_collector)
+        g_node_bytes_live += sizeof(Value);
+        std::vector<Value*>& list = free_values();
+        if (list.empty()) {
+            own_value = new Value(value);
+            return;
+        }
+        own_value = list.back();
+        list.pop_back();
+    }
+    *own_value = value;
+}
+
+void Edge::release_node() {
+    if (!node_) return;
+    Ref<Node> producer = std::move(node_);   // held until the copy is made
+    set_value(producer->outputs[output].value);
+}
+
+void Edge::free_own_storage() {
+    if (own_value) own_value->storage = Ref<Storage>();
+}
+
+void Edge::drop_own_value() {
+    if (!own_value) return;
+    g_node_bytes_live -= sizeof(Value);
+    *own_value = Value();   // lets go of the storage now, not when the copy is reused
+    std::vector<Value*>& list = free_values();
+    if (ENGINE_RECYCLES_MEMORY && list.size() < MAX_FREE_NODES) list.push_back(own_value);
+    else delete own_value;
+    own_value = nullptr;
+}
 
 namespace {
 const NodeGroupRecords& no_group_records() {
@@ -441,8 +513,8 @@ static void fail_inplace_on_leaf(const OpInfo& info, const Tensor& leaf, bool th
 // matters: an in-place change through a view of a leaf that requires grad changes that leaf.
 static Tensor view_base(const Tensor& x) {
     Tensor base = x;
-    while ((base.node->info().flags & OPF_VIEW) && base.node->tracks_grad && base.node->inputs[0].node)
-        base = Tensor(base.node->inputs[0].node.get(), base.node->inputs[0].output);
+    while ((base.node->info().flags & OPF_VIEW) && base.node->tracks_grad && base.node->inputs[0].node())
+        base = Tensor(base.node->inputs[0].node(), base.node->inputs[0].output);
     return base;
 }
 
@@ -586,9 +658,9 @@ Tensor op_call(OpId op, const Tensor* const* inputs, int n_inputs, const OpAttrs
         Edge& e = node->inputs[i];
         e.id = inputs[i]->node->id;
         e.output = inputs[i]->output;
-        e.value = inputs[i]->value();
-        e.version = e.value.storage->version;
-        if (track || custom) e.node = inputs[i]->node;   // a custom function reads its inputs as tensors
+        if (track || custom) e.set_node(inputs[i]->node, inputs[i]->output);   // a custom function reads its inputs as tensors
+        else e.set_value(inputs[i]->value());
+        e.version = e.value().storage->version;
     }
     node->outputs.resize(shape_call.n_outputs);
     for (int i = 0; i < shape_call.n_outputs; ++i) {
@@ -623,8 +695,8 @@ Tensor tape_record_prepared(OpId op, const OpAttrs& attrs, const Value* inputs, 
     for (int i = 0; i < n_inputs; ++i) {
         Edge& e = node->inputs[i];
         e.id = input_ids ? input_ids[i] : 0;
-        e.value = inputs[i];
-        e.version = e.value.storage ? e.value.storage->version : 0;
+        e.set_value(inputs[i]);
+        e.version = inputs[i].storage ? inputs[i].storage->version : 0;
     }
     node->outputs.resize(n_outputs);
     for (int i = 0; i < n_outputs; ++i) {
@@ -680,7 +752,7 @@ void exec_node(Node* node) {
         inputs_heap.resize(n_inputs);
         inputs = inputs_heap.data();
     }
-    for (int i = 0; i < n_inputs; ++i) inputs[i] = &node->inputs[i].value;
+    for (int i = 0; i < n_inputs; ++i) inputs[i] = &node->inputs[i].value();
     Value* outputs[MAX_OUTPUTS];
     int n_outputs = node->outputs.size();
     for (int i = 0; i < n_outputs; ++i) outputs[i] = &node->outputs[i].value;

@@ -73,15 +73,41 @@ struct Tensor {
     bool same_as(const Tensor& o) const { return node.get() == o.node.get() && output == o.output; }
 };
 
-// One input of a node. The value is always held (kernels and backward read it); the producing
+// One input of a node. The value is always there (kernels and backward read it); the producing
 // node is held only when this node is part of an autograd graph, so graphs that need no gradient
 // never chain nodes together (a no-grad loop of 10,000 steps keeps one step alive, not all).
-struct Edge {
+// Where the node is held, the value is its output's (a node's output value never changes once
+// the node has run), so the edge holds no copy: an edge is 32 bytes, not 112. Otherwise it holds
+// its own copy, from a free list (own_value).
+class Edge {
+public:
     int64_t id = 0;          // producing node's id (kept after that node dies)
     int output = 0;          // which of its outputs
     uint32_t version = 0;    // storage version when recorded (checked for saved inputs)
-    Value value;
-    Ref<Node> node;          // only when the consuming node tracks gradients
+
+    Edge() = default;
+    Edge(Edge&& other) noexcept;
+    Edge& operator=(Edge&& other) noexcept;
+    Edge(const Edge&) = delete;
+    Edge& operator=(const Edge&) = delete;
+    ~Edge() { drop_own_value(); }
+
+    const Value& value() const;              // the input's value
+    Node* node() const { return node_.get(); }   // the producing node, when held
+    const Ref<Node>& node_ref() const { return node_; }
+    // Reads `producer`'s output `output` through the node, holding it.
+    void set_node(const Ref<Node>& producer, int output_index);
+    // Holds a copy of `value` and no node.
+    void set_value(const Value& value);
+    // Lets go of the node (keeping a copy of the value): the edge no longer chains the graph.
+    void release_node();
+    // Drops the bytes of an own copy (a backward pass freeing what it has used, value_freed()).
+    void free_own_storage();
+
+private:
+    Ref<Node> node_;         // only when the consuming node tracks gradients (or runs a custom function)
+    Value* own_value = nullptr;   // the copy when node_ is not held
+    void drop_own_value();
 };
 
 struct Output {
@@ -222,6 +248,8 @@ inline void ref_release(Node* n) {
 }
 
 inline const Value& Tensor::value() const { return node->outputs[output].value; }
+
+inline const Value& Edge::value() const { return node_ ? node_->outputs[output].value : *own_value; }
 
 inline bool Tensor::requires_grad() const { return node->outputs[output].requires_grad; }
 inline int64_t Tensor::id() const { return node ? node->id : 0; }
@@ -456,11 +484,11 @@ struct BackwardCall {
 
     bool needs_grad(int i) const {
         const Edge& e = node->inputs[i];
-        return e.node && e.node->outputs[e.output].requires_grad;
+        return e.node() && e.node()->outputs[e.output].requires_grad;
     }
-    Tensor input(int i) const { return Tensor(node->inputs[i].node.get(), node->inputs[i].output); }
+    Tensor input(int i) const { return Tensor(node->inputs[i].node(), node->inputs[i].output); }
     Tensor output(int i) const { return Tensor(node, i); }
-    const Shape& input_shape(int i) const { return node->inputs[i].value.shape; }
+    const Shape& input_shape(int i) const { return node->inputs[i].value().shape; }
     const OpAttrs& attrs() const { return node->attrs(); }
 };
 

@@ -637,7 +637,7 @@ bool sources_finite(Node* node, HookEvent event) {
         return true;
     }
     for (const Edge& e : node->inputs)
-        if (!all_finite(e.value)) return false;
+        if (!all_finite(e.value())) return false;
     return true;
 }
 

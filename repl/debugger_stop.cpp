@@ -274,13 +274,13 @@ DebugStop* live_stop(lua_State* L, int serial_index) {
 
 // A tensor for an input edge: the producing node's output when it is alive, else a copy of the value.
 Tensor input_tensor(const Edge& e) {
-    if (value_freed(e.value)) engine_fail("input #%lld: its value was %s", static_cast<long long>(e.id), VALUE_FREED_TEXT);
-    Node* producer = e.node ? e.node.get() : tape_find(e.id);
-    if (producer && producer->outputs[e.output].value.storage.get() == e.value.storage.get())
+    if (value_freed(e.value())) engine_fail("input #%lld: its value was %s", static_cast<long long>(e.id), VALUE_FREED_TEXT);
+    Node* producer = e.node() ? e.node() : tape_find(e.id);
+    if (producer && producer->outputs[e.output].value.storage.get() == e.value().storage.get())
         return Tensor(producer, e.output);
-    std::vector<double> values(static_cast<size_t>(e.value.numel()));
-    for (int64_t i = 0; i < e.value.numel(); ++i) values[static_cast<size_t>(i)] = value_get(e.value, i);
-    return ops::from_values(e.value.shape, e.value.dtype, values.data());
+    std::vector<double> values(static_cast<size_t>(e.value().numel()));
+    for (int64_t i = 0; i < e.value().numel(); ++i) values[static_cast<size_t>(i)] = value_get(e.value(), i);
+    return ops::from_values(e.value().shape, e.value().dtype, values.data());
 }
 
 // What a backward rule reads (OPF_SAVES_*), named as the op's math line names them.
@@ -331,17 +331,17 @@ void replace_grad(lua_State* L, DebugStop& stop, lua_Integer i, int idx) {
     if (i < 1 || i > node->inputs.size())
         luaL_error(L, "grad_input[%d]: the node has %d input%s", static_cast<int>(i), node->inputs.size(), node->inputs.size() == 1 ? "" : "s");
     const Edge& e = node->inputs[static_cast<int>(i - 1)];
-    if (!e.node || !e.node->outputs[e.output].requires_grad)
+    if (!e.node() || !e.node()->outputs[e.output].requires_grad)
         luaL_error(L, "grad_input[%d]: input %d (#%d) needs no gradient", static_cast<int>(i), static_cast<int>(i), static_cast<int>(e.id));
     Tensor& slot = stop.pass->group.grad_inputs[i - 1];
-    DType dtype = slot.defined() ? slot.dtype() : e.value.dtype;
+    DType dtype = slot.defined() ? slot.dtype() : e.value().dtype;
     Tensor grad;
     if (lua_type(L, idx) == LUA_TNUMBER) {
-        grad = ops::create(OP_full, e.value.shape, dtype, lua_tonumber(L, idx));
+        grad = ops::create(OP_full, e.value().shape, dtype, lua_tonumber(L, idx));
     } else if (Tensor* t = tapedeck_test_tensor(L, idx)) {
-        if (t->shape() != e.value.shape)
+        if (t->shape() != e.value().shape)
             luaL_error(L, "grad_input[%d]: the new gradient has shape %s, input %d has shape %s", static_cast<int>(i),
-                       t->shape().str().c_str(), static_cast<int>(i), e.value.shape.str().c_str());
+                       t->shape().str().c_str(), static_cast<int>(i), e.value().shape.str().c_str());
         grad = ops::unary(OP_clone, *t);   // a copy: the pass may take it over as a leaf's .grad
         if (grad.dtype() != dtype) grad = ops::to(grad, dtype);
     } else if (!lua_isnil(L, idx)) {
@@ -689,9 +689,9 @@ std::string d_of(const Node* node, int output = 0, const std::string& taken = ""
 
 // "h2h + i2h (#9 add) [20,1]": an input by its producer.
 std::string edge_text(const Edge& e) {
-    Node* producer = e.node ? e.node.get() : tape_find(e.id);
+    Node* producer = e.node() ? e.node() : tape_find(e.id);
     std::string s = producer ? node_text(producer, e.output) : "#" + std::to_string(e.id);
-    return s + " " + e.value.shape.str();
+    return s + " " + e.value().shape.str();
 }
 
 std::string join_inputs(const Node* node) {
@@ -756,7 +756,7 @@ std::string rule_with_names(const std::string& rule, const Node* node) {
             label = node_label(node);
         } else {
             const Edge& e = node->inputs[t.input];
-            Node* producer = e.node ? e.node.get() : tape_find(e.id);
+            Node* producer = e.node() ? e.node() : tape_find(e.id);
             label = producer ? node_label(producer, e.output) : "";
         }
         if (label.empty() || label[0] == '#') continue;
@@ -817,7 +817,7 @@ std::string group_banner(const DebugStop& stop) {
     for (int i = 0; i < node->inputs.size(); ++i) {
         const Tensor& grad = group.grad_inputs[i];
         const Edge& input = node->inputs[i];
-        Node* producer = input.node ? input.node.get() : tape_find(input.id);
+        Node* producer = input.node() ? input.node() : tape_find(input.id);
         std::string label = root + "/" + (producer ? d_of(producer, input.output, node_label(node)) : "d#" + std::to_string(input.id));
         std::string text = grad.defined() ? label + " " + grad.shape().str() + "   " + produced_by(stop, i, grad)
                                           : label + " -   (none: the input needs no gradient)";

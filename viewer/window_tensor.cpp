@@ -397,7 +397,7 @@ void draw_inputs_panel(ViewerState& s, Node* n) {
         const Edge& e = n->inputs[i];
         const NodeRecord* r = record_find(s.records, e.id);
         std::string label = "#" + std::to_string(e.id) + " " + (r ? r->op : std::string("(freed)")) + "  " +
-                            e.value.shape.str() + "  " + input_role(s, n, e);
+                            e.value().shape.str() + "  " + input_role(s, n, e);
         ImGui::PushID(i);
         ImGui::RadioButton(label.c_str(), &chosen, i);
         if (r) {
@@ -408,7 +408,7 @@ void draw_inputs_panel(ViewerState& s, Node* n) {
     }
     chosen = std::clamp(chosen, 0, n->inputs.size() - 1);
     ImGui::Separator();
-    draw_value_panel(s, n->inputs[chosen].value, 2);
+    draw_value_panel(s, n->inputs[chosen].value(), 2);
 }
 
 }  // namespace

@@ -55,7 +55,7 @@ TEST_CASE("arrived gradients: a non-leaf's gradient after backward, with its sen
         CHECK(value_get(at_loss->value, 0) == 1.0);
 
         // tanh's output: d loss/d (w x) = 2 (1 - tanh^2)
-        const ArrivedGradient* at_product = arrived_gradient(y.node->inputs[0].node.get(), 0);
+        const ArrivedGradient* at_product = arrived_gradient(y.node->inputs[0].node(), 0);
         REQUIRE(at_product);
         CHECK(at_product->senders[0].forward_id == y.id());
         for (int64_t i = 0; i < 3; ++i) {

@@ -110,7 +110,7 @@ TEST_CASE("no_grad: under NoGradGuard results do not require grad and nodes do n
         Tensor y = ops::mul_scalar(x, 2);
         CHECK_FALSE(y.requires_grad());
         CHECK_FALSE(y.node->tracks_grad);
-        CHECK_FALSE(y.node->inputs[0].node);   // an untracked node does not hold its input
+        CHECK_FALSE(y.node->inputs[0].node());   // an untracked node does not hold its input
         check_values(y, {2, 4});
         {
             NoGradGuard nested;
@@ -122,7 +122,7 @@ TEST_CASE("no_grad: under NoGradGuard results do not require grad and nodes do n
     Tensor z = ops::mul_scalar(x, 2);
     CHECK(z.requires_grad());
     CHECK(z.node->tracks_grad);
-    CHECK(z.node->inputs[0].node.get() == x.node.get());
+    CHECK(z.node->inputs[0].node() == x.node.get());
 }
 
 TEST_CASE("no_grad: set_grad_enabled(false) stops tracking and set_grad_enabled(true) restores it") {
@@ -180,7 +180,7 @@ TEST_CASE("dtype promotion: int64 + float32 gives float32 and records a to node 
     CHECK(c.dtype() == DTYPE_F32);
     check_values(c, {1.5, 2.25, 2});
     CHECK(tape_next_id() == before + 2);   // the conversion, then the add
-    Node* converted = c.node->inputs[0].node.get();
+    Node* converted = c.node->inputs[0].node();
     REQUIRE(converted != nullptr);
     CHECK(converted->op == OP_to);
     CHECK(converted->attrs().dtype == DTYPE_F32);

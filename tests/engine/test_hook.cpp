@@ -91,7 +91,7 @@ void probe_tanh(Node* node, HookEvent event, void* user) {
     ValueProbe* probe = static_cast<ValueProbe*>(user);
     if (node->op != OP_tanh) return;
     probe->tanh_id = node->id;
-    if (event == HOOK_BEFORE) probe->input_at_before = value_get(node->inputs[0].value, 0);
+    if (event == HOOK_BEFORE) probe->input_at_before = value_get(node->inputs[0].value(), 0);
     else probe->output_at_after = value_get(node->outputs[0].value, 0);
 }
 
