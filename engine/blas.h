@@ -4,7 +4,7 @@
 // tapedeck does not link OpenBLAS: the first product that could use it loads libopenblas.so.0
 // with dlopen. Before loading, it sets OPENBLAS_CORETYPE=SkylakeX when the CPU has AVX-512F and
 // the user set no core type (OpenBLAS 0.3.21 picks its kernels while the library loads, and takes
-// AVX-512 EPYCs and Xeons for Haswells or Prescotts: 1.7x to 5x slower), and
+// some AVX-512 Xeons for a Prescott: ~5x slower), and
 // OPENBLAS_NUM_THREADS=1 (tapedeck runs one thread; OpenBLAS would otherwise start a thread per
 // core at load). Both variables are put back as they were once it is loaded. Without the library
 // at run time, or in a build configured without it (TAPEDECK_BLAS off or libopenblas-dev missing),

@@ -731,8 +731,9 @@ TD_NO_FP_CONTRACT void add_products(T* c, T s, const T* row, int64_t n) {
     for (int64_t j = 0; j < n; ++j) c[j] += s * row[j];
 }
 
-// A float or double product through the BLAS when blas_gemm takes it (a large one: engine/blas.h);
-// false for int64 and for the products that stay in Eigen. Row-major operands, as matmul_into.
+// A float or double product through the BLAS when blas_gemm takes it (engine/blas.h: not a
+// matrix-vector product, with OpenBLAS's AVX-512 kernels loaded); false, having done nothing, for
+// int64 and for the products that stay in Eigen. Row-major operands with their row strides.
 template <class T>
 bool blas_product(T* c, int64_t ldc, const T* a, int64_t lda, const T* b, int64_t ldb, int64_t m, int64_t n,
                   int64_t k, bool ta, bool tb, bool accumulate) {
@@ -740,9 +741,9 @@ bool blas_product(T* c, int64_t ldc, const T* a, int64_t lda, const T* b, int64_
     return false;
 }
 
-// C = op(A) op(B) (or C += ..., `accumulate`) for row-major A (a_rows x a_cols) and B. A large
-// float/double product goes to the BLAS (blas_product); otherwise Eigen picks GEMV or GEMM at run
-// time; measured here, that beats its coefficient-based lazyProduct even for 20x20 by 20x1.
+// C = op(A) op(B) (or C += ..., `accumulate`) for row-major A (a_rows x a_cols) and B: through
+// the BLAS when blas_product takes it; otherwise Eigen picks GEMV or GEMM at run time (measured
+// here, that beats its coefficient-based lazyProduct even for 20x20 by 20x1).
 template <class T>
 void matmul_into(T* c, const T* a, const T* b, int64_t a_rows, int64_t a_cols, int64_t b_rows, int64_t b_cols,
                  bool ta, bool tb, bool accumulate) {
@@ -961,7 +962,7 @@ Eigen::Map<const RowMatrix<T>> columns_of(T* image, RowMatrix<T>& scratch, const
 
 // Y[n] = W columns(X[n]) (+ b per output channel), one product per group: group k's output
 // channels (rows of W) read group k's input channels (rows of the columns). Each product goes to
-// the BLAS when it is large enough (blas_product), else to Eigen; likewise in the backward ops.
+// the BLAS when blas_product takes it, else to Eigen; likewise in the backward ops.
 template <class T>
 void conv2d_forward(const Value& x, const Value& weight, const Value* bias, const Value& y, const ConvGeometry& g) {
     Eigen::Map<const RowMatrix<T>> W(weight.data<T>(), g.o, g.group_patch());
