@@ -3,6 +3,9 @@
 # Idempotent and quick when everything is there (one dpkg-query). Needs root to install.
 #   zlib1g-dev: deflate for .npz files (torch.save / torch.load).
 #   libpng-dev: PNG files (torch.save_png: the spiral model's decision regions).
+#   libopenblas-dev: OpenBLAS, for the matrix products where it beats Eigen (docs/performance.md);
+#     found at configure time (headers, pkg-config) and loaded at run time (libopenblas0-pthread).
+#     Optional: without it every product runs in Eigen.
 #   libx11-dev: the viewer sets Xlib's I/O error handlers (a lost X display closes the viewer).
 #   clang, libclang-rt-14-dev: the sanitizer build (./run.sh test-asan: ASan, UBSan, LSan) and the
 #     libFuzzer harnesses; llvm: llvm-symbolizer, for sanitizer reports with function names and lines.
@@ -10,7 +13,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkgconf
-  libeigen3-dev
+  libeigen3-dev libopenblas-dev
   zlib1g-dev
   libpng-dev
   liblua5.4-dev libreadline-dev

@@ -21,7 +21,9 @@
 #include <cmath>
 #include <cstring>
 #include <optional>
+#include <type_traits>
 
+#include "blas.h"
 #include "elementwise.h"
 #include "scalar_math.h"
 #include "kernels_cpu.h"
@@ -729,9 +731,19 @@ TD_NO_FP_CONTRACT void add_products(T* c, T s, const T* row, int64_t n) {
     for (int64_t j = 0; j < n; ++j) c[j] += s * row[j];
 }
 
-// C = op(A) op(B) (or C += ..., `accumulate`) for row-major A (a_rows x a_cols) and B. Eigen picks
-// GEMV or GEMM at run time; measured here, that beats its coefficient-based lazyProduct even for
-// 20x20 by 20x1.
+// A float or double product through the BLAS when blas_gemm takes it (engine/blas.h: not a
+// matrix-vector product, with OpenBLAS's AVX-512 kernels loaded); false, having done nothing, for
+// int64 and for the products that stay in Eigen. Row-major operands with their row strides.
+template <class T>
+bool blas_product(T* c, int64_t ldc, const T* a, int64_t lda, const T* b, int64_t ldb, int64_t m, int64_t n,
+                  int64_t k, bool ta, bool tb, bool accumulate) {
+    if constexpr (std::is_floating_point_v<T>) return blas_gemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+    return false;
+}
+
+// C = op(A) op(B) (or C += ..., `accumulate`) for row-major A (a_rows x a_cols) and B: through
+// the BLAS when blas_product takes it; otherwise Eigen picks GEMV or GEMM at run time (measured
+// here, that beats its coefficient-based lazyProduct even for 20x20 by 20x1).
 template <class T>
 void matmul_into(T* c, const T* a, const T* b, int64_t a_rows, int64_t a_cols, int64_t b_rows, int64_t b_cols,
                  bool ta, bool tb, bool accumulate) {
@@ -739,6 +751,7 @@ void matmul_into(T* c, const T* a, const T* b, int64_t a_rows, int64_t a_cols, i
     Eigen::Map<const Matrix> A(a, a_rows, a_cols), B(b, b_rows, b_cols);
     int64_t m = ta ? a_cols : a_rows, k = ta ? a_rows : a_cols, n = tb ? b_rows : b_cols;
     Eigen::Map<Matrix> C(c, m, n);
+    if (k > 1 && blas_product(c, n, a, a_cols, b, b_cols, m, n, k, ta, tb, accumulate)) return;
     if (k == 0) {
         if (!accumulate) C.setZero();
     } else if (k == 1) {   // an outer product (RNN weight gradients): GEMM's packing costs more than it
@@ -948,7 +961,8 @@ Eigen::Map<const RowMatrix<T>> columns_of(T* image, RowMatrix<T>& scratch, const
 }
 
 // Y[n] = W columns(X[n]) (+ b per output channel), one product per group: group k's output
-// channels (rows of W) read group k's input channels (rows of the columns).
+// channels (rows of W) read group k's input channels (rows of the columns). Each product goes to
+// the BLAS when blas_product takes it, else to Eigen; likewise in the backward ops.
 template <class T>
 void conv2d_forward(const Value& x, const Value& weight, const Value* bias, const Value& y, const ConvGeometry& g) {
     Eigen::Map<const RowMatrix<T>> W(weight.data<T>(), g.o, g.group_patch());
@@ -957,10 +971,13 @@ void conv2d_forward(const Value& x, const Value& weight, const Value* bias, cons
     for (int64_t n = 0; n < g.n; ++n) {
         MatrixMap<T> Y(y.data<T>() + n * g.o * g.positions(), g.o, g.positions());
         Eigen::Map<const RowMatrix<T>> columns = columns_of(x.data<T>() + n * g.image_size(), scratch, g);
-        if (g.groups == 1) Y.noalias() = W * columns;
-        else
-            for (int64_t k = 0; k < g.groups; ++k)
-                Y.middleRows(k * outs, outs).noalias() = W.middleRows(k * outs, outs) * columns.middleRows(k * rows, rows);
+        for (int64_t k = 0; k < g.groups; ++k) {
+            if (blas_product(Y.data() + k * outs * g.positions(), g.positions(), W.data() + k * outs * rows, rows,
+                             columns.data() + k * rows * g.positions(), g.positions(), outs, g.positions(), rows,
+                             false, false, false))
+                continue;
+            Y.middleRows(k * outs, outs).noalias() = W.middleRows(k * outs, outs) * columns.middleRows(k * rows, rows);
+        }
         if (bias)
             for (int64_t o = 0; o < g.o; ++o) Y.row(o).array() += bias->data<T>()[o];
     }
@@ -976,11 +993,14 @@ void conv2d_grad_input(const Value& grad, const Value& weight, const Value& dx, 
         Eigen::Map<const RowMatrix<T>> G(grad.data<T>() + n * g.o * g.positions(), g.o, g.positions());
         T* image = dx.data<T>() + n * g.image_size();
         MatrixMap<T> columns(g.image_is_columns() ? image : scratch.data(), g.patch(), g.positions());
-        if (g.groups == 1) columns.noalias() = W.transpose() * G;
-        else
-            for (int64_t k = 0; k < g.groups; ++k)
-                columns.middleRows(k * rows, rows).noalias() =
-                    W.middleRows(k * outs, outs).transpose() * G.middleRows(k * outs, outs);
+        for (int64_t k = 0; k < g.groups; ++k) {
+            if (blas_product(columns.data() + k * rows * g.positions(), g.positions(), W.data() + k * outs * rows,
+                             rows, G.data() + k * outs * g.positions(), g.positions(), rows, g.positions(), outs,
+                             true, false, false))
+                continue;
+            columns.middleRows(k * rows, rows).noalias() =
+                W.middleRows(k * outs, outs).transpose() * G.middleRows(k * outs, outs);
+        }
         if (g.image_is_columns()) continue;
         std::fill(image, image + g.image_size(), T(0));
         move_patches(image, scratch.data(), g, false);
@@ -997,11 +1017,14 @@ void conv2d_grad_weight(const Value& grad, const Value& x, const Value& dw, cons
     for (int64_t n = 0; n < g.n; ++n) {
         Eigen::Map<const RowMatrix<T>> G(grad.data<T>() + n * g.o * g.positions(), g.o, g.positions());
         Eigen::Map<const RowMatrix<T>> columns = columns_of(x.data<T>() + n * g.image_size(), scratch, g);
-        if (g.groups == 1) dW.noalias() += G * columns.transpose();
-        else
-            for (int64_t k = 0; k < g.groups; ++k)
-                dW.middleRows(k * outs, outs).noalias() +=
-                    G.middleRows(k * outs, outs) * columns.middleRows(k * rows, rows).transpose();
+        for (int64_t k = 0; k < g.groups; ++k) {
+            if (blas_product(dW.data() + k * outs * rows, rows, G.data() + k * outs * g.positions(), g.positions(),
+                             columns.data() + k * rows * g.positions(), g.positions(), outs, rows, g.positions(),
+                             false, true, true))
+                continue;
+            dW.middleRows(k * outs, outs).noalias() +=
+                G.middleRows(k * outs, outs) * columns.middleRows(k * rows, rows).transpose();
+        }
     }
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "blas.h"
 #include "plan.h"
 #include "debugger.h"
 #include "repl.h"
@@ -28,7 +29,7 @@ const char* const USAGE =
     "  -e code     run code (may be given more than once)\n"
     "  --view      open the graph viewer window (with no -i: until it is closed or Ctrl-C)\n"
     "  --screenshot out.png [--frames N]   after the script, write the viewer as a PNG\n"
-    "  -v          print the version\n"
+    "  -v          print the version, and where the matrix products run (OpenBLAS or Eigen)\n"
     "  -h          print this help\n"
     "With no script and no -e, tapedeck opens the REPL. Inside it, type :help.\n";
 
@@ -272,6 +273,7 @@ int main(int argc, char** argv) {
             code.push_back(argv[i]);
         } else if (strcmp(argv[i], "-v") == 0 || strcmp(argv[i], "--version") == 0) {
             printf("tapedeck %s\n", TAPEDECK_VERSION);
+            printf("GEMM: %s\n", td::blas_describe().c_str());   // which products run where (engine/blas.h)
             return shutdown(L, 0);
         } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             fputs(USAGE, stdout);
