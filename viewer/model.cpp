@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <deque>
 
+#include "node_names.h"
 #include "source_cache.h"
 
 namespace td {
@@ -68,21 +69,52 @@ bool record_is_parameter(const NodeRecord& r) {
            r.inner_of == 0;
 }
 
-void records_update(std::vector<NodeRecord>& records, const std::unordered_set<int64_t>& running) {
+std::vector<const Node*> tape_window_nodes(const TapeWindow& window) {
+    std::vector<const Node*> nodes;
+    if (window.anchor) {
+        for (const Node* n = window.anchor; n && nodes.size() < window.size; n = n->tape_next) nodes.push_back(n);
+        return nodes;
+    }
+    for (const Node* n = tape_last(); n && nodes.size() < window.size; n = n->tape_prev) nodes.push_back(n);
+    std::reverse(nodes.begin(), nodes.end());
+    return nodes;
+}
+
+TapeWindowSpan records_update(std::vector<NodeRecord>& records, const std::unordered_set<int64_t>& running,
+                              const TapeWindow& window) {
+    std::vector<const Node*> nodes = tape_window_nodes(window);
     std::vector<NodeRecord> next;
-    next.reserve(static_cast<size_t>(tape_live_count()));
+    next.reserve(nodes.size());
+    TapeWindowSpan span;
+    span.changed = records.size() != nodes.size();
     size_t old = 0;
-    for (Node* n = tape_first(); n; n = n->tape_next) {
+    for (const Node* n : nodes) {
         while (old < records.size() && records[old].id < n->id) ++old;
         if (old < records.size() && records[old].id == n->id) {
             next.push_back(std::move(records[old++]));
-            record_refresh(next.back(), n);
         } else {
             next.push_back(record_make(n, next));
+            span.changed = true;
         }
-        next.back().executed = running.count(n->id) == 0;
+        NodeRecord& r = next.back();
+        bool requires_grad = r.requires_grad, executed = r.executed;
+        std::string name = node_bound_name(n);
+        record_refresh(r, n);
+        r.executed = running.count(n->id) == 0;
+        if (r.name != name || r.requires_grad != requires_grad || r.executed != executed) span.changed = true;
+        r.name = std::move(name);
     }
     records.swap(next);
+    span.nodes = static_cast<int64_t>(records.size());
+    span.live = tape_live_count();
+    span.newest = tape_last() ? tape_last()->id : 0;
+    span.oldest = tape_first() ? tape_first()->id : 0;
+    if (!records.empty()) {
+        span.first = records.front().id;
+        span.last = records.back().id;
+    }
+    span.following = span.last == span.newest;
+    return span;
 }
 
 // ============================================================================================
@@ -810,7 +842,9 @@ void Builder::build_edges() {
                     b.phase = r.phase;
                     b.is_leaf = true;
                     b.title = "#" + std::to_string(input);
-                    b.detail = record_find(all, input) ? "not shown" : "freed";
+                    b.detail = record_find(all, input)                                   ? "not shown"
+                               : in.tape_window && !all.empty() && input < all.front().id ? "before the window"
+                                                                                           : "freed";
                     it = stubs.emplace(key, add_box(std::move(b))).first;
                 }
                 from = it->second;

@@ -9,6 +9,7 @@
 
 #include "tapedeck_lua.h"
 #include "viewer.h"
+#include "viewer_internal.h"
 
 namespace {
 
@@ -87,6 +88,43 @@ int viewer_finish_from_options(bool interactive, bool (*interrupted)()) {
     return 0;
 }
 
+// :view window [older|newer|newest|#ID|size N]: move or resize the tape window, then say what it shows.
+static void view_window_command(const std::string& what) {
+    const char* usage = ":view window takes older, newer, newest, a node id (#120 or 120) or size N, as in  :view window older";
+    if (what == "older" || what == "newer") {
+        td::viewer_window_page(what == "older" ? -1 : 1);
+    } else if (what == "newest") {
+        td::viewer_window_follow();
+    } else if (what.compare(0, 4, "size") == 0) {
+        std::string number = trim(what.substr(4));
+        char* end = nullptr;
+        long long nodes = number.empty() ? 0 : strtoll(number.c_str(), &end, 10);
+        if (nodes < 1 || *end != '\0') {
+            fprintf(stderr, ":view window size needs a number of nodes >= 1, as in  :view window size 3000 (got '%s')\n",
+                    number.c_str());
+            return;
+        }
+        td::viewer_window_resize(static_cast<size_t>(nodes));
+    } else if (!what.empty()) {
+        std::string number = what[0] == '#' ? what.substr(1) : what;
+        char* end = nullptr;
+        long long id = number.empty() ? 0 : strtoll(number.c_str(), &end, 10);
+        if (id < 1 || *end != '\0') {
+            fprintf(stderr, "%s (got '%s')\n", usage, what.c_str());
+            return;
+        }
+        td::viewer_window_centre(id);
+    }
+    td::TapeWindowSpan w = td::viewer_window_span();
+    if (w.nodes >= w.live)
+        printf("the window shows the whole tape: %lld nodes (window %zu nodes)\n", static_cast<long long>(w.live),
+               td::viewer_state().window_size);
+    else
+        printf("showing nodes #%lld..#%lld of %lld (window %zu nodes, %s)\n", static_cast<long long>(w.first),
+               static_cast<long long>(w.last), static_cast<long long>(w.live), td::viewer_state().window_size,
+               w.following ? "following the newest" : "moved: :view window newest follows again");
+}
+
 void viewer_command(lua_State* L, const std::string& args_in) {
     std::string args = trim(args_in);
     if (args == "close" || args == "off") {
@@ -120,6 +158,10 @@ void viewer_command(lua_State* L, const std::string& args_in) {
             return;
         }
         if (!viewer_expand_named(name, expand, &error)) fprintf(stderr, ":view %s: %s\n", expand ? "expand" : "collapse", error.c_str());
+        return;
+    }
+    if (args.compare(0, 6, "window") == 0 && (args.size() == 6 || args[6] == ' ')) {
+        view_window_command(trim(args.substr(6)));
         return;
     }
     std::string code = "return " + args;

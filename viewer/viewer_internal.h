@@ -97,7 +97,7 @@ struct ViewerState {
     bool in_frame = false;
     bool had_event = false;          // input or resize since the last drawn frame
     int force_frames = 0;            // draw at least this many more frames
-    std::chrono::steady_clock::time_point last_draw{}, last_live_frame{};
+    std::chrono::steady_clock::time_point last_draw{}, last_live_frame{}, last_live_update{};
     ImFont* ui_font = nullptr;
     ImFont* mono_font = nullptr;
     ImFont* graph_font = nullptr;    // node labels, in graph_atlas (its own texture)
@@ -109,13 +109,23 @@ struct ViewerState {
     std::deque<Ref<Node>> history;   // the newest nodes, kept alive for the window (bounded)
     size_t history_cap = 2000;
     std::function<void(Node*, HookEvent)> node_callback;   // viewer.on_node (scripts, tests)
-    std::function<std::unordered_map<int64_t, std::string>()> namer;   // Lua globals naming tensors
+    std::function<void()> namer;     // offers the Lua variables' names for tensors (node_names.h)
     std::chrono::steady_clock::time_point last_naming{};
+
+    // The tape window (model.h): the nodes copied and drawn. A tape of at most `window_above` live
+    // nodes is copied whole (a model's training step, its evaluation after it); a longer one, from
+    // a window of `window_size` nodes, the newest ones unless moved.
+    size_t window_size = 2000;       // nodes
+    size_t window_above = 50000;     // live nodes
+    Ref<Node> window_anchor;         // the window's first node when it does not follow the newest
+    int64_t window_centre = 0;       // centre the window on this node at the next update (0: none)
+    bool window_at_stop = false;     // moved to show a stop: follows the newest again when it ends
+    bool window_moved = false;       // records must be copied again though the tape did not change
+    TapeWindowSpan window_span;      // what the last update covered
 
     // The model.
     uint64_t seen_tape_version = ~0ull;
-    std::vector<NodeRecord> records;
-    std::unordered_map<int64_t, std::string> names;
+    std::vector<NodeRecord> records;   // the tape window's nodes, by id
     ViewOptions options;
     bool backward_up = true;
     CrossEdgeMode cross_edges = CROSS_EDGES_AUTO;   // all when few, else those of the selection
@@ -129,6 +139,7 @@ struct ViewerState {
     LayoutResult layout;             // latest finished
     uint64_t requested_signature = 0;
     bool layout_requested = false;
+    bool layout_pending = false;     // the view changed; its layout is asked for when layout_may_start
     Placement placement;
     bool placement_dirty = true;
     std::chrono::steady_clock::time_point layout_started{};
@@ -157,6 +168,7 @@ struct ViewerState {
 
     // The pictures: frame times, the last capture, the drawn boxes.
     std::vector<double> frame_ms;    // the last 240 drawn frames
+    std::vector<double> frame_total_ms;   // ... with the model's update before each (frame_step)
     uint64_t frames_drawn = 0;
     double update_ms = 0;            // the last model update that changed something (records, view)
     bool sync_frames = false;        // glFinish before the frame time is taken (benchmarks)
@@ -180,6 +192,13 @@ struct ViewerState {
 };
 
 ViewerState& viewer_state();
+
+// The tape window (model.h): the Controls' buttons, `:view window`, viewer.window().
+void viewer_window_follow();                 // the newest nodes, as the tape grows
+void viewer_window_centre(int64_t node_id);  // centred on this node (or the first live one after it)
+void viewer_window_page(int direction);      // -1: half a window older, +1: newer
+void viewer_window_resize(size_t nodes);
+TapeWindowSpan viewer_window_span();         // what it shows now (the model brought up to date)
 
 // ---------------------------------------------------------------------------------------------
 // Shared by the windows

@@ -27,9 +27,9 @@ namespace {
 // "#24 expand, backward of #11 sum"; "the seed of backward() (#30 ones)".
 std::string sender_text(const ViewerState& s, const GradientSender& g) {
     if (g.forward_id == 0) return "the seed of backward() (#" + std::to_string(g.node_id) + " " + g.op + ")";
-    auto named = s.names.find(g.forward_id);
+    const NodeRecord* named = record_find(s.records, g.forward_id);
     std::string forward = "#" + std::to_string(g.forward_id) + " " + g.forward_op +
-                          (named == s.names.end() ? "" : " (" + named->second + ")");
+                          (!named || named->name.empty() ? "" : " (" + named->name + ")");
     return "#" + std::to_string(g.node_id) + " " + g.op + ", backward of " + forward;
 }
 
