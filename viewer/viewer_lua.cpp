@@ -318,18 +318,18 @@ void push_window_span(lua_State* L, const TapeWindowSpan& span) {
 // (the nodes the viewer copies and draws). where: "newest" (follow the tape's end), "older" /
 // "newer" (half a window), a node id or a tensor (centred on its node).
 int l_window(lua_State* L) {
+    const char* usage = "viewer.window: expected \"newest\", \"older\", \"newer\", a node id or a tensor, got %s";
     if (lua_type(L, 1) == LUA_TSTRING) {
-        static const char* const moves[] = {"newest", "older", "newer", nullptr};
-        int move = luaL_checkoption(L, 1, nullptr, moves);
-        if (move == 0) viewer_window_follow();
-        else viewer_window_page(move == 1 ? -1 : 1);
+        std::string move = lua_tostring(L, 1);
+        if (move == "newest") viewer_window_follow();
+        else if (move == "older" || move == "newer") viewer_window_page(move == "older" ? -1 : 1);
+        else return luaL_error(L, usage, ("'" + move + "'").c_str());
     } else if (lua_isinteger(L, 1)) {
         viewer_window_centre(lua_tointeger(L, 1));
     } else if (Tensor* t = tapedeck_test_tensor(L, 1)) {
         viewer_window_centre(t->id());
     } else if (!lua_isnone(L, 1)) {
-        return luaL_error(L, "viewer.window: expected \"newest\", \"older\", \"newer\", a node id or a tensor, got %s",
-                          luaL_typename(L, 1));
+        return luaL_error(L, usage, luaL_typename(L, 1));
     }
     push_window_span(L, viewer_window_span());
     return 1;
