@@ -108,7 +108,7 @@ Node* next_top_level(Node* n) {
 
 }  // namespace
 
-void node_names_from_assignments() {
+void node_names_from_assignments(size_t newest) {
     static int64_t settled = 0;   // nodes up to this id were looked at, and their runs had ended
     static int64_t newest_seen = 0;   // the newest id at the last call
     Node* n = tape_last();
@@ -121,7 +121,7 @@ void node_names_from_assignments() {
         new_forward = m->phase == PHASE_FORWARD && m->group == 0;
     newest_seen = n->id;
     if (!new_forward) return;
-    while (n->tape_prev && n->tape_prev->id > settled) n = n->tape_prev;
+    for (size_t walked = 1; n->tape_prev && n->tape_prev->id > settled && walked < newest; ++walked) n = n->tape_prev;
     for (; n; n = n->tape_next) {
         if (n->phase != PHASE_FORWARD || n->group != 0 || n->where.file < 0) continue;
         Node* next = next_top_level(n);

@@ -109,7 +109,8 @@ struct ViewerState {
     std::deque<Ref<Node>> history;   // the newest nodes, kept alive for the window (bounded)
     size_t history_cap = 2000;
     std::function<void(Node*, HookEvent)> node_callback;   // viewer.on_node (scripts, tests)
-    std::function<void()> namer;     // offers the Lua variables' names for tensors (node_names.h)
+    std::function<void(size_t newest)> namer;   // offers the script's names for tensors (node_names.h),
+                                                // from assignments among the `newest` nodes
     std::chrono::steady_clock::time_point last_naming{};
 
     // The tape window (model.h): the nodes copied and drawn. A tape of at most `window_above` live

@@ -114,7 +114,7 @@ bool has_field_function(lua_State* L, int table, const char* name) {
 // ---------------------------------------------------------------------------------------------
 // Names: what the script's variables, modules and tables call the tensors (lua_names.cpp).
 
-void lua_tensor_names() { tapedeck_name_tensors(calling_state()); }
+void lua_tensor_names(size_t newest) { tapedeck_name_tensors(calling_state(), newest); }
 
 // ---------------------------------------------------------------------------------------------
 // Bindings

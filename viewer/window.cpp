@@ -283,15 +283,15 @@ static bool records_refresh(ViewerState& s) {
     bool tape_changed = tape_version() != s.seen_tape_version;
     bool names_due = s.namer && seconds_since(s.last_naming) > 1.0;
     if (!tape_changed && !names_due && !s.window_moved) return false;
-    if (s.namer && (tape_changed || names_due)) {
-        s.last_naming = Clock::now();
-        s.namer();
-    }
-    s.seen_tape_version = tape_version();
-    s.window_moved = false;
     TapeWindow window;
     bool whole = !s.window_anchor && static_cast<size_t>(tape_live_count()) <= s.window_above;
     window.size = whole ? SIZE_MAX : s.window_size;
+    if (s.namer && (tape_changed || names_due)) {
+        s.last_naming = Clock::now();
+        s.namer(window.size);
+    }
+    s.seen_tape_version = tape_version();
+    s.window_moved = false;
     window.anchor = s.window_anchor.get();
     s.window_span = records_update(s.records, s.running, window);
     // Nodes that died unfinished (those running are the newest: tape_find walks from there).
