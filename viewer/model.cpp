@@ -69,15 +69,50 @@ bool record_is_parameter(const NodeRecord& r) {
            r.inner_of == 0;
 }
 
+namespace {
+
+// The leaves older than the window that its nodes read (a loop's parameters, its input data): the
+// window shows them as boxes (copied next to each use), not as stubs. Found through the inputs'
+// node pointers (kept by nodes that track gradients) and, for backward nodes (which keep ids only),
+// among the tape's oldest `limit` nodes, where a script makes its parameters before its loop.
+std::vector<const Node*> leaves_read_before(const std::vector<const Node*>& nodes, size_t limit) {
+    std::vector<const Node*> leaves;
+    if (nodes.empty()) return leaves;
+    int64_t first = nodes.front()->id;
+    std::unordered_set<int64_t> wanted;
+    std::unordered_set<const Node*> seen;
+    auto take = [&](const Node* leaf) {   // a parameter or made data, not an op on data (x:t())
+        bool source = leaf->inputs.size() == 0 || leaf->history_start ||
+                      (leaf->outputs.size() > 0 && leaf->outputs[0].requires_grad);
+        if (leaf->is_leaf() && source && seen.insert(leaf).second) leaves.push_back(leaf);
+    };
+    for (const Node* n : nodes)
+        for (const Edge& e : n->inputs) {
+            if (e.id <= 0 || e.id >= first) continue;
+            if (e.node) take(e.node.get());
+            else wanted.insert(e.id);
+        }
+    size_t walked = 0;
+    for (const Node* n = tape_first(); n && n->id < first && walked < limit && !wanted.empty(); n = n->tape_next, ++walked)
+        if (wanted.erase(n->id)) take(n);
+    std::sort(leaves.begin(), leaves.end(), [](const Node* a, const Node* b) { return a->id < b->id; });
+    return leaves;
+}
+
+}  // namespace
+
 std::vector<const Node*> tape_window_nodes(const TapeWindow& window) {
     std::vector<const Node*> nodes;
     if (window.anchor) {
         for (const Node* n = window.anchor; n && nodes.size() < window.size; n = n->tape_next) nodes.push_back(n);
-        return nodes;
+    } else {
+        for (const Node* n = tape_last(); n && nodes.size() < window.size; n = n->tape_prev) nodes.push_back(n);
+        std::reverse(nodes.begin(), nodes.end());
     }
-    for (const Node* n = tape_last(); n && nodes.size() < window.size; n = n->tape_prev) nodes.push_back(n);
-    std::reverse(nodes.begin(), nodes.end());
-    return nodes;
+    if (window.size == SIZE_MAX) return nodes;
+    std::vector<const Node*> leaves = leaves_read_before(nodes, window.size);
+    leaves.insert(leaves.end(), nodes.begin(), nodes.end());
+    return leaves;
 }
 
 TapeWindowSpan records_update(std::vector<NodeRecord>& records, const std::unordered_set<int64_t>& running,
@@ -109,8 +144,8 @@ TapeWindowSpan records_update(std::vector<NodeRecord>& records, const std::unord
     span.live = tape_live_count();
     span.newest = tape_last() ? tape_last()->id : 0;
     span.oldest = tape_first() ? tape_first()->id : 0;
-    if (!records.empty()) {
-        span.first = records.front().id;
+    if (!nodes.empty()) {
+        span.first = nodes[nodes.size() - std::min(nodes.size(), window.size)]->id;   // the leaves read before it aside
         span.last = records.back().id;
     }
     span.following = span.last == span.newest;
@@ -843,7 +878,7 @@ void Builder::build_edges() {
                     b.is_leaf = true;
                     b.title = "#" + std::to_string(input);
                     b.detail = record_find(all, input)                                   ? "not shown"
-                               : in.tape_window && !all.empty() && input < all.front().id ? "before the window"
+                               : input < in.window_first                                  ? "before the window"
                                                                                            : "freed";
                     it = stubs.emplace(key, add_box(std::move(b))).first;
                 }

@@ -55,8 +55,8 @@ struct TapeWindow {
 };
 // What the window covered at the last records_update: ids first..last, of `live` nodes on the tape.
 struct TapeWindowSpan {
-    int64_t first = 0, last = 0;  // ids of the oldest and newest node copied (0: none)
-    int64_t nodes = 0;            // records copied
+    int64_t first = 0, last = 0;  // ids of the window's oldest and newest node (0: none)
+    int64_t nodes = 0;            // records copied (the window's nodes and the leaves they read)
     int64_t live = 0;             // live nodes on the tape
     int64_t newest = 0;           // id of the newest live node
     int64_t oldest = 0;           // id of the oldest live node
@@ -64,7 +64,8 @@ struct TapeWindowSpan {
     bool changed = false;         // records came, went, or changed (a name, requires_grad, finished)
     bool covers(int64_t id) const { return id >= first && (following || id <= last); }
 };
-// The live nodes `window` covers, oldest first. O(window.size).
+// The live nodes `window` covers, oldest first, after the leaves older than it that its nodes
+// read (parameters, input data: drawn as boxes, not as stubs). O(window.size).
 std::vector<const Node*> tape_window_nodes(const TapeWindow& window);
 
 // Bring `records` (sorted by id) up to date with the nodes of `window`: records of nodes that died
@@ -205,8 +206,8 @@ struct ViewInput {
     std::unordered_map<std::string, bool> user_expanded;   // cluster key -> opened (true) / closed
     int64_t stop_node = 0;      // its groups open while stopped there
     int64_t focus_node = 0;     // centre of the neighbourhood when capped (0: the newest node)
-    bool tape_window = false;   // records are a window of a longer tape (TapeWindow): an input
-                                // older than the first record is "before the window", not "freed"
+    int64_t window_first = 0;   // records are a window of a longer tape from this id on (TapeWindow;
+                                // 0: the whole tape): an input older is "before the window", not "freed"
     TextMeasure measure = text_measure_estimate;
 };
 

@@ -45,7 +45,7 @@ void viewer_select(int64_t node_id, bool scroll) {
     // Not drawn (the view is capped, or the node is outside the loss's picture): a view that shows it.
     if (node_id != 0 && s.view.box_of(node_id) < 0) s.view_dirty = true;
     // Outside the tape window: the window moves to it, and stays there until moved again.
-    if (node_id != 0 && !s.window_span.covers(node_id)) {
+    if (node_id != 0 && !s.window_span.covers(node_id) && !record_find(s.records, node_id)) {
         s.window_centre = node_id;
         s.window_at_stop = false;
     }
@@ -168,7 +168,7 @@ static GraphView build_view(const ViewerState& s, const std::vector<NodeRecord>&
     in.user_expanded = s.user_expanded;
     in.stop_node = s.stop_node;
     in.focus_node = s.selected;
-    in.tape_window = s.window_span.nodes < s.window_span.live;
+    in.window_first = s.window_span.nodes < s.window_span.live ? s.window_span.first : 0;
     in.measure = measure_for(s);
     return view_build(in);
 }
@@ -763,7 +763,7 @@ void viewer_set_stop(int64_t node_id, bool backward, bool has_run) {
     s.view_dirty = true;   // a group hiding the stop opens
     // A stop outside the tape window (a breakpoint on an early step of a long loop): the window
     // moves there while stopped, and follows the newest nodes again once the program runs on.
-    if (node_id > 0 && !s.window_span.covers(node_id)) {
+    if (node_id > 0 && !s.window_span.covers(node_id) && !record_find(s.records, node_id)) {
         s.window_centre = node_id;
         s.window_at_stop = true;
     }
