@@ -117,7 +117,8 @@ void node_names_from_assignments(size_t newest) {
     // since the last call (a backward pass of 700,000 nodes after the last forward op), nothing
     // can change, and the walk back to `settled` below would cross all of them at every call.
     bool new_forward = false;
-    for (Node* m = n; m && m->id > newest_seen && !new_forward; m = m->tape_prev)
+    size_t looked = 0;
+    for (Node* m = n; m && m->id > newest_seen && !new_forward && looked < newest; m = m->tape_prev, ++looked)
         new_forward = m->phase == PHASE_FORWARD && m->group == 0;
     newest_seen = n->id;
     if (!new_forward) return;
