@@ -123,6 +123,8 @@ struct ViewerState {
     bool window_at_stop = false;     // moved to show a stop: follows the newest again when it ends
     bool window_moved = false;       // records must be copied again though the tape did not change
     TapeWindowSpan window_span;      // what the last update covered
+    std::unordered_map<int64_t, Ref<Node>> nodes_held;   // viewer_node: found once, held while others hold them
+    std::unordered_set<int64_t> nodes_gone;              // ... and ids found dead (ids are never reused)
 
     // The model.
     uint64_t seen_tape_version = ~0ull;
@@ -193,6 +195,12 @@ struct ViewerState {
 };
 
 ViewerState& viewer_state();
+
+// The live node with this id (null when it is gone), for what is drawn every frame (the Tensor
+// window's selection and its forward node). tape_find walks back from the newest node, hundreds of
+// thousands of nodes to an early step of a long loop: this finds a node once and then holds it,
+// until nothing else does (then it lets it go, and it is gone as it would have been).
+Node* viewer_node(ViewerState& s, int64_t id);
 
 // The tape window (model.h): the Controls' buttons, `:view window`, viewer.window().
 void viewer_window_follow();                 // the newest nodes, as the tape grows

@@ -594,7 +594,7 @@ void push_gradient_shown(lua_State* L, const GradientShown& g) {
 
 int l_inspect(lua_State* L) {
     ViewerState& s = viewer_state();
-    Node* n = s.selected ? tape_find(s.selected) : nullptr;
+    Node* n = s.selected ? viewer_node(s, s.selected) : nullptr;
     if (!n || n->outputs.size() == 0) return 0;
     TensorStats st = tensor_stats(n->outputs[0].value);
     lua_createtable(L, 0, 12);

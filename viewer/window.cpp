@@ -52,6 +52,25 @@ void viewer_select(int64_t node_id, bool scroll) {
     s.force_frames = std::max(s.force_frames, 2);
 }
 
+Node* viewer_node(ViewerState& s, int64_t id) {
+    if (id <= 0 || s.nodes_gone.count(id)) return nullptr;
+    auto held = s.nodes_held.find(id);
+    if (held != s.nodes_held.end()) {
+        if (held->second->refcount > 1) return held->second.get();
+        s.nodes_held.erase(held);   // only the viewer held it: it goes, as it would have
+        s.nodes_gone.insert(id);
+        return nullptr;
+    }
+    Node* n = tape_find(id);
+    if (!n) {
+        s.nodes_gone.insert(id);
+        return nullptr;
+    }
+    if (s.nodes_held.size() >= 8) s.nodes_held.clear();
+    s.nodes_held.emplace(id, Ref<Node>(n));
+    return n;
+}
+
 void viewer_set_expanded(const std::string& cluster_key, bool expanded) {
     ViewerState& s = viewer_state();
     s.user_expanded[cluster_key] = expanded;
@@ -526,6 +545,8 @@ void window_close(ViewerState& s) {
     s.running.clear();
     s.records.clear();
     s.window_anchor = Ref<Node>();   // may free nodes too
+    s.nodes_held.clear();
+    s.nodes_gone.clear();
     s.window_centre = 0;
     s.window_at_stop = false;
     s.window_span = TapeWindowSpan();

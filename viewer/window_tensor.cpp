@@ -423,7 +423,7 @@ void draw_tensor_window(ViewerState& s, const Tile& tile) {
         ImGui::End();
         return;
     }
-    Node* n = tape_find(s.selected);
+    Node* n = viewer_node(s, s.selected);
     if (!n) {
         ImGui::Text("#%lld is freed: no tensor reaches it any more.", static_cast<long long>(s.selected));
         ImGui::End();
@@ -448,7 +448,7 @@ void draw_tensor_window(ViewerState& s, const Tile& tile) {
             node_button(b.get());
         }
     } else if (n->phase == PHASE_BACKWARD) {
-        Node* forward = tape_find(n->group);
+        Node* forward = viewer_node(s, n->group);
         ImGui::TextDisabled("part of the gradient of:");
         ImGui::SameLine();
         if (forward) node_button(forward);

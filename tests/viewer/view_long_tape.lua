@@ -101,6 +101,27 @@ viewer.clear_stop()
 viewer.frame(1)
 assert(viewer.window().following, "follows the newest again after the stop")
 
+-- The Tensor window shows a selected early node (found once, not walked to at every frame), and
+-- says it is gone once the script lets go of it (the viewer's hold does not keep it alive).
+viewer.select(hs[3])
+viewer.frame(2)
+local shown = viewer.inspect()
+assert(shown and shown.node == hs[3].node and shown.count == 20, "the Tensor window shows hs[3]")
+viewer.options{history = 0}
+local dropped = torch.randn(3, 3):tanh()
+local dropped_id = dropped.node
+viewer.select(dropped)
+viewer.frame(2)
+assert(viewer.inspect().node == dropped_id, "the Tensor window shows the new node")
+dropped = nil
+collectgarbage()
+collectgarbage()
+viewer.frame(2)
+assert(viewer.inspect() == nil, "a node nothing but the viewer holds is let go")
+viewer.frame(1)
+for _, r in ipairs(torch.tape()) do assert(r.id ~= dropped_id, "the dropped node left the tape") end
+viewer.options{history = 2000}
+
 -- A tape within window_above is copied whole, as before.
 viewer.options{window_above = 100000}
 viewer.frame(1)
