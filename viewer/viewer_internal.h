@@ -202,12 +202,6 @@ ViewerState& viewer_state();
 // until nothing else does (then it lets it go, and it is gone as it would have been).
 Node* viewer_node(ViewerState& s, int64_t id);
 
-// The tape window (model.h): the Controls' buttons, `:view window`, viewer.window().
-void viewer_window_follow();                 // the newest nodes, as the tape grows
-void viewer_window_centre(int64_t node_id);  // centred on this node (or the first live one after it)
-void viewer_window_page(int direction);      // -1: half a window older, +1: newer
-void viewer_window_resize(size_t nodes);
-TapeWindowSpan viewer_window_span();         // what it shows now (the model brought up to date)
 
 // ---------------------------------------------------------------------------------------------
 // Shared by the windows

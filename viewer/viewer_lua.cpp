@@ -314,6 +314,11 @@ void push_window_span(lua_State* L, const TapeWindowSpan& span) {
     set_integer(L, "size", static_cast<lua_Integer>(viewer_state().window_size));
 }
 
+TapeWindowSpan current_window_span() {
+    viewer_window_span();   // the model brought up to date
+    return viewer_state().window_span;
+}
+
 // viewer.window([where]) -> {first, last, nodes, live, newest, following, size}: the tape window
 // (the nodes the viewer copies and draws). where: "newest" (follow the tape's end), "older" /
 // "newer" (half a window), a node id or a tensor (centred on its node).
@@ -331,7 +336,7 @@ int l_window(lua_State* L) {
     } else if (!lua_isnone(L, 1)) {
         return luaL_error(L, usage, luaL_typename(L, 1));
     }
-    push_window_span(L, viewer_window_span());
+    push_window_span(L, current_window_span());
     return 1;
 }
 

@@ -817,8 +817,6 @@ void viewer_clear_stop() {
 
 void viewer_select_node(int64_t node_id) { viewer_select(node_id, true); }
 
-namespace td {
-
 void viewer_window_follow() {
     ViewerState& s = viewer_state();
     s.window_anchor = Ref<Node>();
@@ -850,13 +848,18 @@ void viewer_window_resize(size_t nodes) {
     s.force_frames = std::max(s.force_frames, 2);
 }
 
-TapeWindowSpan viewer_window_span() {
+ViewerWindowSpan viewer_window_span() {
     ViewerState& s = viewer_state();
     if (s.window) model_update(s);
-    return s.window_span;
+    ViewerWindowSpan span;
+    span.first = s.window_span.first;
+    span.last = s.window_span.last;
+    span.nodes = s.window_span.nodes;
+    span.live = s.window_span.live;
+    span.following = s.window_span.following;
+    span.size = s.window_size;
+    return span;
 }
-
-}  // namespace td
 
 bool viewer_expand_named(const std::string& name, bool open, std::string* error) {
     ViewerState& s = viewer_state();
