@@ -141,7 +141,7 @@ static void window_move_apply(const WindowMove& move) {
     if (w.nodes >= w.live)
         printf("the window shows the whole tape: %lld nodes (window %zu nodes)\n", static_cast<long long>(w.live), size);
     else
-        printf("showing nodes #%lld..#%lld of %lld (window %zu nodes, %s)\n", static_cast<long long>(w.first),
+        printf("showing nodes #%lld..#%lld of %lld live (window %zu nodes, %s)\n", static_cast<long long>(w.first),
                static_cast<long long>(w.last), static_cast<long long>(w.live), size,
                w.following ? "following the newest" : "moved: :view window newest follows again");
 }

@@ -72,7 +72,7 @@ void draw_tape_window(const ViewerState& s) {
         ImGui::TextDisabled("tape %d nodes", static_cast<int>(w.live));
         return;
     }
-    ImGui::Text("showing nodes #%lld..#%lld of %lld", static_cast<long long>(w.first), static_cast<long long>(w.last),
+    ImGui::Text("showing nodes #%lld..#%lld of %lld live", static_cast<long long>(w.first), static_cast<long long>(w.last),
                 static_cast<long long>(w.live));
     if (ImGui::IsItemHovered())
         ImGui::SetTooltip("the tape is longer than the window (%d nodes, Options): %s", static_cast<int>(s.window_size),
