@@ -44,4 +44,15 @@ local still = viewer.bench_frames(60)
 print("  still (layout done): " .. stats(still))
 local m = viewer.model()
 print(("  model: %d records, %d boxes shown, update %.1f ms, layout %.0f ms"):format(m.records, m.shown, m.update_ms, m.layout_seconds * 1000))
+-- The model's work per change, the tape's length aside: every record of the window new (as while
+-- the graph grows), by moving the window back and forth.
+local moves = {}
+for i = 1, 10 do
+  local t = torch.perf_counter()
+  viewer.window(i % 2 == 1 and "older" or "newest")
+  moves[#moves + 1] = (torch.perf_counter() - t) * 1000
+  viewer.frame(1)
+end
+table.sort(moves)
+print(("  model rebuilt for a new window (records, names, view): %.1f / %.1f ms (min / median)"):format(moves[1], moves[5]))
 if shot then viewer.screenshot(shot) print("  wrote " .. shot) end
