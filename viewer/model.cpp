@@ -863,9 +863,11 @@ void Builder::build_edges() {
         if (to < 0) continue;
         for (int64_t input : r.inputs) {
             int from = view.box_of(input);
-            // No stub for what made a history start (another history), nor for what a collapsed
-            // group reads from outside the picture.
-            if (from < 0 && (r.history_start || view.boxes[to].kind == BOX_CLUSTER)) continue;
+            // No stub for what made a history start (another history), for what a collapsed group
+            // reads from outside the picture, nor for what made a leaf the tape window brought in
+            // from before it (a loop's W_h: its randn is not part of the loop).
+            bool leaf_before_window = r.id < in.window_first;
+            if (from < 0 && (r.history_start || leaf_before_window || view.boxes[to].kind == BOX_CLUSTER)) continue;
             if (from < 0) {
                 std::string key = "s" + std::to_string(input) + (r.phase == PHASE_BACKWARD ? "b" : "f");
                 auto it = stubs.find(key);

@@ -45,6 +45,9 @@ assert(m.window.live == live, "it knows the tape's length")
 assert(m.window.last == m.window.newest)
 assert(m.records >= 400 and m.records <= 403)
 assert(m.box_of[W_h.node], "the parameter W_h, read by the window's nodes, is a box, not a stub")
+for _, b in ipairs(m.boxes) do
+  assert(not (b.kind == "stub" and b.node < W_h.node), "no stub for what made W_h (its randn is not the loop's)")
+end
 local stubs = 0
 for _, b in ipairs(m.boxes) do if b.kind == "stub" and b.detail == "before the window" then stubs = stubs + 1 end end
 assert(stubs > 0, "inputs older than the window are 'before the window' stubs")
