@@ -108,11 +108,21 @@ Node* next_top_level(Node* n) {
 
 }  // namespace
 
-void node_names_from_assignments() {
+void node_names_from_assignments(size_t newest) {
     static int64_t settled = 0;   // nodes up to this id were looked at, and their runs had ended
+    static int64_t newest_seen = 0;   // the newest id at the last call
     Node* n = tape_last();
     if (!n) return;
-    while (n->tape_prev && n->tape_prev->id > settled) n = n->tape_prev;
+    // A run ends only when a later top-level forward node comes: with none among the nodes recorded
+    // since the last call (a backward pass of 700,000 nodes after the last forward op), nothing
+    // can change, and the walk back to `settled` below would cross all of them at every call.
+    bool new_forward = false;
+    size_t looked = 0;
+    for (Node* m = n; m && m->id > newest_seen && !new_forward && looked < newest; m = m->tape_prev, ++looked)
+        new_forward = m->phase == PHASE_FORWARD && m->group == 0;
+    newest_seen = n->id;
+    if (!new_forward) return;
+    for (size_t walked = 1; n->tape_prev && n->tape_prev->id > settled && walked < newest; ++walked) n = n->tape_prev;
     for (; n; n = n->tape_next) {
         if (n->phase != PHASE_FORWARD || n->group != 0 || n->where.file < 0) continue;
         Node* next = next_top_level(n);

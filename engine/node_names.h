@@ -9,6 +9,7 @@
 // dies, so a loop's `h` keeps naming the iteration it was seen in after the variable moved on.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <unordered_map>
 
@@ -31,8 +32,10 @@ void node_name_offer(Node* node, int output, const std::string& name, NameRank r
 // Names from the script's assignments, for nodes no variable holds any more: a node that ends a
 // run of nodes recorded at one source line `next_h = (h2h + i2h):tanh()` (or `local h = ...`, or
 // `cache.h = ...`) is what the line assigned, and is offered that name as a variable. Looks at the
-// nodes recorded since the last call only (a run still growing waits for the next call).
-void node_names_from_assignments();
+// nodes recorded since the last call only (a run still growing waits for the next call), and of
+// those at most the newest `newest` (the viewer's window of a long tape: a frame drawn while a
+// 50,000-step loop runs would otherwise read the source line of every node since the last one).
+void node_names_from_assignments(size_t newest = SIZE_MAX);
 
 // The name bound to output `output` of `node`; empty when it has none.
 std::string node_bound_name(const Node* node, int output = 0);

@@ -158,12 +158,12 @@ void name_frame_locals(Walk& w) {
 
 }  // namespace
 
-void tapedeck_name_tensors(lua_State* L) {
+void tapedeck_name_tensors(lua_State* L, size_t newest) {
     if (!L || !lua_checkstack(L, 40)) return;
     int top = lua_gettop(L);
     Walk w{L};
     name_globals(w);
     name_frame_locals(w);
     lua_settop(L, top);
-    node_names_from_assignments();   // what no variable holds any more: the line that assigned it
+    node_names_from_assignments(newest);   // what no variable holds any more: the line that assigned it
 }

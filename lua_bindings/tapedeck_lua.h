@@ -53,4 +53,6 @@ bool tapedeck_is_frozen(lua_State* L, int idx);
 // Offers the engine the names the script gives its tensors now (engine/node_names.h): the
 // variables of the script's running frames and the globals, modules' parameters by their paths.
 // Called when names are about to be shown: a debugger stop, a viewer redraw, a graph printed.
-void tapedeck_name_tensors(lua_State* L);
+// `newest`: names from assignments are looked for among at most that many newest nodes
+// (node_names_from_assignments; the viewer passes its tape window).
+void tapedeck_name_tensors(lua_State* L, size_t newest = SIZE_MAX);

@@ -52,6 +52,7 @@ void refresh() {
     uint8_t events = 0;
     if (g.every_node || (wanted & (EVENT_FORWARD_NODE | EVENT_BACKWARD_NODE))) events |= hook_bit(HOOK_AFTER);
     if (g.every_node || (wanted & EVENT_GROUP)) events |= hook_bit(HOOK_GROUP_DONE);
+    g.engine_events = g.observer ? events : 0;
     if (g.observer) engine_observe_events(g.observer, events);
     if (!g.observer) g.line_hook = false;   // detached: breakpoints are kept but stop nothing
     if (g.L) apply_lua_hook(g.L);
@@ -122,6 +123,7 @@ void debugger_detach() {
     if (!g.observer) return;
     engine_unobserve(g.observer);
     g.observer = 0;
+    g.engine_events = 0;
     repl_set_break_in(nullptr, nullptr);
     repl_set_error_observer(nullptr);
     g.line_hook = false;

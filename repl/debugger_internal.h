@@ -49,6 +49,7 @@ struct State {
     uint8_t op_events[td::OP_COUNT] = {};     // EventBit per op, from op breakpoints
     bool every_node = false;                  // node, line-of-node or condition breakpoints, or stepping
     bool line_hook = false;                   // Lua line events wanted (line breakpoints, :next, :finish, pause)
+    uint8_t engine_events = 0;                // the hook events subscribed to (hook_bit()s); none: costs nothing
 
     StepMode step = STEP_NONE;
     lua_State* step_thread = nullptr;

@@ -281,13 +281,36 @@ int l_attached(lua_State* L) {
     return 1;
 }
 
+// dbg.hooks() -> {events = {"after", "group_done"}, lua_hook = bool, engine_observed = bool}: what
+// the debugger costs the program now: the engine hook events it subscribed to (none while nothing
+// can stop: a node then costs the engine one test), whether it has a Lua line hook set, and
+// whether any observer at all wants engine events (the viewer's too).
+int l_hooks(lua_State* L) {
+    lua_createtable(L, 0, 3);
+    lua_newtable(L);
+    const struct { td::HookEvent event; const char* name; } names[] = {
+        {td::HOOK_BEFORE, "before"}, {td::HOOK_AFTER, "after"}, {td::HOOK_GROUP_DONE, "group_done"}};
+    int n = 0;
+    for (const auto& e : names) {
+        if (!(dbg::g.engine_events & td::hook_bit(e.event))) continue;
+        lua_pushstring(L, e.name);
+        lua_rawseti(L, -2, ++n);
+    }
+    lua_setfield(L, -2, "events");
+    lua_pushboolean(L, dbg::g.line_hook && dbg::g.observer != 0);
+    lua_setfield(L, -2, "lua_hook");
+    lua_pushboolean(L, td::engine_observed());
+    lua_setfield(L, -2, "engine_observed");
+    return 1;
+}
+
 const luaL_Reg dbg_functions[] = {
     {"break_on", l_break_on}, {"breaks", l_breaks}, {"delete", l_delete}, {"disable", l_disable},
     {"enable", l_enable}, {"step", l_step}, {"stepi", l_stepi}, {"next", l_next}, {"finish", l_finish},
     {"continue", l_continue}, {"abort", l_abort}, {"pause", l_pause}, {"on_stop", l_on_stop}, {"stopped", l_stopped},
     {"where", l_where}, {"banner", l_banner}, {"inspect", l_inspect}, {"watch", l_watch},
     {"unwatch", l_unwatch}, {"command", l_command}, {"run", l_run}, {"attach", l_attach},
-    {"detach", l_detach}, {"attached", l_attached}, {nullptr, nullptr},
+    {"detach", l_detach}, {"attached", l_attached}, {"hooks", l_hooks}, {nullptr, nullptr},
 };
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <deque>
 
+#include "node_names.h"
 #include "source_cache.h"
 
 namespace td {
@@ -68,21 +69,87 @@ bool record_is_parameter(const NodeRecord& r) {
            r.inner_of == 0;
 }
 
-void records_update(std::vector<NodeRecord>& records, const std::unordered_set<int64_t>& running) {
+namespace {
+
+// The leaves older than the window that its nodes read (a loop's parameters, its input data): the
+// window shows them as boxes (copied next to each use), not as stubs. Found through the inputs'
+// node pointers (kept by nodes that track gradients) and, for backward nodes (which keep ids only),
+// among the tape's oldest `limit` nodes, where a script makes its parameters before its loop.
+std::vector<const Node*> leaves_read_before(const std::vector<const Node*>& nodes, size_t limit) {
+    std::vector<const Node*> leaves;
+    if (nodes.empty()) return leaves;
+    int64_t first = nodes.front()->id;
+    std::unordered_set<int64_t> wanted;
+    std::unordered_set<const Node*> seen;
+    auto take = [&](const Node* leaf) {   // a parameter or made data, not an op on data (x:t())
+        bool source = leaf->inputs.size() == 0 || leaf->history_start ||
+                      (leaf->outputs.size() > 0 && leaf->outputs[0].requires_grad);
+        if (leaf->is_leaf() && source && seen.insert(leaf).second) leaves.push_back(leaf);
+    };
+    for (const Node* n : nodes)
+        for (const Edge& e : n->inputs) {
+            if (e.id <= 0 || e.id >= first) continue;
+            if (e.node) take(e.node.get());
+            else wanted.insert(e.id);
+        }
+    size_t walked = 0;
+    for (const Node* n = tape_first(); n && n->id < first && walked < limit && !wanted.empty(); n = n->tape_next, ++walked)
+        if (wanted.erase(n->id)) take(n);
+    std::sort(leaves.begin(), leaves.end(), [](const Node* a, const Node* b) { return a->id < b->id; });
+    return leaves;
+}
+
+}  // namespace
+
+std::vector<const Node*> tape_window_nodes(const TapeWindow& window) {
+    std::vector<const Node*> nodes;
+    if (window.anchor) {
+        for (const Node* n = window.anchor; n && nodes.size() < window.size; n = n->tape_next) nodes.push_back(n);
+    } else {
+        for (const Node* n = tape_last(); n && nodes.size() < window.size; n = n->tape_prev) nodes.push_back(n);
+        std::reverse(nodes.begin(), nodes.end());
+    }
+    if (window.size == SIZE_MAX) return nodes;
+    std::vector<const Node*> leaves = leaves_read_before(nodes, window.size);
+    leaves.insert(leaves.end(), nodes.begin(), nodes.end());
+    return leaves;
+}
+
+TapeWindowSpan records_update(std::vector<NodeRecord>& records, const std::unordered_set<int64_t>& running,
+                              const TapeWindow& window) {
+    std::vector<const Node*> nodes = tape_window_nodes(window);
     std::vector<NodeRecord> next;
-    next.reserve(static_cast<size_t>(tape_live_count()));
+    next.reserve(nodes.size());
+    TapeWindowSpan span;
+    span.changed = records.size() != nodes.size();
     size_t old = 0;
-    for (Node* n = tape_first(); n; n = n->tape_next) {
+    for (const Node* n : nodes) {
         while (old < records.size() && records[old].id < n->id) ++old;
         if (old < records.size() && records[old].id == n->id) {
             next.push_back(std::move(records[old++]));
-            record_refresh(next.back(), n);
         } else {
             next.push_back(record_make(n, next));
+            span.changed = true;
         }
-        next.back().executed = running.count(n->id) == 0;
+        NodeRecord& r = next.back();
+        bool requires_grad = r.requires_grad, executed = r.executed;
+        std::string name = node_bound_name(n);
+        record_refresh(r, n);
+        r.executed = running.count(n->id) == 0;
+        if (r.name != name || r.requires_grad != requires_grad || r.executed != executed) span.changed = true;
+        r.name = std::move(name);
     }
     records.swap(next);
+    span.nodes = static_cast<int64_t>(records.size());
+    span.live = tape_live_count();
+    span.newest = tape_last() ? tape_last()->id : 0;
+    span.oldest = tape_first() ? tape_first()->id : 0;
+    if (!nodes.empty()) {
+        span.first = nodes[nodes.size() - std::min(nodes.size(), window.size)]->id;   // the leaves read before it aside
+        span.last = records.back().id;
+    }
+    span.following = span.last == span.newest;
+    return span;
 }
 
 // ============================================================================================
@@ -796,9 +863,11 @@ void Builder::build_edges() {
         if (to < 0) continue;
         for (int64_t input : r.inputs) {
             int from = view.box_of(input);
-            // No stub for what made a history start (another history), nor for what a collapsed
-            // group reads from outside the picture.
-            if (from < 0 && (r.history_start || view.boxes[to].kind == BOX_CLUSTER)) continue;
+            // No stub for what made a history start (another history), for what a collapsed group
+            // reads from outside the picture, nor for what made a leaf the tape window brought in
+            // from before it (a loop's W_h: its randn is not part of the loop).
+            bool leaf_before_window = r.id < in.window_first;
+            if (from < 0 && (r.history_start || leaf_before_window || view.boxes[to].kind == BOX_CLUSTER)) continue;
             if (from < 0) {
                 std::string key = "s" + std::to_string(input) + (r.phase == PHASE_BACKWARD ? "b" : "f");
                 auto it = stubs.find(key);
@@ -810,7 +879,9 @@ void Builder::build_edges() {
                     b.phase = r.phase;
                     b.is_leaf = true;
                     b.title = "#" + std::to_string(input);
-                    b.detail = record_find(all, input) ? "not shown" : "freed";
+                    b.detail = record_find(all, input)                                   ? "not shown"
+                               : input < in.window_first                                  ? "before the window"
+                                                                                           : "freed";
                     it = stubs.emplace(key, add_box(std::move(b))).first;
                 }
                 from = it->second;

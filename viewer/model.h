@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstddef>
 #include <functional>
 #include <string>
 #include <unordered_map>
@@ -43,10 +44,36 @@ struct NodeRecord {
     std::string name;           // a Lua global naming its tensor ("W_h"), when one does
 };
 
-// Bring `records` (sorted by id) up to date with the tape: dead nodes' records go, new nodes get
-// one, records of live nodes are kept, with what can change after recording (a leaf's requires_grad)
-// refreshed. `running` holds the nodes that started but did not finish.
-void records_update(std::vector<NodeRecord>& records, const std::unordered_set<int64_t>& running);
+// The part of the tape the viewer copies and draws: at most `size` live nodes in id order, the
+// newest ones (follow), or those from `anchor` on (a node the caller keeps alive, so that finding
+// the window's start costs nothing on a tape of a million nodes). Graphviz cannot lay out a
+// 50,000-step graph, and a model of every node would cost O(tape) per change: the window keeps
+// both O(size).
+struct TapeWindow {
+    size_t size = SIZE_MAX;       // SIZE_MAX: the whole tape
+    const Node* anchor = nullptr; // null: the newest `size` nodes
+};
+// What the window covered at the last records_update: ids first..last, of `live` nodes on the tape.
+struct TapeWindowSpan {
+    int64_t first = 0, last = 0;  // ids of the window's oldest and newest node (0: none)
+    int64_t nodes = 0;            // records copied (the window's nodes and the leaves they read)
+    int64_t live = 0;             // live nodes on the tape
+    int64_t newest = 0;           // id of the newest live node
+    int64_t oldest = 0;           // id of the oldest live node
+    bool following = true;        // the window ends at the newest node
+    bool changed = false;         // records came, went, or changed (a name, requires_grad, finished)
+    bool covers(int64_t id) const { return id >= first && (following || id <= last); }
+};
+// The live nodes `window` covers, oldest first, after the leaves older than it that its nodes
+// read (parameters, input data: drawn as boxes, not as stubs). O(window.size).
+std::vector<const Node*> tape_window_nodes(const TapeWindow& window);
+
+// Bring `records` (sorted by id) up to date with the nodes of `window`: records of nodes that died
+// or left the window go, new nodes get one, records of live nodes are kept, with what can change
+// after recording (a leaf's requires_grad, the name the script gives it) refreshed. `running`
+// holds the nodes that started but did not finish. O(window.size), whatever the tape's length.
+TapeWindowSpan records_update(std::vector<NodeRecord>& records, const std::unordered_set<int64_t>& running,
+                              const TapeWindow& window = TapeWindow());
 // The record with this id, or nullptr (binary search).
 const NodeRecord* record_find(const std::vector<NodeRecord>& records, int64_t id);
 // A parameter made under no_grad (nn.Parameter: a clone of detached values) is one box titled
@@ -179,6 +206,8 @@ struct ViewInput {
     std::unordered_map<std::string, bool> user_expanded;   // cluster key -> opened (true) / closed
     int64_t stop_node = 0;      // its groups open while stopped there
     int64_t focus_node = 0;     // centre of the neighbourhood when capped (0: the newest node)
+    int64_t window_first = 0;   // records are a window of a longer tape from this id on (TapeWindow;
+                                // 0: the whole tape): an input older is "before the window", not "freed"
     TextMeasure measure = text_measure_estimate;
 };
 

@@ -14,6 +14,7 @@
 // viewer_open() fails with a message saying so, and the rest do nothing.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -41,6 +42,20 @@ bool viewer_screenshot(const std::string& path, int frames, std::string* error);
 
 // Show this node in the Tensor and Source windows and bring its box into view (0: none).
 void viewer_select_node(int64_t node_id);
+
+// The tape window: on a tape longer than its threshold, the part of it the viewer copies and draws
+// (model.h TapeWindow; docs/viewer.md, Big graphs). Moves apply at the next frame.
+struct ViewerWindowSpan {
+    int64_t first = 0, last = 0;   // ids of its oldest and newest node
+    int64_t nodes = 0, live = 0;   // records copied; live nodes on the tape
+    bool following = true;         // it follows the newest node
+    size_t size = 0;               // its size in nodes
+};
+void viewer_window_follow();                 // the newest nodes, as the tape grows
+void viewer_window_centre(int64_t node_id);  // centred on this node (or the first live one after it)
+void viewer_window_page(int direction);      // -1: half a window older, +1: newer
+void viewer_window_resize(size_t nodes);
+ViewerWindowSpan viewer_window_span();       // what it shows now (the model brought up to date)
 
 // Open (or close) the groups `name` names in the Graph window (`:view expand fc1`): a module by its
 // field ("fc1"), class ("Linear"), path ("Sequential/0:Linear") or title, any group by its key

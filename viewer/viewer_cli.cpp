@@ -87,6 +87,65 @@ int viewer_finish_from_options(bool interactive, bool (*interrupted)()) {
     return 0;
 }
 
+// :view window [older|newer|newest|#ID|size N]: a move or a size for the tape window.
+struct WindowMove {
+    enum Kind { SHOW, OLDER, NEWER, NEWEST, CENTRE, SIZE } kind = SHOW;
+    long long value = 0;   // CENTRE: the node id; SIZE: nodes
+};
+
+// A positive integer, or 0 when `text` is not one.
+static long long positive_integer(const std::string& text) {
+    char* end = nullptr;
+    long long value = text.empty() ? 0 : strtoll(text.c_str(), &end, 10);
+    return value >= 1 && *end == '\0' ? value : 0;
+}
+
+// False (with the error printed) when `what` is not a move.
+static bool window_move_parse(const std::string& what, WindowMove* move) {
+    if (what.empty()) move->kind = WindowMove::SHOW;
+    else if (what == "older") move->kind = WindowMove::OLDER;
+    else if (what == "newer") move->kind = WindowMove::NEWER;
+    else if (what == "newest") move->kind = WindowMove::NEWEST;
+    else if (what.compare(0, 4, "size") == 0 && (what.size() == 4 || what[4] == ' ')) {
+        move->kind = WindowMove::SIZE;
+        move->value = positive_integer(trim(what.substr(4)));
+        if (!move->value) {
+            fprintf(stderr, ":view window size needs a number of nodes >= 1, as in  :view window size 3000 (got '%s')\n",
+                    trim(what.substr(4)).c_str());
+            return false;
+        }
+    } else {
+        move->kind = WindowMove::CENTRE;
+        move->value = positive_integer(what[0] == '#' ? what.substr(1) : what);
+        if (!move->value) {
+            fprintf(stderr, ":view window takes older, newer, newest, a node id (#120 or 120) or size N, as in  "
+                            ":view window older (got '%s')\n", what.c_str());
+            return false;
+        }
+    }
+    return true;
+}
+
+// Move the open window's tape window, then say what it shows.
+static void window_move_apply(const WindowMove& move) {
+    switch (move.kind) {
+        case WindowMove::SHOW: break;
+        case WindowMove::OLDER: viewer_window_page(-1); break;
+        case WindowMove::NEWER: viewer_window_page(1); break;
+        case WindowMove::NEWEST: viewer_window_follow(); break;
+        case WindowMove::CENTRE: viewer_window_centre(move.value); break;
+        case WindowMove::SIZE: viewer_window_resize(static_cast<size_t>(move.value)); break;
+    }
+    ViewerWindowSpan w = viewer_window_span();
+    size_t size = w.size;
+    if (w.nodes >= w.live)
+        printf("the window shows the whole tape: %lld nodes (window %zu nodes)\n", static_cast<long long>(w.live), size);
+    else
+        printf("showing nodes #%lld..#%lld of %lld live (window %zu nodes, %s)\n", static_cast<long long>(w.first),
+               static_cast<long long>(w.last), static_cast<long long>(w.live), size,
+               w.following ? "following the newest" : "moved: :view window newest follows again");
+}
+
 void viewer_command(lua_State* L, const std::string& args_in) {
     std::string args = trim(args_in);
     if (args == "close" || args == "off") {
@@ -104,6 +163,9 @@ void viewer_command(lua_State* L, const std::string& args_in) {
         else fprintf(stderr, "viewer: %s\n", error.c_str());
         return;
     }
+    bool window_command = args.compare(0, 6, "window") == 0 && (args.size() == 6 || args[6] == ' ');
+    WindowMove move;
+    if (window_command && !window_move_parse(trim(args.substr(6)), &move)) return;
     std::string error;
     if (!viewer_open(&error, false)) {
         fprintf(stderr, "viewer: %s\n", error.c_str());
@@ -120,6 +182,10 @@ void viewer_command(lua_State* L, const std::string& args_in) {
             return;
         }
         if (!viewer_expand_named(name, expand, &error)) fprintf(stderr, ":view %s: %s\n", expand ? "expand" : "collapse", error.c_str());
+        return;
+    }
+    if (window_command) {
+        window_move_apply(move);
         return;
     }
     std::string code = "return " + args;

@@ -97,7 +97,7 @@ struct ViewerState {
     bool in_frame = false;
     bool had_event = false;          // input or resize since the last drawn frame
     int force_frames = 0;            // draw at least this many more frames
-    std::chrono::steady_clock::time_point last_draw{}, last_live_frame{};
+    std::chrono::steady_clock::time_point last_draw{}, last_live_frame{}, last_live_update{};
     ImFont* ui_font = nullptr;
     ImFont* mono_font = nullptr;
     ImFont* graph_font = nullptr;    // node labels, in graph_atlas (its own texture)
@@ -109,13 +109,26 @@ struct ViewerState {
     std::deque<Ref<Node>> history;   // the newest nodes, kept alive for the window (bounded)
     size_t history_cap = 2000;
     std::function<void(Node*, HookEvent)> node_callback;   // viewer.on_node (scripts, tests)
-    std::function<std::unordered_map<int64_t, std::string>()> namer;   // Lua globals naming tensors
+    std::function<void(size_t newest)> namer;   // offers the script's names for tensors (node_names.h),
+                                                // from assignments among the `newest` nodes
     std::chrono::steady_clock::time_point last_naming{};
+
+    // The tape window (model.h): the nodes copied and drawn. A tape of at most `window_above` live
+    // nodes is copied whole (a model's training step, its evaluation after it); a longer one, from
+    // a window of `window_size` nodes, the newest ones unless moved.
+    size_t window_size = 1000;       // nodes (a 1,000-node window is rebuilt in ~4 ms, a 2,000-node one in ~10)
+    size_t window_above = 50000;     // live nodes
+    Ref<Node> window_anchor;         // the window's first node when it does not follow the newest
+    int64_t window_centre = 0;       // centre the window on this node at the next update (0: none)
+    bool window_at_stop = false;     // moved to show a stop: follows the newest again when it ends
+    bool window_moved = false;       // records must be copied again though the tape did not change
+    TapeWindowSpan window_span;      // what the last update covered
+    std::unordered_map<int64_t, Ref<Node>> nodes_held;   // viewer_node: found once, held while others hold them
+    std::unordered_set<int64_t> nodes_gone;              // ... and ids found dead (ids are never reused)
 
     // The model.
     uint64_t seen_tape_version = ~0ull;
-    std::vector<NodeRecord> records;
-    std::unordered_map<int64_t, std::string> names;
+    std::vector<NodeRecord> records;   // the tape window's nodes, by id
     ViewOptions options;
     bool backward_up = true;
     CrossEdgeMode cross_edges = CROSS_EDGES_AUTO;   // all when few, else those of the selection
@@ -129,6 +142,7 @@ struct ViewerState {
     LayoutResult layout;             // latest finished
     uint64_t requested_signature = 0;
     bool layout_requested = false;
+    bool layout_pending = false;     // the view changed; its layout is asked for when layout_may_start
     Placement placement;
     bool placement_dirty = true;
     std::chrono::steady_clock::time_point layout_started{};
@@ -157,6 +171,7 @@ struct ViewerState {
 
     // The pictures: frame times, the last capture, the drawn boxes.
     std::vector<double> frame_ms;    // the last 240 drawn frames
+    std::vector<double> frame_total_ms;   // ... with the model's update before each (frame_step)
     uint64_t frames_drawn = 0;
     double update_ms = 0;            // the last model update that changed something (records, view)
     bool sync_frames = false;        // glFinish before the frame time is taken (benchmarks)
@@ -180,6 +195,13 @@ struct ViewerState {
 };
 
 ViewerState& viewer_state();
+
+// The live node with this id (null when it is gone), for what is drawn every frame (the Tensor
+// window's selection and its forward node). tape_find walks back from the newest node, hundreds of
+// thousands of nodes to an early step of a long loop: this finds a node once and then holds it,
+// until nothing else does (then it lets it go, and it is gone as it would have been).
+Node* viewer_node(ViewerState& s, int64_t id);
+
 
 // ---------------------------------------------------------------------------------------------
 // Shared by the windows

@@ -114,10 +114,7 @@ bool has_field_function(lua_State* L, int table, const char* name) {
 // ---------------------------------------------------------------------------------------------
 // Names: what the script's variables, modules and tables call the tensors (lua_names.cpp).
 
-std::unordered_map<int64_t, std::string> lua_tensor_names() {
-    tapedeck_name_tensors(calling_state());
-    return node_names_by_id();
-}
+void lua_tensor_names(size_t newest) { tapedeck_name_tensors(calling_state(), newest); }
 
 // ---------------------------------------------------------------------------------------------
 // Bindings
@@ -273,6 +270,19 @@ int l_options(lua_State* L) {
         lua_pop(L, 1);
         if (lua_getfield(L, 1, "history") != LUA_TNIL) s.history_cap = static_cast<size_t>(luaL_checkinteger(L, -1));
         lua_pop(L, 1);
+        if (lua_getfield(L, 1, "window") != LUA_TNIL) {
+            lua_Integer nodes = luaL_checkinteger(L, -1);
+            if (nodes < 1) luaL_error(L, "viewer.options: window must be a number of nodes >= 1, got %d", static_cast<int>(nodes));
+            viewer_window_resize(static_cast<size_t>(nodes));
+        }
+        lua_pop(L, 1);
+        if (lua_getfield(L, 1, "window_above") != LUA_TNIL) {
+            lua_Integer nodes = luaL_checkinteger(L, -1);
+            if (nodes < 0) luaL_error(L, "viewer.options: window_above must be a number of nodes >= 0, got %d", static_cast<int>(nodes));
+            s.window_above = static_cast<size_t>(nodes);
+            viewer_window_resize(s.window_size);
+        }
+        lua_pop(L, 1);
         if (lua_getfield(L, 1, "cross_edges") != LUA_TNIL) s.cross_edges = static_cast<CrossEdgeMode>(luaL_checkoption(L, -1, nullptr, CROSS_NAMES));
         lua_pop(L, 1);
         s.options = o;
@@ -287,7 +297,64 @@ int l_options(lua_State* L) {
     set_boolean(L, "backward_up", s.backward_up);
     set_integer(L, "node_cap", s.options.node_cap);
     set_integer(L, "history", static_cast<lua_Integer>(s.history_cap));
+    set_integer(L, "window", static_cast<lua_Integer>(s.window_size));
+    set_integer(L, "window_above", static_cast<lua_Integer>(s.window_above));
     set_string(L, "cross_edges", CROSS_NAMES[s.cross_edges]);
+    return 1;
+}
+
+void push_window_span(lua_State* L, const TapeWindowSpan& span) {
+    lua_createtable(L, 0, 7);
+    set_integer(L, "first", span.first);
+    set_integer(L, "last", span.last);
+    set_integer(L, "nodes", span.nodes);
+    set_integer(L, "live", span.live);
+    set_integer(L, "newest", span.newest);
+    set_boolean(L, "following", span.following);
+    set_integer(L, "size", static_cast<lua_Integer>(viewer_state().window_size));
+}
+
+TapeWindowSpan current_window_span() {
+    viewer_window_span();   // the model brought up to date
+    return viewer_state().window_span;
+}
+
+// viewer.window([where]) -> {first, last, nodes, live, newest, following, size}: the tape window
+// (the nodes the viewer copies and draws). where: "newest" (follow the tape's end), "older" /
+// "newer" (half a window), a node id or a tensor (centred on its node).
+int l_window(lua_State* L) {
+    const char* usage = "viewer.window: expected \"newest\", \"older\", \"newer\", a node id or a tensor, got %s";
+    if (lua_type(L, 1) == LUA_TSTRING) {
+        std::string move = lua_tostring(L, 1);
+        if (move == "newest") viewer_window_follow();
+        else if (move == "older" || move == "newer") viewer_window_page(move == "older" ? -1 : 1);
+        else return luaL_error(L, usage, ("'" + move + "'").c_str());
+    } else if (lua_isinteger(L, 1)) {
+        viewer_window_centre(lua_tointeger(L, 1));
+    } else if (Tensor* t = tapedeck_test_tensor(L, 1)) {
+        viewer_window_centre(t->id());
+    } else if (!lua_isnone(L, 1)) {
+        return luaL_error(L, usage, luaL_typename(L, 1));
+    }
+    push_window_span(L, current_window_span());
+    return 1;
+}
+
+// viewer.frame_times() -> {draw = {ms...}, total = {ms...}}: the last frames (up to 240), drawing
+// alone and with the model's update before it (what the frame really cost the program).
+int l_frame_times(lua_State* L) {
+    ViewerState& s = viewer_state();
+    lua_createtable(L, 0, 2);
+    auto push_list = [&](const char* key, const std::vector<double>& values) {
+        lua_createtable(L, static_cast<int>(values.size()), 0);
+        for (size_t i = 0; i < values.size(); ++i) {
+            lua_pushnumber(L, values[i]);
+            lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
+        }
+        lua_setfield(L, -2, key);
+    };
+    push_list("draw", s.frame_ms);
+    push_list("total", s.frame_total_ms);
     return 1;
 }
 
@@ -507,6 +574,8 @@ int l_model(lua_State* L) {
     set_integer(L, "hidden_records", v.hidden_records);
     set_integer(L, "history", static_cast<lua_Integer>(s.history.size()));
     set_integer(L, "frames", static_cast<lua_Integer>(s.frames_drawn));
+    push_window_span(L, s.window_span);
+    lua_setfield(L, -2, "window");
     return 1;
 }
 
@@ -530,7 +599,7 @@ void push_gradient_shown(lua_State* L, const GradientShown& g) {
 
 int l_inspect(lua_State* L) {
     ViewerState& s = viewer_state();
-    Node* n = s.selected ? tape_find(s.selected) : nullptr;
+    Node* n = s.selected ? viewer_node(s, s.selected) : nullptr;
     if (!n || n->outputs.size() == 0) return 0;
     TensorStats st = tensor_stats(n->outputs[0].value);
     lua_createtable(L, 0, 12);
@@ -644,6 +713,8 @@ const luaL_Reg viewer_functions[] = {
     {"inspect", l_inspect},
     {"time_layout", l_time_layout},
     {"bench_frames", l_bench_frames},
+    {"frame_times", l_frame_times},
+    {"window", l_window},
     {"request_close", l_request_close},
     {"click", l_click},
     {"item_rect", l_item_rect},

@@ -35,6 +35,11 @@ bool viewer_screenshot(const std::string&, int, std::string* error) {
     return false;
 }
 void viewer_select_node(int64_t) {}
+void viewer_window_follow() {}
+void viewer_window_centre(int64_t) {}
+void viewer_window_page(int) {}
+void viewer_window_resize(size_t) {}
+ViewerWindowSpan viewer_window_span() { return ViewerWindowSpan(); }
 bool viewer_expand_named(const std::string&, bool, std::string* error) {
     if (error) *error = NOT_BUILT;
     return false;

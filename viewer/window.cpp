@@ -44,7 +44,31 @@ void viewer_select(int64_t node_id, bool scroll) {
     s.scroll_to_selected = scroll;
     // Not drawn (the view is capped, or the node is outside the loss's picture): a view that shows it.
     if (node_id != 0 && s.view.box_of(node_id) < 0) s.view_dirty = true;
+    // Outside the tape window: the window moves to it, and stays there until moved again.
+    if (node_id != 0 && !s.window_span.covers(node_id) && !record_find(s.records, node_id)) {
+        s.window_centre = node_id;
+        s.window_at_stop = false;
+    }
     s.force_frames = std::max(s.force_frames, 2);
+}
+
+Node* viewer_node(ViewerState& s, int64_t id) {
+    if (id <= 0 || s.nodes_gone.count(id)) return nullptr;
+    auto held = s.nodes_held.find(id);
+    if (held != s.nodes_held.end()) {
+        if (held->second->refcount > 1) return held->second.get();
+        s.nodes_held.erase(held);   // only the viewer held it: it goes, as it would have
+        s.nodes_gone.insert(id);
+        return nullptr;
+    }
+    Node* n = tape_find(id);
+    if (!n) {
+        s.nodes_gone.insert(id);
+        return nullptr;
+    }
+    if (s.nodes_held.size() >= 8) s.nodes_held.clear();
+    s.nodes_held.emplace(id, Ref<Node>(n));
+    return n;
 }
 
 void viewer_set_expanded(const std::string& cluster_key, bool expanded) {
@@ -163,6 +187,7 @@ static GraphView build_view(const ViewerState& s, const std::vector<NodeRecord>&
     in.user_expanded = s.user_expanded;
     in.stop_node = s.stop_node;
     in.focus_node = s.selected;
+    in.window_first = s.window_span.nodes < s.window_span.live ? s.window_span.first : 0;
     in.measure = measure_for(s);
     return view_build(in);
 }
@@ -239,20 +264,77 @@ static void placement_compute(ViewerState& s) {
     p.bounds = bounds;
 }
 
-static bool same_names(const std::unordered_map<int64_t, std::string>& a,
-                       const std::unordered_map<int64_t, std::string>& b) {
-    return a == b;
+const double LIVE_UPDATE_INTERVAL = 0.25;   // seconds between model updates while a script runs
+
+// The window's first node for a window of `size` nodes centred on node `centre` (or on the first
+// live node after it); null when that window reaches the newest node (it follows the newest then).
+// O(nodes newer than `centre`), once per move, never per frame.
+static Node* window_anchor_for(int64_t centre, size_t size) {
+    Node* n = tape_last();
+    size_t newer = 0;
+    while (n && n->tape_prev && n->tape_prev->id >= centre) {
+        n = n->tape_prev;
+        ++newer;
+    }
+    if (!n || newer < size - size / 2) return nullptr;
+    for (size_t older = 0; older < size / 2 && n->tape_prev; ++older) n = n->tape_prev;
+    return n;
+}
+
+// Move the window where it was asked to go (window_centre).
+static void window_apply_move(ViewerState& s) {
+    if (!s.window_centre) return;
+    s.window_anchor = Ref<Node>(window_anchor_for(s.window_centre, s.window_size));
+    s.window_centre = 0;
+    s.window_moved = true;
+}
+
+// Records: the nodes of the tape window, copied again when the tape changed, the window moved, or
+// (once a second) the script's names may have changed. O(window) each time, whatever the tape's
+// length (the whole tape while it has at most window_above live nodes).
+static bool records_refresh(ViewerState& s) {
+    // While a script records nodes, the view follows the tape at most 4 times a second: frames in
+    // between only draw (records and view of a 1,000-node window take 2-5 ms, of a 50,000-node
+    // tape copied whole, tens of ms).
+    if (s.live && seconds_since(s.last_live_update) < LIVE_UPDATE_INTERVAL) return false;
+    if (s.live) s.last_live_update = Clock::now();
+    window_apply_move(s);
+    bool tape_changed = tape_version() != s.seen_tape_version;
+    bool names_due = s.namer && seconds_since(s.last_naming) > 1.0;
+    if (!tape_changed && !names_due && !s.window_moved) return false;
+    TapeWindow window;
+    bool whole = !s.window_anchor && static_cast<size_t>(tape_live_count()) <= s.window_above;
+    window.size = whole ? SIZE_MAX : s.window_size;
+    if (s.namer && (tape_changed || names_due)) {
+        s.last_naming = Clock::now();
+        s.namer(window.size);
+    }
+    s.seen_tape_version = tape_version();
+    s.window_moved = false;
+    window.anchor = s.window_anchor.get();
+    s.window_span = records_update(s.records, s.running, window);
+    // Nodes that died unfinished (those running are the newest: tape_find walks from there).
+    for (auto it = s.running.begin(); it != s.running.end();)
+        it = tape_changed && !tape_find(*it) ? s.running.erase(it) : std::next(it);
+    return s.window_span.changed || tape_changed;
+}
+
+// Whether the view's layout may be asked for now. While a script records nodes, a big view (a long
+// loop's window: 1,500 boxes take dot a second or more) is laid out at most every few seconds, so
+// that dot does not hold one of the machine's cores the whole time the graph grows; new boxes are
+// placed provisionally meanwhile, and the layout comes as soon as the script stops or ends.
+static bool layout_may_start(const ViewerState& s) {
+    const size_t LIVE_LAYOUT_BOXES = 300;          // laid out at once even while a script runs
+    const double LIVE_LAYOUT_INTERVAL = 3.0;       // seconds, for bigger views while a script runs
+    return !s.live || s.view.boxes.size() <= LIVE_LAYOUT_BOXES || !s.layout_requested ||
+           seconds_since(s.layout_started) > LIVE_LAYOUT_INTERVAL;
 }
 
 // Bring the model up to date: records when the tape changed, names, the view, the layout request,
 // a finished layout, the placement. True when something visible changed.
 static bool model_update(ViewerState& s) {
     bool changed = false;
-    if (tape_version() != s.seen_tape_version) {
-        s.seen_tape_version = tape_version();
-        records_update(s.records, s.running);
-        for (auto it = s.running.begin(); it != s.running.end();)   // nodes that died unfinished
-            it = record_find(s.records, *it) ? std::next(it) : s.running.erase(it);
+    if (records_refresh(s)) {
         s.view_dirty = true;
         changed = true;
     } else {
@@ -264,27 +346,16 @@ static bool model_update(ViewerState& s) {
             }
         }
     }
-    if (s.namer && (changed || seconds_since(s.last_naming) > 1.0)) {
-        s.last_naming = Clock::now();
-        std::unordered_map<int64_t, std::string> names = s.namer();
-        if (changed || !same_names(names, s.names)) {
-            s.names = std::move(names);
-            for (NodeRecord& r : s.records) {
-                auto it = s.names.find(r.id);
-                std::string name = it == s.names.end() ? "" : it->second;
-                if (r.name != name) {
-                    r.name = name;
-                    s.view_dirty = true;
-                }
-            }
-        }
-    }
     if (s.view_dirty) {
         s.view = build_view(s, s.records);
         s.view_dirty = false;
         ++s.view_serial;
         s.placement_dirty = true;
         changed = true;
+        s.layout_pending = true;
+    }
+    if (s.layout_pending && layout_may_start(s)) {
+        s.layout_pending = false;
         LayoutInput input = layout_input_from_view(s.view, s.backward_up);
         if (!s.layout_requested || input.signature != s.requested_signature) {
             s.requested_signature = input.signature;
@@ -314,7 +385,8 @@ static bool model_update(ViewerState& s) {
 }
 
 static bool layout_current(ViewerState& s) {
-    return !s.view_dirty && s.layout_requested && s.layout.signature == s.requested_signature && !s.worker.busy();
+    return !s.view_dirty && !s.layout_pending && s.layout_requested && s.layout.signature == s.requested_signature &&
+           !s.worker.busy();
 }
 
 // ============================================================================================
@@ -472,11 +544,17 @@ void window_close(ViewerState& s) {
     s.history.clear();   // may free nodes: the tape changes
     s.running.clear();
     s.records.clear();
-    s.names.clear();
+    s.window_anchor = Ref<Node>();   // may free nodes too
+    s.nodes_held.clear();
+    s.nodes_gone.clear();
+    s.window_centre = 0;
+    s.window_at_stop = false;
+    s.window_span = TapeWindowSpan();
     s.view = GraphView();
     s.layout = LayoutResult();
     s.placement = Placement();
     s.layout_requested = false;
+    s.layout_pending = false;
     s.seen_tape_version = ~0ull;
     s.view_dirty = true;
     s.drawn.clear();
@@ -612,7 +690,11 @@ void frame_step(bool force) {
     bool waiting_layout = s.layout_requested && s.worker.busy();
     bool draw = force || changed || s.had_event || s.force_frames > 0 || s.capture_request || waiting_layout ||
                 seconds_since(s.last_draw) > 0.5;
-    if (draw) frame_draw(s);
+    if (draw) {
+        frame_draw(s);
+        s.frame_total_ms.push_back(seconds_since(update_start) * 1000.0);
+        if (s.frame_total_ms.size() > 240) s.frame_total_ms.erase(s.frame_total_ms.begin());
+    }
     s.in_frame = false;
     if (display_lost()) {   // noticed by the buffer swap
         window_close_display_lost(s);
@@ -700,6 +782,12 @@ void viewer_set_stop(int64_t node_id, bool backward, bool has_run) {
     s.selected = node_id;
     s.scroll_to_stop = true;
     s.view_dirty = true;   // a group hiding the stop opens
+    // A stop outside the tape window (a breakpoint on an early step of a long loop): the window
+    // moves there while stopped, and follows the newest nodes again once the program runs on.
+    if (node_id > 0 && !s.window_span.covers(node_id) && !record_find(s.records, node_id)) {
+        s.window_centre = node_id;
+        s.window_at_stop = true;
+    }
     s.force_frames = std::max(s.force_frames, 3);
 }
 
@@ -715,6 +803,11 @@ void viewer_clear_stop() {
     ViewerState& s = viewer_state();
     s.stop_file.clear();
     s.stop_line = 0;
+    if (s.window_at_stop) {
+        s.window_at_stop = false;
+        s.window_anchor = Ref<Node>();
+        s.window_moved = true;
+    }
     if (s.stop_node == 0) return;
     s.stop_node = 0;
     s.stop_backward = false;
@@ -723,6 +816,50 @@ void viewer_clear_stop() {
 }
 
 void viewer_select_node(int64_t node_id) { viewer_select(node_id, true); }
+
+void viewer_window_follow() {
+    ViewerState& s = viewer_state();
+    s.window_anchor = Ref<Node>();
+    s.window_centre = 0;
+    s.window_at_stop = false;
+    s.window_moved = true;
+    s.force_frames = std::max(s.force_frames, 2);
+}
+
+void viewer_window_centre(int64_t node_id) {
+    ViewerState& s = viewer_state();
+    s.window_centre = std::max<int64_t>(node_id, 1);
+    s.window_at_stop = false;
+    s.force_frames = std::max(s.force_frames, 2);
+}
+
+void viewer_window_page(int direction) {
+    const TapeWindowSpan& span = viewer_state().window_span;
+    if (span.nodes == 0) return;
+    if (direction > 0 && span.following) return;
+    viewer_window_centre(direction < 0 ? span.first : span.last);
+}
+
+void viewer_window_resize(size_t nodes) {
+    ViewerState& s = viewer_state();
+    s.window_size = std::max<size_t>(nodes, 1);
+    if (s.window_anchor) s.window_centre = s.window_span.first + (s.window_span.last - s.window_span.first) / 2;
+    s.window_moved = true;
+    s.force_frames = std::max(s.force_frames, 2);
+}
+
+ViewerWindowSpan viewer_window_span() {
+    ViewerState& s = viewer_state();
+    if (s.window) model_update(s);
+    ViewerWindowSpan span;
+    span.first = s.window_span.first;
+    span.last = s.window_span.last;
+    span.nodes = s.window_span.nodes;
+    span.live = s.window_span.live;
+    span.following = s.window_span.following;
+    span.size = s.window_size;
+    return span;
+}
 
 bool viewer_expand_named(const std::string& name, bool open, std::string* error) {
     ViewerState& s = viewer_state();
@@ -807,7 +944,9 @@ LayoutResult viewer_layout_now() {
         model_update(s);
         records = s.records;
     } else {
-        records_update(records, {});
+        TapeWindow window;
+        if (static_cast<size_t>(tape_live_count()) > s.window_above) window.size = s.window_size;
+        records_update(records, {}, window);
     }
     GraphView view = build_view(s, records);
     return layout_compute(layout_input_from_view(view, s.backward_up));

@@ -51,6 +51,9 @@ void draw_options(ViewerState& s) {
     ImGui::SetNextItemWidth(200);
     ImGui::SliderInt("nodes kept for the window", &history, 0, 20000);
     s.history_cap = static_cast<size_t>(history);
+    int window = static_cast<int>(std::min<size_t>(s.window_size, 50000));
+    ImGui::SetNextItemWidth(200);
+    if (ImGui::SliderInt("tape window (nodes drawn from)", &window, 100, 20000)) viewer_window_resize(static_cast<size_t>(window));
     if (!s.user_expanded.empty() && ImGui::Button("forget opened/closed groups")) {
         s.user_expanded.clear();
         viewer_invalidate();
@@ -60,6 +63,33 @@ void draw_options(ViewerState& s) {
         s.backward_up = backward_up;
         viewer_invalidate();
     }
+}
+
+// "nodes #a..#b of n" and, when the tape is longer than the window, buttons that move it.
+void draw_tape_window(const ViewerState& s) {
+    const TapeWindowSpan& w = s.window_span;
+    if (w.nodes >= w.live) {
+        ImGui::TextDisabled("tape %d nodes", static_cast<int>(w.live));
+        return;
+    }
+    ImGui::Text("showing nodes #%lld..#%lld of %lld live", static_cast<long long>(w.first), static_cast<long long>(w.last),
+                static_cast<long long>(w.live));
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("the tape is longer than the window (%d nodes, Options): %s", static_cast<int>(s.window_size),
+                          w.following ? "it follows the newest nodes" : "moved; Newest follows the tape's end again");
+    ImGui::SameLine();
+    ImGui::BeginDisabled(w.first <= w.oldest);
+    if (ImGui::SmallButton("< older")) viewer_defer([] { viewer_window_page(-1); });
+    ImGui::EndDisabled();
+    viewer_note_item("< older");
+    ImGui::SameLine();
+    ImGui::BeginDisabled(w.following);
+    if (ImGui::SmallButton("newer >")) viewer_defer([] { viewer_window_page(1); });
+    viewer_note_item("newer >");
+    ImGui::SameLine();
+    if (ImGui::SmallButton("newest")) viewer_defer([] { viewer_window_follow(); });
+    viewer_note_item("newest");
+    ImGui::EndDisabled();
 }
 
 double median(std::vector<double> values) {
@@ -101,8 +131,10 @@ void draw_controls_window(ViewerState& s, const Tile& tile) {
         ImGui::EndPopup();
     }
     ImGui::SameLine(0, 18);
-    ImGui::TextDisabled("tape %d nodes   shown %d boxes   layout %.0f ms   frame %.1f ms   kept %d",
-                        static_cast<int>(s.records.size()), static_cast<int>(s.view.boxes.size()), s.layout.seconds * 1000.0,
+    draw_tape_window(s);
+    ImGui::SameLine(0, 18);
+    ImGui::TextDisabled("shown %d boxes   layout %.0f ms   frame %.1f ms   kept %d",
+                        static_cast<int>(s.view.boxes.size()), s.layout.seconds * 1000.0,
                         median(s.frame_ms), static_cast<int>(s.history.size()));
     ImGui::End();
 }

@@ -27,9 +27,9 @@ namespace {
 // "#24 expand, backward of #11 sum"; "the seed of backward() (#30 ones)".
 std::string sender_text(const ViewerState& s, const GradientSender& g) {
     if (g.forward_id == 0) return "the seed of backward() (#" + std::to_string(g.node_id) + " " + g.op + ")";
-    auto named = s.names.find(g.forward_id);
+    const NodeRecord* named = record_find(s.records, g.forward_id);
     std::string forward = "#" + std::to_string(g.forward_id) + " " + g.forward_op +
-                          (named == s.names.end() ? "" : " (" + named->second + ")");
+                          (!named || named->name.empty() ? "" : " (" + named->name + ")");
     return "#" + std::to_string(g.node_id) + " " + g.op + ", backward of " + forward;
 }
 
@@ -423,7 +423,7 @@ void draw_tensor_window(ViewerState& s, const Tile& tile) {
         ImGui::End();
         return;
     }
-    Node* n = tape_find(s.selected);
+    Node* n = viewer_node(s, s.selected);
     if (!n) {
         ImGui::Text("#%lld is freed: no tensor reaches it any more.", static_cast<long long>(s.selected));
         ImGui::End();
@@ -448,7 +448,7 @@ void draw_tensor_window(ViewerState& s, const Tile& tile) {
             node_button(b.get());
         }
     } else if (n->phase == PHASE_BACKWARD) {
-        Node* forward = tape_find(n->group);
+        Node* forward = viewer_node(s, n->group);
         ImGui::TextDisabled("part of the gradient of:");
         ImGui::SameLine();
         if (forward) node_button(forward);

@@ -584,3 +584,81 @@ TEST_CASE("node cap: the loss's picture of a 2,000-step RNN (about 40,000 record
     CHECK(v.box_of(rnn.loss.id()) >= 0);   // the cut is centred on the loss
     CHECK(v.cap_focus != 0);
 }
+
+TEST_CASE("the tape window: a long tape's model holds the window's nodes, not the tape's") {
+    // The RNN unrolled 400 steps, forward and backward: about 6,000 live nodes.
+    Rnn rnn(400);
+    int64_t live = tape_live_count();
+    REQUIRE(live > 5000);
+    std::vector<NodeRecord> records;
+
+    // The newest 500 nodes: the backward pass's end.
+    TapeWindow newest;
+    newest.size = 500;
+    TapeWindowSpan span = records_update(records, {}, newest);
+    // ... and before them the leaves they read: the parameters W_h and W_x (drawn as boxes).
+    size_t leaves = 0;
+    for (const NodeRecord& r : records)
+        if (r.id < span.first) {
+            CHECK(r.is_leaf);
+            ++leaves;
+        }
+    CHECK(record_find(records, rnn.W_h.id()));
+    CHECK(leaves >= 1);
+    CHECK(leaves <= 3);
+    CHECK(records.size() == 500 + leaves);
+    CHECK(span.nodes == static_cast<int64_t>(records.size()));
+    CHECK(span.live == live);
+    CHECK(span.following);
+    CHECK(span.last == tape_last()->id);
+    CHECK(span.first == records[leaves].id);
+    CHECK(records.back().phase == PHASE_BACKWARD);
+    CHECK(std::is_sorted(records.begin(), records.end(),
+                         [](const NodeRecord& a, const NodeRecord& b) { return a.id < b.id; }));
+    CHECK(span.covers(tape_last()->id));
+    CHECK(!span.covers(rnn.W_h.id()));
+
+    // One more node: the window slides, still 500 records, the new one among them.
+    Tensor extra = ops::unary(OP_tanh, rnn.W_h);
+    span = records_update(records, {}, newest);
+    CHECK(records.size() <= 500 + leaves);
+    CHECK(records.back().id == extra.id());
+    CHECK(span.changed);
+    span = records_update(records, {}, newest);
+    CHECK(!span.changed);   // nothing came, went or changed
+
+    // From a node on: the first steps of the forward pass.
+    TapeWindow early;
+    early.size = 300;
+    early.anchor = rnn.W_h.node.get();
+    span = records_update(records, {}, early);
+    CHECK(records.size() == 300);
+    CHECK(records.front().id == rnn.W_h.id());
+    CHECK(!span.following);
+    CHECK(span.covers(rnn.W_x.id()));
+    CHECK(!span.covers(extra.id()));
+    for (const NodeRecord& r : records) CHECK(r.phase == PHASE_FORWARD);
+
+    // The view of a window: its inputs older than the window are stubs "before the window", and
+    // it has no more boxes than the window has records plus those stubs and ghosts.
+    span = records_update(records, {}, newest);
+    ViewInput in;
+    in.records = &records;
+    in.window_first = span.first;
+    GraphView view = view_build(in);
+    CHECK(view.total_nodes == static_cast<int>(records.size()));
+    int before_window = 0, nodes = 0;
+    for (const ViewBox& b : view.boxes) {
+        if (b.kind == BOX_STUB) {
+            CHECK(b.node_id < span.first);
+            before_window += b.detail == "before the window";
+        }
+        nodes += b.kind == BOX_NODE;
+    }
+    CHECK(before_window > 0);   // the gradients' forward nodes, earlier in the tape
+    CHECK(nodes <= static_cast<int>(records.size()));
+
+    // The whole tape (the default) copies every live node.
+    records_update(records, {});
+    CHECK(static_cast<int64_t>(records.size()) == tape_live_count());
+}
