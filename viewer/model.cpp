@@ -89,7 +89,7 @@ std::vector<const Node*> leaves_read_before(const std::vector<const Node*>& node
     for (const Node* n : nodes)
         for (const Edge& e : n->inputs) {
             if (e.id <= 0 || e.id >= first) continue;
-            if (e.node) take(e.node.get());
+            if (e.node()) take(e.node());
             else wanted.insert(e.id);
         }
     size_t walked = 0;
