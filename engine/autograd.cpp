@@ -119,8 +119,9 @@ void accumulate_grad(Output& out, const Tensor& g, uint64_t first_serial) {
 // (select's gradient is padded to the whole input) would keep O(T^2) bytes after backward. So a
 // pass frees a gradient once it has used it, as PyTorch does, when all of these hold:
 //  - the pass records no graph (create_graph: the gradients are forward values of a new graph)
-//    and no observer is attached (a debugger with a breakpoint or stepping, the viewer open,
-//    freeze's recorder: they keep every value inspectable, as before);
+//    and no observer looks at values (a debugger with a breakpoint or stepping, the viewer open:
+//    they keep every value inspectable; freeze's recorder notes the ops as they run and needs
+//    no value afterwards);
 //  - the node was recorded by this pass, tracks no gradient, and is held by its record (a node
 //    that is not dies by itself once nothing reaches it);
 //  - nothing but its record reaches it: node refcount 1, so no Tensor handle (a pending
@@ -138,7 +139,7 @@ struct GradientFreeing {
 
     bool applies_to(const Node* b) const {
         return !create_graph && b->id >= first_id && b->phase == PHASE_BACKWARD && !b->tracks_grad &&
-               b->held_by_record && !engine_observed();
+               b->held_by_record && !engine_values_watched();
     }
     // `holders_besides_record`: references to b the caller still holds (they go right after).
     void check(Node* b, int holders_besides_record = 0) const {

@@ -104,7 +104,7 @@ bool engine_values_watched() { return g.events_watched != 0 || engine_interrupt_
 void engine_keep_backward_graph(bool keep) { g.keep_backward_graph = keep; }
 bool engine_keeps_backward_graph_setting() { return g.keep_backward_graph; }
 // A pass with create_graph runs with autograd on: its nodes are a graph of their own.
-bool engine_backward_graph_kept() { return g.keep_backward_graph || engine_observed() || g.grad_enabled; }
+bool engine_backward_graph_kept() { return g.keep_backward_graph || engine_values_watched() || g.grad_enabled; }
 
 void engine_observe_grads(GradObserver observer, void* user) {
     g.grad_observer = observer;

@@ -286,8 +286,9 @@ bool engine_observed();   // whether any observer wants an event (plan_run then 
 // they have run, so that the graph, DOT and the viewer show the backward pass afterwards. Kept
 // while the setting is on (the engine's default; the tapedeck program turns it off for a script
 // run without -i; torch.autograd.keep_backward_graph),
-// while an observer wants events (a debugger with a breakpoint, the viewer, freeze's recorder),
-// and in a pass that builds a graph of its gradients (create_graph). Otherwise, as in PyTorch, a
+// while an observer looks at values (engine_values_watched: a debugger with a breakpoint or
+// stepping, the viewer), and in a pass that builds a graph of its gradients (create_graph).
+// Freeze's recorder only notes the ops as they run: a recording keeps no more than the eager run. Otherwise, as in PyTorch, a
 // backward node lives only while the pass needs its result: a long loop's backward pass then
 // costs no memory after it ends, and less while it runs.
 void engine_keep_backward_graph(bool keep);
