@@ -1026,6 +1026,7 @@ void drop_group_steps(Plan& plan) {
 std::unique_ptr<Plan> compile_with(const Plan& recorded, const PlanPasses& passes, bool keep_groups) {
     auto plan = std::make_unique<Plan>(recorded);
     plan->exec.reset();
+    plan->recording.reset();
     plan->debug_replay.reset();
     plan->passes = passes;
     if (!keep_groups) drop_group_steps(*plan);
@@ -1051,12 +1052,12 @@ std::unique_ptr<Plan> compile_with(const Plan& recorded, const PlanPasses& passe
 
 }  // namespace
 
-// The plan, and beside it its debug replay: the recording compiled with no pass, its group steps
-// kept (plan.h). The replay's buffers are allocated only when an observed call first runs it.
-std::unique_ptr<Plan> plan_compile(const Plan& recorded, const PlanPasses& passes) {
-    if (recorded.compiled) engine_fail("freeze: plan_compile needs a recorded plan, not a compiled one");
-    std::unique_ptr<Plan> plan = compile_with(recorded, passes, false);
-    plan->debug_replay = compile_with(recorded, PlanPasses{false, false, false, false, false, false}, true);
+// The plan; its debug replay (the recording compiled with no pass, its group steps kept: plan.h)
+// is compiled when an observed call first needs it, and its buffers allocated then.
+std::unique_ptr<Plan> plan_compile(std::shared_ptr<const Plan> recorded, const PlanPasses& passes) {
+    if (!recorded || recorded->compiled) engine_fail("freeze: plan_compile needs a recorded plan, not a compiled one");
+    std::unique_ptr<Plan> plan = compile_with(*recorded, passes, false);
+    plan->recording = std::move(recorded);
     return plan;
 }
 
@@ -1656,10 +1657,21 @@ int64_t plan_replay_recorded_id(const Node* node) {
     return g_replay_current && node && g_replay_current->node == node ? g_replay_current->recorded_id : 0;
 }
 
+namespace {
+
+// What an observed call runs: the plan's debug replay, compiled the first time it is needed.
+Plan& debug_replay_of(Plan& plan) {
+    if (!plan.debug_replay && plan.recording)
+        plan.debug_replay = compile_with(*plan.recording, PlanPasses{false, false, false, false, false, false}, true);
+    return plan.debug_replay ? *plan.debug_replay : plan;
+}
+
+}  // namespace
+
 PlanRunResult plan_run(Plan& plan_called, const std::vector<Tensor>& inputs, bool inputs_checked) {
     if (!plan_called.compiled) engine_fail("%s: the plan is not compiled", plan_called.name.c_str());
     // Watched (a breakpoint, the viewer): the recording as recorded, so stops are eager's.
-    Plan& plan = engine_observed() && plan_called.debug_replay ? *plan_called.debug_replay : plan_called;
+    Plan& plan = engine_observed() ? debug_replay_of(plan_called) : plan_called;
     if (!inputs_checked) {
         std::string mismatch = plan_check_inputs(plan, inputs);
         if (!mismatch.empty()) engine_fail("%s: %s", plan.name.c_str(), mismatch.c_str());

@@ -202,9 +202,13 @@ struct Plan {
     std::vector<bool> value_per_call; // after compile: value's bytes are new each call (returned)
     int first_effect_step = -1;       // after compile: first step that changes state outside the plan
     std::shared_ptr<PlanExec> exec;
-    // After compile: the same recording compiled with no pass, which plan_run runs when an observer
-    // (a debugger, the viewer) is attached: every recorded node once, in record order, its backward
-    // groups announced as eager does (STEP_GROUP_DONE), so stops are those of the eager run.
+    // After compile: the recording it was compiled from, shared (the frozen function keeps it too).
+    std::shared_ptr<const Plan> recording;
+    // The same recording compiled with no pass, which plan_run runs when an observer (a debugger,
+    // the viewer) is attached: every recorded node once, in record order, its backward groups
+    // announced as eager does (STEP_GROUP_DONE), so stops are those of the eager run. Compiled by
+    // the first call made with an observer attached (null until then: a plan nobody watches does
+    // not pay a second plan's memory).
     std::shared_ptr<Plan> debug_replay;
 };
 
@@ -234,8 +238,9 @@ void plan_record_abort();   // stop without a plan (the function raised an error
 // ---------------------------------------------------------------------------------------------
 // freeze
 
-// A runnable copy of `recorded` with `passes` applied (recorded must be uncompiled).
-std::unique_ptr<Plan> plan_compile(const Plan& recorded, const PlanPasses& passes);
+// A runnable copy of `recorded` with `passes` applied (recorded must be uncompiled). The plan keeps
+// `recorded` (Plan::recording) for its debug replay. Time and memory O(steps + values).
+std::unique_ptr<Plan> plan_compile(std::shared_ptr<const Plan> recorded, const PlanPasses& passes);
 
 // ---------------------------------------------------------------------------------------------
 // replay

@@ -71,7 +71,7 @@ std::string load_compile_run(const std::string& bytes, size_t max_bytes = size_t
         PlanLoadOptions options;
         options.max_bytes = max_bytes;
         std::unique_ptr<Plan> recorded = plan_load_bytes(bytes, "hostile.tdp", &passes, options);
-        std::unique_ptr<Plan> plan = plan_compile(*recorded, passes);
+        std::unique_ptr<Plan> plan = plan_compile(std::move(recorded), passes);
         std::vector<Tensor> inputs;
         for (const PlanInput& in : plan->inputs) {
             inputs.push_back(ops::create(OP_zeros, in.shape, in.dtype));
@@ -225,7 +225,7 @@ TEST_CASE("plan file: an older file's single kernel, stride and padding hold alo
     CHECK(pool.kernel_w == 2);
     CHECK(pool.stride_w == 2);
     CHECK_FALSE(pool.ceil_mode);
-    CHECK_NOTHROW(plan_compile(*plan, passes));
+    CHECK_NOTHROW(plan_compile(std::make_shared<Plan>(*plan), passes));
 }
 
 TEST_CASE("plan file: a step that adds into its output (a compiled plan's own attribute) is refused") {

@@ -57,7 +57,7 @@ void load_compile_run(const std::string& bytes) {
     PlanLoadOptions options;
     options.max_bytes = FUZZ_MAX_BYTES;
     std::unique_ptr<Plan> recorded = plan_load_bytes(bytes, "fuzz.tdp", &passes, options);
-    std::unique_ptr<Plan> plan = plan_compile(*recorded, passes);
+    std::unique_ptr<Plan> plan = plan_compile(std::move(recorded), passes);
     std::vector<Tensor> inputs;
     for (const PlanInput& in : plan->inputs) inputs.push_back(input_like(in));
     set_grad_enabled(plan->grad_mode);
