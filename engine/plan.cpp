@@ -34,11 +34,25 @@ size_t value_bytes(const PlanValue& v) { return static_cast<size_t>(v.shape.nume
 
 bool is_random(OpId op) { return op == OP_rand || op == OP_randn; }
 
+// A hash of the attributes that tell steps apart (equal attributes hash equal; attrs_equal decides).
+size_t attrs_hash(const OpAttrs& a) {
+    size_t h = 0;
+    auto mix = [&h](size_t x) { h = h * 1000003u ^ x; };
+    for (int64_t x : {int64_t(a.dim), int64_t(a.dim2), a.start, a.length, int64_t(a.shape.ndim), int64_t(a.strides.ndim),
+                      int64_t(a.dtype), int64_t(a.trans_a) * 2 + a.trans_b + 4 * a.accumulate + 8 * a.keepdim + 16 * a.all,
+                      int64_t(a.kernel_h), int64_t(a.stride_h), int64_t(a.padding_h), int64_t(a.groups)})
+        mix(std::hash<int64_t>()(x));
+    for (double x : {a.scalar, a.lo, a.hi}) mix(std::hash<double>()(x));
+    for (int i = 0; i < a.shape.ndim; ++i) mix(std::hash<int64_t>()(a.shape[i]));
+    for (int i = 0; i < a.strides.ndim; ++i) mix(std::hash<int64_t>()(a.strides[i]));
+    return h;
+}
+
 // The root a step writes in place, or -1 (its own outputs are made, not written).
 int step_written_root(const Plan& plan, const PlanStep& s) {
     if (s.kind == STEP_GRAD_ACCUMULATE || s.kind == STEP_GRAD_CLEAR) return plan.grad_targets[s.target].grad_value;
     if (s.kind == STEP_KERNEL && s.into_grad >= 0) return plan.grad_targets[s.into_grad].grad_value;
-    if (s.kind == STEP_KERNEL && s.attrs.accumulate) return root_of(plan, s.outputs[0]);   // Y += A B
+    if (s.kind == STEP_KERNEL && plan_step_attrs(plan, s).accumulate) return root_of(plan, s.outputs[0]);   // Y += A B
     if (s.kind == STEP_KERNEL && (op_info(s.op).flags & OPF_INPLACE)) return root_of(plan, s.inputs[0]);
     return -1;
 }
@@ -81,16 +95,76 @@ Output& target_output(Plan& plan, int t, const std::vector<Tensor>& inputs) {
 
 const Value& plan_captured_value(const PlanCaptured& captured) { return captured.tensor.value(); }
 
+OpAttrs& plan_step_own_attrs(Plan& plan, PlanStep& step) {
+    plan.attrs.push_back(plan.attrs[step.attrs]);
+    step.attrs = static_cast<int>(plan.attrs.size()) - 1;
+    return plan.attrs.back();
+}
+
+PlanAttrsTable::PlanAttrsTable(Plan& plan) : plan_(plan) {
+    for (size_t i = 0; i < plan.attrs.size(); ++i) by_hash_.emplace(attrs_hash(plan.attrs[i]), static_cast<int>(i));
+}
+
+int PlanAttrsTable::index_of(const OpAttrs& attrs) {
+    size_t hash = attrs_hash(attrs);
+    auto candidates = by_hash_.equal_range(hash);
+    for (auto it = candidates.first; it != candidates.second; ++it)
+        if (attrs_equal(plan_.attrs[it->second], attrs)) return it->second;
+    plan_.attrs.push_back(attrs);
+    plan_.attrs.back().init_values = nullptr;   // not an attribute (OpAttrs)
+    int index = static_cast<int>(plan_.attrs.size()) - 1;
+    by_hash_.emplace(hash, index);
+    return index;
+}
+
 // ============================================================================================
 // [SECTION] record
 
 namespace {
 
+// (node id, output) -> the value the recording made, or was given, for that tensor; -1 for none.
+// The nodes the recording made have dense ids from first_id on: their first two outputs are found
+// by index in a vector (a hash map entry per node cost the recording of a long loop more time and
+// memory than its steps). The rest (tensors from outside, a custom function's third output) are
+// in a hash map.
+class ValueTable {
+public:
+    void start_at(int64_t first_id) { first_id_ = first_id; }
+    int find(int64_t id, int output) const {
+        if (!dense_key(id, output)) {
+            auto found = others_.find(value_key(id, output));
+            return found == others_.end() ? -1 : found->second;
+        }
+        size_t at = dense_index(id, output);
+        return at < dense_.size() ? dense_[at] : -1;
+    }
+    void set(int64_t id, int output, int value) {
+        if (!dense_key(id, output)) {
+            others_[value_key(id, output)] = value;
+            return;
+        }
+        size_t at = dense_index(id, output);
+        if (at >= dense_.size()) dense_.resize(at + 1, -1);   // grows geometrically
+        dense_[at] = value;
+    }
+
+private:
+    static constexpr int DENSE_OUTPUTS = 2;
+    bool dense_key(int64_t id, int output) const { return id >= first_id_ && output < DENSE_OUTPUTS; }
+    size_t dense_index(int64_t id, int output) const {
+        return static_cast<size_t>(id - first_id_) * DENSE_OUTPUTS + static_cast<size_t>(output);
+    }
+    int64_t first_id_ = 0;
+    std::vector<int> dense_;
+    std::unordered_map<uint64_t, int> others_;
+};
+
 struct Recorder {
     std::unique_ptr<Plan> plan;
     int observer = 0;
     int64_t first_id = 0;                           // nodes from this id on were made by the recording
-    std::unordered_map<uint64_t, int> value_of;     // (node id, output) -> value
+    ValueTable value_of;                            // (node id, output) -> value
+    std::unique_ptr<PlanAttrsTable> attrs;          // the plan's attribute sets
     std::unordered_map<const Storage*, int> latest_by_storage;   // the last value seen with these bytes
     std::vector<uint64_t> input_keys;
     std::unordered_map<uint64_t, int> target_of;    // (leaf id, output) -> grad target
@@ -111,8 +185,8 @@ void remember_storage(Recorder& r, const Value& value, int v) {
 
 // The value for a tensor the recording reads: one it made or an input, else a new captured one.
 int value_for(Recorder& r, int64_t id, int output, const Value& value, Node* node) {
-    auto found = r.value_of.find(value_key(id, output));
-    if (found != r.value_of.end()) return found->second;
+    int known = r.value_of.find(id, output);
+    if (known >= 0) return known;
     Plan& plan = *r.plan;
     if (!node) node = tape_find(id);
     PlanCaptured c;
@@ -120,7 +194,7 @@ int value_for(Recorder& r, int64_t id, int output, const Value& value, Node* nod
     else c.tensor = tape_record_prepared(OP_tensor, OpAttrs(), nullptr, nullptr, 0, &value, 1, PHASE_FORWARD, SourceLoc());
     plan.captured.push_back(c);
     int v = add_value(plan, VALUE_CAPTURED, static_cast<int>(plan.captured.size()) - 1, value.shape, value.dtype, id);
-    r.value_of[value_key(id, output)] = v;
+    r.value_of.set(id, output, v);
     remember_storage(r, value, v);
     return v;
 }
@@ -152,15 +226,14 @@ void record_custom_outputs(Recorder& r, Node* node) {
             if (candidate.shape == value.shape && candidate.dtype == value.dtype) v = found->second;
         }
         if (v < 0) v = value_for(r, node->id, i, value, nullptr);
-        r.value_of[value_key(node->id, i)] = v;
+        r.value_of.set(node->id, i, v);
     }
 }
 
 // The value the recording made (or was given) for one output of a node; -1 when it has none.
 int known_value(const Recorder& r, const Tensor& t) {
     if (!t.defined()) return -1;
-    auto found = r.value_of.find(value_key(t.node->id, t.output));
-    return found == r.value_of.end() ? -1 : found->second;
+    return r.value_of.find(t.node->id, t.output);
 }
 
 // Backward finished forward node `node`'s rule: a STEP_GROUP_DONE step with what the group saw,
@@ -217,7 +290,7 @@ void record_node(Node* node, HookEvent event, void*) {
         PlanStep& s = add_step(plan, STEP_KERNEL, OP_clone, node->phase, node->where, node->id);
         s.inputs.push_back(c);
         s.outputs.push_back(v);
-        r.value_of[value_key(node->id, 0)] = v;
+        r.value_of.set(node->id, 0, v);
         remember_storage(r, made, v);
         return;
     }
@@ -226,15 +299,14 @@ void record_node(Node* node, HookEvent event, void*) {
     for (const Edge& e : node->inputs) inputs.push_back(value_for(r, e.id, e.output, e.value, e.node.get()));
     PlanStep& s = add_step(plan, STEP_KERNEL, node->op, node->phase, node->where, node->id);
     if (node->phase == PHASE_BACKWARD) s.recorded_group = node->group;
-    s.attrs = node->attrs;
-    s.attrs.init_values = nullptr;
+    s.attrs = r.attrs->index_of(node->attrs);
     s.inputs = inputs;
     for (int i = 0; i < node->outputs.size(); ++i) {
         const Value& value = node->outputs[i].value;
         int v = add_value(plan, VALUE_STEP, -1, value.shape, value.dtype, node->id);
         if (i == 0 && (info.flags & (OPF_VIEW | OPF_INPLACE))) plan.values[v].alias_of = inputs[0];
         plan.steps.back().outputs.push_back(v);
-        r.value_of[value_key(node->id, i)] = v;
+        r.value_of.set(node->id, i, v);
         remember_storage(r, value, v);
     }
 }
@@ -293,7 +365,7 @@ void record_grad(Node* node, int output, const Tensor& grad, int64_t first_id, i
     s.inputs.push_back(v);
     r.target_state_known[t] = true;
     const Tensor& stored = node->outputs[output].grad;
-    if (stored.defined()) r.value_of[value_key(stored.node->id, stored.output)] = plan.grad_targets[t].grad_value;
+    if (stored.defined()) r.value_of.set(stored.node->id, stored.output, plan.grad_targets[t].grad_value);
 }
 
 void add_guard_step(Plan& plan, PlanGuard guard) {
@@ -316,6 +388,7 @@ void plan_record_begin(const std::string& name, const std::vector<Tensor>& input
     plan.where = where;
     plan.grad_mode = grad_enabled();
     r->first_id = tape_next_id();
+    r->value_of.start_at(r->first_id);
     for (size_t k = 0; k < inputs.size(); ++k) {
         const Tensor& t = inputs[k];
         PlanInput in;
@@ -332,12 +405,13 @@ void plan_record_begin(const std::string& name, const std::vector<Tensor>& input
         plan.inputs.push_back(in);
         int v = add_value(plan, VALUE_INPUT, static_cast<int>(k), t.shape(), t.dtype(), t.id());
         uint64_t key = value_key(t.node->id, t.output);
-        r->value_of[key] = v;
+        r->value_of.set(t.node->id, t.output, v);
         r->input_keys.push_back(key);
         remember_storage(*r, t.value(), v);
     }
     r->live_at_begin = storage_bytes_live();
     storage_peak_reset();
+    r->attrs = std::make_unique<PlanAttrsTable>(plan);
     g_recorder = r.release();
     g_recorder->observer = engine_observe(record_node, nullptr, hook_bit(HOOK_AFTER) | hook_bit(HOOK_GROUP_DONE),
                                               OBSERVER_RECORDS);
@@ -389,7 +463,7 @@ void plan_record_note_grad_read(const Tensor& leaf, const Tensor& grad, SourceLo
         r.plan->guards.push_back(g);
         r.target_state_known[t] = true;
     }
-    if (grad.defined()) r.value_of[value_key(grad.node->id, grad.output)] = r.plan->grad_targets[t].grad_value;
+    if (grad.defined()) r.value_of.set(grad.node->id, grad.output, r.plan->grad_targets[t].grad_value);
 }
 
 void plan_record_note_grad_clear(const Tensor& leaf, SourceLoc where) {
@@ -591,12 +665,8 @@ void pass_common_subexpressions(Plan& plan) {
     // may match it, not with every step before it (that made freeze quadratic on long loops)
     std::unordered_multimap<size_t, size_t> seen_by_hash;
     auto hash_of = [](const PlanStep& step, const std::vector<uint32_t>& versions) {
-        const OpAttrs& a = step.attrs;   // the attributes that tell a loop's steps apart (narrow's start, ...)
         size_t h = std::hash<int>()(static_cast<int>(step.op));
-        for (int64_t x : {int64_t(a.dim), int64_t(a.dim2), a.start, a.length, int64_t(a.shape.ndim)})
-            h = h * 1000003u ^ std::hash<int64_t>()(x);
-        h = h * 1000003u ^ std::hash<double>()(a.scalar);
-        for (int i = 0; i < a.shape.ndim; ++i) h = h * 1000003u ^ std::hash<int64_t>()(a.shape[i]);
+        h = h * 1000003u ^ std::hash<int>()(step.attrs);   // equal attributes share their entry
         const std::vector<int>& inputs = step.inputs;
         for (int v : inputs) h = h * 1000003u ^ std::hash<int>()(v);
         for (uint32_t v : versions) h = h * 1000003u ^ std::hash<uint32_t>()(v);
@@ -619,7 +689,7 @@ void pass_common_subexpressions(Plan& plan) {
                 const Seen& e = seen[it->second];
                 const PlanStep& o = plan.steps[e.step];
                 if (o.op == s.op && o.inputs == s.inputs && e.versions == versions && o.outputs.size() == s.outputs.size() &&
-                    attrs_equal(o.attrs, s.attrs) && (!match || e.step < match->step))
+                    o.attrs == s.attrs && (!match || e.step < match->step))
                     match = &e;
             }
             if (match) {
@@ -680,7 +750,7 @@ void pass_constant_folding(Plan& plan) {
         std::vector<Value*> output_pointers;
         for (Value& v : outputs) output_pointers.push_back(&v);
         KernelCall call{inputs.data(), static_cast<int>(inputs.size()), output_pointers.data(),
-                        static_cast<int>(outputs.size()), s.attrs, nullptr};
+                        static_cast<int>(outputs.size()), plan_step_attrs(plan, s), nullptr};
         kernel_run(s.op, call);
         for (size_t i = 0; i < s.outputs.size(); ++i) {
             PlanValue& pv = plan.values[s.outputs[i]];
@@ -809,7 +879,7 @@ void pass_fusion(Plan& plan) {
             const PlanStep& m = plan.steps[group[i]];
             FusedOp op;
             op.op = m.op;
-            op.attrs = m.attrs;
+            op.attrs = plan_step_attrs(plan, m);
             op.recorded_id = m.recorded_id;
             op.recorded_group = m.recorded_group;
             op.where = m.where;
@@ -864,12 +934,14 @@ int product_read_once(const Plan& plan, const std::vector<int>& uses, const std:
     int maker = made_by[v];
     if (maker < 0 || uses[v] != 1 || plan.values[v].alias_of >= 0) return -1;
     const PlanStep& m = plan.steps[maker];
-    if (m.kind != STEP_KERNEL || (m.op != OP_mm && m.op != OP_bmm) || m.into_grad >= 0 || m.attrs.accumulate) return -1;
+    if (m.kind != STEP_KERNEL || (m.op != OP_mm && m.op != OP_bmm) || m.into_grad >= 0 || plan_step_attrs(plan, m).accumulate)
+        return -1;
     return maker;
 }
 
 void pass_gradients_in_place(Plan& plan) {
     PassState p(plan);
+    PlanAttrsTable attrs(plan);
     std::vector<int> uses = p.use_counts();
     std::vector<int> made_by = p.producers();
     std::vector<bool> drop(plan.steps.size(), false);
@@ -887,7 +959,9 @@ void pass_gradients_in_place(Plan& plan) {
                 plan.values[r].shape != plan.values[product].shape || plan.values[r].dtype != plan.values[product].dtype ||
                 !has_root_layout(plan, made_by, sum) || !root_untouched_between(plan, p, maker, k, r))
                 continue;
-            plan.steps[maker].attrs.accumulate = true;
+            OpAttrs accumulating = plan_step_attrs(plan, plan.steps[maker]);
+            accumulating.accumulate = true;
+            plan.steps[maker].attrs = attrs.index_of(accumulating);
             plan.values[product].alias_of = sum;
         } else {
             continue;
@@ -1080,7 +1154,6 @@ struct StepExec {
     int64_t contiguous_view_offset = 0;        // output this many elements on; again so for any
                                                // contiguous input (shapes and attrs are fixed)
     std::vector<bool> fresh;                   // output i gets new bytes each call (it is returned)
-    OpAttrs accumulate_attrs;                  // into_grad when the .grad exists: Y += A B
     std::vector<const ElementwiseMath*> math;  // STEP_FUSED: per op
 };
 
@@ -1133,8 +1206,6 @@ std::shared_ptr<PlanExec> exec_build(Plan& plan) {
         x.rebind = s.kind == STEP_KERNEL && (op_info(s.op).flags & (OPF_VIEW | OPF_INPLACE));
         x.view = s.kind == STEP_KERNEL && (op_info(s.op).flags & OPF_VIEW) && s.into_grad < 0 && x.outputs.size() == 1 &&
                  !x.fresh[0];
-        x.accumulate_attrs = s.attrs;
-        x.accumulate_attrs.accumulate = true;
         for (const FusedOp& op : s.fused) x.math.push_back(elementwise_math(op.op));
         if (s.kind == STEP_FUSED) scratch = std::max(scratch, (s.inputs.size() + s.fused.size()) * FUSED_CHUNK);
         e->steps.push_back(std::move(x));
@@ -1411,13 +1482,16 @@ struct PlanCall {
         for (size_t i = 0; i < x.outputs.size(); ++i)
             if (x.fresh[i]) give_fresh_bytes(*x.outputs[i]);
         if (x.rebind) value_share_layout(*x.outputs[0], *x.inputs[0]);   // a view's kernel then sets its own
-        const OpAttrs* attrs = &s.attrs;
+        const OpAttrs* attrs = &plan_step_attrs(plan, s);
+        OpAttrs accumulate_attrs;   // into_grad when the .grad exists: Y += A B
         Output* grad_target = nullptr;
         if (s.into_grad >= 0) {
             grad_target = &target(s.into_grad);
             if (grad_target->grad.defined()) {
                 x.outputs[0]->storage = grad_target->grad.value().storage;
-                attrs = &x.accumulate_attrs;
+                accumulate_attrs = *attrs;
+                accumulate_attrs.accumulate = true;
+                attrs = &accumulate_attrs;
             } else if (!take_recycled(s.into_grad, *x.outputs[0])) {
                 give_fresh_bytes(*x.outputs[0]);
             }
@@ -1426,7 +1500,7 @@ struct PlanCall {
                s.outputs.data(), static_cast<int>(x.outputs.size()), s);
         if (x.view) learn_view(x);
         if (grad_target) {
-            if (attrs == &x.accumulate_attrs) ++x.outputs[0]->storage->version;
+            if (attrs == &accumulate_attrs) ++x.outputs[0]->storage->version;
             else set_grad_after_write(s.into_grad, *x.outputs[0], s);
             bind_grad(s.into_grad);
         }
@@ -1834,7 +1908,7 @@ std::string plan_describe(const Plan& plan) {
         std::string what, shape, buffer;
         switch (st_.kind) {
             case STEP_KERNEL: {
-                OpAttrs attrs = st_.attrs;
+                OpAttrs attrs = plan_step_attrs(plan, st_);
                 what = value_list(plan, st_.outputs) + " = " + op_with_attrs(st_.op, attrs) + "(" + value_list(plan, st_.inputs) + ")";
                 if (st_.into_grad >= 0) what += "  -> " + target_name(plan, st_.into_grad) + ".grad (+= when it exists)";
                 break;

@@ -21,6 +21,7 @@
 
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "npy.h"
@@ -95,7 +96,7 @@ struct FusedOp {
 struct PlanStep {
     StepKind kind = STEP_KERNEL;
     OpId op = OP_clone;
-    OpAttrs attrs;
+    int attrs = 0;              // the op's attributes: Plan::attrs[attrs] (plan_step_attrs)
     std::vector<int> inputs;    // value ids
     std::vector<int> outputs;   // value ids
     int target = -1;            // GRAD_*: grad_targets index; GUARD: guards index
@@ -191,6 +192,9 @@ struct Plan {
     std::vector<GradTarget> grad_targets;
     std::vector<PlanValue> values;
     std::vector<PlanStep> steps;
+    // The steps' attributes, each distinct set once (a loop's steps share theirs; an OpAttrs is
+    // 224 bytes, most of a step when each step held its own). Entry 0 is OpAttrs().
+    std::vector<OpAttrs> attrs = std::vector<OpAttrs>(1);
     std::vector<PlanGuard> guards;
     std::vector<PlanOutput> outputs;
     std::vector<PlanGroup> groups;    // backward groups, for the debug replay (not in plan files)
@@ -210,6 +214,24 @@ struct Plan {
     // the first call made with an observer attached (null until then: a plan nobody watches does
     // not pay a second plan's memory).
     std::shared_ptr<Plan> debug_replay;
+};
+
+// A step's attributes.
+inline const OpAttrs& plan_step_attrs(const Plan& plan, const PlanStep& step) { return plan.attrs[step.attrs]; }
+// The step's attributes as an entry of its own, to change without changing other steps' (tests,
+// the fuzzer's mutator). Valid until plan.attrs grows again.
+OpAttrs& plan_step_own_attrs(Plan& plan, PlanStep& step);
+
+// Stores attribute sets in a plan's Plan::attrs, each distinct set once: index_of gives the index
+// of an equal entry, adding one when there is none. O(1) per call (a hash of the fields).
+class PlanAttrsTable {
+public:
+    explicit PlanAttrsTable(Plan& plan);   // knows the entries the plan has already
+    int index_of(const OpAttrs& attrs);
+
+private:
+    Plan& plan_;
+    std::unordered_multimap<size_t, int> by_hash_;
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -175,7 +175,7 @@ TEST_CASE("plan: an mm whose result backward adds into a sum of its own adds int
     std::shared_ptr<Plan> recorded = plan_record_end({loss});
     std::unique_ptr<Plan> plan = plan_compile(recorded, PlanPasses{});
     int accumulating = 0;
-    for (const PlanStep& s : plan->steps) accumulating += s.kind == STEP_KERNEL && s.op == OP_mm && s.attrs.accumulate;
+    for (const PlanStep& s : plan->steps) accumulating += s.kind == STEP_KERNEL && s.op == OP_mm && plan_step_attrs(*plan, s).accumulate;
     CHECK(accumulating == 4);   // W's third to sixth gradients
     for (const PlanPasses& passes : pass_configs) {
         std::unique_ptr<Plan> p = plan_compile(recorded, passes);

@@ -134,7 +134,7 @@ bool mutate_plan(Plan& plan, PlanPasses& passes, std::mt19937_64& rng) {
             step->op = same[pick(rng, same.size())];
             return true;
         }
-        case 2: case 3: mutate_attrs(step->attrs, rng); return true;
+        case 2: case 3: mutate_attrs(plan_step_own_attrs(plan, *step), rng); return true;
         case 4: {   // an input rewired to an earlier value of the same shape and dtype
             if (step->inputs.empty()) return false;
             int& in = step->inputs[pick(rng, step->inputs.size())];
