@@ -9,6 +9,7 @@
 #include "plan.h"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <cmath>
 #include <cstring>
@@ -33,6 +34,9 @@ int root_of(const Plan& plan, int v) {
 size_t value_bytes(const PlanValue& v) { return static_cast<size_t>(v.shape.numel()) * dtype_size(v.dtype); }
 
 bool is_random(OpId op) { return op == OP_rand || op == OP_randn; }
+double seconds_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 // A hash of the attributes that tell steps apart (equal attributes hash equal; attrs_equal decides).
 size_t attrs_hash(const OpAttrs& a) {
@@ -171,7 +175,9 @@ struct Recorder {
     std::vector<bool> target_state_known;           // a clear or an accumulation fixed its .grad state
     std::string refusal;
     size_t live_at_begin = 0;
+    std::chrono::steady_clock::time_point began = std::chrono::steady_clock::now();
 };
+
 
 Recorder* g_recorder = nullptr;
 
@@ -541,6 +547,7 @@ std::unique_ptr<Plan> plan_record_end(const std::vector<Tensor>& outputs) {
     Plan& plan = *r->plan;
     size_t peak = storage_bytes_peak();
     plan.stats.eager_peak_bytes = peak > r->live_at_begin ? peak - r->live_at_begin : 0;
+    plan.stats.record_seconds = seconds_since(r->began);
     prune_captured(plan);
     return std::move(r->plan);
 }
@@ -656,14 +663,18 @@ void pass_common_subexpressions(Plan& plan) {
     std::vector<int> replace(plan.values.size());
     for (size_t v = 0; v < replace.size(); ++v) replace[v] = static_cast<int>(v);
     std::vector<uint32_t> version(plan.values.size(), 0);
+    // The candidate steps seen so far, by a hash of (op, attributes, inputs, their versions): a step
+    // is compared with the steps that may match it, not with every step before it (that made freeze
+    // quadratic on long loops). The versions of a seen step's inputs are kept in one flat list.
     struct Seen {
         int step;
-        std::vector<uint32_t> versions;
+        size_t versions_at;   // its inputs' versions: seen_versions[versions_at ..], one per input
     };
     std::vector<Seen> seen;
-    // seen entries by a hash of (op, inputs, their versions): a step is compared with the steps that
-    // may match it, not with every step before it (that made freeze quadratic on long loops)
+    std::vector<uint32_t> seen_versions;
     std::unordered_multimap<size_t, size_t> seen_by_hash;
+    seen_by_hash.reserve(plan.steps.size());
+    std::vector<uint32_t> versions;
     auto hash_of = [](const PlanStep& step, const std::vector<uint32_t>& versions) {
         size_t h = std::hash<int>()(static_cast<int>(step.op));
         h = h * 1000003u ^ std::hash<int>()(step.attrs);   // equal attributes share their entry
@@ -680,7 +691,7 @@ void pass_common_subexpressions(Plan& plan) {
                          s.into_grad < 0;
         for (int v : s.outputs) candidate = candidate && !written[v] && !returned[v];
         if (candidate) {
-            std::vector<uint32_t> versions;
+            versions.clear();
             for (int v : s.inputs) versions.push_back(version[p.root(v)]);
             size_t hash = hash_of(s, versions);
             const Seen* match = nullptr;   // the earliest step that computes the same
@@ -688,8 +699,9 @@ void pass_common_subexpressions(Plan& plan) {
             for (auto it = candidates.first; it != candidates.second; ++it) {
                 const Seen& e = seen[it->second];
                 const PlanStep& o = plan.steps[e.step];
-                if (o.op == s.op && o.inputs == s.inputs && e.versions == versions && o.outputs.size() == s.outputs.size() &&
-                    o.attrs == s.attrs && (!match || e.step < match->step))
+                if (o.op == s.op && o.inputs == s.inputs && o.outputs.size() == s.outputs.size() && o.attrs == s.attrs &&
+                    std::equal(versions.begin(), versions.end(), seen_versions.begin() + static_cast<long>(e.versions_at)) &&
+                    (!match || e.step < match->step))
                     match = &e;
             }
             if (match) {
@@ -700,7 +712,8 @@ void pass_common_subexpressions(Plan& plan) {
                 continue;
             }
             seen_by_hash.emplace(hash, seen.size());
-            seen.push_back({static_cast<int>(k), versions});
+            seen.push_back({static_cast<int>(k), seen_versions.size()});
+            seen_versions.insert(seen_versions.end(), versions.begin(), versions.end());
         }
         int written = step_written_root(plan, s);
         if (written >= 0) ++version[written];
@@ -1098,6 +1111,7 @@ void drop_group_steps(Plan& plan) {
 
 // `recorded` with `passes` applied; its group steps kept only for the debug replay.
 std::unique_ptr<Plan> compile_with(const Plan& recorded, const PlanPasses& passes, bool keep_groups) {
+    auto began = std::chrono::steady_clock::now();
     auto plan = std::make_unique<Plan>(recorded);
     plan->exec.reset();
     plan->recording.reset();
@@ -1121,6 +1135,7 @@ std::unique_ptr<Plan> compile_with(const Plan& recorded, const PlanPasses& passe
         if (s.kind != STEP_GUARD && step_is_effect(*plan, s)) plan->first_effect_step = static_cast<int>(k);
     }
     plan->compiled = true;
+    st.compile_seconds = seconds_since(began);
     return plan;
 }
 

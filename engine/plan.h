@@ -178,6 +178,8 @@ struct PlanStats {
     size_t per_call_bytes = 0; // bytes handed out per call (outputs, new .grad tensors)
     size_t unshared_bytes = 0; // what the buffers would take with one per value
     size_t eager_peak_bytes = 0;   // peak bytes of the recorded eager run, above what was live before
+    double record_seconds = 0;     // the recorded run, from plan_record_begin to plan_record_end (0: loaded)
+    double compile_seconds = 0;    // plan_compile: the passes and buffers (not the debug replay)
 };
 
 struct PlanExec;   // run-time state (plan.cpp), built on first run

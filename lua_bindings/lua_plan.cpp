@@ -883,7 +883,7 @@ int frozen_with_passes(lua_State* L) {
 
 int frozen_stats(lua_State* L) {
     Frozen& f = check_frozen(L, 1);
-    lua_createtable(L, 0, 14);
+    lua_createtable(L, 0, 16);
     lua_pushinteger(L, f.calls);
     lua_setfield(L, -2, "calls");
     lua_pushinteger(L, f.replays);
@@ -912,6 +912,10 @@ int frozen_stats(lua_State* L) {
         lua_setfield(L, -2, "fused_groups");
         lua_pushinteger(L, static_cast<lua_Integer>(f.cache.front().plan->guards.size()));
         lua_setfield(L, -2, "guards");
+        lua_pushnumber(L, s.record_seconds);
+        lua_setfield(L, -2, "record_seconds");
+        lua_pushnumber(L, s.compile_seconds);
+        lua_setfield(L, -2, "compile_seconds");
     }
     return 1;
 }
