@@ -26,9 +26,24 @@ namespace {
 
 uint64_t value_key(int64_t node_id, int output) { return static_cast<uint64_t>(node_id) * 1024u + static_cast<uint64_t>(output); }
 
-int root_of(const Plan& plan, int v) {
-    while (plan.values[v].alias_of >= 0) v = plan.values[v].alias_of;
-    return v;
+// The root of every value: the value whose bytes it shares, following alias_of to the end of the
+// chain. O(values) for all of them: a loop of in-place ops makes a chain as long as the loop, and
+// walking it per lookup made freeze quadratic (x:add_(w) 20,000 times took 11 s to compile).
+std::vector<int> value_roots(const Plan& plan) {
+    std::vector<int> roots(plan.values.size(), -1);
+    std::vector<int> path;
+    for (size_t v = 0; v < roots.size(); ++v) {
+        int w = static_cast<int>(v);
+        while (roots[w] < 0 && plan.values[w].alias_of >= 0) {
+            path.push_back(w);
+            w = plan.values[w].alias_of;
+        }
+        int root = roots[w] >= 0 ? roots[w] : w;
+        roots[w] = root;
+        for (int on_path : path) roots[on_path] = root;
+        path.clear();
+    }
+    return roots;
 }
 
 size_t value_bytes(const PlanValue& v) { return static_cast<size_t>(v.shape.numel()) * dtype_size(v.dtype); }
@@ -52,12 +67,12 @@ size_t attrs_hash(const OpAttrs& a) {
     return h;
 }
 
-// The root a step writes in place, or -1 (its own outputs are made, not written).
-int step_written_root(const Plan& plan, const PlanStep& s) {
+// The root a step writes in place, or -1 (its own outputs are made, not written). `roots`: value_roots.
+int step_written_root(const Plan& plan, const std::vector<int>& roots, const PlanStep& s) {
     if (s.kind == STEP_GRAD_ACCUMULATE || s.kind == STEP_GRAD_CLEAR) return plan.grad_targets[s.target].grad_value;
     if (s.kind == STEP_KERNEL && s.into_grad >= 0) return plan.grad_targets[s.into_grad].grad_value;
-    if (s.kind == STEP_KERNEL && plan_step_attrs(plan, s).accumulate) return root_of(plan, s.outputs[0]);   // Y += A B
-    if (s.kind == STEP_KERNEL && (op_info(s.op).flags & OPF_INPLACE)) return root_of(plan, s.inputs[0]);
+    if (s.kind == STEP_KERNEL && plan_step_attrs(plan, s).accumulate) return roots[s.outputs[0]];   // Y += A B
+    if (s.kind == STEP_KERNEL && (op_info(s.op).flags & OPF_INPLACE)) return roots[s.inputs[0]];
     return -1;
 }
 
@@ -67,10 +82,10 @@ bool root_is_outside(const Plan& plan, int root) {
 }
 
 // Whether running the step changes anything a caller could see (or the random stream).
-bool step_is_effect(const Plan& plan, const PlanStep& s) {
+bool step_is_effect(const Plan& plan, const std::vector<int>& roots, const PlanStep& s) {
     if (s.kind == STEP_GUARD || s.kind == STEP_GRAD_ACCUMULATE || s.kind == STEP_GRAD_CLEAR) return true;
     if (s.kind == STEP_KERNEL && is_random(s.op)) return true;
-    int written = step_written_root(plan, s);
+    int written = step_written_root(plan, roots, s);
     return written >= 0 && root_is_outside(plan, written);
 }
 
@@ -573,7 +588,10 @@ struct PassState {
     Plan& plan;
     explicit PassState(Plan& p) : plan(p) {}
 
-    int root(int v) const { return root_of(plan, v); }
+    // roots[v]: value_roots as the pass began (a pass that changes alias_of updates it).
+    std::vector<int> roots = value_roots(plan);
+    int root(int v) const { return roots[v]; }
+    int written_root(const PlanStep& s) const { return step_written_root(plan, roots, s); }
 
     // uses[v]: the steps (and outputs, guards) that read value v, counted.
     std::vector<int> use_counts() const {
@@ -593,7 +611,7 @@ struct PassState {
     std::vector<bool> written_roots() const {
         std::vector<bool> written(plan.values.size(), false);
         for (const PlanStep& s : plan.steps) {
-            int w = step_written_root(plan, s);
+            int w = written_root(s);
             if (w >= 0) written[w] = true;
         }
         return written;
@@ -637,8 +655,8 @@ void pass_dead_nodes(Plan& plan) {
     std::vector<bool> drop(plan.steps.size(), false);
     for (int k = static_cast<int>(plan.steps.size()) - 1; k >= 0; --k) {
         const PlanStep& s = plan.steps[k];
-        int written = step_written_root(plan, s);
-        bool live = step_is_effect(plan, s) || (written >= 0 && needed[written]);
+        int written = p.written_root(s);
+        bool live = step_is_effect(plan, p.roots, s) || (written >= 0 && needed[written]);
         for (int v : s.outputs) live = live || needed[p.root(v)];
         if (!live) {
             drop[k] = true;
@@ -715,7 +733,7 @@ void pass_common_subexpressions(Plan& plan) {
             seen.push_back({static_cast<int>(k), seen_versions.size()});
             seen_versions.insert(seen_versions.end(), versions.begin(), versions.end());
         }
-        int written = step_written_root(plan, s);
+        int written = p.written_root(s);
         if (written >= 0) ++version[written];
     }
     for (PlanValue& v : plan.values)
@@ -827,7 +845,7 @@ void pass_fusion(Plan& plan) {
     // loop made freeze quadratic in time and memory).
     std::vector<std::vector<int>> write_steps(plan.values.size());
     for (size_t k = 0; k < plan.steps.size(); ++k) {
-        int w = step_written_root(plan, plan.steps[k]);
+        int w = p.written_root(plan.steps[k]);
         if (w >= 0) write_steps[w].push_back(static_cast<int>(k));
     }
     auto writes_before = [&](int r, int k) {
@@ -925,7 +943,7 @@ bool root_untouched_between(const Plan& plan, const PassState& p, size_t from, s
         const PlanStep& s = plan.steps[j];
         for (int in : s.inputs)
             if (p.root(in) == r) return false;
-        if (step_written_root(plan, s) == r) return false;
+        if (p.written_root(s) == r) return false;
     }
     return true;
 }
@@ -976,6 +994,7 @@ void pass_gradients_in_place(Plan& plan) {
             accumulating.accumulate = true;
             plan.steps[maker].attrs = attrs.index_of(accumulating);
             plan.values[product].alias_of = sum;
+            p.roots[product] = r;   // nothing else aliases the product (it is read once)
         } else {
             continue;
         }
@@ -986,27 +1005,35 @@ void pass_gradients_in_place(Plan& plan) {
 }
 
 // Guards move up to right after the step that makes (or last writes) what they read, so that they
-// are checked before the plan changes anything outside it whenever the data allow.
+// are checked before the plan changes anything outside it whenever the data allow; each stays
+// after the guards before it. O(steps): the last step touching each root is kept as steps pass.
 void pass_hoist_guards(Plan& plan) {
-    std::vector<PlanStep> steps;
-    steps.reserve(plan.steps.size());
-    for (PlanStep& s : plan.steps) {
-        if (s.kind != STEP_GUARD) {
-            steps.push_back(std::move(s));
+    PassState p(plan);
+    std::vector<int> kept;                                // the steps that are not guards, in order
+    std::vector<std::vector<int>> guards_after;           // kept index + 1 -> the guards placed after it (0: first)
+    std::vector<int> last_touch(plan.values.size(), -1);  // root -> kept index of the last step making or writing it
+    int anchor = -1;                                      // where the previous guard went
+    guards_after.emplace_back();
+    for (size_t k = 0; k < plan.steps.size(); ++k) {
+        const PlanStep& s = plan.steps[k];
+        if (s.kind == STEP_GUARD) {
+            for (int in : s.inputs) anchor = std::max(anchor, last_touch[p.root(in)]);
+            guards_after[static_cast<size_t>(anchor + 1)].push_back(static_cast<int>(k));
             continue;
         }
-        size_t at = 0;   // insert after the last step that touches a root the guard reads
-        for (size_t j = 0; j < steps.size(); ++j) {
-            const PlanStep& o = steps[j];
-            bool touches = false;
-            for (int in : s.inputs) {
-                int r = root_of(plan, in);
-                for (int out : o.outputs) touches = touches || root_of(plan, out) == r;
-                touches = touches || step_written_root(plan, o) == r;
-            }
-            if (touches || o.kind == STEP_GUARD) at = j + 1;
-        }
-        steps.insert(steps.begin() + static_cast<long>(at), std::move(s));
+        int at = static_cast<int>(kept.size());
+        kept.push_back(static_cast<int>(k));
+        guards_after.emplace_back();
+        for (int out : s.outputs) last_touch[p.root(out)] = at;
+        int written = p.written_root(s);
+        if (written >= 0) last_touch[written] = at;
+    }
+    std::vector<PlanStep> steps;
+    steps.reserve(plan.steps.size());
+    for (int g : guards_after[0]) steps.push_back(std::move(plan.steps[g]));
+    for (size_t i = 0; i < kept.size(); ++i) {
+        steps.push_back(std::move(plan.steps[kept[i]]));
+        for (int g : guards_after[i + 1]) steps.push_back(std::move(plan.steps[g]));
     }
     plan.steps = std::move(steps);
 }
@@ -1130,9 +1157,10 @@ std::unique_ptr<Plan> compile_with(const Plan& recorded, const PlanPasses& passe
     pass_hoist_guards(*plan);
     pass_buffers(*plan, passes.reuse, passes.inplace);
     plan->first_effect_step = -1;
+    std::vector<int> roots = value_roots(*plan);
     for (size_t k = 0; k < plan->steps.size() && plan->first_effect_step < 0; ++k) {
         const PlanStep& s = plan->steps[k];
-        if (s.kind != STEP_GUARD && step_is_effect(*plan, s)) plan->first_effect_step = static_cast<int>(k);
+        if (s.kind != STEP_GUARD && step_is_effect(*plan, roots, s)) plan->first_effect_step = static_cast<int>(k);
     }
     plan->compiled = true;
     st.compile_seconds = seconds_since(began);
@@ -1193,6 +1221,7 @@ namespace {
 std::shared_ptr<PlanExec> exec_build(Plan& plan) {
     auto e = std::make_shared<PlanExec>();
     size_t n = plan.values.size();
+    std::vector<int> roots = value_roots(plan);
     e->slots.resize(n);
     for (size_t b = 0; b < plan.buffer_bytes.size(); ++b)
         e->buffers.push_back(Ref<Storage>::adopt(storage_new(plan.buffer_bytes[b], DEVICE_CPU)));
@@ -1201,7 +1230,7 @@ std::shared_ptr<PlanExec> exec_build(Plan& plan) {
         Value& slot = e->slots[v];
         slot.shape = pv.shape;
         slot.dtype = pv.dtype;
-        int r = root_of(plan, static_cast<int>(v));
+        int r = roots[v];
         const PlanValue& root = plan.values[r];
         if (root.kind == VALUE_CAPTURED && r == static_cast<int>(v)) value_share_layout(slot, plan_captured_value(plan.captured[root.index]));
         else if (root.kind == VALUE_CAPTURED) slot.storage = plan_captured_value(plan.captured[root.index]).storage;
@@ -1889,6 +1918,7 @@ std::string plan_guard_advice(const Plan& plan, int guard) {
 }
 
 std::string plan_describe(const Plan& plan) {
+    std::vector<int> roots = value_roots(plan);
     std::string s;
     char line[512];
     snprintf(line, sizeof line, "plan %s: frozen at %s; %d nodes recorded, autograd %s\n", plan.name.c_str(),
@@ -1955,7 +1985,7 @@ std::string plan_describe(const Plan& plan) {
             int v = st_.outputs[0];
             shape = plan.values[v].shape.str();
             if (plan.value_buffer[v] >= 0) buffer = "buf" + std::to_string(plan.value_buffer[v]);
-            else if (plan.value_per_call[root_of(plan, v)]) buffer = "new";
+            else if (plan.value_per_call[roots[v]]) buffer = "new";
             else if (st_.into_grad >= 0) buffer = "grad";
             else if (plan.values[v].alias_of >= 0) buffer = "view";
         }

@@ -5,6 +5,7 @@
 --   peak RSS of the freeze above the process's before it <= 4.8 KB per recorded node (the eager
 --   run being recorded, its graph alive, and the plan: ~2 KB today)
 --   the plan's own buffers (reused) take <= 160 bytes per step (what backward reads: 80)
+-- Then two loops that once compiled in quadratic time (an in-place chain, a guard per step).
 -- TAPEDECK_TEST_UNROLL_STEPS sets the steps; the sanitizer build runs 2,000 and skips the RSS bound
 -- (AddressSanitizer's shadow memory and quarantine are not tapedeck's).
 local check = dofile((arg[0]:match("^(.*[/\\])") or "") .. "check.lua")
@@ -64,3 +65,33 @@ local h_eager = unroll(W_h, W_x, xs)
 check.close(h_frozen, h_eager, 1e-5, "the replay's last state")
 check.close(gh_frozen, W_h.grad, 1e-5, "the replay's gradient of W_h")
 check.close(gx_frozen, W_x.grad, 1e-5, "the replay's gradient of W_x")
+
+-- Two loops that made passes compare every step with every other (DESIGN rule 13): a chain of
+-- in-place adds (each value an alias of the one before: a root was found by walking the chain)
+-- and a comparison guard per step (each guard was placed by scanning the steps before it). At
+-- 20,000 steps each compiled in ~11 s; now in well under a second. The bound is generous.
+local function compile_seconds(name, fn, ...)
+  local g = torch.freeze(fn, ...)
+  local s = g:stats()
+  print(("%s: %d recorded nodes, %d guards, compile %.3f s"):format(name, s.recorded_nodes, s.guards, s.compile_seconds))
+  assert(s.compile_seconds < 3, ("%s: compile took %.1f s for %d steps"):format(name, s.compile_seconds, steps))
+  return g
+end
+local w = torch.randn(1, 4, {requires_grad = true})
+local function add_chain(w)
+  local h = torch.zeros(1, 4)
+  for _ = 1, steps do h:add_(w) end
+  return h * 1
+end
+local chain = compile_seconds("in-place chain", add_chain, w)
+check.close(chain(w), add_chain(w), 1e-4, "the in-place chain's replay")
+local function guarded(w)
+  local h = torch.zeros(1, 4)
+  for _ = 1, steps do
+    h = (h + w):tanh()
+    if h:sum() > 100 then h = h * 0 end
+  end
+  return h
+end
+local branches = compile_seconds("a guard per step", guarded, w)
+check.close(branches(w), guarded(w), 1e-6, "the guarded loop's replay")
