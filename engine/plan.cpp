@@ -1188,22 +1188,30 @@ std::unique_ptr<Plan> plan_compile(std::shared_ptr<const Plan> recorded, const P
 
 constexpr int64_t FUSED_CHUNK = 1024;   // elements per chunk of a fused loop (its registers stay in L1/L2)
 
+// A step's prepared call. Its pointer lists lie in PlanExec's flat lists (three heap blocks a step
+// cost a long loop's plan ~150 bytes a step).
 struct StepExec {
-    std::vector<const Value*> inputs;
-    std::vector<Value*> outputs;
+    const Value** inputs = nullptr;            // n_inputs slots, in PlanExec::input_slots
+    Value** outputs = nullptr;                 // n_outputs slots, in PlanExec::output_slots
+    int n_inputs = 0, n_outputs = 0;
+    uint32_t fresh = 0;                        // bit i: output i gets new bytes each call (it is returned)
     bool rebind = false;                       // output 0 shares input 0's bytes, bound each call
     bool view = false;                         // an OPF_VIEW op: output 0 is a view of input 0
     bool contiguous_view_seen = false;         // view: a run on a contiguous input gave a contiguous
     int64_t contiguous_view_offset = 0;        // output this many elements on; again so for any
                                                // contiguous input (shapes and attrs are fixed)
-    std::vector<bool> fresh;                   // output i gets new bytes each call (it is returned)
-    std::vector<const ElementwiseMath*> math;  // STEP_FUSED: per op
+    const ElementwiseMath* const* math = nullptr;   // STEP_FUSED: per op, in PlanExec::fused_math
+
+    bool is_fresh(int i) const { return (fresh >> i) & 1u; }
 };
 
 struct PlanExec {
     std::vector<Value> slots;
     std::vector<Ref<Storage>> buffers;
     std::vector<StepExec> steps;
+    std::vector<const Value*> input_slots;             // every step's inputs, in order (sized once)
+    std::vector<Value*> output_slots;                  // every step's outputs
+    std::vector<const ElementwiseMath*> fused_math;    // every fused step's ops
     std::vector<int> per_call_values;   // slots to unbind after a call
     std::vector<int> bound_values;      // slots bound at the start of a call: inputs, .grad tensors, captured
     // Fused registers (double-sized, so either dtype fits), 64-byte aligned as tensor storage is:
@@ -1239,20 +1247,37 @@ std::shared_ptr<PlanExec> exec_build(Plan& plan) {
         else e->per_call_values.push_back(static_cast<int>(v));
         if (pv.kind == VALUE_INPUT || pv.kind == VALUE_GRAD || pv.kind == VALUE_CAPTURED) e->bound_values.push_back(static_cast<int>(v));
     }
+    size_t n_inputs = 0, n_outputs = 0, n_fused = 0;
+    for (const PlanStep& s : plan.steps) {
+        n_inputs += s.inputs.size();
+        n_outputs += s.outputs.size();
+        n_fused += s.fused.size();
+        if (s.outputs.size() > 32) engine_fail("%s: a step with %zu outputs (at most 32)", plan.name.c_str(), s.outputs.size());
+    }
+    e->input_slots.reserve(n_inputs);   // sized once: the steps point into them
+    e->output_slots.reserve(n_outputs);
+    e->fused_math.reserve(n_fused);
+    e->steps.reserve(plan.steps.size());
     size_t scratch = 0;
     for (const PlanStep& s : plan.steps) {
         StepExec x;
-        for (int v : s.inputs) x.inputs.push_back(&e->slots[v]);
-        for (int v : s.outputs) {
-            x.outputs.push_back(&e->slots[v]);
-            x.fresh.push_back(plan.value_per_call[v] && plan.values[v].alias_of < 0);
+        x.inputs = e->input_slots.data() + e->input_slots.size();
+        x.n_inputs = static_cast<int>(s.inputs.size());
+        for (int v : s.inputs) e->input_slots.push_back(&e->slots[v]);
+        x.outputs = e->output_slots.data() + e->output_slots.size();
+        x.n_outputs = static_cast<int>(s.outputs.size());
+        for (size_t i = 0; i < s.outputs.size(); ++i) {
+            int v = s.outputs[i];
+            e->output_slots.push_back(&e->slots[v]);
+            if (plan.value_per_call[v] && plan.values[v].alias_of < 0) x.fresh |= 1u << i;
         }
         x.rebind = s.kind == STEP_KERNEL && (op_info(s.op).flags & (OPF_VIEW | OPF_INPLACE));
-        x.view = s.kind == STEP_KERNEL && (op_info(s.op).flags & OPF_VIEW) && s.into_grad < 0 && x.outputs.size() == 1 &&
-                 !x.fresh[0];
-        for (const FusedOp& op : s.fused) x.math.push_back(elementwise_math(op.op));
+        x.view = s.kind == STEP_KERNEL && (op_info(s.op).flags & OPF_VIEW) && s.into_grad < 0 && x.n_outputs == 1 &&
+                 !x.is_fresh(0);
+        x.math = e->fused_math.data() + e->fused_math.size();
+        for (const FusedOp& op : s.fused) e->fused_math.push_back(elementwise_math(op.op));
         if (s.kind == STEP_FUSED) scratch = std::max(scratch, (s.inputs.size() + s.fused.size()) * FUSED_CHUNK);
-        e->steps.push_back(std::move(x));
+        e->steps.push_back(x);
     }
     e->scratch = Ref<Storage>::adopt(storage_new(scratch * sizeof(double), DEVICE_CPU));
     e->recycled.resize(plan.grad_targets.size());
@@ -1523,8 +1548,8 @@ struct PlanCall {
 
     void run_kernel(const PlanStep& s, StepExec& x) {
         if (bind_known_view(x)) return;
-        for (size_t i = 0; i < x.outputs.size(); ++i)
-            if (x.fresh[i]) give_fresh_bytes(*x.outputs[i]);
+        for (int i = 0; i < x.n_outputs; ++i)
+            if (x.is_fresh(i)) give_fresh_bytes(*x.outputs[i]);
         if (x.rebind) value_share_layout(*x.outputs[0], *x.inputs[0]);   // a view's kernel then sets its own
         const OpAttrs* attrs = &plan_step_attrs(plan, s);
         OpAttrs accumulate_attrs;   // into_grad when the .grad exists: Y += A B
@@ -1540,8 +1565,7 @@ struct PlanCall {
                 give_fresh_bytes(*x.outputs[0]);
             }
         }
-        run_op(s.op, *attrs, x.inputs.data(), s.inputs.data(), static_cast<int>(x.inputs.size()), x.outputs.data(),
-               s.outputs.data(), static_cast<int>(x.outputs.size()), s);
+        run_op(s.op, *attrs, x.inputs, s.inputs.data(), x.n_inputs, x.outputs, s.outputs.data(), x.n_outputs, s);
         if (x.view) learn_view(x);
         if (grad_target) {
             if (attrs == &accumulate_attrs) ++x.outputs[0]->storage->version;
@@ -1610,7 +1634,7 @@ struct PlanCall {
             fresh.dtype = x.inputs[0]->dtype;
             if (!take_recycled(s.target, fresh)) give_fresh_bytes(fresh);
             Value* out[1] = {&fresh};
-            run_op(OP_clone, OpAttrs(), x.inputs.data(), s.inputs.data(), 1, out, nullptr, 1, s);
+            run_op(OP_clone, OpAttrs(), x.inputs, s.inputs.data(), 1, out, nullptr, 1, s);
             set_grad_after_write(s.target, fresh, s);
         }
         bind_grad(s.target);
@@ -1647,7 +1671,7 @@ struct PlanCall {
         switch (s.kind) {
             case STEP_KERNEL: run_kernel(s, x); break;
             case STEP_FUSED:
-                if (x.fresh[0]) give_fresh_bytes(*x.outputs[0]);
+                if (x.is_fresh(0)) give_fresh_bytes(*x.outputs[0]);
                 if (observed) run_fused_observed(s, x);
                 else if (x.outputs[0]->dtype == DTYPE_F32) run_fused<float>(s, x, e);
                 else run_fused<double>(s, x, e);
