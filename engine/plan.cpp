@@ -634,12 +634,16 @@ struct PassState {
         return made_by;
     }
 
+    // Removes the steps `drop` marks, in place (a new list per pass was a long loop's plan's worth
+    // of fresh memory each time).
     void remove_steps(const std::vector<bool>& drop) {
-        std::vector<PlanStep> kept;
-        kept.reserve(plan.steps.size());
-        for (size_t k = 0; k < plan.steps.size(); ++k)
-            if (!drop[k]) kept.push_back(std::move(plan.steps[k]));
-        plan.steps = std::move(kept);
+        size_t kept = 0;
+        for (size_t k = 0; k < plan.steps.size(); ++k) {
+            if (drop[k]) continue;
+            if (kept != k) plan.steps[kept] = std::move(plan.steps[k]);
+            ++kept;
+        }
+        plan.steps.erase(plan.steps.begin() + static_cast<long>(kept), plan.steps.end());
     }
 };
 
@@ -683,15 +687,18 @@ void pass_common_subexpressions(Plan& plan) {
     std::vector<uint32_t> version(plan.values.size(), 0);
     // The candidate steps seen so far, by a hash of (op, attributes, inputs, their versions): a step
     // is compared with the steps that may match it, not with every step before it (that made freeze
-    // quadratic on long loops). The versions of a seen step's inputs are kept in one flat list.
+    // quadratic on long loops). A table of buckets, each a chain through `Seen::next`, all in flat
+    // lists (no allocation per step); the versions of a seen step's inputs are in one flat list.
     struct Seen {
         int step;
         size_t versions_at;   // its inputs' versions: seen_versions[versions_at ..], one per input
+        int next;             // the next seen step in the same bucket, -1 at the end
     };
     std::vector<Seen> seen;
     std::vector<uint32_t> seen_versions;
-    std::unordered_multimap<size_t, size_t> seen_by_hash;
-    seen_by_hash.reserve(plan.steps.size());
+    size_t n_buckets = 1024;
+    while (n_buckets < plan.steps.size()) n_buckets *= 2;
+    std::vector<int> bucket_first(n_buckets, -1);   // hash & (n_buckets - 1) -> a seen index, -1 none
     std::vector<uint32_t> versions;
     auto hash_of = [](const PlanStep& step, const std::vector<uint32_t>& versions) {
         size_t h = std::hash<int>()(static_cast<int>(step.op));
@@ -713,9 +720,9 @@ void pass_common_subexpressions(Plan& plan) {
             for (int v : s.inputs) versions.push_back(version[p.root(v)]);
             size_t hash = hash_of(s, versions);
             const Seen* match = nullptr;   // the earliest step that computes the same
-            auto candidates = seen_by_hash.equal_range(hash);
-            for (auto it = candidates.first; it != candidates.second; ++it) {
-                const Seen& e = seen[it->second];
+            size_t bucket = hash & (n_buckets - 1);
+            for (int at = bucket_first[bucket]; at >= 0; at = seen[at].next) {
+                const Seen& e = seen[at];
                 const PlanStep& o = plan.steps[e.step];
                 if (o.op == s.op && o.inputs == s.inputs && o.outputs.size() == s.outputs.size() && o.attrs == s.attrs &&
                     std::equal(versions.begin(), versions.end(), seen_versions.begin() + static_cast<long>(e.versions_at)) &&
@@ -729,8 +736,8 @@ void pass_common_subexpressions(Plan& plan) {
                 ++plan.stats.common;
                 continue;
             }
-            seen_by_hash.emplace(hash, seen.size());
-            seen.push_back({static_cast<int>(k), seen_versions.size()});
+            seen.push_back({static_cast<int>(k), seen_versions.size(), bucket_first[bucket]});
+            bucket_first[bucket] = static_cast<int>(seen.size()) - 1;
             seen_versions.insert(seen_versions.end(), versions.begin(), versions.end());
         }
         int written = p.written_root(s);
@@ -1008,6 +1015,8 @@ void pass_gradients_in_place(Plan& plan) {
 // are checked before the plan changes anything outside it whenever the data allow; each stays
 // after the guards before it. O(steps): the last step touching each root is kept as steps pass.
 void pass_hoist_guards(Plan& plan) {
+    auto is_guard = [](const PlanStep& s) { return s.kind == STEP_GUARD; };
+    if (std::none_of(plan.steps.begin(), plan.steps.end(), is_guard)) return;
     PassState p(plan);
     std::vector<int> kept;                                // the steps that are not guards, in order
     std::vector<std::vector<int>> guards_after;           // kept index + 1 -> the guards placed after it (0: first)
