@@ -584,6 +584,18 @@ void plan_record_abort() {
 
 namespace {
 
+// Removes the steps `drop` marks, in place (a new list per pass was a long loop's plan's worth of
+// fresh memory each time).
+void remove_plan_steps(Plan& plan, const std::vector<bool>& drop) {
+    size_t kept = 0;
+    for (size_t k = 0; k < plan.steps.size(); ++k) {
+        if (drop[k]) continue;
+        if (kept != k) plan.steps[kept] = std::move(plan.steps[k]);
+        ++kept;
+    }
+    plan.steps.erase(plan.steps.begin() + static_cast<long>(kept), plan.steps.end());
+}
+
 struct PassState {
     Plan& plan;
     explicit PassState(Plan& p) : plan(p) {}
@@ -634,46 +646,41 @@ struct PassState {
         return made_by;
     }
 
-    // Removes the steps `drop` marks, in place (a new list per pass was a long loop's plan's worth
-    // of fresh memory each time).
-    void remove_steps(const std::vector<bool>& drop) {
-        size_t kept = 0;
-        for (size_t k = 0; k < plan.steps.size(); ++k) {
-            if (drop[k]) continue;
-            if (kept != k) plan.steps[kept] = std::move(plan.steps[k]);
-            ++kept;
-        }
-        plan.steps.erase(plan.steps.begin() + static_cast<long>(kept), plan.steps.end());
-    }
+    void remove_steps(const std::vector<bool>& drop) { remove_plan_steps(plan, drop); }
 };
 
 // Dead-node elimination, backwards: a step stays when it has an effect outside the plan, or when
-// a later step, an output or a guard needs what it makes (or writes in place).
-void pass_dead_nodes(Plan& plan) {
-    PassState p(plan);
+// a later step, an output or a guard needs what it makes (or writes in place). Returns the steps
+// to drop and adds their count to *dead. Group steps (STEP_GROUP_DONE) read and make nothing: they
+// are left to the caller.
+std::vector<bool> dead_steps(const Plan& plan, int* dead) {
+    std::vector<int> roots = value_roots(plan);
     std::vector<bool> needed(plan.values.size(), false);
     for (const PlanOutput& o : plan.outputs) {
-        needed[p.root(o.value)] = true;
-        if (o.grad_value >= 0) needed[p.root(o.grad_value)] = true;
+        needed[roots[o.value]] = true;
+        if (o.grad_value >= 0) needed[roots[o.grad_value]] = true;
     }
     std::vector<bool> drop(plan.steps.size(), false);
     for (int k = static_cast<int>(plan.steps.size()) - 1; k >= 0; --k) {
         const PlanStep& s = plan.steps[k];
-        int written = p.written_root(s);
-        bool live = step_is_effect(plan, p.roots, s) || (written >= 0 && needed[written]);
-        for (int v : s.outputs) live = live || needed[p.root(v)];
+        if (s.kind == STEP_GROUP_DONE) continue;
+        int written = step_written_root(plan, roots, s);
+        bool live = step_is_effect(plan, roots, s) || (written >= 0 && needed[written]);
+        for (int v : s.outputs) live = live || needed[roots[v]];
         if (!live) {
             drop[k] = true;
-            ++plan.stats.dead;
+            ++*dead;
             continue;
         }
         for (int v : s.outputs)
             if (plan.values[v].alias_of < 0) needed[v] = false;   // made here: not needed before
-        for (int v : s.inputs) needed[p.root(v)] = true;
+        for (int v : s.inputs) needed[roots[v]] = true;
         if (s.kind == STEP_GRAD_ACCUMULATE || s.into_grad >= 0) needed[written] = true;
     }
-    p.remove_steps(drop);
+    return drop;
 }
+
+void pass_dead_nodes(Plan& plan) { remove_plan_steps(plan, dead_steps(plan, &plan.stats.dead)); }
 
 // Common subexpressions: a kernel step with the same op, attributes and inputs (at the same
 // versions) as an earlier one is dropped and its outputs replaced by the earlier step's. Not when
@@ -1139,25 +1146,47 @@ void pass_buffers(Plan& plan, bool reuse, bool inplace) {
     for (size_t b : plan.buffer_bytes) plan.stats.buffer_bytes += b;
 }
 
-// Drop the STEP_GROUP_DONE steps: only the debug replay announces groups.
-void drop_group_steps(Plan& plan) {
-    auto is_group = [](const PlanStep& s) { return s.kind == STEP_GROUP_DONE; };
-    plan.steps.erase(std::remove_if(plan.steps.begin(), plan.steps.end(), is_group), plan.steps.end());
+// `recorded` without its steps (compile_with copies those it keeps): every field of Plan but
+// `steps`, and but the run-time ones (exec, recording, debug_replay), which a compiled plan makes
+// for itself. A field added to Plan is added here.
+std::unique_ptr<Plan> copy_without_steps(const Plan& recorded) {
+    auto plan = std::make_unique<Plan>();
+    plan->name = recorded.name;
+    plan->where = recorded.where;
+    plan->grad_mode = recorded.grad_mode;
+    plan->inputs = recorded.inputs;
+    plan->captured = recorded.captured;
+    plan->constants = recorded.constants;
+    plan->grad_targets = recorded.grad_targets;
+    plan->values = recorded.values;
+    plan->attrs = recorded.attrs;
+    plan->guards = recorded.guards;
+    plan->outputs = recorded.outputs;
+    plan->groups = recorded.groups;
+    plan->compiled = recorded.compiled;
+    plan->passes = recorded.passes;
+    plan->stats = recorded.stats;
+    plan->value_buffer = recorded.value_buffer;
+    plan->buffer_bytes = recorded.buffer_bytes;
+    plan->value_per_call = recorded.value_per_call;
+    plan->first_effect_step = recorded.first_effect_step;
+    return plan;
 }
 
-// `recorded` with `passes` applied; its group steps kept only for the debug replay.
+// `recorded` with `passes` applied; its group steps (STEP_GROUP_DONE) kept only for the debug
+// replay. The first dead-node elimination runs on the recording, so dropped steps are not copied.
 std::unique_ptr<Plan> compile_with(const Plan& recorded, const PlanPasses& passes, bool keep_groups) {
     auto began = std::chrono::steady_clock::now();
-    auto plan = std::make_unique<Plan>(recorded);
-    plan->exec.reset();
-    plan->recording.reset();
-    plan->debug_replay.reset();
+    std::unique_ptr<Plan> plan = copy_without_steps(recorded);
     plan->passes = passes;
-    if (!keep_groups) drop_group_steps(*plan);
     PlanStats& st = plan->stats;
     st.dead = st.common = st.folded = st.fused_ops = st.fused_groups = st.inplace = st.grads_in_place = 0;
     st.unshared_bytes = st.per_call_bytes = 0;
-    if (passes.dce) pass_dead_nodes(*plan);
+    std::vector<bool> drop = passes.dce ? dead_steps(recorded, &st.dead) : std::vector<bool>(recorded.steps.size(), false);
+    for (size_t k = 0; k < drop.size(); ++k) drop[k] = drop[k] || (!keep_groups && recorded.steps[k].kind == STEP_GROUP_DONE);
+    plan->steps.reserve(static_cast<size_t>(std::count(drop.begin(), drop.end(), false)));
+    for (size_t k = 0; k < drop.size(); ++k)
+        if (!drop[k]) plan->steps.push_back(recorded.steps[k]);
     if (passes.cse) pass_common_subexpressions(*plan);
     if (passes.fold) pass_constant_folding(*plan);
     if (passes.dce && (passes.cse || passes.fold)) pass_dead_nodes(*plan);

@@ -184,6 +184,8 @@ struct PlanStats {
 
 struct PlanExec;   // run-time state (plan.cpp), built on first run
 
+// A field added here is added to plan.cpp's copy_without_steps too (compiling copies a recording
+// field by field, its steps apart: the steps it drops are not copied).
 struct Plan {
     std::string name;
     SourceLoc where;                  // the line that froze it
