@@ -231,7 +231,7 @@ PlanStep& add_step(Plan& plan, StepKind kind, OpId op, Phase phase, SourceLoc wh
     s.phase = phase;
     s.where = where;
     s.recorded_id = recorded_id;
-    plan.steps.push_back(s);
+    plan.steps.push_back(std::move(s));
     return plan.steps.back();
 }
 
@@ -289,16 +289,14 @@ void record_node(Node* node, HookEvent event, void*) {
         return;
     }
     const OpInfo& info = node->info();
-    std::string where = source_loc_str(node->where);
+    auto named = [node] { return "node #" + std::to_string(node->id) + " (" + node->name() + ", " + source_loc_str(node->where) + ")"; };
     if (info.flags & OPF_CUSTOM) {
-        refuse(r, "node #" + std::to_string(node->id) + " (" + node->name() + ", " + where +
-                      ") runs code outside the op table and recorded no ops of its own; a plan cannot replay it");
+        refuse(r, named() + " runs code outside the op table and recorded no ops of its own; a plan cannot replay it");
         return;
     }
     for (const Output& out : node->outputs)
         if (out.value.storage && out.value.device() != DEVICE_CPU)
-            refuse(r, "node #" + std::to_string(node->id) + " (" + node->name() + ", " + where +
-                          ") runs on " + device_name(out.value.device()) + "; plans run on the CPU only");
+            refuse(r, named() + " runs on " + device_name(out.value.device()) + "; plans run on the CPU only");
 
     if (node->op == OP_tensor) {   // values from Lua: a constant, copied each call (it may be changed in place)
         const Value& made = node->outputs[0].value;
@@ -316,17 +314,17 @@ void record_node(Node* node, HookEvent event, void*) {
         return;
     }
 
-    std::vector<int> inputs;
-    for (const Edge& e : node->inputs) inputs.push_back(value_for(r, e.id, e.output, e.value, e.node.get()));
     PlanStep& s = add_step(plan, STEP_KERNEL, node->op, node->phase, node->where, node->id);
     if (node->phase == PHASE_BACKWARD) s.recorded_group = node->group;
     s.attrs = r.attrs->index_of(node->attrs);
-    s.inputs = inputs;
+    s.inputs.reserve(node->inputs.size());   // value_for adds values, never steps: `s` stays valid
+    for (const Edge& e : node->inputs) s.inputs.push_back(value_for(r, e.id, e.output, e.value, e.node.get()));
+    s.outputs.reserve(node->outputs.size());
     for (int i = 0; i < node->outputs.size(); ++i) {
         const Value& value = node->outputs[i].value;
         int v = add_value(plan, VALUE_STEP, -1, value.shape, value.dtype, node->id);
-        if (i == 0 && (info.flags & (OPF_VIEW | OPF_INPLACE))) plan.values[v].alias_of = inputs[0];
-        plan.steps.back().outputs.push_back(v);
+        if (i == 0 && (info.flags & (OPF_VIEW | OPF_INPLACE))) plan.values[v].alias_of = s.inputs[0];
+        s.outputs.push_back(v);
         r.value_of.set(node->id, i, v);
         remember_storage(r, value, v);
     }
