@@ -1,6 +1,6 @@
 // plan.cpp: freeze — record a run, compile it into a Plan, replay it (plan.h says the contract).
 //
-// [SECTION] helpers     keys, roots, what a step reads and writes, attrs equality
+// [SECTION] helpers     keys, roots (value_roots), what a step reads and writes, attribute hashing
 // [SECTION] record      the node and gradient observers, plan_record_*
 // [SECTION] passes      dead nodes, common subexpressions, constants, fusion, gradients in place,
 //                       guard hoisting, liveness-based buffers; plan_compile
@@ -49,6 +49,7 @@ std::vector<int> value_roots(const Plan& plan) {
 size_t value_bytes(const PlanValue& v) { return static_cast<size_t>(v.shape.numel()) * dtype_size(v.dtype); }
 
 bool is_random(OpId op) { return op == OP_rand || op == OP_randn; }
+
 double seconds_since(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
