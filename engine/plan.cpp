@@ -115,6 +115,62 @@ Output& target_output(Plan& plan, int t, const std::vector<Tensor>& inputs) {
 
 const Value& plan_captured_value(const PlanCaptured& captured) { return captured.tensor.value(); }
 
+ValueIds::ValueIds(std::initializer_list<int> ids) {
+    reserve(ids.size());
+    for (int id : ids) push_back(id);
+}
+
+ValueIds::ValueIds(const std::vector<int>& ids) {
+    reserve(ids.size());
+    for (int id : ids) push_back(id);
+}
+
+ValueIds::ValueIds(const ValueIds& other) {
+    reserve(other.size_);
+    for (int id : other) push_back(id);
+}
+
+ValueIds::ValueIds(ValueIds&& other) noexcept { *this = std::move(other); }
+
+ValueIds& ValueIds::operator=(const ValueIds& other) {
+    if (this == &other) return *this;
+    clear();
+    reserve(other.size_);
+    for (int id : other) push_back(id);
+    return *this;
+}
+
+ValueIds& ValueIds::operator=(ValueIds&& other) noexcept {
+    if (this == &other) return *this;
+    delete[] heap_;
+    heap_ = other.heap_;
+    size_ = other.size_;
+    capacity_ = other.capacity_;
+    std::copy(other.inline_, other.inline_ + INLINE, inline_);
+    other.heap_ = nullptr;
+    other.size_ = 0;
+    other.capacity_ = INLINE;
+    return *this;
+}
+
+void ValueIds::reserve(size_t n) {
+    if (n <= capacity_) return;
+    int* grown = new int[n];
+    std::copy(begin(), end(), grown);
+    delete[] heap_;
+    heap_ = grown;
+    capacity_ = static_cast<uint32_t>(n);
+}
+
+void ValueIds::push_back(int id) {
+    if (size_ == capacity_) reserve(2 * static_cast<size_t>(capacity_));
+    data()[size_++] = id;
+}
+
+bool ValueIds::operator==(const ValueIds& other) const {
+    return size_ == other.size_ && std::equal(begin(), end(), other.begin());
+}
+
 OpAttrs& plan_step_own_attrs(Plan& plan, PlanStep& step) {
     plan.attrs.push_back(plan.attrs[step.attrs]);
     step.attrs = static_cast<int>(plan.attrs.size()) - 1;
@@ -709,8 +765,7 @@ void pass_common_subexpressions(Plan& plan) {
     auto hash_of = [](const PlanStep& step, const std::vector<uint32_t>& versions) {
         size_t h = std::hash<int>()(static_cast<int>(step.op));
         h = h * 1000003u ^ std::hash<int>()(step.attrs);   // equal attributes share their entry
-        const std::vector<int>& inputs = step.inputs;
-        for (int v : inputs) h = h * 1000003u ^ std::hash<int>()(v);
+        for (int v : step.inputs) h = h * 1000003u ^ std::hash<int>()(v);
         for (uint32_t v : versions) h = h * 1000003u ^ std::hash<uint32_t>()(v);
         return h;
     };
@@ -1921,7 +1976,7 @@ std::string op_with_attrs(OpId op, const OpAttrs& attrs) {
     return std::string(op_info(op).name) + (a.empty() ? "" : "(" + a + ")");
 }
 
-std::string value_list(const Plan& plan, const std::vector<int>& values) {
+std::string value_list(const Plan& plan, const ValueIds& values) {
     std::string s;
     for (int v : values) s += (s.empty() ? "" : ", ") + plan_value_name(plan, v);
     return s;

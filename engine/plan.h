@@ -93,12 +93,51 @@ struct FusedOp {
     SourceLoc where;
 };
 
+// A step's value ids (its inputs, or its outputs): up to 3 kept in the step itself, more on the
+// heap. Most steps have 1 to 3 of each; a std::vector<int> cost a 32-byte heap block per list,
+// and a long loop's plan has a million steps. The parts of std::vector's interface plans use.
+class ValueIds {
+public:
+    ValueIds() = default;
+    ValueIds(std::initializer_list<int> ids);
+    ValueIds(const std::vector<int>& ids);   // implicit: a list built as a vector becomes a step's
+    ValueIds(const ValueIds& other);
+    ValueIds(ValueIds&& other) noexcept;
+    ValueIds& operator=(const ValueIds& other);
+    ValueIds& operator=(ValueIds&& other) noexcept;
+    ~ValueIds() { delete[] heap_; }
+
+    size_t size() const { return size_; }
+    bool empty() const { return size_ == 0; }
+    int* data() { return heap_ ? heap_ : inline_; }
+    const int* data() const { return heap_ ? heap_ : inline_; }
+    int* begin() { return data(); }
+    int* end() { return data() + size_; }
+    const int* begin() const { return data(); }
+    const int* end() const { return data() + size_; }
+    int& operator[](size_t i) { return data()[i]; }
+    const int& operator[](size_t i) const { return data()[i]; }
+    int& back() { return data()[size_ - 1]; }
+    void push_back(int id);
+    void reserve(size_t n);
+    void clear() { size_ = 0; }
+    bool operator==(const ValueIds& other) const;
+    bool operator!=(const ValueIds& other) const { return !(*this == other); }
+
+private:
+    static constexpr uint32_t INLINE = 3;
+    int* heap_ = nullptr;   // null: the ids are in inline_
+    uint32_t size_ = 0;
+    uint32_t capacity_ = INLINE;
+    int inline_[INLINE] = {};
+};
+
 struct PlanStep {
     StepKind kind = STEP_KERNEL;
     OpId op = OP_clone;
     int attrs = 0;              // the op's attributes: Plan::attrs[attrs] (plan_step_attrs)
-    std::vector<int> inputs;    // value ids
-    std::vector<int> outputs;   // value ids
+    ValueIds inputs;            // value ids
+    ValueIds outputs;           // value ids
     int target = -1;            // GRAD_*: grad_targets index; GUARD: guards index
     int into_grad = -1;         // KERNEL: writes straight into grad_targets[into_grad].grad
     Phase phase = PHASE_FORWARD;

@@ -255,7 +255,7 @@ OpAttrs read_attrs(Reader& r) {
     return a;
 }
 
-void write_indices(Writer& w, const std::vector<int>& list) {
+void write_indices(Writer& w, const ValueIds& list) {
     w.u32(list.size());
     for (int v : list) w.i32(v);
 }

@@ -267,3 +267,26 @@ TEST_CASE("plan: files round-trip, and mutated files (checksum fixed up) load or
     CHECK(refused > 0);
     CHECK(loaded_ok + refused == 3000);
 }
+
+TEST_CASE("plan: a step's value ids keep up to 3 in the step and grow onto the heap past that, as a vector would") {
+    ValueIds ids{4, 5};
+    CHECK(ids.size() == 2);
+    for (int v = 6; v < 40; ++v) ids.push_back(v);   // past the 3 kept inline: on the heap, grown
+    REQUIRE(ids.size() == 36);
+    for (size_t i = 0; i < ids.size(); ++i) CHECK(ids[i] == static_cast<int>(i) + 4);
+    ValueIds copy = ids;
+    CHECK(copy == ids);
+    copy[0] = -1;
+    CHECK(copy != ids);   // a copy has ids of its own
+    ValueIds moved = std::move(copy);
+    CHECK(moved.size() == 36);
+    CHECK(moved[0] == -1);
+    ValueIds small = std::vector<int>{7};
+    small = moved;        // inline to heap
+    CHECK(small == moved);
+    moved = ValueIds{1, 2, 3};
+    CHECK(moved == ValueIds{1, 2, 3});
+    CHECK(std::vector<int>(moved.begin(), moved.end()) == std::vector<int>{1, 2, 3});
+    moved.clear();
+    CHECK(moved.empty());
+}
