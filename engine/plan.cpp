@@ -978,7 +978,7 @@ void pass_fusion(Plan& plan) {
             const PlanStep& m = plan.steps[group[i]];
             FusedOp op;
             op.op = m.op;
-            op.attrs = plan_step_attrs(plan, m);
+            op.attrs = m.attrs;
             op.recorded_id = m.recorded_id;
             op.recorded_group = m.recorded_group;
             op.where = m.where;
@@ -1422,7 +1422,7 @@ constexpr int64_t ROW_DIRECT = 64;   // rows at least this long are read in plac
 // One fused step: chunk by chunk, each op's span math over registers; the last op writes the
 // result. A full-shape input is read in place; a long row (a bias) too, the chunks cut at its ends.
 template <class T>
-void run_fused(const PlanStep& s, StepExec& x, PlanExec& e) {
+void run_fused(const Plan& plan, const PlanStep& s, StepExec& x, PlanExec& e) {
     int n_inputs = static_cast<int>(s.inputs.size());
     int n_ops = static_cast<int>(s.fused.size());
     Value& out = *x.outputs[0];
@@ -1463,8 +1463,9 @@ void run_fused(const PlanStep& s, StepExec& x, PlanExec& e) {
             const FusedOp& op = s.fused[j];
             T* dst = j == n_ops - 1 ? out.data<T>() + start : reg_at(n_inputs + j);
             const T* operands[2] = {regs[op.operands[0]], regs[op.operands[1]]};
-            if constexpr (sizeof(T) == 4) x.math[j]->f32(operands, dst, len, op.attrs);
-            else x.math[j]->f64(operands, dst, len, op.attrs);
+            const OpAttrs& attrs = plan.attrs[op.attrs];
+            if constexpr (sizeof(T) == 4) x.math[j]->f32(operands, dst, len, attrs);
+            else x.math[j]->f64(operands, dst, len, attrs);
             regs[n_inputs + j] = dst;
         }
         start += len;
@@ -1755,7 +1756,7 @@ struct PlanCall {
             Value* out[1] = {last ? x.outputs[0] : &results[j]};
             PlanStep member = s;
             member.where = op.where;
-            run_op(op.op, op.attrs, in, in_values, arity, out, last ? s.outputs.data() : nullptr, 1, member);
+            run_op(op.op, plan.attrs[op.attrs], in, in_values, arity, out, last ? s.outputs.data() : nullptr, 1, member);
         }
     }
 
@@ -1765,8 +1766,8 @@ struct PlanCall {
             case STEP_FUSED:
                 if (x.is_fresh(0)) give_fresh_bytes(*x.outputs[0]);
                 if (observed) run_fused_observed(s, x);
-                else if (x.outputs[0]->dtype == DTYPE_F32) run_fused<float>(s, x, e);
-                else run_fused<double>(s, x, e);
+                else if (x.outputs[0]->dtype == DTYPE_F32) run_fused<float>(plan, s, x, e);
+                else run_fused<double>(plan, s, x, e);
                 break;
             case STEP_GRAD_ACCUMULATE: run_accumulate(s, x); break;
             case STEP_GRAD_CLEAR: clear_grad(s.target); break;
@@ -2086,7 +2087,7 @@ std::string plan_describe(const Plan& plan) {
                         args += (a ? ", " : "") + (r < n_in ? plan_value_name(plan, st_.inputs[r]) : "t" + std::to_string(r - n_in + 1));
                     }
                     what += (j ? "; " : " ") + std::string(j + 1 == st_.fused.size() ? "" : "t" + std::to_string(j + 1) + "=") +
-                            op_with_attrs(op.op, op.attrs) + "(" + args + ")";
+                            op_with_attrs(op.op, plan.attrs[op.attrs]) + "(" + args + ")";
                 }
                 break;
             }

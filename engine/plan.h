@@ -86,7 +86,7 @@ enum FusedInputMode : uint8_t {
 // result of op (k - number of inputs) of the same step.
 struct FusedOp {
     OpId op = OP_add;
-    OpAttrs attrs;
+    int attrs = 0;                // Plan::attrs[attrs], as PlanStep::attrs
     int operands[2] = {0, 0};
     int64_t recorded_id = 0;
     int64_t recorded_group = 0;   // as PlanStep::recorded_group
