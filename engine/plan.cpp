@@ -1143,9 +1143,16 @@ void pass_buffers(Plan& plan, bool reuse, bool inplace) {
         return plan.values[r].kind == VALUE_STEP && plan.values[r].alias_of < 0 && !plan.value_per_call[r] &&
                !into_grad_output[r];
     };
-    std::vector<std::vector<int>> last_used_at(plan.steps.size());   // step -> the roots it reads or writes last
+    // The roots each step reads or writes last: dying[dying_at[k] .. dying_at[k + 1]) for step k
+    // (one flat list, not a list per step).
+    std::vector<int> dying_at(plan.steps.size() + 1, 0), dying;
     for (size_t r = 0; r < n; ++r)
-        if (last_use[r] >= 0) last_used_at[static_cast<size_t>(last_use[r])].push_back(static_cast<int>(r));
+        if (last_use[r] >= 0) ++dying_at[static_cast<size_t>(last_use[r]) + 1];
+    for (size_t k = 0; k < plan.steps.size(); ++k) dying_at[k + 1] += dying_at[k];
+    dying.resize(static_cast<size_t>(dying_at.back()));
+    std::vector<int> filled(dying_at.begin(), dying_at.end() - 1);
+    for (size_t r = 0; r < n; ++r)
+        if (last_use[r] >= 0) dying[static_cast<size_t>(filled[static_cast<size_t>(last_use[r])]++)] = static_cast<int>(r);
     std::multimap<size_t, int> free_buffers;   // bytes -> buffer, in the order they were freed
     std::vector<bool> handed_on(n, false);
     for (size_t k = 0; k < plan.steps.size(); ++k) {
@@ -1183,9 +1190,11 @@ void pass_buffers(Plan& plan, bool reuse, bool inplace) {
             }
             plan.value_buffer[out] = chosen;
         }
-        for (int r : last_used_at[k])
+        for (int at = dying_at[k]; at < dying_at[k + 1]; ++at) {
+            int r = dying[static_cast<size_t>(at)];
             if (plan.value_buffer[r] >= 0 && owns_buffer(r) && !handed_on[r])
                 free_buffers.emplace(plan.buffer_bytes[plan.value_buffer[r]], plan.value_buffer[r]);
+        }
     }
     for (size_t v = 0; v < n; ++v) {
         int r = p.root(static_cast<int>(v));
