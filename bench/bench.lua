@@ -11,6 +11,10 @@
 -- Targets are on the minimum, eager / frozen; a "!" after them marks a minimum over its target.
 -- Adding a workload = one entry below (and one in bench_torch.py for the PyTorch columns).
 -- `needs` lists torch functions it uses that may not exist yet; without them it is skipped.
+-- Optional fields: `per_step = T` shows times per unrolled step (µs/step) instead of per call;
+-- `samples` and `warmup` replace the run's sample count and the 20 warm-up calls (a workload whose
+-- one call takes a second); `eager_vs_torch = r` makes the eager target r x PyTorch eager's
+-- minimum in this run (no eager target without PyTorch).
 
 local workloads = {}
 
@@ -141,14 +145,40 @@ workloads[#workloads + 1] = {name = "W8", title = "tiny_gpt train step", eager_t
   end, {x, y}
 end}
 
+-- W9 (issue 15): the lecture's cell unrolled T steps as a long loop is written -- h a [1,20] row
+-- fed back, x_t a narrow of xs -- and backward from the last h's sum, at T = 50, 5,000 and
+-- 50,000, shown per unrolled step so the rows compare. Target: eager <= 0.25x PyTorch eager at
+-- every T. The large T take few samples of one call each (W9c: 2 samples, ~1 s a call eager and
+-- ~3 s in PyTorch): W9 adds ~40 s to the bench, a minute on a loaded machine. Each W9 row is
+-- followed by what its freeze cost: the recorded run, the compile (passes and buffers) and the
+-- compile's µs per recorded node.
+local function rnn_unroll(T)
+  return function()
+    local W_h, W_x = leaf(torch.randn(20, 20) * 0.1), leaf(torch.randn(20, 10))
+    local xs = torch.randn(T, 10)
+    return function(xs)
+      W_h.grad = nil
+      W_x.grad = nil
+      local h = torch.zeros(1, 20)
+      for t = 1, T do h = (torch.mm(W_h, h:t()) + torch.mm(W_x, xs:narrow(1, t, 1):t())):tanh():t() end
+      h:sum():backward()
+    end, {xs}
+  end
+end
+for _, w in ipairs({{"W9a", 50, nil, nil}, {"W9b", 5000, 5, 1}, {"W9c", 50000, 2, 0}}) do
+  local name, T, samples, warmup = w[1], w[2], w[3], w[4]
+  workloads[#workloads + 1] = {name = name, title = ("rnn unroll T=%d, per step"):format(T), per_step = T,
+    samples = samples, warmup = warmup, eager_vs_torch = 0.25, setup = rnn_unroll(T)}
+end
+
 local function percentile_sorted(values, q)
   return values[math.max(1, math.floor(#values * q + 0.5))]
 end
 
--- How many calls of `step` take ~20 ms.
-local function calibrate(step)
+-- How many calls of `step` take ~20 ms, after `warmup` calls.
+local function calibrate(step, warmup)
   local clock = torch.perf_counter
-  for _ = 1, 20 do step() end
+  for _ = 1, warmup do step() end
   local iterations = 1
   while true do
     local t0 = clock()
@@ -159,11 +189,11 @@ local function calibrate(step)
 end
 
 -- Time the steps, samples interleaved; returns per step {min, median} in µs per iteration.
-local function measure(steps, samples)
+local function measure(steps, samples, warmup)
   local clock = torch.perf_counter
   local iterations, times = {}, {}
   for i, step in ipairs(steps) do
-    iterations[i] = calibrate(step)
+    iterations[i] = calibrate(step, warmup or 20)
     times[i] = {}
   end
   for s = 1, samples do
@@ -214,7 +244,8 @@ local function pytorch_times(names, samples)
   end
   local note = "PyTorch " .. (out:match("torch (%S+)") or "") .. " (" .. python .. "), one thread, BLAS: " .. blas
   local times = {}
-  for name, mode, min, median in out:gmatch("(W%d+) (%a+) ([%d%.]+) ([%d%.]+)") do
+  for name, mode, min, median in out:gmatch("(W%d+%a?) (%a+) ([%d%.]+) ([%d%.]+)") do
+    name = name:upper()   -- bench_torch.py's names are upper case (W9A for W9a)
     times[name] = times[name] or {}
     times[name][mode] = {tonumber(min), tonumber(median)}
   end
@@ -228,7 +259,8 @@ local samples = tonumber(os.getenv("TAPEDECK_BENCH_SAMPLES")) or 25
 
 local selected = {}
 for _, w in ipairs(workloads) do
-  if next(wanted) == nil or wanted[w.name] then selected[#selected + 1] = w end
+  local name = w.name:upper()   -- W9 selects W9a, W9b and W9c
+  if next(wanted) == nil or wanted[name] or wanted[name:match("^W%d+")] then selected[#selected + 1] = w end
 end
 
 local torch_names = {}
@@ -252,21 +284,29 @@ for _, w in ipairs(selected) do
     local frozen = torch.freeze{name = w.name, strict = true, step, table.unpack(args, 1, n)}
     local eager_step = function() step(table.unpack(args, 1, n)) end
     local frozen_step = function() frozen(table.unpack(args, 1, n)) end
-    local t = measure({eager_step, frozen_step}, samples)
+    local t = measure({eager_step, frozen_step}, w.samples or samples, w.warmup)
     local report = frozen:timeit(1)
-    local eager, fr = t[1], t[2]
-    local over = eager[1] > w.eager_target or (w.frozen_target and fr[1] > w.frozen_target)
-    local frozen_target = w.frozen_target and ("%.1f"):format(w.frozen_target) or "-"
-    local line = ("%-3s %-30s %8.2f /%8.2f %8.2f /%8.2f %7.2fx %7.1f/%-5s%s %6.1f/%6.1f %10.2g"):format(w.name, w.title,
-      eager[1], eager[2], fr[1], fr[2], eager[1] / fr[1], w.eager_target, frozen_target, over and "!" or " ",
-      report.eager_peak_bytes / 1024,
-      report.frozen_peak_bytes / 1024, report.max_diff)
-    local pt = torch_times and torch_times[w.name]
+    local per = w.per_step or 1
+    local function per_step(m) return m and {m[1] / per, m[2] / per} end
+    local eager, fr = per_step(t[1]), per_step(t[2])
+    local pt = torch_times and torch_times[w.name:upper()]
+    local eager_target = w.eager_target
+    if w.eager_vs_torch then eager_target = pt and pt.eager and w.eager_vs_torch * pt.eager[1] / per end
+    local over = (eager_target and eager[1] > eager_target) or (w.frozen_target and fr[1] > w.frozen_target)
+    local function target(x) return x and ("%.1f"):format(x) or "-" end
+    local line = ("%-3s %-30s %8.2f /%8.2f %8.2f /%8.2f %7.2fx %7s/%-5s%s %6.1f/%6.1f %10.2g"):format(w.name, w.title,
+      eager[1], eager[2], fr[1], fr[2], eager[1] / fr[1], target(eager_target), target(w.frozen_target),
+      over and "!" or " ", report.eager_peak_bytes / 1024, report.frozen_peak_bytes / 1024, report.max_diff)
     if pt then
-      local function cell(m) return m and ("%8.2f /%8.2f"):format(m[1], m[2]) or ("%18s"):format("-") end
+      local function cell(m) return m and ("%8.2f /%8.2f"):format(m[1] / per, m[2] / per) or ("%18s"):format("-") end
       line = line .. "  " .. cell(pt.eager) .. " " .. cell(pt.script)
     end
     print(line)
+    if w.per_step then
+      local s = frozen:stats()
+      print(("    freeze: recorded run %.3f s, compile %.3f s = %.2f µs per recorded node (%d nodes, %d plan steps)"):format(
+        s.record_seconds, s.compile_seconds, s.compile_seconds / s.recorded_nodes * 1e6, s.recorded_nodes, s.steps))
+    end
   end
   collectgarbage()
 end

@@ -140,7 +140,26 @@ def w8():
     return forward, inputs, params, optimizer.step
 
 
-WORKLOADS = {"W1": w1, "W2": w2, "W3": w3, "W4": w4, "W5": w5, "W6": w6, "W7": w7, "W8": w8}
+def rnn_unroll(steps, samples=None, warmup=20):
+    """bench.lua's W9: the lecture's cell unrolled `steps` steps as the issue's loop writes it (h a
+    [1,20] row fed back, x_t a narrow of xs), backward from the last h's sum. Not traced (a trace
+    of 50,000 steps would be a 250,000-node graph); the large T take few samples of one call each."""
+    xs = torch.randn(steps, 10)
+
+    def forward(xs, W_h, W_x):
+        h = torch.zeros(1, 20)
+        for t in range(steps):
+            h = torch.tanh(W_h.mm(h.t()) + W_x.mm(xs.narrow(0, t, 1).t())).t()
+        return h.sum()
+    forward.no_script = True
+    forward.samples = samples
+    forward.warmup = warmup
+    params = ((torch.randn(20, 20) * 0.1).requires_grad_(), torch.randn(20, 10, requires_grad=True))
+    return forward, (xs,), params, None
+
+
+WORKLOADS = {"W1": w1, "W2": w2, "W3": w3, "W4": w4, "W5": w5, "W6": w6, "W7": w7, "W8": w8,
+             "W9A": lambda: rnn_unroll(50), "W9B": lambda: rnn_unroll(5000, 5, 1), "W9C": lambda: rnn_unroll(50000, 2, 0)}
 
 
 def make_step(forward, inputs, params, update):
@@ -155,8 +174,8 @@ def make_step(forward, inputs, params, update):
     return step
 
 
-def measure(fn, samples):
-    for _ in range(20):
+def measure(fn, samples, warmup=20):
+    for _ in range(warmup):
         fn()
     iterations = 1
     while True:
@@ -191,15 +210,17 @@ def blas_in_use():
 
 def main():
     samples = int(sys.argv[1]) if len(sys.argv) > 1 else 25
-    names = [n.upper() for n in sys.argv[2:]] or list(WORKLOADS)
+    wanted = [n.upper() for n in sys.argv[2:]] or list(WORKLOADS)
+    names = [n for n in WORKLOADS if n in wanted or n.rstrip("ABC") in wanted]   # W9: W9A, W9B and W9C
     print(f"torch {torch.__version__}", flush=True)
     print(f"blas {blas_in_use()}", flush=True)
     for name in names:
-        if name not in WORKLOADS:
-            continue
         forward, inputs, params, update = WORKLOADS[name]()
-        lo, mid = measure(make_step(forward, inputs, params, update), samples)
+        lo, mid = measure(make_step(forward, inputs, params, update), getattr(forward, "samples", None) or samples,
+                          getattr(forward, "warmup", 20))
         print(f"{name} eager {lo:.3f} {mid:.3f}", flush=True)
+        if getattr(forward, "no_script", False):
+            continue
         try:
             if hasattr(forward, "trace"):   # a workload that traces a module of its own
                 traced = forward.trace()

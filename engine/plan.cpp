@@ -1,6 +1,6 @@
 // plan.cpp: freeze — record a run, compile it into a Plan, replay it (plan.h says the contract).
 //
-// [SECTION] helpers     keys, roots, what a step reads and writes, attrs equality
+// [SECTION] helpers     keys, roots (value_roots), what a step reads and writes, attribute hashing
 // [SECTION] record      the node and gradient observers, plan_record_*
 // [SECTION] passes      dead nodes, common subexpressions, constants, fusion, gradients in place,
 //                       guard hoisting, liveness-based buffers; plan_compile
@@ -9,6 +9,7 @@
 #include "plan.h"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <cmath>
 #include <cstring>
@@ -25,21 +26,54 @@ namespace {
 
 uint64_t value_key(int64_t node_id, int output) { return static_cast<uint64_t>(node_id) * 1024u + static_cast<uint64_t>(output); }
 
-int root_of(const Plan& plan, int v) {
-    while (plan.values[v].alias_of >= 0) v = plan.values[v].alias_of;
-    return v;
+// The root of every value: the value whose bytes it shares, following alias_of to the end of the
+// chain. O(values) for all of them: a loop of in-place ops makes a chain as long as the loop, and
+// walking it per lookup made freeze quadratic (x:add_(w) 20,000 times took 11 s to compile).
+std::vector<int> value_roots(const Plan& plan) {
+    std::vector<int> roots(plan.values.size(), -1);
+    std::vector<int> path;
+    for (size_t v = 0; v < roots.size(); ++v) {
+        int w = static_cast<int>(v);
+        while (roots[w] < 0 && plan.values[w].alias_of >= 0) {
+            path.push_back(w);
+            w = plan.values[w].alias_of;
+        }
+        int root = roots[w] >= 0 ? roots[w] : w;
+        roots[w] = root;
+        for (int on_path : path) roots[on_path] = root;
+        path.clear();
+    }
+    return roots;
 }
 
 size_t value_bytes(const PlanValue& v) { return static_cast<size_t>(v.shape.numel()) * dtype_size(v.dtype); }
 
 bool is_random(OpId op) { return op == OP_rand || op == OP_randn; }
 
-// The root a step writes in place, or -1 (its own outputs are made, not written).
-int step_written_root(const Plan& plan, const PlanStep& s) {
+double seconds_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// A hash of the attributes that tell steps apart (equal attributes hash equal; attrs_equal decides).
+size_t attrs_hash(const OpAttrs& a) {
+    size_t h = 0;
+    auto mix = [&h](size_t x) { h = h * 1000003u ^ x; };
+    for (int64_t x : {int64_t(a.dim), int64_t(a.dim2), a.start, a.length, int64_t(a.shape.ndim), int64_t(a.strides.ndim),
+                      int64_t(a.dtype), int64_t(a.trans_a) * 2 + a.trans_b + 4 * a.accumulate + 8 * a.keepdim + 16 * a.all,
+                      int64_t(a.kernel_h), int64_t(a.stride_h), int64_t(a.padding_h), int64_t(a.groups)})
+        mix(std::hash<int64_t>()(x));
+    for (double x : {a.scalar, a.lo, a.hi}) mix(std::hash<double>()(x));
+    for (int i = 0; i < a.shape.ndim; ++i) mix(std::hash<int64_t>()(a.shape[i]));
+    for (int i = 0; i < a.strides.ndim; ++i) mix(std::hash<int64_t>()(a.strides[i]));
+    return h;
+}
+
+// The root a step writes in place, or -1 (its own outputs are made, not written). `roots`: value_roots.
+int step_written_root(const Plan& plan, const std::vector<int>& roots, const PlanStep& s) {
     if (s.kind == STEP_GRAD_ACCUMULATE || s.kind == STEP_GRAD_CLEAR) return plan.grad_targets[s.target].grad_value;
     if (s.kind == STEP_KERNEL && s.into_grad >= 0) return plan.grad_targets[s.into_grad].grad_value;
-    if (s.kind == STEP_KERNEL && s.attrs.accumulate) return root_of(plan, s.outputs[0]);   // Y += A B
-    if (s.kind == STEP_KERNEL && (op_info(s.op).flags & OPF_INPLACE)) return root_of(plan, s.inputs[0]);
+    if (s.kind == STEP_KERNEL && plan_step_attrs(plan, s).accumulate) return roots[s.outputs[0]];   // Y += A B
+    if (s.kind == STEP_KERNEL && (op_info(s.op).flags & OPF_INPLACE)) return roots[s.inputs[0]];
     return -1;
 }
 
@@ -49,10 +83,10 @@ bool root_is_outside(const Plan& plan, int root) {
 }
 
 // Whether running the step changes anything a caller could see (or the random stream).
-bool step_is_effect(const Plan& plan, const PlanStep& s) {
+bool step_is_effect(const Plan& plan, const std::vector<int>& roots, const PlanStep& s) {
     if (s.kind == STEP_GUARD || s.kind == STEP_GRAD_ACCUMULATE || s.kind == STEP_GRAD_CLEAR) return true;
     if (s.kind == STEP_KERNEL && is_random(s.op)) return true;
-    int written = step_written_root(plan, s);
+    int written = step_written_root(plan, roots, s);
     return written >= 0 && root_is_outside(plan, written);
 }
 
@@ -81,23 +115,141 @@ Output& target_output(Plan& plan, int t, const std::vector<Tensor>& inputs) {
 
 const Value& plan_captured_value(const PlanCaptured& captured) { return captured.tensor.value(); }
 
+ValueIds::ValueIds(std::initializer_list<int> ids) {
+    reserve(ids.size());
+    for (int id : ids) push_back(id);
+}
+
+ValueIds::ValueIds(const std::vector<int>& ids) {
+    reserve(ids.size());
+    for (int id : ids) push_back(id);
+}
+
+ValueIds::ValueIds(const ValueIds& other) {
+    reserve(other.size_);
+    for (int id : other) push_back(id);
+}
+
+ValueIds::ValueIds(ValueIds&& other) noexcept { *this = std::move(other); }
+
+ValueIds& ValueIds::operator=(const ValueIds& other) {
+    if (this == &other) return *this;
+    clear();
+    reserve(other.size_);
+    for (int id : other) push_back(id);
+    return *this;
+}
+
+ValueIds& ValueIds::operator=(ValueIds&& other) noexcept {
+    if (this == &other) return *this;
+    delete[] heap_;
+    heap_ = other.heap_;
+    size_ = other.size_;
+    capacity_ = other.capacity_;
+    std::copy(other.inline_, other.inline_ + INLINE, inline_);
+    other.heap_ = nullptr;
+    other.size_ = 0;
+    other.capacity_ = INLINE;
+    return *this;
+}
+
+void ValueIds::reserve(size_t n) {
+    if (n <= capacity_) return;
+    int* grown = new int[n];
+    std::copy(begin(), end(), grown);
+    delete[] heap_;
+    heap_ = grown;
+    capacity_ = static_cast<uint32_t>(n);
+}
+
+void ValueIds::push_back(int id) {
+    if (size_ == capacity_) reserve(2 * static_cast<size_t>(capacity_));
+    data()[size_++] = id;
+}
+
+bool ValueIds::operator==(const ValueIds& other) const {
+    return size_ == other.size_ && std::equal(begin(), end(), other.begin());
+}
+
+OpAttrs& plan_step_own_attrs(Plan& plan, PlanStep& step) {
+    plan.attrs.push_back(plan.attrs[step.attrs]);
+    step.attrs = static_cast<int>(plan.attrs.size()) - 1;
+    return plan.attrs.back();
+}
+
+PlanAttrsTable::PlanAttrsTable(Plan& plan) : plan_(plan) {
+    for (size_t i = 0; i < plan.attrs.size(); ++i) by_hash_.emplace(attrs_hash(plan.attrs[i]), static_cast<int>(i));
+}
+
+int PlanAttrsTable::index_of(const OpAttrs& attrs) {
+    size_t hash = attrs_hash(attrs);
+    auto candidates = by_hash_.equal_range(hash);
+    for (auto it = candidates.first; it != candidates.second; ++it)
+        if (attrs_equal(plan_.attrs[it->second], attrs)) return it->second;
+    plan_.attrs.push_back(attrs);
+    plan_.attrs.back().init_values = nullptr;   // not an attribute (OpAttrs)
+    int index = static_cast<int>(plan_.attrs.size()) - 1;
+    by_hash_.emplace(hash, index);
+    return index;
+}
+
 // ============================================================================================
 // [SECTION] record
 
 namespace {
 
+// (node id, output) -> the value the recording made, or was given, for that tensor; -1 for none.
+// The nodes the recording made have dense ids from first_id on: their first two outputs are found
+// by index in a vector (a hash map entry per node cost the recording of a long loop more time and
+// memory than its steps). The rest (tensors from outside, a custom function's third output) are
+// in a hash map.
+class ValueTable {
+public:
+    void start_at(int64_t first_id) { first_id_ = first_id; }
+    int find(int64_t id, int output) const {
+        if (!dense_key(id, output)) {
+            auto found = others_.find(value_key(id, output));
+            return found == others_.end() ? -1 : found->second;
+        }
+        size_t at = dense_index(id, output);
+        return at < dense_.size() ? dense_[at] : -1;
+    }
+    void set(int64_t id, int output, int value) {
+        if (!dense_key(id, output)) {
+            others_[value_key(id, output)] = value;
+            return;
+        }
+        size_t at = dense_index(id, output);
+        if (at >= dense_.size()) dense_.resize(at + 1, -1);   // grows geometrically
+        dense_[at] = value;
+    }
+
+private:
+    static constexpr int DENSE_OUTPUTS = 2;
+    bool dense_key(int64_t id, int output) const { return id >= first_id_ && output < DENSE_OUTPUTS; }
+    size_t dense_index(int64_t id, int output) const {
+        return static_cast<size_t>(id - first_id_) * DENSE_OUTPUTS + static_cast<size_t>(output);
+    }
+    int64_t first_id_ = 0;
+    std::vector<int> dense_;
+    std::unordered_map<uint64_t, int> others_;
+};
+
 struct Recorder {
     std::unique_ptr<Plan> plan;
     int observer = 0;
     int64_t first_id = 0;                           // nodes from this id on were made by the recording
-    std::unordered_map<uint64_t, int> value_of;     // (node id, output) -> value
+    ValueTable value_of;                            // (node id, output) -> value
+    std::unique_ptr<PlanAttrsTable> attrs;          // the plan's attribute sets
     std::unordered_map<const Storage*, int> latest_by_storage;   // the last value seen with these bytes
     std::vector<uint64_t> input_keys;
     std::unordered_map<uint64_t, int> target_of;    // (leaf id, output) -> grad target
     std::vector<bool> target_state_known;           // a clear or an accumulation fixed its .grad state
     std::string refusal;
     size_t live_at_begin = 0;
+    std::chrono::steady_clock::time_point began = std::chrono::steady_clock::now();
 };
+
 
 Recorder* g_recorder = nullptr;
 
@@ -111,8 +263,8 @@ void remember_storage(Recorder& r, const Value& value, int v) {
 
 // The value for a tensor the recording reads: one it made or an input, else a new captured one.
 int value_for(Recorder& r, int64_t id, int output, const Value& value, Node* node) {
-    auto found = r.value_of.find(value_key(id, output));
-    if (found != r.value_of.end()) return found->second;
+    int known = r.value_of.find(id, output);
+    if (known >= 0) return known;
     Plan& plan = *r.plan;
     if (!node) node = tape_find(id);
     PlanCaptured c;
@@ -120,7 +272,7 @@ int value_for(Recorder& r, int64_t id, int output, const Value& value, Node* nod
     else c.tensor = tape_record_prepared(OP_tensor, OpAttrs(), nullptr, nullptr, 0, &value, 1, PHASE_FORWARD, SourceLoc());
     plan.captured.push_back(c);
     int v = add_value(plan, VALUE_CAPTURED, static_cast<int>(plan.captured.size()) - 1, value.shape, value.dtype, id);
-    r.value_of[value_key(id, output)] = v;
+    r.value_of.set(id, output, v);
     remember_storage(r, value, v);
     return v;
 }
@@ -136,7 +288,7 @@ PlanStep& add_step(Plan& plan, StepKind kind, OpId op, Phase phase, SourceLoc wh
     s.phase = phase;
     s.where = where;
     s.recorded_id = recorded_id;
-    plan.steps.push_back(s);
+    plan.steps.push_back(std::move(s));
     return plan.steps.back();
 }
 
@@ -152,15 +304,14 @@ void record_custom_outputs(Recorder& r, Node* node) {
             if (candidate.shape == value.shape && candidate.dtype == value.dtype) v = found->second;
         }
         if (v < 0) v = value_for(r, node->id, i, value, nullptr);
-        r.value_of[value_key(node->id, i)] = v;
+        r.value_of.set(node->id, i, v);
     }
 }
 
 // The value the recording made (or was given) for one output of a node; -1 when it has none.
 int known_value(const Recorder& r, const Tensor& t) {
     if (!t.defined()) return -1;
-    auto found = r.value_of.find(value_key(t.node->id, t.output));
-    return found == r.value_of.end() ? -1 : found->second;
+    return r.value_of.find(t.node->id, t.output);
 }
 
 // Backward finished forward node `node`'s rule: a STEP_GROUP_DONE step with what the group saw,
@@ -195,16 +346,14 @@ void record_node(Node* node, HookEvent event, void*) {
         return;
     }
     const OpInfo& info = node->info();
-    std::string where = source_loc_str(node->where);
+    auto named = [node] { return "node #" + std::to_string(node->id) + " (" + node->name() + ", " + source_loc_str(node->where) + ")"; };
     if (info.flags & OPF_CUSTOM) {
-        refuse(r, "node #" + std::to_string(node->id) + " (" + node->name() + ", " + where +
-                      ") runs code outside the op table and recorded no ops of its own; a plan cannot replay it");
+        refuse(r, named() + " runs code outside the op table and recorded no ops of its own; a plan cannot replay it");
         return;
     }
     for (const Output& out : node->outputs)
         if (out.value.storage && out.value.device() != DEVICE_CPU)
-            refuse(r, "node #" + std::to_string(node->id) + " (" + node->name() + ", " + where +
-                          ") runs on " + device_name(out.value.device()) + "; plans run on the CPU only");
+            refuse(r, named() + " runs on " + device_name(out.value.device()) + "; plans run on the CPU only");
 
     if (node->op == OP_tensor) {   // values from Lua: a constant, copied each call (it may be changed in place)
         const Value& made = node->outputs[0].value;
@@ -217,24 +366,23 @@ void record_node(Node* node, HookEvent event, void*) {
         PlanStep& s = add_step(plan, STEP_KERNEL, OP_clone, node->phase, node->where, node->id);
         s.inputs.push_back(c);
         s.outputs.push_back(v);
-        r.value_of[value_key(node->id, 0)] = v;
+        r.value_of.set(node->id, 0, v);
         remember_storage(r, made, v);
         return;
     }
 
-    std::vector<int> inputs;
-    for (const Edge& e : node->inputs) inputs.push_back(value_for(r, e.id, e.output, e.value(), e.node()));
     PlanStep& s = add_step(plan, STEP_KERNEL, node->op, node->phase, node->where, node->id);
     if (node->phase == PHASE_BACKWARD) s.recorded_group = node->group;
-    s.attrs = node->attrs();
-    s.attrs.init_values = nullptr;
-    s.inputs = inputs;
+    s.attrs = r.attrs->index_of(node->attrs());
+    s.inputs.reserve(node->inputs.size());   // value_for adds values, never steps: `s` stays valid
+    for (const Edge& e : node->inputs) s.inputs.push_back(value_for(r, e.id, e.output, e.value(), e.node()));
+    s.outputs.reserve(node->outputs.size());
     for (int i = 0; i < node->outputs.size(); ++i) {
         const Value& value = node->outputs[i].value;
         int v = add_value(plan, VALUE_STEP, -1, value.shape, value.dtype, node->id);
-        if (i == 0 && (info.flags & (OPF_VIEW | OPF_INPLACE))) plan.values[v].alias_of = inputs[0];
-        plan.steps.back().outputs.push_back(v);
-        r.value_of[value_key(node->id, i)] = v;
+        if (i == 0 && (info.flags & (OPF_VIEW | OPF_INPLACE))) plan.values[v].alias_of = s.inputs[0];
+        s.outputs.push_back(v);
+        r.value_of.set(node->id, i, v);
         remember_storage(r, value, v);
     }
 }
@@ -293,7 +441,7 @@ void record_grad(Node* node, int output, const Tensor& grad, int64_t first_id, i
     s.inputs.push_back(v);
     r.target_state_known[t] = true;
     const Tensor& stored = node->outputs[output].grad;
-    if (stored.defined()) r.value_of[value_key(stored.node->id, stored.output)] = plan.grad_targets[t].grad_value;
+    if (stored.defined()) r.value_of.set(stored.node->id, stored.output, plan.grad_targets[t].grad_value);
 }
 
 void add_guard_step(Plan& plan, PlanGuard guard) {
@@ -316,6 +464,7 @@ void plan_record_begin(const std::string& name, const std::vector<Tensor>& input
     plan.where = where;
     plan.grad_mode = grad_enabled();
     r->first_id = tape_next_id();
+    r->value_of.start_at(r->first_id);
     for (size_t k = 0; k < inputs.size(); ++k) {
         const Tensor& t = inputs[k];
         PlanInput in;
@@ -332,12 +481,13 @@ void plan_record_begin(const std::string& name, const std::vector<Tensor>& input
         plan.inputs.push_back(in);
         int v = add_value(plan, VALUE_INPUT, static_cast<int>(k), t.shape(), t.dtype(), t.id());
         uint64_t key = value_key(t.node->id, t.output);
-        r->value_of[key] = v;
+        r->value_of.set(t.node->id, t.output, v);
         r->input_keys.push_back(key);
         remember_storage(*r, t.value(), v);
     }
     r->live_at_begin = storage_bytes_live();
     storage_peak_reset();
+    r->attrs = std::make_unique<PlanAttrsTable>(plan);
     g_recorder = r.release();
     g_recorder->observer = engine_observe(record_node, nullptr, hook_bit(HOOK_AFTER) | hook_bit(HOOK_GROUP_DONE),
                                               OBSERVER_RECORDS);
@@ -389,7 +539,7 @@ void plan_record_note_grad_read(const Tensor& leaf, const Tensor& grad, SourceLo
         r.plan->guards.push_back(g);
         r.target_state_known[t] = true;
     }
-    if (grad.defined()) r.value_of[value_key(grad.node->id, grad.output)] = r.plan->grad_targets[t].grad_value;
+    if (grad.defined()) r.value_of.set(grad.node->id, grad.output, r.plan->grad_targets[t].grad_value);
 }
 
 void plan_record_note_grad_clear(const Tensor& leaf, SourceLoc where) {
@@ -467,6 +617,7 @@ std::unique_ptr<Plan> plan_record_end(const std::vector<Tensor>& outputs) {
     Plan& plan = *r->plan;
     size_t peak = storage_bytes_peak();
     plan.stats.eager_peak_bytes = peak > r->live_at_begin ? peak - r->live_at_begin : 0;
+    plan.stats.record_seconds = seconds_since(r->began);
     prune_captured(plan);
     return std::move(r->plan);
 }
@@ -488,11 +639,26 @@ void plan_record_abort() {
 
 namespace {
 
+// Removes the steps `drop` marks, in place (a new list per pass was a long loop's plan's worth of
+// fresh memory each time).
+void remove_plan_steps(Plan& plan, const std::vector<bool>& drop) {
+    size_t kept = 0;
+    for (size_t k = 0; k < plan.steps.size(); ++k) {
+        if (drop[k]) continue;
+        if (kept != k) plan.steps[kept] = std::move(plan.steps[k]);
+        ++kept;
+    }
+    plan.steps.erase(plan.steps.begin() + static_cast<long>(kept), plan.steps.end());
+}
+
 struct PassState {
     Plan& plan;
     explicit PassState(Plan& p) : plan(p) {}
 
-    int root(int v) const { return root_of(plan, v); }
+    // roots[v]: value_roots as the pass began (a pass that changes alias_of updates it).
+    std::vector<int> roots = value_roots(plan);
+    int root(int v) const { return roots[v]; }
+    int written_root(const PlanStep& s) const { return step_written_root(plan, roots, s); }
 
     // uses[v]: the steps (and outputs, guards) that read value v, counted.
     std::vector<int> use_counts() const {
@@ -512,7 +678,7 @@ struct PassState {
     std::vector<bool> written_roots() const {
         std::vector<bool> written(plan.values.size(), false);
         for (const PlanStep& s : plan.steps) {
-            int w = step_written_root(plan, s);
+            int w = written_root(s);
             if (w >= 0) written[w] = true;
         }
         return written;
@@ -535,42 +701,41 @@ struct PassState {
         return made_by;
     }
 
-    void remove_steps(const std::vector<bool>& drop) {
-        std::vector<PlanStep> kept;
-        kept.reserve(plan.steps.size());
-        for (size_t k = 0; k < plan.steps.size(); ++k)
-            if (!drop[k]) kept.push_back(std::move(plan.steps[k]));
-        plan.steps = std::move(kept);
-    }
+    void remove_steps(const std::vector<bool>& drop) { remove_plan_steps(plan, drop); }
 };
 
 // Dead-node elimination, backwards: a step stays when it has an effect outside the plan, or when
-// a later step, an output or a guard needs what it makes (or writes in place).
-void pass_dead_nodes(Plan& plan) {
-    PassState p(plan);
+// a later step, an output or a guard needs what it makes (or writes in place). Returns the steps
+// to drop and adds their count to *dead. Group steps (STEP_GROUP_DONE) read and make nothing: they
+// are left to the caller.
+std::vector<bool> dead_steps(const Plan& plan, int* dead) {
+    std::vector<int> roots = value_roots(plan);
     std::vector<bool> needed(plan.values.size(), false);
     for (const PlanOutput& o : plan.outputs) {
-        needed[p.root(o.value)] = true;
-        if (o.grad_value >= 0) needed[p.root(o.grad_value)] = true;
+        needed[roots[o.value]] = true;
+        if (o.grad_value >= 0) needed[roots[o.grad_value]] = true;
     }
     std::vector<bool> drop(plan.steps.size(), false);
     for (int k = static_cast<int>(plan.steps.size()) - 1; k >= 0; --k) {
         const PlanStep& s = plan.steps[k];
-        int written = step_written_root(plan, s);
-        bool live = step_is_effect(plan, s) || (written >= 0 && needed[written]);
-        for (int v : s.outputs) live = live || needed[p.root(v)];
+        if (s.kind == STEP_GROUP_DONE) continue;
+        int written = step_written_root(plan, roots, s);
+        bool live = step_is_effect(plan, roots, s) || (written >= 0 && needed[written]);
+        for (int v : s.outputs) live = live || needed[roots[v]];
         if (!live) {
             drop[k] = true;
-            ++plan.stats.dead;
+            ++*dead;
             continue;
         }
         for (int v : s.outputs)
             if (plan.values[v].alias_of < 0) needed[v] = false;   // made here: not needed before
-        for (int v : s.inputs) needed[p.root(v)] = true;
+        for (int v : s.inputs) needed[roots[v]] = true;
         if (s.kind == STEP_GRAD_ACCUMULATE || s.into_grad >= 0) needed[written] = true;
     }
-    p.remove_steps(drop);
+    return drop;
 }
+
+void pass_dead_nodes(Plan& plan) { remove_plan_steps(plan, dead_steps(plan, &plan.stats.dead)); }
 
 // Common subexpressions: a kernel step with the same op, attributes and inputs (at the same
 // versions) as an earlier one is dropped and its outputs replaced by the earlier step's. Not when
@@ -582,23 +747,25 @@ void pass_common_subexpressions(Plan& plan) {
     std::vector<int> replace(plan.values.size());
     for (size_t v = 0; v < replace.size(); ++v) replace[v] = static_cast<int>(v);
     std::vector<uint32_t> version(plan.values.size(), 0);
+    // The candidate steps seen so far, by a hash of (op, attributes, inputs, their versions): a step
+    // is compared with the steps that may match it, not with every step before it (that made freeze
+    // quadratic on long loops). A table of buckets, each a chain through `Seen::next`, all in flat
+    // lists (no allocation per step); the versions of a seen step's inputs are in one flat list.
     struct Seen {
         int step;
-        std::vector<uint32_t> versions;
+        size_t versions_at;   // its inputs' versions: seen_versions[versions_at ..], one per input
+        int next;             // the next seen step in the same bucket, -1 at the end
     };
     std::vector<Seen> seen;
-    // seen entries by a hash of (op, inputs, their versions): a step is compared with the steps that
-    // may match it, not with every step before it (that made freeze quadratic on long loops)
-    std::unordered_multimap<size_t, size_t> seen_by_hash;
+    std::vector<uint32_t> seen_versions;
+    size_t n_buckets = 1024;
+    while (n_buckets < plan.steps.size()) n_buckets *= 2;
+    std::vector<int> bucket_first(n_buckets, -1);   // hash & (n_buckets - 1) -> a seen index, -1 none
+    std::vector<uint32_t> versions;
     auto hash_of = [](const PlanStep& step, const std::vector<uint32_t>& versions) {
-        const OpAttrs& a = step.attrs;   // the attributes that tell a loop's steps apart (narrow's start, ...)
         size_t h = std::hash<int>()(static_cast<int>(step.op));
-        for (int64_t x : {int64_t(a.dim), int64_t(a.dim2), a.start, a.length, int64_t(a.shape.ndim)})
-            h = h * 1000003u ^ std::hash<int64_t>()(x);
-        h = h * 1000003u ^ std::hash<double>()(a.scalar);
-        for (int i = 0; i < a.shape.ndim; ++i) h = h * 1000003u ^ std::hash<int64_t>()(a.shape[i]);
-        const std::vector<int>& inputs = step.inputs;
-        for (int v : inputs) h = h * 1000003u ^ std::hash<int>()(v);
+        h = h * 1000003u ^ std::hash<int>()(step.attrs);   // equal attributes share their entry
+        for (int v : step.inputs) h = h * 1000003u ^ std::hash<int>()(v);
         for (uint32_t v : versions) h = h * 1000003u ^ std::hash<uint32_t>()(v);
         return h;
     };
@@ -610,16 +777,17 @@ void pass_common_subexpressions(Plan& plan) {
                          s.into_grad < 0;
         for (int v : s.outputs) candidate = candidate && !written[v] && !returned[v];
         if (candidate) {
-            std::vector<uint32_t> versions;
+            versions.clear();
             for (int v : s.inputs) versions.push_back(version[p.root(v)]);
             size_t hash = hash_of(s, versions);
             const Seen* match = nullptr;   // the earliest step that computes the same
-            auto candidates = seen_by_hash.equal_range(hash);
-            for (auto it = candidates.first; it != candidates.second; ++it) {
-                const Seen& e = seen[it->second];
+            size_t bucket = hash & (n_buckets - 1);
+            for (int at = bucket_first[bucket]; at >= 0; at = seen[at].next) {
+                const Seen& e = seen[at];
                 const PlanStep& o = plan.steps[e.step];
-                if (o.op == s.op && o.inputs == s.inputs && e.versions == versions && o.outputs.size() == s.outputs.size() &&
-                    attrs_equal(o.attrs, s.attrs) && (!match || e.step < match->step))
+                if (o.op == s.op && o.inputs == s.inputs && o.outputs.size() == s.outputs.size() && o.attrs == s.attrs &&
+                    std::equal(versions.begin(), versions.end(), seen_versions.begin() + static_cast<long>(e.versions_at)) &&
+                    (!match || e.step < match->step))
                     match = &e;
             }
             if (match) {
@@ -629,10 +797,11 @@ void pass_common_subexpressions(Plan& plan) {
                 ++plan.stats.common;
                 continue;
             }
-            seen_by_hash.emplace(hash, seen.size());
-            seen.push_back({static_cast<int>(k), versions});
+            seen.push_back({static_cast<int>(k), seen_versions.size(), bucket_first[bucket]});
+            bucket_first[bucket] = static_cast<int>(seen.size()) - 1;
+            seen_versions.insert(seen_versions.end(), versions.begin(), versions.end());
         }
-        int written = step_written_root(plan, s);
+        int written = p.written_root(s);
         if (written >= 0) ++version[written];
     }
     for (PlanValue& v : plan.values)
@@ -680,7 +849,7 @@ void pass_constant_folding(Plan& plan) {
         std::vector<Value*> output_pointers;
         for (Value& v : outputs) output_pointers.push_back(&v);
         KernelCall call{inputs.data(), static_cast<int>(inputs.size()), output_pointers.data(),
-                        static_cast<int>(outputs.size()), s.attrs, nullptr};
+                        static_cast<int>(outputs.size()), plan_step_attrs(plan, s), nullptr};
         kernel_run(s.op, call);
         for (size_t i = 0; i < s.outputs.size(); ++i) {
             PlanValue& pv = plan.values[s.outputs[i]];
@@ -744,7 +913,7 @@ void pass_fusion(Plan& plan) {
     // loop made freeze quadratic in time and memory).
     std::vector<std::vector<int>> write_steps(plan.values.size());
     for (size_t k = 0; k < plan.steps.size(); ++k) {
-        int w = step_written_root(plan, plan.steps[k]);
+        int w = p.written_root(plan.steps[k]);
         if (w >= 0) write_steps[w].push_back(static_cast<int>(k));
     }
     auto writes_before = [&](int r, int k) {
@@ -842,7 +1011,7 @@ bool root_untouched_between(const Plan& plan, const PassState& p, size_t from, s
         const PlanStep& s = plan.steps[j];
         for (int in : s.inputs)
             if (p.root(in) == r) return false;
-        if (step_written_root(plan, s) == r) return false;
+        if (p.written_root(s) == r) return false;
     }
     return true;
 }
@@ -864,12 +1033,14 @@ int product_read_once(const Plan& plan, const std::vector<int>& uses, const std:
     int maker = made_by[v];
     if (maker < 0 || uses[v] != 1 || plan.values[v].alias_of >= 0) return -1;
     const PlanStep& m = plan.steps[maker];
-    if (m.kind != STEP_KERNEL || (m.op != OP_mm && m.op != OP_bmm) || m.into_grad >= 0 || m.attrs.accumulate) return -1;
+    if (m.kind != STEP_KERNEL || (m.op != OP_mm && m.op != OP_bmm) || m.into_grad >= 0 || plan_step_attrs(plan, m).accumulate)
+        return -1;
     return maker;
 }
 
 void pass_gradients_in_place(Plan& plan) {
     PassState p(plan);
+    PlanAttrsTable attrs(plan);
     std::vector<int> uses = p.use_counts();
     std::vector<int> made_by = p.producers();
     std::vector<bool> drop(plan.steps.size(), false);
@@ -887,8 +1058,11 @@ void pass_gradients_in_place(Plan& plan) {
                 plan.values[r].shape != plan.values[product].shape || plan.values[r].dtype != plan.values[product].dtype ||
                 !has_root_layout(plan, made_by, sum) || !root_untouched_between(plan, p, maker, k, r))
                 continue;
-            plan.steps[maker].attrs.accumulate = true;
+            OpAttrs accumulating = plan_step_attrs(plan, plan.steps[maker]);
+            accumulating.accumulate = true;
+            plan.steps[maker].attrs = attrs.index_of(accumulating);
             plan.values[product].alias_of = sum;
+            p.roots[product] = r;   // nothing else aliases the product (it is read once)
         } else {
             continue;
         }
@@ -899,27 +1073,37 @@ void pass_gradients_in_place(Plan& plan) {
 }
 
 // Guards move up to right after the step that makes (or last writes) what they read, so that they
-// are checked before the plan changes anything outside it whenever the data allow.
+// are checked before the plan changes anything outside it whenever the data allow; each stays
+// after the guards before it. O(steps): the last step touching each root is kept as steps pass.
 void pass_hoist_guards(Plan& plan) {
-    std::vector<PlanStep> steps;
-    steps.reserve(plan.steps.size());
-    for (PlanStep& s : plan.steps) {
-        if (s.kind != STEP_GUARD) {
-            steps.push_back(std::move(s));
+    auto is_guard = [](const PlanStep& s) { return s.kind == STEP_GUARD; };
+    if (std::none_of(plan.steps.begin(), plan.steps.end(), is_guard)) return;
+    PassState p(plan);
+    std::vector<int> kept;                                // the steps that are not guards, in order
+    std::vector<std::vector<int>> guards_after;           // kept index + 1 -> the guards placed after it (0: first)
+    std::vector<int> last_touch(plan.values.size(), -1);  // root -> kept index of the last step making or writing it
+    int anchor = -1;                                      // where the previous guard went
+    guards_after.emplace_back();
+    for (size_t k = 0; k < plan.steps.size(); ++k) {
+        const PlanStep& s = plan.steps[k];
+        if (s.kind == STEP_GUARD) {
+            for (int in : s.inputs) anchor = std::max(anchor, last_touch[p.root(in)]);
+            guards_after[static_cast<size_t>(anchor + 1)].push_back(static_cast<int>(k));
             continue;
         }
-        size_t at = 0;   // insert after the last step that touches a root the guard reads
-        for (size_t j = 0; j < steps.size(); ++j) {
-            const PlanStep& o = steps[j];
-            bool touches = false;
-            for (int in : s.inputs) {
-                int r = root_of(plan, in);
-                for (int out : o.outputs) touches = touches || root_of(plan, out) == r;
-                touches = touches || step_written_root(plan, o) == r;
-            }
-            if (touches || o.kind == STEP_GUARD) at = j + 1;
-        }
-        steps.insert(steps.begin() + static_cast<long>(at), std::move(s));
+        int at = static_cast<int>(kept.size());
+        kept.push_back(static_cast<int>(k));
+        guards_after.emplace_back();
+        for (int out : s.outputs) last_touch[p.root(out)] = at;
+        int written = p.written_root(s);
+        if (written >= 0) last_touch[written] = at;
+    }
+    std::vector<PlanStep> steps;
+    steps.reserve(plan.steps.size());
+    for (int g : guards_after[0]) steps.push_back(std::move(plan.steps[g]));
+    for (size_t i = 0; i < kept.size(); ++i) {
+        steps.push_back(std::move(plan.steps[kept[i]]));
+        for (int g : guards_after[i + 1]) steps.push_back(std::move(plan.steps[g]));
     }
     plan.steps = std::move(steps);
 }
@@ -959,9 +1143,16 @@ void pass_buffers(Plan& plan, bool reuse, bool inplace) {
         return plan.values[r].kind == VALUE_STEP && plan.values[r].alias_of < 0 && !plan.value_per_call[r] &&
                !into_grad_output[r];
     };
-    std::vector<std::vector<int>> last_used_at(plan.steps.size());   // step -> the roots it reads or writes last
+    // The roots each step reads or writes last: dying[dying_at[k] .. dying_at[k + 1]) for step k
+    // (one flat list, not a list per step).
+    std::vector<int> dying_at(plan.steps.size() + 1, 0), dying;
     for (size_t r = 0; r < n; ++r)
-        if (last_use[r] >= 0) last_used_at[static_cast<size_t>(last_use[r])].push_back(static_cast<int>(r));
+        if (last_use[r] >= 0) ++dying_at[static_cast<size_t>(last_use[r]) + 1];
+    for (size_t k = 0; k < plan.steps.size(); ++k) dying_at[k + 1] += dying_at[k];
+    dying.resize(static_cast<size_t>(dying_at.back()));
+    std::vector<int> filled(dying_at.begin(), dying_at.end() - 1);
+    for (size_t r = 0; r < n; ++r)
+        if (last_use[r] >= 0) dying[static_cast<size_t>(filled[static_cast<size_t>(last_use[r])]++)] = static_cast<int>(r);
     std::multimap<size_t, int> free_buffers;   // bytes -> buffer, in the order they were freed
     std::vector<bool> handed_on(n, false);
     for (size_t k = 0; k < plan.steps.size(); ++k) {
@@ -999,9 +1190,11 @@ void pass_buffers(Plan& plan, bool reuse, bool inplace) {
             }
             plan.value_buffer[out] = chosen;
         }
-        for (int r : last_used_at[k])
+        for (int at = dying_at[k]; at < dying_at[k + 1]; ++at) {
+            int r = dying[static_cast<size_t>(at)];
             if (plan.value_buffer[r] >= 0 && owns_buffer(r) && !handed_on[r])
                 free_buffers.emplace(plan.buffer_bytes[plan.value_buffer[r]], plan.value_buffer[r]);
+        }
     }
     for (size_t v = 0; v < n; ++v) {
         int r = p.root(static_cast<int>(v));
@@ -1016,23 +1209,47 @@ void pass_buffers(Plan& plan, bool reuse, bool inplace) {
     for (size_t b : plan.buffer_bytes) plan.stats.buffer_bytes += b;
 }
 
-// Drop the STEP_GROUP_DONE steps: only the debug replay announces groups.
-void drop_group_steps(Plan& plan) {
-    auto is_group = [](const PlanStep& s) { return s.kind == STEP_GROUP_DONE; };
-    plan.steps.erase(std::remove_if(plan.steps.begin(), plan.steps.end(), is_group), plan.steps.end());
+// `recorded` without its steps (compile_with copies those it keeps): every field of Plan but
+// `steps`, and but the run-time ones (exec, recording, debug_replay), which a compiled plan makes
+// for itself. A field added to Plan is added here.
+std::unique_ptr<Plan> copy_without_steps(const Plan& recorded) {
+    auto plan = std::make_unique<Plan>();
+    plan->name = recorded.name;
+    plan->where = recorded.where;
+    plan->grad_mode = recorded.grad_mode;
+    plan->inputs = recorded.inputs;
+    plan->captured = recorded.captured;
+    plan->constants = recorded.constants;
+    plan->grad_targets = recorded.grad_targets;
+    plan->values = recorded.values;
+    plan->attrs = recorded.attrs;
+    plan->guards = recorded.guards;
+    plan->outputs = recorded.outputs;
+    plan->groups = recorded.groups;
+    plan->compiled = recorded.compiled;
+    plan->passes = recorded.passes;
+    plan->stats = recorded.stats;
+    plan->value_buffer = recorded.value_buffer;
+    plan->buffer_bytes = recorded.buffer_bytes;
+    plan->value_per_call = recorded.value_per_call;
+    plan->first_effect_step = recorded.first_effect_step;
+    return plan;
 }
 
-// `recorded` with `passes` applied; its group steps kept only for the debug replay.
+// `recorded` with `passes` applied; its group steps (STEP_GROUP_DONE) kept only for the debug
+// replay. The first dead-node elimination runs on the recording, so dropped steps are not copied.
 std::unique_ptr<Plan> compile_with(const Plan& recorded, const PlanPasses& passes, bool keep_groups) {
-    auto plan = std::make_unique<Plan>(recorded);
-    plan->exec.reset();
-    plan->debug_replay.reset();
+    auto began = std::chrono::steady_clock::now();
+    std::unique_ptr<Plan> plan = copy_without_steps(recorded);
     plan->passes = passes;
-    if (!keep_groups) drop_group_steps(*plan);
     PlanStats& st = plan->stats;
     st.dead = st.common = st.folded = st.fused_ops = st.fused_groups = st.inplace = st.grads_in_place = 0;
     st.unshared_bytes = st.per_call_bytes = 0;
-    if (passes.dce) pass_dead_nodes(*plan);
+    std::vector<bool> drop = passes.dce ? dead_steps(recorded, &st.dead) : std::vector<bool>(recorded.steps.size(), false);
+    for (size_t k = 0; k < drop.size(); ++k) drop[k] = drop[k] || (!keep_groups && recorded.steps[k].kind == STEP_GROUP_DONE);
+    plan->steps.reserve(static_cast<size_t>(std::count(drop.begin(), drop.end(), false)));
+    for (size_t k = 0; k < drop.size(); ++k)
+        if (!drop[k]) plan->steps.push_back(recorded.steps[k]);
     if (passes.cse) pass_common_subexpressions(*plan);
     if (passes.fold) pass_constant_folding(*plan);
     if (passes.dce && (passes.cse || passes.fold)) pass_dead_nodes(*plan);
@@ -1041,22 +1258,24 @@ std::unique_ptr<Plan> compile_with(const Plan& recorded, const PlanPasses& passe
     pass_hoist_guards(*plan);
     pass_buffers(*plan, passes.reuse, passes.inplace);
     plan->first_effect_step = -1;
+    std::vector<int> roots = value_roots(*plan);
     for (size_t k = 0; k < plan->steps.size() && plan->first_effect_step < 0; ++k) {
         const PlanStep& s = plan->steps[k];
-        if (s.kind != STEP_GUARD && step_is_effect(*plan, s)) plan->first_effect_step = static_cast<int>(k);
+        if (s.kind != STEP_GUARD && step_is_effect(*plan, roots, s)) plan->first_effect_step = static_cast<int>(k);
     }
     plan->compiled = true;
+    st.compile_seconds = seconds_since(began);
     return plan;
 }
 
 }  // namespace
 
-// The plan, and beside it its debug replay: the recording compiled with no pass, its group steps
-// kept (plan.h). The replay's buffers are allocated only when an observed call first runs it.
-std::unique_ptr<Plan> plan_compile(const Plan& recorded, const PlanPasses& passes) {
-    if (recorded.compiled) engine_fail("freeze: plan_compile needs a recorded plan, not a compiled one");
-    std::unique_ptr<Plan> plan = compile_with(recorded, passes, false);
-    plan->debug_replay = compile_with(recorded, PlanPasses{false, false, false, false, false, false}, true);
+// The plan; its debug replay (the recording compiled with no pass, its group steps kept: plan.h)
+// is compiled when an observed call first needs it, and its buffers allocated then.
+std::unique_ptr<Plan> plan_compile(std::shared_ptr<const Plan> recorded, const PlanPasses& passes) {
+    if (!recorded || recorded->compiled) engine_fail("freeze: plan_compile needs a recorded plan, not a compiled one");
+    std::unique_ptr<Plan> plan = compile_with(*recorded, passes, false);
+    plan->recording = std::move(recorded);
     return plan;
 }
 
@@ -1070,23 +1289,30 @@ std::unique_ptr<Plan> plan_compile(const Plan& recorded, const PlanPasses& passe
 
 constexpr int64_t FUSED_CHUNK = 1024;   // elements per chunk of a fused loop (its registers stay in L1/L2)
 
+// A step's prepared call. Its pointer lists lie in PlanExec's flat lists (three heap blocks a step
+// cost a long loop's plan ~150 bytes a step).
 struct StepExec {
-    std::vector<const Value*> inputs;
-    std::vector<Value*> outputs;
+    const Value** inputs = nullptr;            // n_inputs slots, in PlanExec::input_slots
+    Value** outputs = nullptr;                 // n_outputs slots, in PlanExec::output_slots
+    int n_inputs = 0, n_outputs = 0;
+    uint32_t fresh = 0;                        // bit i: output i gets new bytes each call (it is returned)
     bool rebind = false;                       // output 0 shares input 0's bytes, bound each call
     bool view = false;                         // an OPF_VIEW op: output 0 is a view of input 0
     bool contiguous_view_seen = false;         // view: a run on a contiguous input gave a contiguous
     int64_t contiguous_view_offset = 0;        // output this many elements on; again so for any
                                                // contiguous input (shapes and attrs are fixed)
-    std::vector<bool> fresh;                   // output i gets new bytes each call (it is returned)
-    OpAttrs accumulate_attrs;                  // into_grad when the .grad exists: Y += A B
-    std::vector<const ElementwiseMath*> math;  // STEP_FUSED: per op
+    const ElementwiseMath* const* math = nullptr;   // STEP_FUSED: per op, in PlanExec::fused_math
+
+    bool is_fresh(int i) const { return (fresh >> i) & 1u; }
 };
 
 struct PlanExec {
     std::vector<Value> slots;
     std::vector<Ref<Storage>> buffers;
     std::vector<StepExec> steps;
+    std::vector<const Value*> input_slots;             // every step's inputs, in order (sized once)
+    std::vector<Value*> output_slots;                  // every step's outputs
+    std::vector<const ElementwiseMath*> fused_math;    // every fused step's ops
     std::vector<int> per_call_values;   // slots to unbind after a call
     std::vector<int> bound_values;      // slots bound at the start of a call: inputs, .grad tensors, captured
     // Fused registers (double-sized, so either dtype fits), 64-byte aligned as tensor storage is:
@@ -1104,6 +1330,7 @@ namespace {
 std::shared_ptr<PlanExec> exec_build(Plan& plan) {
     auto e = std::make_shared<PlanExec>();
     size_t n = plan.values.size();
+    std::vector<int> roots = value_roots(plan);
     e->slots.resize(n);
     for (size_t b = 0; b < plan.buffer_bytes.size(); ++b)
         e->buffers.push_back(Ref<Storage>::adopt(storage_new(plan.buffer_bytes[b], DEVICE_CPU)));
@@ -1112,7 +1339,7 @@ std::shared_ptr<PlanExec> exec_build(Plan& plan) {
         Value& slot = e->slots[v];
         slot.shape = pv.shape;
         slot.dtype = pv.dtype;
-        int r = root_of(plan, static_cast<int>(v));
+        int r = roots[v];
         const PlanValue& root = plan.values[r];
         if (root.kind == VALUE_CAPTURED && r == static_cast<int>(v)) value_share_layout(slot, plan_captured_value(plan.captured[root.index]));
         else if (root.kind == VALUE_CAPTURED) slot.storage = plan_captured_value(plan.captured[root.index]).storage;
@@ -1121,22 +1348,37 @@ std::shared_ptr<PlanExec> exec_build(Plan& plan) {
         else e->per_call_values.push_back(static_cast<int>(v));
         if (pv.kind == VALUE_INPUT || pv.kind == VALUE_GRAD || pv.kind == VALUE_CAPTURED) e->bound_values.push_back(static_cast<int>(v));
     }
+    size_t n_inputs = 0, n_outputs = 0, n_fused = 0;
+    for (const PlanStep& s : plan.steps) {
+        n_inputs += s.inputs.size();
+        n_outputs += s.outputs.size();
+        n_fused += s.fused.size();
+        if (s.outputs.size() > 32) engine_fail("%s: a step with %zu outputs (at most 32)", plan.name.c_str(), s.outputs.size());
+    }
+    e->input_slots.reserve(n_inputs);   // sized once: the steps point into them
+    e->output_slots.reserve(n_outputs);
+    e->fused_math.reserve(n_fused);
+    e->steps.reserve(plan.steps.size());
     size_t scratch = 0;
     for (const PlanStep& s : plan.steps) {
         StepExec x;
-        for (int v : s.inputs) x.inputs.push_back(&e->slots[v]);
-        for (int v : s.outputs) {
-            x.outputs.push_back(&e->slots[v]);
-            x.fresh.push_back(plan.value_per_call[v] && plan.values[v].alias_of < 0);
+        x.inputs = e->input_slots.data() + e->input_slots.size();
+        x.n_inputs = static_cast<int>(s.inputs.size());
+        for (int v : s.inputs) e->input_slots.push_back(&e->slots[v]);
+        x.outputs = e->output_slots.data() + e->output_slots.size();
+        x.n_outputs = static_cast<int>(s.outputs.size());
+        for (size_t i = 0; i < s.outputs.size(); ++i) {
+            int v = s.outputs[i];
+            e->output_slots.push_back(&e->slots[v]);
+            if (plan.value_per_call[v] && plan.values[v].alias_of < 0) x.fresh |= 1u << i;
         }
         x.rebind = s.kind == STEP_KERNEL && (op_info(s.op).flags & (OPF_VIEW | OPF_INPLACE));
-        x.view = s.kind == STEP_KERNEL && (op_info(s.op).flags & OPF_VIEW) && s.into_grad < 0 && x.outputs.size() == 1 &&
-                 !x.fresh[0];
-        x.accumulate_attrs = s.attrs;
-        x.accumulate_attrs.accumulate = true;
-        for (const FusedOp& op : s.fused) x.math.push_back(elementwise_math(op.op));
+        x.view = s.kind == STEP_KERNEL && (op_info(s.op).flags & OPF_VIEW) && s.into_grad < 0 && x.n_outputs == 1 &&
+                 !x.is_fresh(0);
+        x.math = e->fused_math.data() + e->fused_math.size();
+        for (const FusedOp& op : s.fused) e->fused_math.push_back(elementwise_math(op.op));
         if (s.kind == STEP_FUSED) scratch = std::max(scratch, (s.inputs.size() + s.fused.size()) * FUSED_CHUNK);
-        e->steps.push_back(std::move(x));
+        e->steps.push_back(x);
     }
     e->scratch = Ref<Storage>::adopt(storage_new(scratch * sizeof(double), DEVICE_CPU));
     e->recycled.resize(plan.grad_targets.size());
@@ -1189,7 +1431,7 @@ constexpr int64_t ROW_DIRECT = 64;   // rows at least this long are read in plac
 // One fused step: chunk by chunk, each op's span math over registers; the last op writes the
 // result. A full-shape input is read in place; a long row (a bias) too, the chunks cut at its ends.
 template <class T>
-void run_fused(const PlanStep& s, StepExec& x, PlanExec& e) {
+void run_fused(const Plan& plan, const PlanStep& s, StepExec& x, PlanExec& e) {
     int n_inputs = static_cast<int>(s.inputs.size());
     int n_ops = static_cast<int>(s.fused.size());
     Value& out = *x.outputs[0];
@@ -1230,8 +1472,9 @@ void run_fused(const PlanStep& s, StepExec& x, PlanExec& e) {
             const FusedOp& op = s.fused[j];
             T* dst = j == n_ops - 1 ? out.data<T>() + start : reg_at(n_inputs + j);
             const T* operands[2] = {regs[op.operands[0]], regs[op.operands[1]]};
-            if constexpr (sizeof(T) == 4) x.math[j]->f32(operands, dst, len, op.attrs);
-            else x.math[j]->f64(operands, dst, len, op.attrs);
+            const OpAttrs& attrs = plan.attrs[op.attrs];
+            if constexpr (sizeof(T) == 4) x.math[j]->f32(operands, dst, len, attrs);
+            else x.math[j]->f64(operands, dst, len, attrs);
             regs[n_inputs + j] = dst;
         }
         start += len;
@@ -1407,25 +1650,27 @@ struct PlanCall {
 
     void run_kernel(const PlanStep& s, StepExec& x) {
         if (bind_known_view(x)) return;
-        for (size_t i = 0; i < x.outputs.size(); ++i)
-            if (x.fresh[i]) give_fresh_bytes(*x.outputs[i]);
+        for (int i = 0; i < x.n_outputs; ++i)
+            if (x.is_fresh(i)) give_fresh_bytes(*x.outputs[i]);
         if (x.rebind) value_share_layout(*x.outputs[0], *x.inputs[0]);   // a view's kernel then sets its own
-        const OpAttrs* attrs = &s.attrs;
+        const OpAttrs* attrs = &plan_step_attrs(plan, s);
+        OpAttrs accumulate_attrs;   // into_grad when the .grad exists: Y += A B
         Output* grad_target = nullptr;
         if (s.into_grad >= 0) {
             grad_target = &target(s.into_grad);
             if (grad_target->grad.defined()) {
                 x.outputs[0]->storage = grad_target->grad.value().storage;
-                attrs = &x.accumulate_attrs;
+                accumulate_attrs = *attrs;
+                accumulate_attrs.accumulate = true;
+                attrs = &accumulate_attrs;
             } else if (!take_recycled(s.into_grad, *x.outputs[0])) {
                 give_fresh_bytes(*x.outputs[0]);
             }
         }
-        run_op(s.op, *attrs, x.inputs.data(), s.inputs.data(), static_cast<int>(x.inputs.size()), x.outputs.data(),
-               s.outputs.data(), static_cast<int>(x.outputs.size()), s);
+        run_op(s.op, *attrs, x.inputs, s.inputs.data(), x.n_inputs, x.outputs, s.outputs.data(), x.n_outputs, s);
         if (x.view) learn_view(x);
         if (grad_target) {
-            if (attrs == &x.accumulate_attrs) ++x.outputs[0]->storage->version;
+            if (attrs == &accumulate_attrs) ++x.outputs[0]->storage->version;
             else set_grad_after_write(s.into_grad, *x.outputs[0], s);
             bind_grad(s.into_grad);
         }
@@ -1491,7 +1736,7 @@ struct PlanCall {
             fresh.dtype = x.inputs[0]->dtype;
             if (!take_recycled(s.target, fresh)) give_fresh_bytes(fresh);
             Value* out[1] = {&fresh};
-            run_op(OP_clone, OpAttrs(), x.inputs.data(), s.inputs.data(), 1, out, nullptr, 1, s);
+            run_op(OP_clone, OpAttrs(), x.inputs, s.inputs.data(), 1, out, nullptr, 1, s);
             set_grad_after_write(s.target, fresh, s);
         }
         bind_grad(s.target);
@@ -1520,7 +1765,7 @@ struct PlanCall {
             Value* out[1] = {last ? x.outputs[0] : &results[j]};
             PlanStep member = s;
             member.where = op.where;
-            run_op(op.op, op.attrs, in, in_values, arity, out, last ? s.outputs.data() : nullptr, 1, member);
+            run_op(op.op, plan.attrs[op.attrs], in, in_values, arity, out, last ? s.outputs.data() : nullptr, 1, member);
         }
     }
 
@@ -1528,10 +1773,10 @@ struct PlanCall {
         switch (s.kind) {
             case STEP_KERNEL: run_kernel(s, x); break;
             case STEP_FUSED:
-                if (x.fresh[0]) give_fresh_bytes(*x.outputs[0]);
+                if (x.is_fresh(0)) give_fresh_bytes(*x.outputs[0]);
                 if (observed) run_fused_observed(s, x);
-                else if (x.outputs[0]->dtype == DTYPE_F32) run_fused<float>(s, x, e);
-                else run_fused<double>(s, x, e);
+                else if (x.outputs[0]->dtype == DTYPE_F32) run_fused<float>(plan, s, x, e);
+                else run_fused<double>(plan, s, x, e);
                 break;
             case STEP_GRAD_ACCUMULATE: run_accumulate(s, x); break;
             case STEP_GRAD_CLEAR: clear_grad(s.target); break;
@@ -1656,10 +1901,21 @@ int64_t plan_replay_recorded_id(const Node* node) {
     return g_replay_current && node && g_replay_current->node == node ? g_replay_current->recorded_id : 0;
 }
 
+namespace {
+
+// What an observed call runs: the plan's debug replay, compiled the first time it is needed.
+Plan& debug_replay_of(Plan& plan) {
+    if (!plan.debug_replay && plan.recording)
+        plan.debug_replay = compile_with(*plan.recording, PlanPasses{false, false, false, false, false, false}, true);
+    return plan.debug_replay ? *plan.debug_replay : plan;
+}
+
+}  // namespace
+
 PlanRunResult plan_run(Plan& plan_called, const std::vector<Tensor>& inputs, bool inputs_checked) {
     if (!plan_called.compiled) engine_fail("%s: the plan is not compiled", plan_called.name.c_str());
     // Watched (a breakpoint, the viewer): the recording as recorded, so stops are eager's.
-    Plan& plan = engine_observed() && plan_called.debug_replay ? *plan_called.debug_replay : plan_called;
+    Plan& plan = engine_observed() ? debug_replay_of(plan_called) : plan_called;
     if (!inputs_checked) {
         std::string mismatch = plan_check_inputs(plan, inputs);
         if (!mismatch.empty()) engine_fail("%s: %s", plan.name.c_str(), mismatch.c_str());
@@ -1730,7 +1986,7 @@ std::string op_with_attrs(OpId op, const OpAttrs& attrs) {
     return std::string(op_info(op).name) + (a.empty() ? "" : "(" + a + ")");
 }
 
-std::string value_list(const Plan& plan, const std::vector<int>& values) {
+std::string value_list(const Plan& plan, const ValueIds& values) {
     std::string s;
     for (int v : values) s += (s.empty() ? "" : ", ") + plan_value_name(plan, v);
     return s;
@@ -1788,6 +2044,7 @@ std::string plan_guard_advice(const Plan& plan, int guard) {
 }
 
 std::string plan_describe(const Plan& plan) {
+    std::vector<int> roots = value_roots(plan);
     std::string s;
     char line[512];
     snprintf(line, sizeof line, "plan %s: frozen at %s; %d nodes recorded, autograd %s\n", plan.name.c_str(),
@@ -1822,7 +2079,7 @@ std::string plan_describe(const Plan& plan) {
         std::string what, shape, buffer;
         switch (st_.kind) {
             case STEP_KERNEL: {
-                OpAttrs attrs = st_.attrs;
+                OpAttrs attrs = plan_step_attrs(plan, st_);
                 what = value_list(plan, st_.outputs) + " = " + op_with_attrs(st_.op, attrs) + "(" + value_list(plan, st_.inputs) + ")";
                 if (st_.into_grad >= 0) what += "  -> " + target_name(plan, st_.into_grad) + ".grad (+= when it exists)";
                 break;
@@ -1839,7 +2096,7 @@ std::string plan_describe(const Plan& plan) {
                         args += (a ? ", " : "") + (r < n_in ? plan_value_name(plan, st_.inputs[r]) : "t" + std::to_string(r - n_in + 1));
                     }
                     what += (j ? "; " : " ") + std::string(j + 1 == st_.fused.size() ? "" : "t" + std::to_string(j + 1) + "=") +
-                            op_with_attrs(op.op, op.attrs) + "(" + args + ")";
+                            op_with_attrs(op.op, plan.attrs[op.attrs]) + "(" + args + ")";
                 }
                 break;
             }
@@ -1854,7 +2111,7 @@ std::string plan_describe(const Plan& plan) {
             int v = st_.outputs[0];
             shape = plan.values[v].shape.str();
             if (plan.value_buffer[v] >= 0) buffer = "buf" + std::to_string(plan.value_buffer[v]);
-            else if (plan.value_per_call[root_of(plan, v)]) buffer = "new";
+            else if (plan.value_per_call[roots[v]]) buffer = "new";
             else if (st_.into_grad >= 0) buffer = "grad";
             else if (plan.values[v].alias_of >= 0) buffer = "view";
         }

@@ -21,6 +21,7 @@
 
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "npy.h"
@@ -85,19 +86,58 @@ enum FusedInputMode : uint8_t {
 // result of op (k - number of inputs) of the same step.
 struct FusedOp {
     OpId op = OP_add;
-    OpAttrs attrs;
+    int attrs = 0;                // Plan::attrs[attrs], as PlanStep::attrs
     int operands[2] = {0, 0};
     int64_t recorded_id = 0;
     int64_t recorded_group = 0;   // as PlanStep::recorded_group
     SourceLoc where;
 };
 
+// A step's value ids (its inputs, or its outputs): up to 3 kept in the step itself, more on the
+// heap. Most steps have 1 to 3 of each; a std::vector<int> cost a 32-byte heap block per list,
+// and a long loop's plan has a million steps. The parts of std::vector's interface plans use.
+class ValueIds {
+public:
+    ValueIds() = default;
+    ValueIds(std::initializer_list<int> ids);
+    ValueIds(const std::vector<int>& ids);   // implicit: a list built as a vector becomes a step's
+    ValueIds(const ValueIds& other);
+    ValueIds(ValueIds&& other) noexcept;
+    ValueIds& operator=(const ValueIds& other);
+    ValueIds& operator=(ValueIds&& other) noexcept;
+    ~ValueIds() { delete[] heap_; }
+
+    size_t size() const { return size_; }
+    bool empty() const { return size_ == 0; }
+    int* data() { return heap_ ? heap_ : inline_; }
+    const int* data() const { return heap_ ? heap_ : inline_; }
+    int* begin() { return data(); }
+    int* end() { return data() + size_; }
+    const int* begin() const { return data(); }
+    const int* end() const { return data() + size_; }
+    int& operator[](size_t i) { return data()[i]; }
+    const int& operator[](size_t i) const { return data()[i]; }
+    int& back() { return data()[size_ - 1]; }
+    void push_back(int id);
+    void reserve(size_t n);
+    void clear() { size_ = 0; }
+    bool operator==(const ValueIds& other) const;
+    bool operator!=(const ValueIds& other) const { return !(*this == other); }
+
+private:
+    static constexpr uint32_t INLINE = 3;
+    int* heap_ = nullptr;   // null: the ids are in inline_
+    uint32_t size_ = 0;
+    uint32_t capacity_ = INLINE;
+    int inline_[INLINE] = {};
+};
+
 struct PlanStep {
     StepKind kind = STEP_KERNEL;
     OpId op = OP_clone;
-    OpAttrs attrs;
-    std::vector<int> inputs;    // value ids
-    std::vector<int> outputs;   // value ids
+    int attrs = 0;              // the op's attributes: Plan::attrs[attrs] (plan_step_attrs)
+    ValueIds inputs;            // value ids
+    ValueIds outputs;           // value ids
     int target = -1;            // GRAD_*: grad_targets index; GUARD: guards index
     int into_grad = -1;         // KERNEL: writes straight into grad_targets[into_grad].grad
     Phase phase = PHASE_FORWARD;
@@ -177,10 +217,14 @@ struct PlanStats {
     size_t per_call_bytes = 0; // bytes handed out per call (outputs, new .grad tensors)
     size_t unshared_bytes = 0; // what the buffers would take with one per value
     size_t eager_peak_bytes = 0;   // peak bytes of the recorded eager run, above what was live before
+    double record_seconds = 0;     // the recorded run, from plan_record_begin to plan_record_end (0: loaded)
+    double compile_seconds = 0;    // plan_compile: the passes and buffers (not the debug replay)
 };
 
 struct PlanExec;   // run-time state (plan.cpp), built on first run
 
+// A field added here is added to plan.cpp's copy_without_steps too (compiling copies a recording
+// field by field, its steps apart: the steps it drops are not copied).
 struct Plan {
     std::string name;
     SourceLoc where;                  // the line that froze it
@@ -191,6 +235,9 @@ struct Plan {
     std::vector<GradTarget> grad_targets;
     std::vector<PlanValue> values;
     std::vector<PlanStep> steps;
+    // The steps' attributes, each distinct set once (a loop's steps share theirs; an OpAttrs is
+    // 224 bytes, most of a step when each step held its own). Entry 0 is OpAttrs().
+    std::vector<OpAttrs> attrs = std::vector<OpAttrs>(1);
     std::vector<PlanGuard> guards;
     std::vector<PlanOutput> outputs;
     std::vector<PlanGroup> groups;    // backward groups, for the debug replay (not in plan files)
@@ -202,10 +249,32 @@ struct Plan {
     std::vector<bool> value_per_call; // after compile: value's bytes are new each call (returned)
     int first_effect_step = -1;       // after compile: first step that changes state outside the plan
     std::shared_ptr<PlanExec> exec;
-    // After compile: the same recording compiled with no pass, which plan_run runs when an observer
-    // (a debugger, the viewer) is attached: every recorded node once, in record order, its backward
-    // groups announced as eager does (STEP_GROUP_DONE), so stops are those of the eager run.
+    // After compile: the recording it was compiled from, shared (the frozen function keeps it too).
+    std::shared_ptr<const Plan> recording;
+    // The same recording compiled with no pass, which plan_run runs when an observer (a debugger,
+    // the viewer) is attached: every recorded node once, in record order, its backward groups
+    // announced as eager does (STEP_GROUP_DONE), so stops are those of the eager run. Compiled by
+    // the first call made with an observer attached (null until then: a plan nobody watches does
+    // not pay a second plan's memory).
     std::shared_ptr<Plan> debug_replay;
+};
+
+// A step's attributes.
+inline const OpAttrs& plan_step_attrs(const Plan& plan, const PlanStep& step) { return plan.attrs[step.attrs]; }
+// The step's attributes as an entry of its own, to change without changing other steps' (tests,
+// the fuzzer's mutator). Valid until plan.attrs grows again.
+OpAttrs& plan_step_own_attrs(Plan& plan, PlanStep& step);
+
+// Stores attribute sets in a plan's Plan::attrs, each distinct set once: index_of gives the index
+// of an equal entry, adding one when there is none. O(1) per call (a hash of the fields).
+class PlanAttrsTable {
+public:
+    explicit PlanAttrsTable(Plan& plan);   // knows the entries the plan has already
+    int index_of(const OpAttrs& attrs);
+
+private:
+    Plan& plan_;
+    std::unordered_multimap<size_t, int> by_hash_;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -234,8 +303,9 @@ void plan_record_abort();   // stop without a plan (the function raised an error
 // ---------------------------------------------------------------------------------------------
 // freeze
 
-// A runnable copy of `recorded` with `passes` applied (recorded must be uncompiled).
-std::unique_ptr<Plan> plan_compile(const Plan& recorded, const PlanPasses& passes);
+// A runnable copy of `recorded` with `passes` applied (recorded must be uncompiled). The plan keeps
+// `recorded` (Plan::recording) for its debug replay. Time and memory O(steps + values).
+std::unique_ptr<Plan> plan_compile(std::shared_ptr<const Plan> recorded, const PlanPasses& passes);
 
 // ---------------------------------------------------------------------------------------------
 // replay

@@ -255,7 +255,7 @@ OpAttrs read_attrs(Reader& r) {
     return a;
 }
 
-void write_indices(Writer& w, const std::vector<int>& list) {
+void write_indices(Writer& w, const ValueIds& list) {
     w.u32(list.size());
     for (int v : list) w.i32(v);
 }
@@ -318,7 +318,7 @@ std::string plan_save_bytes(const Plan& plan, const PlanPasses& passes) {
         if (!written(s)) continue;
         w.u8(s.kind);
         w.str(op_info(s.op).name);
-        write_attrs(w, s.attrs);
+        write_attrs(w, plan_step_attrs(plan, s));
         write_indices(w, s.inputs);
         write_indices(w, s.outputs);
         w.i32(s.target);
@@ -388,12 +388,10 @@ void upgrade_version_1_views(Plan& plan) {
 
 // Versions 1 and 2 had one kernel, stride and padding for both axes, saved where kernel_h,
 // stride_h and padding_h are now: the W values are the same.
-void upgrade_version_2_windows(Plan& plan) {
-    for (PlanStep& s : plan.steps) {
-        s.attrs.kernel_w = s.attrs.kernel_h;
-        s.attrs.stride_w = s.attrs.stride_h;
-        s.attrs.padding_w = s.attrs.padding_h;
-    }
+void upgrade_version_2_window(OpAttrs& a) {
+    a.kernel_w = a.kernel_h;
+    a.stride_w = a.stride_h;
+    a.padding_w = a.padding_h;
 }
 
 std::unique_ptr<Plan> read_payload(Reader& r, PlanPasses* passes) {
@@ -442,11 +440,14 @@ std::unique_ptr<Plan> read_payload(Reader& r, PlanPasses* passes) {
         v.recorded_id = r.i64();
     }
     plan->steps.resize(r.count("steps", MIN_STEP_BYTES));
+    PlanAttrsTable attrs(*plan);
     for (PlanStep& s : plan->steps) {
         s.kind = static_cast<StepKind>(r.enum_value(STEP_GUARD, "step kind"));
         std::string op = r.str();
         if (!op_find(op.c_str(), &s.op)) r.bad("the plan uses op '" + op + "', which this tapedeck does not have");
-        s.attrs = read_attrs(r);
+        OpAttrs step_attrs = read_attrs(r);
+        if (r.version < 3) upgrade_version_2_window(step_attrs);
+        s.attrs = attrs.index_of(step_attrs);
         s.inputs = read_indices(r);
         s.outputs = read_indices(r);
         s.target = r.i32();
@@ -456,7 +457,6 @@ std::unique_ptr<Plan> read_payload(Reader& r, PlanPasses* passes) {
         if (r.version >= 4) s.recorded_group = r.i64();
     }
     if (r.version < 2) upgrade_version_1_views(*plan);
-    if (r.version < 3) upgrade_version_2_windows(*plan);
     plan->guards.resize(r.count("guards", MIN_GUARD_BYTES));
     for (PlanGuard& g : plan->guards) {
         g.kind = static_cast<GuardKind>(r.enum_value(GUARD_GRAD_STATE, "guard kind"));
@@ -570,7 +570,8 @@ void check_kernel_step(const Reader& r, const Plan& plan, const PlanStep& s, con
     if (s.outputs.empty() || static_cast<int>(s.outputs.size()) > info.max_outputs)
         r.bad(what + " has the wrong number of outputs");
     if (s.target != -1) r.bad(what + " names a target");
-    if (s.attrs.accumulate) r.bad(what + " adds into its output, which only a compiled plan's steps do");
+    const OpAttrs& attrs = plan_step_attrs(plan, s);
+    if (attrs.accumulate) r.bad(what + " adds into its output, which only a compiled plan's steps do");
     std::vector<Value> inputs(n_in);   // shapes and dtypes only: what the shape rule reads
     std::vector<const Value*> pointers;
     for (int i = 0; i < n_in; ++i) {
@@ -585,7 +586,7 @@ void check_kernel_step(const Reader& r, const Plan& plan, const PlanStep& s, con
         if ((needs_same && !same_as_first) || ((info.flags & OPF_FLOAT_ONLY) && !dtype_is_float(d)))
             r.bad(what + " has inputs of dtypes its kernel does not take");
     }
-    ShapeCall call(info.name, pointers.data(), n_in, s.attrs);
+    ShapeCall call(info.name, pointers.data(), n_in, attrs);
     try {
         info.shape_rule(call);
     } catch (const EngineError& e) {
@@ -755,7 +756,7 @@ size_t plan_memory_bound(const Plan& plan) {
         }
         const PlanValue& out = plan.values[s.outputs[0]];
         scratch = std::max(scratch, cpu_kernel_scratch_bytes(s.op, pointers.data(), static_cast<int>(pointers.size()),
-                                                             out.shape, out.dtype, s.attrs));
+                                                             out.shape, out.dtype, plan_step_attrs(plan, s)));
     }
     add(scratch);
     return total;

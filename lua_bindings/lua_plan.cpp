@@ -367,7 +367,7 @@ int record_call(lua_State* L, Frozen& f, int first, int n) {
         e.results_ref = luaL_ref(L, LUA_REGISTRYINDEX);
         e.recorded = std::shared_ptr<Plan>(plan_record_end(outputs));
         name_captured(L, f, *e.recorded);
-        e.plan = std::shared_ptr<Plan>(plan_compile(*e.recorded, f.passes));
+        e.plan = std::shared_ptr<Plan>(plan_compile(e.recorded, f.passes));
     } catch (const std::exception& x) {
         plan_record_abort();
         f.drop_entry(e);
@@ -871,7 +871,7 @@ int frozen_with_passes(lua_State* L) {
     for (const CacheEntry& e : f.cache) {
         CacheEntry c;
         c.recorded = e.recorded;
-        c.plan = std::shared_ptr<Plan>(plan_compile(*e.recorded, passes));
+        c.plan = std::shared_ptr<Plan>(plan_compile(e.recorded, passes));
         lua_rawgeti(L, LUA_REGISTRYINDEX, e.args_ref);
         c.args_ref = luaL_ref(L, LUA_REGISTRYINDEX);
         lua_rawgeti(L, LUA_REGISTRYINDEX, e.results_ref);
@@ -883,7 +883,7 @@ int frozen_with_passes(lua_State* L) {
 
 int frozen_stats(lua_State* L) {
     Frozen& f = check_frozen(L, 1);
-    lua_createtable(L, 0, 14);
+    lua_createtable(L, 0, 16);
     lua_pushinteger(L, f.calls);
     lua_setfield(L, -2, "calls");
     lua_pushinteger(L, f.replays);
@@ -912,6 +912,10 @@ int frozen_stats(lua_State* L) {
         lua_setfield(L, -2, "fused_groups");
         lua_pushinteger(L, static_cast<lua_Integer>(f.cache.front().plan->guards.size()));
         lua_setfield(L, -2, "guards");
+        lua_pushnumber(L, s.record_seconds);
+        lua_setfield(L, -2, "record_seconds");
+        lua_pushnumber(L, s.compile_seconds);
+        lua_setfield(L, -2, "compile_seconds");
     }
     return 1;
 }
@@ -1005,7 +1009,7 @@ int l_load_plan(lua_State* L) {
     f.passes = passes;
     CacheEntry e;
     e.recorded = recorded;
-    e.plan = std::shared_ptr<Plan>(plan_compile(*recorded, passes));
+    e.plan = std::shared_ptr<Plan>(plan_compile(recorded, passes));
     lua_createtable(L, 0, 1);   // any arguments: only tensors count for a loaded plan
     lua_pushinteger(L, static_cast<lua_Integer>(recorded->inputs.size()));
     lua_setfield(L, -2, "n");

@@ -118,7 +118,7 @@ int subcommand_run_plan(lua_State*, int argc, char** argv) {
     try {
         td::PlanPasses passes;
         std::unique_ptr<td::Plan> recorded = td::plan_load(plan_path, &passes, load_options);
-        std::unique_ptr<td::Plan> plan = td::plan_compile(*recorded, passes);
+        std::unique_ptr<td::Plan> plan = td::plan_compile(std::move(recorded), passes);
         std::vector<td::Tensor> inputs(plan->inputs.size());
         size_t next_positional = 0;
         for (const auto& g : given) {

@@ -70,7 +70,7 @@ TEST_CASE("plan: a recorded RNN cell replays to the eager loss and gradients wit
     Cell cell;
     Tensor x = make_tensor(Shape{1, 10}, ramp(10, 1));
     Tensor h = make_tensor(Shape{1, 20}, ramp(20, 0.5));
-    std::unique_ptr<Plan> recorded = record_cell(cell, x, h);
+    std::shared_ptr<Plan> recorded = record_cell(cell, x, h);
     REQUIRE(recorded->inputs.size() == 2);
     REQUIRE(recorded->captured.size() == 2);
     REQUIRE(recorded->grad_targets.size() == 2);
@@ -80,7 +80,7 @@ TEST_CASE("plan: a recorded RNN cell replays to the eager loss and gradients wit
     Tensor eager_loss = cell.step(x2, h2);
     std::vector<double> eager_gh = values_of(grad_of(cell.w_h)), eager_gx = values_of(grad_of(cell.w_x));
     for (const PlanPasses& passes : pass_configs) {
-        std::unique_ptr<Plan> plan = plan_compile(*recorded, passes);
+        std::unique_ptr<Plan> plan = plan_compile(recorded, passes);
         cell.w_h.node->outputs[0].grad = make_tensor(Shape{20, 20}, ramp(400, 9));   // cleared by the plan
         PlanRunResult result = plan_run(*plan, {x2, h2});
         REQUIRE(result.completed);
@@ -94,11 +94,11 @@ TEST_CASE("plan: with an observer attached, the recording replays node by node a
     Cell cell;
     Tensor x = make_tensor(Shape{1, 10}, ramp(10, 1));
     Tensor h = make_tensor(Shape{1, 20}, ramp(20, 0.5));
-    std::unique_ptr<Plan> plan = plan_compile(*record_cell(cell, x, h), PlanPasses{});
+    std::unique_ptr<Plan> plan = plan_compile(record_cell(cell, x, h), PlanPasses{});
     PlanRunResult fast = plan_run(*plan, {x, h});
     std::vector<double> fast_gh = values_of(grad_of(cell.w_h));
     REQUIRE(plan->stats.fused_groups >= 1);
-    REQUIRE(plan->debug_replay);
+    CHECK_FALSE(plan->debug_replay);   // compiled by the first observed call, not beside every plan
     for (const PlanStep& s : plan->steps) CHECK(s.kind != STEP_GROUP_DONE);   // only the debug replay has them
 
     struct Watcher {
@@ -122,6 +122,7 @@ TEST_CASE("plan: with an observer attached, the recording replays node by node a
     int handle = engine_observe(Watcher::on, &seen);
     PlanRunResult observed = plan_run(*plan, {x, h});
     engine_unobserve(handle);
+    REQUIRE(plan->debug_replay);
     REQUIRE(observed.completed);
     CHECK(engine_backward_pass() == nullptr);
     check_values(values_of(observed.outputs[0]), values_of(fast.outputs[0]), 0, 0);
@@ -143,9 +144,9 @@ TEST_CASE("plan: liveness reuses buffers, gradients are written in place, and ou
     Cell cell;
     Tensor x = make_tensor(Shape{1, 10}, ramp(10, 1));
     Tensor h = make_tensor(Shape{1, 20}, ramp(20, 0.5));
-    std::unique_ptr<Plan> recorded = record_cell(cell, x, h);
-    std::unique_ptr<Plan> reused = plan_compile(*recorded, PlanPasses{});
-    std::unique_ptr<Plan> unshared = plan_compile(*recorded, PlanPasses{true, true, true, true, false, false});
+    std::shared_ptr<Plan> recorded = record_cell(cell, x, h);
+    std::unique_ptr<Plan> reused = plan_compile(recorded, PlanPasses{});
+    std::unique_ptr<Plan> unshared = plan_compile(recorded, PlanPasses{true, true, true, true, false, false});
     CHECK(reused->stats.buffer_bytes < unshared->stats.buffer_bytes);
     CHECK(reused->stats.grads_in_place == 2);   // both gradients come straight out of an mm
     PlanRunResult a = plan_run(*reused, {x, h});
@@ -171,13 +172,13 @@ TEST_CASE("plan: an mm whose result backward adds into a sum of its own adds int
     plan_record_begin("unrolled", {h0}, {"h0"}, SourceLoc());
     plan_record_note_grad_clear(w, SourceLoc());
     Tensor loss = unrolled(h0);
-    std::unique_ptr<Plan> recorded = plan_record_end({loss});
-    std::unique_ptr<Plan> plan = plan_compile(*recorded, PlanPasses{});
+    std::shared_ptr<Plan> recorded = plan_record_end({loss});
+    std::unique_ptr<Plan> plan = plan_compile(recorded, PlanPasses{});
     int accumulating = 0;
-    for (const PlanStep& s : plan->steps) accumulating += s.kind == STEP_KERNEL && s.op == OP_mm && s.attrs.accumulate;
+    for (const PlanStep& s : plan->steps) accumulating += s.kind == STEP_KERNEL && s.op == OP_mm && plan_step_attrs(*plan, s).accumulate;
     CHECK(accumulating == 4);   // W's third to sixth gradients
     for (const PlanPasses& passes : pass_configs) {
-        std::unique_ptr<Plan> p = plan_compile(*recorded, passes);
+        std::unique_ptr<Plan> p = plan_compile(recorded, passes);
         for (int call = 0; call < 2; ++call) {   // the sum's buffer is written afresh each call
             PlanRunResult r = plan_run(*p, {h0});
             REQUIRE(r.completed);
@@ -194,7 +195,7 @@ TEST_CASE("plan: a guard on a value read while recording stops a run whose data 
     plan_record_note_values(s, SourceLoc(), "item()");
     Tensor loss = ops::reduce_all(OP_sum, ops::mul(w, x));
     backward(loss, nullptr);
-    std::unique_ptr<Plan> plan = plan_compile(*plan_record_end({loss}), PlanPasses{});
+    std::unique_ptr<Plan> plan = plan_compile(plan_record_end({loss}), PlanPasses{});
     REQUIRE(plan->guards.size() == 1);
     std::vector<double> grad_before = values_of(grad_of(w));
     PlanRunResult same = plan_run(*plan, {make_tensor(Shape{2}, {4, 3})});   // the sum is 7 again
@@ -213,14 +214,14 @@ TEST_CASE("plan: files round-trip, and mutated files (checksum fixed up) load or
     Cell cell;
     Tensor x = make_tensor(Shape{1, 10}, ramp(10, 1));
     Tensor h = make_tensor(Shape{1, 20}, ramp(20, 0.5));
-    std::unique_ptr<Plan> recorded = record_cell(cell, x, h);
+    std::shared_ptr<Plan> recorded = record_cell(cell, x, h);
     std::string path = "test_plan_fuzz.tdp";
     plan_save(*recorded, PlanPasses{}, path);
     PlanPasses passes;
     std::unique_ptr<Plan> loaded = plan_load(path, &passes);
-    std::unique_ptr<Plan> plan = plan_compile(*loaded, passes);
+    std::unique_ptr<Plan> plan = plan_compile(std::move(loaded), passes);
     PlanRunResult run = plan_run(*plan, {x, h});
-    std::unique_ptr<Plan> original = plan_compile(*recorded, PlanPasses{});
+    std::unique_ptr<Plan> original = plan_compile(recorded, PlanPasses{});
     PlanRunResult reference = plan_run(*original, {x, h});
     check_values(values_of(run.outputs[0]), values_of(reference.outputs[0]), 0, 0);
 
@@ -252,7 +253,7 @@ TEST_CASE("plan: files round-trip, and mutated files (checksum fixed up) load or
         try {
             PlanPasses p;
             std::unique_ptr<Plan> l = plan_load(path, &p);
-            std::unique_ptr<Plan> c = plan_compile(*l, p);
+            std::unique_ptr<Plan> c = plan_compile(std::move(l), p);
             try {
                 plan_run(*c, {x, h});
             } catch (const EngineError&) {
@@ -265,4 +266,27 @@ TEST_CASE("plan: files round-trip, and mutated files (checksum fixed up) load or
     std::remove(path.c_str());
     CHECK(refused > 0);
     CHECK(loaded_ok + refused == 3000);
+}
+
+TEST_CASE("plan: a step's value ids keep up to 3 in the step and grow onto the heap past that, as a vector would") {
+    ValueIds ids{4, 5};
+    CHECK(ids.size() == 2);
+    for (int v = 6; v < 40; ++v) ids.push_back(v);   // past the 3 kept inline: on the heap, grown
+    REQUIRE(ids.size() == 36);
+    for (size_t i = 0; i < ids.size(); ++i) CHECK(ids[i] == static_cast<int>(i) + 4);
+    ValueIds copy = ids;
+    CHECK(copy == ids);
+    copy[0] = -1;
+    CHECK(copy != ids);   // a copy has ids of its own
+    ValueIds moved = std::move(copy);
+    CHECK(moved.size() == 36);
+    CHECK(moved[0] == -1);
+    ValueIds small = std::vector<int>{7};
+    small = moved;        // inline to heap
+    CHECK(small == moved);
+    moved = ValueIds{1, 2, 3};
+    CHECK(moved == ValueIds{1, 2, 3});
+    CHECK(std::vector<int>(moved.begin(), moved.end()) == std::vector<int>{1, 2, 3});
+    moved.clear();
+    CHECK(moved.empty());
 }

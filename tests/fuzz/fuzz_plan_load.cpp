@@ -57,7 +57,7 @@ void load_compile_run(const std::string& bytes) {
     PlanLoadOptions options;
     options.max_bytes = FUZZ_MAX_BYTES;
     std::unique_ptr<Plan> recorded = plan_load_bytes(bytes, "fuzz.tdp", &passes, options);
-    std::unique_ptr<Plan> plan = plan_compile(*recorded, passes);
+    std::unique_ptr<Plan> plan = plan_compile(std::move(recorded), passes);
     std::vector<Tensor> inputs;
     for (const PlanInput& in : plan->inputs) inputs.push_back(input_like(in));
     set_grad_enabled(plan->grad_mode);
@@ -134,7 +134,7 @@ bool mutate_plan(Plan& plan, PlanPasses& passes, std::mt19937_64& rng) {
             step->op = same[pick(rng, same.size())];
             return true;
         }
-        case 2: case 3: mutate_attrs(step->attrs, rng); return true;
+        case 2: case 3: mutate_attrs(plan_step_own_attrs(plan, *step), rng); return true;
         case 4: {   // an input rewired to an earlier value of the same shape and dtype
             if (step->inputs.empty()) return false;
             int& in = step->inputs[pick(rng, step->inputs.size())];
