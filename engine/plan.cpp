@@ -241,7 +241,9 @@ struct Recorder {
     int64_t first_id = 0;                           // nodes from this id on were made by the recording
     ValueTable value_of;                            // (node id, output) -> value
     std::unique_ptr<PlanAttrsTable> attrs;          // the plan's attribute sets
-    std::unordered_map<const Storage*, int> latest_by_storage;   // the last value seen with these bytes
+    // The last value seen with these bytes, by the storage's serial (unique for the run, where its
+    // address is not: a backward pass frees what it has used while the recording goes on).
+    std::unordered_map<uint64_t, int> latest_by_storage;
     std::vector<uint64_t> input_keys;
     std::unordered_map<uint64_t, int> target_of;    // (leaf id, output) -> grad target
     std::vector<bool> target_state_known;           // a clear or an accumulation fixed its .grad state
@@ -258,7 +260,7 @@ void refuse(Recorder& r, const std::string& why) {
 }
 
 void remember_storage(Recorder& r, const Value& value, int v) {
-    if (value.storage) r.latest_by_storage[value.storage.get()] = v;
+    if (value.storage) r.latest_by_storage[value.storage->serial] = v;
 }
 
 // The value for a tensor the recording reads: one it made or an input, else a new captured one.
@@ -297,7 +299,7 @@ PlanStep& add_step(Plan& plan, StepKind kind, OpId op, Phase phase, SourceLoc wh
 void record_custom_outputs(Recorder& r, Node* node) {
     for (int i = 0; i < node->outputs.size(); ++i) {
         const Value& value = node->outputs[i].value;
-        auto found = r.latest_by_storage.find(value.storage.get());
+        auto found = value.storage ? r.latest_by_storage.find(value.storage->serial) : r.latest_by_storage.end();
         int v = -1;
         if (found != r.latest_by_storage.end()) {
             const PlanValue& candidate = r.plan->values[found->second];
