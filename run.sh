@@ -14,7 +14,7 @@
 #                     seeded with tests/fuzz/corpus/), and the random op-sequence fuzzer through the
 #                     Lua API (tests/fuzz/run_api_fuzz.sh). Findings land in build-asan/fuzz/; the
 #                     exit status is 1 when any fuzzer found something.
-#   ./run.sh bench    the benchmark (W1-W5, µs per iteration)
+#   ./run.sh bench    the benchmark (W1-W9, µs per iteration, beside PyTorch when installed)
 set -euo pipefail
 cd "$(dirname "$0")"
 
