@@ -92,9 +92,8 @@ public:
     Edge& operator=(const Edge&) = delete;
     ~Edge() { drop_own_value(); }
 
-    const Value& value() const;              // the input's value
+    const Value& value() const;              // the input's value (op_call and tape_record_prepared set one)
     Node* node() const { return node_.get(); }   // the producing node, when held
-    const Ref<Node>& node_ref() const { return node_; }
     // Reads `producer`'s output `output` through the node, holding it.
     void set_node(const Ref<Node>& producer, int output_index);
     // Holds a copy of `value` and no node.
@@ -285,12 +284,12 @@ bool engine_observed();   // whether any observer wants an event (plan_run then 
 // Whether a backward pass keeps the nodes it records (each forward node's `backward_nodes`) after
 // they have run, so that the graph, DOT and the viewer show the backward pass afterwards. Kept
 // while the setting is on (the engine's default; the tapedeck program turns it off for a script
-// run without -i; torch.autograd.keep_backward_graph),
-// while an observer looks at values (engine_values_watched: a debugger with a breakpoint or
-// stepping, the viewer), and in a pass that builds a graph of its gradients (create_graph).
-// Freeze's recorder only notes the ops as they run: a recording keeps no more than the eager run. Otherwise, as in PyTorch, a
-// backward node lives only while the pass needs its result: a long loop's backward pass then
-// costs no memory after it ends, and less while it runs.
+// run without -i; torch.autograd.keep_backward_graph), while an observer looks at values
+// (engine_values_watched: a debugger with a breakpoint or stepping, the viewer), and in a pass
+// that builds a graph of its gradients (create_graph). Freeze's recorder only notes the ops as
+// they run, so a recording keeps no more than the eager run. Otherwise, as in PyTorch, a backward
+// node lives only while the pass needs its result: a long loop's backward pass then costs no
+// memory after it ends, and less while it runs.
 void engine_keep_backward_graph(bool keep);
 bool engine_keeps_backward_graph_setting();
 bool engine_backward_graph_kept();
