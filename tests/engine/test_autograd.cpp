@@ -475,3 +475,39 @@ TEST_CASE("autograd: a pass frees the gradients it used, keeps .grad and the rec
     CHECK(freed_backward_values(true, &grad, &text) == 0);
     check_values(grad, {1, 1, 0, 0, 3, 3});
 }
+
+namespace {
+
+// The backward records the same pass keeps on x's graph, and x's gradient, with the setting as given
+// and, when `watched`, an observer that looks at values attached.
+int kept_backward_records(bool keep_setting, bool watched, Tensor* leaf_grad) {
+    bool saved = engine_keeps_backward_graph_setting();
+    engine_keep_backward_graph(keep_setting);
+    Tensor x = make_leaf({2, 2}, {1, 2, 3, 4});
+    Tensor y = x;
+    for (int i = 0; i < 20; ++i) y = ops::unary(OP_tanh, ops::mm(x, y));
+    Tensor loss = sum_all(y);
+    int handle = watched ? engine_observe(ignore_events, nullptr) : 0;
+    int64_t live_before = tape_live_count();
+    backward(loss, nullptr);
+    if (watched) engine_unobserve(handle);
+    if (!keep_setting && !watched) CHECK(tape_live_count() - live_before <= 1);   // x.grad, nothing else
+    engine_keep_backward_graph(saved);
+    *leaf_grad = grad_of(x);
+    int records = 0;
+    for (const Ref<Node>& n : graph_collect(loss)) records += n->phase == PHASE_BACKWARD;
+    return records;
+}
+
+}  // namespace
+
+TEST_CASE("autograd: with the backward graph not kept (a script), no backward node outlives the pass, unless "
+          "an observer looks at values; the gradient is the same") {
+    Tensor kept, dropped, watched;
+    CHECK(kept_backward_records(true, false, &kept) > 40);
+    CHECK(kept_backward_records(false, false, &dropped) == 0);
+    CHECK(kept_backward_records(false, true, &watched) > 40);
+    std::vector<double> want = values_of(kept);
+    check_values(dropped, want);
+    check_values(watched, want);
+}
