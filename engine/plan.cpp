@@ -13,6 +13,7 @@
 #include <map>
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <unordered_map>
 
 #include "elementwise.h"
@@ -177,6 +178,21 @@ OpAttrs& plan_step_own_attrs(Plan& plan, PlanStep& step) {
     return plan.attrs.back();
 }
 
+// The interned shapes: each distinct one once, in a deque (its elements never move), found by a
+// hash of ndim and dims.
+const Shape& ShapeRef::intern(const Shape& shape) {
+    static std::deque<Shape> shapes;
+    static std::unordered_multimap<size_t, const Shape*> by_hash;
+    size_t h = std::hash<int>()(shape.ndim);
+    for (int i = 0; i < shape.ndim; ++i) h = h * 1000003u ^ std::hash<int64_t>()(shape.dims[i]);
+    auto range = by_hash.equal_range(h);
+    for (auto it = range.first; it != range.second; ++it)
+        if (*it->second == shape) return *it->second;
+    shapes.push_back(shape);
+    by_hash.emplace(h, &shapes.back());
+    return shapes.back();
+}
+
 PlanAttrsTable::PlanAttrsTable(Plan& plan) : plan_(plan) {
     for (size_t i = 0; i < plan.attrs.size(); ++i) by_hash_.emplace(attrs_hash(plan.attrs[i]), static_cast<int>(i));
 }
@@ -235,6 +251,37 @@ private:
     std::unordered_map<uint64_t, int> others_;
 };
 
+// Storage serial -> the last value seen with those bytes; -1 for none. Storages made while the
+// recording runs have dense serials from first_serial on: found by index in a vector (4 bytes a
+// storage, where a hash map entry cost ~50). Older ones (arguments, captured tensors) are in a
+// hash map.
+class StorageValues {
+public:
+    void start_at(uint64_t first_serial) { first_serial_ = first_serial; }
+    int find(uint64_t serial) const {
+        if (serial < first_serial_) {
+            auto found = older_.find(serial);
+            return found == older_.end() ? -1 : found->second;
+        }
+        size_t at = static_cast<size_t>(serial - first_serial_);
+        return at < dense_.size() ? dense_[at] : -1;
+    }
+    void set(uint64_t serial, int value) {
+        if (serial < first_serial_) {
+            older_[serial] = value;
+            return;
+        }
+        size_t at = static_cast<size_t>(serial - first_serial_);
+        if (at >= dense_.size()) dense_.resize(at + 1, -1);   // grows geometrically
+        dense_[at] = value;
+    }
+
+private:
+    uint64_t first_serial_ = 0;
+    std::vector<int> dense_;
+    std::unordered_map<uint64_t, int> older_;
+};
+
 struct Recorder {
     std::unique_ptr<Plan> plan;
     int observer = 0;
@@ -243,7 +290,7 @@ struct Recorder {
     std::unique_ptr<PlanAttrsTable> attrs;          // the plan's attribute sets
     // The last value seen with these bytes, by the storage's serial (unique for the run, where its
     // address is not: a backward pass frees what it has used while the recording goes on).
-    std::unordered_map<uint64_t, int> latest_by_storage;
+    StorageValues latest_by_storage;
     std::vector<uint64_t> input_keys;
     std::unordered_map<uint64_t, int> target_of;    // (leaf id, output) -> grad target
     std::vector<bool> target_state_known;           // a clear or an accumulation fixed its .grad state
@@ -260,7 +307,7 @@ void refuse(Recorder& r, const std::string& why) {
 }
 
 void remember_storage(Recorder& r, const Value& value, int v) {
-    if (value.storage) r.latest_by_storage[value.storage->serial] = v;
+    if (value.storage) r.latest_by_storage.set(value.storage->serial, v);
 }
 
 // The value for a tensor the recording reads: one it made or an input, else a new captured one.
@@ -299,11 +346,11 @@ PlanStep& add_step(Plan& plan, StepKind kind, OpId op, Phase phase, SourceLoc wh
 void record_custom_outputs(Recorder& r, Node* node) {
     for (int i = 0; i < node->outputs.size(); ++i) {
         const Value& value = node->outputs[i].value;
-        auto found = value.storage ? r.latest_by_storage.find(value.storage->serial) : r.latest_by_storage.end();
+        int latest = value.storage ? r.latest_by_storage.find(value.storage->serial) : -1;
         int v = -1;
-        if (found != r.latest_by_storage.end()) {
-            const PlanValue& candidate = r.plan->values[found->second];
-            if (candidate.shape == value.shape && candidate.dtype == value.dtype) v = found->second;
+        if (latest >= 0) {
+            const PlanValue& candidate = r.plan->values[latest];
+            if (candidate.shape == value.shape && candidate.dtype == value.dtype) v = latest;
         }
         if (v < 0) v = value_for(r, node->id, i, value, nullptr);
         r.value_of.set(node->id, i, v);
@@ -467,6 +514,7 @@ void plan_record_begin(const std::string& name, const std::vector<Tensor>& input
     plan.grad_mode = grad_enabled();
     r->first_id = tape_next_id();
     r->value_of.start_at(r->first_id);
+    r->latest_by_storage.start_at(storage_next_serial());
     for (size_t k = 0; k < inputs.size(); ++k) {
         const Tensor& t = inputs[k];
         PlanInput in;
@@ -601,6 +649,17 @@ void prune_captured(Plan& plan) {
         if (t.kind == VALUE_CAPTURED) t.index = renumber[t.index];
 }
 
+// The recording's lists grew by doubling while it ran: up to half of each is spare capacity, held
+// for as long as the plan (the frozen function keeps its recording). Copy them to their size.
+void shrink_recording(Plan& plan) {
+    plan.steps.shrink_to_fit();
+    plan.values.shrink_to_fit();
+    plan.attrs.shrink_to_fit();
+    plan.groups.shrink_to_fit();
+    plan.captured.shrink_to_fit();
+    plan.guards.shrink_to_fit();
+}
+
 }  // namespace
 
 std::unique_ptr<Plan> plan_record_end(const std::vector<Tensor>& outputs) {
@@ -621,7 +680,10 @@ std::unique_ptr<Plan> plan_record_end(const std::vector<Tensor>& outputs) {
     plan.stats.eager_peak_bytes = peak > r->live_at_begin ? peak - r->live_at_begin : 0;
     plan.stats.record_seconds = seconds_since(r->began);
     prune_captured(plan);
-    return std::move(r->plan);
+    std::unique_ptr<Plan> recorded = std::move(r->plan);
+    r.reset();   // the recorder's tables go before the recording's lists are copied to their size
+    shrink_recording(*recorded);
+    return recorded;
 }
 
 void plan_record_abort() {
@@ -974,7 +1036,7 @@ void pass_fusion(Plan& plan) {
         fused.inputs = group_inputs(group);
         fused.outputs = plan.steps[k].outputs;
         const PlanValue& result = plan.values[fused.outputs[0]];
-        for (int v : fused.inputs) fused.input_modes.push_back(static_cast<uint8_t>(fused_input_mode(plan.values[v], result)));
+        for (int v : fused.inputs) fused.fused.add_input_mode(static_cast<FusedInputMode>(fused_input_mode(plan.values[v], result)));
         int n_inputs = static_cast<int>(fused.inputs.size());
         for (size_t i = 0; i < group.size(); ++i) {
             const PlanStep& m = plan.steps[group[i]];
@@ -1111,7 +1173,7 @@ void pass_hoist_guards(Plan& plan) {
 }
 
 bool step_is_elementwise_over(const Plan& plan, const PlanStep& s, size_t input) {
-    if (s.kind == STEP_FUSED) return s.input_modes[input] == FUSED_FULL;
+    if (s.kind == STEP_FUSED) return s.fused.input_mode(input) == FUSED_FULL;
     if (s.kind != STEP_KERNEL || !elementwise_math(s.op) || s.into_grad >= 0) return false;
     return plan.values[s.inputs[input]].shape == plan.values[s.outputs[0]].shape;
 }
@@ -1213,8 +1275,9 @@ void pass_buffers(Plan& plan, bool reuse, bool inplace) {
 
 // `recorded` without its steps (compile_with copies those it keeps): every field of Plan but
 // `steps`, and but the run-time ones (exec, recording, debug_replay), which a compiled plan makes
-// for itself. A field added to Plan is added here.
-std::unique_ptr<Plan> copy_without_steps(const Plan& recorded) {
+// for itself; `groups` only with keep_groups (only the debug replay's steps announce groups). A
+// field added to Plan is added here.
+std::unique_ptr<Plan> copy_without_steps(const Plan& recorded, bool keep_groups) {
     auto plan = std::make_unique<Plan>();
     plan->name = recorded.name;
     plan->where = recorded.where;
@@ -1227,7 +1290,7 @@ std::unique_ptr<Plan> copy_without_steps(const Plan& recorded) {
     plan->attrs = recorded.attrs;
     plan->guards = recorded.guards;
     plan->outputs = recorded.outputs;
-    plan->groups = recorded.groups;
+    if (keep_groups) plan->groups = recorded.groups;
     plan->compiled = recorded.compiled;
     plan->passes = recorded.passes;
     plan->stats = recorded.stats;
@@ -1242,7 +1305,7 @@ std::unique_ptr<Plan> copy_without_steps(const Plan& recorded) {
 // replay. The first dead-node elimination runs on the recording, so dropped steps are not copied.
 std::unique_ptr<Plan> compile_with(const Plan& recorded, const PlanPasses& passes, bool keep_groups) {
     auto began = std::chrono::steady_clock::now();
-    std::unique_ptr<Plan> plan = copy_without_steps(recorded);
+    std::unique_ptr<Plan> plan = copy_without_steps(recorded, keep_groups);
     plan->passes = passes;
     PlanStats& st = plan->stats;
     st.dead = st.common = st.folded = st.fused_ops = st.fused_groups = st.inplace = st.grads_in_place = 0;
@@ -1452,18 +1515,18 @@ void run_fused(const Plan& plan, const PlanStep& s, StepExec& x, PlanExec& e) {
         }
     }
     for (int i = 0; i < n_inputs; ++i)
-        if (s.input_modes[i] == FUSED_SCALAR) std::fill(reg_at(i), reg_at(i) + FUSED_CHUNK, inputs[i]->data<T>()[0]);
+        if (s.fused.input_mode(i) == FUSED_SCALAR) std::fill(reg_at(i), reg_at(i) + FUSED_CHUNK, inputs[i]->data<T>()[0]);
     for (int64_t start = 0; start < n;) {
         int64_t len = std::min(FUSED_CHUNK, n - start);
         for (int i = 0; i < n_inputs; ++i) {
             int64_t period = inputs[i]->numel();
-            if (s.input_modes[i] == FUSED_ROW && period >= ROW_DIRECT) len = std::min(len, period - start % period);
+            if (s.fused.input_mode(i) == FUSED_ROW && period >= ROW_DIRECT) len = std::min(len, period - start % period);
         }
         for (int i = 0; i < n_inputs; ++i) {
             const Value& in = *inputs[i];
             int64_t period = in.numel();
-            if (s.input_modes[i] == FUSED_FULL) regs[i] = in.data<T>() + start;
-            else if (s.input_modes[i] == FUSED_SCALAR) regs[i] = reg_at(i);
+            if (s.fused.input_mode(i) == FUSED_FULL) regs[i] = in.data<T>() + start;
+            else if (s.fused.input_mode(i) == FUSED_SCALAR) regs[i] = reg_at(i);
             else if (period >= ROW_DIRECT) regs[i] = in.data<T>() + start % period;
             else {
                 fill_row(reg_at(i), in.data<T>(), period, start, len);
@@ -2143,3 +2206,4 @@ std::string plan_describe(const Plan& plan) {
 }
 
 }  // namespace td
+
