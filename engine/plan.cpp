@@ -363,8 +363,9 @@ int known_value(const Recorder& r, const Tensor& t) {
     return r.value_of.find(t.node->id, t.output);
 }
 
-// Backward finished forward node `node`'s rule: a STEP_GROUP_DONE step with what the group saw,
-// so the debug replay can stop there as eager does. Only for forward nodes the function made.
+// Backward finished forward node `node`'s rule: a PlanGroup with what the group saw and where it
+// ended among the steps, so the debug replay can stop there as eager does (its compile makes the
+// STEP_GROUP_DONE steps). Only for forward nodes the function made.
 void record_group_done(Recorder& r, Node* node) {
     const BackwardPass* pass = engine_backward_pass();
     if (!pass || pass->group.node != node) return;
@@ -374,10 +375,14 @@ void record_group_done(Recorder& r, Node* node) {
     group.root_value = known_value(r, Tensor(pass->root, 0));
     for (int i = 0; i < node->outputs.size(); ++i) group.grad_outputs.push_back(known_value(r, pass->group.grad_outputs[i]));
     for (int i = 0; i < node->inputs.size(); ++i) group.grad_inputs.push_back(known_value(r, pass->group.grad_inputs[i]));
+    group.where = node->where;
+    group.before_step = static_cast<int>(plan.steps.size());
     plan.groups.push_back(group);
-    PlanStep& s = add_step(plan, STEP_GROUP_DONE, OP_clone, PHASE_BACKWARD, node->where, node->id);
-    s.recorded_group = node->id;
-    s.target = static_cast<int>(plan.groups.size()) - 1;
+}
+
+// Whether the last step recorded is the last before a backward group ended.
+bool group_ended_after_last_step(const Plan& plan) {
+    return !plan.groups.empty() && plan.groups.back().before_step == static_cast<int>(plan.steps.size());
 }
 
 void record_node(Node* node, HookEvent event, void*) {
@@ -475,7 +480,7 @@ void record_grad(Node* node, int output, const Tensor& grad, int64_t first_id, i
     if (made_by_recording(r, node)) return;   // a fresh node each call: its recorded steps are right as they are
     Plan& plan = *r.plan;
     while (!plan.steps.empty() && plan.steps.back().recorded_id >= first_id && plan.steps.back().recorded_id < end_id &&
-           plan.steps.back().kind == STEP_KERNEL)
+           plan.steps.back().kind == STEP_KERNEL && !group_ended_after_last_step(plan))
         plan.steps.pop_back();
     int t = target_for(r, node, output);
     if (t < 0) return;
@@ -1301,8 +1306,21 @@ std::unique_ptr<Plan> copy_without_steps(const Plan& recorded, bool keep_groups)
     return plan;
 }
 
-// `recorded` with `passes` applied; its group steps (STEP_GROUP_DONE) kept only for the debug
-// replay. The first dead-node elimination runs on the recording, so dropped steps are not copied.
+// A STEP_GROUP_DONE step announcing plan.groups[group].
+PlanStep group_done_step(const Plan& plan, int group) {
+    const PlanGroup& g = plan.groups[group];
+    PlanStep s;
+    s.kind = STEP_GROUP_DONE;
+    s.phase = PHASE_BACKWARD;
+    s.where = g.where;
+    s.recorded_id = s.recorded_group = g.recorded_id;
+    s.target = group;
+    return s;
+}
+
+// `recorded` with `passes` applied; with keep_groups (the debug replay), a STEP_GROUP_DONE step
+// where each backward group ended. The first dead-node elimination runs on the recording, so
+// dropped steps are not copied.
 std::unique_ptr<Plan> compile_with(const Plan& recorded, const PlanPasses& passes, bool keep_groups) {
     auto began = std::chrono::steady_clock::now();
     std::unique_ptr<Plan> plan = copy_without_steps(recorded, keep_groups);
@@ -1311,10 +1329,14 @@ std::unique_ptr<Plan> compile_with(const Plan& recorded, const PlanPasses& passe
     st.dead = st.common = st.folded = st.fused_ops = st.fused_groups = st.inplace = st.grads_in_place = 0;
     st.unshared_bytes = st.per_call_bytes = 0;
     std::vector<bool> drop = passes.dce ? dead_steps(recorded, &st.dead) : std::vector<bool>(recorded.steps.size(), false);
-    for (size_t k = 0; k < drop.size(); ++k) drop[k] = drop[k] || (!keep_groups && recorded.steps[k].kind == STEP_GROUP_DONE);
-    plan->steps.reserve(static_cast<size_t>(std::count(drop.begin(), drop.end(), false)));
-    for (size_t k = 0; k < drop.size(); ++k)
-        if (!drop[k]) plan->steps.push_back(recorded.steps[k]);
+    size_t n_groups = keep_groups ? recorded.groups.size() : 0;
+    plan->steps.reserve(static_cast<size_t>(std::count(drop.begin(), drop.end(), false)) + n_groups);
+    size_t group = 0;
+    for (size_t k = 0; k <= drop.size(); ++k) {
+        for (; group < n_groups && recorded.groups[group].before_step <= static_cast<int>(k); ++group)
+            plan->steps.push_back(group_done_step(recorded, static_cast<int>(group)));
+        if (k < drop.size() && !drop[k]) plan->steps.push_back(recorded.steps[k]);
+    }
     if (passes.cse) pass_common_subexpressions(*plan);
     if (passes.fold) pass_constant_folding(*plan);
     if (passes.dce && (passes.cse || passes.fold)) pass_dead_nodes(*plan);

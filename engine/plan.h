@@ -96,7 +96,8 @@ enum StepKind : uint8_t {
     STEP_GRAD_CLEAR,        // target.grad = nil
     STEP_GUARD,             // check guards[target]; a failure stops the run
     STEP_GROUP_DONE,        // backward: groups[target]'s rule has run (eager's HOOK_GROUP_DONE). Only in
-                            // a recording and its debug replay (Plan::debug_replay): a debugger stops there
+                            // the debug replay (Plan::debug_replay), made from the recording's groups:
+                            // a debugger stops there
 };
 
 enum FusedInputMode : uint8_t {
@@ -208,9 +209,12 @@ struct PlanStep {
 
 // A backward group as the recording saw it at eager's HOOK_GROUP_DONE: forward node
 // `recorded_id`'s rule had run. Values are -1 where the recording made none (no gradient flowed,
-// or the tensor came from outside the function).
+// or the tensor came from outside the function). The recording keeps no step for it (a long
+// loop's backward has a group per forward node): the debug replay's compile makes one.
 struct PlanGroup {
     int64_t recorded_id = 0;
+    SourceLoc where;                   // the forward node's line
+    int before_step = 0;               // the rule ended after the recording's steps [0, before_step)
     int root_value = -1;               // the output backward() was called on
     ValueIds grad_outputs;             // per output of the forward node: the gradient arriving there
     ValueIds grad_inputs;              // per input: the gradient its rule produced
