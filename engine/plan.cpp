@@ -654,17 +654,6 @@ void prune_captured(Plan& plan) {
         if (t.kind == VALUE_CAPTURED) t.index = renumber[t.index];
 }
 
-// The recording's lists grew by doubling while it ran: up to half of each is spare capacity, held
-// for as long as the plan (the frozen function keeps its recording). Copy them to their size.
-void shrink_recording(Plan& plan) {
-    plan.steps.shrink_to_fit();
-    plan.values.shrink_to_fit();
-    plan.attrs.shrink_to_fit();
-    plan.groups.shrink_to_fit();
-    plan.captured.shrink_to_fit();
-    plan.guards.shrink_to_fit();
-}
-
 }  // namespace
 
 std::unique_ptr<Plan> plan_record_end(const std::vector<Tensor>& outputs) {
@@ -686,8 +675,7 @@ std::unique_ptr<Plan> plan_record_end(const std::vector<Tensor>& outputs) {
     plan.stats.record_seconds = seconds_since(r->began);
     prune_captured(plan);
     std::unique_ptr<Plan> recorded = std::move(r->plan);
-    r.reset();   // the recorder's tables go before the recording's lists are copied to their size
-    shrink_recording(*recorded);
+    r.reset();   // the recorder's tables go now, not when the caller is done with the recording
     return recorded;
 }
 
