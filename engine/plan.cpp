@@ -116,6 +116,11 @@ Output& target_output(Plan& plan, int t, const std::vector<Tensor>& inputs) {
 
 const Value& plan_captured_value(const PlanCaptured& captured) { return captured.tensor.value(); }
 
+// A long loop's plan has a million steps and values: these sizes are most of its memory.
+static_assert(sizeof(ValueIds) == 24, "ValueIds: 4 ids or a pointer, and two counts");
+static_assert(sizeof(PlanValue) == 32, "PlanValue: its shape is interned (ShapeRef)");
+static_assert(sizeof(PlanStep) <= 104, "PlanStep: fused lists behind one pointer, no padding");
+
 ValueIds::ValueIds(std::initializer_list<int> ids) {
     reserve(ids.size());
     for (int id : ids) push_back(id);
@@ -143,14 +148,13 @@ ValueIds& ValueIds::operator=(const ValueIds& other) {
 
 ValueIds& ValueIds::operator=(ValueIds&& other) noexcept {
     if (this == &other) return *this;
-    delete[] heap_;
-    heap_ = other.heap_;
+    if (on_heap()) delete[] heap_;
+    if (other.on_heap()) heap_ = other.heap_;
+    else std::copy(other.inline_, other.inline_ + INLINE, inline_);
     size_ = other.size_;
     capacity_ = other.capacity_;
-    std::copy(other.inline_, other.inline_ + INLINE, inline_);
-    other.heap_ = nullptr;
     other.size_ = 0;
-    other.capacity_ = INLINE;
+    other.capacity_ = INLINE;   // the pointer, if any, is ours now
     return *this;
 }
 
@@ -158,8 +162,8 @@ void ValueIds::reserve(size_t n) {
     if (n <= capacity_) return;
     int* grown = new int[n];
     std::copy(begin(), end(), grown);
-    delete[] heap_;
-    heap_ = grown;
+    if (on_heap()) delete[] heap_;
+    heap_ = grown;   // over the inline ids, copied above
     capacity_ = static_cast<uint32_t>(n);
 }
 

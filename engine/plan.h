@@ -117,7 +117,7 @@ struct FusedOp {
     SourceLoc where;
 };
 
-// A step's value ids (its inputs, or its outputs): up to 3 kept in the step itself, more on the
+// A step's value ids (its inputs, or its outputs): up to 4 kept in the step itself, more on the
 // heap. Most steps have 1 to 3 of each; a std::vector<int> cost a 32-byte heap block per list,
 // and a long loop's plan has a million steps. The parts of std::vector's interface plans use.
 class ValueIds {
@@ -129,12 +129,14 @@ public:
     ValueIds(ValueIds&& other) noexcept;
     ValueIds& operator=(const ValueIds& other);
     ValueIds& operator=(ValueIds&& other) noexcept;
-    ~ValueIds() { delete[] heap_; }
+    ~ValueIds() {
+        if (on_heap()) delete[] heap_;
+    }
 
     size_t size() const { return size_; }
     bool empty() const { return size_ == 0; }
-    int* data() { return heap_ ? heap_ : inline_; }
-    const int* data() const { return heap_ ? heap_ : inline_; }
+    int* data() { return on_heap() ? heap_ : inline_; }
+    const int* data() const { return on_heap() ? heap_ : inline_; }
     int* begin() { return data(); }
     int* end() { return data() + size_; }
     const int* begin() const { return data(); }
@@ -149,11 +151,14 @@ public:
     bool operator!=(const ValueIds& other) const { return !(*this == other); }
 
 private:
-    static constexpr uint32_t INLINE = 3;
-    int* heap_ = nullptr;   // null: the ids are in inline_
+    static constexpr uint32_t INLINE = 4;
+    bool on_heap() const { return capacity_ > INLINE; }
+    union {                           // 16 bytes: up to 4 ids here, or the pointer to more
+        int inline_[INLINE] = {};
+        int* heap_;                   // when capacity_ > INLINE
+    };
     uint32_t size_ = 0;
     uint32_t capacity_ = INLINE;
-    int inline_[INLINE] = {};
 };
 
 // A fused step's ops, in order, and a FusedInputMode per input of the step. Empty for other steps,
@@ -192,15 +197,15 @@ private:
     std::unique_ptr<Lists> lists_;
 };
 
-struct PlanStep {
+struct PlanStep {                       // fields ordered so that none is padded: 104 bytes
     StepKind kind = STEP_KERNEL;
+    Phase phase = PHASE_FORWARD;
     OpId op = OP_clone;
     int attrs = 0;              // the op's attributes: Plan::attrs[attrs] (plan_step_attrs)
-    ValueIds inputs;            // value ids
-    ValueIds outputs;           // value ids
     int target = -1;            // GRAD_*: grad_targets index; GUARD: guards index
     int into_grad = -1;         // KERNEL: writes straight into grad_targets[into_grad].grad
-    Phase phase = PHASE_FORWARD;
+    ValueIds inputs;            // value ids
+    ValueIds outputs;           // value ids
     SourceLoc where;
     int64_t recorded_id = 0;
     int64_t recorded_group = 0;            // backward: the recorded forward node it differentiates (Node::group)
