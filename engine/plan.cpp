@@ -13,6 +13,7 @@
 #include <map>
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <unordered_map>
 
 #include "elementwise.h"
@@ -115,6 +116,11 @@ Output& target_output(Plan& plan, int t, const std::vector<Tensor>& inputs) {
 
 const Value& plan_captured_value(const PlanCaptured& captured) { return captured.tensor.value(); }
 
+// A long loop's plan has a million steps and values: these sizes are most of its memory.
+static_assert(sizeof(ValueIds) == 24, "ValueIds: 4 ids or a pointer, and two counts");
+static_assert(sizeof(PlanValue) == 32, "PlanValue: its shape is interned (ShapeRef)");
+static_assert(sizeof(PlanStep) <= 104, "PlanStep: fused lists behind one pointer, no padding");
+
 ValueIds::ValueIds(std::initializer_list<int> ids) {
     reserve(ids.size());
     for (int id : ids) push_back(id);
@@ -142,14 +148,13 @@ ValueIds& ValueIds::operator=(const ValueIds& other) {
 
 ValueIds& ValueIds::operator=(ValueIds&& other) noexcept {
     if (this == &other) return *this;
-    delete[] heap_;
-    heap_ = other.heap_;
+    if (on_heap()) delete[] heap_;
+    if (other.on_heap()) heap_ = other.heap_;
+    else std::copy(other.inline_, other.inline_ + INLINE, inline_);
     size_ = other.size_;
     capacity_ = other.capacity_;
-    std::copy(other.inline_, other.inline_ + INLINE, inline_);
-    other.heap_ = nullptr;
     other.size_ = 0;
-    other.capacity_ = INLINE;
+    other.capacity_ = INLINE;   // the pointer, if any, is ours now
     return *this;
 }
 
@@ -157,8 +162,8 @@ void ValueIds::reserve(size_t n) {
     if (n <= capacity_) return;
     int* grown = new int[n];
     std::copy(begin(), end(), grown);
-    delete[] heap_;
-    heap_ = grown;
+    if (on_heap()) delete[] heap_;
+    heap_ = grown;   // over the inline ids, copied above
     capacity_ = static_cast<uint32_t>(n);
 }
 
@@ -175,6 +180,21 @@ OpAttrs& plan_step_own_attrs(Plan& plan, PlanStep& step) {
     plan.attrs.push_back(plan.attrs[step.attrs]);
     step.attrs = static_cast<int>(plan.attrs.size()) - 1;
     return plan.attrs.back();
+}
+
+// The interned shapes: each distinct one once, in a deque (its elements never move), found by a
+// hash of ndim and dims.
+const Shape& ShapeRef::intern(const Shape& shape) {
+    static std::deque<Shape> shapes;
+    static std::unordered_multimap<size_t, const Shape*> by_hash;
+    size_t h = std::hash<int>()(shape.ndim);
+    for (int i = 0; i < shape.ndim; ++i) h = h * 1000003u ^ std::hash<int64_t>()(shape.dims[i]);
+    auto range = by_hash.equal_range(h);
+    for (auto it = range.first; it != range.second; ++it)
+        if (*it->second == shape) return *it->second;
+    shapes.push_back(shape);
+    by_hash.emplace(h, &shapes.back());
+    return shapes.back();
 }
 
 PlanAttrsTable::PlanAttrsTable(Plan& plan) : plan_(plan) {
@@ -235,6 +255,37 @@ private:
     std::unordered_map<uint64_t, int> others_;
 };
 
+// Storage serial -> the last value seen with those bytes; -1 for none. Storages made while the
+// recording runs have dense serials from first_serial on: found by index in a vector (4 bytes a
+// storage, where a hash map entry cost ~50). Older ones (arguments, captured tensors) are in a
+// hash map.
+class StorageValues {
+public:
+    void start_at(uint64_t first_serial) { first_serial_ = first_serial; }
+    int find(uint64_t serial) const {
+        if (serial < first_serial_) {
+            auto found = older_.find(serial);
+            return found == older_.end() ? -1 : found->second;
+        }
+        size_t at = static_cast<size_t>(serial - first_serial_);
+        return at < dense_.size() ? dense_[at] : -1;
+    }
+    void set(uint64_t serial, int value) {
+        if (serial < first_serial_) {
+            older_[serial] = value;
+            return;
+        }
+        size_t at = static_cast<size_t>(serial - first_serial_);
+        if (at >= dense_.size()) dense_.resize(at + 1, -1);   // grows geometrically
+        dense_[at] = value;
+    }
+
+private:
+    uint64_t first_serial_ = 0;
+    std::vector<int> dense_;
+    std::unordered_map<uint64_t, int> older_;
+};
+
 struct Recorder {
     std::unique_ptr<Plan> plan;
     int observer = 0;
@@ -243,7 +294,7 @@ struct Recorder {
     std::unique_ptr<PlanAttrsTable> attrs;          // the plan's attribute sets
     // The last value seen with these bytes, by the storage's serial (unique for the run, where its
     // address is not: a backward pass frees what it has used while the recording goes on).
-    std::unordered_map<uint64_t, int> latest_by_storage;
+    StorageValues latest_by_storage;
     std::vector<uint64_t> input_keys;
     std::unordered_map<uint64_t, int> target_of;    // (leaf id, output) -> grad target
     std::vector<bool> target_state_known;           // a clear or an accumulation fixed its .grad state
@@ -260,7 +311,7 @@ void refuse(Recorder& r, const std::string& why) {
 }
 
 void remember_storage(Recorder& r, const Value& value, int v) {
-    if (value.storage) r.latest_by_storage[value.storage->serial] = v;
+    if (value.storage) r.latest_by_storage.set(value.storage->serial, v);
 }
 
 // The value for a tensor the recording reads: one it made or an input, else a new captured one.
@@ -299,11 +350,11 @@ PlanStep& add_step(Plan& plan, StepKind kind, OpId op, Phase phase, SourceLoc wh
 void record_custom_outputs(Recorder& r, Node* node) {
     for (int i = 0; i < node->outputs.size(); ++i) {
         const Value& value = node->outputs[i].value;
-        auto found = value.storage ? r.latest_by_storage.find(value.storage->serial) : r.latest_by_storage.end();
+        int latest = value.storage ? r.latest_by_storage.find(value.storage->serial) : -1;
         int v = -1;
-        if (found != r.latest_by_storage.end()) {
-            const PlanValue& candidate = r.plan->values[found->second];
-            if (candidate.shape == value.shape && candidate.dtype == value.dtype) v = found->second;
+        if (latest >= 0) {
+            const PlanValue& candidate = r.plan->values[latest];
+            if (candidate.shape == value.shape && candidate.dtype == value.dtype) v = latest;
         }
         if (v < 0) v = value_for(r, node->id, i, value, nullptr);
         r.value_of.set(node->id, i, v);
@@ -316,8 +367,9 @@ int known_value(const Recorder& r, const Tensor& t) {
     return r.value_of.find(t.node->id, t.output);
 }
 
-// Backward finished forward node `node`'s rule: a STEP_GROUP_DONE step with what the group saw,
-// so the debug replay can stop there as eager does. Only for forward nodes the function made.
+// Backward finished forward node `node`'s rule: a PlanGroup with what the group saw and where it
+// ended among the steps, so the debug replay can stop there as eager does (its compile makes the
+// STEP_GROUP_DONE steps). Only for forward nodes the function made.
 void record_group_done(Recorder& r, Node* node) {
     const BackwardPass* pass = engine_backward_pass();
     if (!pass || pass->group.node != node) return;
@@ -327,10 +379,14 @@ void record_group_done(Recorder& r, Node* node) {
     group.root_value = known_value(r, Tensor(pass->root, 0));
     for (int i = 0; i < node->outputs.size(); ++i) group.grad_outputs.push_back(known_value(r, pass->group.grad_outputs[i]));
     for (int i = 0; i < node->inputs.size(); ++i) group.grad_inputs.push_back(known_value(r, pass->group.grad_inputs[i]));
+    group.where = node->where;
+    group.before_step = static_cast<int>(plan.steps.size());
     plan.groups.push_back(group);
-    PlanStep& s = add_step(plan, STEP_GROUP_DONE, OP_clone, PHASE_BACKWARD, node->where, node->id);
-    s.recorded_group = node->id;
-    s.target = static_cast<int>(plan.groups.size()) - 1;
+}
+
+// Whether the last step recorded is the last before a backward group ended.
+bool group_ended_after_last_step(const Plan& plan) {
+    return !plan.groups.empty() && plan.groups.back().before_step == static_cast<int>(plan.steps.size());
 }
 
 void record_node(Node* node, HookEvent event, void*) {
@@ -428,7 +484,7 @@ void record_grad(Node* node, int output, const Tensor& grad, int64_t first_id, i
     if (made_by_recording(r, node)) return;   // a fresh node each call: its recorded steps are right as they are
     Plan& plan = *r.plan;
     while (!plan.steps.empty() && plan.steps.back().recorded_id >= first_id && plan.steps.back().recorded_id < end_id &&
-           plan.steps.back().kind == STEP_KERNEL)
+           plan.steps.back().kind == STEP_KERNEL && !group_ended_after_last_step(plan))
         plan.steps.pop_back();
     int t = target_for(r, node, output);
     if (t < 0) return;
@@ -467,6 +523,7 @@ void plan_record_begin(const std::string& name, const std::vector<Tensor>& input
     plan.grad_mode = grad_enabled();
     r->first_id = tape_next_id();
     r->value_of.start_at(r->first_id);
+    r->latest_by_storage.start_at(storage_next_serial());
     for (size_t k = 0; k < inputs.size(); ++k) {
         const Tensor& t = inputs[k];
         PlanInput in;
@@ -621,7 +678,9 @@ std::unique_ptr<Plan> plan_record_end(const std::vector<Tensor>& outputs) {
     plan.stats.eager_peak_bytes = peak > r->live_at_begin ? peak - r->live_at_begin : 0;
     plan.stats.record_seconds = seconds_since(r->began);
     prune_captured(plan);
-    return std::move(r->plan);
+    std::unique_ptr<Plan> recorded = std::move(r->plan);
+    r.reset();   // the recorder's tables go now, not when the caller is done with the recording
+    return recorded;
 }
 
 void plan_record_abort() {
@@ -974,7 +1033,7 @@ void pass_fusion(Plan& plan) {
         fused.inputs = group_inputs(group);
         fused.outputs = plan.steps[k].outputs;
         const PlanValue& result = plan.values[fused.outputs[0]];
-        for (int v : fused.inputs) fused.input_modes.push_back(static_cast<uint8_t>(fused_input_mode(plan.values[v], result)));
+        for (int v : fused.inputs) fused.fused.add_input_mode(static_cast<FusedInputMode>(fused_input_mode(plan.values[v], result)));
         int n_inputs = static_cast<int>(fused.inputs.size());
         for (size_t i = 0; i < group.size(); ++i) {
             const PlanStep& m = plan.steps[group[i]];
@@ -1111,7 +1170,7 @@ void pass_hoist_guards(Plan& plan) {
 }
 
 bool step_is_elementwise_over(const Plan& plan, const PlanStep& s, size_t input) {
-    if (s.kind == STEP_FUSED) return s.input_modes[input] == FUSED_FULL;
+    if (s.kind == STEP_FUSED) return s.fused.input_mode(input) == FUSED_FULL;
     if (s.kind != STEP_KERNEL || !elementwise_math(s.op) || s.into_grad >= 0) return false;
     return plan.values[s.inputs[input]].shape == plan.values[s.outputs[0]].shape;
 }
@@ -1213,8 +1272,9 @@ void pass_buffers(Plan& plan, bool reuse, bool inplace) {
 
 // `recorded` without its steps (compile_with copies those it keeps): every field of Plan but
 // `steps`, and but the run-time ones (exec, recording, debug_replay), which a compiled plan makes
-// for itself. A field added to Plan is added here.
-std::unique_ptr<Plan> copy_without_steps(const Plan& recorded) {
+// for itself; `groups` only with keep_groups (only the debug replay's steps announce groups). A
+// field added to Plan is added here.
+std::unique_ptr<Plan> copy_without_steps(const Plan& recorded, bool keep_groups) {
     auto plan = std::make_unique<Plan>();
     plan->name = recorded.name;
     plan->where = recorded.where;
@@ -1227,7 +1287,7 @@ std::unique_ptr<Plan> copy_without_steps(const Plan& recorded) {
     plan->attrs = recorded.attrs;
     plan->guards = recorded.guards;
     plan->outputs = recorded.outputs;
-    plan->groups = recorded.groups;
+    if (keep_groups) plan->groups = recorded.groups;
     plan->compiled = recorded.compiled;
     plan->passes = recorded.passes;
     plan->stats = recorded.stats;
@@ -1238,20 +1298,37 @@ std::unique_ptr<Plan> copy_without_steps(const Plan& recorded) {
     return plan;
 }
 
-// `recorded` with `passes` applied; its group steps (STEP_GROUP_DONE) kept only for the debug
-// replay. The first dead-node elimination runs on the recording, so dropped steps are not copied.
+// A STEP_GROUP_DONE step announcing plan.groups[group].
+PlanStep group_done_step(const Plan& plan, int group) {
+    const PlanGroup& g = plan.groups[group];
+    PlanStep s;
+    s.kind = STEP_GROUP_DONE;
+    s.phase = PHASE_BACKWARD;
+    s.where = g.where;
+    s.recorded_id = s.recorded_group = g.recorded_id;
+    s.target = group;
+    return s;
+}
+
+// `recorded` with `passes` applied; with keep_groups (the debug replay), a STEP_GROUP_DONE step
+// where each backward group ended. The first dead-node elimination runs on the recording, so
+// dropped steps are not copied.
 std::unique_ptr<Plan> compile_with(const Plan& recorded, const PlanPasses& passes, bool keep_groups) {
     auto began = std::chrono::steady_clock::now();
-    std::unique_ptr<Plan> plan = copy_without_steps(recorded);
+    std::unique_ptr<Plan> plan = copy_without_steps(recorded, keep_groups);
     plan->passes = passes;
     PlanStats& st = plan->stats;
     st.dead = st.common = st.folded = st.fused_ops = st.fused_groups = st.inplace = st.grads_in_place = 0;
     st.unshared_bytes = st.per_call_bytes = 0;
     std::vector<bool> drop = passes.dce ? dead_steps(recorded, &st.dead) : std::vector<bool>(recorded.steps.size(), false);
-    for (size_t k = 0; k < drop.size(); ++k) drop[k] = drop[k] || (!keep_groups && recorded.steps[k].kind == STEP_GROUP_DONE);
-    plan->steps.reserve(static_cast<size_t>(std::count(drop.begin(), drop.end(), false)));
-    for (size_t k = 0; k < drop.size(); ++k)
-        if (!drop[k]) plan->steps.push_back(recorded.steps[k]);
+    size_t n_groups = keep_groups ? recorded.groups.size() : 0;
+    plan->steps.reserve(static_cast<size_t>(std::count(drop.begin(), drop.end(), false)) + n_groups);
+    size_t group = 0;
+    for (size_t k = 0; k <= drop.size(); ++k) {
+        for (; group < n_groups && recorded.groups[group].before_step <= static_cast<int>(k); ++group)
+            plan->steps.push_back(group_done_step(recorded, static_cast<int>(group)));
+        if (k < drop.size() && !drop[k]) plan->steps.push_back(recorded.steps[k]);
+    }
     if (passes.cse) pass_common_subexpressions(*plan);
     if (passes.fold) pass_constant_folding(*plan);
     if (passes.dce && (passes.cse || passes.fold)) pass_dead_nodes(*plan);
@@ -1452,18 +1529,18 @@ void run_fused(const Plan& plan, const PlanStep& s, StepExec& x, PlanExec& e) {
         }
     }
     for (int i = 0; i < n_inputs; ++i)
-        if (s.input_modes[i] == FUSED_SCALAR) std::fill(reg_at(i), reg_at(i) + FUSED_CHUNK, inputs[i]->data<T>()[0]);
+        if (s.fused.input_mode(i) == FUSED_SCALAR) std::fill(reg_at(i), reg_at(i) + FUSED_CHUNK, inputs[i]->data<T>()[0]);
     for (int64_t start = 0; start < n;) {
         int64_t len = std::min(FUSED_CHUNK, n - start);
         for (int i = 0; i < n_inputs; ++i) {
             int64_t period = inputs[i]->numel();
-            if (s.input_modes[i] == FUSED_ROW && period >= ROW_DIRECT) len = std::min(len, period - start % period);
+            if (s.fused.input_mode(i) == FUSED_ROW && period >= ROW_DIRECT) len = std::min(len, period - start % period);
         }
         for (int i = 0; i < n_inputs; ++i) {
             const Value& in = *inputs[i];
             int64_t period = in.numel();
-            if (s.input_modes[i] == FUSED_FULL) regs[i] = in.data<T>() + start;
-            else if (s.input_modes[i] == FUSED_SCALAR) regs[i] = reg_at(i);
+            if (s.fused.input_mode(i) == FUSED_FULL) regs[i] = in.data<T>() + start;
+            else if (s.fused.input_mode(i) == FUSED_SCALAR) regs[i] = reg_at(i);
             else if (period >= ROW_DIRECT) regs[i] = in.data<T>() + start % period;
             else {
                 fill_row(reg_at(i), in.data<T>(), period, start, len);
@@ -2143,3 +2220,4 @@ std::string plan_describe(const Plan& plan) {
 }
 
 }  // namespace td
+

@@ -40,12 +40,35 @@ enum ValueKind : uint8_t {
     VALUE_STEP,       // made by a step
 };
 
+// A shape stored once per distinct shape, for the life of the process (as source file names are):
+// a long loop's million plan values have a handful of shapes, and a Shape is 56 bytes. Reads as a
+// const Shape&; assigning a Shape interns it (O(1): a hash of the dims).
+class ShapeRef {
+public:
+    ShapeRef() : shape_(&intern(Shape())) {}
+    ShapeRef(const Shape& shape) : shape_(&intern(shape)) {}   // implicit: `value.shape = some_shape`
+    operator const Shape&() const { return *shape_; }
+    const Shape& get() const { return *shape_; }
+    int64_t numel() const { return shape_->numel(); }
+    std::string str() const { return shape_->str(); }
+    friend bool operator==(ShapeRef a, ShapeRef b) { return a.shape_ == b.shape_; }   // interned: equal iff same
+    friend bool operator!=(ShapeRef a, ShapeRef b) { return a.shape_ != b.shape_; }
+    friend bool operator==(ShapeRef a, const Shape& b) { return *a.shape_ == b; }
+    friend bool operator!=(ShapeRef a, const Shape& b) { return *a.shape_ != b; }
+    friend bool operator==(const Shape& a, ShapeRef b) { return a == *b.shape_; }
+    friend bool operator!=(const Shape& a, ShapeRef b) { return a != *b.shape_; }
+
+private:
+    static const Shape& intern(const Shape& shape);
+    const Shape* shape_;
+};
+
 struct PlanValue {
     ValueKind kind = VALUE_STEP;
-    int index = -1;            // see ValueKind
-    Shape shape;
     DType dtype = DTYPE_F32;
+    int index = -1;            // see ValueKind
     int alias_of = -1;         // shares the bytes of that value (a view, or an in-place op's output)
+    ShapeRef shape;
     int64_t recorded_id = 0;   // the node that made it when recorded (shown by :plan)
 };
 
@@ -73,7 +96,8 @@ enum StepKind : uint8_t {
     STEP_GRAD_CLEAR,        // target.grad = nil
     STEP_GUARD,             // check guards[target]; a failure stops the run
     STEP_GROUP_DONE,        // backward: groups[target]'s rule has run (eager's HOOK_GROUP_DONE). Only in
-                            // a recording and its debug replay (Plan::debug_replay): a debugger stops there
+                            // the debug replay (Plan::debug_replay), made from the recording's groups:
+                            // a debugger stops there
 };
 
 enum FusedInputMode : uint8_t {
@@ -93,7 +117,7 @@ struct FusedOp {
     SourceLoc where;
 };
 
-// A step's value ids (its inputs, or its outputs): up to 3 kept in the step itself, more on the
+// A step's value ids (its inputs, or its outputs): up to 4 kept in the step itself, more on the
 // heap. Most steps have 1 to 3 of each; a std::vector<int> cost a 32-byte heap block per list,
 // and a long loop's plan has a million steps. The parts of std::vector's interface plans use.
 class ValueIds {
@@ -105,12 +129,14 @@ public:
     ValueIds(ValueIds&& other) noexcept;
     ValueIds& operator=(const ValueIds& other);
     ValueIds& operator=(ValueIds&& other) noexcept;
-    ~ValueIds() { delete[] heap_; }
+    ~ValueIds() {
+        if (on_heap()) delete[] heap_;
+    }
 
     size_t size() const { return size_; }
     bool empty() const { return size_ == 0; }
-    int* data() { return heap_ ? heap_ : inline_; }
-    const int* data() const { return heap_ ? heap_ : inline_; }
+    int* data() { return on_heap() ? heap_ : inline_; }
+    const int* data() const { return on_heap() ? heap_ : inline_; }
     int* begin() { return data(); }
     int* end() { return data() + size_; }
     const int* begin() const { return data(); }
@@ -125,37 +151,78 @@ public:
     bool operator!=(const ValueIds& other) const { return !(*this == other); }
 
 private:
-    static constexpr uint32_t INLINE = 3;
-    int* heap_ = nullptr;   // null: the ids are in inline_
+    static constexpr uint32_t INLINE = 4;
+    bool on_heap() const { return capacity_ > INLINE; }
+    union {                           // 16 bytes: up to 4 ids here, or the pointer to more
+        int inline_[INLINE] = {};
+        int* heap_;                   // when capacity_ > INLINE
+    };
     uint32_t size_ = 0;
     uint32_t capacity_ = INLINE;
-    int inline_[INLINE] = {};
 };
 
-struct PlanStep {
+// A fused step's ops, in order, and a FusedInputMode per input of the step. Empty for other steps,
+// which are most: the lists are on the heap behind one pointer (two empty vectors in each step
+// cost a long loop's plan 40 bytes a step). Copies are deep, as a vector's.
+class FusedOps {
+public:
+    FusedOps() = default;
+    FusedOps(const FusedOps& other) : lists_(other.lists_ ? std::make_unique<Lists>(*other.lists_) : nullptr) {}
+    FusedOps(FusedOps&&) noexcept = default;
+    FusedOps& operator=(const FusedOps& other) {
+        if (this != &other) lists_ = other.lists_ ? std::make_unique<Lists>(*other.lists_) : nullptr;
+        return *this;
+    }
+    FusedOps& operator=(FusedOps&&) noexcept = default;
+
+    size_t size() const { return lists_ ? lists_->ops.size() : 0; }
+    bool empty() const { return size() == 0; }
+    const FusedOp& operator[](size_t j) const { return lists_->ops[j]; }
+    const FusedOp* begin() const { return lists_ ? lists_->ops.data() : nullptr; }
+    const FusedOp* end() const { return lists_ ? lists_->ops.data() + lists_->ops.size() : nullptr; }
+    void push_back(const FusedOp& op) { lists().ops.push_back(op); }
+    // Input i of the step: how the loop reads it.
+    FusedInputMode input_mode(size_t i) const { return static_cast<FusedInputMode>(lists_->input_modes[i]); }
+    void add_input_mode(FusedInputMode mode) { lists().input_modes.push_back(mode); }
+
+private:
+    struct Lists {
+        std::vector<FusedOp> ops;
+        std::vector<uint8_t> input_modes;
+    };
+    Lists& lists() {
+        if (!lists_) lists_ = std::make_unique<Lists>();
+        return *lists_;
+    }
+    std::unique_ptr<Lists> lists_;
+};
+
+struct PlanStep {                       // fields ordered so that none is padded: 104 bytes
     StepKind kind = STEP_KERNEL;
+    Phase phase = PHASE_FORWARD;
     OpId op = OP_clone;
     int attrs = 0;              // the op's attributes: Plan::attrs[attrs] (plan_step_attrs)
-    ValueIds inputs;            // value ids
-    ValueIds outputs;           // value ids
     int target = -1;            // GRAD_*: grad_targets index; GUARD: guards index
     int into_grad = -1;         // KERNEL: writes straight into grad_targets[into_grad].grad
-    Phase phase = PHASE_FORWARD;
+    ValueIds inputs;            // value ids
+    ValueIds outputs;           // value ids
     SourceLoc where;
     int64_t recorded_id = 0;
     int64_t recorded_group = 0;            // backward: the recorded forward node it differentiates (Node::group)
-    std::vector<FusedOp> fused;            // STEP_FUSED: the ops, in order
-    std::vector<uint8_t> input_modes;      // STEP_FUSED: FusedInputMode per input
+    FusedOps fused;                        // STEP_FUSED: the ops, in order, and the input modes
 };
 
 // A backward group as the recording saw it at eager's HOOK_GROUP_DONE: forward node
 // `recorded_id`'s rule had run. Values are -1 where the recording made none (no gradient flowed,
-// or the tensor came from outside the function).
+// or the tensor came from outside the function). The recording keeps no step for it (a long
+// loop's backward has a group per forward node): the debug replay's compile makes one.
 struct PlanGroup {
     int64_t recorded_id = 0;
+    SourceLoc where;                   // the forward node's line
+    int before_step = 0;               // the rule ended after the recording's steps [0, before_step)
     int root_value = -1;               // the output backward() was called on
-    std::vector<int> grad_outputs;     // per output of the forward node: the gradient arriving there
-    std::vector<int> grad_inputs;      // per input: the gradient its rule produced
+    ValueIds grad_outputs;             // per output of the forward node: the gradient arriving there
+    ValueIds grad_inputs;              // per input: the gradient its rule produced
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -240,7 +307,8 @@ struct Plan {
     std::vector<OpAttrs> attrs = std::vector<OpAttrs>(1);
     std::vector<PlanGuard> guards;
     std::vector<PlanOutput> outputs;
-    std::vector<PlanGroup> groups;    // backward groups, for the debug replay (not in plan files)
+    std::vector<PlanGroup> groups;    // backward groups, for the debug replay (not in plan files, nor in
+                                      // a compiled plan, whose steps announce none)
     bool compiled = false;
     PlanPasses passes;
     PlanStats stats;
