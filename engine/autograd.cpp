@@ -23,9 +23,13 @@ uint64_t g_passes_started = 0;    // numbers the passes (BackwardPass::serial)
 // id: the order backward visits them. Sorted as (id, node) pairs, so that the sort reads no node
 // (a long unroll's nodes are far out of cache by then).
 void collect_graph_by_id_descending(Node* root, std::vector<Node*>& out) {
-    std::vector<std::pair<int64_t, Node*>> found;
+    // Scratch lists kept between passes (one pass runs at a time): a pass over a tiny graph, as a
+    // scalar loop makes by the million, allocates nothing for them. A big pass's are given back.
+    static std::vector<std::pair<int64_t, Node*>>& found = *new std::vector<std::pair<int64_t, Node*>>;
+    static std::vector<Node*>& stack = *new std::vector<Node*>;
+    found.clear();
+    stack.assign(1, root);
     uint32_t mark = ++g_walk_mark;
-    std::vector<Node*> stack{root};
     root->walk_mark = mark;
     while (!stack.empty()) {
         Node* n = stack.back();
@@ -42,6 +46,9 @@ void collect_graph_by_id_descending(Node* root, std::vector<Node*>& out) {
     std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
     out.reserve(found.size());
     for (const auto& f : found) out.push_back(f.second);
+    constexpr size_t KEEP = 1 << 12;
+    if (found.capacity() > KEEP) std::vector<std::pair<int64_t, Node*>>().swap(found);
+    if (stack.capacity() > KEEP) std::vector<Node*>().swap(stack);
 }
 
 // The pass's state, restored on every exit (an error in a rule or an observer included).

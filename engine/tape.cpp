@@ -405,7 +405,8 @@ void Edge::free_own_storage() {
 void Edge::drop_own_value() {
     if (!own_value) return;
     g_node_bytes_live -= sizeof(Value);
-    *own_value = Value();   // lets go of the storage now, not when the copy is reused
+    own_value->storage = Ref<Storage>();   // let go of the bytes now, not when the copy is reused
+    own_value->layout = Ref<Strides>();
     std::vector<Value*>& list = free_values();
     if (ENGINE_RECYCLES_MEMORY && list.size() < MAX_FREE_NODES) list.push_back(own_value);
     else delete own_value;
