@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <new>
 #include <random>
 #include <unordered_map>
 
@@ -54,7 +55,7 @@ struct EngineState {
 };
 
 // Immortal, as every engine singleton: never destroyed, so a node that dies during static
-// destruction (see free_nodes()) still finds the tape and the work list.
+// destruction (see SpareBlocks) still finds the tape and the work list.
 EngineState& g = *new EngineState;
 
 }  // namespace
@@ -243,41 +244,64 @@ static void tape_unlink(Node* node) {
 }
 
 namespace {
-// The spare node memory, for reuse. Immortal (made on first use, never destroyed): a node can die
-// during static destruction too (exit() called from inside a library, a static that holds a
-// tensor), and a destroyed list would then be written after its destructor ran. What it holds
-// stays reachable from here, so leak checkers do not count it; node_release_spares() gives it back.
-std::vector<void*>& free_nodes() {
-    static std::vector<void*>* list = new std::vector<void*>;
-    return *list;
+size_t g_node_bytes_made = 0;   // engine_bytes_allocated_total's share of nodes
+size_t g_node_bytes_live = 0;   // engine_bytes_live's
+
+constexpr size_t MAX_SPARE_BLOCKS = 1 << 18;   // per kind: ~90 MB of spare nodes at most (the storage pool keeps 256 MB)
+
+// Memory blocks of one size, kept for reuse: nodes come and go by the thousand per training step,
+// and with them a node's own attributes (Node::set_attrs: a loop's narrow or transpose makes one
+// per step) and edges' own values (Edge::set_value: a backward pass's nodes hold no node of their
+// inputs). What is taken counts as node bytes for Lua's collector (engine_bytes_*). Instances are
+// immortal (made on first use, never destroyed): a node can die during static destruction too
+// (exit() called from inside a library, a static that holds a tensor), and a destroyed list would
+// then be written after its destructor ran. What they hold stays reachable, so leak checkers do
+// not count it; node_release_spares() gives it back.
+class SpareBlocks {
+public:
+    explicit SpareBlocks(size_t block_bytes) : bytes_(block_bytes) {}
+    void* take() {
+        g_node_bytes_made += bytes_;
+        g_node_bytes_live += bytes_;
+        if (spares_.empty()) return ::operator new(bytes_);
+        void* block = spares_.back();
+        spares_.pop_back();
+        return block;
+    }
+    void give(void* block) {
+        g_node_bytes_live -= bytes_;
+        if (ENGINE_RECYCLES_MEMORY && spares_.size() < MAX_SPARE_BLOCKS) spares_.push_back(block);
+        else ::operator delete(block);
+    }
+    void release() {
+        for (void* block : spares_) ::operator delete(block);
+        spares_.clear();
+        spares_.shrink_to_fit();
+    }
+
+private:
+    size_t bytes_;
+    std::vector<void*> spares_;
+};
+
+SpareBlocks& node_blocks() {
+    static SpareBlocks* blocks = new SpareBlocks(sizeof(Node));
+    return *blocks;
 }
-constexpr size_t MAX_FREE_NODES = 1 << 18;   // ~160 MB of spare nodes at most (the storage pool keeps 256 MB)
-// A node's own attributes (Node::set_attrs) come from a free list too: a loop's narrow or transpose
-// makes one per step.
-std::vector<OpAttrs*>& free_attrs() {
-    static std::vector<OpAttrs*>* list = new std::vector<OpAttrs*>;   // immortal, as free_nodes()
-    return *list;
+SpareBlocks& attrs_blocks() {
+    static SpareBlocks* blocks = new SpareBlocks(sizeof(OpAttrs));
+    return *blocks;
 }
-// And edges' own values (Edge::set_value): a backward pass's nodes hold no node of their inputs.
-std::vector<Value*>& free_values() {
-    static std::vector<Value*>* list = new std::vector<Value*>;   // immortal, as free_nodes()
-    return *list;
+SpareBlocks& value_blocks() {
+    static SpareBlocks* blocks = new SpareBlocks(sizeof(Value));
+    return *blocks;
 }
 }  // namespace
 
 void node_release_spares() {
-    std::vector<void*>& list = free_nodes();
-    for (void* p : list) ::operator delete(p);
-    list.clear();
-    list.shrink_to_fit();
-    std::vector<OpAttrs*>& attrs = free_attrs();
-    for (OpAttrs* a : attrs) delete a;
-    attrs.clear();
-    attrs.shrink_to_fit();
-    std::vector<Value*>& values = free_values();
-    for (Value* v : values) delete v;
-    values.clear();
-    values.shrink_to_fit();
+    node_blocks().release();
+    attrs_blocks().release();
+    value_blocks().release();
 }
 
 void engine_release_spares() {
@@ -286,32 +310,12 @@ void engine_release_spares() {
     strides_release_spares();
 }
 
-namespace {
-size_t g_node_bytes_made = 0;   // engine_bytes_allocated_total's share of nodes
-size_t g_node_bytes_live = 0;   // engine_bytes_live's
-}  // namespace
-
 size_t engine_bytes_allocated_total() { return storage_bytes_allocated_total() + g_node_bytes_made; }
 size_t engine_bytes_live() { return storage_bytes_live() + g_node_bytes_live; }
 
-void* Node::operator new(size_t size) {
-    g_node_bytes_made += size;
-    g_node_bytes_live += sizeof(Node);
-    std::vector<void*>& list = free_nodes();
-    if (size == sizeof(Node) && !list.empty()) {
-        void* p = list.back();
-        list.pop_back();
-        return p;
-    }
-    return ::operator new(size);
-}
+void* Node::operator new(size_t) { return node_blocks().take(); }   // Node is final: always sizeof(Node)
 
-void Node::operator delete(void* p) {
-    g_node_bytes_live -= sizeof(Node);
-    std::vector<void*>& list = free_nodes();
-    if (ENGINE_RECYCLES_MEMORY && list.size() < MAX_FREE_NODES) list.push_back(p);
-    else ::operator delete(p);
-}
+void Node::operator delete(void* p) { node_blocks().give(p); }
 
 void Node::set_attrs(const OpAttrs& attrs) {
     bool defaults = &attrs == &op_attrs_default() ||
@@ -320,18 +324,8 @@ void Node::set_attrs(const OpAttrs& attrs) {
         forget_own_attrs();
         return;
     }
-    if (!own_attrs) {
-        g_node_bytes_made += sizeof(OpAttrs);   // counted as nodes are, reused or not
-        g_node_bytes_live += sizeof(OpAttrs);
-        std::vector<OpAttrs*>& list = free_attrs();
-        if (list.empty()) {
-            own_attrs = new OpAttrs(attrs);
-            return;
-        }
-        own_attrs = list.back();
-        list.pop_back();
-    }
-    *own_attrs = attrs;
+    if (own_attrs) *own_attrs = attrs;
+    else own_attrs = new (attrs_blocks().take()) OpAttrs(attrs);
 }
 
 void Node::forget_init_values() {
@@ -340,10 +334,8 @@ void Node::forget_init_values() {
 
 void Node::forget_own_attrs() {
     if (!own_attrs) return;
-    g_node_bytes_live -= sizeof(OpAttrs);
-    std::vector<OpAttrs*>& list = free_attrs();
-    if (ENGINE_RECYCLES_MEMORY && list.size() < MAX_FREE_NODES) list.push_back(own_attrs);
-    else delete own_attrs;
+    own_attrs->~OpAttrs();
+    attrs_blocks().give(own_attrs);
     own_attrs = nullptr;
 }
 
@@ -378,18 +370,8 @@ void Edge::set_node(const Ref<Node>& producer, int output_index) {
 
 void Edge::set_value(const Value& value) {
     node_ = Ref<Node>();
-    if (!own_value) {
-        g_node_bytes_made += sizeof(Value);   // counted with the nodes (tell_collector)
-        g_node_bytes_live += sizeof(Value);
-        std::vector<Value*>& list = free_values();
-        if (list.empty()) {
-            own_value = new Value(value);
-            return;
-        }
-        own_value = list.back();
-        list.pop_back();
-    }
-    *own_value = value;
+    if (own_value) *own_value = value;
+    else own_value = new (value_blocks().take()) Value(value);
 }
 
 void Edge::release_node() {
@@ -404,12 +386,8 @@ void Edge::free_own_storage() {
 
 void Edge::drop_own_value() {
     if (!own_value) return;
-    g_node_bytes_live -= sizeof(Value);
-    own_value->storage = Ref<Storage>();   // let go of the bytes now, not when the copy is reused
-    own_value->layout = Ref<Strides>();
-    std::vector<Value*>& list = free_values();
-    if (ENGINE_RECYCLES_MEMORY && list.size() < MAX_FREE_NODES) list.push_back(own_value);
-    else delete own_value;
+    own_value->~Value();
+    value_blocks().give(own_value);
     own_value = nullptr;
 }
 

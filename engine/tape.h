@@ -166,7 +166,7 @@ struct NodeGroupRecords {
     std::vector<Ref<Node>> inner_nodes;      // ... and the ops it ran, with their own source lines
 };
 
-struct Node {
+struct Node final {
     int refcount = 0;
     int64_t id = 0;
     OpId op = OP_tensor;
