@@ -160,13 +160,6 @@ std::string node_label(const Node* node, int output) {
     return text.size() <= LABEL_MAX ? text : id;
 }
 
-std::unordered_map<int64_t, std::string> node_names_by_id() {
-    std::unordered_map<int64_t, std::string> by_id;
-    for (const auto& entry : names())
-        if (entry.first % MAX_OUTPUTS == 0) by_id[entry.first / MAX_OUTPUTS] = entry.second.name;
-    return by_id;
-}
-
 void node_names_drop(Node* node) {
     for (int i = 0; i < MAX_OUTPUTS; ++i) names().erase(name_key(node->id, i));
     node->has_name = false;

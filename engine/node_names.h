@@ -44,9 +44,6 @@ std::string node_bound_name(const Node* node, int output = 0);
 // whose inputs are named, a short expression ("h2h + i2h", "tanh(x)", "W_hᵀ"); else "#12".
 std::string node_label(const Node* node, int output = 0);
 
-// Every named node's id -> the name of its first output (the viewer copies names into its records).
-std::unordered_map<int64_t, std::string> node_names_by_id();
-
 // Called by node_destroy for a node that has a name.
 void node_names_drop(Node* node);
 
