@@ -51,6 +51,19 @@ void collect_graph_by_id_descending(Node* root, std::vector<Node*>& out) {
     if (stack.capacity() > KEEP) std::vector<Node*>().swap(stack);
 }
 
+void prefetch_bytes(const void* at, size_t bytes) {
+    const char* p = static_cast<const char*>(at);
+    for (size_t offset = 0; offset < bytes; offset += 64) __builtin_prefetch(p + offset, 1, 3);
+}
+
+// A long unroll's nodes are far out of cache when backward reaches them (the visits read and write
+// several of each node's cache lines): visit k asks the CPU for the node a few visits ahead. A
+// prefetch never faults, and costs little when all is in cache.
+void prefetch_visits_ahead(const std::vector<Node*>& order, size_t k) {
+    constexpr size_t NODE_AHEAD = 8;   // 4 to 16 measured the same
+    if (k + NODE_AHEAD < order.size()) prefetch_bytes(order[k + NODE_AHEAD], sizeof(Node));
+}
+
 // The pass's state, restored on every exit (an error in a rule or an observer included).
 struct BackwardScope {
     bool saved_grad_mode = grad_enabled();
@@ -360,6 +373,7 @@ void backward(const Tensor& root, const Tensor* grad, const BackwardOptions& opt
     for (size_t k = 0; k < order.size(); ++k) {
         Node* n = order[k];
         pass.position = k;
+        prefetch_visits_ahead(order, k);
         bool any = false;
         for (const Output& out : n->outputs) any = any || out.pending.defined();
         if (!any) continue;

@@ -8,6 +8,7 @@
 // [SECTION] describe       one-line node descriptions
 #include "tape.h"
 
+#include "block_slabs.h"
 #include "function.h"
 #include "node_names.h"
 
@@ -249,39 +250,33 @@ size_t g_node_bytes_live = 0;   // engine_bytes_live's
 
 constexpr size_t MAX_SPARE_BLOCKS = 1 << 18;   // per kind: ~90 MB of spare nodes at most (the storage pool keeps 256 MB)
 
-// Memory blocks of one size, kept for reuse: nodes come and go by the thousand per training step,
-// and with them a node's own attributes (Node::set_attrs: a loop's narrow or transpose makes one
-// per step) and edges' own values (Edge::set_value: a backward pass's nodes hold no node of their
-// inputs). What is taken counts as node bytes for Lua's collector (engine_bytes_*). Instances are
-// immortal (made on first use, never destroyed): a node can die during static destruction too
-// (exit() called from inside a library, a static that holds a tensor), and a destroyed list would
-// then be written after its destructor ran. What they hold stays reachable, so leak checkers do
-// not count it; node_release_spares() gives it back.
+// Memory blocks of one size, kept for reuse (BlockSlabs: laid out in the order they are taken):
+// nodes come and go by the thousand per training step, and with them a node's own attributes
+// (Node::set_attrs: a loop's narrow or transpose makes one per step) and edges' own values
+// (Edge::set_value: a backward pass's nodes hold no node of their inputs). What is taken counts as
+// node bytes for Lua's collector (engine_bytes_*). Instances are immortal (made on first use, never
+// destroyed): a node can die during static destruction too (exit() called from inside a library,
+// a static that holds a tensor), and a destroyed allocator would then be written after its
+// destructor ran. node_release_spares() gives the wholly free slabs back.
 class SpareBlocks {
 public:
-    explicit SpareBlocks(size_t block_bytes) : bytes_(block_bytes) {}
+    explicit SpareBlocks(size_t block_bytes)
+        : bytes_(block_bytes), budget_{MAX_SPARE_BLOCKS * block_bytes / BLOCK_SLAB_BYTES}, slabs_(block_bytes, budget_) {}
     void* take() {
         g_node_bytes_made += bytes_;
         g_node_bytes_live += bytes_;
-        if (spares_.empty()) return ::operator new(bytes_);
-        void* block = spares_.back();
-        spares_.pop_back();
-        return block;
+        return slabs_.take();
     }
     void give(void* block) {
         g_node_bytes_live -= bytes_;
-        if (ENGINE_RECYCLES_MEMORY && spares_.size() < MAX_SPARE_BLOCKS) spares_.push_back(block);
-        else ::operator delete(block);
+        slabs_.give(block);
     }
-    void release() {
-        for (void* block : spares_) ::operator delete(block);
-        spares_.clear();
-        spares_.shrink_to_fit();
-    }
+    void release() { slabs_.release_spares(); }
 
 private:
     size_t bytes_;
-    std::vector<void*> spares_;
+    SlabBudget budget_;
+    BlockSlabs slabs_;
 };
 
 SpareBlocks& node_blocks() {

@@ -168,6 +168,8 @@ struct NodeGroupRecords {
 
 struct Node final {
     int refcount = 0;
+    uint32_t walk_mark = 0;      // scratch for graph walks (beside id: a walk of a long unroll's
+                                 // cold nodes then misses one cache line per node, not two)
     int64_t id = 0;
     OpId op = OP_tensor;
     Phase phase = PHASE_FORWARD;
@@ -187,7 +189,6 @@ struct Node final {
     std::unique_ptr<NodeGroupRecords> group_records;   // null on most nodes: see NodeGroupRecords
     Node* tape_prev = nullptr;
     Node* tape_next = nullptr;
-    uint32_t walk_mark = 0;      // scratch for graph walks
     uint8_t edited = 0;          // EDITED_* bits: a debugger replaced what this node computed
     bool has_grad_hooks = false; // grad_hook_add was called on one of its outputs (autograd.cpp)
     bool has_arrived_gradients = false;   // a backward pass noted what arrived at it (arrived_gradients.cpp)

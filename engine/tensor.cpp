@@ -5,6 +5,8 @@
 // each (mmap, page faults, zeroing) costs more than the arithmetic on small models.
 #include "tensor.h"
 
+#include "block_slabs.h"
+
 #include <algorithm>
 #include <cstdarg>
 #include <cstdio>
@@ -113,30 +115,33 @@ namespace {
 
 constexpr size_t HEADER_BYTES = 64;              // Storage header, padded so data is 64-aligned
 constexpr size_t SMALL_LIMIT = 4096;             // up to this, sizes are classes of 64 bytes
-constexpr size_t POOL_MAX_CACHED = 256u << 20;   // never keep more than this in free lists
+constexpr size_t POOL_MAX_CACHED = 256u << 20;   // never keep more than this in free lists or spare slabs
 
-// Freed blocks are kept for reuse: small ones in lists per 64-byte class, big ones per exact
-// size (a training loop asks for the same sizes every step). The pool is immortal (made on first
-// use, never destroyed): a tensor can die during static destruction, after a destroyed pool's
-// lists would be gone. Its cached blocks stay reachable from it, so leak checkers do not count
-// them; storage_release_cached() frees them at orderly shutdown.
+// Small blocks (header + data up to SMALL_LIMIT) come from BlockSlabs, one per 64-byte class: a
+// loop's small tensors then lie in the order they were made, as its nodes do, and a long unroll's
+// backward pass streams through them. Big blocks are kept for reuse in lists per exact size (a
+// training loop asks for the same sizes every step). The pool is immortal (made on first use,
+// never destroyed): a tensor can die during static destruction, after a destroyed pool's lists
+// would be gone. Its cached blocks stay reachable from it, so leak checkers do not count them;
+// storage_release_cached() frees them at orderly shutdown.
 struct StoragePool {
-    std::vector<Storage*> small_free[SMALL_LIMIT / 64 + 1];
+    SlabBudget small_budget{POOL_MAX_CACHED / 2 / BLOCK_SLAB_BYTES};
+    BlockSlabs* small_slabs[SMALL_LIMIT / 64 + 1] = {};   // made on first use
     std::unordered_map<size_t, std::vector<Storage*>> big_free;
-    size_t cached_bytes = 0;
+    size_t cached_bytes = 0;   // in big_free
     size_t allocated_total = 0;
     size_t live_bytes = 0;
     size_t peak_bytes = 0;
     uint64_t next_serial = 1;
 
-    std::vector<Storage*>& free_list(size_t rounded) {
-        return rounded <= SMALL_LIMIT ? small_free[rounded / 64] : big_free[rounded];
+    BlockSlabs& small_class(size_t rounded) {
+        BlockSlabs*& slabs = small_slabs[rounded / 64];
+        if (!slabs) slabs = new BlockSlabs(HEADER_BYTES + rounded, small_budget);
+        return *slabs;
     }
     void drop_all() {
-        for (auto& list : small_free) {
-            for (Storage* s : list) std::free(s);
-            list.clear();
-        }
+        for (BlockSlabs* slabs : small_slabs)
+            if (slabs) slabs->release_spares();
         for (auto& entry : big_free)
             for (Storage* s : entry.second) std::free(s);
         big_free.clear();
@@ -180,8 +185,9 @@ Storage* storage_new(size_t bytes, Device device) {
                     gigabytes(bytes), gigabytes(p.live_bytes), gigabytes(limit));
     size_t rounded = round_up(bytes == 0 ? 1 : bytes, 64);
     Storage* s = nullptr;
-    std::vector<Storage*>& list = p.free_list(rounded);
-    if (!list.empty()) {
+    if (rounded <= SMALL_LIMIT) {
+        s = static_cast<Storage*>(p.small_class(rounded).take());
+    } else if (std::vector<Storage*>& list = p.big_free[rounded]; !list.empty()) {
         s = list.back();
         list.pop_back();
         p.cached_bytes -= rounded;
@@ -189,8 +195,8 @@ Storage* storage_new(size_t bytes, Device device) {
         void* block = std::aligned_alloc(64, HEADER_BYTES + rounded);
         if (!block) engine_fail("out of memory allocating %zu bytes", bytes);
         s = static_cast<Storage*>(block);
-        s->data = static_cast<char*>(block) + HEADER_BYTES;
     }
+    s->data = reinterpret_cast<char*>(s) + HEADER_BYTES;
     s->refcount = 1;
     s->device = device;
     s->grad_owned = false;
@@ -207,12 +213,16 @@ Storage* storage_new(size_t bytes, Device device) {
 void storage_free(Storage* s) {
     StoragePool& p = pool();
     p.live_bytes -= s->bytes;
+    if (s->bytes <= SMALL_LIMIT) {
+        p.small_class(s->bytes).give(s);
+        return;
+    }
     if (!ENGINE_RECYCLES_MEMORY) {
         std::free(s);
         return;
     }
-    if (p.cached_bytes + s->bytes > POOL_MAX_CACHED) p.drop_all();
-    p.free_list(s->bytes).push_back(s);
+    if (p.cached_bytes + s->bytes > POOL_MAX_CACHED / 2) p.drop_all();
+    p.big_free[s->bytes].push_back(s);
     p.cached_bytes += s->bytes;
 }
 
