@@ -22,7 +22,7 @@ uint64_t g_passes_started = 0;    // numbers the passes (BackwardPass::serial)
 // Every node reachable from `root` through held input edges (the autograd graph), by decreasing
 // id: the order backward visits them. Sorted as (id, node) pairs, so that the sort reads no node
 // (a long unroll's nodes are far out of cache by then).
-void collect_graph_by_id_descending(Node* root, std::vector<Node*>& out) {
+void collect_graph_by_walk_and_sort(Node* root, std::vector<Node*>& out) {
     // Scratch lists kept between passes (one pass runs at a time): a pass over a tiny graph, as a
     // scalar loop makes by the million, allocates nothing for them. A big pass's are given back.
     static std::vector<std::pair<int64_t, Node*>>& found = *new std::vector<std::pair<int64_t, Node*>>;
@@ -49,6 +49,42 @@ void collect_graph_by_id_descending(Node* root, std::vector<Node*>& out) {
     constexpr size_t KEEP = 1 << 12;
     if (found.capacity() > KEEP) std::vector<std::pair<int64_t, Node*>>().swap(found);
     if (stack.capacity() > KEEP) std::vector<Node*>().swap(stack);
+}
+
+// The same list, found by sweeping the tape down from `root`: a node is in the graph when a node
+// of the graph above it marked it as an input. Live nodes lie on the tape in id order, and in
+// memory in record order (BlockSlabs), so the sweep streams through memory where the walk above
+// follows one edge at a time to a cold node. The sweep also passes the live nodes that are not
+// in the graph; when those outnumber the graph's (another graph kept alive, a model's parameters
+// far down the tape), it gives up, so it never costs more than a few times the walk: false, `out`
+// emptied.
+bool collect_graph_by_tape_sweep(Node* root, std::vector<Node*>& out) {
+    uint32_t mark = ++g_walk_mark;
+    root->walk_mark = mark;
+    size_t marked_below = 1;   // marked nodes the sweep has not reached yet
+    size_t passed = 0;         // live nodes passed that are not in the graph
+    for (Node* n = root; n && marked_below > 0; n = n->tape_prev) {
+        if (n->walk_mark != mark) {
+            if (++passed > 2 * out.size() + 256) break;
+            continue;
+        }
+        --marked_below;
+        out.push_back(n);
+        for (Edge& e : n->inputs) {
+            Node* in = e.node();
+            if (in && in->walk_mark != mark) {
+                in->walk_mark = mark;
+                ++marked_below;
+            }
+        }
+    }
+    if (marked_below == 0) return true;
+    out.clear();
+    return false;
+}
+
+void collect_graph_by_id_descending(Node* root, std::vector<Node*>& out) {
+    if (!collect_graph_by_tape_sweep(root, out)) collect_graph_by_walk_and_sort(root, out);
 }
 
 void prefetch_bytes(const void* at, size_t bytes) {

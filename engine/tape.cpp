@@ -410,6 +410,10 @@ NodeGroupRecords& Node::group_records_made() {
 // Destroying a node drops its references, which can free a long chain of nodes. Do it with a
 // work list, not recursion, so a 100,000-step graph does not overflow the stack.
 void node_destroy(Node* node) {
+    // A long graph's nodes die cold: ask for all of the node's cache lines at once, not one by one
+    // as its destructor reaches them.
+    const char* lines = reinterpret_cast<const char*>(node);
+    for (size_t at = 0; at < sizeof(Node); at += 64) __builtin_prefetch(lines + at, 1, 3);
     g.dying.push_back(node);
     if (g.destroying) return;
     g.destroying = true;

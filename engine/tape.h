@@ -168,9 +168,11 @@ struct NodeGroupRecords {
 
 struct Node final {
     int refcount = 0;
-    uint32_t walk_mark = 0;      // scratch for graph walks (beside id: a walk of a long unroll's
-                                 // cold nodes then misses one cache line per node, not two)
+    uint32_t walk_mark = 0;      // scratch for graph walks
     int64_t id = 0;
+    Node* tape_prev = nullptr;   // the tape: live nodes in id order. These first fields and the
+    Node* tape_next = nullptr;   // input edges are what graph walks read: a walk of a long unroll's
+                                 // cold nodes then reads one or two cache lines of each
     OpId op = OP_tensor;
     Phase phase = PHASE_FORWARD;
     bool tracks_grad = false;    // recorded with autograd on: holds its inputs, has a backward
@@ -187,8 +189,6 @@ struct Node final {
     SmallList<Edge, 2> inputs;
     SmallList<Output, 1> outputs;
     std::unique_ptr<NodeGroupRecords> group_records;   // null on most nodes: see NodeGroupRecords
-    Node* tape_prev = nullptr;
-    Node* tape_next = nullptr;
     uint8_t edited = 0;          // EDITED_* bits: a debugger replaced what this node computed
     bool has_grad_hooks = false; // grad_hook_add was called on one of its outputs (autograd.cpp)
     bool has_arrived_gradients = false;   // a backward pass noted what arrived at it (arrived_gradients.cpp)

@@ -4,6 +4,8 @@
 // (engine_backward_pass), a second pass cannot start inside it, and the interrupt flag is a flag.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include "format.h"
 #include "test_helpers.h"
 
@@ -193,4 +195,58 @@ TEST_CASE("hook group: an observer gets only the events it asked for, and every 
     CHECK(counts.before == 0);
     CHECK(counts.after == 1);
     CHECK(counts.group == 2);
+}
+
+namespace {
+
+struct GroupOrder {
+    std::vector<std::string> ops;   // the group nodes' ops, in the order backward finished them
+};
+
+void log_group_ops(Node* node, HookEvent event, void* user) {
+    if (event == HOOK_GROUP_DONE) static_cast<GroupOrder*>(user)->ops.push_back(node->name());
+}
+
+// loss = sum(a + tanh(a)) with a = w * x (a diamond: a's gradient adds up from two consumers),
+// with `unrelated` live nodes recorded between every two ops of the graph.
+std::pair<GroupOrder, std::vector<double>> diamond_backward(int unrelated) {
+    std::vector<Tensor> kept;
+    Tensor x = make_tensor(Shape{3}, {1, 2, 3});
+    auto interleave = [&] {
+        for (int i = 0; i < unrelated; ++i) kept.push_back(ops::mul(x, x));
+    };
+    Tensor w = make_leaf(Shape{3}, {0.1, 0.2, 0.3});
+    interleave();
+    Tensor a = ops::mul(w, x);
+    interleave();
+    Tensor b = ops::unary(OP_tanh, a);
+    interleave();
+    Tensor c = ops::add(a, b);
+    interleave();
+    Tensor loss = ops::reduce_all(OP_sum, c);
+    GroupOrder order;
+    int handle = engine_observe(log_group_ops, &order, hook_bit(HOOK_GROUP_DONE));
+    backward(loss, nullptr);
+    engine_unobserve(handle);
+    return {order, values_of(grad_of(w))};
+}
+
+}  // namespace
+
+TEST_CASE("hook group: backward visits the same order whether it sweeps the tape or walks the graph") {
+    // Backward finds its graph by sweeping the tape down from the loss; past more unrelated live
+    // nodes than it has found graph nodes, it gives up and walks the graph's edges instead.
+    auto plain = diamond_backward(0);
+    auto few_between = diamond_backward(3);       // swept, passing 12 unrelated nodes
+    auto many_between = diamond_backward(2000);   // past the sweep's budget: walked and sorted
+    CHECK(plain.first.ops == std::vector<std::string>{"sum", "add", "tanh", "mul"});
+    CHECK(few_between.first.ops == plain.first.ops);
+    CHECK(many_between.first.ops == plain.first.ops);
+    CHECK(few_between.second == plain.second);
+    CHECK(many_between.second == plain.second);
+    const double x[] = {1, 2, 3}, w[] = {0.1, 0.2, 0.3};
+    for (int i = 0; i < 3; ++i) {   // d/dw sum(w x + tanh(w x)) = x (2 - tanh(w x)^2)
+        double t = std::tanh(w[i] * x[i]);
+        CHECK(plain.second[i] == Approx(x[i] * (2 - t * t)).epsilon(1e-6));
+    }
 }
