@@ -284,7 +284,7 @@ SpareBlocks& node_blocks() {
     return *blocks;
 }
 SpareBlocks& attrs_blocks() {
-    static SpareBlocks* blocks = new SpareBlocks(sizeof(OpAttrs));
+    static SpareBlocks* blocks = new SpareBlocks(sizeof(SharedOpAttrs));
     return *blocks;
 }
 SpareBlocks& value_blocks() {
@@ -312,25 +312,52 @@ void* Node::operator new(size_t) { return node_blocks().take(); }   // Node is f
 
 void Node::operator delete(void* p) { node_blocks().give(p); }
 
+namespace {
+// The attributes block made last for each op, kept (one reference) so that the next node of that
+// op with equal attributes shares it: a loop's t() or transpose(2, 3) then costs one block, always
+// in cache, instead of one per node. A narrow whose start moves each step gets a block each step.
+SharedOpAttrs*& last_attrs_block(OpId op) {
+    static std::vector<SharedOpAttrs*>& blocks = *new std::vector<SharedOpAttrs*>(OP_COUNT, nullptr);   // immortal
+    return blocks[op];
+}
+
+SharedOpAttrs* attrs_block_new(const OpAttrs& attrs) {
+    SharedOpAttrs* block = new (attrs_blocks().take()) SharedOpAttrs{attrs, 1};
+    return block;
+}
+
+void attrs_block_release(SharedOpAttrs* block) {
+    if (--block->refcount > 0) return;
+    block->~SharedOpAttrs();
+    attrs_blocks().give(block);
+}
+}  // namespace
+
 void Node::set_attrs(const OpAttrs& attrs) {
+    forget_own_attrs();
     bool defaults = &attrs == &op_attrs_default() ||
                     (attrs.init_values == nullptr && attrs_equal(attrs, op_attrs_default()));
-    if (defaults) {
-        forget_own_attrs();
+    if (defaults) return;
+    if (attrs.init_values) {   // `tensor`'s values, read during its call: a block of its own
+        own_attrs = attrs_block_new(attrs);
         return;
     }
-    if (own_attrs) *own_attrs = attrs;
-    else own_attrs = new (attrs_blocks().take()) OpAttrs(attrs);
+    SharedOpAttrs*& last = last_attrs_block(op);
+    if (!last || !attrs_equal(last->attrs, attrs)) {
+        if (last) attrs_block_release(last);
+        last = attrs_block_new(attrs);
+    }
+    ++last->refcount;
+    own_attrs = last;
 }
 
 void Node::forget_init_values() {
-    if (own_attrs) own_attrs->init_values = nullptr;
+    if (own_attrs && own_attrs->attrs.init_values) own_attrs->attrs.init_values = nullptr;
 }
 
 void Node::forget_own_attrs() {
     if (!own_attrs) return;
-    own_attrs->~OpAttrs();
-    attrs_blocks().give(own_attrs);
+    attrs_block_release(own_attrs);
     own_attrs = nullptr;
 }
 

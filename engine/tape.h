@@ -166,6 +166,12 @@ struct NodeGroupRecords {
     std::vector<Ref<Node>> inner_nodes;      // ... and the ops it ran, with their own source lines
 };
 
+// A block of op attributes that nodes share (Node::attrs), counted.
+struct SharedOpAttrs {
+    OpAttrs attrs;
+    int refcount = 0;
+};
+
 struct Node final {
     int refcount = 0;
     uint32_t walk_mark = 0;      // scratch for graph walks
@@ -195,7 +201,7 @@ struct Node final {
     bool has_name = false;       // the script's name for it is kept in node_names.cpp
     bool held_by_record = false; // its group's node holds it: in backward_nodes (see
                                  // engine_backward_graph_kept) or in inner_nodes
-    OpAttrs* own_attrs = nullptr;   // null: the defaults (attrs())
+    SharedOpAttrs* own_attrs = nullptr;   // null: the defaults (attrs())
     bool pass_made_sum = false;  // a backward pass made it to hold a gradient being summed: until
                                  // that gradient's target is visited, only the pass reaches it
 
@@ -209,11 +215,12 @@ struct Node final {
     ~Node();
 
     // The op's attributes. Most nodes have the defaults (mm, add, tanh), which they share: a node
-    // holds its own copy only when they differ, so the defaults cost a node 8 bytes, not 224.
-    const OpAttrs& attrs() const { return own_attrs ? *own_attrs : op_attrs_default(); }
-    void set_attrs(const OpAttrs& attrs);
+    // holds a block of its own only when they differ, so the defaults cost a node 8 bytes, not 224.
+    // Nodes of one op with equal attributes in a row (a loop's t() or transpose(2, 3)) share one.
+    const OpAttrs& attrs() const { return own_attrs ? own_attrs->attrs : op_attrs_default(); }
+    void set_attrs(const OpAttrs& attrs);   // once, when recorded (after `op` is set)
     void forget_init_values();   // OpAttrs::init_values is valid only during the op's call
-    void forget_own_attrs();     // back to the defaults; its copy goes back to the free list
+    void forget_own_attrs();     // back to the defaults; the block goes back when no node shares it
 
     // NodeGroupRecords' fields; empty when the node has none.
     const std::vector<Ref<Node>>& backward_nodes() const;

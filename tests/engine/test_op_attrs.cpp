@@ -76,3 +76,23 @@ TEST_CASE("op attrs: dtype and reduction attributes hold known values") {
     r.reduction = static_cast<Reduction>(4);
     CHECK(error_of([&] { ops::call(OP_mse_loss, {&x, &x}, r); }) == "mse_loss: unknown reduction 4 (mean or sum)");
 }
+
+TEST_CASE("op attrs: nodes of one op with equal attributes in a row share one block, which outlives the first") {
+    Tensor x = make_tensor(Shape{2, 3}, {1, 2, 3, 4, 5, 6});
+    Tensor a = ops::transpose(x, 0, 1), b = ops::transpose(x, 0, 1);
+    REQUIRE(a.node->own_attrs != nullptr);
+    CHECK(a.node->own_attrs == b.node->own_attrs);
+    Tensor n1 = ops::narrow(x, 1, 0, 2), n2 = ops::narrow(x, 1, 1, 2);   // a moving start: a block each
+    CHECK(n1.node->own_attrs != n2.node->own_attrs);
+    CHECK(n1.node->attrs().start == 0);
+    CHECK(n2.node->attrs().start == 1);
+    Tensor c = ops::transpose(x, 0, 1);   // after narrows: transpose's last block is still there
+    CHECK(c.node->own_attrs == b.node->own_attrs);
+    a = Tensor();
+    b = Tensor();
+    CHECK(c.node->attrs().dim == 0);
+    CHECK(c.node->attrs().dim2 == 1);
+    CHECK(values_of(c) == std::vector<double>{1, 4, 2, 5, 3, 6});
+    Tensor mm = ops::mm(x, c);   // the defaults: no block
+    CHECK(mm.node->own_attrs == nullptr);
+}
