@@ -173,16 +173,20 @@ struct SharedOpAttrs {
 };
 
 struct Node final {
+    // The first cache line holds what graph walks and destruction read (with the input edges, in
+    // the second): a walk of a long unroll's cold nodes then reads one or two lines of each.
     int refcount = 0;
     uint32_t walk_mark = 0;      // scratch for graph walks
     int64_t id = 0;
-    Node* tape_prev = nullptr;   // the tape: live nodes in id order. These first fields and the
-    Node* tape_next = nullptr;   // input edges are what graph walks read: a walk of a long unroll's
-                                 // cold nodes then reads one or two cache lines of each
+    Node* tape_prev = nullptr;   // the tape: live nodes in id order
+    Node* tape_next = nullptr;
     OpId op = OP_tensor;
     Phase phase = PHASE_FORWARD;
     bool tracks_grad = false;    // recorded with autograd on: holds its inputs, has a backward
     bool retains_grad = false;
+    uint8_t edited = 0;          // EDITED_* bits: a debugger replaced what this node computed
+    bool has_grad_hooks = false; // grad_hook_add was called on one of its outputs (autograd.cpp)
+    bool has_arrived_gradients = false;   // a backward pass noted what arrived at it (arrived_gradients.cpp)
     int64_t group = 0;           // backward: the forward node it differentiates; inside a custom
                                  // function: that function's node; else 0
     int scope = 0;               // the module call (scope_enter) it was recorded in; 0: none
@@ -191,19 +195,16 @@ struct Node final {
                                  // optimizer step) or made by detach(). Graph walks (graph_collect,
                                  // the viewer, DOT) do not follow its inputs. An op on tensors that
                                  // merely need no gradient, with autograd on, is no history start.
+    bool has_name = false;       // the script's name for it is kept in node_names.cpp
+    bool held_by_record = false; // its group's node holds it: in backward_nodes (see
+                                 // engine_backward_graph_kept) or in inner_nodes
+    bool pass_made_sum = false;  // a backward pass made it to hold a gradient being summed: until
+                                 // that gradient's target is visited, only the pass reaches it
     SourceLoc where;
     SmallList<Edge, 2> inputs;
     SmallList<Output, 1> outputs;
     std::unique_ptr<NodeGroupRecords> group_records;   // null on most nodes: see NodeGroupRecords
-    uint8_t edited = 0;          // EDITED_* bits: a debugger replaced what this node computed
-    bool has_grad_hooks = false; // grad_hook_add was called on one of its outputs (autograd.cpp)
-    bool has_arrived_gradients = false;   // a backward pass noted what arrived at it (arrived_gradients.cpp)
-    bool has_name = false;       // the script's name for it is kept in node_names.cpp
-    bool held_by_record = false; // its group's node holds it: in backward_nodes (see
-                                 // engine_backward_graph_kept) or in inner_nodes
     SharedOpAttrs* own_attrs = nullptr;   // null: the defaults (attrs())
-    bool pass_made_sum = false;  // a backward pass made it to hold a gradient being summed: until
-                                 // that gradient's target is visited, only the pass reaches it
 
     // Nodes come and go by the thousand per training step: a free list, not malloc.
     static void* operator new(size_t size);
