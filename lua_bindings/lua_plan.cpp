@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <malloc.h>
 #include <memory>
 #include <string>
 #include <vector>
@@ -332,7 +333,21 @@ std::vector<std::string> input_names(lua_State* L, Frozen& f, int first, int n) 
 
 // Runs the function on the arguments at [first, first + n) while recording, compiles the plan and
 // puts it first in the cache. Leaves the function's results on the stack; returns their count.
-int record_call(lua_State* L, Frozen& f, int first, int n) {
+// torch.freeze(fn, args...) records by running fn once, and nobody sees that run's results: its
+// graph (a long unroll's: hundreds of MB) is let go before compiling, and the memory it held given
+// back to the system, so that the freeze's peak is the recording and the plan, not the run as well.
+void release_recorded_run(lua_State* L, int top, std::vector<Tensor>& outputs) {
+    std::vector<Tensor>().swap(outputs);
+    lua_settop(L, top);
+    lua_gc(L, LUA_GCCOLLECT);
+    engine_release_spares();
+    malloc_trim(0);   // glibc: free pages amid the heap too, not only at its top
+}
+
+// Runs fn once under the recorder and compiles what it recorded into a plan (cached in f). With
+// results_wanted, fn's results are left on the stack and their count returned (the first call of a
+// frozen function returns them); without, they are dropped (release_recorded_run) and 0 returned.
+int record_call(lua_State* L, Frozen& f, int first, int n, bool results_wanted) {
     if (plan_recording())
         raise(L, f.name + ": cannot record while another function is being frozen (call the eager function inside it)");
     CacheEntry e;
@@ -367,6 +382,10 @@ int record_call(lua_State* L, Frozen& f, int first, int n) {
         e.results_ref = luaL_ref(L, LUA_REGISTRYINDEX);
         e.recorded = std::shared_ptr<Plan>(plan_record_end(outputs));
         name_captured(L, f, *e.recorded);
+        if (!results_wanted) {
+            release_recorded_run(L, top, outputs);
+            n_results = 0;
+        }
         e.plan = std::shared_ptr<Plan>(plan_compile(e.recorded, f.passes));
     } catch (const std::exception& x) {
         plan_record_abort();
@@ -514,7 +533,7 @@ int frozen_call(lua_State* L) {
                     f.name.c_str());
         return call_eagerly(L, f, first, n);
     }
-    int n_results = record_call(L, f, first, n);
+    int n_results = record_call(L, f, first, n, true);
     remember_args(L, f, first, n);
     return n_results;
 }
@@ -802,7 +821,7 @@ int l_freeze(lua_State* L) {
         record_now = n > 0;
     }
     if (record_now) {
-        record_call(L, f, first, n);
+        record_call(L, f, first, n, false);
         remember_args(L, f, first, n);
     }
     lua_pushvalue(L, self);
