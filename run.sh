@@ -50,7 +50,15 @@ sanitizer_env() {
 test_asan() {
   build_asan
   sanitizer_env
-  ctest --test-dir build-asan --output-on-failure -j "$(nproc)" "$@"
+  ctest --test-dir build-asan --output-on-failure -j "$(nproc)" "$@" && return 0
+  # LeakSanitizer's own tracer sometimes crashes while it stops the threads at exit, on a loaded
+  # machine ("Tracer caught signal 11 ... LeakSanitizer has encountered a fatal error":
+  # google/sanitizers#1353; seen twice here, on viewer tests whose script had printed "ok"). That
+  # is no finding about tapedeck, so then, and only then, the failed tests run once more, one at a
+  # time: a real report fails again.
+  grep -q "LeakSanitizer has encountered a fatal error" build-asan/Testing/Temporary/LastTest.log || return 1
+  echo "=== test-asan: LeakSanitizer's tracer crashed (google/sanitizers#1353): the failed tests once more"
+  ctest --test-dir build-asan --output-on-failure --rerun-failed "$@"
 }
 
 # Each fuzzer for $1 seconds on the sanitizer build; new inputs and findings in build-asan/fuzz/.
