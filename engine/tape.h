@@ -206,7 +206,8 @@ struct Node final {
     std::unique_ptr<NodeGroupRecords> group_records;   // null on most nodes: see NodeGroupRecords
     SharedOpAttrs* own_attrs = nullptr;   // null: the defaults (attrs())
 
-    // Nodes come and go by the thousand per training step: a free list, not malloc.
+    // Nodes come and go by the thousand per training step: from slabs in record order (BlockSlabs
+    // in tape.cpp), not malloc.
     static void* operator new(size_t size);
     static void operator delete(void* p);
 
