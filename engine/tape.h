@@ -206,6 +206,13 @@ struct Node final {
     std::unique_ptr<NodeGroupRecords> group_records;   // null on most nodes: see NodeGroupRecords
     SharedOpAttrs* own_attrs = nullptr;   // null: the defaults (attrs())
 
+    // Asks the CPU for all of the node's cache lines at once (a long graph's nodes are cold when
+    // backward visits them or they die). Never faults; costs little when they are in cache.
+    void prefetch() const {
+        const char* lines = reinterpret_cast<const char*>(this);
+        for (size_t at = 0; at < sizeof(Node); at += 64) __builtin_prefetch(lines + at, 1, 3);
+    }
+
     // Nodes come and go by the thousand per training step: from slabs in record order (BlockSlabs
     // in tape.cpp), not malloc.
     static void* operator new(size_t size);

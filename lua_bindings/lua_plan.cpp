@@ -331,8 +331,6 @@ std::vector<std::string> input_names(lua_State* L, Frozen& f, int first, int n) 
     return names;
 }
 
-// Runs the function on the arguments at [first, first + n) while recording, compiles the plan and
-// puts it first in the cache. Leaves the function's results on the stack; returns their count.
 // torch.freeze(fn, args...) records by running fn once, and nobody sees that run's results: its
 // graph (a long unroll's: hundreds of MB) is let go before compiling, and the memory it held given
 // back to the system, so that the freeze's peak is the recording and the plan, not the run as well.
@@ -344,9 +342,10 @@ void release_recorded_run(lua_State* L, int top, std::vector<Tensor>& outputs) {
     malloc_trim(0);   // glibc: free pages amid the heap too, not only at its top
 }
 
-// Runs fn once under the recorder and compiles what it recorded into a plan (cached in f). With
-// results_wanted, fn's results are left on the stack and their count returned (the first call of a
-// frozen function returns them); without, they are dropped (release_recorded_run) and 0 returned.
+// Runs fn on the arguments at [first, first + n) under the recorder, compiles what it recorded and
+// puts the plan first in f's cache. With results_wanted, fn's results are left on the stack and
+// their count returned (the first call of a frozen function returns them); without, they are
+// dropped (release_recorded_run) and 0 returned.
 int record_call(lua_State* L, Frozen& f, int first, int n, bool results_wanted) {
     if (plan_recording())
         raise(L, f.name + ": cannot record while another function is being frozen (call the eager function inside it)");

@@ -82,4 +82,15 @@ function check.matches(actual, entry, what, tol)
   check.close(actual, entry.values, tol or 1e-10, what)
 end
 
+-- VmHWM: the process's peak resident memory so far, in bytes (nil where /proc is not Linux's).
+-- The memory tests (tests/memory/, test_freeze_long_unroll.lua) measure with it.
+function check.peak_rss_bytes()
+  local status = io.open("/proc/self/status")
+  if not status then return nil end
+  local text = status:read("a")
+  status:close()
+  local kb = text:match("VmHWM:%s*(%d+) kB")
+  return kb and tonumber(kb) * 1024
+end
+
 return check

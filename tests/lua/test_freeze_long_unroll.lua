@@ -16,15 +16,7 @@ local check = dofile((arg[0]:match("^(.*[/\\])") or "") .. "check.lua")
 local steps = tonumber(os.getenv("TAPEDECK_TEST_UNROLL_STEPS") or "") or 20000
 local check_rss = os.getenv("TAPEDECK_TEST_SKIP_RSS") == nil
 
--- VmHWM: the process's peak resident memory so far, in bytes (nil where /proc is not Linux's).
-local function peak_rss()
-  local status = io.open("/proc/self/status")
-  if not status then return nil end
-  local text = status:read("a")
-  status:close()
-  local kb = text:match("VmHWM:%s*(%d+) kB")
-  return kb and tonumber(kb) * 1024
-end
+local peak_rss = check.peak_rss_bytes
 
 torch.manual_seed(15)
 local W_h = (torch.randn(20, 20) * 0.1):requires_grad_(true)

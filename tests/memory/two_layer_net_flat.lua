@@ -4,12 +4,8 @@
 local root = assert(arg[1], "usage: two_layer_net_flat.lua <repo root>")
 local script = root .. "/scripts/two_layer_net.lua"
 
-local function peak_rss_kb()
-  local f = assert(io.open("/proc/self/status"))
-  local status = f:read("a")
-  f:close()
-  return tonumber(status:match("VmHWM:%s+(%d+)"))
-end
+local check = dofile(root .. "/tests/lua/check.lua")
+local function peak_rss_kb() return assert(check.peak_rss_bytes()) / 1024 end
 
 local function run(steps)
   arg = {[0] = script, tostring(steps), tostring(steps)}   -- print only the first and last loss

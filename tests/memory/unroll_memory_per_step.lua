@@ -7,12 +7,8 @@
 local sanitized = arg[1] == "sanitized"
 local steps = 20000
 
-local function peak_rss_kb()
-  local f = assert(io.open("/proc/self/status"))
-  local status = f:read("a")
-  f:close()
-  return tonumber(status:match("VmHWM:%s+(%d+)"))
-end
+local check = dofile((arg[0]:match("^(.*[/\\])") or "") .. "../lua/check.lua")
+local function peak_rss_kb() return assert(check.peak_rss_bytes()) / 1024 end
 
 local W_h = (torch.randn(20, 20) * 0.1):requires_grad_(true)
 local W_x = torch.randn(20, 10, {requires_grad = true})
