@@ -117,26 +117,23 @@ Output& target_output(Plan& plan, int t, const std::vector<Tensor>& inputs) {
 const Value& plan_captured_value(const PlanCaptured& captured) { return captured.tensor.value(); }
 
 // A long loop's plan has a million steps and values: these sizes are most of its memory.
-static_assert(sizeof(ValueIds) == 24, "ValueIds: 4 ids or a pointer, and two counts");
+static_assert(sizeof(ValueIds) == 16, "ValueIds: 3 ids, or a capacity and a pointer, and a count");
 static_assert(sizeof(PlanValue) == 32, "PlanValue: its shape is interned (ShapeRef)");
-static_assert(sizeof(PlanStep) <= 104, "PlanStep: fused lists behind one pointer, no padding");
+static_assert(sizeof(PlanStep) <= 80, "PlanStep: fused lists behind one pointer, no padding");
 
-ValueIds::ValueIds(std::initializer_list<int> ids) {
+ValueIds::ValueIds(std::initializer_list<int> ids) : ValueIds() {
     reserve(ids.size());
     for (int id : ids) push_back(id);
 }
 
-ValueIds::ValueIds(const std::vector<int>& ids) {
+ValueIds::ValueIds(const std::vector<int>& ids) : ValueIds() {
     reserve(ids.size());
     for (int id : ids) push_back(id);
 }
 
-ValueIds::ValueIds(const ValueIds& other) {
-    reserve(other.size_);
-    for (int id : other) push_back(id);
-}
+ValueIds::ValueIds(const ValueIds& other) : ValueIds() { *this = other; }
 
-ValueIds::ValueIds(ValueIds&& other) noexcept { *this = std::move(other); }
+ValueIds::ValueIds(ValueIds&& other) noexcept : ValueIds() { *this = std::move(other); }
 
 ValueIds& ValueIds::operator=(const ValueIds& other) {
     if (this == &other) return *this;
@@ -148,27 +145,38 @@ ValueIds& ValueIds::operator=(const ValueIds& other) {
 
 ValueIds& ValueIds::operator=(ValueIds&& other) noexcept {
     if (this == &other) return *this;
-    if (on_heap()) delete[] heap_;
-    if (other.on_heap()) heap_ = other.heap_;
-    else std::copy(other.inline_, other.inline_ + INLINE, inline_);
+    if (on_heap_) delete[] heap();
+    std::copy(other.words_, other.words_ + INLINE, words_);   // the ids, or the capacity and the pointer
     size_ = other.size_;
-    capacity_ = other.capacity_;
+    on_heap_ = other.on_heap_;
     other.size_ = 0;
-    other.capacity_ = INLINE;   // the pointer, if any, is ours now
+    other.on_heap_ = 0;   // the pointer, if any, is ours now
     return *this;
 }
 
+int* ValueIds::heap() const {
+    int* ids;
+    std::memcpy(&ids, &words_[1], sizeof ids);
+    return ids;
+}
+
+void ValueIds::set_heap(int* ids, size_t capacity) {
+    words_[0] = static_cast<int>(capacity);
+    std::memcpy(&words_[1], &ids, sizeof ids);
+    on_heap_ = 1;
+}
+
 void ValueIds::reserve(size_t n) {
-    if (n <= capacity_) return;
+    if (n <= capacity()) return;
+    if (n > 0x7fffffff) engine_fail("a plan step with %zu values (at most 2^31 - 1)", n);
     int* grown = new int[n];
     std::copy(begin(), end(), grown);
-    if (on_heap()) delete[] heap_;
-    heap_ = grown;   // over the inline ids, copied above
-    capacity_ = static_cast<uint32_t>(n);
+    if (on_heap_) delete[] heap();
+    set_heap(grown, n);   // over the inline ids, copied above
 }
 
 void ValueIds::push_back(int id) {
-    if (size_ == capacity_) reserve(2 * static_cast<size_t>(capacity_));
+    if (size_ == capacity()) reserve(2 * capacity());
     data()[size_++] = id;
 }
 
@@ -251,7 +259,7 @@ private:
         return static_cast<size_t>(id - first_id_) * DENSE_OUTPUTS + static_cast<size_t>(output);
     }
     int64_t first_id_ = 0;
-    std::vector<int> dense_;
+    BigVector<int> dense_;   // big_array.h
     std::unordered_map<uint64_t, int> others_;
 };
 
@@ -282,7 +290,7 @@ public:
 
 private:
     uint64_t first_serial_ = 0;
-    std::vector<int> dense_;
+    BigVector<int> dense_;
     std::unordered_map<uint64_t, int> older_;
 };
 
@@ -1159,7 +1167,7 @@ void pass_hoist_guards(Plan& plan) {
         int written = p.written_root(s);
         if (written >= 0) last_touch[written] = at;
     }
-    std::vector<PlanStep> steps;
+    BigVector<PlanStep> steps;
     steps.reserve(plan.steps.size());
     for (int g : guards_after[0]) steps.push_back(std::move(plan.steps[g]));
     for (size_t i = 0; i < kept.size(); ++i) {
@@ -1369,24 +1377,39 @@ std::unique_ptr<Plan> plan_compile(std::shared_ptr<const Plan> recorded, const P
 constexpr int64_t FUSED_CHUNK = 1024;   // elements per chunk of a fused loop (its registers stay in L1/L2)
 
 // A step's prepared call. Its pointer lists lie in PlanExec's flat lists (three heap blocks a step
-// cost a long loop's plan ~150 bytes a step).
+// cost a long loop's plan ~150 bytes a step), found by index: 32 bytes a step, where the pointers
+// themselves took 48.
 struct StepExec {
-    const Value** inputs = nullptr;            // n_inputs slots, in PlanExec::input_slots
-    Value** outputs = nullptr;                 // n_outputs slots, in PlanExec::output_slots
-    int n_inputs = 0, n_outputs = 0;
+    uint32_t first_input = 0;                  // n_inputs slots from here in PlanExec::input_slots
+    uint32_t first_output = 0;                 // n_outputs slots from here in PlanExec::output_slots
+    uint32_t first_math = 0;                   // STEP_FUSED: per op, from here in PlanExec::fused_math
+    uint16_t n_inputs = 0, n_outputs = 0;
     uint32_t fresh = 0;                        // bit i: output i gets new bytes each call (it is returned)
     bool rebind = false;                       // output 0 shares input 0's bytes, bound each call
     bool view = false;                         // an OPF_VIEW op: output 0 is a view of input 0
     bool contiguous_view_seen = false;         // view: a run on a contiguous input gave a contiguous
     int64_t contiguous_view_offset = 0;        // output this many elements on; again so for any
                                                // contiguous input (shapes and attrs are fixed)
-    const ElementwiseMath* const* math = nullptr;   // STEP_FUSED: per op, in PlanExec::fused_math
-
     bool is_fresh(int i) const { return (fresh >> i) & 1u; }
 };
 
+// A step's call as the run loop uses it: StepExec's lists as pointers (PlanExec::step_call).
+struct StepCall {
+    StepExec& exec;
+    const Value* const* inputs;
+    Value* const* outputs;
+    int n_inputs, n_outputs;
+    const ElementwiseMath* const* math;
+    bool is_fresh(int i) const { return exec.is_fresh(i); }
+};
+
 struct PlanExec {
+    // The run-time value of each plan value, in a slot: slots[slot_of[v]] (-1: no step, output or
+    // guard reads or writes v). See assign_slots.
     std::vector<Value> slots;
+    std::vector<int> slot_of;
+    Value& slot(int v) { return slots[static_cast<size_t>(slot_of[v])]; }
+    const Value& slot(int v) const { return slots[static_cast<size_t>(slot_of[v])]; }
     std::vector<Ref<Storage>> buffers;
     std::vector<StepExec> steps;
     std::vector<const Value*> input_slots;             // every step's inputs, in order (sized once)
@@ -1402,20 +1425,87 @@ struct PlanExec {
     std::vector<Tensor> recycled;       // per grad target: a .grad the call cleared that nothing else holds
     std::unordered_map<int64_t, int> value_of_recorded;   // observed runs: a recorded node's id -> its output 0's value
     bool running = false;
+
+    StepCall step_call(size_t k) {
+        StepExec& x = steps[k];
+        return {x, input_slots.data() + x.first_input, output_slots.data() + x.first_output, x.n_inputs, x.n_outputs,
+                fused_math.data() + x.first_math};
+    }
 };
 
 namespace {
+
+// Which slot each value gets (PlanExec::slot_of); returns the number of slots. Every value the
+// run reads or writes gets one, and most get their own. A value whose slot never changes at run
+// time -- a step's own result in one of the plan's buffers: not a view or an in-place result, not
+// written into a .grad, not new each call -- holds the same Value as every other such value of its
+// buffer, shape and dtype: those share one slot. A long loop's plan has ~800,000 values over
+// ~50,000 buffers, and a slot is 88 bytes.
+int assign_slots(const Plan& plan, const std::vector<int>& roots, std::vector<int>& slot_of) {
+    size_t n = plan.values.size();
+    std::vector<bool> used(n, false), rebound(n, false);
+    auto use = [&](int v) {
+        if (v >= 0) used[static_cast<size_t>(v)] = true;
+    };
+    for (const PlanStep& s : plan.steps) {
+        for (int v : s.inputs) use(v);
+        bool rebinds = s.kind == STEP_KERNEL && (op_info(s.op).flags & (OPF_VIEW | OPF_INPLACE));
+        for (int v : s.outputs) {
+            use(v);
+            if (rebinds || s.into_grad >= 0) rebound[static_cast<size_t>(v)] = true;
+        }
+    }
+    for (const PlanOutput& o : plan.outputs) {
+        use(o.value);
+        use(o.grad_value);
+    }
+    for (const PlanGuard& g : plan.guards) {
+        use(g.value);
+        use(g.other_value);
+    }
+    struct SharedSlot {
+        const Shape* shape;
+        DType dtype;
+        int slot;
+    };
+    std::vector<std::vector<SharedSlot>> shared_by_buffer(plan.buffer_bytes.size());
+    slot_of.assign(n, -1);
+    int slots = 0;
+    for (size_t v = 0; v < n; ++v) {
+        const PlanValue& pv = plan.values[v];
+        if (pv.kind != VALUE_STEP) used[v] = true;   // bound each call, or bound for good
+        if (!used[v]) continue;
+        int buffer = plan.value_buffer[v];
+        bool fixed = pv.kind == VALUE_STEP && roots[v] == static_cast<int>(v) && buffer >= 0 && !plan.value_per_call[v] &&
+                     !rebound[v];
+        if (!fixed) {
+            slot_of[v] = slots++;
+            continue;
+        }
+        std::vector<SharedSlot>& shared = shared_by_buffer[static_cast<size_t>(buffer)];
+        auto same = std::find_if(shared.begin(), shared.end(),
+                                 [&](const SharedSlot& x) { return x.shape == &pv.shape.get() && x.dtype == pv.dtype; });
+        if (same != shared.end()) {
+            slot_of[v] = same->slot;
+        } else {
+            slot_of[v] = slots++;
+            shared.push_back({&pv.shape.get(), pv.dtype, slot_of[v]});
+        }
+    }
+    return slots;
+}
 
 std::shared_ptr<PlanExec> exec_build(Plan& plan) {
     auto e = std::make_shared<PlanExec>();
     size_t n = plan.values.size();
     std::vector<int> roots = value_roots(plan);
-    e->slots.resize(n);
+    e->slots.resize(static_cast<size_t>(assign_slots(plan, roots, e->slot_of)));
     for (size_t b = 0; b < plan.buffer_bytes.size(); ++b)
         e->buffers.push_back(Ref<Storage>::adopt(storage_new(plan.buffer_bytes[b], DEVICE_CPU)));
     for (size_t v = 0; v < n; ++v) {
+        if (e->slot_of[v] < 0) continue;
         const PlanValue& pv = plan.values[v];
-        Value& slot = e->slots[v];
+        Value& slot = e->slot(static_cast<int>(v));
         slot.shape = pv.shape;
         slot.dtype = pv.dtype;
         int r = roots[v];
@@ -1433,7 +1523,10 @@ std::shared_ptr<PlanExec> exec_build(Plan& plan) {
         n_outputs += s.outputs.size();
         n_fused += s.fused.size();
         if (s.outputs.size() > 32) engine_fail("%s: a step with %zu outputs (at most 32)", plan.name.c_str(), s.outputs.size());
+        if (s.inputs.size() > UINT16_MAX)
+            engine_fail("%s: a step with %zu inputs (at most %d)", plan.name.c_str(), s.inputs.size(), UINT16_MAX);
     }
+    if (std::max({n_inputs, n_outputs, n_fused}) > UINT32_MAX) engine_fail("%s: too many steps to run", plan.name.c_str());
     e->input_slots.reserve(n_inputs);   // sized once: the steps point into them
     e->output_slots.reserve(n_outputs);
     e->fused_math.reserve(n_fused);
@@ -1441,20 +1534,20 @@ std::shared_ptr<PlanExec> exec_build(Plan& plan) {
     size_t scratch = 0;
     for (const PlanStep& s : plan.steps) {
         StepExec x;
-        x.inputs = e->input_slots.data() + e->input_slots.size();
-        x.n_inputs = static_cast<int>(s.inputs.size());
-        for (int v : s.inputs) e->input_slots.push_back(&e->slots[v]);
-        x.outputs = e->output_slots.data() + e->output_slots.size();
-        x.n_outputs = static_cast<int>(s.outputs.size());
+        x.first_input = static_cast<uint32_t>(e->input_slots.size());
+        x.n_inputs = static_cast<uint16_t>(s.inputs.size());
+        for (int v : s.inputs) e->input_slots.push_back(&e->slot(v));
+        x.first_output = static_cast<uint32_t>(e->output_slots.size());
+        x.n_outputs = static_cast<uint16_t>(s.outputs.size());
         for (size_t i = 0; i < s.outputs.size(); ++i) {
             int v = s.outputs[i];
-            e->output_slots.push_back(&e->slots[v]);
+            e->output_slots.push_back(&e->slot(v));
             if (plan.value_per_call[v] && plan.values[v].alias_of < 0) x.fresh |= 1u << i;
         }
         x.rebind = s.kind == STEP_KERNEL && (op_info(s.op).flags & (OPF_VIEW | OPF_INPLACE));
         x.view = s.kind == STEP_KERNEL && (op_info(s.op).flags & OPF_VIEW) && s.into_grad < 0 && x.n_outputs == 1 &&
                  !x.is_fresh(0);
-        x.math = e->fused_math.data() + e->fused_math.size();
+        x.first_math = static_cast<uint32_t>(e->fused_math.size());
         for (const FusedOp& op : s.fused) e->fused_math.push_back(elementwise_math(op.op));
         if (s.kind == STEP_FUSED) scratch = std::max(scratch, (s.inputs.size() + s.fused.size()) * FUSED_CHUNK);
         e->steps.push_back(x);
@@ -1475,7 +1568,7 @@ void give_fresh_bytes(Value& v) {
 
 bool guard_holds(const Plan& plan, const PlanExec& e, const PlanGuard& g) {
     if (g.kind == GUARD_GRAD_STATE) return true;   // checked with the inputs, before the run
-    const Value& v = e.slots[g.value];
+    const Value& v = e.slot(g.value);
     if (g.kind == GUARD_VALUES) {
         if (static_cast<size_t>(v.numel()) != g.expected.size()) return false;
         for (int64_t i = 0; i < v.numel(); ++i) {
@@ -1485,7 +1578,7 @@ bool guard_holds(const Plan& plan, const PlanExec& e, const PlanGuard& g) {
         return true;
     }
     double a = value_get(v, 0);
-    double b = g.other_value >= 0 ? value_get(e.slots[g.other_value], 0) : g.other_number;
+    double b = g.other_value >= 0 ? value_get(e.slot(g.other_value), 0) : g.other_number;
     if (g.swapped) std::swap(a, b);
     bool truth = g.compare == COMPARE_LT ? a < b : a <= b;
     (void)plan;
@@ -1510,7 +1603,7 @@ constexpr int64_t ROW_DIRECT = 64;   // rows at least this long are read in plac
 // One fused step: chunk by chunk, each op's span math over registers; the last op writes the
 // result. A full-shape input is read in place; a long row (a bias) too, the chunks cut at its ends.
 template <class T>
-void run_fused(const Plan& plan, const PlanStep& s, StepExec& x, PlanExec& e) {
+void run_fused(const Plan& plan, const PlanStep& s, const StepCall& x, PlanExec& e) {
     int n_inputs = static_cast<int>(s.inputs.size());
     int n_ops = static_cast<int>(s.fused.size());
     Value& out = *x.outputs[0];
@@ -1604,7 +1697,7 @@ struct PlanCall {
         }
         for (int v : e.bound_values) {
             const PlanValue& pv = plan.values[v];
-            if (pv.kind == VALUE_INPUT) value_share_layout(e.slots[v], inputs[pv.index].value());   // a view keeps its layout
+            if (pv.kind == VALUE_INPUT) value_share_layout(e.slot(v), inputs[pv.index].value());   // a view keeps its layout
             else if (pv.kind == VALUE_GRAD) bind_grad(pv.index);
             if (!observed) continue;
             if (pv.kind == VALUE_INPUT) ids[v] = inputs[pv.index].id();
@@ -1612,7 +1705,7 @@ struct PlanCall {
         }
     }
     ~PlanCall() {
-        for (int v : e.per_call_values) e.slots[v].storage.reset();
+        for (int v : e.per_call_values) e.slot(v).storage.reset();
         for (Tensor& t : e.recycled) t = Tensor();
         e.running = false;
     }
@@ -1621,7 +1714,7 @@ struct PlanCall {
 
     void bind_grad(int t) {
         const Tensor& grad = target(t).grad;
-        Value& slot = e.slots[plan.grad_targets[t].grad_value];
+        Value& slot = e.slot(plan.grad_targets[t].grad_value);
         if (grad.defined()) {
             value_share_layout(slot, grad.value());
         } else {
@@ -1711,27 +1804,27 @@ struct PlanCall {
 
     // A view of a contiguous value that is itself contiguous (a transpose of a [1,n] row, an
     // unsqueeze, a view): its layout is known from the last run, so it is bound without the kernel.
-    bool bind_known_view(StepExec& x) {
-        if (!x.view || !x.contiguous_view_seen || observed || !x.inputs[0]->is_contiguous()) return false;
+    bool bind_known_view(const StepCall& x) {
+        if (!x.exec.view || !x.exec.contiguous_view_seen || observed || !x.inputs[0]->is_contiguous()) return false;
         Value& out = *x.outputs[0];
         out.storage = x.inputs[0]->storage;
-        out.offset = x.inputs[0]->offset + x.contiguous_view_offset;
+        out.offset = x.inputs[0]->offset + x.exec.contiguous_view_offset;
         out.layout.reset();
         return true;
     }
 
-    void learn_view(StepExec& x) {
+    void learn_view(const StepCall& x) {
         const Value &in = *x.inputs[0], &out = *x.outputs[0];
-        if (!x.view || !in.is_contiguous() || !out.is_contiguous()) return;
-        x.contiguous_view_seen = true;
-        x.contiguous_view_offset = out.offset - in.offset;
+        if (!x.exec.view || !in.is_contiguous() || !out.is_contiguous()) return;
+        x.exec.contiguous_view_seen = true;
+        x.exec.contiguous_view_offset = out.offset - in.offset;
     }
 
-    void run_kernel(const PlanStep& s, StepExec& x) {
+    void run_kernel(const PlanStep& s, const StepCall& x) {
         if (bind_known_view(x)) return;
         for (int i = 0; i < x.n_outputs; ++i)
             if (x.is_fresh(i)) give_fresh_bytes(*x.outputs[i]);
-        if (x.rebind) value_share_layout(*x.outputs[0], *x.inputs[0]);   // a view's kernel then sets its own
+        if (x.exec.rebind) value_share_layout(*x.outputs[0], *x.inputs[0]);   // a view's kernel then sets its own
         const OpAttrs* attrs = &plan_step_attrs(plan, s);
         OpAttrs accumulate_attrs;   // into_grad when the .grad exists: Y += A B
         Output* grad_target = nullptr;
@@ -1747,7 +1840,7 @@ struct PlanCall {
             }
         }
         run_op(s.op, *attrs, x.inputs, s.inputs.data(), x.n_inputs, x.outputs, s.outputs.data(), x.n_outputs, s);
-        if (x.view) learn_view(x);
+        if (x.exec.view) learn_view(x);
         if (grad_target) {
             if (attrs == &accumulate_attrs) ++x.outputs[0]->storage->version;
             else set_grad_after_write(s.into_grad, *x.outputs[0], s);
@@ -1766,7 +1859,7 @@ struct PlanCall {
     // call makes no tape record and no allocation. Observed runs make new tensors, as eager does.
     void clear_grad(int t) {
         Tensor& grad = target(t).grad;
-        Value& slot = e.slots[plan.grad_targets[t].grad_value];
+        Value& slot = e.slot(plan.grad_targets[t].grad_value);
         slot.storage.reset();
         if (!observed && grad.defined() && grad.node->refcount == 1 && grad.node->outputs.size() == 1 &&
             grad.value().storage->refcount == 1 && !grad.node->outputs[0].grad.defined())
@@ -1796,7 +1889,7 @@ struct PlanCall {
         }
     }
 
-    void run_accumulate(const PlanStep& s, StepExec& x) {
+    void run_accumulate(const PlanStep& s, const StepCall& x) {
         Output& t = target(s.target);
         int grad_value = plan.grad_targets[s.target].grad_value;
         if (t.grad.defined()) {
@@ -1822,7 +1915,7 @@ struct PlanCall {
     }
 
     // Observed: each op of the group as its own node, with new bytes for the values between them.
-    void run_fused_observed(const PlanStep& s, StepExec& x) {
+    void run_fused_observed(const PlanStep& s, const StepCall& x) {
         int n_inputs = static_cast<int>(s.inputs.size());
         std::vector<Value> results(s.fused.size());
         for (size_t j = 0; j < s.fused.size(); ++j) {
@@ -1848,7 +1941,7 @@ struct PlanCall {
         }
     }
 
-    void run_step(const PlanStep& s, StepExec& x) {
+    void run_step(const PlanStep& s, const StepCall& x) {
         switch (s.kind) {
             case STEP_KERNEL: run_kernel(s, x); break;
             case STEP_FUSED:
@@ -1878,9 +1971,9 @@ struct PlanCall {
             std::memcpy(copy.raw(), plan.constants[pv.index].raw(), static_cast<size_t>(copy.numel()) * dtype_size(copy.dtype));
             t = leaf_tensor(copy, PHASE_FORWARD, plan.where);
         } else {
-            t = leaf_tensor(e.slots[o.value], PHASE_FORWARD, plan.where);
+            t = leaf_tensor(e.slot(o.value), PHASE_FORWARD, plan.where);
         }
-        if (t.defined() && o.grad_value >= 0) t.node->outputs[t.output].grad = leaf_tensor(e.slots[o.grad_value], PHASE_BACKWARD, plan.where);
+        if (t.defined() && o.grad_value >= 0) t.node->outputs[t.output].grad = leaf_tensor(e.slot(o.grad_value), PHASE_BACKWARD, plan.where);
         return t;
     }
 };
@@ -2019,7 +2112,7 @@ PlanRunResult plan_run(Plan& plan_called, const std::vector<Tensor>& inputs, boo
                 return result;
             }
             call.step_index = static_cast<int>(k);
-            call.run_step(s, call.e.steps[k]);
+            call.run_step(s, call.e.step_call(k));
         }
     } catch (const EngineError& error) {
         if (k >= plan.steps.size()) throw;

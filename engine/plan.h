@@ -24,6 +24,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "big_array.h"
 #include "npy.h"
 #include "tape.h"
 
@@ -117,12 +118,14 @@ struct FusedOp {
     SourceLoc where;
 };
 
-// A step's value ids (its inputs, or its outputs): up to 4 kept in the step itself, more on the
+// A step's value ids (its inputs, or its outputs): up to 3 kept in the step itself, more on the
 // heap. Most steps have 1 to 3 of each; a std::vector<int> cost a 32-byte heap block per list,
-// and a long loop's plan has a million steps. The parts of std::vector's interface plans use.
+// and a long loop's plan has a million steps (two lists each, in the recording and again in the
+// compiled plan): 16 bytes, where 4 inline ids and two counts took 24. The parts of
+// std::vector's interface plans use.
 class ValueIds {
 public:
-    ValueIds() = default;
+    ValueIds() : size_(0), on_heap_(0) {}
     ValueIds(std::initializer_list<int> ids);
     ValueIds(const std::vector<int>& ids);   // implicit: a list built as a vector becomes a step's
     ValueIds(const ValueIds& other);
@@ -130,13 +133,13 @@ public:
     ValueIds& operator=(const ValueIds& other);
     ValueIds& operator=(ValueIds&& other) noexcept;
     ~ValueIds() {
-        if (on_heap()) delete[] heap_;
+        if (on_heap_) delete[] heap();
     }
 
     size_t size() const { return size_; }
     bool empty() const { return size_ == 0; }
-    int* data() { return on_heap() ? heap_ : inline_; }
-    const int* data() const { return on_heap() ? heap_ : inline_; }
+    int* data() { return on_heap_ ? heap() : words_; }
+    const int* data() const { return on_heap_ ? heap() : words_; }
     int* begin() { return data(); }
     int* end() { return data() + size_; }
     const int* begin() const { return data(); }
@@ -151,14 +154,16 @@ public:
     bool operator!=(const ValueIds& other) const { return !(*this == other); }
 
 private:
-    static constexpr uint32_t INLINE = 4;
-    bool on_heap() const { return capacity_ > INLINE; }
-    union {                           // 16 bytes: up to 4 ids here, or the pointer to more
-        int inline_[INLINE] = {};
-        int* heap_;                   // when capacity_ > INLINE
-    };
-    uint32_t size_ = 0;
-    uint32_t capacity_ = INLINE;
+    static constexpr uint32_t INLINE = 3;
+    // On the heap, words_[0] is the capacity and words_[1..2] hold the pointer (copied in and out
+    // with memcpy: the words are 4-byte aligned, which keeps the list at 16 bytes).
+    size_t capacity() const { return on_heap_ ? static_cast<uint32_t>(words_[0]) : INLINE; }
+    int* heap() const;
+    void set_heap(int* ids, size_t capacity);
+
+    uint32_t size_ : 31;
+    uint32_t on_heap_ : 1;
+    int words_[INLINE] = {};
 };
 
 // A fused step's ops, in order, and a FusedInputMode per input of the step. Empty for other steps,
@@ -197,7 +202,7 @@ private:
     std::unique_ptr<Lists> lists_;
 };
 
-struct PlanStep {                       // fields ordered so that none is padded: 104 bytes
+struct PlanStep {                       // fields ordered so that none is padded: 80 bytes
     StepKind kind = STEP_KERNEL;
     Phase phase = PHASE_FORWARD;
     OpId op = OP_clone;
@@ -300,14 +305,14 @@ struct Plan {
     std::vector<PlanCaptured> captured;
     std::vector<Value> constants;
     std::vector<GradTarget> grad_targets;
-    std::vector<PlanValue> values;
-    std::vector<PlanStep> steps;
+    BigVector<PlanValue> values;   // (big_array.h: a long loop's plan has a million of each)
+    BigVector<PlanStep> steps;
     // The steps' attributes, each distinct set once (a loop's steps share theirs; an OpAttrs is
     // 224 bytes, most of a step when each step held its own). Entry 0 is OpAttrs().
-    std::vector<OpAttrs> attrs = std::vector<OpAttrs>(1);
+    BigVector<OpAttrs> attrs = BigVector<OpAttrs>(1);
     std::vector<PlanGuard> guards;
     std::vector<PlanOutput> outputs;
-    std::vector<PlanGroup> groups;    // backward groups, for the debug replay (not in plan files, nor in
+    BigVector<PlanGroup> groups;      // backward groups, for the debug replay (not in plan files, nor in
                                       // a compiled plan, whose steps announce none)
     bool compiled = false;
     PlanPasses passes;

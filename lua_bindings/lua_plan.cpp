@@ -386,6 +386,7 @@ int record_call(lua_State* L, Frozen& f, int first, int n, bool results_wanted) 
             n_results = 0;
         }
         e.plan = std::shared_ptr<Plan>(plan_compile(e.recorded, f.passes));
+        if (!results_wanted) malloc_trim(0);   // and the compile's temporaries (per-value tables)
     } catch (const std::exception& x) {
         plan_record_abort();
         f.drop_entry(e);
