@@ -122,8 +122,9 @@ struct FusedOp {
 // heap. Most steps have 1 to 3 of each; a std::vector<int> cost a 32-byte heap block per list,
 // and a long loop's plan has a million steps (two lists each, in the recording and again in the
 // compiled plan): 16 bytes, where 4 inline ids and two counts took 24. The parts of
-// std::vector's interface plans use.
-class ValueIds {
+// std::vector's interface plans use. Aligned to 8 so that the pointer lies in an aligned word,
+// where leak checkers look for pointers.
+class alignas(8) ValueIds {
 public:
     ValueIds() : size_(0), on_heap_(0) {}
     ValueIds(std::initializer_list<int> ids);
