@@ -1435,25 +1435,20 @@ struct PlanExec {
 
 namespace {
 
-// Which slot each value gets (PlanExec::slot_of); returns the number of slots. Every value the
-// run reads or writes gets one, and most get their own. A value whose slot never changes at run
-// time -- a step's own result in one of the plan's buffers: not a view or an in-place result, not
-// written into a .grad, not new each call -- holds the same Value as every other such value of its
-// buffer, shape and dtype: those share one slot. A long loop's plan has ~800,000 values over
-// ~50,000 buffers, and a slot is 88 bytes.
-int assign_slots(const Plan& plan, const std::vector<int>& roots, std::vector<int>& slot_of) {
+// Which slot each value gets (PlanExec::slot_of); returns the number of slots. Only the values
+// the run reads or writes get one: a long loop's compiled plan leaves ~150,000 of its ~800,000
+// values to no step (the steps the passes dropped, the values inside fused steps), and a slot is
+// 88 bytes. (Sharing one slot among the values of a buffer whose slot never changes saved 14 MB
+// more at 50,000 steps but made the replay ~10% slower there.)
+int assign_slots(const Plan& plan, std::vector<int>& slot_of) {
     size_t n = plan.values.size();
-    std::vector<bool> used(n, false), rebound(n, false);
+    std::vector<bool> used(n, false);
     auto use = [&](int v) {
         if (v >= 0) used[static_cast<size_t>(v)] = true;
     };
     for (const PlanStep& s : plan.steps) {
         for (int v : s.inputs) use(v);
-        bool rebinds = s.kind == STEP_KERNEL && (op_info(s.op).flags & (OPF_VIEW | OPF_INPLACE));
-        for (int v : s.outputs) {
-            use(v);
-            if (rebinds || s.into_grad >= 0) rebound[static_cast<size_t>(v)] = true;
-        }
+        for (int v : s.outputs) use(v);
     }
     for (const PlanOutput& o : plan.outputs) {
         use(o.value);
@@ -1463,35 +1458,10 @@ int assign_slots(const Plan& plan, const std::vector<int>& roots, std::vector<in
         use(g.value);
         use(g.other_value);
     }
-    struct SharedSlot {
-        const Shape* shape;
-        DType dtype;
-        int slot;
-    };
-    std::vector<std::vector<SharedSlot>> shared_by_buffer(plan.buffer_bytes.size());
     slot_of.assign(n, -1);
     int slots = 0;
-    for (size_t v = 0; v < n; ++v) {
-        const PlanValue& pv = plan.values[v];
-        if (pv.kind != VALUE_STEP) used[v] = true;   // bound each call, or bound for good
-        if (!used[v]) continue;
-        int buffer = plan.value_buffer[v];
-        bool fixed = pv.kind == VALUE_STEP && roots[v] == static_cast<int>(v) && buffer >= 0 && !plan.value_per_call[v] &&
-                     !rebound[v];
-        if (!fixed) {
-            slot_of[v] = slots++;
-            continue;
-        }
-        std::vector<SharedSlot>& shared = shared_by_buffer[static_cast<size_t>(buffer)];
-        auto same = std::find_if(shared.begin(), shared.end(),
-                                 [&](const SharedSlot& x) { return x.shape == &pv.shape.get() && x.dtype == pv.dtype; });
-        if (same != shared.end()) {
-            slot_of[v] = same->slot;
-        } else {
-            slot_of[v] = slots++;
-            shared.push_back({&pv.shape.get(), pv.dtype, slot_of[v]});
-        }
-    }
+    for (size_t v = 0; v < n; ++v)
+        if (used[v] || plan.values[v].kind != VALUE_STEP) slot_of[v] = slots++;   // others are bound each call, or for good
     return slots;
 }
 
@@ -1499,7 +1469,7 @@ std::shared_ptr<PlanExec> exec_build(Plan& plan) {
     auto e = std::make_shared<PlanExec>();
     size_t n = plan.values.size();
     std::vector<int> roots = value_roots(plan);
-    e->slots.resize(static_cast<size_t>(assign_slots(plan, roots, e->slot_of)));
+    e->slots.resize(static_cast<size_t>(assign_slots(plan, e->slot_of)));
     for (size_t b = 0; b < plan.buffer_bytes.size(); ++b)
         e->buffers.push_back(Ref<Storage>::adopt(storage_new(plan.buffer_bytes[b], DEVICE_CPU)));
     for (size_t v = 0; v < n; ++v) {

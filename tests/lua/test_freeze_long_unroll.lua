@@ -6,9 +6,9 @@
 --   eager run being recorded, its graph alive; ~440 today, ~500 before a step's value lists took
 --   16 bytes instead of 24 and the recording's arrays were mapped (big_array.h), ~650 before
 --   torch.freeze let the recorded run's graph go before compiling), and with the plan's first
---   call (its run-time state) <= 560 (~440 today: the first call no longer raises the peak at
---   this size since values of one buffer share a run-time slot; ~540 before that, ~760 before
---   that, ~1,150 before the recording and the plan were made smaller)
+--   call (its run-time state) <= 560 (~440 today: at this size the first call no longer raises
+--   the peak; ~540 before that, ~760 before that, ~1,150 before the recording and the plan were
+--   made smaller)
 --   the plan's own buffers (reused) take <= 160 bytes per step (what backward reads: 80)
 -- Then two loops that once compiled in quadratic time (an in-place chain, a guard per step).
 -- TAPEDECK_TEST_UNROLL_STEPS sets the steps; the sanitizer build runs 2,000 and skips the RSS bound
