@@ -342,7 +342,13 @@ int value_for_tensor(Recorder& r, const Tensor& t) {
     return value_for(r, t.node->id, t.output, t.value(), t.node.get());
 }
 
+// The recording keeps its last steps as PlanSteps (record_grad may drop the last few it made) and
+// packs the ones before (PackedSteps): a long loop's recording then costs ~12 bytes a step while
+// the recorded run's graph is alive, not 80.
+constexpr size_t RECORDING_UNPACKED_STEPS = 4096;
+
 PlanStep& add_step(Plan& plan, StepKind kind, OpId op, Phase phase, SourceLoc where, int64_t recorded_id) {
+    if (plan.steps.size() >= 2 * RECORDING_UNPACKED_STEPS) plan_pack_steps(plan, RECORDING_UNPACKED_STEPS);
     PlanStep s;
     s.kind = kind;
     s.op = op;
@@ -388,13 +394,13 @@ void record_group_done(Recorder& r, Node* node) {
     for (int i = 0; i < node->outputs.size(); ++i) group.grad_outputs.push_back(known_value(r, pass->group.grad_outputs[i]));
     for (int i = 0; i < node->inputs.size(); ++i) group.grad_inputs.push_back(known_value(r, pass->group.grad_inputs[i]));
     group.where = node->where;
-    group.before_step = static_cast<int>(plan.steps.size());
-    plan.groups.push_back(group);
+    group.before_step = static_cast<int>(plan_step_count(plan));
+    plan_add_group(plan, group);
 }
 
 // Whether the last step recorded is the last before a backward group ended.
 bool group_ended_after_last_step(const Plan& plan) {
-    return !plan.groups.empty() && plan.groups.back().before_step == static_cast<int>(plan.steps.size());
+    return plan_last_group_end(plan) == static_cast<int>(plan_step_count(plan));
 }
 
 void record_node(Node* node, HookEvent event, void*) {
@@ -641,8 +647,9 @@ void prune_captured(Plan& plan) {
     auto mark = [&](int v) {
         if (v >= 0 && plan.values[v].kind == VALUE_CAPTURED) used[plan.values[v].index] = true;
     };
-    for (const PlanStep& s : plan.steps)
+    plan_visit_steps(plan, [&](const PlanStep& s) {
         for (int v : s.inputs) mark(v);
+    });
     for (const PlanValue& v : plan.values)
         if (v.alias_of >= 0) mark(v.alias_of);
     for (const PlanOutput& o : plan.outputs) mark(o.value);
@@ -773,20 +780,21 @@ struct PassState {
     void remove_steps(const std::vector<bool>& drop) { remove_plan_steps(plan, drop); }
 };
 
-// Dead-node elimination, backwards: a step stays when it has an effect outside the plan, or when
+// Dead-node elimination over `steps` (plan.steps, or a recording's unpacked), backwards: a step
+// stays when it has an effect outside the plan, or when
 // a later step, an output or a guard needs what it makes (or writes in place). Returns the steps
 // to drop and adds their count to *dead. Group steps (STEP_GROUP_DONE) read and make nothing: they
 // are left to the caller.
-std::vector<bool> dead_steps(const Plan& plan, int* dead) {
+std::vector<bool> dead_steps(const Plan& plan, const BigVector<PlanStep>& steps, int* dead) {
     std::vector<int> roots = value_roots(plan);
     std::vector<bool> needed(plan.values.size(), false);
     for (const PlanOutput& o : plan.outputs) {
         needed[roots[o.value]] = true;
         if (o.grad_value >= 0) needed[roots[o.grad_value]] = true;
     }
-    std::vector<bool> drop(plan.steps.size(), false);
-    for (int k = static_cast<int>(plan.steps.size()) - 1; k >= 0; --k) {
-        const PlanStep& s = plan.steps[k];
+    std::vector<bool> drop(steps.size(), false);
+    for (int k = static_cast<int>(steps.size()) - 1; k >= 0; --k) {
+        const PlanStep& s = steps[k];
         if (s.kind == STEP_GROUP_DONE) continue;
         int written = step_written_root(plan, roots, s);
         bool live = step_is_effect(plan, roots, s) || (written >= 0 && needed[written]);
@@ -804,7 +812,7 @@ std::vector<bool> dead_steps(const Plan& plan, int* dead) {
     return drop;
 }
 
-void pass_dead_nodes(Plan& plan) { remove_plan_steps(plan, dead_steps(plan, &plan.stats.dead)); }
+void pass_dead_nodes(Plan& plan) { remove_plan_steps(plan, dead_steps(plan, plan.steps, &plan.stats.dead)); }
 
 // Common subexpressions: a kernel step with the same op, attributes and inputs (at the same
 // versions) as an earlier one is dropped and its outputs replaced by the earlier step's. Not when
@@ -1279,9 +1287,9 @@ void pass_buffers(Plan& plan, bool reuse, bool inplace) {
 }
 
 // `recorded` without its steps (compile_with copies those it keeps): every field of Plan but
-// `steps`, and but the run-time ones (exec, recording, debug_replay), which a compiled plan makes
-// for itself; `groups` only with keep_groups (only the debug replay's steps announce groups). A
-// field added to Plan is added here.
+// `steps` and `packed`, and but the run-time ones (exec, recording, debug_replay), which a
+// compiled plan makes for itself; `groups` only with keep_groups (only the debug replay's steps
+// announce groups), unpacked. A field added to Plan is added here.
 std::unique_ptr<Plan> copy_without_steps(const Plan& recorded, bool keep_groups) {
     auto plan = std::make_unique<Plan>();
     plan->name = recorded.name;
@@ -1295,7 +1303,7 @@ std::unique_ptr<Plan> copy_without_steps(const Plan& recorded, bool keep_groups)
     plan->attrs = recorded.attrs;
     plan->guards = recorded.guards;
     plan->outputs = recorded.outputs;
-    if (keep_groups) plan->groups = recorded.groups;
+    if (keep_groups) plan->groups = plan_unpacked_groups(recorded);
     plan->compiled = recorded.compiled;
     plan->passes = recorded.passes;
     plan->stats = recorded.stats;
@@ -1328,15 +1336,23 @@ std::unique_ptr<Plan> compile_with(const Plan& recorded, const PlanPasses& passe
     PlanStats& st = plan->stats;
     st.dead = st.common = st.folded = st.fused_ops = st.fused_groups = st.inplace = st.grads_in_place = 0;
     st.unshared_bytes = st.per_call_bytes = 0;
-    std::vector<bool> drop = passes.dce ? dead_steps(recorded, &st.dead) : std::vector<bool>(recorded.steps.size(), false);
-    size_t n_groups = keep_groups ? recorded.groups.size() : 0;
+    // The recording's steps, unpacked (PackedSteps); the dead ones dropped as they are moved in.
+    BigVector<PlanStep> recorded_steps;
+    if (recorded.packed.count) {
+        plan->steps = plan_unpacked_steps(recorded);
+        recorded_steps.swap(plan->steps);
+    }
+    const BigVector<PlanStep>& all = recorded.packed.count ? recorded_steps : recorded.steps;
+    std::vector<bool> drop = passes.dce ? dead_steps(recorded, all, &st.dead) : std::vector<bool>(all.size(), false);
+    size_t n_groups = keep_groups ? plan->groups.size() : 0;
     plan->steps.reserve(static_cast<size_t>(std::count(drop.begin(), drop.end(), false)) + n_groups);
     size_t group = 0;
     for (size_t k = 0; k <= drop.size(); ++k) {
-        for (; group < n_groups && recorded.groups[group].before_step <= static_cast<int>(k); ++group)
-            plan->steps.push_back(group_done_step(recorded, static_cast<int>(group)));
-        if (k < drop.size() && !drop[k]) plan->steps.push_back(recorded.steps[k]);
+        for (; group < n_groups && plan->groups[group].before_step <= static_cast<int>(k); ++group)
+            plan->steps.push_back(group_done_step(*plan, static_cast<int>(group)));
+        if (k < drop.size() && !drop[k]) plan->steps.push_back(all[k]);
     }
+    BigVector<PlanStep>().swap(recorded_steps);
     if (passes.cse) pass_common_subexpressions(*plan);
     if (passes.fold) pass_constant_folding(*plan);
     if (passes.dce && (passes.cse || passes.fold)) pass_dead_nodes(*plan);

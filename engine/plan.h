@@ -19,6 +19,7 @@
 // plan cannot replay is refused when recording, with the node and its line named.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -218,6 +219,20 @@ struct PlanStep {                       // fields ordered so that none is padded
     FusedOps fused;                        // STEP_FUSED: the ops, in order, and the input modes
 };
 
+// Steps packed into bytes (plan_pack_steps): ~12 bytes a step where a PlanStep is 80. Ids are
+// written as varint differences from the ones before, which in a loop's recording are small. A
+// recording keeps all but its last steps so: the recorder packs as it goes, while the recorded
+// run's graph is still alive (a 50,000-step loop's 800,000 steps took 64 MB as PlanSteps), and the
+// recording kept for the debug replay and f:with_passes stays packed. Compiling unpacks a copy.
+// A recording's backward groups (PlanGroup) are packed the same way, all of them.
+struct PackedSteps {
+    BigVector<uint8_t> bytes;
+    size_t count = 0;
+    // What the next item's differences are taken from.
+    int last_value = 0, last_file = 0, last_line = 0, last_step = 0;
+    int64_t last_recorded_id = 0;
+};
+
 // A backward group as the recording saw it at eager's HOOK_GROUP_DONE: forward node
 // `recorded_id`'s rule had run. Values are -1 where the recording made none (no gradient flowed,
 // or the tensor came from outside the function). The recording keeps no step for it (a long
@@ -307,7 +322,8 @@ struct Plan {
     std::vector<Value> constants;
     std::vector<GradTarget> grad_targets;
     BigVector<PlanValue> values;   // (big_array.h: a long loop's plan has a million of each)
-    BigVector<PlanStep> steps;
+    BigVector<PlanStep> steps;     // a recording's are the packed ones, then these (plan_step_count)
+    PackedSteps packed;            // only in a recording (empty in a compiled plan or a loaded one)
     // The steps' attributes, each distinct set once (a loop's steps share theirs; an OpAttrs is
     // 224 bytes, most of a step when each step held its own). Entry 0 is OpAttrs().
     BigVector<OpAttrs> attrs = BigVector<OpAttrs>(1);
@@ -315,6 +331,7 @@ struct Plan {
     std::vector<PlanOutput> outputs;
     BigVector<PlanGroup> groups;      // backward groups, for the debug replay (not in plan files, nor in
                                       // a compiled plan, whose steps announce none)
+    PackedSteps packed_groups;        // a recording's groups are all here, packed (plan_unpacked_groups)
     bool compiled = false;
     PlanPasses passes;
     PlanStats stats;
@@ -338,6 +355,19 @@ inline const OpAttrs& plan_step_attrs(const Plan& plan, const PlanStep& step) { 
 // The step's attributes as an entry of its own, to change without changing other steps' (tests,
 // the fuzzer's mutator). Valid until plan.attrs grows again.
 OpAttrs& plan_step_own_attrs(Plan& plan, PlanStep& step);
+
+// A recording's steps (its packed ones first): how many, all of them unpacked (a copy), each in
+// order without unpacking them all at once. Plans that were never packed have just `steps`.
+size_t plan_step_count(const Plan& plan);
+BigVector<PlanStep> plan_unpacked_steps(const Plan& plan);
+void plan_visit_steps(const Plan& plan, const std::function<void(const PlanStep&)>& visit);
+// Packs all but the last `keep` of plan.steps into plan.packed (a recording's steps: no fused ones).
+void plan_pack_steps(Plan& plan, size_t keep);
+// A recording's backward groups: add one (packed), the last one's before_step (-1: none yet), all
+// of them unpacked (the packed ones, then plan.groups).
+void plan_add_group(Plan& plan, const PlanGroup& group);
+int plan_last_group_end(const Plan& plan);
+BigVector<PlanGroup> plan_unpacked_groups(const Plan& plan);
 
 // Stores attribute sets in a plan's Plan::attrs, each distinct set once: index_of gives the index
 // of an equal entry, adding one when there is none. O(1) per call (a hash of the fields).

@@ -313,8 +313,11 @@ std::string plan_save_bytes(const Plan& plan, const PlanPasses& passes) {
     }
     // Backward groups are not written (the debug replay of a loaded plan announces none).
     auto written = [](const PlanStep& s) { return s.kind != STEP_GROUP_DONE; };
-    w.u32(static_cast<uint32_t>(std::count_if(plan.steps.begin(), plan.steps.end(), written)));
-    for (const PlanStep& s : plan.steps) {
+    BigVector<PlanStep> unpacked;   // a recording's packed steps (PackedSteps), unpacked
+    if (plan.packed.count) unpacked = plan_unpacked_steps(plan);
+    const BigVector<PlanStep>& steps = plan.packed.count ? unpacked : plan.steps;
+    w.u32(static_cast<uint32_t>(std::count_if(steps.begin(), steps.end(), written)));
+    for (const PlanStep& s : steps) {
         if (!written(s)) continue;
         w.u8(s.kind);
         w.str(op_info(s.op).name);

@@ -140,6 +140,125 @@ TEST_CASE("plan: with an observer attached, the recording replays node by node a
     CHECK(plan_replay_current() == nullptr);
 }
 
+// The cell fed back `steps` times, backward from the last state's sum, recorded (with the grads
+// cleared first, as the Lua binding tells the recorder).
+std::unique_ptr<Plan> record_unroll(const Cell& cell, const Tensor& x, const Tensor& h0, int steps) {
+    plan_record_begin("unroll", {x, h0}, {"x", "h0"}, SourceLoc());
+    plan_record_note_grad_clear(cell.w_h, SourceLoc());
+    plan_record_note_grad_clear(cell.w_x, SourceLoc());
+    cell.w_h.node->outputs[0].grad = Tensor();
+    cell.w_x.node->outputs[0].grad = Tensor();
+    Tensor h = h0;
+    for (int t = 0; t < steps; ++t)
+        h = ops::unary(OP_tanh, ops::add(ops::mm(h, cell.w_h, false, true), ops::mm(x, cell.w_x, false, true)));
+    Tensor loss = ops::reduce_all(OP_sum, h);
+    backward(loss, nullptr);
+    return plan_record_end({loss});
+}
+
+// The same recording with its steps and groups as plain lists (nothing packed).
+std::shared_ptr<Plan> unpacked_copy(const Plan& recorded) {
+    auto copy = std::make_shared<Plan>(recorded);
+    copy->steps = plan_unpacked_steps(recorded);
+    copy->packed = PackedSteps();
+    copy->groups = plan_unpacked_groups(recorded);
+    copy->packed_groups = PackedSteps();
+    return copy;
+}
+
+TEST_CASE("plan: a long loop's recording packs its steps and groups, and compiles, replays and saves as unpacked") {
+    Cell cell;
+    Tensor x = make_tensor(Shape{1, 10}, ramp(10, 1));
+    Tensor h = make_tensor(Shape{1, 20}, ramp(20, 0.5));
+    std::shared_ptr<Plan> recorded = record_unroll(cell, x, h, 1000);
+    std::vector<double> eager_gh = values_of(grad_of(cell.w_h));
+    // Packed as it was recorded: the last few thousand steps are left as PlanSteps.
+    REQUIRE(plan_step_count(*recorded) > 10000);
+    CHECK(recorded->packed.count > 0);
+    CHECK(recorded->steps.size() < 10000);
+    CHECK(recorded->packed.bytes.size() < 24 * recorded->packed.count);   // a PlanStep is 80 bytes
+    CHECK(recorded->groups.empty());
+    REQUIRE(recorded->packed_groups.count >= 3000);   // per step: tanh, add, two mm
+    std::shared_ptr<Plan> plain = unpacked_copy(*recorded);
+    REQUIRE(plain->steps.size() == plan_step_count(*recorded));
+    CHECK(plan_last_group_end(*plain) == plan_last_group_end(*recorded));
+
+    // Packing loses nothing: the same plan, file and answers.
+    std::unique_ptr<Plan> from_packed = plan_compile(recorded, PlanPasses{});
+    std::unique_ptr<Plan> from_plain = plan_compile(plain, PlanPasses{});
+    CHECK(plan_describe(*from_packed) == plan_describe(*from_plain));
+    CHECK(plan_save_bytes(*recorded, PlanPasses{}) == plan_save_bytes(*plain, PlanPasses{}));
+    PlanRunResult fast = plan_run(*from_packed, {x, h});
+    REQUIRE(fast.completed);
+    check_values(values_of(grad_of(cell.w_h)), eager_gh, 1e-9, 1e-9);
+    PlanRunResult plain_run = plan_run(*from_plain, {x, h});
+    check_values(values_of(plain_run.outputs[0]), values_of(fast.outputs[0]), 0, 0);
+
+    // Observed: the debug replay, compiled from the packed recording, announces every group.
+    struct Counter {
+        size_t groups = 0;
+        static void on(Node*, HookEvent event, void* user) {
+            if (event == HOOK_GROUP_DONE) ++static_cast<Counter*>(user)->groups;
+        }
+    } counter;
+    int handle = engine_observe(Counter::on, &counter, hook_bit(HOOK_GROUP_DONE));
+    PlanRunResult observed = plan_run(*from_packed, {x, h});
+    engine_unobserve(handle);
+    REQUIRE(observed.completed);
+    check_values(values_of(observed.outputs[0]), values_of(fast.outputs[0]), 0, 0);
+    CHECK(counter.groups == recorded->packed_groups.count);
+}
+
+TEST_CASE("plan: packed steps and groups unpack to every field as it was, ids far apart and missing ones too") {
+    Plan plan;
+    for (int k = 0; k < 40; ++k) {
+        PlanStep s;
+        s.kind = k % 5 == 0 ? STEP_GRAD_ACCUMULATE : STEP_KERNEL;
+        s.phase = k % 2 ? PHASE_BACKWARD : PHASE_FORWARD;
+        s.op = static_cast<OpId>(k % 7);
+        s.attrs = k * 1000;
+        s.target = k % 5 == 0 ? k : -1;
+        s.into_grad = k % 3 == 0 ? k / 3 : -1;
+        for (int i = 0; i < k % 6; ++i) s.inputs.push_back((k * 7919 + i * 1000003) % 2000000000);   // far apart; 5 on the heap
+        s.outputs.push_back(k);
+        s.where = SourceLoc{k % 3 - 1, 1000 - k * 37};
+        s.recorded_id = (k % 4 == 0) ? int64_t(1) << 40 : 5 + k;
+        s.recorded_group = s.phase == PHASE_BACKWARD ? 3 - k : 0;
+        plan.steps.push_back(s);
+        PlanGroup g;
+        g.recorded_id = s.recorded_id;
+        g.where = s.where;
+        g.before_step = 40 - k;
+        g.root_value = k % 4 ? k : -1;
+        g.grad_outputs = {k % 2 ? -1 : k * 100000};
+        g.grad_inputs = {-1, k, 1999999999};
+        plan_add_group(plan, g);
+        plan.groups.push_back(g);   // the expected ones, unpacked
+    }
+    BigVector<PlanStep> expected = plan.steps;
+    BigVector<PlanGroup> expected_groups;
+    expected_groups.swap(plan.groups);
+    plan_pack_steps(plan, 7);   // in two parts: the bases carry over
+    plan_pack_steps(plan, 2);
+    REQUIRE(plan.steps.size() == 2);
+    REQUIRE(plan_step_count(plan) == expected.size());
+    BigVector<PlanStep> steps = plan_unpacked_steps(plan);
+    BigVector<PlanGroup> groups = plan_unpacked_groups(plan);
+    REQUIRE(steps.size() == expected.size());
+    REQUIRE(groups.size() == expected_groups.size());
+    CHECK(plan_last_group_end(plan) == expected_groups.back().before_step);
+    for (size_t k = 0; k < steps.size(); ++k) {
+        const PlanStep &a = steps[k], &b = expected[k];
+        CHECK((a.kind == b.kind && a.phase == b.phase && a.op == b.op && a.attrs == b.attrs && a.target == b.target &&
+               a.into_grad == b.into_grad && a.inputs == b.inputs && a.outputs == b.outputs && a.where.file == b.where.file &&
+               a.where.line == b.where.line && a.recorded_id == b.recorded_id && a.recorded_group == b.recorded_group));
+        const PlanGroup &g = groups[k], &h = expected_groups[k];
+        CHECK((g.recorded_id == h.recorded_id && g.where.file == h.where.file && g.where.line == h.where.line &&
+               g.before_step == h.before_step && g.root_value == h.root_value && g.grad_outputs == h.grad_outputs &&
+               g.grad_inputs == h.grad_inputs));
+    }
+}
+
 TEST_CASE("plan: liveness reuses buffers, gradients are written in place, and outputs are new each call") {
     Cell cell;
     Tensor x = make_tensor(Shape{1, 10}, ramp(10, 1));
