@@ -343,7 +343,7 @@ int value_for_tensor(Recorder& r, const Tensor& t) {
 }
 
 // The recording keeps its last steps as PlanSteps (record_grad may drop the last few it made) and
-// packs the ones before (PackedSteps): a long loop's recording then costs ~12 bytes a step while
+// packs the ones before (PackedSteps): a long loop's recording then costs ~15 bytes a step while
 // the recorded run's graph is alive, not 80.
 constexpr size_t RECORDING_UNPACKED_STEPS = 4096;
 

@@ -219,7 +219,7 @@ struct PlanStep {                       // fields ordered so that none is padded
     FusedOps fused;                        // STEP_FUSED: the ops, in order, and the input modes
 };
 
-// Steps packed into bytes (plan_pack_steps): ~12 bytes a step where a PlanStep is 80. Ids are
+// Steps packed into bytes (plan_pack_steps): ~15 bytes a step where a PlanStep is 80. Ids are
 // written as varint differences from the ones before, which in a loop's recording are small. A
 // recording keeps all but its last steps so: the recorder packs as it goes, while the recorded
 // run's graph is still alive (a 50,000-step loop's 800,000 steps took 64 MB as PlanSteps), and the
