@@ -781,9 +781,8 @@ struct PassState {
 };
 
 // Dead-node elimination over `steps` (plan.steps, or a recording's unpacked), backwards: a step
-// stays when it has an effect outside the plan, or when
-// a later step, an output or a guard needs what it makes (or writes in place). Returns the steps
-// to drop and adds their count to *dead. Group steps (STEP_GROUP_DONE) read and make nothing: they
+// stays when it has an effect outside the plan, or when a later step, an output or a guard needs
+// what it makes (or writes in place). Returns the steps to drop and adds their count to *dead. Group steps (STEP_GROUP_DONE) read and make nothing: they
 // are left to the caller.
 std::vector<bool> dead_steps(const Plan& plan, const BigVector<PlanStep>& steps, int* dead) {
     std::vector<int> roots = value_roots(plan);
@@ -1336,13 +1335,11 @@ std::unique_ptr<Plan> compile_with(const Plan& recorded, const PlanPasses& passe
     PlanStats& st = plan->stats;
     st.dead = st.common = st.folded = st.fused_ops = st.fused_groups = st.inplace = st.grads_in_place = 0;
     st.unshared_bytes = st.per_call_bytes = 0;
-    // The recording's steps, unpacked (PackedSteps); the dead ones dropped as they are moved in.
-    BigVector<PlanStep> recorded_steps;
-    if (recorded.packed.count) {
-        plan->steps = plan_unpacked_steps(recorded);
-        recorded_steps.swap(plan->steps);
-    }
-    const BigVector<PlanStep>& all = recorded.packed.count ? recorded_steps : recorded.steps;
+    // The recording's steps (an unpacked copy when it is packed: PackedSteps); the dead ones are
+    // not copied on.
+    BigVector<PlanStep> unpacked;
+    if (recorded.packed.count) unpacked = plan_unpacked_steps(recorded);
+    const BigVector<PlanStep>& all = recorded.packed.count ? unpacked : recorded.steps;
     std::vector<bool> drop = passes.dce ? dead_steps(recorded, all, &st.dead) : std::vector<bool>(all.size(), false);
     size_t n_groups = keep_groups ? plan->groups.size() : 0;
     plan->steps.reserve(static_cast<size_t>(std::count(drop.begin(), drop.end(), false)) + n_groups);
@@ -1352,7 +1349,7 @@ std::unique_ptr<Plan> compile_with(const Plan& recorded, const PlanPasses& passe
             plan->steps.push_back(group_done_step(*plan, static_cast<int>(group)));
         if (k < drop.size() && !drop[k]) plan->steps.push_back(all[k]);
     }
-    BigVector<PlanStep>().swap(recorded_steps);
+    BigVector<PlanStep>().swap(unpacked);   // before the passes run: a long loop's is tens of MB
     if (passes.cse) pass_common_subexpressions(*plan);
     if (passes.fold) pass_constant_folding(*plan);
     if (passes.dce && (passes.cse || passes.fold)) pass_dead_nodes(*plan);
