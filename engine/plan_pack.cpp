@@ -45,7 +45,7 @@ struct PackReader {
     uint64_t varint() {
         uint64_t x = 0;
         for (int shift = 0;; shift += 7) {
-            if (at == end) engine_fail("freeze: packed steps end mid-step (an engine bug)");
+            if (at == end || shift > 63) engine_fail("freeze: packed steps end mid-step (an engine bug)");
             uint8_t b = *at++;
             x |= static_cast<uint64_t>(b & 0x7f) << shift;
             if (!(b & 0x80)) return x;
