@@ -51,10 +51,14 @@ void collect_graph_by_walk_and_sort(Node* root, std::vector<Node*>& out) {
     if (stack.capacity() > KEEP) std::vector<Node*>().swap(stack);
 }
 
+constexpr int SWEEP_AHEAD = 8;           // nodes (Node::prefetch_below)
+constexpr size_t SWEEP_READS = 3 * 64;   // the sweep reads a node's first line and its input edges
+
 // The same list, found by sweeping the tape down from `root`: a node is in the graph when a node
 // of the graph above it marked it as an input. Live nodes lie on the tape in id order, and in
-// memory in record order (BlockSlabs), so the sweep streams through memory where the walk above
-// follows one edge at a time to a cold node. The sweep also passes the live nodes that are not
+// memory in record order (BlockSlabs), so the sweep, asking for the nodes below ahead
+// (Node::prefetch_below), streams through memory where the walk above follows one edge at a time
+// to a cold node. The sweep also passes the live nodes that are not
 // in the graph; when those outnumber the graph's (another graph kept alive, a model's parameters
 // far down the tape), it gives up, so it never costs more than a few times the walk: false, `out`
 // emptied.
@@ -64,6 +68,7 @@ bool collect_graph_by_tape_sweep(Node* root, std::vector<Node*>& out) {
     size_t marked_below = 1;   // marked nodes the sweep has not reached yet
     size_t passed = 0;         // live nodes passed that are not in the graph
     for (Node* n = root; n && marked_below > 0; n = n->tape_prev) {
+        n->prefetch_below(SWEEP_AHEAD, SWEEP_READS);
         if (n->walk_mark != mark) {
             if (++passed > 2 * out.size() + 256) break;
             continue;

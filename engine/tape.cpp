@@ -433,14 +433,19 @@ NodeGroupRecords& Node::group_records_made() {
 
 // Destroying a node drops its references, which can free a long chain of nodes. Do it with a
 // work list, not recursion, so a 100,000-step graph does not overflow the stack.
+constexpr int DESTROY_AHEAD = 8;   // nodes (Node::prefetch_below)
+
 void node_destroy(Node* node) {
     node->prefetch();   // a long graph's nodes die cold: their lines at once, not as ~Node reaches them
     g.dying.push_back(node);
     if (g.destroying) return;
     g.destroying = true;
-    while (!g.dying.empty()) {
+    for (size_t destroyed = 0; !g.dying.empty(); ++destroyed) {
         Node* n = g.dying.back();
         g.dying.pop_back();
+        // A long chain of deaths is a graph dying from its last node down, node by node: ask for
+        // the nodes below ahead (a short one, a pass's temporaries, is in cache).
+        if (destroyed >= DESTROY_AHEAD) n->prefetch_below(DESTROY_AHEAD);
         tape_unlink(n);
         if (n->has_grad_hooks) grad_hooks_drop(n);
         if (n->has_arrived_gradients) arrived_gradients_drop(n);

@@ -208,9 +208,18 @@ struct Node final {
 
     // Asks the CPU for all of the node's cache lines at once (a long graph's nodes are cold when
     // backward visits them or they die). Never faults; costs little when they are in cache.
-    void prefetch() const {
-        const char* lines = reinterpret_cast<const char*>(this);
-        for (size_t at = 0; at < sizeof(Node); at += 64) __builtin_prefetch(lines + at, 1, 3);
+    void prefetch() const { prefetch_lines(reinterpret_cast<uintptr_t>(this), sizeof(Node)); }
+    // Nodes are taken from slabs in record order (BlockSlabs, tape.cpp): the node recorded k nodes
+    // before this one most often lies k blocks below it. Walks down a long graph follow pointers
+    // from node to node (backward's sweep of the tape, a graph's destruction), and each step waits
+    // on cold memory; they ask for the first `bytes` of the block k below, ahead. A hint only:
+    // where the layout differs (another slab, a block reused out of order) it fetches a useless
+    // line, and a prefetch never faults.
+    void prefetch_below(int k, size_t bytes = sizeof(Node)) const {
+        prefetch_lines(reinterpret_cast<uintptr_t>(this) - static_cast<uintptr_t>(k) * sizeof(Node), bytes);
+    }
+    static void prefetch_lines(uintptr_t at, size_t bytes) {
+        for (size_t line = 0; line < bytes; line += 64) __builtin_prefetch(reinterpret_cast<const void*>(at + line), 1, 3);
     }
 
     // Nodes come and go by the thousand per training step: from slabs in record order (BlockSlabs
