@@ -58,10 +58,9 @@ constexpr size_t SWEEP_READS = 3 * 64;   // the sweep reads a node's first line 
 // of the graph above it marked it as an input. Live nodes lie on the tape in id order, and in
 // memory in record order (BlockSlabs), so the sweep, asking for the nodes below ahead
 // (Node::prefetch_below), streams through memory where the walk above follows one edge at a time
-// to a cold node. The sweep also passes the live nodes that are not
-// in the graph; when those outnumber the graph's (another graph kept alive, a model's parameters
-// far down the tape), it gives up, so it never costs more than a few times the walk: false, `out`
-// emptied.
+// to a cold node. The sweep also passes the live nodes that are not in the graph; when those
+// outnumber the graph's (another graph kept alive, a model's parameters far down the tape), it
+// gives up, so it never costs more than a few times the walk: false, `out` emptied.
 bool collect_graph_by_tape_sweep(Node* root, std::vector<Node*>& out) {
     uint32_t mark = ++g_walk_mark;
     root->walk_mark = mark;

@@ -782,8 +782,8 @@ struct PassState {
 
 // Dead-node elimination over `steps` (plan.steps, or a recording's unpacked), backwards: a step
 // stays when it has an effect outside the plan, or when a later step, an output or a guard needs
-// what it makes (or writes in place). Returns the steps to drop and adds their count to *dead. Group steps (STEP_GROUP_DONE) read and make nothing: they
-// are left to the caller.
+// what it makes (or writes in place). Returns the steps to drop and adds their count to *dead.
+// Group steps (STEP_GROUP_DONE) read and make nothing: they are left to the caller.
 std::vector<bool> dead_steps(const Plan& plan, const BigVector<PlanStep>& steps, int* dead) {
     std::vector<int> roots = value_roots(plan);
     std::vector<bool> needed(plan.values.size(), false);
@@ -1473,8 +1473,8 @@ int assign_slots(const Plan& plan, std::vector<int>& slot_of) {
     }
     slot_of.assign(n, -1);
     int slots = 0;
-    for (size_t v = 0; v < n; ++v)
-        if (used[v] || plan.values[v].kind != VALUE_STEP) slot_of[v] = slots++;   // others are bound each call, or for good
+    for (size_t v = 0; v < n; ++v)   // values from outside are bound each call, or for good: each has one
+        if (used[v] || plan.values[v].kind != VALUE_STEP) slot_of[v] = slots++;
     return slots;
 }
 
@@ -1510,7 +1510,7 @@ std::shared_ptr<PlanExec> exec_build(Plan& plan) {
             engine_fail("%s: a step with %zu inputs (at most %d)", plan.name.c_str(), s.inputs.size(), UINT16_MAX);
     }
     if (std::max({n_inputs, n_outputs, n_fused}) > UINT32_MAX) engine_fail("%s: too many steps to run", plan.name.c_str());
-    e->input_slots.reserve(n_inputs);   // sized once: the steps point into them
+    e->input_slots.reserve(n_inputs);   // sized once
     e->output_slots.reserve(n_outputs);
     e->fused_math.reserve(n_fused);
     e->steps.reserve(plan.steps.size());
