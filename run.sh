@@ -24,7 +24,7 @@ cd "$(dirname "$0")"
 build_asan() {
   if [[ ! -f build-asan/CMakeCache.txt ]]; then
     CC=clang CXX=clang++ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-      -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" -DTAPEDECK_SANITIZE=ON > /dev/null
+      -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" -DTAPEDECK_SANITIZE=ON -DTAPEDECK_CUDA=OFF > /dev/null
   fi
   cmake --build build-asan -j "$(nproc)" > build-asan/build.log 2>&1 || { tail -50 build-asan/build.log; exit 1; }
 }

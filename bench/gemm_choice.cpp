@@ -94,7 +94,7 @@ struct Product {
     void run() {
         const td::Value* inputs[] = {&a, &b};
         td::Value* outputs[] = {&out};
-        td::cpu_mm(td::KernelCall{inputs, 2, outputs, 1, attrs, nullptr});
+        td::cpu_mm(td::KernelCall{inputs, 2, outputs, 1, attrs});
     }
 };
 

@@ -1,7 +1,6 @@
 // function.cpp: custom functions (function.h) as the `function` and `function_backward` ops.
 #include "function.h"
 
-#include "kernels_cpu.h"
 
 namespace td {
 
@@ -23,10 +22,6 @@ struct InnerCallScope {
         set_grad_enabled(saved_grad_mode);
     }
 };
-
-// Which input of the forward each output of the latest function_backward node belongs to (nil
-// gradients make no output). Set by its kernel, read by backward_function right after.
-std::vector<int> g_backward_output_inputs;
 
 void run_forward(Node* node) {
     std::vector<Tensor> inputs;
@@ -61,18 +56,19 @@ void run_backward(Node* node, Node* forward_node) {
     if (static_cast<int>(grads.size()) != n_inputs)
         engine_fail("%s: backward returned %zu gradient%s for %d input%s", name, grads.size(),
                     grads.size() == 1 ? "" : "s", n_inputs, n_inputs == 1 ? "" : "s");
-    g_backward_output_inputs.clear();
+    std::vector<int>& gradient_inputs = node->group_records_made().gradient_inputs;
+    gradient_inputs.clear();
     for (int i = 0; i < n_inputs; ++i) {
         if (!grads[i].defined()) continue;
         const Shape& want = forward_node->inputs[i].value().shape;
         if (grads[i].shape() != want)
             engine_fail("%s: backward returned a gradient of shape %s for input %d, which has shape %s", name,
                         grads[i].shape().str().c_str(), i + 1, want.str().c_str());
-        g_backward_output_inputs.push_back(i);
+        gradient_inputs.push_back(i);
     }
-    node->outputs.resize(static_cast<int>(g_backward_output_inputs.size()));
-    for (size_t k = 0; k < g_backward_output_inputs.size(); ++k)
-        node->outputs[static_cast<int>(k)].value = grads[g_backward_output_inputs[k]].value();
+    node->outputs.resize(static_cast<int>(gradient_inputs.size()));
+    for (size_t k = 0; k < gradient_inputs.size(); ++k)
+        node->outputs[static_cast<int>(k)].value = grads[gradient_inputs[k]].value();
 }
 
 // A custom node holds its inputs while it runs (the function reads them as tensors); one that
@@ -86,10 +82,10 @@ void release_inputs_unless_tracked(Node* node) {
 
 void shape_custom(ShapeCall& c) { c.n_outputs = 0; }   // the function itself says, when it runs
 
-void cpu_function(const KernelCall& c) {
-    if (!c.node->custom()) engine_fail("%s: runs only through a custom function", c.node->info().name);
-    if (c.node->op == OP_function) run_forward(c.node);
-    else run_backward(c.node, g_recording.group_node);
+void function_run(Node* node) {
+    if (!node->custom()) engine_fail("%s: runs only through a custom function", node->info().name);
+    if (node->op == OP_function) run_forward(node);
+    else run_backward(node, g_recording.group_node);
 }
 
 void backward_function(BackwardCall& c) {
@@ -104,7 +100,7 @@ void backward_function(BackwardCall& c) {
     Tensor grads = op_call(OP_function_backward, inputs.data(), static_cast<int>(inputs.size()), OpAttrs(),
                            &node->custom());
     release_inputs_unless_tracked(grads.node.get());
-    std::vector<int> input_of_output = g_backward_output_inputs;
+    std::vector<int> input_of_output = grads.node->group_records_made().gradient_inputs;
     for (size_t k = 0; k < input_of_output.size(); ++k)
         c.grad_input[input_of_output[k]] = Tensor(grads.node.get(), static_cast<int>(k));
 }

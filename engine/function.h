@@ -34,4 +34,8 @@ struct CustomFunction {
 // input does and grad is on.
 std::vector<Tensor> function_apply(const std::shared_ptr<CustomFunction>& fn, const std::vector<Tensor>& inputs);
 
+// Runs a `function` or `function_backward` node: the function's own ops, which set the node's
+// outputs. exec_node calls it; these nodes have no kernel on any device (their ops have).
+void function_run(Node* node);
+
 }  // namespace td

@@ -8,6 +8,7 @@
 
 #include <cstring>
 
+#include "backend.h"
 #include "elementwise.h"
 #include "kernels_cpu.h"
 #include "tape.h"
@@ -27,7 +28,7 @@ namespace td {
 const OpInfo op_table[OP_COUNT] = {
 #define OP(name, n_in, n_out, flags, attrs, shape_rule, backward_rule, cpu_kernel, math) \
     {#name, n_in, n_out, flags, attrs, shape_rule,                                       \
-     backward_rule == not_differentiable ? nullptr : backward_rule, cpu_kernel, math},
+     backward_rule == not_differentiable ? nullptr : backward_rule, math},
 #include "ops.def"
 #undef OP
 };
@@ -45,7 +46,7 @@ bool op_is_simple_method(OpId op) {
 // an in-place op's other input that shares the written storage (it is read from a copy, so the
 // writes cannot change what is still to be read).
 static bool needs_contiguous_copies(const OpInfo& info, const KernelCall& c) {
-    if (info.flags & (OPF_VIEW | OPF_STRIDED | OPF_CUSTOM)) return false;
+    if (info.flags & (OPF_VIEW | OPF_STRIDED)) return false;
     for (int i = 0; i < c.n_inputs; ++i)
         if (c.inputs[i]->strided()) return true;
     if (!(info.flags & OPF_INPLACE)) return false;
@@ -55,7 +56,7 @@ static bool needs_contiguous_copies(const OpInfo& info, const KernelCall& c) {
     return false;
 }
 
-static void kernel_run_on_copies(const OpInfo& info, const KernelCall& c) {
+static void kernel_run_on_copies(const OpInfo& info, KernelFn kernel, const KernelCall& c) {
     bool inplace = info.flags & OPF_INPLACE;
     constexpr int INLINE = 4;   // most ops have few inputs: no heap for them (this runs per op on views)
     Value copies_inline[INLINE];
@@ -78,18 +79,26 @@ static void kernel_run_on_copies(const OpInfo& info, const KernelCall& c) {
     for (int i = 0; i < c.n_outputs; ++i) outputs[i] = c.outputs[i];
     bool write_back = inplace && c.outputs[0]->strided();
     if (write_back) outputs[0] = &copies[0];   // input 0 is the written tensor: run on its copy
-    KernelCall call{inputs, c.n_inputs, outputs, c.n_outputs, c.attrs, c.node};
-    info.cpu_kernel(call);
+    KernelCall call{inputs, c.n_inputs, outputs, c.n_outputs, c.attrs};
+    kernel(call);
     if (write_back) value_copy_elements(*c.outputs[0], copies[0]);
+}
+
+// The device whose kernel runs a call: its outputs' (a copy between devices, `to_device`, runs on
+// the device it copies to), else its inputs'.
+static Device call_device(const KernelCall& call) {
+    if (call.n_outputs > 0 && call.outputs[0]->storage) return call.outputs[0]->device();
+    return call.n_inputs > 0 ? call.inputs[0]->device() : DEVICE_CPU;
 }
 
 void kernel_run(OpId op, const KernelCall& call) {
     const OpInfo& info = op_table[op];
     bool any_element = call.n_outputs == 0;
     for (int i = 0; i < call.n_outputs && !any_element; ++i) any_element = call.outputs[i]->numel() > 0;
-    if (!any_element && !(info.flags & (OPF_CUSTOM | OPF_VIEW))) return;
-    if (needs_contiguous_copies(info, call)) kernel_run_on_copies(info, call);
-    else info.cpu_kernel(call);
+    if (!any_element && !(info.flags & OPF_VIEW)) return;
+    KernelFn kernel = kernel_for(op, call_device(call));
+    if (needs_contiguous_copies(info, call)) kernel_run_on_copies(info, kernel, call);
+    else kernel(call);
 }
 
 bool op_find(const char* name, OpId* out) {
@@ -181,9 +190,12 @@ static std::string dims_str(const OpAttrs& a) {
 std::string op_describe_attrs(OpId op, const OpAttrs& a) {
     switch (op_table[op].attrs_kind) {
         case ATTRS_NONE: return "";
-        case ATTRS_CREATE:
-            if (op == OP_full) return "value=" + number_str(a.scalar);
-            return "";
+        case ATTRS_CREATE: {
+            std::string s = op == OP_full ? "value=" + number_str(a.scalar) : "";
+            if (a.device != DEVICE_CPU) s += std::string(s.empty() ? "" : " ") + "device=" + device_name(a.device);
+            return s;
+        }
+        case ATTRS_DEVICE: return device_name(a.device);
         case ATTRS_SCALAR:
             if (op == OP_add_ || op == OP_sub_) return a.scalar == 1 ? "" : "alpha=" + number_str(a.scalar);
             if (op == OP_pow) return "p=" + number_str(a.scalar);
@@ -892,6 +904,8 @@ void shape_scatter(ShapeCall& c) {
     c.set_output(0, x, in(c, 0).dtype);
 }
 
+void shape_to_device(ShapeCall& c) { c.set_output(0, in(c, 0).shape, in(c, 0).dtype); }
+
 void shape_to(ShapeCall& c) {
     check_dtype_attr(c);
     c.set_output(0, in(c, 0).shape, c.attrs.dtype);
@@ -1429,6 +1443,9 @@ void backward_scatter_add(BackwardCall& c) {
 }
 
 void backward_to(BackwardCall& c) { c.grad_input[0] = ops::to(c.grad_output[0], c.node->inputs[0].value().dtype); }
+void backward_to_device(BackwardCall& c) {
+    c.grad_input[0] = ops::to_device(c.grad_output[0], c.node->inputs[0].value().device());
+}
 
 // l = sum (or mean) of (a - b)^2: da = g * 2 (a - b) / count, db = -da.
 void backward_mse_loss(BackwardCall& c) {
@@ -1945,11 +1962,18 @@ Tensor nll_loss_backward(const Tensor& grad, const Tensor& labels, const Shape& 
     return call(OP_nll_loss_backward, {&grad, &labels}, a);
 }
 
-Tensor create(OpId op, const Shape& shape, DType dtype, double fill) {
+Tensor to_device(const Tensor& x, Device device) {
+    if (x.value().device() == device) return x;
+    OpAttrs a;
+    a.device = device;
+    return call(OP_to_device, {&x}, a);
+}
+Tensor create(OpId op, const Shape& shape, DType dtype, double fill, Device device) {
     OpAttrs a;
     a.shape = shape;
     a.dtype = dtype;
     a.scalar = fill;
+    a.device = device;
     return op_call(op, nullptr, 0, a);
 }
 

@@ -49,6 +49,7 @@ enum AttrsKind : uint8_t {
     ATTRS_DIMS,     // flip: a set of dims (all, dim or dim2 as in ATTRS_REDUCE: op_dims_mask)
     ATTRS_SORT,     // sort, topk: dim, scalar (1: descending / largest first), length (topk's k)
     ATTRS_REGION,   // as_strided, assign_, region_scatter: shape, strides and start (the offset)
+    ATTRS_DEVICE,   // to_device: the device
 };
 
 enum Reduction : uint8_t { REDUCTION_MEAN, REDUCTION_SUM };
@@ -85,7 +86,8 @@ constexpr int MAX_OUTPUTS = 2;
     FIELD(Reduction, reduction, REDUCTION_MEAN, "losses: mean or sum")                             \
     FIELD(Shape, shape, Shape(), "created / target / full shape; permute's order")                 \
     FIELD(Shape, strides, Shape(), "a region's strides (as_strided, assign_, region_scatter)")      \
-    FIELD(DType, dtype, DTYPE_F32, "created dtype, `to`'s target")
+    FIELD(DType, dtype, DTYPE_F32, "created dtype, `to`'s target")                                \
+    FIELD(Device, device, DEVICE_CPU, "creation ops: the device made on; to_device: the one copied to")
 
 struct OpAttrs {
 #define OP_ATTRS_DECLARE(type, name, initial, what) type name = initial;
@@ -135,14 +137,14 @@ struct ShapeCall {
 };
 
 // What a kernel sees: input values, output values (allocated, or aliased for views and in-place
-// ops), attributes. Kernels know nothing of nodes, hooks or autograd.
+// ops), attributes. Kernels know nothing of nodes, hooks or autograd; every value of a call is on
+// one device, whose backend's kernel runs (backend.h; a copy between devices is `to_device`).
 struct KernelCall {
     const Value* const* inputs;
     int n_inputs;
     Value* const* outputs;
     int n_outputs;
     const OpAttrs& attrs;
-    struct Node* node;   // the node being run (custom functions need it; math kernels do not)
 };
 
 struct Node;
@@ -151,7 +153,6 @@ struct BackwardCall;
 
 typedef void (*ShapeRule)(ShapeCall& call);
 typedef void (*BackwardRule)(BackwardCall& call);
-typedef void (*CpuKernel)(const KernelCall& call);
 
 struct OpInfo {
     const char* name;
@@ -161,16 +162,15 @@ struct OpInfo {
     AttrsKind attrs_kind;
     ShapeRule shape_rule;
     BackwardRule backward_rule;
-    CpuKernel cpu_kernel;
     const char* math;
 };
 
 extern const OpInfo op_table[OP_COUNT];
 
-// Runs op's kernel on `call`: the one way kernels are called (exec_node; a plan's fold and replay).
-// When every output is empty there is nothing to write and no kernel runs: a kernel could still
-// walk the rows of an empty result (an expand to [2^32,1,4,0] looped for minutes). Custom
-// functions always run (their kernel is Lua code).
+// Runs op's kernel on `call` on the call's device (kernel_for, backend.h): the one way kernels
+// are called (exec_node; a plan's fold and replay). When every output is empty there is nothing
+// to write and no kernel runs: a kernel could still walk the rows of an empty result (an expand
+// to [2^32,1,4,0] looped for minutes). Custom functions have no kernel (exec_node runs them).
 void kernel_run(OpId op, const KernelCall& call);
 inline const OpInfo& op_info(OpId op) { return op_table[op]; }
 // Whether Lua gets x:name() and torch.name(x) for `op` from the table itself: an elementwise op
@@ -303,6 +303,7 @@ Tensor log_softmax(const Tensor& x, int dim);
 Tensor gather(const Tensor& x, int dim, const Tensor& index);
 Tensor scatter_add(const Tensor& src, int dim, const Tensor& index, const Shape& shape);
 Tensor to(const Tensor& x, DType dtype);
+Tensor to_device(const Tensor& x, Device device);   // x itself when already there
 // Losses (0-d). Labels: 1-based classes, int64 or floats holding whole numbers.
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = REDUCTION_MEAN);
 // cross_entropy, nll_loss, multi_margin_loss of scores [N,C] (or [C]) and labels [N] (or 0-d)
@@ -311,7 +312,8 @@ Tensor class_loss(OpId op, const Tensor& scores, const Tensor& labels, Reduction
 Tensor class_loss_backward(OpId op, const Tensor& grad, const Tensor& scores, const Tensor& labels,
                            Reduction reduction);
 Tensor nll_loss_backward(const Tensor& grad, const Tensor& labels, const Shape& scores_shape, Reduction reduction);
-Tensor create(OpId op, const Shape& shape, DType dtype, double fill = 0);   // zeros/ones/full/rand/randn/eye/arange
+// zeros/ones/full/rand/randn/eye/arange on `device`
+Tensor create(OpId op, const Shape& shape, DType dtype, double fill = 0, Device device = DEVICE_CPU);
 Tensor from_values(const Shape& shape, DType dtype, const double* values);   // `tensor`
 // In place (return x, rebased when autograd needs it).
 Tensor add_(Tensor& x, const Tensor& y, double alpha = 1);

@@ -925,7 +925,7 @@ void pass_constant_folding(Plan& plan) {
         std::vector<Value*> output_pointers;
         for (Value& v : outputs) output_pointers.push_back(&v);
         KernelCall call{inputs.data(), static_cast<int>(inputs.size()), output_pointers.data(),
-                        static_cast<int>(outputs.size()), plan_step_attrs(plan, s), nullptr};
+                        static_cast<int>(outputs.size()), plan_step_attrs(plan, s)};
         kernel_run(s.op, call);
         for (size_t i = 0; i < s.outputs.size(); ++i) {
             PlanValue& pv = plan.values[s.outputs[i]];
@@ -1711,7 +1711,7 @@ struct PlanCall {
     void run_op(OpId op, const OpAttrs& attrs, const Value* const* in, const int* in_values, int n_in, Value* const* out,
                 const int* out_values, int n_out, const PlanStep& s) {
         if (!observed) {
-            KernelCall call{in, n_in, out, n_out, attrs, nullptr};
+            KernelCall call{in, n_in, out, n_out, attrs};
             kernel_run(op, call);
             if (op_info(op).flags & OPF_INPLACE) ++out[0]->storage->version;
             return;

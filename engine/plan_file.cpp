@@ -44,7 +44,7 @@ constexpr char PLAN_MAGIC[8] = {'T', 'D', 'P', 'L', 'A', 'N', '\r', '\n'};
 // padding became kernel_h, stride_h, padding_h, each with a _w beside it), dilation, groups,
 // ceil_mode. 4: each step's recorded group (the forward node a backward step differentiates, shown
 // by the debugger). Files of versions 1 to 3 still load (their backward steps name no group).
-constexpr uint32_t PLAN_VERSION = 4;
+constexpr uint32_t PLAN_VERSION = 5;
 constexpr uint32_t PLAN_OLDEST_VERSION = 1;
 constexpr size_t HEADER_BYTES = 32;
 constexpr uint32_t MAX_COUNT = 1u << 24;          // of any list in a plan
@@ -114,6 +114,7 @@ constexpr uint32_t attr_field_since(std::string_view name) {
     if (name == "kernel_w" || name == "stride_w" || name == "padding_w" || name == "dilation_h" ||
         name == "dilation_w" || name == "groups" || name == "ceil_mode")
         return 3;
+    if (name == "device") return 5;
     return 1;
 }
 // The fewest bytes a step's attributes take in any version this tapedeck reads.
@@ -230,6 +231,7 @@ void write_field(Writer& w, int64_t x) { w.i64(x); }
 void write_field(Writer& w, bool x) { w.u8(x); }
 void write_field(Writer& w, Reduction x) { w.u8(x); }
 void write_field(Writer& w, DType x) { w.u8(x); }
+void write_field(Writer& w, Device x) { w.u8(x); }
 void write_field(Writer& w, const Shape& x) { w.shape(x); }
 
 void read_field(Reader& r, double& x) { x = r.f64(); }
@@ -238,6 +240,7 @@ void read_field(Reader& r, int64_t& x) { x = r.i64(); }
 void read_field(Reader& r, bool& x) { x = r.flag(); }
 void read_field(Reader& r, Reduction& x) { x = static_cast<Reduction>(r.enum_value(REDUCTION_SUM, "reduction")); }
 void read_field(Reader& r, DType& x) { x = r.dtype(); }
+void read_field(Reader& r, Device& x) { x = static_cast<Device>(r.enum_value(DEVICE_CUDA, "device")); }
 void read_field(Reader& r, Shape& x) { x = r.attr_shape(); }   // as recorded; the op's shape rule checks it
 
 void write_attrs(Writer& w, const OpAttrs& a) {

@@ -9,6 +9,7 @@
 #include "tape.h"
 
 #include "block_slabs.h"
+#include "device.h"
 #include "function.h"
 #include "node_names.h"
 
@@ -565,12 +566,29 @@ static void check_history_current(const OpInfo& info, const Tensor* const* input
 }
 
 // A new output value; when the memory limit refuses it, the error names the op and the shape.
-static void allocate_output(const OpInfo& info, const Shape& shape, DType dtype, Value* out) {
+static void allocate_output(const OpInfo& info, const Shape& shape, DType dtype, Device device, Value* out) {
     try {
-        *out = value_new(shape, dtype);
+        *out = value_new(shape, dtype, device);
     } catch (const EngineError& e) {
-        engine_fail("%s: a result of shape %s (%s): %s", info.name, shape.str().c_str(), dtype_name(dtype), e.what());
+        engine_fail("%s: a result of shape %s (%s%s%s): %s", info.name, shape.str().c_str(), dtype_name(dtype),
+                    device == DEVICE_CPU ? "" : ", on ", device == DEVICE_CPU ? "" : device_name(device), e.what());
     }
+}
+
+// The device an op's outputs are made on: a creation op's and to_device's from their attributes;
+// else the inputs', which must all be on one device (as PyTorch: the error names both).
+static Device op_device(OpId op, const Tensor* const* inputs, int n_inputs, const OpAttrs& attrs) {
+    const OpInfo& info = op_table[op];
+    if ((info.flags & OPF_CREATE) || op == OP_to_device) return attrs.device;
+    if (n_inputs == 0 || (info.flags & OPF_CUSTOM)) return DEVICE_CPU;   // a custom function's ops say
+    Device device = inputs[0]->value().device();
+    for (int i = 1; i < n_inputs; ++i)
+        if (inputs[i]->value().device() != device)
+            engine_fail("%s: input 1 is on %s but input %d is on %s: all inputs must be on one device "
+                        "(move one with :to(\"%s\") or :cuda() / :cpu())",
+                        info.name, device_name(device), i + 1, device_name(inputs[i]->value().device()),
+                        device_name(device));
+    return device;
 }
 
 Tensor op_call(OpId op, const Tensor* const* inputs, int n_inputs, const OpAttrs& attrs,
@@ -581,6 +599,9 @@ Tensor op_call(OpId op, const Tensor* const* inputs, int n_inputs, const OpAttrs
                     info.n_inputs == 1 ? "" : "s", n_inputs);
     for (int i = 0; i < n_inputs; ++i)
         if (!inputs[i] || !inputs[i]->defined()) engine_fail("%s: input %d is not a tensor", info.name, i + 1);
+
+    Device device = op_device(op, inputs, n_inputs, attrs);
+    if (device != DEVICE_CPU) cuda_require(info.name);
 
     // In place, a float value cannot go into an int64 tensor (PyTorch refuses too: no silent truncation).
     if ((info.flags & OPF_INPLACE) && n_inputs > 1 && inputs[0]->dtype() == DTYPE_I64 &&
@@ -674,7 +695,7 @@ Tensor op_call(OpId op, const Tensor* const* inputs, int n_inputs, const OpAttrs
             out.value.shape = shape_call.shapes[0];
             out.value.dtype = shape_call.dtypes[0];
         } else {
-            allocate_output(info, shape_call.shapes[i], shape_call.dtypes[i], &out.value);
+            allocate_output(info, shape_call.shapes[i], shape_call.dtypes[i], device, &out.value);
         }
         out.requires_grad = track && dtype_is_float(shape_call.dtypes[i]);
     }
@@ -761,8 +782,12 @@ void exec_node(Node* node) {
     int n_outputs = node->outputs.size();
     for (int i = 0; i < n_outputs; ++i) outputs[i] = &node->outputs[i].value;
 
-    KernelCall call{inputs, n_inputs, outputs, n_outputs, node->attrs(), node};
-    kernel_run(node->op, call);
+    if (node->info().flags & OPF_CUSTOM) {
+        function_run(node);
+    } else {
+        KernelCall call{inputs, n_inputs, outputs, n_outputs, node->attrs()};
+        kernel_run(node->op, call);
+    }
 
     if (node->info().flags & OPF_INPLACE) {
         Storage* written = node->outputs[0].value.storage.get();

@@ -164,6 +164,8 @@ struct NodeGroupRecords {
                                              // freed once used, see backward)
     std::shared_ptr<CustomFunction> custom;  // ops `function` and `function_backward`: what runs
     std::vector<Ref<Node>> inner_nodes;      // ... and the ops it ran, with their own source lines
+    std::vector<int> gradient_inputs;        // function_backward: the forward input (0-based) each
+                                             // output is the gradient of (nil gradients make none)
 };
 
 // A block of op attributes that nodes share (Node::attrs), counted.

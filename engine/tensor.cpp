@@ -5,6 +5,8 @@
 // each (mmap, page faults, zeroing) costs more than the arithmetic on small models.
 #include "tensor.h"
 
+#include "device.h"
+
 #include "block_slabs.h"
 
 #include <algorithm>
@@ -175,8 +177,28 @@ size_t memory_limit_bytes() {
 
 void memory_set_limit_bytes(size_t bytes) { g_memory_limit = bytes; }
 
+// A GPU storage: the header on the host, the bytes from the device's caching allocator.
+static Storage* device_storage_new(size_t bytes, Device device) {
+    size_t rounded = round_up(bytes == 0 ? 1 : bytes, 256);
+    Storage* s = new Storage;
+    try {
+        s->data = cuda_alloc(rounded);
+    } catch (...) {
+        delete s;
+        throw;
+    }
+    s->refcount = 1;
+    s->device = device;
+    s->grad_owned = false;
+    s->version = 0;
+    s->history_version = 0;
+    s->serial = pool().next_serial++;
+    s->bytes = rounded;
+    return s;
+}
+
 Storage* storage_new(size_t bytes, Device device) {
-    if (device != DEVICE_CPU) engine_fail("storage: device %s is not available", device_name(device));
+    if (device != DEVICE_CPU) return device_storage_new(bytes, device);
     StoragePool& p = pool();
     size_t limit = memory_limit_bytes();
     if (bytes > limit || p.live_bytes > limit - bytes)
@@ -211,6 +233,11 @@ Storage* storage_new(size_t bytes, Device device) {
 }
 
 void storage_free(Storage* s) {
+    if (s->device != DEVICE_CPU) {
+        cuda_free(s->data, s->bytes);
+        delete s;
+        return;
+    }
     StoragePool& p = pool();
     p.live_bytes -= s->bytes;
     if (s->bytes <= SMALL_LIMIT) {
@@ -380,6 +407,13 @@ void copy_elements(const Value& dst, const Value& src) {
 }  // namespace
 
 void value_copy_elements(const Value& dst, const Value& src) {
+    if (dst.device() != src.device())
+        engine_fail("copy: a %s tensor into a %s tensor (use to_device)", device_name(src.device()),
+                    device_name(dst.device()));
+    if (dst.device() != DEVICE_CPU) {
+        cuda_copy_elements(dst, src);
+        return;
+    }
     switch (dst.dtype) {
         case DTYPE_F32: copy_elements<float>(dst, src); break;
         case DTYPE_F64: copy_elements<double>(dst, src); break;
@@ -401,7 +435,16 @@ bool value_overlaps_itself(const Value& v) {
     return false;
 }
 
+// Element access from host code reads host memory only: a device value goes through
+// value_to_host first (the one boundary), and reading one here is a bug named as such.
+static void check_on_host(const Value& v) {
+    if (v.device() != DEVICE_CPU)
+        engine_fail("internal error: a %s tensor's element read on the host without value_to_host",
+                    device_name(v.device()));
+}
+
 double value_get(const Value& v, int64_t i) {
+    check_on_host(v);
     int64_t at = value_storage_index(v, i);
     switch (v.dtype) {
         case DTYPE_F32: return static_cast<const float*>(v.storage->data)[at];
@@ -412,12 +455,52 @@ double value_get(const Value& v, int64_t i) {
 }
 
 void value_set(const Value& v, int64_t i, double x) {
+    check_on_host(v);
     int64_t at = value_storage_index(v, i);
     switch (v.dtype) {
         case DTYPE_F32: static_cast<float*>(v.storage->data)[at] = static_cast<float>(x); break;
         case DTYPE_F64: static_cast<double*>(v.storage->data)[at] = x; break;
         case DTYPE_I64: static_cast<int64_t*>(v.storage->data)[at] = int64_from_double(x); break;
     }
+}
+
+}  // namespace td
+
+namespace td {
+
+Value value_to_host(const Value& v) {
+    if (v.device() == DEVICE_CPU) return v;
+    Value dense = value_contiguous(v);   // on the device
+    Value host = value_new(v.shape, v.dtype, DEVICE_CPU);
+    device_copy_bytes(host.raw(), DEVICE_CPU, dense.raw(), dense.device(),
+                      static_cast<size_t>(v.numel()) * dtype_size(v.dtype));
+    return host;
+}
+
+void value_write_from_host(const Value& dst, const Value& host) {
+    if (dst.device() == DEVICE_CPU) {
+        value_copy_elements(dst, host);
+        return;
+    }
+    Value dense_host = value_contiguous(host);
+    size_t bytes = static_cast<size_t>(dst.numel()) * dtype_size(dst.dtype);
+    if (dst.is_contiguous()) {
+        device_copy_bytes(dst.raw(), dst.device(), dense_host.raw(), DEVICE_CPU, bytes);
+        return;
+    }
+    Value staged = value_new(dst.shape, dst.dtype, dst.device());
+    device_copy_bytes(staged.raw(), staged.device(), dense_host.raw(), DEVICE_CPU, bytes);
+    cuda_copy_elements(dst, staged);
+}
+
+Value value_to_device(const Value& v, Device device) {
+    if (v.device() == device) return v;
+    if (device == DEVICE_CPU) return value_to_host(v);
+    Value dense = value_contiguous(v);
+    Value out = value_new(v.shape, v.dtype, device);
+    device_copy_bytes(out.raw(), device, dense.raw(), dense.device(),
+                      static_cast<size_t>(v.numel()) * dtype_size(v.dtype));
+    return out;
 }
 
 }  // namespace td

@@ -246,7 +246,19 @@ inline Out element_cast(In x) {
 }
 
 // Element i (row-major over v's shape, whatever its layout) read as a double, whatever the dtype.
+// Host values only: host code reads a tensor through value_to_host (below) first.
 double value_get(const Value& v, int64_t i);
 void value_set(const Value& v, int64_t i, double x);
+
+// The host boundary: every reader of tensor data outside the kernels (item, totable, printing,
+// guards, stats, .npy and plan files, the debugger, the viewer) goes through these, so that a
+// tensor on the GPU is copied once, here, and never read through a device pointer.
+// v itself when on the CPU; else a contiguous host copy (the device's queue finished first).
+Value value_to_host(const Value& v);
+// dst's elements := host's (same shape and dtype; host on the CPU, dst on any device and layout).
+void value_write_from_host(const Value& dst, const Value& host);
+// v on `device`: v itself when it is there, else a contiguous copy (not recorded: the engine's
+// own moves, as a plan's inputs; a user's move is the `to_device` op).
+Value value_to_device(const Value& v, Device device);
 
 }  // namespace td

@@ -1160,6 +1160,8 @@ const std::vector<OpCase>& op_cases() {
             t.no_gradcheck = "int64 output has no gradient";
             add(t);
         }
+        // The copy between devices; on the CPU alone, a copy (the CUDA rows: test_cuda_ops.cpp).
+        add(row("to_device", "cpu to cpu: a copy", {in(S23, X23)}, {.device = td::DEVICE_CPU}, {out(S23, X23)}));
         add(row("clone", "a copy", {in(S23, X23)}, {}, {out(S23, X23)}));
         add(row("detach", "the same values", {in(S23, X23)}, {}, {out(S23, X23)}));
 

@@ -52,7 +52,7 @@ double mm_error(GemmChoice choice, DType dtype, int64_t m, int64_t n, int64_t k,
     const Value* inputs[] = {&a, &b};
     Value* outputs[] = {&out};
     blas_set_choice(choice);
-    cpu_mm(KernelCall{inputs, 2, outputs, 1, attrs, nullptr});
+    cpu_mm(KernelCall{inputs, 2, outputs, 1, attrs});
     blas_set_choice(GEMM_AUTO);
 
     double largest = 1e-30, error = 0;

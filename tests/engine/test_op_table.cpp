@@ -302,6 +302,7 @@ int64_t other_than(int64_t v) { return v + 1; }
 bool other_than(bool v) { return !v; }
 Reduction other_than(Reduction v) { return v == REDUCTION_SUM ? REDUCTION_MEAN : REDUCTION_SUM; }
 DType other_than(DType v) { return v == DTYPE_F64 ? DTYPE_F32 : DTYPE_F64; }
+Device other_than(Device v) { return v == DEVICE_CPU ? DEVICE_CUDA : DEVICE_CPU; }
 Shape other_than(const Shape& v) { return v == Shape{3} ? Shape{4} : Shape{3}; }
 }  // namespace
 

@@ -65,7 +65,7 @@ load_fails("hello world, not a plan at all", "not a tapedeck plan file", "text f
 load_fails(good:sub(1, 20), "truncated", "cut in the header")
 load_fails(good:sub(1, #good - 7), "truncated", "cut at the end")
 load_fails(good .. "xx", "extra bytes", "bytes appended")
-load_fails(good:sub(1, 8) .. string.pack("<I4", 99) .. good:sub(13), "version 99 (this tapedeck reads versions 1 to 4)", "version")
+load_fails(good:sub(1, 8) .. string.pack("<I4", 99) .. good:sub(13), "version 99 (this tapedeck reads versions 1 to 5)", "version")
 load_fails(good:sub(1, 100) .. string.char((good:byte(101) + 1) % 256) .. good:sub(102), "checksum mismatch", "one byte")
 ok, message = pcall(torch.load_plan, dir .. "/no/such/file.tdp")
 assert(not ok and message:find("cannot open", 1, true), message)

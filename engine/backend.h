@@ -1,0 +1,34 @@
+// backend.h: the kernel tables, one per device, and the one lookup every kernel call goes through.
+//
+// The op row (ops.def) is device-free. Each backend fills its own table, indexed by OpId:
+//   CPU   cpu_kernels: the row's kernel column (kernels_cpu.cpp, view_ops.cpp)
+//   CUDA  cuda_kernel_table(): filled by the kernels_cuda*.cu files when the build has CUDA
+//         (engine/cuda/), each entry null otherwise
+// A null entry means "not on this device": kernel_for says so, naming the op and the device
+// (never a silent fallback to the CPU). Views only set a layout and copy nothing: their kernels
+// (view_*) are device-free, and every backend's table holds them.
+#pragma once
+
+#include "ops.h"
+
+namespace td {
+
+typedef void (*KernelFn)(const KernelCall& call);
+
+extern const KernelFn cpu_kernels[OP_COUNT];
+
+// Kernels that serve every device: views (they set a layout) and to_device (it copies between
+// devices). Each backend's table holds the CPU table's entry for them.
+bool kernel_is_device_free(OpId op);
+
+// The CUDA table (OP_COUNT entries). Without CUDA in the build every entry is null.
+const KernelFn* cuda_kernel_table();
+
+// op's kernel on `device`; an EngineError "<op>: no kernel for cuda tensors ..." when that backend
+// has none (the Lua layer adds the user's file:line).
+KernelFn kernel_for(OpId op, Device device);
+bool kernel_exists(OpId op, Device device);
+// Why `op` has no kernel on `device` (the --ops listing and kernel_for's error); nullptr when it has one.
+const char* kernel_missing_reason(OpId op, Device device);
+
+}  // namespace td

@@ -1,0 +1,247 @@
+// device_cuda.cu: device.h with CUDA: the device check, the caching allocator, copies, the RNG
+// state, and the stream and library handles every kernel shares (cuda_common.h).
+//
+// [SECTION] the device     is there one (any error at start-up: none), its name
+// [SECTION] handles        the stream, cuBLAS, cuDNN; the error checks
+// [SECTION] memory         the caching allocator and its statistics
+// [SECTION] copies         between devices; synchronize; the RNG state
+#include <cstdio>
+#include <map>
+#include <vector>
+
+#include "cuda_common.h"
+
+namespace td {
+
+// ============================================================================================
+// [SECTION] the device
+
+namespace {
+
+struct DeviceState {
+    bool checked = false;
+    bool available = false;
+    int count = 0;
+    std::string reason;
+    std::string name;
+};
+
+DeviceState& device_state() {
+    static DeviceState* state = new DeviceState;   // immortal: storages may be freed at exit
+    if (state->checked) return *state;
+    state->checked = true;
+    int count = 0;
+    cudaError_t status = cudaGetDeviceCount(&count);
+    if (status != cudaSuccess) {
+        state->reason = std::string("no CUDA device (cudaGetDeviceCount: ") + cudaGetErrorString(status) + ")";
+        cudaGetLastError();   // clear it
+        return *state;
+    }
+    if (count == 0) {
+        state->reason = "no CUDA device (cudaGetDeviceCount found none)";
+        return *state;
+    }
+    cudaDeviceProp props;
+    status = cudaGetDeviceProperties(&props, 0);
+    if (status == cudaSuccess) status = cudaSetDevice(0);
+    if (status == cudaSuccess) status = cudaFree(nullptr);   // creates the context now, not mid-op
+    if (status != cudaSuccess) {
+        state->reason = std::string("CUDA device unusable (") + cudaGetErrorString(status) + ")";
+        cudaGetLastError();
+        return *state;
+    }
+    state->available = true;
+    state->count = count;
+    state->name = props.name;
+    return *state;
+}
+
+}  // namespace
+
+bool cuda_built() { return true; }
+bool cuda_available() { return device_state().available; }
+std::string cuda_unavailable_reason() { return cuda_available() ? "" : device_state().reason; }
+int cuda_device_count() { return cuda_available() ? device_state().count : 0; }
+std::string cuda_device_name() { return cuda_available() ? device_state().name : ""; }
+
+void cuda_require(const char* what) {
+    if (!cuda_available()) engine_fail("%s: %s", what, device_state().reason.c_str());
+}
+
+// ============================================================================================
+// [SECTION] handles
+
+void cuda_check(cudaError_t status, const char* what) {
+    if (status != cudaSuccess) {
+        cudaGetLastError();
+        engine_fail("%s: CUDA error: %s", what, cudaGetErrorString(status));
+    }
+}
+
+void cublas_check(cublasStatus_t status, const char* what) {
+    if (status != CUBLAS_STATUS_SUCCESS) engine_fail("%s: cuBLAS error %d", what, static_cast<int>(status));
+}
+
+void cudnn_check(cudnnStatus_t status, const char* what) {
+    if (status != CUDNN_STATUS_SUCCESS) engine_fail("%s: cuDNN error: %s", what, cudnnGetErrorString(status));
+}
+
+cudaStream_t cuda_stream() {
+    static cudaStream_t stream = [] {
+        cuda_require("cuda stream");
+        cudaStream_t s;
+        cuda_check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+        return s;
+    }();
+    return stream;
+}
+
+cublasHandle_t cuda_cublas() {
+    static cublasHandle_t handle = [] {
+        cublasHandle_t h;
+        cublas_check(cublasCreate(&h), "cublasCreate");
+        cublas_check(cublasSetStream(h, cuda_stream()), "cublasSetStream");
+        cublas_check(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");   // no TF32
+        return h;
+    }();
+    return handle;
+}
+
+cudnnHandle_t cuda_cudnn() {
+    static cudnnHandle_t handle = [] {
+        cudnnHandle_t h;
+        cudnn_check(cudnnCreate(&h), "cudnnCreate");
+        cudnn_check(cudnnSetStream(h, cuda_stream()), "cudnnSetStream");
+        return h;
+    }();
+    return handle;
+}
+
+// ============================================================================================
+// [SECTION] memory
+//
+// Blocks are rounded up to a bucket (512 bytes below 1 MB, then 2 MB steps) and kept, when freed,
+// in a free list per bucket size for the next allocation of that bucket. Freeing never waits: every
+// kernel runs on the one stream, so a block reused by a later kernel is used after the earlier ones.
+
+namespace {
+
+struct Allocator {
+    std::map<size_t, std::vector<void*>> free_blocks;   // bucket size -> cached blocks
+    size_t allocated = 0;     // in live tensors (bucket sizes)
+    size_t peak = 0;
+    size_t cached = 0;
+};
+
+Allocator& allocator() {
+    static Allocator* a = new Allocator;
+    return *a;
+}
+
+size_t bucket_of(size_t bytes) {
+    constexpr size_t SMALL = 512, LARGE = size_t(2) << 20;
+    if (bytes < (size_t(1) << 20)) return (bytes + SMALL - 1) / SMALL * SMALL;
+    return (bytes + LARGE - 1) / LARGE * LARGE;
+}
+
+double gigabytes(size_t bytes) { return static_cast<double>(bytes) / (1u << 30); }
+
+}  // namespace
+
+void* cuda_alloc(size_t bytes) {
+    cuda_require("cuda memory");
+    Allocator& a = allocator();
+    size_t size = bucket_of(bytes == 0 ? 1 : bytes);
+    void* p = nullptr;
+    auto it = a.free_blocks.find(size);
+    if (it != a.free_blocks.end() && !it->second.empty()) {
+        p = it->second.back();
+        it->second.pop_back();
+        a.cached -= size;
+    } else {
+        cudaError_t status = cudaMalloc(&p, size);
+        if (status == cudaErrorMemoryAllocation) {   // give the cache back, then once more
+            cudaGetLastError();
+            cuda_empty_cache();
+            status = cudaMalloc(&p, size);
+        }
+        if (status != cudaSuccess) {
+            cudaGetLastError();
+            size_t free_bytes = 0, total = 0;
+            cudaMemGetInfo(&free_bytes, &total);
+            engine_fail("out of GPU memory: %.2f GB asked for, %.2f GB in tensors, %.2f GB free of %.2f GB (%s)",
+                        gigabytes(size), gigabytes(a.allocated), gigabytes(free_bytes), gigabytes(total),
+                        cudaGetErrorString(status));
+        }
+    }
+    a.allocated += size;
+    if (a.allocated > a.peak) a.peak = a.allocated;
+    return p;
+}
+
+void cuda_free(void* p, size_t bytes) {
+    if (!p) return;
+    Allocator& a = allocator();
+    size_t size = bucket_of(bytes == 0 ? 1 : bytes);
+    a.allocated -= size;
+    a.free_blocks[size].push_back(p);
+    a.cached += size;
+}
+
+void cuda_empty_cache() {
+    if (!cuda_available()) return;
+    Allocator& a = allocator();
+    cudaStreamSynchronize(cuda_stream());
+    for (auto& [size, blocks] : a.free_blocks)
+        for (void* p : blocks) cudaFree(p);
+    a.free_blocks.clear();
+    a.cached = 0;
+}
+
+size_t cuda_memory_allocated() { return allocator().allocated; }
+size_t cuda_max_memory_allocated() { return allocator().peak; }
+size_t cuda_memory_reserved() { return allocator().allocated + allocator().cached; }
+void cuda_reset_peak_memory() { allocator().peak = allocator().allocated; }
+
+// ============================================================================================
+// [SECTION] copies
+
+void device_copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes) {
+    if (bytes == 0) return;
+    cuda_require("copy between devices");
+    cudaMemcpyKind kind = dst_device == DEVICE_CPU   ? (src_device == DEVICE_CPU ? cudaMemcpyHostToHost : cudaMemcpyDeviceToHost)
+                          : src_device == DEVICE_CPU ? cudaMemcpyHostToDevice
+                                                     : cudaMemcpyDeviceToDevice;
+    cuda_check(cudaMemcpyAsync(dst, src, bytes, kind, cuda_stream()), "copy between devices");
+    // The host side of a copy may be a temporary of the caller's: wait for every copy that
+    // touches the host (device-to-device copies stay queued).
+    if (kind != cudaMemcpyDeviceToDevice) cuda_check(cudaStreamSynchronize(cuda_stream()), "copy between devices");
+}
+
+void cuda_synchronize() {
+    if (cuda_available()) cuda_check(cudaStreamSynchronize(cuda_stream()), "torch.cuda.synchronize");
+}
+
+namespace {
+struct RngState {
+    uint64_t seed = 0x5eed;
+    uint64_t offset = 0;
+};
+RngState& rng() {
+    static RngState state;
+    return state;
+}
+}  // namespace
+
+void cuda_manual_seed(uint64_t seed) {
+    rng().seed = seed;
+    rng().offset = 0;
+}
+uint64_t cuda_rng_seed() { return rng().seed; }
+uint64_t cuda_rng_take(uint64_t count) {
+    uint64_t at = rng().offset;
+    rng().offset += count;
+    return at;
+}
+
+}  // namespace td
