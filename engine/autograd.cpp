@@ -398,7 +398,7 @@ void backward(const Tensor& root, const Tensor* grad, const BackwardOptions& opt
     freeing.first_id = tape_next_id();
 
     g_recording.group_node = root.node.get();
-    Tensor seed = has_grad ? *grad : ops::create(OP_ones, root.shape(), root.dtype());
+    Tensor seed = has_grad ? *grad : ops::create(OP_ones, root.shape(), root.dtype(), 1, root.value().device());
     root.node->outputs[root.output].pending = seed;
     arrived_gradient_sent(root.node.get(), root.output, seed, nullptr);
 

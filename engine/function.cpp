@@ -94,7 +94,7 @@ void backward_function(BackwardCall& c) {
     std::vector<const Tensor*> inputs;
     for (int i = 0; i < node->outputs.size(); ++i) {
         const Value& v = node->outputs[i].value;
-        grad_outputs[i] = c.grad_output[i].defined() ? c.grad_output[i] : ops::create(OP_zeros, v.shape, v.dtype);
+        grad_outputs[i] = c.grad_output[i].defined() ? c.grad_output[i] : ops::create(OP_zeros, v.shape, v.dtype, 0, v.device());
         inputs.push_back(&grad_outputs[i]);
     }
     Tensor grads = op_call(OP_function_backward, inputs.data(), static_cast<int>(inputs.size()), OpAttrs(),

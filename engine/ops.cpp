@@ -1011,7 +1011,7 @@ void backward_div(BackwardCall& c) {   // y = a / b: da = g / b, db = -g * y / b
 }
 
 // A 0-d tensor of x's dtype holding s (a comparison's other side, where's constant choice).
-static Tensor constant_like(const Tensor& x, double s) { return ops::create(OP_full, Shape{}, x.dtype(), s); }
+static Tensor constant_like(const Tensor& x, double s) { return ops::create(OP_full, Shape{}, x.dtype(), s, x.value().device()); }
 
 // y = a ^ b, as PyTorch's pow_backward_self and pow_backward_exponent:
 // da = g * b * a^(b-1), but 0 where b == 0 (0^0 has a zero gradient, not NaN);
@@ -1046,7 +1046,7 @@ void backward_pow(BackwardCall& c) {   // y = x^p: dx = g * p * x^(p-1); x^0 has
     double p = c.attrs().scalar;
     const Tensor& g = c.grad_output[0];
     if (p == 0) {
-        c.grad_input[0] = ops::create(OP_zeros, c.input_shape(0), g.dtype());
+        c.grad_input[0] = ops::create(OP_zeros, c.input_shape(0), g.dtype(), 0, g.value().device());
     } else if (p == 1) {
         c.grad_input[0] = g;
     } else if (p == 2) {
@@ -1070,7 +1070,7 @@ void backward_abs(BackwardCall& c) {
 
 // Whole-number results (sign, floor, round, ...): a zero gradient, as PyTorch.
 void backward_zeros(BackwardCall& c) {
-    c.grad_input[0] = ops::create(OP_zeros, c.input_shape(0), c.grad_output[0].dtype());
+    c.grad_input[0] = ops::create(OP_zeros, c.input_shape(0), c.grad_output[0].dtype(), 0, c.grad_output[0].value().device());
 }
 
 void backward_sin(BackwardCall& c) { c.grad_input[0] = ops::mul(c.grad_output[0], ops::unary(OP_cos, c.input(0))); }
@@ -1400,7 +1400,7 @@ void backward_scatter(BackwardCall& c) {
     const Tensor& g = c.grad_output[0];
     int dim = c.attrs().dim;
     Tensor index = c.input(1);
-    if (c.needs_grad(0)) c.grad_input[0] = ops::scatter(g, dim, index, ops::create(OP_zeros, index.shape(), g.dtype()));
+    if (c.needs_grad(0)) c.grad_input[0] = ops::scatter(g, dim, index, ops::create(OP_zeros, index.shape(), g.dtype(), 0, g.value().device()));
     if (c.needs_grad(2)) c.grad_input[2] = ops::gather(g, dim, index);
 }
 
@@ -1603,7 +1603,7 @@ Tensor pow_tensor(const Tensor& base, const Tensor& exponent) { return call(OP_p
 Tensor rpow_scalar(double base, const Tensor& exponent) {
     if (!exponent.defined()) return pow_tensor(exponent, exponent);   // op_call reports the missing tensor
     DType dtype = exponent.dtype() == DTYPE_I64 && base != std::floor(base) ? DTYPE_F32 : exponent.dtype();
-    Tensor b = create(OP_full, Shape{}, dtype, base);
+    Tensor b = create(OP_full, Shape{}, dtype, base, exponent.value().device());
     return pow_tensor(b, exponent);
 }
 Tensor unary(OpId op, const Tensor& x) { return call(op, {&x}); }
@@ -1620,7 +1620,7 @@ Tensor activation_backward(OpId op, const Tensor& grad, const Tensor& saved) { r
 
 Tensor compare_scalar(OpId op, const Tensor& x, double s) {
     if (!x.defined()) return compare(op, x, x);   // op_call reports the missing tensor
-    return compare(op, x, create(OP_full, Shape{}, x.dtype(), s));
+    return compare(op, x, create(OP_full, Shape{}, x.dtype(), s, x.value().device()));
 }
 
 Tensor maximum(const Tensor& a, const Tensor& b) { return call(OP_maximum, {&a, &b}); }
@@ -1977,8 +1977,9 @@ Tensor create(OpId op, const Shape& shape, DType dtype, double fill, Device devi
     return op_call(op, nullptr, 0, a);
 }
 
-Tensor create_range(OpId op, const Shape& shape, DType dtype, double lo, double hi) {
+Tensor create_range(OpId op, const Shape& shape, DType dtype, double lo, double hi, Device device) {
     OpAttrs a;
+    a.device = device;
     a.shape = shape;
     a.dtype = dtype;
     a.lo = lo;
@@ -1989,7 +1990,7 @@ Tensor create_range(OpId op, const Shape& shape, DType dtype, double lo, double 
 // PyTorch's count, ceil((end - start) / step), and values start + i * step computed in float64
 // (int64 for an int64 result) and then converted: arange(n) scaled and shifted, so the graph shows
 // arange, mul_scalar and add_scalar nodes.
-Tensor arange_range(double start, double end, double step, DType dtype) {
+Tensor arange_range(double start, double end, double step, DType dtype, Device device) {
     if (step == 0) engine_fail("arange: step must be nonzero");
     if (!std::isfinite(start) || !std::isfinite(end) || !std::isfinite(step))
         engine_fail("arange: start, end and step must be finite, got %g, %g and %g", start, end, step);
@@ -1998,15 +1999,16 @@ Tensor arange_range(double start, double end, double step, DType dtype) {
     double count = std::ceil((end - start) / step);
     if (count > 0x1p62) engine_fail("arange: %g elements are more than a tensor can hold", count);
     DType compute = dtype == DTYPE_I64 ? DTYPE_I64 : DTYPE_F64;
-    Tensor y = create(OP_arange, Shape{static_cast<int64_t>(count)}, compute);
+    Tensor y = create(OP_arange, Shape{static_cast<int64_t>(count)}, compute, 0, device);
     if (step != 1) y = mul_scalar(y, step);
     if (start != 0) y = add_scalar(y, start);
     if (y.dtype() != dtype) y = to(y, dtype);
     return y;
 }
 
-Tensor from_values(const Shape& shape, DType dtype, const double* values) {
+Tensor from_values(const Shape& shape, DType dtype, const double* values, Device device) {
     OpAttrs a;
+    a.device = device;
     a.shape = shape;
     a.dtype = dtype;
     a.init_values = values;
@@ -2031,7 +2033,7 @@ Tensor mul_(Tensor& x, const Tensor& y) {
 }
 
 Tensor mul_(Tensor& x, double s) {
-    Tensor multiplier = create(OP_full, Shape{}, x.dtype(), s);
+    Tensor multiplier = create(OP_full, Shape{}, x.dtype(), s, x.value().device());
     return mul_(x, multiplier);
 }
 Tensor zero_(Tensor& x) { return rebase(x, call(OP_zero_, {&x})); }

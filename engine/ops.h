@@ -254,9 +254,9 @@ Tensor triangle(OpId op, const Tensor& x, int64_t diagonal);   // tril, triu
 // n samples of the categories 1..k of each row of probabilities (int64, 1-based).
 Tensor multinomial(const Tensor& probs, int64_t n, bool replacement);
 // linspace (steps values from start to end) and randint (whole numbers in [low, high)).
-Tensor create_range(OpId op, const Shape& shape, DType dtype, double lo, double hi);
+Tensor create_range(OpId op, const Shape& shape, DType dtype, double lo, double hi, Device device = DEVICE_CPU);
 // torch.arange(start, end, step): start, start + step, ... before end (PyTorch's count and values).
-Tensor arange_range(double start, double end, double step, DType dtype);
+Tensor arange_range(double start, double end, double step, DType dtype, Device device = DEVICE_CPU);
 Tensor mm(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
 Tensor bmm(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
 Tensor matmul(const Tensor& a, const Tensor& b);   // mm for 2-D, bmm for 3-D
@@ -314,7 +314,7 @@ Tensor class_loss_backward(OpId op, const Tensor& grad, const Tensor& scores, co
 Tensor nll_loss_backward(const Tensor& grad, const Tensor& labels, const Shape& scores_shape, Reduction reduction);
 // zeros/ones/full/rand/randn/eye/arange on `device`
 Tensor create(OpId op, const Shape& shape, DType dtype, double fill = 0, Device device = DEVICE_CPU);
-Tensor from_values(const Shape& shape, DType dtype, const double* values);   // `tensor`
+Tensor from_values(const Shape& shape, DType dtype, const double* values, Device device = DEVICE_CPU);   // `tensor`
 // In place (return x, rebased when autograd needs it).
 Tensor add_(Tensor& x, const Tensor& y, double alpha = 1);
 Tensor sub_(Tensor& x, const Tensor& y, double alpha = 1);

@@ -94,7 +94,7 @@ Tensor logsumexp(const Tensor& x, uint32_t mask, bool keepdim) {
     Tensor xf = as_float(x);
     if (mask == 0) mask = every_dim(x.shape().ndim);
     Tensor m = unary(OP_detach, reduce_dims(OP_amax, xf, mask, true));
-    Tensor infinite = eq(unary(OP_abs, m), create(OP_full, Shape{}, m.dtype(), INFINITY));
+    Tensor infinite = eq(unary(OP_abs, m), create(OP_full, Shape{}, m.dtype(), INFINITY, m.value().device()));
     m = masked_fill(m, infinite, 0);
     Tensor total = unary(OP_log, reduce_dims(OP_sum, unary(OP_exp, sub(xf, m)), mask, keepdim));
     return add(total, keepdim ? m : reshape(m, reduced(m.shape(), mask, false)));
@@ -303,7 +303,7 @@ Tensor diag(const Tensor& x, int64_t offset) {
         for (int64_t i = 0; i < n; ++i) cols.push_back(static_cast<double>(i + up + 1));
         Tensor rows = scatter_add(reshape(x, Shape{n, 1}), 1, index_tensor(Shape{n, 1}, cols), Shape{n, size});
         if (up + down == 0) return rows;
-        Tensor zero_rows = create(OP_zeros, Shape{up + down, size}, x.dtype());
+        Tensor zero_rows = create(OP_zeros, Shape{up + down, size}, x.dtype(), 0, x.value().device());
         return cat(offset > 0 ? std::vector<Tensor>{rows, zero_rows} : std::vector<Tensor>{zero_rows, rows}, 0);
     }
     if (s.ndim != 2) engine_fail("diag: expects a 1-d or 2-d tensor, got %s", s.str().c_str());

@@ -576,18 +576,27 @@ static void allocate_output(const OpInfo& info, const Shape& shape, DType dtype,
 }
 
 // The device an op's outputs are made on: a creation op's and to_device's from their attributes;
-// else the inputs', which must all be on one device (as PyTorch: the error names both).
+// else the inputs', which must all be on one device (as PyTorch: the error names both). A 0-d
+// tensor on the CPU goes with any device, as PyTorch's CPU scalars do (op_call moves it: the
+// numbers the bindings and backward rules wrap as 0-d tensors, x * 2, need no device of their own).
+static bool is_cpu_scalar(const Tensor& t) { return t.value().device() == DEVICE_CPU && t.shape().ndim == 0; }
+
 static Device op_device(OpId op, const Tensor* const* inputs, int n_inputs, const OpAttrs& attrs) {
     const OpInfo& info = op_table[op];
     if ((info.flags & OPF_CREATE) || op == OP_to_device) return attrs.device;
-    if (n_inputs == 0 || (info.flags & OPF_CUSTOM)) return DEVICE_CPU;   // a custom function's ops say
-    Device device = inputs[0]->value().device();
-    for (int i = 1; i < n_inputs; ++i)
-        if (inputs[i]->value().device() != device)
-            engine_fail("%s: input 1 is on %s but input %d is on %s: all inputs must be on one device "
-                        "(move one with :to(\"%s\") or :cuda() / :cpu())",
-                        info.name, device_name(device), i + 1, device_name(inputs[i]->value().device()),
-                        device_name(device));
+    if (info.flags & OPF_CUSTOM) return DEVICE_CPU;   // a custom function's own ops say
+    int first = -1;
+    for (int i = 0; i < n_inputs && first < 0; ++i)
+        if (!is_cpu_scalar(*inputs[i])) first = i;
+    if (first < 0) return DEVICE_CPU;
+    Device device = inputs[first]->value().device();
+    for (int i = first + 1; i < n_inputs; ++i) {
+        Device other = inputs[i]->value().device();
+        if (other != device && !is_cpu_scalar(*inputs[i]))
+            engine_fail("%s: input %d is on %s but input %d is on %s: all inputs must be on one device "
+                        "(move one with :to(\"%s\"), :cuda() or :cpu())",
+                        info.name, first + 1, device_name(device), i + 1, device_name(other), device_name(device));
+    }
     return device;
 }
 
@@ -601,7 +610,20 @@ Tensor op_call(OpId op, const Tensor* const* inputs, int n_inputs, const OpAttrs
         if (!inputs[i] || !inputs[i]->defined()) engine_fail("%s: input %d is not a tensor", info.name, i + 1);
 
     Device device = op_device(op, inputs, n_inputs, attrs);
-    if (device != DEVICE_CPU) cuda_require(info.name);
+    std::vector<Tensor> moved;   // 0-d CPU inputs of an op on another device, moved there (recorded)
+    std::vector<const Tensor*> moved_ptrs;
+    if (device != DEVICE_CPU) {
+        cuda_require(info.name);
+        bool any_scalar = false;
+        for (int i = 0; i < n_inputs && !(info.flags & OPF_CREATE) && op != OP_to_device; ++i)
+            any_scalar = any_scalar || inputs[i]->value().device() != device;
+        if (any_scalar) {
+            for (int i = 0; i < n_inputs; ++i)
+                moved.push_back(inputs[i]->value().device() == device ? *inputs[i] : ops::to_device(*inputs[i], device));
+            for (const Tensor& t : moved) moved_ptrs.push_back(&t);
+            inputs = moved_ptrs.data();
+        }
+    }
 
     // In place, a float value cannot go into an int64 tensor (PyTorch refuses too: no silent truncation).
     if ((info.flags & OPF_INPLACE) && n_inputs > 1 && inputs[0]->dtype() == DTYPE_I64 &&

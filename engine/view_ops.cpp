@@ -287,7 +287,7 @@ static OpAttrs region_attrs(const OpAttrs& a) {
 }
 
 void backward_as_strided(BackwardCall& c) {
-    Tensor zeros = ops::create(OP_zeros, c.input_shape(0), c.grad_output[0].dtype());
+    Tensor zeros = ops::create(OP_zeros, c.input_shape(0), c.grad_output[0].dtype(), 0, c.grad_output[0].value().device());
     c.grad_input[0] = ops::region_scatter(zeros, c.grad_output[0], region_attrs(c.attrs()));
 }
 
@@ -296,7 +296,7 @@ void backward_as_strided(BackwardCall& c) {
 void backward_region_scatter(BackwardCall& c) {
     const OpAttrs& a = c.attrs();
     Tensor g = ops::contiguous(c.grad_output[0]);
-    if (c.needs_grad(0)) c.grad_input[0] = ops::region_scatter(g, ops::create(OP_zeros, a.shape, g.dtype()), region_attrs(a));
+    if (c.needs_grad(0)) c.grad_input[0] = ops::region_scatter(g, ops::create(OP_zeros, a.shape, g.dtype(), 0, g.value().device()), region_attrs(a));
     if (c.needs_grad(1)) c.grad_input[1] = ops::contiguous(ops::as_strided(g, region_attrs(a)));
 }
 

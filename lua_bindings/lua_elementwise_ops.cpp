@@ -135,7 +135,7 @@ int l_arange(lua_State* L) {
     double start = numbers >= 2 ? lua_tonumber(L, 1) : 0;
     double end = numbers >= 2 ? lua_tonumber(L, 2) : lua_tonumber(L, 1);
     double step = numbers == 3 ? lua_tonumber(L, 3) : 1;
-    return push_created(L, ops::arange_range(start, end, step, o.dtype), o);
+    return push_created(L, ops::arange_range(start, end, step, o.dtype, o.device), o);
 }
 
 // torch.linspace(start, end, steps [, options]): steps values from start to end (both included).
@@ -146,7 +146,7 @@ int l_linspace(lua_State* L) {
     if (steps < 0) arg_fail(3, "steps must not be negative, got %lld", static_cast<long long>(steps));
     CreateOptions o = options_from_arg(L, 4, DTYPE_F32);
     no_more_args(L, 4);
-    return push_created(L, ops::create_range(OP_linspace, Shape{steps}, o.dtype, start, end), o);
+    return push_created(L, ops::create_range(OP_linspace, Shape{steps}, o.dtype, start, end, o.device), o);
 }
 
 // torch.empty(d1, ... [, options]): uninitialised in PyTorch; zeros here (always defined values).
@@ -155,7 +155,7 @@ int l_empty(lua_State* L) {
     Shape shape = shape_from_args(L, 1, &next);
     CreateOptions o = options_from_arg(L, next, DTYPE_F32);
     no_more_args(L, next);
-    return push_created(L, ops::create(OP_zeros, shape, o.dtype), o);
+    return push_created(L, ops::create(OP_zeros, shape, o.dtype, 0, o.device), o);
 }
 
 // zeros_like(x [, options]) and the others: x's shape, and its dtype unless options say another.
@@ -163,11 +163,11 @@ int create_like(lua_State* L, OpId op, bool with_value) {
     Tensor& x = check_tensor(L, 1);
     double value = with_value ? check_number(L, 2, "fill_value") : 0;
     int options = with_value ? 3 : 2;
-    CreateOptions o = options_from_arg(L, options, x.dtype());
+    CreateOptions o = options_from_arg(L, options, x.dtype(), x.value().device());
     no_more_args(L, options);
     if ((op == OP_rand || op == OP_randn) && !dtype_is_float(o.dtype))
         arg_fail(lua_isnoneornil(L, options) ? 1 : options, "needs a float dtype, got %s", dtype_name(o.dtype));
-    return push_created(L, ops::create(op, x.shape(), o.dtype, value), o);
+    return push_created(L, ops::create(op, x.shape(), o.dtype, value, o.device), o);
 }
 
 int l_zeros_like(lua_State* L) { return create_like(L, OP_zeros, false); }
@@ -182,7 +182,7 @@ int l_randperm(lua_State* L) {
     if (n < 0) arg_fail(1, "n must not be negative, got %lld", static_cast<long long>(n));
     CreateOptions o = options_from_arg(L, 2, DTYPE_I64);
     no_more_args(L, 2);
-    return push_created(L, ops::create(OP_randperm, Shape{n}, o.dtype), o);
+    return push_created(L, ops::create(OP_randperm, Shape{n}, o.dtype, 0, o.device), o);
 }
 
 // torch.randint(low, high, size [, options]) or randint(high, size [, options]): whole numbers
@@ -200,7 +200,7 @@ int l_randint(lua_State* L) {
     CreateOptions o = options_from_arg(L, next, DTYPE_I64);
     no_more_args(L, next);
     if (low >= high) arg_fail(numbers, "high (%lld) must be greater than low (%lld)", static_cast<long long>(high), static_cast<long long>(low));
-    return push_created(L, ops::create_range(OP_randint, shape, o.dtype, static_cast<double>(low), static_cast<double>(high)), o);
+    return push_created(L, ops::create_range(OP_randint, shape, o.dtype, static_cast<double>(low), static_cast<double>(high), o.device), o);
 }
 
 // ============================================================================================

@@ -28,6 +28,8 @@
 #include "plan.h"
 #include "lua_util.h"
 #include "lua_tensor.h"
+
+#include "backend.h"
 #include "tapedeck_lua.h"
 
 using namespace td;
@@ -164,22 +166,22 @@ Shape shape_from_args(lua_State* L, int first, int* next) {
     return s;
 }
 
-// A device: "cpu" (or torch.device("cpu"), which is that string). Tensors live on the CPU only
-// until the CUDA backend exists: asking for cuda is an error that says so, never ignored.
+// A device: "cpu", "cuda" or "cuda:0" (or torch.device(...), which is that string). Whether a
+// CUDA device is there is checked where a tensor is made or moved (op_call), with the reason.
 // `idx` is the value's stack slot; `arg` the argument errors name (the options table it sits in).
 Device device_from_arg(lua_State* L, int idx, int arg) {
     const char* name = lua_type(L, idx) == LUA_TSTRING ? lua_tostring(L, idx) : nullptr;
     Device device;
     if (!name || !device_parse(name, &device))
-        arg_fail(arg, "unknown device '%s' (use \"cpu\")", name ? name : type_name_of(L, idx));
-    if (device != DEVICE_CPU) engine_fail("device '%s': this tapedeck has no CUDA backend yet; tensors live on the cpu", name);
+        arg_fail(arg, "unknown device '%s' (use \"cpu\" or \"cuda\")", name ? name : type_name_of(L, idx));
     return device;
 }
 
 // {requires_grad=true, dtype="float64", device="cpu"}; unknown keys are errors (a typo must not pass silently).
-CreateOptions options_from_arg(lua_State* L, int idx, DType default_dtype) {
+CreateOptions options_from_arg(lua_State* L, int idx, DType default_dtype, Device default_device) {
     CreateOptions o;
     o.dtype = default_dtype;
+    o.device = default_device;
     if (lua_isnoneornil(L, idx)) return o;
     if (!lua_istable(L, idx)) arg_fail(idx, "options must be a table like {dtype=\"float64\"}, got %s", type_name_of(L, idx));
     lua_pushnil(L);
@@ -192,7 +194,7 @@ CreateOptions options_from_arg(lua_State* L, int idx, DType default_dtype) {
             if (!name || !dtype_parse(name, &o.dtype))
                 arg_fail(idx, "unknown dtype '%s' (use float32, float64 or int64)", name ? name : type_name_of(L, -1));
         } else if (strcmp(key, "device") == 0) {
-            device_from_arg(L, lua_gettop(L), idx);
+            o.device = device_from_arg(L, lua_gettop(L), idx);
         } else {
             arg_fail(idx, "unknown option '%s' (expected requires_grad, dtype or device)", key);
         }
@@ -270,20 +272,20 @@ int l_tensor(lua_State* L) {
         std::string path;
         nested_values(L, 1, shape, 0, path, values);
     } else if (Tensor* t = test_tensor(L, 1)) {   // torch.tensor(t): a new leaf with a copy
-        Tensor copy = ops::unary(OP_clone, ops::unary(OP_detach, *t));
+        Tensor copy = ops::to_device(ops::unary(OP_clone, ops::unary(OP_detach, *t)), o.device);
         if (lua_isnoneornil(L, 2)) o.dtype = t->dtype();
         return push_created(L, copy.dtype() == o.dtype ? copy : ops::to(copy, o.dtype), o);
     } else {
         arg_fail(1, "expected a number or a (nested) table of numbers, got %s", type_name_of(L, 1));
     }
-    return push_created(L, ops::from_values(shape, o.dtype, values.data()), o);
+    return push_created(L, ops::from_values(shape, o.dtype, values.data(), o.device), o);
 }
 
 int create_with(lua_State* L, OpId op, DType default_dtype) {
     int next;
     Shape shape = shape_from_args(L, 1, &next);
     CreateOptions o = options_from_arg(L, next, default_dtype);
-    return push_created(L, ops::create(op, shape, o.dtype), o);
+    return push_created(L, ops::create(op, shape, o.dtype, 0, o.device), o);
 }
 
 int l_zeros(lua_State* L) { return create_with(L, OP_zeros, DTYPE_F32); }
@@ -297,7 +299,7 @@ int l_full(lua_State* L) {
     Shape shape = shape_from_args(L, 1, &next);
     double value = check_number(L, next, "fill value");
     CreateOptions o = options_from_arg(L, next + 1, DTYPE_F32);
-    return push_created(L, ops::create(OP_full, shape, o.dtype, value), o);
+    return push_created(L, ops::create(OP_full, shape, o.dtype, value, o.device), o);
 }
 
 int l_eye(lua_State* L) {
@@ -309,7 +311,7 @@ int l_eye(lua_State* L) {
         opts = 3;
     }
     CreateOptions o = options_from_arg(L, opts, DTYPE_F32);
-    return push_created(L, ops::create(OP_eye, Shape{n, m}, o.dtype), o);
+    return push_created(L, ops::create(OP_eye, Shape{n, m}, o.dtype, 0, o.device), o);
 }
 
 int l_manual_seed(lua_State* L) {
@@ -687,36 +689,49 @@ int push_converted(lua_State* L, const Tensor& x, DType dtype) {
     return 1;
 }
 
-// x:to(dtype), x:to(device), x:to(device, dtype), x:to{dtype = ..., device = ...}, x:to(other_tensor).
+// x:to(dtype), x:to(device), x:to(device, dtype), x:to{dtype = ..., device = ...}, x:to(other_tensor)
+// (other's dtype and device). x itself when nothing changes, as PyTorch's x.to(); a move between
+// devices is the to_device op, recorded (its gradient is the copy back).
 int l_to(lua_State* L) {
     Tensor& x = check_tensor(L, 1);
     DType dtype = x.dtype();
+    Device device = x.value().device();
     int top = lua_gettop(L);
     if (top < 2) arg_fail(2, "expected a dtype, a device, a tensor or {dtype = ..., device = ...}");
     for (int i = 2; i <= top; ++i) {
-        Device device;
+        Device named;
         if (Tensor* other = test_tensor(L, i)) {
             dtype = other->dtype();
+            device = other->value().device();
         } else if (lua_istable(L, i)) {
-            CreateOptions options = options_from_arg(L, i, dtype);
+            CreateOptions options = options_from_arg(L, i, dtype, device);
             if (options.requires_grad) arg_fail(i, "to does not take requires_grad (use x:requires_grad_())");
             dtype = options.dtype;
-        } else if (lua_type(L, i) == LUA_TSTRING && device_parse(lua_tostring(L, i), &device)) {
-            device_from_arg(L, i, i);
+            device = options.device;
+        } else if (lua_type(L, i) == LUA_TSTRING && device_parse(lua_tostring(L, i), &named)) {
+            device = named;
         } else if (lua_type(L, i) != LUA_TSTRING || !dtype_parse(lua_tostring(L, i), &dtype)) {
-            arg_fail(i, "expected a dtype (float32, float64, int64) or a device (cpu), got %s",
+            arg_fail(i, "expected a dtype (float32, float64, int64) or a device (cpu, cuda), got %s",
                      lua_type(L, i) == LUA_TSTRING ? lua_tostring(L, i) : type_name_of(L, i));
         }
     }
-    return push_converted(L, x, dtype);
+    if (device == x.value().device()) return push_converted(L, x, dtype);
+    Tensor moved = ops::to_device(x, device);
+    return push_tensor(L, dtype == moved.dtype() ? moved : ops::to(moved, dtype));
 }
 
-int l_cpu(lua_State* L) {   // x:cpu(): x itself (tensors live on the cpu)
-    check_tensor(L, 1);
-    if (lua_gettop(L) > 1) arg_fail(2, "cpu takes only the tensor, got %s", type_name_of(L, 2));
-    lua_pushvalue(L, 1);
-    return 1;
+// x:cpu() and x:cuda(): x on that device (x itself when it is there already).
+int move_to(lua_State* L, Device device, const char* name) {
+    Tensor& x = check_tensor(L, 1);
+    if (lua_gettop(L) > 1) arg_fail(2, "%s takes only the tensor, got %s", name, type_name_of(L, 2));
+    if (x.value().device() == device) {
+        lua_pushvalue(L, 1);
+        return 1;
+    }
+    return push_tensor(L, ops::to_device(x, device));
 }
+int l_cpu(lua_State* L) { return move_to(L, DEVICE_CPU, "cpu"); }
+int l_cuda(lua_State* L) { return move_to(L, DEVICE_CUDA, "cuda"); }
 
 // torch.device("cpu"): the device's name, as dtypes are their names (t.device == torch.device("cpu")).
 int l_device(lua_State* L) {
@@ -1013,9 +1028,9 @@ int new_like(lua_State* L, OpId op) {
     Shape shape = shape_from_args(L, 2, &next);
     double value = 0;
     if (op == OP_full) value = check_number(L, next++, "fill value");
-    CreateOptions o = options_from_arg(L, next, x.dtype());
+    CreateOptions o = options_from_arg(L, next, x.dtype(), x.value().device());
     if (!lua_isnone(L, next + 1)) arg_fail(next + 1, "unexpected argument (sizes, %soptions)", op == OP_full ? "value, " : "");
-    return push_created(L, ops::create(op, shape, o.dtype, value), o);
+    return push_created(L, ops::create(op, shape, o.dtype, value, o.device), o);
 }
 int l_new_zeros(lua_State* L) { return new_like(L, OP_zeros); }
 int l_new_ones(lua_State* L) { return new_like(L, OP_ones); }
@@ -1086,6 +1101,8 @@ int tensor_field(lua_State* L) {
         lua_pushinteger(L, t.shape().ndim);
     } else if (strcmp(key, "device") == 0) {
         lua_pushstring(L, device_name(t.value().device()));
+    } else if (strcmp(key, "is_cuda") == 0) {
+        lua_pushboolean(L, t.value().device() == DEVICE_CUDA);
     } else if (strcmp(key, "data") == 0) {
         push_tensor(L, ops::unary(OP_detach, t));
     } else {
@@ -1332,6 +1349,13 @@ int l_ops(lua_State* L) {
         lua_setfield(L, -2, "from_table");
         lua_pushboolean(L, (info.flags & OPF_FUNCTIONAL) != 0);
         lua_setfield(L, -2, "functional");
+        // Per device: true when the backend has a kernel, else why not (backend.h).
+        for (Device device : {DEVICE_CPU, DEVICE_CUDA}) {
+            const char* missing = kernel_missing_reason(static_cast<OpId>(i), device);
+            if (missing) lua_pushstring(L, missing);
+            else lua_pushboolean(L, true);
+            lua_setfield(L, -2, device_name(device));
+        }
         lua_rawseti(L, -2, i + 1);
     }
     return 1;
@@ -1377,7 +1401,7 @@ const Binding method_only[] = {
     {"totable", l_totable}, {"tolist", l_totable}, {"nelement", l_numel}, {"type_as", l_type_as}, {"int", l_int},
     {"bool", l_bool}, {"new_zeros", l_new_zeros}, {"new_ones", l_new_ones}, {"new_empty", l_new_zeros},
     {"new_full", l_new_full}, {"backward", l_backward}, {"retain_grad", l_retain_grad},
-    {"requires_grad_", l_requires_grad_}, {"to", l_to}, {"cpu", l_cpu}, {"float", l_float}, {"double", l_double},
+    {"requires_grad_", l_requires_grad_}, {"to", l_to}, {"cpu", l_cpu}, {"cuda", l_cuda}, {"float", l_float}, {"double", l_double},
     {"long", l_long},
     {nullptr, nullptr},
 };
@@ -1615,6 +1639,7 @@ void tapedeck_open(lua_State* L) {
     tapedeck_open_function(L);
     tapedeck_open_plan(L);
     tapedeck_open_save_load(L);
+    tapedeck_open_cuda(L);
     static const Binding autograd_functions[] = {{"grad", l_autograd_grad},
                                                      {"backward", l_backward},
                                                      {"keep_backward_graph", l_keep_backward_graph},

@@ -32,10 +32,12 @@ td::Shape shape_from_args(lua_State* L, int first, int* next);
 struct CreateOptions {
     td::DType dtype = td::DTYPE_F32;
     bool requires_grad = false;
+    td::Device device = td::DEVICE_CPU;
 };
 // {requires_grad=, dtype=, device=} at idx (nil: the defaults); unknown keys are errors.
-CreateOptions options_from_arg(lua_State* L, int idx, td::DType default_dtype);
-// A device name at stack slot idx ("cpu"); errors name argument `arg`.
+CreateOptions options_from_arg(lua_State* L, int idx, td::DType default_dtype,
+                               td::Device default_device = td::DEVICE_CPU);
+// A device name at stack slot idx ("cpu", "cuda", "cuda:0"); errors name argument `arg`.
 td::Device device_from_arg(lua_State* L, int idx, int arg);
 void set_requires_grad(td::Tensor& t, bool flag);
 // Push a freshly created tensor, applying o.requires_grad.

@@ -343,20 +343,23 @@ function Module:eval() return self:train(false) end
 
 local dtype_names = {float32 = "float32", float = "float32", float64 = "float64", double = "float64"}
 
--- Every floating-point parameter and buffer of the tree replaced by a copy in dtype (int64
--- buffers stay): a parameter stays a leaf with its requires_grad, and its gradient is converted
--- too. A tensor shared by two modules stays shared. Tensors made earlier (an optimizer's list)
--- still hold the old ones: convert before making the optimizer, as in PyTorch.
-local function convert_module(self, dtype)
+-- Every parameter and buffer of the tree replaced by a copy in dtype (floating ones only: int64
+-- buffers keep theirs) and on device (nil: each keeps its own): a parameter stays a leaf with its
+-- requires_grad, and its gradient is converted too. A tensor shared by two modules stays shared.
+-- Tensors made earlier (an optimizer's list) still hold the old ones: convert before making the
+-- optimizer, as in PyTorch.
+local function convert_module(self, dtype, device)
   local converted = {}
   local function convert(t, kind)
-    if t.dtype == dtype or t.dtype == "int64" then return t end
+    local want_dtype = (dtype and t.dtype ~= "int64") and dtype or t.dtype
+    local want_device = device or t.device
+    if t.dtype == want_dtype and t.device == want_device then return t end
     if converted[t] then return converted[t] end
     local new = torch.no_grad(function()
-      local copy = t:detach():to(dtype)
+      local copy = t:detach():to(want_device, want_dtype)
       if kind == "parameter" then
         copy = copy:requires_grad_(t.requires_grad)
-        if t.grad then copy.grad = t.grad:to(dtype) end
+        if t.grad then copy.grad = t.grad:to(want_device, want_dtype) end
       end
       return copy
     end)
@@ -380,24 +383,28 @@ end
 
 function Module:double() return convert_module(self, "float64") end
 function Module:float() return convert_module(self, "float32") end
+function Module:cuda() return convert_module(self, nil, "cuda") end
+function Module:cpu() return convert_module(self, nil, "cpu") end
 
--- to(dtype), to(device), to(device, dtype) or to{dtype =, device =}: device "cpu" only.
+local device_names = {cpu = "cpu", cuda = "cuda", ["cuda:0"] = "cuda"}
+
+-- to(dtype), to(device), to(device, dtype) or to{dtype =, device =}.
 function Module:to(...)
   local args = table.pack(...)
-  local dtype
+  local dtype, device
   local function take(v)
     if v == nil then return end
     if dtype_names[v] then dtype = dtype_names[v]; return end
-    if v == "cpu" then return end
+    if device_names[v] then device = device_names[v]; return end
     if type(v) == "table" and not is_module(v) then
       check_options("to", v, {dtype = true, device = true}, "{dtype = \"float64\"}")
       take(v.dtype); take(v.device)
       return
     end
-    fail("to: expects a floating dtype (float32, float64) or the device \"cpu\", got " .. describe(v))
+    fail("to: expects a floating dtype (float32, float64) or a device (\"cpu\", \"cuda\"), got " .. describe(v))
   end
   for i = 1, args.n do take(args[i]) end
-  if dtype then convert_module(self, dtype) end
+  if dtype or device then convert_module(self, dtype, device) end
   return self
 end
 

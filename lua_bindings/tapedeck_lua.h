@@ -48,6 +48,9 @@ void tapedeck_open_plan(lua_State* L);
 // Adds torch.save and torch.load (.npz and .safetensors files) to the torch table on top of the
 // stack (lua_save_load.cpp).
 void tapedeck_open_save_load(lua_State* L);
+// Adds torch.cuda (is_available, synchronize, memory_allocated, ...) to the torch table on top of
+// the stack (lua_cuda.cpp).
+void tapedeck_open_cuda(lua_State* L);
 // Whether the value at idx is a frozen function (from torch.freeze or torch.load_plan).
 bool tapedeck_is_frozen(lua_State* L, int idx);
 // Offers the engine the names the script gives its tensors now (engine/node_names.h): the

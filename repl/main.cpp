@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "backend.h"
 #include "blas.h"
+#include "device.h"
 #include "plan.h"
 #include "debugger.h"
 #include "repl.h"
@@ -29,9 +31,26 @@ const char* const USAGE =
     "  -e code     run code (may be given more than once)\n"
     "  --view      open the graph viewer window (with no -i: until it is closed or Ctrl-C)\n"
     "  --screenshot out.png [--frames N]   after the script, write the viewer as a PNG\n"
-    "  -v          print the version, and where the matrix products run (OpenBLAS or Eigen)\n"
+    "  -v          print the version, where the matrix products run (OpenBLAS or Eigen) and the GPU\n"
+    "  --ops       list every op and which devices have its kernel (cpu, cuda)\n"
     "  -h          print this help\n"
     "With no script and no -e, tapedeck opens the REPL. Inside it, type :help.\n";
+
+// `tapedeck --ops`: each op of the table, and for each device its kernel or why there is none.
+void print_op_coverage() {
+    printf("%-28s %-5s %s\n", "op", "cpu", "cuda");
+    int counts[2] = {0, 0};
+    for (int i = 0; i < td::OP_COUNT; ++i) {
+        td::OpId op = static_cast<td::OpId>(i);
+        const char* cpu = td::kernel_missing_reason(op, td::DEVICE_CPU);
+        const char* cuda = td::kernel_missing_reason(op, td::DEVICE_CUDA);
+        counts[0] += !cpu;
+        counts[1] += !cuda;
+        printf("%-28s %-5s %s\n", td::op_info(op).name, cpu ? "-" : "yes", cuda ? cuda : "yes");
+    }
+    printf("%d ops: %d with a cpu kernel, %d with a cuda kernel (%s)\n", static_cast<int>(td::OP_COUNT), counts[0],
+           counts[1], td::cuda_available() ? td::cuda_device_name().c_str() : td::cuda_unavailable_reason().c_str());
+}
 
 // `tapedeck bench [names]` runs bench/bench.lua from the source tree this program was built from.
 int subcommand_bench(lua_State* L, int argc, char** argv) {
@@ -274,6 +293,10 @@ int main(int argc, char** argv) {
         } else if (strcmp(argv[i], "-v") == 0 || strcmp(argv[i], "--version") == 0) {
             printf("tapedeck %s\n", TAPEDECK_VERSION);
             printf("GEMM: %s\n", td::blas_describe().c_str());   // which products run where (engine/blas.h)
+            printf("GPU: %s\n", td::cuda_available() ? td::cuda_device_name().c_str() : td::cuda_unavailable_reason().c_str());
+            return shutdown(L, 0);
+        } else if (strcmp(argv[i], "--ops") == 0) {
+            print_op_coverage();
             return shutdown(L, 0);
         } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             fputs(USAGE, stdout);

@@ -23,12 +23,23 @@ check.equal(torch.long, "int64")
 local x = torch.zeros(2, 3, {dtype = torch.float64})
 check.equal(x.dtype, torch.float64)
 
--- devices: "cpu" everywhere PyTorch takes a device; cuda is refused until its backend exists
+-- devices: "cpu" everywhere PyTorch takes a device; "cuda" where there is a usable GPU (the
+-- CUDA tests: tests/cuda/), else a clear error giving the reason
 check.equal(torch.device("cpu"), "cpu")
 check.equal(x.device, torch.device("cpu"))
 check.equal(torch.ones(2, {device = "cpu"}).device, "cpu")
 check.equal(torch.randn(2, {device = torch.device("cpu"), dtype = torch.float64}).dtype, "float64")
-check.fails("zeros", "no CUDA backend", function() return torch.zeros(2, {device = "cuda"}) end)
+check.equal(torch.device("cuda"), "cuda")
+if not torch.cuda.is_available() then
+  local reason = torch.cuda.why_unavailable()
+  check.fails("zeros", reason, function() return torch.zeros(2, {device = "cuda"}) end)
+  check.fails("cuda", reason, function() return x:cuda() end)
+  check.fails("to", reason, function() return x:to("cuda") end)
+  check.equal(torch.cuda.device_count(), 0)
+  check.equal(torch.cuda.memory_allocated(), 0)
+end
+check.equal(x.is_cuda, false)
+check.equal(x:cpu(), x)
 check.fails("device", "unknown device 'tpu'", function() return torch.device("tpu") end)
 check.fails("zeros", "unknown option 'devcie'", function() return torch.zeros(2, {devcie = "cpu"}) end)
 check.fails("zeros", "argument 2: unknown device 'tpu'", function() return torch.zeros(2, {device = "tpu"}) end)
@@ -40,9 +51,8 @@ check.equal(x:to("cpu", torch.int64).dtype, "int64")
 check.equal(x:to({dtype = torch.float32}).dtype, "float32")
 check.equal(x:to(torch.zeros(1, {dtype = "int64"})).dtype, "int64")
 check.equal(x:cpu(), x)
-check.fails("to", "a dtype (float32, float64, int64) or a device (cpu), got float16", function() return x:to("float16") end)
+check.fails("to", "a dtype (float32, float64, int64) or a device (cpu, cuda), got float16", function() return x:to("float16") end)
 check.fails("to", "does not take requires_grad", function() return x:to({requires_grad = true}) end)
-check.fails("to", "no CUDA backend", function() return x:to("cuda") end)
 
 -- elementwise functions from the op table: both spellings, and an extra argument is an error
 local v = torch.tensor({0.25, -1.5, 2.75})
