@@ -24,10 +24,10 @@ using td::Value;
 // A leaf tensor holding `values` (row-major). requires_grad is set on the leaf when asked
 // (as Lua's requires_grad=true does: only float leaves may require grad).
 inline Tensor make_tensor(const Shape& shape, const std::vector<double>& values, DType dtype = td::DTYPE_F64,
-                          bool requires_grad = false) {
+                          bool requires_grad = false, td::Device device = td::DEVICE_CPU) {
     if (static_cast<int64_t>(values.size()) != shape.numel())
         FAIL("make_tensor: " << values.size() << " values for shape " << shape.str());
-    Tensor t = td::ops::from_values(shape, dtype, values.data());
+    Tensor t = td::ops::from_values(shape, dtype, values.data(), device);
     t.node->outputs[0].requires_grad = requires_grad;
     return t;
 }
@@ -42,9 +42,11 @@ inline Tensor make_scalar(double x, DType dtype = td::DTYPE_F64, bool requires_g
     return make_tensor(Shape{}, {x}, dtype, requires_grad);
 }
 
+// The values of v, on any device (read through the host boundary).
 inline std::vector<double> values_of(const Value& v) {
-    std::vector<double> out(static_cast<size_t>(v.numel()));
-    for (int64_t i = 0; i < v.numel(); ++i) out[static_cast<size_t>(i)] = td::value_get(v, i);
+    Value host = td::value_to_host(v);
+    std::vector<double> out(static_cast<size_t>(host.numel()));
+    for (int64_t i = 0; i < host.numel(); ++i) out[static_cast<size_t>(i)] = td::value_get(host, i);
     return out;
 }
 
@@ -52,7 +54,7 @@ inline std::vector<double> values_of(const Tensor& t) { return values_of(t.value
 
 inline double item(const Tensor& t) {
     REQUIRE(t.numel() == 1);
-    return td::value_get(t.value(), 0);
+    return td::value_get(td::value_to_host(t.value()), 0);
 }
 
 // The .grad of a leaf (or of a non-leaf that retains grad); empty when none arrived.
