@@ -8,24 +8,32 @@
 #include <cstdint>
 #include <type_traits>
 
+// Every function here is callable from CUDA device code too (engine/cuda/kernels_cuda_elementwise.cu
+// compiles the same lines with nvcc); for the host compilers the macro is empty.
+#ifdef __CUDACC__
+#define TD_HOST_DEVICE __host__ __device__
+#else
+#define TD_HOST_DEVICE
+#endif
+
 namespace td::math {
 
 template <class T>
 concept Scalar = std::is_arithmetic_v<T>;
 
-template <Scalar T> T exp(T x) { return std::exp(x); }
-template <Scalar T> T log(T x) { return std::log(x); }
-template <Scalar T> T sqrt(T x) { return std::sqrt(x); }
-template <Scalar T> T tanh(T x) { return std::tanh(x); }
-template <Scalar T> T sin(T x) { return std::sin(x); }
-template <Scalar T> T cos(T x) { return std::cos(x); }
-template <Scalar T> T log1p(T x) { return std::log1p(x); }
-template <Scalar T> T expm1(T x) { return std::expm1(x); }
-template <Scalar T> T sigmoid(T x) { return T(1) / (T(1) + std::exp(-x)); }
+template <Scalar T> TD_HOST_DEVICE T exp(T x) { return std::exp(x); }
+template <Scalar T> TD_HOST_DEVICE T log(T x) { return std::log(x); }
+template <Scalar T> TD_HOST_DEVICE T sqrt(T x) { return std::sqrt(x); }
+template <Scalar T> TD_HOST_DEVICE T tanh(T x) { return std::tanh(x); }
+template <Scalar T> TD_HOST_DEVICE T sin(T x) { return std::sin(x); }
+template <Scalar T> TD_HOST_DEVICE T cos(T x) { return std::cos(x); }
+template <Scalar T> TD_HOST_DEVICE T log1p(T x) { return std::log1p(x); }
+template <Scalar T> TD_HOST_DEVICE T expm1(T x) { return std::expm1(x); }
+template <Scalar T> TD_HOST_DEVICE T sigmoid(T x) { return T(1) / (T(1) + std::exp(-x)); }
 // x ^ y; for int64 as PyTorch's integer power (exact, wrapping; a negative exponent gives 0
 // unless x is 1 or -1).
 template <Scalar T>
-T pow(T x, T y) {
+TD_HOST_DEVICE T pow(T x, T y) {
     if constexpr (std::is_integral_v<T>) {
         if (y < 0) return x == 1 ? T(1) : x == -1 ? ((y & 1) ? T(-1) : T(1)) : T(0);
         uint64_t result = 1, base = static_cast<uint64_t>(x);   // unsigned: overflow wraps, as PyTorch
@@ -41,7 +49,7 @@ T pow(T x, T y) {
 
 // x ^ p with the exponents common in models computed exactly and fast.
 template <Scalar T>
-T power(T x, T p) {
+TD_HOST_DEVICE T power(T x, T p) {
     if (p == T(2)) return x * x;
     if (p == T(1)) return x;
     if (p == T(3)) return x * x * x;
@@ -55,48 +63,48 @@ T power(T x, T p) {
 
 // |x|; -0.0 gives 0.0.
 template <Scalar T>
-T abs(T x) { if constexpr (std::is_integral_v<T>) return x < 0 ? -x : x; else return std::fabs(x); }
+TD_HOST_DEVICE T abs(T x) { if constexpr (std::is_integral_v<T>) return x < 0 ? -x : x; else return std::fabs(x); }
 
 // -1, 0 or 1 (NaN gives 0, as PyTorch's sign).
 template <Scalar T>
-T sign(T x) { return T((x > T(0)) - (x < T(0))); }
+TD_HOST_DEVICE T sign(T x) { return T((x > T(0)) - (x < T(0))); }
 
 // Rounding an integer gives it back; a float rounds as std:: does (rint: halves to even, as PyTorch).
 template <Scalar T>
-T floor(T x) { if constexpr (std::is_integral_v<T>) return x; else return std::floor(x); }
+TD_HOST_DEVICE T floor(T x) { if constexpr (std::is_integral_v<T>) return x; else return std::floor(x); }
 template <Scalar T>
-T ceil(T x) { if constexpr (std::is_integral_v<T>) return x; else return std::ceil(x); }
+TD_HOST_DEVICE T ceil(T x) { if constexpr (std::is_integral_v<T>) return x; else return std::ceil(x); }
 template <Scalar T>
-T trunc(T x) { if constexpr (std::is_integral_v<T>) return x; else return std::trunc(x); }
+TD_HOST_DEVICE T trunc(T x) { if constexpr (std::is_integral_v<T>) return x; else return std::trunc(x); }
 template <Scalar T>
-T rint(T x) { if constexpr (std::is_integral_v<T>) return x; else return std::nearbyint(x); }
+TD_HOST_DEVICE T rint(T x) { if constexpr (std::is_integral_v<T>) return x; else return std::nearbyint(x); }
 
 // min(max(x, lo), hi) as PyTorch (hi wins when lo > hi); NaN stays NaN.
 template <Scalar T>
-T clamp(T x, T lo, T hi) {
+TD_HOST_DEVICE T clamp(T x, T lo, T hi) {
     T above = x < lo ? lo : x;
     return hi < above ? hi : above;
 }
 
 // a where the condition holds, else b.
 template <Scalar T>
-T where(bool condition, T a, T b) { return condition ? a : b; }
+TD_HOST_DEVICE T where(bool condition, T a, T b) { return condition ? a : b; }
 
 // The larger (smaller) of x and y; NaN in either gives NaN, as PyTorch's maximum and minimum.
 template <Scalar T>
-T maximum(T x, T y) { return x != x ? x : y != y ? y : x < y ? y : x; }
+TD_HOST_DEVICE T maximum(T x, T y) { return x != x ? x : y != y ? y : x < y ? y : x; }
 template <Scalar T>
-T minimum(T x, T y) { return x != x ? x : y != y ? y : y < x ? y : x; }
+TD_HOST_DEVICE T minimum(T x, T y) { return x != x ? x : y != y ? y : y < x ? y : x; }
 
 // 1 where x is NaN (infinite, finite), else 0, in x's type; an integer is always finite.
 template <Scalar T>
-T isnan(T x) { return T(x != x); }
+TD_HOST_DEVICE T isnan(T x) { return T(x != x); }
 template <Scalar T>
-T isinf(T x) {
+TD_HOST_DEVICE T isinf(T x) {
     if constexpr (std::is_integral_v<T>) return T(0); else return T(std::isinf(x));
 }
 template <Scalar T>
-T isfinite(T x) {
+TD_HOST_DEVICE T isfinite(T x) {
     if constexpr (std::is_integral_v<T>) return T(1); else return T(std::isfinite(x));
 }
 
@@ -107,7 +115,7 @@ T isfinite(T x) {
 //
 // gelu: approximate = 0 is the exact x * Phi(x); otherwise the tanh approximation.
 template <class V, class T>
-V gelu_formula(const V& x, T approximate) {
+TD_HOST_DEVICE V gelu_formula(const V& x, T approximate) {
     using std::erf, std::tanh;
     if (approximate != T(0)) {
         const T beta = T(M_SQRT2 * M_2_SQRTPI * 0.5), kappa = T(0.044715);
@@ -119,7 +127,7 @@ V gelu_formula(const V& x, T approximate) {
 
 // d gelu / dx (PyTorch's gelu_backward without the incoming gradient).
 template <class V, class T>
-V gelu_derivative_formula(const V& x, T approximate) {
+TD_HOST_DEVICE V gelu_derivative_formula(const V& x, T approximate) {
     using std::erf, std::exp, std::tanh;
     if (approximate != T(0)) {
         const T beta = T(M_SQRT2 * M_2_SQRTPI * 0.5), kappa = T(0.044715);
@@ -138,13 +146,13 @@ V gelu_derivative_formula(const V& x, T approximate) {
 }
 
 template <Scalar T>
-T gelu(T x, T approximate) { return gelu_formula<T>(x, approximate); }
+TD_HOST_DEVICE T gelu(T x, T approximate) { return gelu_formula<T>(x, approximate); }
 template <Scalar T>
-T gelu_derivative(T x, T approximate) { return gelu_derivative_formula<T>(x, approximate); }
+TD_HOST_DEVICE T gelu_derivative(T x, T approximate) { return gelu_derivative_formula<T>(x, approximate); }
 
 // log(1 + e^(beta x)) / beta, or x where beta x > threshold (PyTorch's softplus).
 template <Scalar T>
-T softplus(T x, T beta, T threshold) {
+TD_HOST_DEVICE T softplus(T x, T beta, T threshold) {
     return x * beta > threshold ? x : std::log1p(std::exp(x * beta)) / beta;
 }
 
