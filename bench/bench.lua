@@ -175,6 +175,13 @@ local function percentile_sorted(values, q)
   return values[math.max(1, math.floor(#values * q + 0.5))]
 end
 
+-- With --device cuda every tensor is made on the GPU (torch.set_default_device) and each timed
+-- batch of iterations ends with torch.cuda.synchronize(), so the times include the GPU's work.
+local device = "cpu"
+local function finish_queued_work()
+  if device ~= "cpu" then torch.cuda.synchronize() end
+end
+
 -- How many calls of `step` take ~20 ms, after `warmup` calls.
 local function calibrate(step, warmup)
   local clock = torch.perf_counter
@@ -183,6 +190,7 @@ local function calibrate(step, warmup)
   while true do
     local t0 = clock()
     for _ = 1, iterations do step() end
+    finish_queued_work()
     if clock() - t0 > 0.02 then return iterations end
     iterations = iterations * 2
   end
@@ -199,8 +207,10 @@ local function measure(steps, samples, warmup)
   for s = 1, samples do
     for i, step in ipairs(steps) do
       local n = iterations[i]
+      finish_queued_work()
       local t0 = clock()
       for _ = 1, n do step() end
+      finish_queued_work()
       times[i][s] = (clock() - t0) / n * 1e6
     end
   end
@@ -233,8 +243,8 @@ local function pytorch_times(names, samples)
   local avx512 = cpuinfo and cpuinfo:read("a"):find("avx512f", 1, true)
   if cpuinfo then cpuinfo:close() end
   local coretype = avx512 and "OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX} " or ""
-  local pipe = io.popen(("OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 %s%s '%s' %d %s 2>&1"):format(
-    coretype, python, script, samples, table.concat(names, " ")))
+  local pipe = io.popen(("OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 %s%s '%s' --device %s %d %s 2>&1"):format(
+    coretype, python, script, device, samples, table.concat(names, " ")))
   local out = pipe:read("a")
   pipe:close()
   local blas = out:match("blas (%S+)") or "unknown"
@@ -254,7 +264,21 @@ local function pytorch_times(names, samples)
 end
 
 local wanted = {}
-for _, name in ipairs({...}) do wanted[name:upper()] = true end
+local args = {...}
+local i = 1
+while i <= #args do
+  if args[i] == "--device" then
+    device = args[i + 1] or error("bench: --device needs cpu or cuda")
+    i = i + 2
+  else
+    wanted[args[i]:upper()] = true
+    i = i + 1
+  end
+end
+if device ~= "cpu" then
+  torch.set_default_device(device)   -- an error giving the reason when there is no GPU
+  print(("device: %s (%s)"):format(device, torch.cuda.get_device_name()))
+end
 local samples = tonumber(os.getenv("TAPEDECK_BENCH_SAMPLES")) or 25
 
 local selected = {}
@@ -270,7 +294,7 @@ local torch_times, torch_note = pytorch_times(torch_names, samples)
 torch.manual_seed(0)
 local header = ("%-3s %-30s %18s %18s %8s %15s %14s %10s"):format("", "workload", "eager min/median", "frozen min/median",
   "speedup", "targets e/f", "peak KiB e/f", "max|diff|")
-if torch_times then header = header .. ("  %18s %18s"):format("torch eager", "torchscript") end
+if torch_times then header = header .. ("  %18s %18s"):format("torch eager", device == "cpu" and "torchscript" or "torch.compile") end
 print(header)
 for _, w in ipairs(selected) do
   local missing
@@ -281,10 +305,20 @@ for _, w in ipairs(selected) do
     local step, args = w.setup()
     args = args or {}
     local n = #args
-    local frozen = torch.freeze{name = w.name, strict = true, step, table.unpack(args, 1, n)}
     local eager_step = function() step(table.unpack(args, 1, n)) end
-    local frozen_step = function() frozen(table.unpack(args, 1, n)) end
+    local frozen, why_not = nil, nil
+    local ok, made = pcall(torch.freeze, {name = w.name, strict = true, step, table.unpack(args, 1, n)})
+    if ok then frozen = made else why_not = made end
+    local frozen_step = frozen and function() frozen(table.unpack(args, 1, n)) end
     local t = measure({eager_step, frozen_step}, w.samples or samples, w.warmup)
+    if not frozen then   -- the eager column alone (plans do not run on the GPU yet: docs/cuda.md)
+      local e = {t[1][1] / (w.per_step or 1), t[1][2] / (w.per_step or 1)}
+      local pt = torch_times and torch_times[w.name:upper()]
+      local function cell(m) return m and ("%8.2f /%8.2f"):format(m[1] / (w.per_step or 1), m[2] / (w.per_step or 1)) or ("%18s"):format("-") end
+      print(("%-3s %-30s %8.2f /%8.2f   frozen: %s"):format(w.name, w.title, e[1], e[2], tostring(why_not):sub(1, 60)) ..
+            (pt and ("  " .. cell(pt.eager) .. " " .. cell(pt.script or pt.compile)) or ""))
+      goto continue
+    end
     local report = frozen:timeit(1)
     local per = w.per_step or 1
     local function per_step(m) return m and {m[1] / per, m[2] / per} end
@@ -299,15 +333,16 @@ for _, w in ipairs(selected) do
       over and "!" or " ", report.eager_peak_bytes / 1024, report.frozen_peak_bytes / 1024, report.max_diff)
     if pt then
       local function cell(m) return m and ("%8.2f /%8.2f"):format(m[1] / per, m[2] / per) or ("%18s"):format("-") end
-      line = line .. "  " .. cell(pt.eager) .. " " .. cell(pt.script)
+      line = line .. "  " .. cell(pt.eager) .. " " .. cell(pt.script or pt.compile)
     end
     print(line)
-    if w.per_step then
+    if w.per_step and frozen then
       local s = frozen:stats()
       print(("    freeze: recorded run %.3f s, compile %.3f s = %.2f µs per recorded node (%d nodes, %d plan steps)"):format(
         s.record_seconds, s.compile_seconds, s.compile_seconds / s.recorded_nodes * 1e6, s.recorded_nodes, s.steps))
     end
   end
+  ::continue::
   collectgarbage()
 end
 if torch_note then print(torch_note) end

@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """bench_torch.py: the bench.lua workloads in PyTorch, eager and TorchScript, one thread.
 
-    python3 bench_torch.py SAMPLES [W1 W2 ...]
+    python3 bench_torch.py [--device cuda] SAMPLES [W1 W2 ...]
 
 Prints one line per workload and mode: "W2 eager <min µs> <median µs>" and "W2 script <min> <median>"
 (TorchScript: torch.jit.trace of the forward, then backward and the update as in eager), after a
 line "blas <library>" naming the BLAS the matmuls use. `tapedeck bench` runs it when PyTorch is
 installed and adds its columns. Adding a workload = one function below, named like the Lua one.
+With --device cuda (tapedeck bench --device cuda) every tensor is made on the GPU
+(torch.set_default_device), each timed batch ends with torch.cuda.synchronize(), and the second mode
+is torch.compile ("W2 compile <min> <median>") instead of TorchScript.
 """
 import sys
 import time
@@ -174,22 +177,34 @@ def make_step(forward, inputs, params, update):
     return step
 
 
+DEVICE = "cpu"
+
+
+def finish_queued_work():
+    if DEVICE != "cpu":
+        torch.cuda.synchronize()
+
+
 def measure(fn, samples, warmup=20):
     for _ in range(warmup):
         fn()
     iterations = 1
     while True:
+        finish_queued_work()
         t0 = time.perf_counter()
         for _ in range(iterations):
             fn()
+        finish_queued_work()
         if time.perf_counter() - t0 > 0.02:
             break
         iterations *= 2
     times = []
     for _ in range(samples):
+        finish_queued_work()
         t0 = time.perf_counter()
         for _ in range(iterations):
             fn()
+        finish_queued_work()
         times.append((time.perf_counter() - t0) / iterations * 1e6)
     times.sort()
     return times[0], times[len(times) // 2]
@@ -209,8 +224,15 @@ def blas_in_use():
 
 
 def main():
-    samples = int(sys.argv[1]) if len(sys.argv) > 1 else 25
-    wanted = [n.upper() for n in sys.argv[2:]] or list(WORKLOADS)
+    global DEVICE
+    argv = sys.argv[1:]
+    if argv[:1] == ["--device"]:
+        DEVICE, argv = argv[1], argv[2:]
+    if DEVICE != "cpu":
+        torch.set_default_device(DEVICE)
+        print(f"gpu {torch.cuda.get_device_name()}", flush=True)
+    samples = int(argv[0]) if argv else 25
+    wanted = [n.upper() for n in argv[1:]] or list(WORKLOADS)
     names = [n for n in WORKLOADS if n in wanted or n.rstrip("ABC") in wanted]   # W9: W9A, W9B and W9C
     print(f"torch {torch.__version__}", flush=True)
     print(f"blas {blas_in_use()}", flush=True)
@@ -219,6 +241,14 @@ def main():
         lo, mid = measure(make_step(forward, inputs, params, update), getattr(forward, "samples", None) or samples,
                           getattr(forward, "warmup", 20))
         print(f"{name} eager {lo:.3f} {mid:.3f}", flush=True)
+        if DEVICE != "cpu":
+            try:
+                compiled = torch.compile(forward)
+                lo, mid = measure(make_step(compiled, inputs, params, update), samples)
+                print(f"{name} compile {lo:.3f} {mid:.3f}", flush=True)
+            except Exception as error:  # noqa: BLE001 -- say so, skip
+                print(f"# {name}: torch.compile failed: {error}", file=sys.stderr)
+            continue
         if getattr(forward, "no_script", False):
             continue
         try:

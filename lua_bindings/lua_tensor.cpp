@@ -30,6 +30,7 @@
 #include "lua_tensor.h"
 
 #include "backend.h"
+#include "device.h"
 #include "tapedeck_lua.h"
 
 using namespace td;
@@ -176,6 +177,12 @@ Device device_from_arg(lua_State* L, int idx, int arg) {
         arg_fail(arg, "unknown device '%s' (use \"cpu\" or \"cuda\")", name ? name : type_name_of(L, idx));
     return device;
 }
+
+namespace {
+Device g_default_device = DEVICE_CPU;
+}
+
+Device default_device() { return g_default_device; }
 
 // {requires_grad=true, dtype="float64", device="cpu"}; unknown keys are errors (a typo must not pass silently).
 CreateOptions options_from_arg(lua_State* L, int idx, DType default_dtype, Device default_device) {
@@ -732,6 +739,19 @@ int move_to(lua_State* L, Device device, const char* name) {
 }
 int l_cpu(lua_State* L) { return move_to(L, DEVICE_CPU, "cpu"); }
 int l_cuda(lua_State* L) { return move_to(L, DEVICE_CUDA, "cuda"); }
+
+// torch.set_default_device(device): where creation functions make tensors when not told
+// (PyTorch 2's); torch.get_default_device() reads it.
+int l_set_default_device(lua_State* L) {
+    Device device = device_from_arg(L, 1, 1);
+    if (device != DEVICE_CPU) cuda_require("set_default_device");
+    g_default_device = device;
+    return 0;
+}
+int l_get_default_device(lua_State* L) {
+    lua_pushstring(L, device_name(g_default_device));
+    return 1;
+}
 
 // torch.device("cpu"): the device's name, as dtypes are their names (t.device == torch.device("cpu")).
 int l_device(lua_State* L) {
@@ -1411,7 +1431,8 @@ const Binding torch_only[] = {
     {"randn", l_randn}, {"eye", l_eye}, {"manual_seed", l_manual_seed},
     {"cat", l_cat}, {"no_grad", l_no_grad}, {"scope", l_scope}, {"enable_grad", l_enable_grad},
     {"is_grad_enabled", l_is_grad_enabled}, {"set_grad_enabled", l_set_grad_enabled},
-    {"graph", l_graph}, {"tape", l_tape}, {"ops", l_ops}, {"device", l_device}, {"graphviz", l_graphviz}, {"is_tensor", l_is_tensor},
+    {"graph", l_graph}, {"tape", l_tape}, {"ops", l_ops}, {"device", l_device},
+    {"set_default_device", l_set_default_device}, {"get_default_device", l_get_default_device}, {"graphviz", l_graphviz}, {"is_tensor", l_is_tensor},
     {"perf_counter", l_perf_counter}, {"memory", l_memory}, {"reset_peak_memory", l_reset_peak_memory}, {"backward", l_backward},
     {"set_memory_limit", l_set_memory_limit}, {"memory_limit", l_memory_limit},
     {nullptr, nullptr},

@@ -35,8 +35,10 @@ struct CreateOptions {
     td::Device device = td::DEVICE_CPU;
 };
 // {requires_grad=, dtype=, device=} at idx (nil: the defaults); unknown keys are errors.
+// Where tensors are made when no device is given: torch.set_default_device (cpu unless set).
+td::Device default_device();
 CreateOptions options_from_arg(lua_State* L, int idx, td::DType default_dtype,
-                               td::Device default_device = td::DEVICE_CPU);
+                               td::Device default_device = tdlua::default_device());
 // A device name at stack slot idx ("cpu", "cuda", "cuda:0"); errors name argument `arg`.
 td::Device device_from_arg(lua_State* L, int idx, int arg);
 void set_requires_grad(td::Tensor& t, bool flag);
