@@ -22,7 +22,8 @@ struct NumberStyle {
     bool scientific = false;   // "1.2346e+05"
     int width = 1;
 
-    // Element i of `value` (int64 elements are read as they are: a double cannot hold them all).
+    // Element i of `value`, a host value (int64 elements are read as they are: a double cannot
+    // hold them all).
     std::string format(const Value& value, int64_t i) const {
         char buffer[64];
         if (!is_float) {
@@ -131,9 +132,10 @@ void format_dim(const Value& v, const NumberStyle& style, int dim, int64_t offse
 
 }  // namespace
 
-std::string value_format(const Value& v, int indent) {
-    if (value_freed(v)) return std::string("(") + VALUE_FREED_TEXT + ")";
-    if (v.numel() == 0) return "[]";
+std::string value_format(const Value& value, int indent) {
+    if (value_freed(value)) return std::string("(") + VALUE_FREED_TEXT + ")";
+    if (value.numel() == 0) return "[]";
+    Value v = value_to_host(value);   // the elements below are read on the host
     bool summarize = v.numel() > SUMMARY_THRESHOLD;
     NumberStyle style = choose_style(v, summarize);
     if (v.shape.ndim == 0) return style.format(v, 0);
@@ -149,6 +151,10 @@ std::string tensor_format(const Tensor& t) {
     if (v.shape.ndim > 0) {
         s += ", size=";
         s += v.shape.str();
+    }
+    if (!value_freed(v) && v.device() != DEVICE_CPU) {   // as PyTorch: the device before the dtype
+        s += ", device=";
+        s += device_name(v.device());
     }
     if (v.dtype != DTYPE_F32) {
         s += ", dtype=";

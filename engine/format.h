@@ -11,9 +11,11 @@ namespace td {
 // The values the way PyTorch prints them: "[[ 0.1234, -1.5000],\n [...]]" with a shared width,
 // 4 decimals (or scientific notation when magnitudes differ a lot, or "300." for whole numbers),
 // and "..." summaries past 1,000 elements. `indent` is the column the first bracket sits at.
+// A value on another device is read through one host copy (value_to_host).
 std::string value_format(const Value& value, int indent);
 
-// tostring(t): "tensor([...], size=[2,3], dtype=float64, grad_fn=<mul #3>)".
+// tostring(t): "tensor([...], size=[2,3], dtype=float64, grad_fn=<mul #3>)"; a tensor not on the
+// CPU says so as ", device=cuda" before the dtype.
 std::string tensor_format(const Tensor& t);
 
 // The nodes as a table, one per line: id, op, phase, input ids, output shapes, file:line. Rows

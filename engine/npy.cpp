@@ -117,7 +117,7 @@ bool utf8_valid(const std::string& text) {
 }
 
 std::string npy_bytes_of(const Value& value) {
-    Value elements = value_contiguous(value);   // a view's elements in row-major order
+    Value elements = value_contiguous(value_to_host(value));   // a view's elements in row-major order
     return npy_bytes_with(npy_descr(value.dtype), value.shape, elements.raw(), static_cast<size_t>(value.numel()) * dtype_size(value.dtype),
                           "save_npy");
 }

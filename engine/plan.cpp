@@ -424,8 +424,10 @@ void record_node(Node* node, HookEvent event, void*) {
         return;
     }
     for (const Output& out : node->outputs)
-        if (out.value.storage && out.value.device() != DEVICE_CPU)
+        if (out.value.storage && out.value.device() != DEVICE_CPU) {   // nothing below reads its bytes
             refuse(r, named() + " runs on " + device_name(out.value.device()) + "; plans run on the CPU only");
+            return;
+        }
 
     if (node->op == OP_tensor) {   // values from Lua: a constant, copied each call (it may be changed in place)
         const Value& made = node->outputs[0].value;
@@ -574,7 +576,8 @@ void plan_record_note_values(const Tensor& t, SourceLoc where, const std::string
     PlanGuard g;
     g.kind = GUARD_VALUES;
     g.value = value_for_tensor(*g_recorder, t);
-    for (int64_t i = 0; i < t.numel(); ++i) g.expected.push_back(value_get(t.value(), i));
+    Value host = value_to_host(t.value());
+    for (int64_t i = 0; i < host.numel(); ++i) g.expected.push_back(value_get(host, i));
     g.where = where;
     g.text = text;
     add_guard_step(*g_recorder->plan, g);
@@ -1551,7 +1554,7 @@ void give_fresh_bytes(Value& v) {
 
 bool guard_holds(const Plan& plan, const PlanExec& e, const PlanGuard& g) {
     if (g.kind == GUARD_GRAD_STATE) return true;   // checked with the inputs, before the run
-    const Value& v = e.slot(g.value);
+    Value v = value_to_host(e.slot(g.value));   // an input may be on another device
     if (g.kind == GUARD_VALUES) {
         if (static_cast<size_t>(v.numel()) != g.expected.size()) return false;
         for (int64_t i = 0; i < v.numel(); ++i) {
@@ -1561,7 +1564,7 @@ bool guard_holds(const Plan& plan, const PlanExec& e, const PlanGuard& g) {
         return true;
     }
     double a = value_get(v, 0);
-    double b = g.other_value >= 0 ? value_get(e.slot(g.other_value), 0) : g.other_number;
+    double b = g.other_value >= 0 ? value_get(value_to_host(e.slot(g.other_value)), 0) : g.other_number;
     if (g.swapped) std::swap(a, b);
     bool truth = g.compare == COMPARE_LT ? a < b : a <= b;
     (void)plan;

@@ -85,7 +85,7 @@ struct Writer {
         shape(v.shape);
         size_t n = static_cast<size_t>(v.numel()) * dtype_size(v.dtype);
         raw(static_cast<uint64_t>(n));
-        Value elements = value_contiguous(v);   // a captured view: its elements in row-major order
+        Value elements = value_contiguous(value_to_host(v));   // a captured view: its elements in row-major order
         bytes.append(static_cast<const char*>(elements.raw()), n);
     }
     void loc(SourceLoc where) {

@@ -77,8 +77,8 @@ void png_write_pixels(const std::string& path, const uint8_t* pixels, int width,
     if (!closed) engine_fail("%s: cannot write %s: %s", function, path.c_str(), std::strerror(errno));
 }
 
-void png_save(const Value& image, const std::string& path, PngLayout hint) {
-    if (image.device() != DEVICE_CPU) engine_fail("save_png: the image must be on the CPU, got a %s tensor", device_name(image.device()));
+void png_save(const Value& value, const std::string& path, PngLayout hint) {
+    Value image = value_to_host(value);   // read on the host: one copy for a device value
     ImageLayout layout = image_layout(image.shape, hint);
     std::vector<uint8_t> pixels(static_cast<size_t>(layout.height * layout.width * layout.channels));
     size_t at = 0;

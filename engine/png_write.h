@@ -21,10 +21,11 @@ void png_write_pixels(const std::string& path, const uint8_t* pixels, int width,
 // error when both are (a [3, 5, 3] image).
 enum PngLayout { PNG_LAYOUT_AUTO, PNG_LAYOUT_CHW, PNG_LAYOUT_HWC };
 
-// Writes an image tensor (CPU) as a PNG: [H, W] gray, [C, H, W] (C = 1, 3 or 4, as torchvision's
+// Writes an image tensor as a PNG: [H, W] gray, [C, H, W] (C = 1, 3 or 4, as torchvision's
 // write_png) or [H, W, C]. Values are 0..255 in any dtype; floats are rounded to the nearest
 // integer. Errors (naming save_png) for another shape, a side of 0 or over PNG_MAX_SIDE, a value
-// outside [0, 255] or NaN (naming its pixel), an unwritable path.
+// outside [0, 255] or NaN (naming its pixel), an unwritable path. An image on another device is
+// read through one host copy (value_to_host).
 void png_save(const Value& image, const std::string& path, PngLayout hint = PNG_LAYOUT_AUTO);
 
 }  // namespace td

@@ -44,7 +44,7 @@ std::string safetensors_bytes(const StateEntries& entries, const std::string& na
             metadata += (metadata.empty() ? "" : ",") + json_quote(e.key) + ":" + json_quote(e.text);
             continue;
         }
-        Value elements = value_contiguous(e.value);   // a view's elements in row-major order
+        Value elements = value_contiguous(value_to_host(e.value));   // a view's elements in row-major order
         size_t begin = data.size(), n = static_cast<size_t>(e.value.numel()) * dtype_size(e.value.dtype);
         data.append(static_cast<const char*>(elements.raw()), n);
         std::string shape;

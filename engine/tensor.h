@@ -163,7 +163,8 @@ private:
 // strided only when that layout is not row-major (view_set_layout decides). Kernels read
 // contiguous values only: kernel_run (ops.cpp) makes strided inputs contiguous for the ops that
 // do not take them as they are (OPF_STRIDED), and writes an in-place result back through a
-// strided view. Host code reads elements through value_get/value_set or value_contiguous.
+// strided view. Host code reads elements through value_to_host (below), then value_get or
+// value_contiguous; it writes them through value_write_from_host.
 
 // The strides of a strided value, in elements: a refcounted block, so that the values of the
 // usual, contiguous kind stay small (a node holds several values) and copy without it.

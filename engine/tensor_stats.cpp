@@ -56,14 +56,15 @@ void deviations_and_histogram(const Value& value, TensorStats& s, int bins) {
 TensorStats tensor_stats(const Value& value, int bins) {
     TensorStats s;
     s.std = std::numeric_limits<double>::quiet_NaN();
-    if (value_freed(value) || value.device() != DEVICE_CPU) return s;
-    s.count = value.numel();
+    if (value_freed(value)) return s;
+    Value host = value_to_host(value);   // one copy for a device value; the value itself on the CPU
+    s.count = host.numel();
     double sum_squares = 0;
-    count_and_sum(value, s, sum_squares);
+    count_and_sum(host, s, sum_squares);
     if (s.finite == 0) return s;
     s.mean = s.sum / static_cast<double>(s.finite);
     s.norm = std::sqrt(sum_squares);
-    deviations_and_histogram(value, s, bins);
+    deviations_and_histogram(host, s, bins);
     return s;
 }
 

@@ -15,7 +15,7 @@
 namespace td {
 
 struct TensorStats {
-    int64_t count = 0;    // elements (0 for a value not on the CPU, which is not read)
+    int64_t count = 0;    // elements (0 for a value whose bytes were freed)
     int64_t finite = 0;   // of them finite: what the numbers below are computed over
     int64_t nan = 0, pos_inf = 0, neg_inf = 0, zeros = 0;
     double min = 0, max = 0, mean = 0, sum = 0, absmax = 0, norm = 0;   // 0 when no element is finite
@@ -25,8 +25,8 @@ struct TensorStats {
     int64_t inf() const { return pos_inf + neg_inf; }
 };
 
-// The statistics of a CPU value, with a histogram of `bins` bins (none when 0). A value on another
-// device, or one whose bytes were freed, gives count 0.
+// The statistics of a value, with a histogram of `bins` bins (none when 0). A value on another
+// device is read through one host copy (value_to_host); one whose bytes were freed gives count 0.
 TensorStats tensor_stats(const Value& value, int bins = 0);
 
 }  // namespace td

@@ -860,6 +860,7 @@ int l_numel(lua_State* L) {
     return 1;
 }
 
+// Element i of v, a host value (value_to_host first).
 void push_element(lua_State* L, const Value& v, int64_t i) {
     if (v.dtype == DTYPE_I64) lua_pushinteger(L, static_cast<const int64_t*>(v.storage->data)[value_storage_index(v, i)]);
     else lua_pushnumber(L, value_get(v, i));
@@ -871,7 +872,7 @@ int l_item(lua_State* L) {
         engine_fail("item: tensor #%lld has %lld elements (shape %s); item() needs exactly one",
                     static_cast<long long>(x.id()), static_cast<long long>(x.numel()), x.shape().str().c_str());
     if (plan_recording()) plan_record_note_values(x, locate_in_lua(nullptr), "item()");
-    push_element(L, x.value(), 0);
+    push_element(L, value_to_host(x.value()), 0);
     return 1;
 }
 
@@ -892,7 +893,7 @@ void push_nested(lua_State* L, const Value& v, int dim, int64_t offset) {
 int l_totable(lua_State* L) {
     Tensor& x = check_tensor(L, 1);
     if (plan_recording()) plan_record_note_values(x, locate_in_lua(nullptr), "totable()");
-    push_nested(L, x.value(), 0, 0);
+    push_nested(L, value_to_host(x.value()), 0, 0);   // one host copy for a device tensor
     return 1;
 }
 
@@ -908,7 +909,7 @@ int compare_scalars(lua_State* L, CompareOp op) {
             engine_fail("compare: tensor #%lld has %lld elements; %s needs one (use lt/le/gt/ge for elementwise "
                         "comparisons)",
                         static_cast<long long>(t->id()), static_cast<long long>(t->numel()), symbol);
-        return value_get(t->value(), 0);
+        return value_get(value_to_host(t->value()), 0);
     };
     double x = scalar(1, a), y = scalar(2, b);
     bool truth = op == COMPARE_LT ? x < y : x <= y;

@@ -167,18 +167,19 @@ Tensor index_view(lua_State* L, const Tensor& t, int key) {
 // The 1-based positions (int64, 1-d) where `mask`, broadcast to `shape`, is non-zero, counted over
 // the flattened shape. The mask's values decide the result's size: a frozen function records
 // them as a guard (a replay with another mask fails loudly instead of reusing these positions).
+// The mask is read on the host; the positions go to the mask's device.
 static Tensor mask_positions(const Tensor& mask, const Shape& shape, const char* what) {
     Shape full = broadcast_shapes(what, mask.shape(), shape);
     if (full != shape)
         engine_fail("%s: a mask of shape %s does not fit a tensor of shape %s", what, mask.shape().str().c_str(),
                     shape.str().c_str());
     if (plan_recording()) plan_record_note_values(mask, locate_in_lua(nullptr), what);
-    Value m = value_contiguous(ops::expand(mask, shape).value());
+    Value m = value_contiguous(value_to_host(ops::expand(mask, shape).value()));
     std::vector<double> positions;
     for (int64_t i = 0; i < m.numel(); ++i)
         if (value_get(m, i) != 0) positions.push_back(static_cast<double>(i + 1));
     Shape s{static_cast<int64_t>(positions.size())};
-    return ops::from_values(s, DTYPE_I64, positions.data());
+    return ops::to_device(ops::from_values(s, DTYPE_I64, positions.data()), mask.value().device());
 }
 
 // t[index]'s shape: the index's shape, then t's dims after the first.
@@ -220,7 +221,7 @@ static void write_view(lua_State* L, Tensor& t, Tensor view, const Tensor& value
 // value broadcasts to t[index]'s shape; with repeated indices the last write wins, as PyTorch).
 static void assign_with_index(lua_State* L, Tensor& t, const Tensor& index, const Tensor& value) {
     if (t.shape().ndim == 0) engine_fail("a 0-d tensor has no elements to index (use fill_)");
-    Value positions = value_contiguous(index.value());
+    Value positions = value_contiguous(value_to_host(index.value()));   // read on the host
     Shape target = indexed_shape(t, index);
     Tensor values = ops::expand(value, target);
     Tensor rows = ops::reshape(ops::contiguous(values), Shape{positions.numel(), t.numel() / std::max<int64_t>(t.shape().dims[0], 1)});
@@ -331,7 +332,7 @@ int l_storage_offset(lua_State* L) {
 // torch.equal(a, b): same shape and every element equal (a Lua boolean; `==` on tensors compares
 // the handles, as Lua's == must return a boolean).
 int l_equal(lua_State* L) {
-    const Value &a = check_tensor(L, 1).value(), &b = check_tensor(L, 2).value();
+    Value a = value_to_host(check_tensor(L, 1).value()), b = value_to_host(check_tensor(L, 2).value());
     bool same = a.shape == b.shape;
     for (int64_t i = 0; same && i < a.numel(); ++i) same = value_get(a, i) == value_get(b, i);
     lua_pushboolean(L, same);
@@ -358,7 +359,8 @@ int l_allclose(lua_State* L) {
     }
     if (!lua_isnone(L, 4)) arg_fail(4, "allclose takes two tensors and an options table, got a 4th argument");
     Shape shape = broadcast_shapes("allclose", a.shape(), b.shape());
-    Value x = value_contiguous(ops::expand(a, shape).value()), y = value_contiguous(ops::expand(b, shape).value());
+    Value x = value_contiguous(value_to_host(ops::expand(a, shape).value()));
+    Value y = value_contiguous(value_to_host(ops::expand(b, shape).value()));
     bool close = true;
     for (int64_t i = 0; close && i < x.numel(); ++i) {
         double p = value_get(x, i), q = value_get(y, i);

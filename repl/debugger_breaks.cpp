@@ -620,8 +620,9 @@ bool condition_holds(lua_State* L, const Breakpoint& bp, Node* node, const Tenso
     return holds;
 }
 
-bool all_finite(const Value& v) {
-    if (!dtype_is_float(v.dtype)) return true;
+bool all_finite(const Value& value) {
+    if (!dtype_is_float(value.dtype) || value_freed(value)) return true;
+    Value v = value_to_host(value);
     for (int64_t i = 0; i < v.numel(); ++i)
         if (!std::isfinite(value_get(v, i))) return false;
     return true;

@@ -116,7 +116,8 @@ constexpr size_t SHORT_VALUE = 60;      // :locals cuts values to this many char
 // A value inside :locals' list: a tensor as its shape and dtype, the rest as the prompt shows a
 // value inside a table (value_text.h: the one printer of tables).
 std::string short_value(lua_State* L, int idx) {
-    if (td::Tensor* t = tapedeck_test_tensor(L, idx)) return t->shape().str() + " " + td::dtype_name(t->dtype());
+    if (td::Tensor* t = tapedeck_test_tensor(L, idx))
+        return t->shape().str() + " " + td::dtype_name(t->dtype()) + repl_device_text(t->value());
     return repl_nested_value_text(L, idx);
 }
 

@@ -278,9 +278,10 @@ Tensor input_tensor(const Edge& e) {
     Node* producer = e.node() ? e.node() : tape_find(e.id);
     if (producer && producer->outputs[e.output].value.storage.get() == e.value().storage.get())
         return Tensor(producer, e.output);
-    std::vector<double> values(static_cast<size_t>(e.value().numel()));
-    for (int64_t i = 0; i < e.value().numel(); ++i) values[static_cast<size_t>(i)] = value_get(e.value(), i);
-    return ops::from_values(e.value().shape, e.value().dtype, values.data());
+    Value host = value_to_host(e.value());
+    std::vector<double> values(static_cast<size_t>(host.numel()));
+    for (int64_t i = 0; i < host.numel(); ++i) values[static_cast<size_t>(i)] = value_get(host, i);
+    return ops::to_device(ops::from_values(host.shape, host.dtype, values.data()), e.value().device());
 }
 
 // What a backward rule reads (OPF_SAVES_*), named as the op's math line names them.
@@ -306,18 +307,24 @@ void set_field_tensor(lua_State* L, const char* field, const Tensor& t) {
 }
 
 // Overwrite output `output` of the node with the value at idx (a tensor of its shape, or a number).
+// The new elements are written on the host: into dst itself on the CPU, else into a host copy
+// that value_write_from_host then puts on dst's device.
 void overwrite_output(lua_State* L, Node* node, int output, int idx) {
     const Value& dst = node->outputs[output].value;
     if (lua_type(L, idx) == LUA_TNUMBER) {
         double x = lua_tonumber(L, idx);
-        for (int64_t i = 0; i < dst.numel(); ++i) value_set(dst, i, x);
+        Value host = dst.device() == DEVICE_CPU ? dst : value_new(dst.shape, dst.dtype);
+        for (int64_t i = 0; i < host.numel(); ++i) value_set(host, i, x);
+        if (host.storage.get() != dst.storage.get()) value_write_from_host(dst, host);
     } else {
         Tensor* t = tapedeck_test_tensor(L, idx);
         if (!t) luaL_error(L, "out: assign a tensor of shape %s or a number, not a %s", dst.shape.str().c_str(), luaL_typename(L, idx));
         if (t->shape() != dst.shape)
             luaL_error(L, "out: the new value has shape %s, the output has shape %s", t->shape().str().c_str(), dst.shape.str().c_str());
-        Value src = t->value();
-        for (int64_t i = 0; i < dst.numel(); ++i) value_set(dst, i, value_get(src, i));
+        Value src = value_to_host(t->value());
+        Value host = dst.device() == DEVICE_CPU ? dst : value_new(dst.shape, dst.dtype);
+        for (int64_t i = 0; i < host.numel(); ++i) value_set(host, i, value_get(src, i));
+        if (host.storage.get() != dst.storage.get()) value_write_from_host(dst, host);
     }
     node->edited |= EDITED_OUTPUT;
 }
@@ -842,7 +849,7 @@ std::string node_banner(const DebugStop& stop) {
         const Value& v = node->outputs[i].value;
         std::string out_name = node_bound_name(node, i);
         add_line(s, "out", (out_name.empty() ? "" : out_name + " ") + "#" + std::to_string(node->id) + (node->outputs.size() > 1 ? "." + std::to_string(i + 1) : "") +
-                               " " + v.shape.str() + " " + dtype_name(v.dtype) + (i == 0 ? std::string("   ") + node->info().math : ""));
+                               " " + v.shape.str() + " " + dtype_name(v.dtype) + repl_device_text(v) + (i == 0 ? std::string("   ") + node->info().math : ""));
     }
     return s;
 }
@@ -1007,7 +1014,7 @@ std::string debugger_inspect(const Tensor& t) {
     TensorStats s = tensor_stats(t.value(), bins);
     const Node* node = t.node.get();
     std::string out = "#" + std::to_string(node->id) + " " + node->name() + (node->outputs.size() > 1 ? "." + std::to_string(t.output + 1) : "") +
-                      " " + t.shape().str() + " " + dtype_name(t.dtype()) +
+                      " " + t.shape().str() + " " + dtype_name(t.dtype()) + repl_device_text(t.value()) +
                       (node->where.file >= 0 ? "  (" + source_loc_str(node->where) + ")" : "") + "\n";
     if (s.finite == 0) {
         out += "  no finite elements";

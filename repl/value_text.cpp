@@ -208,9 +208,15 @@ class TablePrinter {
 
 }  // namespace
 
+std::string repl_device_text(const td::Value& v) {
+    if (td::value_freed(v) || v.device() == td::DEVICE_CPU) return "";
+    return std::string(" ") + td::device_name(v.device());
+}
+
 std::string repl_tensor_summary(const td::Tensor& t) {
     if (!t.defined()) return "tensor (undefined)";
-    std::string s = "tensor " + t.shape().str() + " " + td::dtype_name(t.dtype()) + " #" + std::to_string(t.node->id);
+    std::string s = "tensor " + t.shape().str() + " " + td::dtype_name(t.dtype()) + repl_device_text(t.value()) + " #" +
+                    std::to_string(t.node->id);
     if (t.node->outputs.size() > 1) s += "." + std::to_string(t.output + 1);
     return s + " " + t.node->name();
 }

@@ -8,6 +8,7 @@
 struct lua_State;
 namespace td {
 struct Tensor;
+struct Value;
 }
 
 // The value at idx as the prompt prints it: a table without __tostring as its contents,
@@ -18,5 +19,10 @@ std::string repl_value_text(lua_State* L, int idx);
 // one line, a function by where it is defined, a table as its contents.
 std::string repl_nested_value_text(lua_State* L, int idx);
 
-// A tensor as one line, as it shows inside a table: "tensor [20,1] float32 #10 tanh".
+// A tensor as one line, as it shows inside a table: "tensor [20,1] float32 #10 tanh" (a tensor
+// not on the CPU: "tensor [20,1] float32 cuda #10 tanh").
 std::string repl_tensor_summary(const td::Tensor& t);
+
+// " cuda" for a value on a device other than the CPU, put after the dtype wherever a tensor is
+// shown as shape and dtype; "" for a CPU value or one whose bytes were freed.
+std::string repl_device_text(const td::Value& v);

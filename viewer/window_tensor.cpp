@@ -144,7 +144,8 @@ HeatLayout heat_layout(const Shape& shape, const std::vector<int>& slice) {
     return h;
 }
 
-// Build the pixels (a 1-pixel gap between grid images) and upload them when `key` changed.
+// Build the pixels (a 1-pixel gap between grid images) and upload them when `key` changed. `v` is
+// on the host (draw_value_panel).
 void heat_texture_update(HeatTexture& t, const std::string& key, const Value& v, const HeatLayout& h, double lo, double hi) {
     if (t.key == key && t.id) return;
     int img_w = static_cast<int>((h.cols + h.step - 1) / h.step), img_h = static_cast<int>((h.rows + h.step - 1) / h.step);
@@ -206,6 +207,7 @@ struct StatsCache {
     std::string key;
     TensorStats stats;
     std::vector<float> histogram;   // stats.histogram as ImGui plots it
+    Value host;                     // a device value's host copy (value_to_host), made once per key; none for a CPU value
 };
 
 std::string value_key(const Value& v, int tab) {
@@ -215,6 +217,7 @@ std::string value_key(const Value& v, int tab) {
     return key;
 }
 
+// The values of `v`, on the host (draw_value_panel), as a clipped table.
 void draw_table(const Value& v, const HeatLayout& h) {
     const int max_cols = 32;
     int cols = static_cast<int>(std::min<int64_t>(h.cols, max_cols));
@@ -247,29 +250,30 @@ void draw_table(const Value& v, const HeatLayout& h) {
     ImGui::EndTable();
 }
 
-// One value: statistics, histogram, and a heatmap or a table. `tab` picks the texture.
-void draw_value_panel(ViewerState& s, const Value& v, int tab) {
-    static StatsCache caches[3];
+// One value: statistics, histogram, and a heatmap or a table. `tab` picks the texture. A value
+// on another device is read through a host copy, made when the value changes, not every frame.
+void draw_value_panel(ViewerState& s, const Value& value, int tab) {
+    static StatsCache* const caches = new StatsCache[3];   // never destroyed: it holds Values, which no exit frees
     static std::vector<int> slices[3];
     static bool as_table = false;
-    if (value_freed(v)) {
-        ImGui::TextDisabled("%s %s: %s", v.shape.str().c_str(), dtype_name(v.dtype), VALUE_FREED_TEXT);
+    if (value_freed(value)) {
+        ImGui::TextDisabled("%s %s: %s", value.shape.str().c_str(), dtype_name(value.dtype), VALUE_FREED_TEXT);
         return;
     }
-    if (v.device() != DEVICE_CPU) {
-        ImGui::TextDisabled("values on %s are not shown", device_name(v.device()));
-        return;
-    }
-    std::string key = value_key(v, tab);
+    std::string key = value_key(value, tab);
     StatsCache& cache = caches[tab];
+    bool on_cpu = value.device() == DEVICE_CPU;
     if (cache.key != key) {
-        cache.stats = tensor_stats(v, 48);
+        cache.host = on_cpu ? Value() : value_to_host(value);
+        cache.stats = tensor_stats(on_cpu ? value : cache.host, 48);
         cache.histogram.assign(cache.stats.histogram.begin(), cache.stats.histogram.end());
         cache.key = key;
     }
+    const Value& v = on_cpu ? value : cache.host;   // what is read below: on the host
     const TensorStats& st = cache.stats;
-    ImGui::Text("%s %s   %lld element%s", v.shape.str().c_str(), dtype_name(v.dtype), static_cast<long long>(st.count),
-                st.count == 1 ? "" : "s");
+    std::string device = on_cpu ? "" : std::string(" ") + device_name(value.device());
+    ImGui::Text("%s %s%s   %lld element%s", v.shape.str().c_str(), dtype_name(v.dtype), device.c_str(),
+                static_cast<long long>(st.count), st.count == 1 ? "" : "s");
     if (st.finite > 0)
         ImGui::Text("min %.4g   max %.4g   mean %.4g   std %.4g", st.min, st.max, st.mean, st.std);   // std: n - 1, as torch.std
     ImVec4 bad(1.0f, 0.45f, 0.35f, 1.0f), fine(0.6f, 0.6f, 0.6f, 1.0f);
