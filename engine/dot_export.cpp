@@ -60,8 +60,11 @@ std::string graph_to_dot(const NodeList& nodes) {
         std::string name = node_label(n);
         if (name[0] != '#') label += "\\n" + dot_escape(name);
         if (n->phase == PHASE_BACKWARD) label += "\\ngrad of #" + std::to_string(n->group);
-        for (const Output& o : n->outputs)
-            label += "\\n" + dot_escape(o.value.shape.str() + " " + dtype_name(o.value.dtype));
+        for (const Output& o : n->outputs) {
+            bool on_gpu = o.value.storage && o.value.device() != DEVICE_CPU;
+            label += "\\n" + dot_escape(o.value.shape.str() + " " + dtype_name(o.value.dtype) +
+                                        (on_gpu ? std::string(" ") + device_name(o.value.device()) : ""));
+        }
         std::string file = source_file_name(n->where.file);
         std::string where = file.substr(file.find_last_of('/') + 1) + ":" + std::to_string(n->where.line);
         label += "\\n" + dot_escape(n->where.file < 0 ? "?" : where);

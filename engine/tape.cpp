@@ -856,6 +856,10 @@ std::string node_describe(const Node* node) {
     for (const Output& out : node->outputs) {
         s += ' ';
         s += out.value.shape.str();
+        if (out.value.storage && out.value.device() != DEVICE_CPU) {   // :graph marks what runs on the GPU
+            s += '@';
+            s += device_name(out.value.device());
+        }
     }
     if (node->inputs.size() > 0) {
         s += " <-";

@@ -1017,7 +1017,7 @@ function F.multi_margin_loss(...)
     local hinge = (x - picked + margin):clamp{min = 0}
     if p == 2 then hinge = hinge:square() end
     if weight then hinge = hinge * weight:index_select(1, labels):unsqueeze(2) end
-    local is_label = labels:unsqueeze(2):eq(torch.arange(1, C + 1))            -- [N, C]
+    local is_label = labels:unsqueeze(2):eq(torch.arange(1, C + 1, {device = labels.device}))   -- [N, C]
     local loss = hinge:masked_fill(is_label, 0):sum(2) / C
     if one then loss = loss:reshape({}) end
     return reduce_loss(loss, reduction)
@@ -1165,7 +1165,7 @@ function F.one_hot(...)
     fail("one_hot: num_classes = -1 (from the labels) needs at least one label")
   end
   return named("one_hot", function()
-    return labels:unsqueeze(-1):eq(torch.arange(1, num_classes + 1)):long()
+    return labels:unsqueeze(-1):eq(torch.arange(1, num_classes + 1, {device = labels.device})):long()
   end)
 end
 
@@ -1227,7 +1227,7 @@ function F.pad(...)
         local function block(size)
           local shape = x:size()
           shape[dim] = size
-          parts[#parts + 1] = torch.full(shape, value, {dtype = x.dtype})
+          parts[#parts + 1] = torch.full(shape, value, {dtype = x.dtype, device = x.device})
         end
         if before > 0 then block(before) end
         parts[#parts + 1] = x
@@ -1237,7 +1237,7 @@ function F.pad(...)
         if (mode == "reflect" and (before >= n or after >= n)) or (mode == "circular" and (before > n or after > n)) then
           fail(string.format("pad: padding (%d, %d) of dim %d (size %d) is too large for mode %s", before, after, dim, n, mode))
         end
-        x = x:index_select(dim, pad_indices(mode, n, before, after))
+        x = x:index_select(dim, pad_indices(mode, n, before, after):to(x.device))
       end
     end
     return x
@@ -1296,7 +1296,7 @@ function F.avg_pool2d(...)
     local sums = window_sum(padded)
     if divisor then return sums / divisor end
     if include_pad or (ph == 0 and pw == 0) then return sums / (kh * kw) end
-    local ones = torch.ones(input:size(-2), input:size(-1), {dtype = sums.dtype})
+    local ones = torch.ones(input:size(-2), input:size(-1), {dtype = sums.dtype, device = sums.device})
     return sums / window_sum(F.pad(ones, {pw, pw, ph, ph}))
   end)
 end
@@ -1485,7 +1485,7 @@ end
 function nn.Embedding:forward(input)
   local weight = self.weight
   if self.padding_idx then   -- the padding row's values, without its gradient
-    local is_padding = torch.arange(1, self.num_embeddings + 1):eq(self.padding_idx):unsqueeze(2)
+    local is_padding = torch.arange(1, self.num_embeddings + 1, {device = weight.device}):eq(self.padding_idx):unsqueeze(2)
     weight = torch.where(is_padding, weight:detach(), weight)
   end
   return F.embedding(input, weight)
@@ -1764,7 +1764,7 @@ end
 -- comparison (float 0/1), which added as it is would silently attend everywhere.
 local function additive_mask(fname, what, mask, dtype)
   if mask.dtype == "int64" then
-    return torch.zeros(mask:size(), {dtype = dtype}):masked_fill(mask, -math.huge)
+    return torch.zeros(mask:size(), {dtype = dtype, device = mask.device}):masked_fill(mask, -math.huge)
   end
   local zeros_and_ones = (mask:eq(0) + mask:eq(1)):min():item() == 1 and mask:max():item() == 1
   if zeros_and_ones then
@@ -1828,7 +1828,9 @@ function nn.MultiheadAttention:merged_mask(fname, attn_mask, key_padding_mask, i
     mask = additive_mask(fname, "attn_mask", attn_mask, dtype)
     if attn_mask:dim() == 2 then mask = mask:unsqueeze(1) end
   elseif is_causal then
-    mask = torch.zeros(1, L, S, {dtype = dtype}):masked_fill(torch.ones(1, L, S):triu(1), -math.huge)
+    local device = self.out_proj.weight.device
+    mask = torch.zeros(1, L, S, {dtype = dtype, device = device}):masked_fill(
+      torch.ones(1, L, S, {device = device}):triu(1), -math.huge)
   end
   if key_padding_mask then
     if key_padding_mask:size(1) ~= N or key_padding_mask:size(2) ~= S then

@@ -132,7 +132,7 @@ local function define_cell(class, kind)
     local shape = batched and {x:size(1), H} or {H}
     local expected = batched and string.format("[%d,%d]", x:size(1), H) or string.format("[%d]", H)
     local function one(t, what)
-      if t == nil then return torch.zeros(shape, {dtype = x.dtype}) end
+      if t == nil then return torch.zeros(shape, {dtype = x.dtype, device = x.device}) end
       if not torch.is_tensor(t) then fail(string.format("%s: %s must be a tensor, got %s", class, what, describe(t))) end
       if shape_text(t) ~= expected then
         fail(string.format("%s: %s must be %s for the input %s, got %s", class, what, expected, shape_text(x), shape_text(t)))
@@ -242,7 +242,7 @@ local function define_rnn(class, kind)
     local expected = batched and string.format("[%d,%d,%d]", L, batch, H) or string.format("[%d,%d]", L, H)
     local function layers_of(t, what)
       if t == nil then
-        local zero = torch.zeros({batch, H}, {dtype = self.weight_ih_l0.dtype})
+        local zero = torch.zeros({batch, H}, {dtype = self.weight_ih_l0.dtype, device = self.weight_ih_l0.device})
         local list = {}
         for layer = 1, L do list[layer] = zero end
         return list

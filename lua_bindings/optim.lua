@@ -319,7 +319,7 @@ end
 
 -- Puts a zero-filled tensor like p at state[key] unless one is there (fill: its initial value).
 local function ensure_buffer(state, key, p, fill)
-  if state[key] == nil then state[key] = torch.full(p.shape, fill or 0, {dtype = p.dtype}) end
+  if state[key] == nil then state[key] = torch.full(p.shape, fill or 0, {dtype = p.dtype, device = p.device}) end
 end
 local function ensure_step(state)
   if state.step == nil then state.step = scalar_tensor(0) end

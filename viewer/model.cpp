@@ -37,6 +37,8 @@ NodeRecord record_make(const Node* n, const std::vector<NodeRecord>& earlier) {
         r.shape += o.value.shape.str();
     }
     r.dtype = n->outputs.size() > 0 ? dtype_name(n->outputs[0].value.dtype) : "";
+    const Value* first = n->outputs.size() > 0 ? &n->outputs[0].value : nullptr;
+    if (first && first->storage && first->device() != DEVICE_CPU) r.device = device_name(first->device());
     r.phase = n->phase;
     r.group = n->group;
     r.is_leaf = n->is_leaf();
@@ -635,7 +637,8 @@ struct Builder {
         b.executed = r.executed;
         b.is_function = r.is_function;
         b.title = "#" + std::to_string(r.id) + " " + (record_is_parameter(r) ? "parameter" : r.op);
-        b.detail = r.shape + (r.dtype == "float32" || r.dtype.empty() ? "" : " " + r.dtype);
+        b.detail = r.shape + (r.dtype == "float32" || r.dtype.empty() ? "" : " " + r.dtype) +
+                   (r.device.empty() ? "" : " " + r.device);
         if (r.phase == PHASE_BACKWARD && r.inner_of == 0) b.extra = "grad of " + forward_label(r.group);
         else if (!r.name.empty()) b.extra = r.name;
         return add_box(std::move(b));

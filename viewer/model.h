@@ -29,6 +29,7 @@ struct NodeRecord {
     std::string op;             // "mm", "transpose(0,1)", "MyReLU"
     std::string shape;          // output shapes, "[20,1]" (several separated by spaces)
     std::string dtype;          // of output 0
+    std::string device;   // "cuda" for a node whose output is on the GPU; empty on the cpu
     Phase phase = PHASE_FORWARD;
     int64_t group = 0;          // backward: the forward node it differentiates (engine's group)
     int64_t inner_of = 0;       // the custom-function node that ran this node inside it; 0: none

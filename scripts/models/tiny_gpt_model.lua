@@ -134,7 +134,7 @@ function GPT:forward(idx, targets)
   local t = idx:size(2)
   assert(t <= self.config.block_size, string.format("Cannot forward sequence of length %d, block size is only %d", t,
                                                    self.config.block_size))
-  local pos = torch.arange(1, t + 1)                       -- positions, shape (t)
+  local pos = torch.arange(1, t + 1, {device = idx.device})   -- positions, shape (t)
   local tok_emb = self.transformer.wte(idx)                -- token embeddings (b, t, n_embd)
   local pos_emb = self.transformer.wpe(pos)                -- position embeddings (t, n_embd)
   local x = self.transformer.drop(tok_emb + pos_emb)
