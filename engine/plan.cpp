@@ -91,12 +91,14 @@ bool step_is_effect(const Plan& plan, const std::vector<int>& roots, const PlanS
     return written >= 0 && root_is_outside(plan, written);
 }
 
-int add_value(Plan& plan, ValueKind kind, int index, const Shape& shape, DType dtype, int64_t recorded_id) {
+int add_value(Plan& plan, ValueKind kind, int index, const Shape& shape, DType dtype, int64_t recorded_id,
+              Device device = DEVICE_CPU) {
     PlanValue v;
     v.kind = kind;
     v.index = index;
     v.shape = shape;
     v.dtype = dtype;
+    v.device = device;
     v.recorded_id = recorded_id;
     plan.values.push_back(v);
     return static_cast<int>(plan.values.size()) - 1;
@@ -332,7 +334,8 @@ int value_for(Recorder& r, int64_t id, int output, const Value& value, Node* nod
     if (node) c.tensor = Tensor(node, output);
     else c.tensor = tape_record_prepared(OP_tensor, OpAttrs(), nullptr, nullptr, 0, &value, 1, PHASE_FORWARD, SourceLoc());
     plan.captured.push_back(c);
-    int v = add_value(plan, VALUE_CAPTURED, static_cast<int>(plan.captured.size()) - 1, value.shape, value.dtype, id);
+    int v = add_value(plan, VALUE_CAPTURED, static_cast<int>(plan.captured.size()) - 1, value.shape, value.dtype, id,
+                      value.storage ? value.device() : DEVICE_CPU);
     r.value_of.set(id, output, v);
     remember_storage(r, value, v);
     return v;
@@ -423,20 +426,14 @@ void record_node(Node* node, HookEvent event, void*) {
         refuse(r, named() + " runs code outside the op table and recorded no ops of its own; a plan cannot replay it");
         return;
     }
-    for (const Output& out : node->outputs)
-        if (out.value.storage && out.value.device() != DEVICE_CPU) {   // nothing below reads its bytes
-            refuse(r, named() + " runs on " + device_name(out.value.device()) + "; plans run on the CPU only");
-            return;
-        }
-
     if (node->op == OP_tensor) {   // values from Lua: a constant, copied each call (it may be changed in place)
         const Value& made = node->outputs[0].value;
-        Value copy = value_new(made.shape, made.dtype);
-        std::memcpy(copy.raw(), made.raw(), static_cast<size_t>(made.numel()) * dtype_size(made.dtype));
+        Value copy = value_new(made.shape, made.dtype, made.device());
+        value_copy_elements(copy, made);
         plan.constants.push_back(copy);
         int c = add_value(plan, VALUE_CONSTANT, static_cast<int>(plan.constants.size()) - 1, made.shape, made.dtype,
-                          node->id);
-        int v = add_value(plan, VALUE_STEP, -1, made.shape, made.dtype, node->id);
+                          node->id, made.device());
+        int v = add_value(plan, VALUE_STEP, -1, made.shape, made.dtype, node->id, made.device());
         PlanStep& s = add_step(plan, STEP_KERNEL, OP_clone, node->phase, node->where, node->id);
         s.inputs.push_back(c);
         s.outputs.push_back(v);
@@ -453,7 +450,8 @@ void record_node(Node* node, HookEvent event, void*) {
     s.outputs.reserve(node->outputs.size());
     for (int i = 0; i < node->outputs.size(); ++i) {
         const Value& value = node->outputs[i].value;
-        int v = add_value(plan, VALUE_STEP, -1, value.shape, value.dtype, node->id);
+        int v = add_value(plan, VALUE_STEP, -1, value.shape, value.dtype, node->id,
+                          value.storage ? value.device() : DEVICE_CPU);
         if (i == 0 && (info.flags & (OPF_VIEW | OPF_INPLACE))) plan.values[v].alias_of = s.inputs[0];
         s.outputs.push_back(v);
         r.value_of.set(node->id, i, v);
@@ -554,7 +552,7 @@ void plan_record_begin(const std::string& name, const std::vector<Tensor>& input
                         "or freeze the code that made it too",
                         in.name.c_str(), k + 1);
         plan.inputs.push_back(in);
-        int v = add_value(plan, VALUE_INPUT, static_cast<int>(k), t.shape(), t.dtype(), t.id());
+        int v = add_value(plan, VALUE_INPUT, static_cast<int>(k), t.shape(), t.dtype(), t.id(), t.value().device());
         uint64_t key = value_key(t.node->id, t.output);
         r->value_of.set(t.node->id, t.output, v);
         r->input_keys.push_back(key);
@@ -922,7 +920,7 @@ void pass_constant_folding(Plan& plan) {
                 outputs[i].shape = pv.shape;
                 outputs[i].dtype = pv.dtype;
             } else {
-                outputs[i] = value_new(pv.shape, pv.dtype);
+                outputs[i] = value_new(pv.shape, pv.dtype, pv.device);
             }
         }
         std::vector<Value*> output_pointers;
@@ -1206,6 +1204,9 @@ void pass_buffers(Plan& plan, bool reuse, bool inplace) {
     std::vector<bool> into_grad_output(n, false);
     for (const PlanStep& s : plan.steps)
         if (s.kind == STEP_KERNEL && s.into_grad >= 0) into_grad_output[s.outputs[0]] = true;
+    for (size_t v = 0; v < n; ++v)   // off the plan's device: new bytes each call, on its own device
+        if (plan.values[v].kind == VALUE_STEP && plan.values[v].alias_of < 0 && plan.values[v].device != plan.device)
+            plan.value_per_call[v] = true;
     for (const PlanOutput& o : plan.outputs) {
         int r = p.root(o.value);
         if (plan.values[r].kind == VALUE_STEP) plan.value_per_call[r] = true;
@@ -1353,11 +1354,14 @@ std::unique_ptr<Plan> compile_with(const Plan& recorded, const PlanPasses& passe
         if (k < drop.size() && !drop[k]) plan->steps.push_back(all[k]);
     }
     BigVector<PlanStep>().swap(unpacked);   // before the passes run: a long loop's is tens of MB
+    plan->device = DEVICE_CPU;
+    for (const PlanValue& v : plan->values)
+        if (v.kind == VALUE_STEP && v.device != DEVICE_CPU) plan->device = v.device;
     if (passes.cse) pass_common_subexpressions(*plan);
     if (passes.fold) pass_constant_folding(*plan);
     if (passes.dce && (passes.cse || passes.fold)) pass_dead_nodes(*plan);
     if (passes.inplace) pass_gradients_in_place(*plan);
-    if (passes.fuse) pass_fusion(*plan);
+    if (passes.fuse && plan->device == DEVICE_CPU) pass_fusion(*plan);   // fused loops are CPU code
     pass_hoist_guards(*plan);
     pass_buffers(*plan, passes.reuse, passes.inplace);
     plan->first_effect_step = -1;
@@ -1487,7 +1491,7 @@ std::shared_ptr<PlanExec> exec_build(Plan& plan) {
     std::vector<int> roots = value_roots(plan);
     e->slots.resize(static_cast<size_t>(assign_slots(plan, e->slot_of)));
     for (size_t b = 0; b < plan.buffer_bytes.size(); ++b)
-        e->buffers.push_back(Ref<Storage>::adopt(storage_new(plan.buffer_bytes[b], DEVICE_CPU)));
+        e->buffers.push_back(Ref<Storage>::adopt(storage_new(plan.buffer_bytes[b], plan.device)));
     for (size_t v = 0; v < n; ++v) {
         if (e->slot_of[v] < 0) continue;
         const PlanValue& pv = plan.values[v];
@@ -1548,8 +1552,8 @@ Tensor leaf_tensor(const Value& value, Phase phase, SourceLoc where) {
     return tape_record_prepared(OP_tensor, OpAttrs(), nullptr, nullptr, 0, &value, 1, phase, where);
 }
 
-void give_fresh_bytes(Value& v) {
-    v.storage = Ref<Storage>::adopt(storage_new(static_cast<size_t>(v.numel()) * dtype_size(v.dtype), DEVICE_CPU));
+void give_fresh_bytes(Value& v, Device device) {
+    v.storage = Ref<Storage>::adopt(storage_new(static_cast<size_t>(v.numel()) * dtype_size(v.dtype), device));
 }
 
 bool guard_holds(const Plan& plan, const PlanExec& e, const PlanGuard& g) {
@@ -1809,7 +1813,7 @@ struct PlanCall {
     void run_kernel(const PlanStep& s, const StepCall& x) {
         if (bind_known_view(x)) return;
         for (int i = 0; i < x.n_outputs; ++i)
-            if (x.is_fresh(i)) give_fresh_bytes(*x.outputs[i]);
+            if (x.is_fresh(i)) give_fresh_bytes(*x.outputs[i], plan.values[s.outputs[i]].device);
         if (x.exec.rebind) value_share_layout(*x.outputs[0], *x.inputs[0]);   // a view's kernel then sets its own
         const OpAttrs* attrs = &plan_step_attrs(plan, s);
         OpAttrs accumulate_attrs;   // into_grad when the .grad exists: Y += A B
@@ -1822,7 +1826,7 @@ struct PlanCall {
                 accumulate_attrs.accumulate = true;
                 attrs = &accumulate_attrs;
             } else if (!take_recycled(s.into_grad, *x.outputs[0])) {
-                give_fresh_bytes(*x.outputs[0]);
+                give_fresh_bytes(*x.outputs[0], plan.values[s.outputs[0]].device);
             }
         }
         run_op(s.op, *attrs, x.inputs, s.inputs.data(), x.n_inputs, x.outputs, s.outputs.data(), x.n_outputs, s);
@@ -1892,7 +1896,7 @@ struct PlanCall {
             Value fresh;
             fresh.shape = x.inputs[0]->shape;
             fresh.dtype = x.inputs[0]->dtype;
-            if (!take_recycled(s.target, fresh)) give_fresh_bytes(fresh);
+            if (!take_recycled(s.target, fresh)) give_fresh_bytes(fresh, x.inputs[0]->device());
             Value* out[1] = {&fresh};
             run_op(OP_clone, OpAttrs(), x.inputs, s.inputs.data(), 1, out, nullptr, 1, s);
             set_grad_after_write(s.target, fresh, s);
@@ -1918,7 +1922,7 @@ struct PlanCall {
             if (!last) {
                 results[j].shape = x.outputs[0]->shape;
                 results[j].dtype = x.outputs[0]->dtype;
-                give_fresh_bytes(results[j]);
+                give_fresh_bytes(results[j], plan.values[s.outputs[0]].device);
             }
             Value* out[1] = {last ? x.outputs[0] : &results[j]};
             PlanStep member = s;
@@ -1931,7 +1935,7 @@ struct PlanCall {
         switch (s.kind) {
             case STEP_KERNEL: run_kernel(s, x); break;
             case STEP_FUSED:
-                if (x.is_fresh(0)) give_fresh_bytes(*x.outputs[0]);
+                if (x.is_fresh(0)) give_fresh_bytes(*x.outputs[0], plan.values[s.outputs[0]].device);
                 if (observed) run_fused_observed(s, x);
                 else if (x.outputs[0]->dtype == DTYPE_F32) run_fused<float>(plan, s, x, e);
                 else run_fused<double>(plan, s, x, e);
@@ -1953,8 +1957,8 @@ struct PlanCall {
         else if (pv.kind == VALUE_GRAD) t = target(pv.index).grad;
         else if (pv.kind == VALUE_CONSTANT) {   // a copy: the caller may change it in place
             Value copy = plan.constants[pv.index];
-            give_fresh_bytes(copy);
-            std::memcpy(copy.raw(), plan.constants[pv.index].raw(), static_cast<size_t>(copy.numel()) * dtype_size(copy.dtype));
+            give_fresh_bytes(copy, copy.device());
+            value_copy_elements(copy, plan.constants[pv.index]);
             t = leaf_tensor(copy, PHASE_FORWARD, plan.where);
         } else {
             t = leaf_tensor(e.slot(o.value), PHASE_FORWARD, plan.where);

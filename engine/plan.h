@@ -68,6 +68,7 @@ private:
 struct PlanValue {
     ValueKind kind = VALUE_STEP;
     DType dtype = DTYPE_F32;
+    Device device = DEVICE_CPU;   // where its bytes are (a plan's buffers are on plan.device)
     int index = -1;            // see ValueKind
     int alias_of = -1;         // shares the bytes of that value (a view, or an in-place op's output)
     ShapeRef shape;
@@ -317,6 +318,9 @@ struct Plan {
     std::string name;
     SourceLoc where;                  // the line that froze it
     bool grad_mode = true;            // autograd was on when recorded
+    // After compile: where its steps run, the GPU when any step made a value there. Values on
+    // another device (a CPU scalar beside GPU steps) get fresh bytes each call, not buffers.
+    Device device = DEVICE_CPU;
     std::vector<PlanInput> inputs;
     std::vector<PlanCaptured> captured;
     std::vector<Value> constants;

@@ -276,6 +276,9 @@ std::vector<int> read_indices(Reader& r) {
 
 std::string plan_save_bytes(const Plan& plan, const PlanPasses& passes) {
     if (plan.compiled) engine_fail("save_plan: needs the recorded plan, not a compiled one");
+    for (const PlanValue& v : plan.values)   // the file keeps no device per value yet (docs/cuda.md)
+        if (v.kind == VALUE_STEP && v.device != DEVICE_CPU)
+            engine_fail("save_plan: the plan runs on %s; plan files hold CPU plans only so far", device_name(v.device));
     Writer w;
     w.str(plan.name);
     w.loc(plan.where);

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "device.h"
 #include "plan.h"
 #include "lua_util.h"
 #include "tapedeck_lua.h"
@@ -547,8 +548,8 @@ struct Snapshot {
     std::vector<std::pair<Output*, Tensor>> grads;
     std::vector<Value> grad_bytes;
 
-    static Value copy_of(const Value& v) {   // any layout (a captured view too)
-        Value copy = value_new(v.shape, v.dtype);
+    static Value copy_of(const Value& v) {   // any layout (a captured view too), on its device
+        Value copy = value_new(v.shape, v.dtype, v.device());
         value_copy_elements(copy, v);
         return copy;
     }
@@ -608,21 +609,25 @@ double now_seconds() {
 struct Timing {
     double min_us = 0, median_us = 0;
     size_t peak_bytes = 0;
+    size_t gpu_peak_bytes = 0;   // GPU memory above what was allocated before the call
 };
 
-// Times `iterations` calls in samples; the state is restored before each sample.
+// Times `iterations` calls in samples; the state is restored before each sample. Each sample waits
+// for the GPU's queued work before and after (no-op without a GPU), so GPU time is counted.
 Timing time_calls(lua_State* L, Frozen& f, int fn_idx, int iterations, Snapshot& snapshot) {
     Timing t;
     std::vector<double> samples;
     int per_sample = std::max(1, iterations / 10);
     for (int done = 0; done < iterations; done += per_sample) {
         snapshot.restore();
+        cuda_synchronize();
         double t0 = now_seconds();
         for (int i = 0; i < per_sample; ++i) {
             int base;
             if (!call_with_last_args(L, f, fn_idx, &base)) lua_error(L);
             lua_settop(L, base);
         }
+        cuda_synchronize();
         samples.push_back((now_seconds() - t0) / per_sample * 1e6);
     }
     std::sort(samples.begin(), samples.end());
@@ -635,16 +640,20 @@ Timing time_calls(lua_State* L, Frozen& f, int fn_idx, int iterations, Snapshot&
 // collection (garbage of earlier calls must not be freed in the middle of it) and the captured
 // leaves let go of their latest backward group (eager keeps that history alive between calls,
 // e.g. a gradient's add_ holding the gradient it added; the call re-makes it).
-size_t peak_of_one_call(lua_State* L, Frozen& f, int fn_idx, Snapshot& snapshot, size_t fixed_bytes) {
+size_t peak_of_one_call(lua_State* L, Frozen& f, int fn_idx, Snapshot& snapshot, size_t fixed_bytes,
+                        size_t* gpu_peak_bytes) {
     snapshot.restore();
     for (const PlanCaptured& c : f.cache.front().plan->captured) if (c.tensor.node->group_records) c.tensor.node->group_records->backward_nodes.clear();
     lua_gc(L, LUA_GCCOLLECT);
     lua_gc(L, LUA_GCCOLLECT);
     size_t live = storage_bytes_live();
     storage_peak_reset();
+    size_t gpu_live = cuda_memory_allocated();
+    cuda_reset_peak_memory();
     int base;
     if (!call_with_last_args(L, f, fn_idx, &base)) lua_error(L);
     size_t peak = storage_bytes_peak() - live + fixed_bytes;
+    *gpu_peak_bytes = cuda_max_memory_allocated() - gpu_live;
     lua_settop(L, base);
     lua_gc(L, LUA_GCCOLLECT);
     return peak;
@@ -693,8 +702,9 @@ int frozen_timeit(lua_State* L) {
             same_count = false;
             break;
         }
+        Value eager_host = value_to_host(eager[i]), frozen_host = value_to_host(frozen[i]);
         for (int64_t k = 0; k < eager[i].numel(); ++k) {
-            double d = std::fabs(value_get(eager[i], k) - value_get(frozen[i], k));
+            double d = std::fabs(value_get(eager_host, k) - value_get(frozen_host, k));
             if (std::isnan(d)) d = INFINITY;
             max_diff = std::max(max_diff, d);
         }
@@ -703,8 +713,11 @@ int frozen_timeit(lua_State* L) {
 
     Timing e = time_calls(L, f, fn_idx, iterations, snapshot);
     Timing z = time_calls(L, f, 1, iterations, snapshot);
-    e.peak_bytes = peak_of_one_call(L, f, fn_idx, snapshot, 0);
-    z.peak_bytes = peak_of_one_call(L, f, 1, snapshot, f.cache.front().plan->stats.buffer_bytes);
+    const Plan& compiled = *f.cache.front().plan;
+    bool gpu_plan = compiled.device != DEVICE_CPU;
+    e.peak_bytes = peak_of_one_call(L, f, fn_idx, snapshot, 0, &e.gpu_peak_bytes);
+    z.peak_bytes = peak_of_one_call(L, f, 1, snapshot, gpu_plan ? 0 : compiled.stats.buffer_bytes, &z.gpu_peak_bytes);
+    if (gpu_plan) z.gpu_peak_bytes += compiled.stats.buffer_bytes;   // its buffers, allocated once, on the GPU
     snapshot.restore();
     lua_createtable(L, 0, 10);
     auto field = [&](const char* name, double v) {
@@ -718,6 +731,8 @@ int frozen_timeit(lua_State* L) {
     field("speedup", z.min_us > 0 ? e.min_us / z.min_us : 0);
     field("eager_peak_bytes", static_cast<double>(e.peak_bytes));
     field("frozen_peak_bytes", static_cast<double>(z.peak_bytes));
+    field("eager_gpu_peak_bytes", static_cast<double>(e.gpu_peak_bytes));
+    field("frozen_gpu_peak_bytes", static_cast<double>(z.gpu_peak_bytes));
     field("max_diff", max_diff);
     field("iterations", iterations);
     return 1;

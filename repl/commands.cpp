@@ -172,6 +172,9 @@ bool cmd_timeit(lua_State* L, const std::string& args) {
     printf("  frozen  %10.2f / %-10.2f  peak %9.1f KiB\n", field("frozen_min_us"), field("frozen_median_us"), frozen_peak / 1024);
     printf("  speedup %.2fx (min)   memory %.2fx   max |diff| %g (outputs, gradients, parameters)\n", field("speedup"),
            eager_peak > 0 ? frozen_peak / eager_peak : 0.0, field("max_diff"));
+    double eager_gpu = field("eager_gpu_peak_bytes"), frozen_gpu = field("frozen_gpu_peak_bytes");
+    if (eager_gpu > 0 || frozen_gpu > 0)   // times include waiting for the GPU (synchronised)
+        printf("  GPU memory peak: eager %.1f KiB, frozen %.1f KiB\n", eager_gpu / 1024, frozen_gpu / 1024);
     lua_pop(L, 1);
     return true;
 }
