@@ -2,6 +2,7 @@
 #include "backend.h"
 
 #include "device.h"
+#include "device_emulated.h"
 #include "kernels_cpu.h"
 
 #include <cstring>
@@ -40,8 +41,9 @@ static const MissingKernel CUDA_LEFT_OUT[] = {
     {OP_function_backward, "a custom function's backward runs its own ops, each on its own device"},
 };
 
+// The emulated GPU (device_emulated.h) runs the CPU's kernels on its host memory.
 static const KernelFn* table_of(Device device) {
-    return device == DEVICE_CPU ? cpu_kernels : cuda_kernel_table();
+    return device == DEVICE_CPU || device_emulated() ? cpu_kernels : cuda_kernel_table();
 }
 
 bool kernel_exists(OpId op, Device device) { return table_of(device)[op] != nullptr; }

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "backend.h"
+#include "device_emulated.h"
 #include "elementwise.h"
 #include "kernels_cpu.h"
 #include "tape.h"
@@ -96,7 +97,14 @@ void kernel_run(OpId op, const KernelCall& call) {
     bool any_element = call.n_outputs == 0;
     for (int i = 0; i < call.n_outputs && !any_element; ++i) any_element = call.outputs[i]->numel() > 0;
     if (!any_element && !(info.flags & OPF_VIEW)) return;
-    KernelFn kernel = kernel_for(op, call_device(call));
+    Device device = call_device(call);
+    KernelFn kernel = kernel_for(op, device);
+    if (device != DEVICE_CPU && device_emulated()) {   // the CPU kernel reads the emulated device's memory
+        EmulatedKernelScope running;
+        if (needs_contiguous_copies(info, call)) kernel_run_on_copies(info, kernel, call);
+        else kernel(call);
+        return;
+    }
     if (needs_contiguous_copies(info, call)) kernel_run_on_copies(info, kernel, call);
     else kernel(call);
 }

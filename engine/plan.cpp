@@ -2298,6 +2298,8 @@ std::string plan_describe(const Plan& plan) {
              size_str(st.buffer_bytes).c_str(), size_str(st.unshared_bytes).c_str(), size_str(st.per_call_bytes).c_str(),
              size_str(st.eager_peak_bytes).c_str());
     s += line;
+    if (plan.device != DEVICE_CPU)   // the steps run on the GPU, step by step (no fusion there: docs/cuda.md)
+        s += std::string("  device:  ") + device_name(plan.device) + " (its buffers are there; no fused loops)\n";
     (void)entry_guards;
     return s;
 }

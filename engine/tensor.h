@@ -216,8 +216,12 @@ void shape_contiguous_strides(const Shape& shape, int64_t* out);
 void view_set_layout(Value& v, int64_t offset, const int64_t* strides);
 // The storage element (from the storage's start) of v's row-major element i.
 int64_t value_storage_index(const Value& v, int64_t i);
-// Copies src's elements into dst's (same shape and dtype; any layouts, dst may be a view).
+// Copies src's elements into dst's (same shape and dtype; any layouts, dst may be a view; one
+// device, whose copy runs).
 void value_copy_elements(const Value& dst, const Value& src);
+// The same, reading and writing through the data pointers on the host (CPU values, and the
+// emulated GPU's: device_emulated.h).
+void value_copy_elements_on_host(const Value& dst, const Value& src);
 // v itself when contiguous, else a contiguous copy (the one host boundary for layout).
 Value value_contiguous(const Value& v);
 // out takes in's storage and layout (an in-place op's output, before a view's kernel sets its own).

@@ -11,6 +11,7 @@
 
 #include "backend.h"
 #include "device.h"
+#include "device_gpu.h"
 
 namespace td {
 

@@ -59,13 +59,13 @@ DeviceState& device_state() {
 }  // namespace
 
 bool cuda_built() { return true; }
-bool cuda_available() { return device_state().available; }
-std::string cuda_unavailable_reason() { return cuda_available() ? "" : device_state().reason; }
-int cuda_device_count() { return cuda_available() ? device_state().count : 0; }
-std::string cuda_device_name() { return cuda_available() ? device_state().name : ""; }
+bool gpu_available() { return device_state().available; }
+std::string gpu_unavailable_reason() { return gpu_available() ? "" : device_state().reason; }
+int gpu_device_count() { return gpu_available() ? device_state().count : 0; }
+std::string gpu_device_name() { return gpu_available() ? device_state().name : ""; }
 
-void cuda_require(const char* what) {
-    if (!cuda_available()) engine_fail("%s: %s", what, device_state().reason.c_str());
+void gpu_require(const char* what) {
+    if (!gpu_available()) engine_fail("%s: %s", what, device_state().reason.c_str());
 }
 
 // ============================================================================================
@@ -88,7 +88,7 @@ void cudnn_check(cudnnStatus_t status, const char* what) {
 
 cudaStream_t cuda_stream() {
     static cudaStream_t stream = [] {
-        cuda_require("cuda stream");
+        gpu_require("cuda stream");
         cudaStream_t s;
         cuda_check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
         return s;
@@ -148,8 +148,8 @@ double gigabytes(size_t bytes) { return static_cast<double>(bytes) / (1u << 30);
 
 }  // namespace
 
-void* cuda_alloc(size_t bytes) {
-    cuda_require("cuda memory");
+void* gpu_alloc(size_t bytes) {
+    gpu_require("cuda memory");
     Allocator& a = allocator();
     size_t size = bucket_of(bytes == 0 ? 1 : bytes);
     void* p = nullptr;
@@ -179,7 +179,7 @@ void* cuda_alloc(size_t bytes) {
     return p;
 }
 
-void cuda_free(void* p, size_t bytes) {
+void gpu_free(void* p, size_t bytes) {
     if (!p) return;
     Allocator& a = allocator();
     size_t size = bucket_of(bytes == 0 ? 1 : bytes);
@@ -188,8 +188,8 @@ void cuda_free(void* p, size_t bytes) {
     a.cached += size;
 }
 
-void cuda_empty_cache() {
-    if (!cuda_available()) return;
+void gpu_empty_cache() {
+    if (!gpu_available()) return;
     Allocator& a = allocator();
     cudaStreamSynchronize(cuda_stream());
     for (auto& [size, blocks] : a.free_blocks)
@@ -198,28 +198,30 @@ void cuda_empty_cache() {
     a.cached = 0;
 }
 
-size_t cuda_memory_allocated() { return allocator().allocated; }
-size_t cuda_max_memory_allocated() { return allocator().peak; }
-size_t cuda_memory_reserved() { return allocator().allocated + allocator().cached; }
-void cuda_reset_peak_memory() { allocator().peak = allocator().allocated; }
+size_t gpu_memory_allocated() { return allocator().allocated; }
+size_t gpu_max_memory_allocated() { return allocator().peak; }
+size_t gpu_memory_reserved() { return allocator().allocated + allocator().cached; }
+void gpu_reset_peak_memory() { allocator().peak = allocator().allocated; }
 
 // ============================================================================================
 // [SECTION] copies
 
-void device_copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes) {
+void gpu_copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes) {
     if (bytes == 0) return;
-    cuda_require("copy between devices");
+    gpu_require("copy between devices");
     cudaMemcpyKind kind = dst_device == DEVICE_CPU   ? (src_device == DEVICE_CPU ? cudaMemcpyHostToHost : cudaMemcpyDeviceToHost)
                           : src_device == DEVICE_CPU ? cudaMemcpyHostToDevice
                                                      : cudaMemcpyDeviceToDevice;
     cuda_check(cudaMemcpyAsync(dst, src, bytes, kind, cuda_stream()), "copy between devices");
-    // The host side of a copy may be a temporary of the caller's: wait for every copy that
-    // touches the host (device-to-device copies stay queued).
-    if (kind != cudaMemcpyDeviceToDevice) cuda_check(cudaStreamSynchronize(cuda_stream()), "copy between devices");
+    // A copy to the host is read by the caller when this returns: wait for it. A copy from
+    // (pageable) host memory has been staged when cudaMemcpyAsync returns, so the caller may free
+    // its bytes; device-to-device copies stay queued.
+    if (kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyHostToHost)
+        cuda_check(cudaStreamSynchronize(cuda_stream()), "copy between devices");
 }
 
-void cuda_synchronize() {
-    if (cuda_available()) cuda_check(cudaStreamSynchronize(cuda_stream()), "torch.cuda.synchronize");
+void gpu_synchronize() {
+    if (gpu_available()) cuda_check(cudaStreamSynchronize(cuda_stream()), "torch.cuda.synchronize");
 }
 
 namespace {

@@ -50,7 +50,7 @@ void copy_strided_as(const Value& dst, const Value& src) {
 
 }  // namespace
 
-void cuda_copy_elements(const Value& dst, const Value& src) {
+void gpu_copy_elements(const Value& dst, const Value& src) {
     if (dst.numel() == 0) return;
     if (dst.is_contiguous() && src.is_contiguous()) {
         cuda_check(cudaMemcpyAsync(dst.raw(), src.raw(), static_cast<size_t>(dst.numel()) * dtype_size(dst.dtype),

@@ -1,12 +1,14 @@
 -- The four model scripts' training steps on the GPU against the CPU: spiral_mlp (MLP), shapes_cnn
 -- (a CNN with batch norm), char_lstm (embedding + LSTM, gradient clipping) and tiny_gpt (a small
--- GPT, AdamW), each built twice from one seed, one copy moved with model:cuda(), the same batch on
--- both devices, two training steps: the losses, every gradient and every parameter and buffer
--- after each step must agree (float64 1e-9, float32 1e-4, relative to each tensor's largest value).
+-- GPT, AdamW), each built three times from one seed, two copies moved with model:to(device), the
+-- same batch on both devices, two training steps: eager on the CPU, eager on the GPU, and frozen on
+-- the GPU (torch.freeze records step 1, step 2 replays the plan). The losses, every gradient and
+-- every parameter and buffer after each step must agree (float64 1e-9, float32 1e-4, relative to
+-- each tensor's largest value).
 --
--- TAPEDECK_TEST_DEVICE=cpu runs it CPU against CPU (CI checks the script itself that way). Without
--- a usable GPU it prints why and exits 77 (CTest: skipped). Frozen plans do not run on the GPU yet
--- (docs/cuda.md), so this compares eager steps only.
+-- Without a usable GPU it prints why and exits 77 (CTest: skipped). With TAPEDECK_EMULATE_GPU=1
+-- it runs on the emulated GPU (engine/device_emulated.h), as CI does; TAPEDECK_TEST_DEVICE=cpu
+-- runs it CPU against CPU.
 local here = arg[0]:match("^(.*[/\\])") or "./"
 local models_dir = here .. "../../scripts/models/"
 local spiral = dofile(models_dir .. "spiral_mlp_model.lua")
@@ -78,32 +80,47 @@ for _, spec in ipairs(MODELS) do
       if dtype == "float64" then model:double() end
       return model
     end
-    local on_cpu, on_device = make(), make():to(device)
+    local on_cpu, on_device, on_frozen = make(), make():to(device), make():to(device)
     torch.manual_seed(11)
     local x, y = spec.batch()
     if dtype == "float64" and x.dtype == "float32" then x = x:double() end
+    local x_device, y_device = x:to(device), y:to(device)
     local step_cpu = spec.step(on_cpu, spec.optimizer(on_cpu))
     local step_device = spec.step(on_device, spec.optimizer(on_device))
+    local step_to_freeze = spec.step(on_frozen, spec.optimizer(on_frozen))
+    local frozen, recorded_loss
     local tol = TOLERANCE[dtype]
-    for i = 1, 2 do
-      local what = string.format("%s %s step %d on %s", spec.name, dtype, i, device)
-      local loss_cpu = step_cpu(x, y)
-      local loss_device = step_device(x:to(device), y:to(device))
-      assert(loss_device.device == device, what .. ": the loss is on " .. loss_device.device)
-      agree(loss_device, loss_cpu, tol, what .. ": loss")
-      local device_params = {}
-      for _, pair in ipairs(on_device:named_parameters()) do device_params[pair[1]] = pair[2] end
+    -- The losses, gradients and state of `model` (on the device) against the CPU model's.
+    local function compare(model, loss, loss_cpu, what)
+      assert(loss.device == device, what .. ": the loss is on " .. loss.device)
+      agree(loss, loss_cpu, tol, what .. ": loss")
+      local params = {}
+      for _, pair in ipairs(model:named_parameters()) do params[pair[1]] = pair[2] end
       for _, pair in ipairs(on_cpu:named_parameters()) do
         local key, p = pair[1], pair[2]
-        local q = device_params[key]
+        local q = params[key]
         assert(q.device == device, what .. ": " .. key .. " is on " .. q.device)
         if p.grad then agree(q.grad, p.grad, tol, what .. ": grad of " .. key) end
       end
-      local device_state = {}
-      for key, v in pairs(on_device:state_dict()) do device_state[key] = v end
-      for key, v in pairs(on_cpu:state_dict()) do agree(device_state[key], v, tol, what .. ": " .. key .. " after the step") end
+      local state = {}
+      for key, v in pairs(model:state_dict()) do state[key] = v end
+      for key, v in pairs(on_cpu:state_dict()) do agree(state[key], v, tol, what .. ": " .. key .. " after the step") end
+    end
+    for i = 1, 2 do
+      local what = string.format("%s %s step %d on %s", spec.name, dtype, i, device)
+      local loss_cpu = step_cpu(x, y)
+      compare(on_device, step_device(x_device, y_device), loss_cpu, what)
+      local loss_frozen
+      if i == 1 then   -- recording runs the step once
+        frozen = torch.freeze{function(a, b) recorded_loss = step_to_freeze(a, b); return recorded_loss end,
+                              x_device, y_device, strict = true}
+        loss_frozen = recorded_loss
+      else
+        loss_frozen = frozen(x_device, y_device)
+      end
+      compare(on_frozen, loss_frozen, loss_cpu, what .. " (frozen)")
     end
   end
-  print(spec.name .. ": the training steps on " .. device .. " agree with the cpu's")
+  print(spec.name .. ": the training steps on " .. device .. ", eager and frozen, agree with the cpu's")
 end
 print("ok")

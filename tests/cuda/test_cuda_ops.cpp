@@ -4,9 +4,11 @@
 // gradient check run on the GPU itself. Random ops are compared by shape and dtype only (the GPU's
 // counter-based generator draws other numbers), with their rows' own checks.
 //
-// The device under test is TAPEDECK_TEST_DEVICE ("cuda" unless set): "cpu" runs this same harness
-// CPU against CPU, which is how CI checks the harness itself on machines without a GPU. Without a
-// usable GPU the program prints why and exits 77, which CTest reports as skipped.
+// The device under test is TAPEDECK_TEST_DEVICE ("cuda" unless set; "cpu" runs it CPU against
+// CPU). Without a usable GPU the program prints why and exits 77, which CTest reports as skipped.
+// With TAPEDECK_EMULATE_GPU=1 "cuda" is the emulated GPU (engine/device_emulated.h: host memory,
+// the CPU's kernels): CI runs it so on every run, which checks the device plumbing (creation on a
+// device, to_device, the host boundary, autograd there) and this harness, not the CUDA kernels.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 

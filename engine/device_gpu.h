@@ -1,0 +1,26 @@
+// device_gpu.h: the real GPU runtime behind device.h (engine/cuda/device_cuda.cu, or
+// engine/device_none.cpp in a build without CUDA). device.cpp calls these unless the GPU is
+// emulated (device_emulated.h); nothing else should.
+#pragma once
+
+#include "device.h"
+
+namespace td {
+
+bool gpu_available();
+std::string gpu_unavailable_reason();
+int gpu_device_count();
+std::string gpu_device_name();
+void gpu_require(const char* what);
+void* gpu_alloc(size_t bytes);
+void gpu_free(void* p, size_t bytes);
+void gpu_empty_cache();
+size_t gpu_memory_allocated();
+size_t gpu_max_memory_allocated();
+size_t gpu_memory_reserved();
+void gpu_reset_peak_memory();
+void gpu_synchronize();
+void gpu_copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes);
+void gpu_copy_elements(const Value& dst, const Value& src);
+
+}  // namespace td
