@@ -6,6 +6,7 @@
 // [SECTION] memory         the caching allocator and its statistics
 // [SECTION] copies         between devices; synchronize; the RNG state
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <vector>
 
@@ -206,9 +207,33 @@ void gpu_reset_peak_memory() { allocator().peak = allocator().allocated; }
 // ============================================================================================
 // [SECTION] copies
 
+namespace {
+
+// A few bytes from the host as a kernel's argument: cudaMemcpyAsync from pageable host memory
+// waits for the stream first, so the small copies eager code makes all the time (a 0-d CPU tensor
+// beside GPU tensors: an optimizer's step count, a scalar) would each stall the GPU's queue. The
+// bytes travel in the launch instead, in stream order, and the host may free its copy at once.
+constexpr size_t SMALL_COPY_BYTES = 1024;
+struct SmallBytes {
+    unsigned char bytes[SMALL_COPY_BYTES];
+};
+
+__global__ void write_small_bytes(unsigned char* dst, SmallBytes src, unsigned n) {
+    for (unsigned i = threadIdx.x; i < n; i += blockDim.x) dst[i] = src.bytes[i];
+}
+
+}  // namespace
+
 void gpu_copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes) {
     if (bytes == 0) return;
     gpu_require("copy between devices");
+    if (src_device == DEVICE_CPU && dst_device != DEVICE_CPU && bytes <= SMALL_COPY_BYTES) {
+        SmallBytes small;
+        std::memcpy(small.bytes, src, bytes);
+        write_small_bytes<<<1, 128, 0, cuda_stream()>>>(static_cast<unsigned char*>(dst), small, static_cast<unsigned>(bytes));
+        cuda_check_launch("copy to the GPU");
+        return;
+    }
     cudaMemcpyKind kind = dst_device == DEVICE_CPU   ? (src_device == DEVICE_CPU ? cudaMemcpyHostToHost : cudaMemcpyDeviceToHost)
                           : src_device == DEVICE_CPU ? cudaMemcpyHostToDevice
                                                      : cudaMemcpyDeviceToDevice;
