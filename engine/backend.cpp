@@ -56,6 +56,19 @@ const char* kernel_missing_reason(OpId op, Device device) {
     return "not written yet";
 }
 
+bool cuda_kernel_capturable(OpId op) {
+    switch (op) {
+        case OP_gather: case OP_scatter: case OP_scatter_add:
+        case OP_cross_entropy: case OP_nll_loss: case OP_multi_margin_loss:
+        case OP_cross_entropy_backward: case OP_nll_loss_backward: case OP_multi_margin_loss_backward:
+        case OP_mse_loss: case OP_multinomial: case OP_max_pool2d_backward:
+        case OP_tensor: case OP_to_device: case OP_randperm:
+            return false;
+        default:
+            return true;
+    }
+}
+
 KernelFn kernel_for(OpId op, Device device) {
     KernelFn kernel = table_of(device)[op];
     if (!kernel)

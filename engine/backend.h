@@ -31,4 +31,10 @@ bool kernel_exists(OpId op, Device device);
 // Why `op` has no kernel on `device` (the --ops listing and kernel_for's error); nullptr when it has one.
 const char* kernel_missing_reason(OpId op, Device device);
 
+// Whether op's CUDA kernel may be captured into a CUDA graph (a frozen plan's replay): not the
+// kernels that check their data on the host after running (indices, labels, probabilities:
+// kernels_cuda_other.cu's ErrorSlot), nor the copies from the host (`tensor`, to_device), nor the
+// ones that draw on the host (randperm).
+bool cuda_kernel_capturable(OpId op);
+
 }  // namespace td

@@ -3,6 +3,8 @@
 #include "device.h"
 
 #include <cstring>
+#include <functional>
+#include <vector>
 
 #include "device_emulated.h"
 #include "device_gpu.h"
@@ -46,6 +48,38 @@ void device_copy_bytes(void* dst, Device dst_device, const void* src, Device src
 void cuda_copy_elements(const Value& dst, const Value& src) {
     if (device_emulated()) value_copy_elements_on_host(dst, src);
     else gpu_copy_elements(dst, src);
+}
+
+// A captured graph: the GPU's, or the emulated GPU's list of deferred kernel calls.
+struct DeviceGraph {
+    GpuGraph* gpu = nullptr;
+    std::vector<std::function<void()>> emulated;
+};
+
+bool cuda_capture_begin() { return device_emulated() ? emulated_capture_begin() : gpu_capture_begin(); }
+
+DeviceGraph* cuda_capture_end() {
+    if (device_emulated()) {
+        auto* graph = new DeviceGraph;
+        graph->emulated = emulated_capture_end();
+        return graph;
+    }
+    GpuGraph* gpu = gpu_capture_end();
+    if (!gpu) return nullptr;
+    auto* graph = new DeviceGraph;
+    graph->gpu = gpu;
+    return graph;
+}
+
+void cuda_graph_launch(DeviceGraph* graph) {
+    if (graph->gpu) gpu_graph_launch(graph->gpu);
+    for (const std::function<void()>& run : graph->emulated) run();
+}
+
+void cuda_graph_free(DeviceGraph* graph) {
+    if (!graph) return;
+    if (graph->gpu) gpu_graph_free(graph->gpu);
+    delete graph;
 }
 
 }  // namespace td

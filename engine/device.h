@@ -47,4 +47,14 @@ void device_copy_bytes(void* dst, Device dst_device, const void* src, Device src
 // value_copy_elements for device values).
 void cuda_copy_elements(const Value& dst, const Value& src);
 
+// Stream capture (CUDA graphs), for a frozen plan's replay (plan.cpp): the kernels queued between
+// begin and end are recorded, not run, and the graph replays them with one launch. Memory the
+// captured kernels allocate for themselves (scratch) stays reserved for the graph until it is freed.
+// Host synchronisation inside a capture fails it (cuda_capture_end then gives nullptr).
+struct DeviceGraph;
+bool cuda_capture_begin();              // false where there is nothing to capture (no GPU, emulated)
+DeviceGraph* cuda_capture_end();        // the graph, or nullptr when the capture failed
+void cuda_graph_launch(DeviceGraph* graph);
+void cuda_graph_free(DeviceGraph* graph);
+
 }  // namespace td

@@ -14,6 +14,8 @@ struct EmulatedState {
     size_t allocated = 0;
     size_t peak = 0;
     int kernels_running = 0;
+    bool capturing = false;
+    std::vector<std::function<void()>> captured;
 };
 
 EmulatedState& state() {
@@ -53,5 +55,18 @@ void emulated_reset_peak_memory() { state().peak = state().allocated; }
 EmulatedKernelScope::EmulatedKernelScope() { ++state().kernels_running; }
 EmulatedKernelScope::~EmulatedKernelScope() { --state().kernels_running; }
 bool emulated_kernel_running() { return state().kernels_running > 0; }
+
+bool emulated_capture_begin() {
+    if (state().capturing) return false;
+    state().capturing = true;
+    state().captured.clear();
+    return true;
+}
+bool emulated_capturing() { return state().capturing; }
+void emulated_capture_add(std::function<void()> run) { state().captured.push_back(std::move(run)); }
+std::vector<std::function<void()>> emulated_capture_end() {
+    state().capturing = false;
+    return std::move(state().captured);
+}
 
 }  // namespace td

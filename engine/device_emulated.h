@@ -10,6 +10,8 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
+#include <vector>
 
 namespace td {
 
@@ -32,5 +34,14 @@ struct EmulatedKernelScope {
     ~EmulatedKernelScope();
 };
 bool emulated_kernel_running();
+
+// Capture on the emulated GPU (device.h's cuda_capture_*): between begin and end, kernel_run
+// defers each kernel call (its values and attributes copied, as a CUDA graph keeps its pointers
+// and arguments) instead of running it; a launch runs the list. Views still run at once (they
+// only set a layout on the host, as on a GPU).
+bool emulated_capture_begin();
+bool emulated_capturing();
+void emulated_capture_add(std::function<void()> run);
+std::vector<std::function<void()>> emulated_capture_end();
 
 }  // namespace td

@@ -22,5 +22,10 @@ void gpu_reset_peak_memory();
 void gpu_synchronize();
 void gpu_copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes);
 void gpu_copy_elements(const Value& dst, const Value& src);
+struct GpuGraph;   // an instantiated CUDA graph and the scratch blocks it keeps (device_cuda.cu)
+bool gpu_capture_begin();
+GpuGraph* gpu_capture_end();
+void gpu_graph_launch(GpuGraph* graph);
+void gpu_graph_free(GpuGraph* graph);
 
 }  // namespace td

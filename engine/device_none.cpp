@@ -35,6 +35,11 @@ uint64_t cuda_rng_take(uint64_t) { return 0; }
 void gpu_copy_bytes(void*, Device, const void*, Device, size_t) { gpu_require("copy between devices"); }
 void gpu_copy_elements(const Value&, const Value&) { gpu_require("copy on the device"); }
 
+bool gpu_capture_begin() { return false; }
+GpuGraph* gpu_capture_end() { return nullptr; }
+void gpu_graph_launch(GpuGraph*) { gpu_require("graph launch"); }
+void gpu_graph_free(GpuGraph*) {}
+
 const KernelFn* cuda_kernel_table() {
     static const KernelFn none[OP_COUNT] = {};
     return none;

@@ -7,6 +7,7 @@
 #include "ops.h"
 
 #include <cstring>
+#include <functional>
 
 #include "backend.h"
 #include "device_emulated.h"
@@ -85,6 +86,27 @@ static void kernel_run_on_copies(const OpInfo& info, KernelFn kernel, const Kern
     if (write_back) value_copy_elements(*c.outputs[0], copies[0]);
 }
 
+// A kernel call kept for later (the emulated GPU's capture, device_emulated.h): the values are
+// copied (they share the storages, as a CUDA graph keeps the pointers), so are the attributes.
+static std::function<void()> deferred_kernel_call(OpId op, KernelFn kernel, const KernelCall& call) {
+    std::vector<Value> inputs, outputs;
+    for (int i = 0; i < call.n_inputs; ++i) inputs.push_back(*call.inputs[i]);
+    for (int i = 0; i < call.n_outputs; ++i) outputs.push_back(*call.outputs[i]);
+    OpAttrs attrs = call.attrs;
+    attrs.init_values = nullptr;
+    return [op, kernel, inputs, outputs, attrs]() mutable {
+        std::vector<const Value*> in;
+        std::vector<Value*> out;
+        for (const Value& v : inputs) in.push_back(&v);
+        for (Value& v : outputs) out.push_back(&v);
+        KernelCall again{in.data(), static_cast<int>(in.size()), out.data(), static_cast<int>(out.size()), attrs};
+        EmulatedKernelScope running;
+        const OpInfo& info = op_table[op];
+        if (needs_contiguous_copies(info, again)) kernel_run_on_copies(info, kernel, again);
+        else kernel(again);
+    };
+}
+
 // The device whose kernel runs a call: its outputs' (a copy between devices, `to_device`, runs on
 // the device it copies to), else its inputs'.
 static Device call_device(const KernelCall& call) {
@@ -100,6 +122,10 @@ void kernel_run(OpId op, const KernelCall& call) {
     Device device = call_device(call);
     KernelFn kernel = kernel_for(op, device);
     if (device != DEVICE_CPU && device_emulated()) {   // the CPU kernel reads the emulated device's memory
+        if (emulated_capturing() && !(info.flags & OPF_VIEW)) {
+            emulated_capture_add(deferred_kernel_call(op, kernel, call));
+            return;
+        }
         EmulatedKernelScope running;
         if (needs_contiguous_copies(info, call)) kernel_run_on_copies(info, kernel, call);
         else kernel(call);

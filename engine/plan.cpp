@@ -16,6 +16,8 @@
 #include <deque>
 #include <unordered_map>
 
+#include "backend.h"
+#include "device.h"
 #include "elementwise.h"
 
 namespace td {
@@ -1423,6 +1425,21 @@ struct StepCall {
     bool is_fresh(int i) const { return exec.is_fresh(i); }
 };
 
+// A run of a GPU plan's steps [begin, end) that a CUDA graph replays with one launch, once the
+// second unobserved call captured it. Its steps only touch bytes whose address stays from call to
+// call (the plan's buffers, captured tensors, constants: not the arguments, nor new results, nor
+// .grad tensors), and their kernels neither check data on the host nor copy from it
+// (cuda_kernel_capturable). A launch first checks those addresses are still the captured ones;
+// a capture that fails (a kernel that synchronises) leaves the run step by step for good.
+struct GraphSegment {
+    size_t begin = 0, end = 0;
+    int calls = 0;                   // unobserved calls that ran it step by step so far
+    bool refused = false;            // capturing failed: step by step from now on
+    DeviceGraph* graph = nullptr;
+    std::vector<std::pair<const Value*, const void*>> addresses;   // each slot it reads or writes, and where its bytes were
+    std::vector<Storage*> written_in_place;   // in-place outputs: a launch bumps their versions as the steps would
+};
+
 struct PlanExec {
     // The run-time value of each plan value, in a slot: slots[slot_of[v]] (-1: no step, output or
     // guard reads or writes v). See assign_slots.
@@ -1445,6 +1462,17 @@ struct PlanExec {
     std::vector<Tensor> recycled;       // per grad target: a .grad the call cleared that nothing else holds
     std::unordered_map<int64_t, int> value_of_recorded;   // observed runs: a recorded node's id -> its output 0's value
     bool running = false;
+    // A GPU plan's runs of steps replayed as CUDA graphs (GraphSegment); segment_at[k] is the one
+    // that starts at step k, or -1.
+    std::vector<GraphSegment> segments;
+    std::vector<int> segment_at;
+
+    PlanExec() = default;
+    PlanExec(const PlanExec&) = delete;
+    PlanExec& operator=(const PlanExec&) = delete;
+    ~PlanExec() {
+        for (GraphSegment& g : segments) cuda_graph_free(g.graph);
+    }
 
     StepCall step_call(size_t k) {
         StepExec& x = steps[k];
@@ -1483,6 +1511,45 @@ int assign_slots(const Plan& plan, std::vector<int>& slot_of) {
     for (size_t v = 0; v < n; ++v)   // values from outside are bound each call, or for good: each has one
         if (used[v] || plan.values[v].kind != VALUE_STEP) slot_of[v] = slots++;
     return slots;
+}
+
+// Whether step k may be part of a GraphSegment (see there).
+bool step_capturable(const Plan& plan, const std::vector<int>& roots, const PlanExec& e, size_t k) {
+    const PlanStep& s = plan.steps[k];
+    if (s.kind != STEP_KERNEL || s.into_grad >= 0 || !cuda_kernel_capturable(s.op)) return false;
+    if (e.steps[k].fresh) return false;
+    // On the plan's device (a step on a CPU value, an optimizer's step count, runs on the host:
+    // a graph would not repeat it) and at the same address every call.
+    auto fixed = [&](int v) {
+        int r = roots[v];
+        const PlanValue& root = plan.values[r];
+        if (plan.values[v].device != plan.device || root.device != plan.device) return false;
+        if (root.kind == VALUE_CAPTURED || root.kind == VALUE_CONSTANT) return true;
+        return root.kind == VALUE_STEP && plan.value_buffer[r] >= 0 && !plan.value_per_call[r];
+    };
+    for (int v : s.inputs)
+        if (!fixed(v)) return false;
+    for (int v : s.outputs)
+        if (!fixed(v)) return false;
+    return true;
+}
+
+// A GPU plan's GraphSegments: each run of two or more capturable steps.
+void find_graph_segments(const Plan& plan, const std::vector<int>& roots, PlanExec& e) {
+    e.segment_at.assign(plan.steps.size(), -1);
+    size_t k = 0;
+    while (k < plan.steps.size()) {
+        size_t end = k;
+        while (end < plan.steps.size() && step_capturable(plan, roots, e, end)) ++end;
+        if (end - k >= 2) {
+            GraphSegment g;
+            g.begin = k;
+            g.end = end;
+            e.segment_at[k] = static_cast<int>(e.segments.size());
+            e.segments.push_back(std::move(g));
+        }
+        k = end > k ? end : k + 1;
+    }
 }
 
 std::shared_ptr<PlanExec> exec_build(Plan& plan) {
@@ -1544,6 +1611,7 @@ std::shared_ptr<PlanExec> exec_build(Plan& plan) {
     }
     e->scratch = Ref<Storage>::adopt(storage_new(scratch * sizeof(double), DEVICE_CPU));
     e->recycled.resize(plan.grad_targets.size());
+    if (plan.device != DEVICE_CPU) find_graph_segments(plan, roots, *e);
     return e;
 }
 
@@ -1949,6 +2017,79 @@ struct PlanCall {
         }
     }
 
+    // GraphSegment g (a GPU plan's run of steps, starting at step k): a launch of its graph when
+    // the addresses it was captured with still hold; the second unobserved call captures it; else
+    // (the first call, a refused capture) step by step. Leaves k at the segment's last step (or at
+    // the step that failed).
+    void run_segment(GraphSegment& g, size_t& k) {
+        if (g.graph && segment_addresses_hold(g)) {
+            cuda_graph_launch(g.graph);
+            for (Storage* written : g.written_in_place) ++written->version;
+            k = g.end - 1;
+            return;
+        }
+        if (g.graph) {   // a captured tensor's bytes moved: capture again on a later call
+            cuda_graph_free(g.graph);
+            g.graph = nullptr;
+            g.calls = 0;
+        }
+        if (!g.refused && g.calls > 0 && capture_segment(g)) {
+            k = g.end - 1;
+            return;
+        }
+        ++g.calls;
+        run_steps(g.begin, g.end, k);
+    }
+
+    void run_steps(size_t from, size_t to, size_t& k) {
+        for (k = from; k < to; ++k) {
+            step_index = static_cast<int>(k);
+            run_step(plan.steps[k], e.step_call(k));
+        }
+        k = to - 1;
+    }
+
+    bool segment_addresses_hold(const GraphSegment& g) const {
+        for (const auto& [slot, address] : g.addresses)
+            if (!slot->storage || slot->raw() != address) return false;
+        return true;
+    }
+
+    // Records g's steps as a CUDA graph, then launches it (capturing runs nothing). False, and g
+    // refused for good, when the device cannot capture or a step could not be captured.
+    bool capture_segment(GraphSegment& g) {
+        if (!cuda_capture_begin()) {
+            g.refused = true;
+            return false;
+        }
+        size_t k = g.begin;
+        bool recorded = true;
+        try {
+            run_steps(g.begin, g.end, k);
+        } catch (const std::exception&) {   // e.g. a host synchronisation inside: run it step by step
+            recorded = false;
+        }
+        DeviceGraph* graph = cuda_capture_end();
+        if (!recorded || !graph) {
+            cuda_graph_free(graph);
+            g.refused = true;
+            return false;
+        }
+        g.graph = graph;
+        g.addresses.clear();
+        g.written_in_place.clear();
+        for (size_t j = g.begin; j < g.end; ++j) {
+            StepCall x = e.step_call(j);
+            for (int i = 0; i < x.n_inputs; ++i)
+                if (x.inputs[i]->storage) g.addresses.emplace_back(x.inputs[i], x.inputs[i]->raw());
+            for (int i = 0; i < x.n_outputs; ++i)
+                if (x.outputs[i]->storage) g.addresses.emplace_back(x.outputs[i], x.outputs[i]->raw());
+            if (op_info(plan.steps[j].op).flags & OPF_INPLACE) g.written_in_place.push_back(x.outputs[0]->storage.get());
+        }
+        cuda_graph_launch(graph);
+        return true;
+    }
+
     Tensor output_tensor(const PlanOutput& o) {
         const PlanValue& pv = plan.values[o.value];
         Tensor t;
@@ -2101,6 +2242,10 @@ PlanRunResult plan_run(Plan& plan_called, const std::vector<Tensor>& inputs, boo
                                 plan.name.c_str(), result.reason.c_str(), plan.first_effect_step + 1);
                 return result;
             }
+            if (!call.observed && !call.e.segment_at.empty() && call.e.segment_at[k] >= 0) {
+                call.run_segment(call.e.segments[static_cast<size_t>(call.e.segment_at[k])], k);
+                continue;
+            }
             call.step_index = static_cast<int>(k);
             call.run_step(s, call.e.step_call(k));
         }
@@ -2205,6 +2350,18 @@ std::string plan_guard_advice(const Plan& plan, int guard) {
     return "";
 }
 
+PlanGraphStats plan_graph_stats(const Plan& plan) {
+    PlanGraphStats st;
+    if (!plan.exec) return st;
+    for (const GraphSegment& g : plan.exec->segments) {
+        ++st.segments;
+        st.steps += static_cast<int>(g.end - g.begin);
+        st.captured += g.graph != nullptr;
+        st.refused += g.refused;
+    }
+    return st;
+}
+
 std::string plan_describe(const Plan& plan) {
     std::vector<int> roots = value_roots(plan);
     std::string s;
@@ -2298,8 +2455,15 @@ std::string plan_describe(const Plan& plan) {
              size_str(st.buffer_bytes).c_str(), size_str(st.unshared_bytes).c_str(), size_str(st.per_call_bytes).c_str(),
              size_str(st.eager_peak_bytes).c_str());
     s += line;
-    if (plan.device != DEVICE_CPU)   // the steps run on the GPU, step by step (no fusion there: docs/cuda.md)
-        s += std::string("  device:  ") + device_name(plan.device) + " (its buffers are there; no fused loops)\n";
+    if (plan.device != DEVICE_CPU) {   // the steps run on the GPU (no fusion there: docs/cuda.md)
+        s += std::string("  device:  ") + device_name(plan.device) + " (its buffers are there; no fused loops)";
+        PlanGraphStats graphs = plan_graph_stats(plan);
+        if (plan.exec)
+            s += "; CUDA graphs: " + std::to_string(graphs.segments) + " runs of " + std::to_string(graphs.steps) +
+                 " steps, " + std::to_string(graphs.captured) + " captured, " + std::to_string(graphs.refused) +
+                 " step by step";
+        s += "\n";
+    }
     (void)entry_guards;
     return s;
 }

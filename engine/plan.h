@@ -461,6 +461,13 @@ const Value& plan_captured_value(const PlanCaptured& captured);
 // The plan for people (:plan): passes, steps (fused groups, buffers), guards, memory. No timings
 // and no addresses, so it is the same text every run.
 std::string plan_describe(const Plan& plan);
+
+// A GPU plan's CUDA graphs so far (plan.cpp, GraphSegment): the runs of steps a graph may replay,
+// the steps in them, how many are captured now and how many could not be.
+struct PlanGraphStats {
+    int segments = 0, steps = 0, captured = 0, refused = 0;
+};
+PlanGraphStats plan_graph_stats(const Plan& plan);
 // A guard said for people: "y > 0 was true (script.lua:4)".
 std::string plan_guard_describe(const Plan& plan, int guard);
 // What to do about a guard on a value the Lua code read out of a tensor (item(), totable(), a

@@ -944,6 +944,16 @@ int frozen_stats(lua_State* L) {
         lua_setfield(L, -2, "eager_peak_bytes");
         lua_pushinteger(L, s.fused_groups);
         lua_setfield(L, -2, "fused_groups");
+        const Plan& compiled = *f.cache.front().plan;
+        lua_pushstring(L, device_name(compiled.device));
+        lua_setfield(L, -2, "device");
+        PlanGraphStats graphs = plan_graph_stats(compiled);
+        lua_pushinteger(L, graphs.segments);
+        lua_setfield(L, -2, "graph_segments");
+        lua_pushinteger(L, graphs.steps);
+        lua_setfield(L, -2, "graph_steps");
+        lua_pushinteger(L, graphs.captured);
+        lua_setfield(L, -2, "graphs_captured");
         lua_pushinteger(L, static_cast<lua_Integer>(f.cache.front().plan->guards.size()));
         lua_setfield(L, -2, "guards");
         lua_pushnumber(L, s.record_seconds);

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <set>
 #include <vector>
 
 #include "cuda_common.h"
@@ -132,6 +133,7 @@ struct Allocator {
     size_t allocated = 0;     // in live tensors (bucket sizes)
     size_t peak = 0;
     size_t cached = 0;
+    size_t graph_reserved = 0;   // scratch blocks kept for captured graphs (see capture below)
 };
 
 Allocator& allocator() {
@@ -146,6 +148,17 @@ size_t bucket_of(size_t bytes) {
 }
 
 double gigabytes(size_t bytes) { return static_cast<double>(bytes) / (1u << 30); }
+
+// While a capture is on (capture section below): the blocks allocated since it began. A captured
+// kernel's scratch block is freed during the capture, but every launch of the graph writes it
+// again: it must not go back to the cache, where a tensor could get it between two launches.
+GpuGraph* g_capturing = nullptr;
+std::set<void*> g_allocated_in_capture;
+
+void note_allocated_in_capture(void* p) {
+    if (g_capturing) g_allocated_in_capture.insert(p);
+}
+bool keep_for_capture(void* p, size_t size);
 
 }  // namespace
 
@@ -177,6 +190,7 @@ void* gpu_alloc(size_t bytes) {
     }
     a.allocated += size;
     if (a.allocated > a.peak) a.peak = a.allocated;
+    note_allocated_in_capture(p);
     return p;
 }
 
@@ -185,6 +199,7 @@ void gpu_free(void* p, size_t bytes) {
     Allocator& a = allocator();
     size_t size = bucket_of(bytes == 0 ? 1 : bytes);
     a.allocated -= size;
+    if (keep_for_capture(p, size)) return;
     a.free_blocks[size].push_back(p);
     a.cached += size;
 }
@@ -201,7 +216,7 @@ void gpu_empty_cache() {
 
 size_t gpu_memory_allocated() { return allocator().allocated; }
 size_t gpu_max_memory_allocated() { return allocator().peak; }
-size_t gpu_memory_reserved() { return allocator().allocated + allocator().cached; }
+size_t gpu_memory_reserved() { return allocator().allocated + allocator().cached + allocator().graph_reserved; }
 void gpu_reset_peak_memory() { allocator().peak = allocator().allocated; }
 
 // ============================================================================================
@@ -269,6 +284,82 @@ uint64_t cuda_rng_take(uint64_t count) {
     uint64_t at = rng().offset;
     rng().offset += count;
     return at;
+}
+
+}  // namespace td
+
+// ============================================================================================
+// [SECTION] capture
+//
+// A frozen plan's replay captures runs of its steps as CUDA graphs (plan.cpp, GraphSegment): the
+// stream is captured in relaxed mode (the caching allocator may still cudaMalloc), the graph is
+// instantiated once and launched on the same stream, so it stays in order with everything else.
+
+namespace td {
+
+struct GpuGraph {
+    cudaGraphExec_t exec = nullptr;
+    std::vector<std::pair<void*, size_t>> reserved;   // scratch blocks its kernels write (kept for it)
+};
+
+namespace {
+
+bool keep_for_capture(void* p, size_t size) {
+    if (!g_capturing || !g_allocated_in_capture.erase(p)) return false;
+    g_capturing->reserved.emplace_back(p, size);
+    allocator().graph_reserved += size;
+    return true;
+}
+
+// Gives a graph's reserved blocks back to the cache (in stream order: a launch still queued
+// finishes before any later kernel uses them).
+void release_reserved(GpuGraph* graph) {
+    Allocator& a = allocator();
+    for (auto& [p, size] : graph->reserved) {
+        a.free_blocks[size].push_back(p);
+        a.cached += size;
+        a.graph_reserved -= size;
+    }
+    graph->reserved.clear();
+}
+
+}  // namespace
+
+bool gpu_capture_begin() {
+    if (!gpu_available() || g_capturing) return false;
+    if (cudaStreamBeginCapture(cuda_stream(), cudaStreamCaptureModeRelaxed) != cudaSuccess) {
+        cudaGetLastError();
+        return false;
+    }
+    g_capturing = new GpuGraph;
+    g_allocated_in_capture.clear();
+    return true;
+}
+
+GpuGraph* gpu_capture_end() {
+    GpuGraph* graph = g_capturing;
+    if (!graph) return nullptr;
+    g_capturing = nullptr;
+    g_allocated_in_capture.clear();
+    cudaGraph_t captured = nullptr;
+    cudaError_t status = cudaStreamEndCapture(cuda_stream(), &captured);
+    if (status == cudaSuccess && captured) status = cudaGraphInstantiate(&graph->exec, captured, 0);
+    if (captured) cudaGraphDestroy(captured);
+    if (status != cudaSuccess || !graph->exec) {
+        cudaGetLastError();   // a capture that failed (a synchronising call inside): no graph
+        release_reserved(graph);
+        delete graph;
+        return nullptr;
+    }
+    return graph;
+}
+
+void gpu_graph_launch(GpuGraph* graph) { cuda_check(cudaGraphLaunch(graph->exec, cuda_stream()), "graph launch"); }
+
+void gpu_graph_free(GpuGraph* graph) {
+    if (graph->exec) cudaGraphExecDestroy(graph->exec);
+    release_reserved(graph);
+    delete graph;
 }
 
 }  // namespace td

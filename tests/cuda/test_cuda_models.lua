@@ -1,8 +1,9 @@
 -- The four model scripts' training steps on the GPU against the CPU: spiral_mlp (MLP), shapes_cnn
 -- (a CNN with batch norm), char_lstm (embedding + LSTM, gradient clipping) and tiny_gpt (a small
 -- GPT, AdamW), each built three times from one seed, two copies moved with model:to(device), the
--- same batch on both devices, two training steps: eager on the CPU, eager on the GPU, and frozen on
--- the GPU (torch.freeze records step 1, step 2 replays the plan). The losses, every gradient and
+-- same batch on both devices, four training steps: eager on the CPU, eager on the GPU, and frozen on
+-- the GPU (torch.freeze records step 1; step 2 replays the plan step by step, step 3 captures its
+-- runs of steps as CUDA graphs and launches them, step 4 launches them again). The losses, every gradient and
 -- every parameter and buffer after each step must agree (float64 1e-9, float32 1e-4, relative to
 -- each tensor's largest value).
 --
@@ -106,7 +107,7 @@ for _, spec in ipairs(MODELS) do
       for key, v in pairs(model:state_dict()) do state[key] = v end
       for key, v in pairs(on_cpu:state_dict()) do agree(state[key], v, tol, what .. ": " .. key .. " after the step") end
     end
-    for i = 1, 2 do
+    for i = 1, 4 do
       local what = string.format("%s %s step %d on %s", spec.name, dtype, i, device)
       local loss_cpu = step_cpu(x, y)
       compare(on_device, step_device(x_device, y_device), loss_cpu, what)
@@ -119,6 +120,13 @@ for _, spec in ipairs(MODELS) do
         loss_frozen = frozen(x_device, y_device)
       end
       compare(on_frozen, loss_frozen, loss_cpu, what .. " (frozen)")
+    end
+    local stats = frozen:stats()
+    if device ~= "cpu" then
+      assert(stats.device == device, spec.name .. ": the plan runs on " .. tostring(stats.device))
+      assert(stats.graph_segments > 0 and stats.graphs_captured == stats.graph_segments,
+             string.format("%s %s: %d of %d runs of steps captured as CUDA graphs", spec.name, dtype,
+                           stats.graphs_captured, stats.graph_segments))
     end
   end
   print(spec.name .. ": the training steps on " .. device .. ", eager and frozen, agree with the cpu's")
