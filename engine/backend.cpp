@@ -62,7 +62,10 @@ bool cuda_kernel_capturable(OpId op) {
         case OP_cross_entropy: case OP_nll_loss: case OP_multi_margin_loss:
         case OP_cross_entropy_backward: case OP_nll_loss_backward: case OP_multi_margin_loss_backward:
         case OP_mse_loss: case OP_multinomial: case OP_max_pool2d_backward:
-        case OP_tensor: case OP_to_device: case OP_randperm:
+        case OP_tensor: case OP_to_device:
+        // The random ops take their generator offset on the host (cuda_rng_take): a graph would
+        // draw the same numbers at every launch.
+        case OP_rand: case OP_randn: case OP_randint: case OP_randperm:
             return false;
         default:
             return true;

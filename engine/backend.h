@@ -34,7 +34,7 @@ const char* kernel_missing_reason(OpId op, Device device);
 // Whether op's CUDA kernel may be captured into a CUDA graph (a frozen plan's replay): not the
 // kernels that check their data on the host after running (indices, labels, probabilities:
 // kernels_cuda_other.cu's ErrorSlot), nor the copies from the host (`tensor`, to_device), nor the
-// ones that draw on the host (randperm).
+// random ones (their generator's offset is taken on the host, per call).
 bool cuda_kernel_capturable(OpId op);
 
 }  // namespace td
