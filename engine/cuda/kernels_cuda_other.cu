@@ -82,6 +82,14 @@ double device_element(const Value& v, int64_t i) {
     }
 }
 
+// Element i of a contiguous int64 device value, read on the host exactly (an index in an error
+// message: through a double, one near INT64_MAX would round, and convert back out of range).
+int64_t device_int64(const Value& v, int64_t i) {
+    int64_t x = 0;
+    device_copy_bytes(&x, DEVICE_CPU, v.data<int64_t>() + i, DEVICE_CUDA, sizeof x);
+    return x;
+}
+
 // A device value of any dtype read element by element as a double (labels, a loss's 0-d gradient,
 // probabilities).
 struct AnyValues {
