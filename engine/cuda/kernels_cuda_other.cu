@@ -117,7 +117,12 @@ struct ErrorSlot {
         cuda_check(cudaStreamIsCapturing(cuda_stream(), &capture), "error check (cuda)");
         if (capture != cudaStreamCaptureStatusNone) return;
         slot = static_cast<unsigned long long*>(cuda_alloc(sizeof(unsigned long long)));
-        cuda_check(cudaMemsetAsync(slot, 0xff, sizeof(unsigned long long), cuda_stream()), "error check (cuda)");
+        cudaError_t status = cudaMemsetAsync(slot, 0xff, sizeof(unsigned long long), cuda_stream());
+        if (status != cudaSuccess) {   // the destructor does not run when the constructor throws
+            cuda_free(slot, sizeof(unsigned long long));
+            slot = nullptr;
+            cuda_check(status, "error check (cuda)");
+        }
     }
     ~ErrorSlot() { cuda_free(slot, sizeof(unsigned long long)); }
     ErrorSlot(const ErrorSlot&) = delete;
@@ -592,7 +597,7 @@ void check_indices(const ErrorSlot& errors, const Value& index, const IndexWalk&
     int64_t at = errors.first_bad();
     if (at < 0) return;
     engine_fail("%s: index %lld out of range 1..%lld along dim %d", op_name,
-                static_cast<long long>(device_element(index, at)), static_cast<long long>(w.size), dim + 1);
+                static_cast<long long>(device_int64(index, at)), static_cast<long long>(w.size), dim + 1);
 }
 
 template <class T>
@@ -1009,7 +1014,7 @@ void cuda_max_pool2d_backward(const KernelCall& c) {
     int64_t at = errors.first_bad();
     if (at >= 0)
         engine_fail("max_pool2d_backward: index %lld out of range 1..%lld of an H*W plane",
-                    static_cast<long long>(device_element(indices, at)), static_cast<long long>(plane_size));
+                    static_cast<long long>(device_int64(indices, at)), static_cast<long long>(plane_size));
 }
 
 // ============================================================================================
