@@ -82,6 +82,14 @@ double device_element(const Value& v, int64_t i) {
     }
 }
 
+// Element i of a contiguous int64 device value, read on the host exactly (an index in an error
+// message: through a double, one near INT64_MAX would round, and convert back out of range).
+int64_t device_int64(const Value& v, int64_t i) {
+    int64_t x = 0;
+    device_copy_bytes(&x, DEVICE_CPU, v.data<int64_t>() + i, DEVICE_CUDA, sizeof x);
+    return x;
+}
+
 // A device value of any dtype read element by element as a double (labels, a loss's 0-d gradient,
 // probabilities).
 struct AnyValues {
@@ -109,7 +117,12 @@ struct ErrorSlot {
         cuda_check(cudaStreamIsCapturing(cuda_stream(), &capture), "error check (cuda)");
         if (capture != cudaStreamCaptureStatusNone) return;
         slot = static_cast<unsigned long long*>(cuda_alloc(sizeof(unsigned long long)));
-        cuda_check(cudaMemsetAsync(slot, 0xff, sizeof(unsigned long long), cuda_stream()), "error check (cuda)");
+        cudaError_t status = cudaMemsetAsync(slot, 0xff, sizeof(unsigned long long), cuda_stream());
+        if (status != cudaSuccess) {   // the destructor does not run when the constructor throws
+            cuda_free(slot, sizeof(unsigned long long));
+            slot = nullptr;
+            cuda_check(status, "error check (cuda)");
+        }
     }
     ~ErrorSlot() { cuda_free(slot, sizeof(unsigned long long)); }
     ErrorSlot(const ErrorSlot&) = delete;
@@ -584,7 +597,7 @@ void check_indices(const ErrorSlot& errors, const Value& index, const IndexWalk&
     int64_t at = errors.first_bad();
     if (at < 0) return;
     engine_fail("%s: index %lld out of range 1..%lld along dim %d", op_name,
-                static_cast<long long>(device_element(index, at)), static_cast<long long>(w.size), dim + 1);
+                static_cast<long long>(device_int64(index, at)), static_cast<long long>(w.size), dim + 1);
 }
 
 template <class T>
@@ -1001,7 +1014,7 @@ void cuda_max_pool2d_backward(const KernelCall& c) {
     int64_t at = errors.first_bad();
     if (at >= 0)
         engine_fail("max_pool2d_backward: index %lld out of range 1..%lld of an H*W plane",
-                    static_cast<long long>(device_element(indices, at)), static_cast<long long>(plane_size));
+                    static_cast<long long>(device_int64(indices, at)), static_cast<long long>(plane_size));
 }
 
 // ============================================================================================

@@ -343,30 +343,53 @@ void check_conv_dtype(DType dtype, const char* what) {
     if (dtype != DTYPE_F32 && dtype != DTYPE_F64) engine_fail("%s: not defined for %s tensors", what, dtype_name(dtype));
 }
 
+// A convolution with no input elements (an empty batch N = 0, or an image of height or width 0
+// that only the padding covers) has nothing to sum: cuDNN refuses sizes of 0, so the callers
+// write the zeros (the CPU kernel's result) themselves.
+void conv_zeros(const Value& v, const char* what) {
+    cuda_check(cudaMemsetAsync(v.raw(), 0, static_cast<size_t>(v.numel()) * dtype_size(v.dtype), cuda_stream()), what);
+}
+
+// y += bias, one value per output channel, broadcast as a [1,O,1,1] tensor.
+void add_bias(const Value& y, const Value& bias, const char* what) {
+    std::array<int64_t, 4> ys = nchw(y.shape);
+    cudnnDataType_t type = y.dtype == DTYPE_F64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
+    ConvScale one{1.0f, 1.0};
+    cudnnTensorDescriptor_t y_desc = nullptr, bias_desc = nullptr;
+    cudnnStatus_t status = cudnnCreateTensorDescriptor(&y_desc);
+    if (status == CUDNN_STATUS_SUCCESS) status = cudnnCreateTensorDescriptor(&bias_desc);
+    if (status == CUDNN_STATUS_SUCCESS)
+        status = cudnnSetTensor4dDescriptor(y_desc, CUDNN_TENSOR_NCHW, type, cudnn_int(ys[0], what),
+                                            cudnn_int(ys[1], what), cudnn_int(ys[2], what), cudnn_int(ys[3], what));
+    if (status == CUDNN_STATUS_SUCCESS)
+        status = cudnnSetTensor4dDescriptor(bias_desc, CUDNN_TENSOR_NCHW, type, 1, cudnn_int(ys[1], what), 1, 1);
+    if (status == CUDNN_STATUS_SUCCESS)
+        status = cudnnAddTensor(cuda_cudnn(), one.of(y.dtype), bias_desc, bias.raw(), one.of(y.dtype), y_desc, y.raw());
+    if (bias_desc) cudnnDestroyTensorDescriptor(bias_desc);
+    if (y_desc) cudnnDestroyTensorDescriptor(y_desc);
+    cudnn_check(status, what);
+}
+
 // Inputs: x [N,C,H,W] or [C,H,W], weight [O,C/groups,kH,kW], an optional bias [O].
 void cuda_conv2d(const KernelCall& c) {
     const char* what = "conv2d (cuda)";
     const Value &x = *c.inputs[0], &weight = *c.inputs[1], &y = *c.outputs[0];
     check_conv_dtype(y.dtype, what);
-    ConvDescriptors d;
-    make_descriptors(d, x.shape, weight.shape, y.shape, y.dtype, c.attrs, what);
-    ConvChoice choice = conv_choice(CONV_FORWARD, conv_key(CONV_FORWARD, y.dtype, x.shape, weight.shape, y.shape, c.attrs), d, what);
-    CudaScratch workspace(choice.workspace);
-    ConvScale one{1.0f, 1.0}, zero{0.0f, 0.0};
-    cudnn_check(cudnnConvolutionForward(cuda_cudnn(), one.of(y.dtype), d.x, x.raw(), d.w, weight.raw(), d.conv,
-                                        static_cast<cudnnConvolutionFwdAlgo_t>(choice.algo), workspace.data,
-                                        choice.workspace, zero.of(y.dtype), d.y, y.raw()),
-                what);
-    if (c.n_inputs < 3) return;
-    // y += bias, one value per output channel, broadcast as a [1,O,1,1] tensor.
-    cudnnTensorDescriptor_t bias_desc;
-    cudnn_check(cudnnCreateTensorDescriptor(&bias_desc), what);
-    cudnnStatus_t status = cudnnSetTensor4dDescriptor(bias_desc, CUDNN_TENSOR_NCHW, d.type, 1,
-                                                      cudnn_int(weight.shape[0], what), 1, 1);
-    if (status == CUDNN_STATUS_SUCCESS)
-        status = cudnnAddTensor(cuda_cudnn(), one.of(y.dtype), bias_desc, c.inputs[2]->raw(), one.of(y.dtype), d.y, y.raw());
-    cudnnDestroyTensorDescriptor(bias_desc);
-    cudnn_check(status, what);
+    if (x.numel() == 0) {
+        conv_zeros(y, what);
+    } else {
+        ConvDescriptors d;
+        make_descriptors(d, x.shape, weight.shape, y.shape, y.dtype, c.attrs, what);
+        ConvChoice choice =
+            conv_choice(CONV_FORWARD, conv_key(CONV_FORWARD, y.dtype, x.shape, weight.shape, y.shape, c.attrs), d, what);
+        CudaScratch workspace(choice.workspace);
+        ConvScale one{1.0f, 1.0}, zero{0.0f, 0.0};
+        cudnn_check(cudnnConvolutionForward(cuda_cudnn(), one.of(y.dtype), d.x, x.raw(), d.w, weight.raw(), d.conv,
+                                            static_cast<cudnnConvolutionFwdAlgo_t>(choice.algo), workspace.data,
+                                            choice.workspace, zero.of(y.dtype), d.y, y.raw()),
+                    what);
+    }
+    if (c.n_inputs > 2) add_bias(y, *c.inputs[2], what);
 }
 
 // Inputs: grad of the output, weight; the output dx has attrs.shape (the forward input's).
@@ -374,6 +397,7 @@ void cuda_conv2d_backward_input(const KernelCall& c) {
     const char* what = "conv2d_backward_input (cuda)";
     const Value &grad = *c.inputs[0], &weight = *c.inputs[1], &dx = *c.outputs[0];
     check_conv_dtype(dx.dtype, what);
+    if (grad.numel() == 0) return conv_zeros(dx, what);
     ConvDescriptors d;
     make_descriptors(d, dx.shape, weight.shape, grad.shape, dx.dtype, c.attrs, what);
     ConvChoice choice = conv_choice(CONV_BACKWARD_INPUT,
@@ -391,6 +415,7 @@ void cuda_conv2d_backward_weight(const KernelCall& c) {
     const char* what = "conv2d_backward_weight (cuda)";
     const Value &grad = *c.inputs[0], &x = *c.inputs[1], &dw = *c.outputs[0];
     check_conv_dtype(dw.dtype, what);
+    if (x.numel() == 0) return conv_zeros(dw, what);   // dW = a sum over no elements
     ConvDescriptors d;
     make_descriptors(d, x.shape, dw.shape, grad.shape, dw.dtype, c.attrs, what);
     ConvChoice choice = conv_choice(CONV_BACKWARD_WEIGHT,
