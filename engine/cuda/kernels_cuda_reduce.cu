@@ -217,6 +217,7 @@ __global__ void reduce_partials(const typename Fold::Acc* partial, int64_t n_out
 template <class Fold, class T>
 void reduce_launch(const T* x, const ReduceLayout& l, const ReduceOut<T>& out, const char* what) {
     using Acc = typename Fold::Acc;
+    if (l.n_out == 0) return;   // no output (kernel_run skips these calls; below would divide by 0, launch 0 blocks)
     bool contiguous = l.reduced_ndim > 0 && l.reduced_strides[l.reduced_ndim - 1] == 1;
     if (l.count <= 32 || (!contiguous && l.n_out >= 2048)) {
         reduce_per_thread<Fold, T><<<cuda_blocks(l.n_out), CUDA_THREADS, 0, cuda_stream()>>>(x, l, out);
@@ -439,7 +440,7 @@ __global__ void softmax_lines_kernel(T* out, const T* x, Lines l, bool log) {
 
 void softmax(const KernelCall& c, bool log, const char* name, const char* what) {
     Lines l = lines_at(in0(c).shape, c.attrs.dim);
-    if (l.n == 0) return;   // nothing to normalise
+    if (in0(c).numel() == 0) return;   // nothing to normalise (as the CPU; no rows: a grid of 0 blocks)
     CUDA_DISPATCH_FLOAT(name, out0(c).dtype, {
         if (l.inner == 1) {
             int64_t rows = l.outer;
