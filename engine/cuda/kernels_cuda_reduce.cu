@@ -125,24 +125,10 @@ __device__ T extreme_identity() {
         return Max ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
 }
 
-// Whether v replaces best (kernels_cpu.cpp's is_new_max / is_new_min): larger (smaller), or the
-// first NaN; a NaN is never replaced.
-template <class T, bool Max>
-__device__ bool is_new_extreme(T v, T best) {
-    return (Max ? v > best : v < best) || (v != v && best == best);
-}
-
-// amax, amin: the value only.
-template <class T, bool Max>
-struct ExtremeFold {
-    using Acc = T;
-    __device__ static Acc identity() { return extreme_identity<T, Max>(); }
-    __device__ static Acc load(T v, int64_t) { return v; }
-    __device__ static Acc combine(Acc a, Acc b) { return is_new_extreme<T, Max>(b, a) ? b : a; }
-    __device__ static void store(Acc a, const ReduceOut<T>& out, int64_t o) { out.values[o] = a; }
-};
-
-// max, min: the value and its position (the first NaN, else the first of the tied winners).
+// max, min, amax, amin: the value and its position (the first NaN, else the first of the tied
+// winners: what kernels_cpu.cpp's is_new_max / is_new_min keep, walking in order). amax and amin carry the position too (no indices stored): a tree of blocks folds the
+// elements out of order, and without the position a tie between -0.0 and 0.0, or between two
+// NaNs, would go to whichever came last in the tree, where the CPU keeps the first (its bits).
 template <class T>
 struct ValueAt {
     T value;
@@ -231,6 +217,7 @@ __global__ void reduce_partials(const typename Fold::Acc* partial, int64_t n_out
 template <class Fold, class T>
 void reduce_launch(const T* x, const ReduceLayout& l, const ReduceOut<T>& out, const char* what) {
     using Acc = typename Fold::Acc;
+    if (l.n_out == 0) return;   // no output (kernel_run skips these calls; below would divide by 0, launch 0 blocks)
     bool contiguous = l.reduced_ndim > 0 && l.reduced_strides[l.reduced_ndim - 1] == 1;
     if (l.count <= 32 || (!contiguous && l.n_out >= 2048)) {
         reduce_per_thread<Fold, T><<<cuda_blocks(l.n_out), CUDA_THREADS, 0, cuda_stream()>>>(x, l, out);
@@ -318,13 +305,14 @@ void arg_reduce(const KernelCall& c, const char* what) {
 void cuda_max(const KernelCall& c) { arg_reduce<true>(c, "max (cuda)"); }
 void cuda_min(const KernelCall& c) { arg_reduce<false>(c, "min (cuda)"); }
 
+// amax / amin: max's fold with no indices stored (ArgFold: the first winner, as the CPU's).
 void cuda_amax(const KernelCall& c) {
-    CUDA_DISPATCH_ALL(out0(c).dtype, reduce_launch<ExtremeFold<T, true>>(in0(c).data<T>(), call_layout(c),
-                                                                         values_out<T>(out0(c)), "amax (cuda)"));
+    CUDA_DISPATCH_ALL(out0(c).dtype, reduce_launch<ArgFold<T, true>>(in0(c).data<T>(), call_layout(c),
+                                                                     values_out<T>(out0(c)), "amax (cuda)"));
 }
 void cuda_amin(const KernelCall& c) {
-    CUDA_DISPATCH_ALL(out0(c).dtype, reduce_launch<ExtremeFold<T, false>>(in0(c).data<T>(), call_layout(c),
-                                                                          values_out<T>(out0(c)), "amin (cuda)"));
+    CUDA_DISPATCH_ALL(out0(c).dtype, reduce_launch<ArgFold<T, false>>(in0(c).data<T>(), call_layout(c),
+                                                                      values_out<T>(out0(c)), "amin (cuda)"));
 }
 
 // sum_to: x summed down to the output's shape (attrs.shape): over x's leading dims the output
@@ -452,7 +440,7 @@ __global__ void softmax_lines_kernel(T* out, const T* x, Lines l, bool log) {
 
 void softmax(const KernelCall& c, bool log, const char* name, const char* what) {
     Lines l = lines_at(in0(c).shape, c.attrs.dim);
-    if (l.n == 0) return;   // nothing to normalise
+    if (in0(c).numel() == 0) return;   // nothing to normalise (as the CPU; no rows: a grid of 0 blocks)
     CUDA_DISPATCH_FLOAT(name, out0(c).dtype, {
         if (l.inner == 1) {
             int64_t rows = l.outer;
