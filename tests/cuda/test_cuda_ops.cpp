@@ -12,7 +12,9 @@
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <map>
 
 #include "backend.h"
@@ -80,6 +82,94 @@ TEST_CASE("every op row on the device gives the CPU's outputs, and its gradients
         run_guarded("the comparison with the cpu", [&] { compare_with_cpu(op, c); });
         if (info.backward_rule && c.no_gradcheck.empty() && has_float_input(c))
             run_guarded("the gradient check", [&] { check_gradients(op, c, g_device); });
+    }
+}
+
+namespace {
+
+// A tensor of `shape` with values from a fixed generator (rounded to `step` when step > 0, so
+// that reductions meet ties), on the CPU.
+Tensor seeded(const Shape& shape, DType dtype, uint64_t seed, double step = 0) {
+    std::vector<double> values(static_cast<size_t>(shape.numel()));
+    uint64_t state = seed * 0x9E3779B97F4A7C15ull + 1;
+    for (double& v : values) {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        v = static_cast<double>(state >> 11) / 9007199254740992.0 * 4 - 2;   // [-2, 2)
+        if (step > 0) v = std::round(v / step) * step;
+    }
+    return make_tensor(shape, values, dtype);
+}
+
+// op(inputs on the device) against op(inputs on the CPU): every output, within a tolerance
+// relative to the output's largest magnitude.
+void compare_large(const char* what, const std::function<Tensor(const std::vector<Tensor>&)>& op,
+                   const std::vector<Tensor>& cpu_inputs) {
+    INFO(what);
+    std::vector<Tensor> device_inputs;
+    for (const Tensor& t : cpu_inputs) device_inputs.push_back(ops::to_device(t, g_device));
+    Tensor want = op(cpu_inputs), got = op(device_inputs);
+    REQUIRE(got.node->outputs.size() == want.node->outputs.size());
+    for (int i = 0; i < got.node->outputs.size(); ++i) {
+        Tensor w(want.node.get(), i), g(got.node.get(), i);
+        INFO("output " << i + 1);
+        CHECK(g.value().device() == g_device);
+        CHECK(g.shape().str() == w.shape().str());
+        std::vector<double> expected = values_of(w), actual = values_of(g);
+        double largest = 0;
+        for (double x : expected) largest = std::max(largest, std::fabs(x));
+        double tolerance = w.dtype() == DTYPE_I64 ? 0 : (w.dtype() == DTYPE_F32 ? 1e-4 : 1e-10) * std::max(largest, 1.0);
+        size_t bad = 0, first_bad = 0;
+        for (size_t k = 0; k < expected.size(); ++k)
+            if (!(std::fabs(actual[k] - expected[k]) <= tolerance) && !(std::isnan(actual[k]) && std::isnan(expected[k])))
+                if (bad++ == 0) first_bad = k;
+        INFO("first difference at " << first_bad << ": " << (bad ? actual[first_bad] : 0) << " vs "
+                                    << (bad ? expected[first_bad] : 0));
+        CHECK(bad == 0);
+    }
+}
+
+}  // namespace
+
+// The op rows use small tensors; these sizes take the kernels' other paths: block-level and
+// split reductions (more than 32 and more than 8,192 elements per output), long softmax rows,
+// products and convolutions past one tile, ties in max and sort.
+TEST_CASE("large inputs on the device give the CPU's outputs (the kernels' block, split and tiled paths)") {
+    INFO("device " << device_name(g_device));
+    for (DType dtype : {DTYPE_F32, DTYPE_F64}) {
+        INFO(dtype_name(dtype));
+        Tensor big = seeded(Shape{300, 1000}, dtype, 1);
+        Tensor tied = seeded(Shape{64, 5000}, dtype, 2, 0.5);
+        compare_large("sum of every element", [](auto& in) { return ops::reduce_all(OP_sum, in[0]); }, {big});
+        compare_large("sum over dim 1", [](auto& in) { return ops::reduce(OP_sum, in[0], 0, false); }, {big});
+        compare_large("mean over dim 2", [](auto& in) { return ops::reduce(OP_mean, in[0], 1, true); }, {big});
+        compare_large("sum over a long dim", [](auto& in) { return ops::reduce_all(OP_sum, in[0]); },
+                      {seeded(Shape{100000}, dtype, 3)});
+        compare_large("max over dim 2 with ties", [](auto& in) { return ops::reduce(OP_max, in[0], 1, false); }, {tied});
+        compare_large("min over dim 1 with ties", [](auto& in) { return ops::reduce(OP_min, in[0], 0, false); }, {tied});
+        compare_large("amax of every element", [](auto& in) { return ops::reduce_all(OP_amax, in[0]); }, {tied});
+        compare_large("softmax over rows of 5000", [](auto& in) { return ops::softmax(in[0], 1); }, {tied});
+        compare_large("log_softmax over dim 1", [](auto& in) { return ops::log_softmax(in[0], 0); }, {big});
+        compare_large("cumsum over 5000", [](auto& in) { return ops::cumsum(in[0], 1); }, {tied});
+        compare_large("sort with ties", [](auto& in) { return ops::sort(in[0], 1, true); }, {seeded(Shape{8, 3000}, dtype, 4, 0.25)});
+        compare_large("mm 257x513 . 513x129", [](auto& in) { return ops::mm(in[0], in[1]); },
+                      {seeded(Shape{257, 513}, dtype, 5), seeded(Shape{513, 129}, dtype, 6)});
+        compare_large("mm with both read transposed", [](auto& in) { return ops::mm(in[0], in[1], true, true); },
+                      {seeded(Shape{513, 257}, dtype, 7), seeded(Shape{129, 513}, dtype, 8)});
+        compare_large("bmm 16 x 65x33 . 33x70", [](auto& in) { return ops::bmm(in[0], in[1]); },
+                      {seeded(Shape{16, 65, 33}, dtype, 9), seeded(Shape{16, 33, 70}, dtype, 10)});
+        Window2d window;
+        window.padding_h = window.padding_w = 1;
+        compare_large("conv2d 8x3x32x32, 16 filters 3x3", [window](auto& in) { return ops::conv2d(in[0], in[1], in[2], window); },
+                      {seeded(Shape{8, 3, 32, 32}, dtype, 11), seeded(Shape{16, 3, 3, 3}, dtype, 12), seeded(Shape{16}, dtype, 13)});
+        Window2d pool;
+        pool.kernel_h = pool.kernel_w = 2;
+        pool.stride_h = pool.stride_w = 2;
+        compare_large("max_pool2d 2x2 with ties", [pool](auto& in) { return ops::max_pool2d(in[0], pool); },
+                      {seeded(Shape{8, 16, 32, 32}, dtype, 14, 0.5)});
+        std::vector<double> labels(512);
+        for (size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<double>(i % 1000 + 1);
+        compare_large("cross_entropy 512 x 1000 classes", [](auto& in) { return ops::class_loss(OP_cross_entropy, in[0], in[1]); },
+                      {seeded(Shape{512, 1000}, dtype, 15), make_tensor(Shape{512}, labels, DTYPE_I64)});
     }
 }
 
