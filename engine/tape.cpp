@@ -578,14 +578,15 @@ static void allocate_output(const OpInfo& info, const Shape& shape, DType dtype,
 // The device an op's outputs are made on: a creation op's and to_device's from their attributes;
 // else the inputs', which must all be on one device (as PyTorch: the error names both). A 0-d
 // tensor on the CPU goes with any device, as PyTorch's CPU scalars do (op_call moves it: the
-// numbers the bindings and backward rules wrap as 0-d tensors, x * 2, need no device of their own).
+// numbers the bindings and backward rules wrap as 0-d tensors, x * 2, need no device of their own),
+// except as the tensor an in-place op writes: that one says where the op runs.
 static bool is_cpu_scalar(const Tensor& t) { return t.value().device() == DEVICE_CPU && t.shape().ndim == 0; }
 
 static Device op_device(OpId op, const Tensor* const* inputs, int n_inputs, const OpAttrs& attrs) {
     const OpInfo& info = op_table[op];
     if ((info.flags & OPF_CREATE) || op == OP_to_device) return attrs.device;
     if (info.flags & OPF_CUSTOM) return DEVICE_CPU;   // a custom function's own ops say
-    int first = -1;
+    int first = (info.flags & OPF_INPLACE) && n_inputs > 0 ? 0 : -1;   // in place: where the written tensor is
     for (int i = 0; i < n_inputs && first < 0; ++i)
         if (!is_cpu_scalar(*inputs[i])) first = i;
     if (first < 0) return DEVICE_CPU;

@@ -191,6 +191,9 @@ TEST_CASE("inputs on two devices are refused, naming both; a 0-d cpu tensor goes
     CHECK_THROWS_WITH(ops::add(a, b), Catch::Contains("add: input 1 is on cuda but input 2 is on cpu"));
     Tensor s = make_tensor(Shape{}, {10}, DTYPE_F32);
     check_values(ops::mul(a, s), {10, 20}, 0, 0);
+    // In place, the written tensor says where the op runs: a CPU scalar cannot take a GPU tensor.
+    CHECK_THROWS_WITH(ops::add_(s, a), Catch::Contains("add_: input 1 is on cpu but input 2 is on cuda"));
+    check_values(s, {10}, 0, 0);
 }
 
 int main(int argc, char** argv) {
