@@ -72,7 +72,7 @@ bool cuda_kernel_capturable(OpId op) {
     }
 }
 
-KernelFn kernel_for(OpId op, Device device) {
+KernelFn kernel_for_device(OpId op, Device device) {
     KernelFn kernel = table_of(device)[op];
     if (!kernel)
         engine_fail("%s: no kernel for %s tensors (%s)", op_info(op).name, device_name(device),

@@ -25,8 +25,12 @@ bool kernel_is_device_free(OpId op);
 const KernelFn* cuda_kernel_table();
 
 // op's kernel on `device`; an EngineError "<op>: no kernel for cuda tensors ..." when that backend
-// has none (the Lua layer adds the user's file:line).
-KernelFn kernel_for(OpId op, Device device);
+// has none (the Lua layer adds the user's file:line). Inline for the CPU, per op of every loop.
+KernelFn kernel_for_device(OpId op, Device device);
+inline KernelFn kernel_for(OpId op, Device device) {
+    if (device == DEVICE_CPU && cpu_kernels[op]) return cpu_kernels[op];
+    return kernel_for_device(op, device);
+}
 bool kernel_exists(OpId op, Device device);
 // Why `op` has no kernel on `device` (the --ops listing and kernel_for's error); nullptr when it has one.
 const char* kernel_missing_reason(OpId op, Device device);

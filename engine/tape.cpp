@@ -586,6 +586,9 @@ static Device op_device(OpId op, const Tensor* const* inputs, int n_inputs, cons
     const OpInfo& info = op_table[op];
     if ((info.flags & OPF_CREATE) || op == OP_to_device) return attrs.device;
     if (info.flags & OPF_CUSTOM) return DEVICE_CPU;   // a custom function's own ops say
+    bool all_on_cpu = true;   // the usual case, per op of every loop: nothing more to look at
+    for (int i = 0; i < n_inputs && all_on_cpu; ++i) all_on_cpu = inputs[i]->value().device() == DEVICE_CPU;
+    if (all_on_cpu) return DEVICE_CPU;
     int first = (info.flags & OPF_INPLACE) && n_inputs > 0 ? 0 : -1;   // in place: where the written tensor is
     for (int i = 0; i < n_inputs && first < 0; ++i)
         if (!is_cpu_scalar(*inputs[i])) first = i;
