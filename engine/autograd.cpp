@@ -159,9 +159,14 @@ void accumulate_grad(Output& out, const Tensor& g, uint64_t first_serial) {
     const Value& v = g.value();
     Storage* s = v.storage.get();
     size_t bytes = static_cast<size_t>(v.numel()) * dtype_size(v.dtype);
-    bool whole = !v.strided() && v.offset == 0 && s->bytes - bytes < 64;   // storages are rounded up to 64 bytes
+    bool whole = !v.strided() && v.offset == 0 && s->bytes == storage_rounded_bytes(bytes, s->device);
     bool fresh = whole && s->serial >= first_serial && !s->grad_owned && g.dtype() == out.value.dtype;
-    out.grad = fresh ? g : ops::to(ops::unary(OP_clone, g), out.value.dtype);
+    if (fresh) {
+        out.grad = g;
+    } else {
+        Tensor copy = ops::unary(OP_clone, g);
+        out.grad = copy.dtype() == out.value.dtype ? copy : ops::to(copy, out.value.dtype);
+    }
     out.grad.value().storage->grad_owned = true;
 }
 

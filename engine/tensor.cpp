@@ -178,9 +178,13 @@ size_t memory_limit_bytes() {
 
 void memory_set_limit_bytes(size_t bytes) { g_memory_limit = bytes; }
 
+size_t storage_rounded_bytes(size_t bytes, Device device) {
+    return round_up(bytes == 0 ? 1 : bytes, device == DEVICE_CPU ? 64 : 256);
+}
+
 // A GPU storage: the header on the host, the bytes from the device's caching allocator.
 static Storage* device_storage_new(size_t bytes, Device device) {
-    size_t rounded = round_up(bytes == 0 ? 1 : bytes, 256);
+    size_t rounded = storage_rounded_bytes(bytes, device);
     Storage* s = new Storage;
     try {
         s->data = cuda_alloc(rounded);
@@ -206,7 +210,7 @@ Storage* storage_new(size_t bytes, Device device) {
         engine_fail("out of memory: %.2f GB asked for, with %.2f GB of the %.2f GB memory limit in use "
                     "(torch.set_memory_limit changes it)",
                     gigabytes(bytes), gigabytes(p.live_bytes), gigabytes(limit));
-    size_t rounded = round_up(bytes == 0 ? 1 : bytes, 64);
+    size_t rounded = storage_rounded_bytes(bytes, DEVICE_CPU);
     Storage* s = nullptr;
     if (rounded <= SMALL_LIMIT) {
         s = static_cast<Storage*>(p.small_class(rounded).take());

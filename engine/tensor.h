@@ -89,6 +89,9 @@ struct Storage {
 };
 
 Storage* storage_new(size_t bytes, Device device);   // refcount 1, contents uninitialised
+// The bytes a storage of `bytes` on `device` really has (Storage::bytes): rounded up, 64 on the
+// CPU (a cache line), 256 on a GPU.
+size_t storage_rounded_bytes(size_t bytes, Device device);
 void storage_free(Storage* storage);
 void storage_release_cached();                        // frees the pool's cached blocks (engine_release_spares)
 void strides_release_spares();                        // frees the spare Strides blocks (engine_release_spares)
