@@ -5,6 +5,10 @@
 #
 #   scripts/gpu_check.sh OUT_DIR [DEB_DIR]
 #
+# TAPEDECK_GPU_STAGES picks what runs (default "build tests memcheck bench"; the device tool
+# allows 10 minutes a command, so a session may run "build tests" first, then "memcheck" and
+# "bench": the build directory stays on the warm machine between calls).
+#
 # DEB_DIR (default .gpu-debs, git-ignored) holds the Debian 12 packages the build needs, fetched
 # beforehand on a machine that has apt (scripts/gpu_check.sh --fetch does it there). They are
 # unpacked with dpkg -x into a prefix, and pkg-config, CMake and the loader are pointed at it.
@@ -49,24 +53,38 @@ log "nvidia-smi: $(nvidia-smi --query-gpu=name,driver_version --format=csv,nohea
 log "cuDNN: ${CUDNN_ROOT:-/usr/local/cuda}"
 
 build=${TAPEDECK_GPU_BUILD:-build-gpu}
+stages=" ${TAPEDECK_GPU_STAGES:-build tests memcheck bench} "
+wants() { [[ "$stages" == *" $1 "* ]]; }
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
-log "configure ($build)"
-cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DTAPEDECK_VIEWER=OFF -DTAPEDECK_BLAS=OFF \
-  -DCMAKE_PREFIX_PATH="$prefix/usr" -DCMAKE_CUDA_ARCHITECTURES="${TAPEDECK_CUDA_ARCHITECTURES:-90-real;75-virtual}" \
-  > "$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
-log "build"
-cmake --build "$build" -j "$(nproc)" > "$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 1; }
+if wants build; then
+  log "configure ($build)"
+  cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DTAPEDECK_VIEWER=OFF -DTAPEDECK_BLAS=OFF \
+    -DCMAKE_PREFIX_PATH="$prefix/usr" -DCMAKE_CUDA_ARCHITECTURES="${TAPEDECK_CUDA_ARCHITECTURES:-90-real;75-virtual}" \
+    > "$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
+  log "build"
+  cmake --build "$build" -j "$(nproc)" > "$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 1; }
+fi
 
 status=0
-log "tapedeck -v and --ops"
-"$build/tapedeck" -v | tee -a "$out/gpu_check.log"
-"$build/tapedeck" --ops > "$out/ops.txt"; tail -1 "$out/ops.txt" | tee -a "$out/gpu_check.log"
-log "the CUDA tests (ctest -L / -R cuda), and the op table on the CPU"
-ctest --test-dir "$build" -R "^cuda\.|op table" --output-on-failure > "$out/cuda_tests.log" 2>&1 || status=1
-tail -15 "$out/cuda_tests.log" | tee -a "$out/gpu_check.log"
-log "the GPU benchmark (tapedeck bench --device cuda)"
-"$build/tapedeck" bench --device cuda ${TAPEDECK_BENCH_WORKLOADS:-W2 W3 W4 W5 W6 W7 W8} > "$out/bench_cuda.txt" 2>&1 || status=1
-tee -a "$out/gpu_check.log" < "$out/bench_cuda.txt"
+if wants tests; then
+  log "tapedeck -v and --ops"
+  "$build/tapedeck" -v | tee -a "$out/gpu_check.log"
+  "$build/tapedeck" --ops > "$out/ops.txt"; tail -1 "$out/ops.txt" | tee -a "$out/gpu_check.log"
+  log "the CUDA tests (ctest -R cuda), and the op table on the CPU"
+  ctest --test-dir "$build" -R "^cuda\.|op table" --output-on-failure > "$out/cuda_tests.log" 2>&1 || status=1
+  tail -15 "$out/cuda_tests.log" | tee -a "$out/gpu_check.log"
+fi
+if wants memcheck && command -v compute-sanitizer >/dev/null; then   # out-of-bounds and uninitialised reads in our kernels
+  log "compute-sanitizer memcheck on the op rows (cuda_tests)"
+  timeout 300 compute-sanitizer --tool memcheck --error-exitcode 3 "$build/tests/cuda/cuda_tests" \
+    > "$out/memcheck.log" 2>&1 || status=1
+  tail -5 "$out/memcheck.log" | tee -a "$out/gpu_check.log"
+fi
+if wants bench; then
+  log "the GPU benchmark (tapedeck bench --device cuda)"
+  "$build/tapedeck" bench --device cuda ${TAPEDECK_BENCH_WORKLOADS:-W2 W3 W4 W5 W6 W7 W8} > "$out/bench_cuda.txt" 2>&1 || status=1
+  tee -a "$out/gpu_check.log" < "$out/bench_cuda.txt"
+fi
 log "done (status $status)"
 exit $status
