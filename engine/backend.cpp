@@ -21,7 +21,13 @@ void copy_to_device(const KernelCall& c) {
     else device_copy_bytes(to.raw(), to.device(), from.raw(), from.device(), bytes);
 }
 
-bool kernel_is_device_free(OpId op) { return (op_info(op).flags & OPF_VIEW) || op == OP_to_device; }
+// Views set a layout; to_device copies through the runtime; view_ops.cpp's copy kernels
+// (contiguous, region_scatter, assign_) move elements with value_copy_elements, which runs the
+// values' device's copy.
+bool kernel_is_device_free(OpId op) {
+    return (op_info(op).flags & OPF_VIEW) || op == OP_to_device || op == OP_contiguous || op == OP_region_scatter ||
+           op == OP_assign_;
+}
 
 const KernelFn cpu_kernels[OP_COUNT] = {
 #define OP(name, n_in, n_out, flags, attrs, shape_rule, backward_rule, cpu_kernel, math) \

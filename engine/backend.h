@@ -17,8 +17,9 @@ typedef void (*KernelFn)(const KernelCall& call);
 
 extern const KernelFn cpu_kernels[OP_COUNT];
 
-// Kernels that serve every device: views (they set a layout) and to_device (it copies between
-// devices). Each backend's table holds the CPU table's entry for them.
+// Kernels that serve every device: views (they set a layout), to_device (it copies between
+// devices) and the element copies of view_ops.cpp. Each backend's table holds the CPU table's
+// entry for them.
 bool kernel_is_device_free(OpId op);
 
 // The CUDA table (OP_COUNT entries). Without CUDA in the build every entry is null.

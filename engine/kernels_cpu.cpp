@@ -24,6 +24,7 @@
 #include <type_traits>
 
 #include "blas.h"
+#include "dtype_dispatch.h"
 #include "elementwise.h"
 #include "scalar_math.h"
 #include "kernels_cpu.h"
@@ -35,24 +36,6 @@ namespace td {
 // [SECTION] helpers
 
 namespace {
-
-// Run the statement with T bound to the element type of `dtype`.
-#define DISPATCH_FLOAT(op_name, dtype, ...)                                                   \
-    switch (dtype) {                                                                          \
-        case DTYPE_F32: { using T = float; __VA_ARGS__; break; }                              \
-        case DTYPE_F64: { using T = double; __VA_ARGS__; break; }                             \
-        default: engine_fail("%s: not defined for %s tensors", op_name, dtype_name(dtype));  \
-    }
-#define DISPATCH_ALL(dtype, ...)                                  \
-    switch (dtype) {                                              \
-        case DTYPE_F32: { using T = float; __VA_ARGS__; break; }  \
-        case DTYPE_F64: { using T = double; __VA_ARGS__; break; } \
-        case DTYPE_I64: { using T = int64_t; __VA_ARGS__; break; }\
-    }
-// For pure data movement only the element size matters.
-#define DISPATCH_BY_SIZE(dtype, ...)                                            \
-    if (dtype_size(dtype) == 4) { using T = uint32_t; __VA_ARGS__; }           \
-    else { using T = uint64_t; __VA_ARGS__; }
 
 template <class T>
 using ArrayMap = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
@@ -112,19 +95,6 @@ struct RowWalker {
         }
     }
 };
-
-// outer x n x inner around one dim, for reductions and indexing along it.
-struct DimSplit {
-    int64_t outer = 1, n = 1, inner = 1;
-};
-
-DimSplit split_at(const Shape& s, int dim) {
-    DimSplit d;
-    for (int i = 0; i < dim; ++i) d.outer *= s.dims[i];
-    d.n = s.dims[dim];
-    for (int i = dim + 1; i < s.ndim; ++i) d.inner *= s.dims[i];
-    return d;
-}
 
 // out = f(a, b) elementwise with broadcasting; f is inlined and the loops vectorise.
 template <class T, class F>
@@ -1164,12 +1134,12 @@ void cpu_sum_to(const KernelCall& c) {
 
 void cpu_cat(const KernelCall& c) {
     const Value& o = out(c);
-    DimSplit whole = split_at(o.shape, c.attrs.dim);
+    DimSplit whole = dim_split(o.shape, c.attrs.dim);
     size_t elem = dtype_size(o.dtype);
     int64_t offset = 0;   // along dim
     for (int i = 0; i < c.n_inputs; ++i) {
         const Value& x = in(c, i);
-        DimSplit part = split_at(x.shape, c.attrs.dim);
+        DimSplit part = dim_split(x.shape, c.attrs.dim);
         int64_t block = part.n * part.inner;
         for (int64_t k = 0; k < part.outer; ++k)
             std::memcpy(static_cast<char*>(o.raw()) + ((k * whole.n + offset) * whole.inner) * elem,
@@ -1180,8 +1150,8 @@ void cpu_cat(const KernelCall& c) {
 
 // Copy `length` slices along dim between a narrow tensor and a full one, in either direction.
 static void copy_narrow(const Value& full, const Value& part, int dim, int64_t start, bool into_part) {
-    DimSplit f = split_at(full.shape, dim);
-    DimSplit p = split_at(part.shape, dim);
+    DimSplit f = dim_split(full.shape, dim);
+    DimSplit p = dim_split(part.shape, dim);
     size_t elem = dtype_size(full.dtype);
     size_t block = p.n * p.inner * elem;
     for (int64_t k = 0; k < f.outer; ++k) {
@@ -1251,7 +1221,7 @@ void sum_along(const Value& x, const Value& o, const OpAttrs& a) {
         reduce_over_mask<T>(x, o, op_dims_mask(a, x.shape.ndim), T(0), [](T acc, T v) { return acc + v; });
         return;
     }
-    DimSplit d = split_at(x.shape, a.dim);
+    DimSplit d = dim_split(x.shape, a.dim);
     const T* px = x.data<T>();
     T* po = o.data<T>();
     for (int64_t k = 0; k < d.outer; ++k) {
@@ -1300,7 +1270,7 @@ void max_along(const Value& x, const Value* values, const Value* indices, const 
         values->data<T>()[0] = best;
         return;
     }
-    DimSplit d = split_at(x.shape, a.dim);
+    DimSplit d = dim_split(x.shape, a.dim);
     T* pv = values->data<T>();
     int64_t* pi = indices->data<int64_t>();
     for (int64_t k = 0; k < d.outer; ++k) {
@@ -1322,7 +1292,7 @@ void max_along(const Value& x, const Value* values, const Value* indices, const 
 
 template <class T>
 void cumsum_along(const Value& x, const Value& o, int dim) {
-    DimSplit d = split_at(x.shape, dim);
+    DimSplit d = dim_split(x.shape, dim);
     const T* px = x.data<T>();
     T* po = o.data<T>();
     for (int64_t k = 0; k < d.outer; ++k) {
@@ -1341,7 +1311,7 @@ void cumsum_along(const Value& x, const Value& o, int dim) {
 // (k: the output's size along dim). Indices are 1-based.
 template <class T>
 void sort_along(const Value& x, const Value& values, const Value& indices, int dim, bool descending) {
-    DimSplit d = split_at(x.shape, dim);
+    DimSplit d = dim_split(x.shape, dim);
     int64_t k = values.shape.dims[dim];
     const T* px = x.data<T>();
     T* pv = values.data<T>();
@@ -1377,7 +1347,7 @@ void sort_along(const Value& x, const Value& values, const Value& indices, int d
 template <class T>
 void softmax_along(const Value& x, const Value& o, int dim, bool log) {
     if (x.numel() == 0) return;   // nothing to normalise (an empty dim has no row to take a max of)
-    DimSplit d = split_at(x.shape, dim);
+    DimSplit d = dim_split(x.shape, dim);
     const T* px = x.data<T>();
     T* po = o.data<T>();
     if (d.inner == 1) {

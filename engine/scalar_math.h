@@ -9,12 +9,8 @@
 #include <type_traits>
 
 // Every function here is callable from CUDA device code too (engine/cuda/kernels_cuda_elementwise.cu
-// compiles the same lines with nvcc); for the host compilers the macro is empty.
-#ifdef __CUDACC__
-#define TD_HOST_DEVICE __host__ __device__
-#else
-#define TD_HOST_DEVICE
-#endif
+// compiles the same lines with nvcc): TD_HOST_DEVICE.
+#include "host_device.h"
 
 namespace td::math {
 

@@ -278,13 +278,6 @@ Value value_new(const Shape& shape, DType dtype, Device device) {
     return v;
 }
 
-int64_t int64_from_double(double x) {
-    if (x != x) return 0;
-    if (x >= 9223372036854775808.0) return INT64_MAX;   // 2^63: the first double past the largest int64
-    if (x < -9223372036854775808.0) return INT64_MIN;
-    return static_cast<int64_t>(x);
-}
-
 namespace {
 std::vector<void*>& spare_strides() {
     static auto* list = new std::vector<void*>();   // immortal, as the engine's other singletons

@@ -11,6 +11,8 @@
 #include <string>
 #include <type_traits>
 
+#include "host_device.h"
+
 namespace td {
 
 // Freed nodes and storage blocks are kept for reuse (the hot path of a training loop), except under
@@ -65,6 +67,19 @@ struct Shape {
     bool operator!=(const Shape& o) const { return !(*this == o); }
     std::string str() const;   // "[20,20]"; "[]" for a scalar
 };
+
+// A shape seen around one dim (0-based): outer (the dims before it) x n (its size) x inner (the
+// dims after), as reductions, softmax and indexing along a dim walk it (CPU and CUDA kernels).
+struct DimSplit {
+    int64_t outer = 1, n = 1, inner = 1;
+};
+inline DimSplit dim_split(const Shape& s, int dim) {
+    DimSplit d;
+    for (int i = 0; i < dim; ++i) d.outer *= s.dims[i];
+    d.n = s.dims[dim];
+    for (int i = dim + 1; i < s.ndim; ++i) d.inner *= s.dims[i];
+    return d;
+}
 
 // The element count of `shape`, checked: false when a size is negative or when the count, or its
 // size in bytes at the widest dtype (8 bytes), does not fit in int64. Shape::numel() itself does
@@ -241,12 +256,18 @@ bool value_overlaps_itself(const Value& v);
 Value value_new(const Shape& shape, DType dtype, Device device = DEVICE_CPU);
 // A double as an int64 element: truncated toward zero; NaN becomes 0 and what is out of range
 // saturates at the int64 limits. C++ leaves those conversions undefined; tensors never do them.
-int64_t int64_from_double(double x);
+// (Host and CUDA device code: the GPU's conversions are these same lines.)
+TD_HOST_DEVICE inline int64_t int64_from_double(double x) {
+    if (x != x) return 0;
+    if (x >= 9223372036854775808.0) return INT64_MAX;   // 2^63: the first double past the largest int64
+    if (x < -9223372036854775808.0) return INT64_MIN;
+    return static_cast<int64_t>(x);
+}
 
 // An element of type Out from a value of type In (float32, float64 or int64): as C++ converts,
 // except that float to int64 goes through int64_from_double.
 template <class Out, class In>
-inline Out element_cast(In x) {
+TD_HOST_DEVICE inline Out element_cast(In x) {
     if constexpr (std::is_same<Out, int64_t>::value && std::is_floating_point<In>::value)
         return int64_from_double(static_cast<double>(x));
     else

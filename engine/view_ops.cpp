@@ -3,7 +3,8 @@
 //
 // A view's kernel copies nothing: it sets the output's layout (offset and strides, tensor.h) from
 // the input's. It runs again on every replay of a frozen plan, so a plan's views follow whatever
-// buffers the plan binds. Layouts are device-free: these kernels serve every backend.
+// buffers the plan binds. Layouts are device-free: these kernels serve every backend, and so do
+// the copy kernels (value_copy_elements runs the values' device's copy: backend.h).
 //
 // A region is a view described by its numbers: shape, strides and offset (`start`) relative to a
 // contiguous tensor. It is how autograd writes through a view: `x[i] = v`, or an in-place op on a

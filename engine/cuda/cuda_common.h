@@ -12,6 +12,7 @@
 #include "backend.h"
 #include "device.h"
 #include "device_gpu.h"
+#include "dtype_dispatch.h"   // DISPATCH_ALL, DISPATCH_FLOAT, DISPATCH_BY_SIZE
 
 namespace td {
 
@@ -47,6 +48,13 @@ inline unsigned cuda_blocks(int64_t n) {
     if (blocks < 1) blocks = 1;
     return static_cast<unsigned>(blocks > 65535 * 8 ? 65535 * 8 : blocks);
 }
+
+// A grid-stride loop over i in [0, n), for a kernel launched with cuda_blocks(n) blocks.
+#define GRID_LOOP(i, n) \
+    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n); i += int64_t(gridDim.x) * blockDim.x)
+
+// <<<blocks, threads, 0, stream>>> for a grid-stride loop over n elements.
+#define LAUNCH(n) <<<cuda_blocks(n), CUDA_THREADS, 0, cuda_stream()>>>
 
 // Each kernels_cuda_*.cu file fills its entries of the CUDA table (kernels_cuda.cu calls them once).
 void cuda_register_elementwise(KernelFn* table);   // kernels_cuda_elementwise.cu: elementwise.def's lines

@@ -235,27 +235,10 @@ void cuda_where(const KernelCall& c) {
 // ---------------------------------------------------------------------------------------------
 // to: a dtype conversion, as element_cast (tensor.h) converts.
 
-// int64_from_double (tensor.cpp) on the device: truncated toward zero; NaN gives 0, what is out of
-// range saturates at the int64 limits.
-__device__ int64_t int64_from_double_device(double x) {
-    if (x != x) return 0;
-    if (x >= 9223372036854775808.0) return INT64_MAX;
-    if (x < -9223372036854775808.0) return INT64_MIN;
-    return static_cast<int64_t>(x);
-}
-
-template <class Out, class In>
-__device__ Out element_cast_device(In x) {
-    if constexpr (std::is_same<Out, int64_t>::value && std::is_floating_point<In>::value)
-        return int64_from_double_device(static_cast<double>(x));
-    else
-        return static_cast<Out>(x);
-}
-
 template <class Out, class In>
 __global__ void to_kernel(Out* out, const In* x, int64_t n) {
     for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
-        out[i] = element_cast_device<Out>(x[i]);
+        out[i] = element_cast<Out>(x[i]);   // tensor.h's, host and device
 }
 
 template <class Out, class In>

@@ -36,30 +36,6 @@ namespace {
 // ============================================================================================
 // [SECTION] helpers
 
-#define GRID_LOOP(i, n) \
-    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n); i += int64_t(gridDim.x) * blockDim.x)
-
-// Run the statement with T bound to the element type of `dtype` (as kernels_cpu.cpp's).
-#define CUDA_DISPATCH_ALL(dtype, ...)                              \
-    switch (dtype) {                                               \
-        case DTYPE_F32: { using T = float; __VA_ARGS__; break; }   \
-        case DTYPE_F64: { using T = double; __VA_ARGS__; break; }  \
-        case DTYPE_I64: { using T = int64_t; __VA_ARGS__; break; } \
-    }
-#define CUDA_DISPATCH_FLOAT(op_name, dtype, ...)                                              \
-    switch (dtype) {                                                                          \
-        case DTYPE_F32: { using T = float; __VA_ARGS__; break; }                              \
-        case DTYPE_F64: { using T = double; __VA_ARGS__; break; }                             \
-        default: engine_fail("%s: not defined for %s tensors", op_name, dtype_name(dtype));  \
-    }
-// For pure data movement only the element size matters.
-#define CUDA_DISPATCH_BY_SIZE(dtype, ...)                               \
-    if (dtype_size(dtype) == 4) { using T = uint32_t; __VA_ARGS__; }   \
-    else { using T = uint64_t; __VA_ARGS__; }
-
-// <<<blocks, threads, 0, stream>>> for a grid-stride loop over n elements.
-#define LAUNCH(n) <<<cuda_blocks(n), CUDA_THREADS, 0, cuda_stream()>>>
-
 const Value& in(const KernelCall& c, int i) { return *c.inputs[i]; }
 const Value& out(const KernelCall& c, int i = 0) { return *c.outputs[i]; }
 
@@ -164,19 +140,10 @@ __device__ double exp_of(double x) { return exp(x); }
 __device__ float log_of(float x) { return logf(x); }
 __device__ double log_of(double x) { return log(x); }
 
-// tensor.h's int64_from_double on the device: truncation toward zero, NaN 0, saturating.
-__device__ int64_t int64_from_double_device(double x) {
-    if (x != x) return 0;
-    if (x >= 9223372036854775808.0) return INT64_MAX;
-    if (x < -9223372036854775808.0) return INT64_MIN;
-    return static_cast<int64_t>(x);
-}
-
-// element_cast<T>(double) on the device.
+// element_cast<T>(double) (tensor.h) on the device.
 template <class T>
 __device__ T from_double(double x) {
-    if constexpr (std::is_same<T, int64_t>::value) return int64_from_double_device(x);
-    else return static_cast<T>(x);
+    return element_cast<T>(x);
 }
 
 __device__ void atomic_add(float* p, float v) { atomicAdd(p, v); }
@@ -268,7 +235,7 @@ void cuda_tensor(const KernelCall& c) {
     const Value& o = out(c);
     const double* values = c.attrs.init_values;
     int64_t n = o.numel();
-    CUDA_DISPATCH_ALL(o.dtype, {
+    DISPATCH_ALL(o.dtype, {
         std::vector<T> host(static_cast<size_t>(n));
         for (int64_t i = 0; i < n; ++i) host[i] = element_cast<T>(values[i]);
         device_copy_bytes(o.raw(), DEVICE_CUDA, host.data(), DEVICE_CPU, bytes_of(o));   // waits: host goes
@@ -277,10 +244,10 @@ void cuda_tensor(const KernelCall& c) {
 
 void cuda_zeros(const KernelCall& c) { zero_fill(out(c), "zeros (cuda)"); }
 
-void cuda_ones(const KernelCall& c) { CUDA_DISPATCH_ALL(out(c).dtype, fill<T>(out(c), T(1), "ones (cuda)")); }
+void cuda_ones(const KernelCall& c) { DISPATCH_ALL(out(c).dtype, fill<T>(out(c), T(1), "ones (cuda)")); }
 
 void cuda_full(const KernelCall& c) {
-    CUDA_DISPATCH_ALL(out(c).dtype, fill<T>(out(c), element_cast<T>(c.attrs.scalar), "full (cuda)"));
+    DISPATCH_ALL(out(c).dtype, fill<T>(out(c), element_cast<T>(c.attrs.scalar), "full (cuda)"));
 }
 
 template <class T>
@@ -293,7 +260,7 @@ void cuda_eye(const KernelCall& c) {
     zero_fill(o, "eye (cuda)");
     int64_t rows = o.shape.dims[0], cols = o.shape.ndim > 1 ? o.shape.dims[1] : 1;
     int64_t count = rows < cols ? rows : cols;
-    CUDA_DISPATCH_ALL(o.dtype, diagonal_ones<T> LAUNCH(count)(o.data<T>(), count, cols));
+    DISPATCH_ALL(o.dtype, diagonal_ones<T> LAUNCH(count)(o.data<T>(), count, cols));
     cuda_check_launch("eye (cuda)");
 }
 
@@ -304,7 +271,7 @@ __global__ void arange_kernel(T* p, int64_t n) {
 
 void cuda_arange(const KernelCall& c) {
     const Value& o = out(c);
-    CUDA_DISPATCH_ALL(o.dtype, arange_kernel<T> LAUNCH(o.numel())(o.data<T>(), o.numel()));
+    DISPATCH_ALL(o.dtype, arange_kernel<T> LAUNCH(o.numel())(o.data<T>(), o.numel()));
     cuda_check_launch("arange (cuda)");
 }
 
@@ -323,7 +290,7 @@ __global__ void linspace_kernel(T* p, int64_t steps, T start, T end, Step step) 
 void cuda_linspace(const KernelCall& c) {
     const Value& o = out(c);
     int64_t steps = o.numel();
-    CUDA_DISPATCH_ALL(o.dtype, {
+    DISPATCH_ALL(o.dtype, {
         using Step = std::conditional_t<std::is_integral_v<T>, double, T>;
         T start = element_cast<T>(c.attrs.lo), end = element_cast<T>(c.attrs.hi);
         Step step = steps > 1 ? (static_cast<Step>(end) - static_cast<Step>(start)) / static_cast<Step>(steps - 1) : Step(0);
@@ -346,7 +313,7 @@ void cuda_rand(const KernelCall& c) {
     int64_t n = o.numel();
     if (!dtype_is_float(o.dtype)) engine_fail("rand: needs a float dtype, got int64");
     uint64_t offset = cuda_rng_take(static_cast<uint64_t>(n));
-    CUDA_DISPATCH_FLOAT("rand", o.dtype, rand_kernel<T> LAUNCH(n)(o.data<T>(), n, rng_stream(), offset));
+    DISPATCH_FLOAT("rand", o.dtype, rand_kernel<T> LAUNCH(n)(o.data<T>(), n, rng_stream(), offset));
     cuda_check_launch("rand (cuda)");
 }
 
@@ -369,7 +336,7 @@ void cuda_randn(const KernelCall& c) {
     int64_t n = o.numel();
     if (!dtype_is_float(o.dtype)) engine_fail("randn: needs a float dtype, got int64");
     uint64_t offset = cuda_rng_take(static_cast<uint64_t>(n + n % 2));
-    CUDA_DISPATCH_FLOAT("randn", o.dtype, randn_kernel<T> LAUNCH(n)(o.data<T>(), n, rng_stream(), offset));
+    DISPATCH_FLOAT("randn", o.dtype, randn_kernel<T> LAUNCH(n)(o.data<T>(), n, rng_stream(), offset));
     cuda_check_launch("randn (cuda)");
 }
 
@@ -395,7 +362,7 @@ void cuda_randint(const KernelCall& c) {
     // the rule checked low < high, both within 2^62: the range fits, computed without signed overflow
     uint64_t range = static_cast<uint64_t>(static_cast<int64_t>(c.attrs.hi)) - static_cast<uint64_t>(low);
     uint64_t offset = cuda_rng_take(static_cast<uint64_t>(n));
-    CUDA_DISPATCH_ALL(o.dtype, randint_kernel<T> LAUNCH(n)(o.data<T>(), n, low, range, rng_stream(), offset));
+    DISPATCH_ALL(o.dtype, randint_kernel<T> LAUNCH(n)(o.data<T>(), n, low, range, rng_stream(), offset));
     cuda_check_launch("randint (cuda)");
 }
 
@@ -433,7 +400,7 @@ void cuda_randperm(const KernelCall& c) {
                                                values_in.as<int64_t>(), values_out, n, 0, 64, cuda_stream()),
                what);
     if (o.dtype == DTYPE_I64) return;
-    CUDA_DISPATCH_FLOAT(what, o.dtype, int64_to<T> LAUNCH(n)(o.data<T>(), values_out, n));
+    DISPATCH_FLOAT(what, o.dtype, int64_to<T> LAUNCH(n)(o.data<T>(), values_out, n));
     cuda_check_launch(what);
 }
 
@@ -441,8 +408,6 @@ void cuda_randperm(const KernelCall& c) {
 // [SECTION] layout
 
 // contiguous: the input as it is (OPF_STRIDED), copied in row-major order.
-void cuda_contiguous(const KernelCall& c) { cuda_copy_elements(out(c), in(c, 0)); }
-
 // dst[k * dst_row + dst_at + r] = src[k * block + r] for k < outer, r < block: a block of each
 // of `outer` rows of src placed at dst_at within each row of dst (cat, narrow_backward).
 template <class T>
@@ -453,25 +418,12 @@ __global__ void copy_blocks(T* dst, const T* src, int64_t outer, int64_t block, 
     }
 }
 
-// A value's shape around one dim: outer x n x inner.
-struct DimSplit {
-    int64_t outer = 1, n = 1, inner = 1;
-};
-
-DimSplit split_at(const Shape& s, int dim) {
-    DimSplit d;
-    for (int i = 0; i < dim; ++i) d.outer *= s.dims[i];
-    d.n = s.dims[dim];
-    for (int i = dim + 1; i < s.ndim; ++i) d.inner *= s.dims[i];
-    return d;
-}
-
 // part (contiguous) copied into full (contiguous) at `start` along dim.
 void place_along(const Value& full, const Value& part, int dim, int64_t start, const char* what) {
     if (part.numel() == 0) return;
-    DimSplit f = split_at(full.shape, dim), p = split_at(part.shape, dim);
+    DimSplit f = dim_split(full.shape, dim), p = dim_split(part.shape, dim);
     int64_t block = p.n * p.inner;
-    CUDA_DISPATCH_BY_SIZE(full.dtype, copy_blocks<T> LAUNCH(p.outer * block)(
+    DISPATCH_BY_SIZE(full.dtype, copy_blocks<T> LAUNCH(p.outer * block)(
                                           static_cast<T*>(full.raw()), static_cast<const T*>(part.raw()), p.outer, block,
                                           f.n * f.inner, start * f.inner));
     cuda_check_launch(what);
@@ -528,25 +480,11 @@ void cuda_flip(const KernelCall& c) {
         }
         stride *= x.shape.dims[d];
     }
-    CUDA_DISPATCH_BY_SIZE(x.dtype, flip_kernel<T> LAUNCH(o.numel())(static_cast<T*>(o.raw()),
+    DISPATCH_BY_SIZE(x.dtype, flip_kernel<T> LAUNCH(o.numel())(static_cast<T*>(o.raw()),
                                                                     static_cast<const T*>(x.raw()), f, o.numel()));
     cuda_check_launch("flip (cuda)");
 }
 
-// The region of `base` (contiguous) that a region's attributes describe (view_ops.cpp's region_of).
-Value region_of(const Value& base, const OpAttrs& a, const char* op_name) {
-    if (base.strided()) engine_fail("%s: the region's base must be contiguous", op_name);
-    Value v = base;
-    v.shape = a.shape;
-    view_set_layout(v, base.offset + a.start, a.strides.dims);
-    return v;
-}
-
-// y = x with its region replaced by v.
-void cuda_region_scatter(const KernelCall& c) {
-    cuda_copy_elements(out(c), in(c, 0));
-    cuda_copy_elements(region_of(out(c), c.attrs, "region_scatter"), in(c, 1));
-}
 
 // ============================================================================================
 // [SECTION] indexing
@@ -612,7 +550,7 @@ void cuda_gather(const KernelCall& c) {
     const Value &x = in(c, 0), &index = in(c, 1), &o = out(c);
     IndexWalk w = index_walk(index.shape, x.shape, c.attrs.dim);
     ErrorSlot errors;
-    CUDA_DISPATCH_BY_SIZE(x.dtype, gather_kernel<T> LAUNCH(o.numel())(static_cast<T*>(o.raw()),
+    DISPATCH_BY_SIZE(x.dtype, gather_kernel<T> LAUNCH(o.numel())(static_cast<T*>(o.raw()),
                                                                       static_cast<const T*>(x.raw()),
                                                                       index.data<int64_t>(), w, o.numel(), errors.slot));
     cuda_check_launch("gather (cuda)");
@@ -634,7 +572,7 @@ void cuda_scatter_add(const KernelCall& c) {
     IndexWalk w = index_walk(index.shape, o.shape, c.attrs.dim);
     zero_fill(o, "scatter_add (cuda)");
     ErrorSlot errors;
-    CUDA_DISPATCH_ALL(o.dtype, scatter_add_kernel<T> LAUNCH(index.numel())(o.data<T>(), src.data<T>(),
+    DISPATCH_ALL(o.dtype, scatter_add_kernel<T> LAUNCH(index.numel())(o.data<T>(), src.data<T>(),
                                                                            index.data<int64_t>(), w, index.numel(),
                                                                            errors.slot));
     cuda_check_launch("scatter_add (cuda)");
@@ -670,7 +608,7 @@ void cuda_scatter(const KernelCall& c) {
     scatter_winners LAUNCH(index.numel())(winner.as<long long>(), index.data<int64_t>(), w, index.numel(), errors.slot);
     cuda_check_launch(what);
     check_indices(errors, index, w, c.attrs.dim, "scatter");
-    CUDA_DISPATCH_BY_SIZE(o.dtype, scatter_write<T> LAUNCH(index.numel())(static_cast<T*>(o.raw()),
+    DISPATCH_BY_SIZE(o.dtype, scatter_write<T> LAUNCH(index.numel())(static_cast<T*>(o.raw()),
                                                                           static_cast<const T*>(src.raw()),
                                                                           winner.as<long long>(), index.data<int64_t>(), w,
                                                                           index.numel()));
@@ -744,7 +682,7 @@ void cuda_mse_loss(const KernelCall& c) {
     double count = c.attrs.reduction == REDUCTION_MEAN ? static_cast<double>(n) : 1;
     unsigned blocks = cuda_blocks(n) > 1024 ? 1024 : cuda_blocks(n);
     CudaScratch partials(blocks * sizeof(double));
-    CUDA_DISPATCH_FLOAT("mse_loss", x.dtype, {
+    DISPATCH_FLOAT("mse_loss", x.dtype, {
         squared_error_partials<T><<<blocks, CUDA_THREADS, 0, cuda_stream()>>>(x.data<T>(), y.data<T>(), n,
                                                                               partials.as<double>());
         cuda_check_launch(what);
@@ -800,7 +738,7 @@ void class_loss(const KernelCall& c, ClassLoss loss, const char* op_name, const 
     ClassRows r = class_rows(x.shape);
     CudaScratch row_loss(static_cast<size_t>(r.n) * sizeof(double));
     ErrorSlot errors;
-    CUDA_DISPATCH_FLOAT(op_name, x.dtype, {
+    DISPATCH_FLOAT(op_name, x.dtype, {
         class_loss_rows<T><<<row_blocks(r.n), CUDA_THREADS, 0, cuda_stream()>>>(
             loss, x.data<T>(), any_values(labels), r.n, r.classes, row_loss.as<double>(), errors.slot);
         cuda_check_launch(what);
@@ -849,7 +787,7 @@ void cuda_cross_entropy_backward(const KernelCall& c) {
     const Value &g = in(c, 0), &x = in(c, 1), &labels = in(c, 2), &o = out(c);
     ClassRows r = class_rows(x.shape);
     ErrorSlot errors;
-    CUDA_DISPATCH_FLOAT("cross_entropy_backward", o.dtype,
+    DISPATCH_FLOAT("cross_entropy_backward", o.dtype,
                         cross_entropy_backward_rows<T><<<row_blocks(r.n), CUDA_THREADS, 0, cuda_stream()>>>(
                             o.data<T>(), any_values(g), x.data<T>(), any_values(labels), r.n, r.classes,
                             reduction_count(c.attrs, r.n), errors.slot));
@@ -874,7 +812,7 @@ void cuda_nll_loss_backward(const KernelCall& c) {
     ClassRows r = class_rows(o.shape);
     zero_fill(o, what);
     ErrorSlot errors;
-    CUDA_DISPATCH_FLOAT("nll_loss_backward", o.dtype,
+    DISPATCH_FLOAT("nll_loss_backward", o.dtype,
                         nll_loss_backward_rows<T> LAUNCH(r.n)(o.data<T>(), any_values(g), any_values(labels), r.n,
                                                               r.classes, reduction_count(c.attrs, r.n), errors.slot));
     cuda_check_launch(what);
@@ -916,7 +854,7 @@ void cuda_multi_margin_loss_backward(const KernelCall& c) {
     const Value &g = in(c, 0), &x = in(c, 1), &labels = in(c, 2), &o = out(c);
     ClassRows r = class_rows(x.shape);
     ErrorSlot errors;
-    CUDA_DISPATCH_FLOAT("multi_margin_loss_backward", o.dtype,
+    DISPATCH_FLOAT("multi_margin_loss_backward", o.dtype,
                         multi_margin_backward_rows<T><<<row_blocks(r.n), CUDA_THREADS, 0, cuda_stream()>>>(
                             o.data<T>(), any_values(g), x.data<T>(), any_values(labels), r.n, r.classes,
                             reduction_count(c.attrs, r.n), errors.slot));
@@ -979,7 +917,7 @@ void cuda_max_pool2d(const KernelCall& c) {
     const Shape &xs = x.shape, &ys = values.shape;
     PoolWindow p{xs[xs.ndim - 2], xs[xs.ndim - 1], ys[ys.ndim - 2], ys[ys.ndim - 1], a.kernel_h, a.kernel_w,
                  a.stride_h, a.stride_w, a.padding_h, a.padding_w, a.dilation_h, a.dilation_w};
-    CUDA_DISPATCH_FLOAT("max_pool2d", values.dtype,
+    DISPATCH_FLOAT("max_pool2d", values.dtype,
                         max_pool2d_kernel<T> LAUNCH(values.numel())(values.data<T>(), indices.data<int64_t>(),
                                                                     x.data<T>(), p, values.numel()));
     cuda_check_launch("max_pool2d (cuda)");
@@ -1006,7 +944,7 @@ void cuda_max_pool2d_backward(const KernelCall& c) {
     const int64_t plane_size = xs[xs.ndim - 2] * xs[xs.ndim - 1], windows = gs[gs.ndim - 2] * gs[gs.ndim - 1];
     zero_fill(dx, what);
     ErrorSlot errors;
-    CUDA_DISPATCH_FLOAT("max_pool2d_backward", dx.dtype,
+    DISPATCH_FLOAT("max_pool2d_backward", dx.dtype,
                         max_pool2d_backward_kernel<T> LAUNCH(grad.numel())(dx.data<T>(), grad.data<T>(),
                                                                            indices.data<int64_t>(), windows, plane_size,
                                                                            grad.numel(), errors.slot));
@@ -1145,7 +1083,7 @@ void inplace(const KernelCall& c, InplaceOp op, const char* what) {
     const Value &x = out(c), &y = in(c, 1);
     if (y.dtype != x.dtype) engine_fail("%s: internal error: a %s operand for a %s tensor", what, dtype_name(y.dtype), dtype_name(x.dtype));
     Broadcast b = broadcast_of(x.shape, y.shape);
-    CUDA_DISPATCH_ALL(x.dtype, inplace_kernel<T> LAUNCH(x.numel())(x.data<T>(), y.data<T>(), b, x.numel(), op,
+    DISPATCH_ALL(x.dtype, inplace_kernel<T> LAUNCH(x.numel())(x.data<T>(), y.data<T>(), b, x.numel(), op,
                                                                   element_cast<T>(c.attrs.scalar)));
     cuda_check_launch(what);
 }
@@ -1157,9 +1095,6 @@ void cuda_copy_inplace(const KernelCall& c) { inplace(c, INPLACE_COPY, "copy_ (c
 void cuda_masked_fill_inplace(const KernelCall& c) { inplace(c, INPLACE_MASKED_FILL, "masked_fill_ (cuda)"); }
 void cuda_zero_inplace(const KernelCall& c) { zero_fill(out(c), "zero_ (cuda)"); }
 void cuda_fill_inplace(const KernelCall& c) { cuda_full(c); }
-
-// x[region] = v.
-void cuda_assign_inplace(const KernelCall& c) { cuda_copy_elements(region_of(out(c), c.attrs, "assign_"), in(c, 1)); }
 
 }  // namespace
 
@@ -1176,11 +1111,9 @@ void cuda_register_other(KernelFn* table) {
     table[OP_randint] = cuda_randint;
     table[OP_randperm] = cuda_randperm;
 
-    table[OP_contiguous] = cuda_contiguous;
     table[OP_cat] = cuda_cat;
     table[OP_narrow_backward] = cuda_narrow_backward;
     table[OP_flip] = cuda_flip;
-    table[OP_region_scatter] = cuda_region_scatter;
 
     table[OP_gather] = cuda_gather;
     table[OP_scatter_add] = cuda_scatter_add;
@@ -1206,7 +1139,6 @@ void cuda_register_other(KernelFn* table) {
     table[OP_fill_] = cuda_fill_inplace;
     table[OP_copy_] = cuda_copy_inplace;
     table[OP_masked_fill_] = cuda_masked_fill_inplace;
-    table[OP_assign_] = cuda_assign_inplace;
 }
 
 }  // namespace td

@@ -253,20 +253,6 @@ ReduceOut<T> values_out(const Value& o) {
     return {o.data<T>(), nullptr, false, T(0)};
 }
 
-// Runs the statement with T bound to the element type of `dtype` (FLOAT: float32 and float64 only).
-#define CUDA_DISPATCH_ALL(dtype, ...)                              \
-    switch (dtype) {                                               \
-        case DTYPE_F32: { using T = float; __VA_ARGS__; break; }   \
-        case DTYPE_F64: { using T = double; __VA_ARGS__; break; }  \
-        case DTYPE_I64: { using T = int64_t; __VA_ARGS__; break; } \
-    }
-#define CUDA_DISPATCH_FLOAT(op_name, dtype, ...)                                              \
-    switch (dtype) {                                                                          \
-        case DTYPE_F32: { using T = float; __VA_ARGS__; break; }                              \
-        case DTYPE_F64: { using T = double; __VA_ARGS__; break; }                             \
-        default: engine_fail("%s: not defined for %s tensors", op_name, dtype_name(dtype));  \
-    }
-
 const Value& in0(const KernelCall& c) { return *c.inputs[0]; }
 const Value& out0(const KernelCall& c) { return *c.outputs[0]; }
 
@@ -274,21 +260,21 @@ const Value& out0(const KernelCall& c) { return *c.outputs[0]; }
 ReduceLayout call_layout(const KernelCall& c) { return reduce_layout(in0(c).shape, op_dims_mask(c.attrs, in0(c).shape.ndim)); }
 
 void cuda_sum(const KernelCall& c) {
-    CUDA_DISPATCH_ALL(out0(c).dtype,
+    DISPATCH_ALL(out0(c).dtype,
                       reduce_launch<SumFold<T>>(in0(c).data<T>(), call_layout(c), values_out<T>(out0(c)), "sum (cuda)"));
 }
 
 // The sum, divided by the count of reduced elements as T (the CPU divides after summing too).
 void cuda_mean(const KernelCall& c) {
     double count = static_cast<double>(in0(c).numel()) / (out0(c).numel() ? out0(c).numel() : 1);
-    CUDA_DISPATCH_FLOAT("mean", out0(c).dtype, {
+    DISPATCH_FLOAT("mean", out0(c).dtype, {
         ReduceOut<T> out{out0(c).data<T>(), nullptr, true, static_cast<T>(count)};
         reduce_launch<SumFold<T>>(in0(c).data<T>(), call_layout(c), out, "mean (cuda)");
     });
 }
 
 void cuda_prod(const KernelCall& c) {
-    CUDA_DISPATCH_ALL(out0(c).dtype,
+    DISPATCH_ALL(out0(c).dtype,
                       reduce_launch<ProdFold<T>>(in0(c).data<T>(), call_layout(c), values_out<T>(out0(c)), "prod (cuda)"));
 }
 
@@ -296,7 +282,7 @@ void cuda_prod(const KernelCall& c) {
 template <bool Max>
 void arg_reduce(const KernelCall& c, const char* what) {
     int64_t* indices = c.n_outputs > 1 ? c.outputs[1]->data<int64_t>() : nullptr;
-    CUDA_DISPATCH_ALL(out0(c).dtype, {
+    DISPATCH_ALL(out0(c).dtype, {
         ReduceOut<T> out{out0(c).data<T>(), indices, false, T(0)};
         reduce_launch<ArgFold<T, Max>>(in0(c).data<T>(), call_layout(c), out, what);
     });
@@ -307,11 +293,11 @@ void cuda_min(const KernelCall& c) { arg_reduce<false>(c, "min (cuda)"); }
 
 // amax / amin: max's fold with no indices stored (ArgFold: the first winner, as the CPU's).
 void cuda_amax(const KernelCall& c) {
-    CUDA_DISPATCH_ALL(out0(c).dtype, reduce_launch<ArgFold<T, true>>(in0(c).data<T>(), call_layout(c),
+    DISPATCH_ALL(out0(c).dtype, reduce_launch<ArgFold<T, true>>(in0(c).data<T>(), call_layout(c),
                                                                      values_out<T>(out0(c)), "amax (cuda)"));
 }
 void cuda_amin(const KernelCall& c) {
-    CUDA_DISPATCH_ALL(out0(c).dtype, reduce_launch<ArgFold<T, false>>(in0(c).data<T>(), call_layout(c),
+    DISPATCH_ALL(out0(c).dtype, reduce_launch<ArgFold<T, false>>(in0(c).data<T>(), call_layout(c),
                                                                       values_out<T>(out0(c)), "amin (cuda)"));
 }
 
@@ -324,24 +310,14 @@ void cuda_sum_to(const KernelCall& c) {
         int j = i - (x.ndim - to.ndim);
         if (j < 0 || (to.dims[j] == 1 && x.dims[i] != 1)) mask |= 1u << i;
     }
-    CUDA_DISPATCH_ALL(out0(c).dtype, reduce_launch<SumFold<T>>(in0(c).data<T>(), reduce_layout(x, mask),
+    DISPATCH_ALL(out0(c).dtype, reduce_launch<SumFold<T>>(in0(c).data<T>(), reduce_layout(x, mask),
                                                                values_out<T>(out0(c)), "sum_to (cuda)"));
 }
 
 // ---------------------------------------------------------------------------------------------
 // Along one dim: x seen as [outer, n, inner]; a line is the n elements at one (outer, inner).
 
-struct Lines {
-    int64_t outer = 1, n = 1, inner = 1;
-};
-
-Lines lines_at(const Shape& s, int dim) {
-    Lines l;
-    for (int i = 0; i < dim; ++i) l.outer *= s.dims[i];
-    l.n = s.dims[dim];
-    for (int i = dim + 1; i < s.ndim; ++i) l.inner *= s.dims[i];
-    return l;
-}
+using Lines = DimSplit;   // tensor.h: x as [outer, n, inner] around the dim
 
 // The first element of line `line` (0 .. outer * inner).
 __device__ __forceinline__ int64_t line_start(const Lines& l, int64_t line) {
@@ -365,9 +341,9 @@ __global__ void cumsum_kernel(T* out, const T* x, Lines l) {
 }
 
 void cuda_cumsum(const KernelCall& c) {
-    Lines l = lines_at(in0(c).shape, c.attrs.dim);
+    Lines l = dim_split(in0(c).shape, c.attrs.dim);
     if (l.n == 0) return;
-    CUDA_DISPATCH_ALL(out0(c).dtype, {
+    DISPATCH_ALL(out0(c).dtype, {
         cumsum_kernel<T><<<cuda_blocks(l.outer * l.inner), CUDA_THREADS, 0, cuda_stream()>>>(out0(c).data<T>(),
                                                                                             in0(c).data<T>(), l);
         cuda_check_launch("cumsum (cuda)");
@@ -439,9 +415,9 @@ __global__ void softmax_lines_kernel(T* out, const T* x, Lines l, bool log) {
 }
 
 void softmax(const KernelCall& c, bool log, const char* name, const char* what) {
-    Lines l = lines_at(in0(c).shape, c.attrs.dim);
+    Lines l = dim_split(in0(c).shape, c.attrs.dim);
     if (in0(c).numel() == 0) return;   // nothing to normalise (as the CPU; no rows: a grid of 0 blocks)
-    CUDA_DISPATCH_FLOAT(name, out0(c).dtype, {
+    DISPATCH_FLOAT(name, out0(c).dtype, {
         if (l.inner == 1) {
             int64_t rows = l.outer;
             unsigned grid = static_cast<unsigned>(rows < 65535 * 8 ? rows : 65535 * 8);
@@ -510,11 +486,11 @@ __global__ void sort_kernel(T* values, int64_t* indices, const T* x, Lines l, in
 
 void cuda_sort(const KernelCall& c) {
     int dim = c.attrs.dim;
-    Lines l = lines_at(in0(c).shape, dim);
+    Lines l = dim_split(in0(c).shape, dim);
     int64_t k = out0(c).shape.dims[dim], lines = l.outer * l.inner;
     size_t bytes = static_cast<size_t>(lines * l.n) * sizeof(int64_t);
     CudaScratch a(bytes), b(bytes);
-    CUDA_DISPATCH_ALL(out0(c).dtype, {
+    DISPATCH_ALL(out0(c).dtype, {
         sort_kernel<T><<<cuda_blocks(lines), CUDA_THREADS, 0, cuda_stream()>>>(
             out0(c).data<T>(), c.outputs[1]->data<int64_t>(), in0(c).data<T>(), l, k, c.attrs.scalar != 0,
             a.as<int64_t>(), b.as<int64_t>());
@@ -522,8 +498,8 @@ void cuda_sort(const KernelCall& c) {
     });
 }
 
-#undef CUDA_DISPATCH_ALL
-#undef CUDA_DISPATCH_FLOAT
+#undef DISPATCH_ALL
+#undef DISPATCH_FLOAT
 
 }  // namespace
 
