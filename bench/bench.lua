@@ -136,13 +136,7 @@ workloads[#workloads + 1] = {name = "W8", title = "tiny_gpt train step", eager_t
   local optimizer = model:configure_optimizers(0.1, 1e-4, {0.9, 0.99})
   local x = torch.randint(1, 66, {16, 32})
   local y = torch.randint(1, 66, {16, 32})
-  return function(x, y)
-    optimizer:zero_grad()
-    local _, loss = model(x, y)
-    loss:backward()
-    optimizer:step()
-    return loss
-  end, {x, y}
+  return gpt.train_step(model, optimizer), {x, y}
 end}
 
 -- W9 (issue 15): the lecture's cell unrolled T steps as a long loop is written -- h a [1,20] row

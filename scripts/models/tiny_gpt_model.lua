@@ -177,4 +177,16 @@ function GPT:generate(idx, max_new_tokens, temperature)
   end)
 end
 
+-- One training step on (x, targets): zero_grad, forward with the loss, backward, the optimizer's
+-- step. Returns the loss (before the step).
+function gpt.train_step(model, optimizer)
+  return function(x, y)
+    optimizer:zero_grad()
+    local _, loss = model(x, y)
+    loss:backward()
+    optimizer:step()
+    return loss
+  end
+end
+
 return gpt

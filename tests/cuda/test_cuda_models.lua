@@ -51,15 +51,7 @@ local MODELS = {
      local x = torch.randint(1, 12, {3, 8})
      return x, torch.randint(1, 12, {3, 8})
    end,
-   step = function(model, optimizer)
-     return function(x, y)
-       optimizer:zero_grad()
-       local _, loss = model(x, y)
-       loss:backward()
-       optimizer:step()
-       return loss
-     end
-   end},
+   step = gpt.train_step},
 }
 
 -- a and b (tensors, any devices) agree within tol relative to b's largest magnitude.

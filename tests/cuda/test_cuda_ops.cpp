@@ -58,15 +58,6 @@ void compare_with_cpu(OpId op, const OpCase& c) {
     if (c.check) c.check(actual);
 }
 
-template <class F>
-void run_guarded(const char* what, F check) {
-    try {
-        check();
-    } catch (const std::exception& e) {
-        FAIL_CHECK(what << " threw: " << e.what());
-    }
-}
-
 }  // namespace
 
 TEST_CASE("every op row on the device gives the CPU's outputs, and its gradients pass the finite-difference check there") {

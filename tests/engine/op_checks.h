@@ -19,4 +19,15 @@ double weighted_output_sum(td::OpId op, const OpCase& c, const std::vector<std::
 // Gradients from backward() on `device` against central differences computed there, in float64.
 void check_gradients(td::OpId op, const OpCase& c, td::Device device);
 
+// Runs `check`; an engine error becomes a failed check naming it, so one bad row does not hide
+// the rows after it.
+template <class F>
+void run_guarded(const char* what, F check) {
+    try {
+        check();
+    } catch (const std::exception& e) {
+        FAIL_CHECK(what << " threw: " << e.what());
+    }
+}
+
 }  // namespace td_test

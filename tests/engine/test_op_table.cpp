@@ -23,17 +23,6 @@ using namespace td_test;
 
 namespace {
 
-// Run `check`; an engine error becomes a failed check naming it, so one bad row does not hide
-// the rows after it.
-template <class F>
-void run_guarded(const char* what, F check) {
-    try {
-        check();
-    } catch (const std::exception& e) {
-        FAIL_CHECK(what << " threw: " << e.what());
-    }
-}
-
 // Outputs: shapes, dtypes, values; storage sharing for views and in-place ops.
 void check_row_values(OpId op, const OpCase& c) {
     const OpInfo& info = op_info(op);
