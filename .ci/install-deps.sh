@@ -7,6 +7,8 @@
 #     found at configure time (headers, pkg-config) and loaded at run time (libopenblas0-pthread).
 #     Optional: without it every product runs in Eigen.
 #   libx11-dev: the viewer sets Xlib's I/O error handlers (a lost X display closes the viewer).
+#   libonnx-dev, libprotobuf-dev: ONNX export (engine/onnx_export.h): ONNX's protobuf classes
+#     (onnx.proto compiled), its checker and shape inference.
 #   clang, libclang-rt-14-dev: the sanitizer build (./run.sh test-asan: ASan, UBSan, LSan) and the
 #     libFuzzer harnesses; llvm: llvm-symbolizer, for sanitizer reports with function names and lines.
 set -euo pipefail
@@ -21,6 +23,7 @@ packages=(
   libgraphviz-dev graphviz
   catch2
   libx11-dev
+  libonnx-dev libprotobuf-dev
   xvfb xauth libgl1-mesa-dri
   fonts-dejavu-core
   clang libclang-rt-14-dev llvm

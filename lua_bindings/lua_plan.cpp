@@ -1146,3 +1146,9 @@ void tapedeck_open_plan(lua_State* L) {
 }
 
 bool tapedeck_is_frozen(lua_State* L, int idx) { return test_frozen(L, idx) != nullptr; }
+
+std::shared_ptr<const Plan> tapedeck_frozen_recording(lua_State* L, int idx) {
+    Frozen& f = check_frozen(L, idx);
+    if (f.cache.empty()) engine_fail("%s was never recorded (call it once)", f.name.c_str());
+    return f.cache.front().recorded;
+}

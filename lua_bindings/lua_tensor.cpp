@@ -1662,6 +1662,7 @@ void tapedeck_open(lua_State* L) {
     tapedeck_open_plan(L);
     tapedeck_open_save_load(L);
     tapedeck_open_cuda(L);
+    tapedeck_open_onnx(L);
     static const Binding autograd_functions[] = {{"grad", l_autograd_grad},
                                                      {"backward", l_backward},
                                                      {"keep_backward_graph", l_keep_backward_graph},

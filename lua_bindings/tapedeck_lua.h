@@ -3,6 +3,9 @@
 
 #include <lua.hpp>
 
+#include <memory>
+
+#include "plan.h"
 #include "tape.h"
 
 // Open the library in L: the global `torch`, package.preload["tapedeck"], the Tensor metatable,
@@ -51,6 +54,11 @@ void tapedeck_open_save_load(lua_State* L);
 // Adds torch.cuda (is_available, synchronize, memory_allocated, ...) to the torch table on top of
 // the stack (lua_cuda.cpp).
 void tapedeck_open_cuda(lua_State* L);
+// Adds torch.onnx (export) to the torch table on top of the stack (lua_onnx.cpp).
+void tapedeck_open_onnx(lua_State* L);
+// The recorded plan of the frozen function at idx, the one its latest call used (an error when it
+// was never called).
+std::shared_ptr<const td::Plan> tapedeck_frozen_recording(lua_State* L, int idx);
 // Whether the value at idx is a frozen function (from torch.freeze or torch.load_plan).
 bool tapedeck_is_frozen(lua_State* L, int idx);
 // Offers the engine the names the script gives its tensors now (engine/node_names.h): the

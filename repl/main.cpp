@@ -13,6 +13,7 @@
 #include "backend.h"
 #include "blas.h"
 #include "device.h"
+#include "onnx_export.h"
 #include "plan.h"
 #include "debugger.h"
 #include "repl.h"
@@ -25,6 +26,7 @@ const char* const USAGE =
     "usage: tapedeck [options] [script.lua [args...]]   (script '-' is stdin)\n"
     "       tapedeck bench [workload...]\n"
     "       tapedeck run-plan plan.tdp [--input name=file.npy ...] [--out dir] [--max-bytes N]\n"
+    "       tapedeck export-onnx plan.tdp model.onnx [--inline] [--strict]\n"
     "Options:\n"
     "  -i          run the script, then open the REPL with its globals\n"
     "  --pm        post-mortem: when the script fails, stop in the failing frame (then exit with status 1)\n"
@@ -193,6 +195,44 @@ int subcommand_run_plan(lua_State*, int argc, char** argv) {
     return 0;
 }
 
+// `tapedeck export-onnx plan.tdp model.onnx [--inline] [--strict]`: a saved plan (torch.save_plan)
+// as an ONNX model, as torch.onnx.export writes it (docs/onnx.md). Prints what the model takes
+// and gives, and any warning.
+int subcommand_export_onnx(lua_State*, int argc, char** argv) {
+    std::vector<std::string> paths;
+    td::OnnxExportOptions options;
+    for (int i = 0; i < argc; ++i) {
+        std::string a = argv[i];
+        if (a == "--inline") options.inline_backward = true;
+        else if (a == "--strict") options.strict = true;
+        else if (!a.empty() && a[0] == '-') {
+            fprintf(stderr, "tapedeck export-onnx: unknown option %s (expected --inline or --strict)\n", a.c_str());
+            return 2;
+        } else paths.push_back(a);
+    }
+    if (paths.size() != 2) {
+        fprintf(stderr, "usage: tapedeck export-onnx plan.tdp model.onnx [--inline] [--strict]\n");
+        return 2;
+    }
+    try {
+        td::PlanPasses passes;
+        std::shared_ptr<const td::Plan> recorded(td::plan_load(paths[0], &passes));
+        td::OnnxExportResult result = td::onnx_export(recorded, options, paths[1]);
+        for (const std::string& w : result.warnings) fprintf(stderr, "export_onnx: warning: %s\n", w.c_str());
+        auto joined = [](const std::vector<std::string>& list) {
+            std::string text;
+            for (const std::string& s : list) text += (text.empty() ? "" : ", ") + s;
+            return text;
+        };
+        printf("wrote %s: %d nodes, %d functions (opset %d)\n  inputs:  %s\n  outputs: %s\n", paths[1].c_str(), result.nodes,
+               result.functions, options.opset, joined(result.inputs).c_str(), joined(result.outputs).c_str());
+    } catch (const std::exception& e) {
+        fprintf(stderr, "%s\n", e.what());
+        return 1;
+    }
+    return 0;
+}
+
 struct Subcommand {
     const char* name;
     int (*run)(lua_State* L, int argc, char** argv);   // args after the subcommand's name
@@ -201,6 +241,7 @@ struct Subcommand {
 const Subcommand subcommands[] = {
     {"bench", subcommand_bench},
     {"run-plan", subcommand_run_plan},
+    {"export-onnx", subcommand_export_onnx},
 };
 
 // The global `arg`: arg[0] is the script, arg[1..] its arguments, negative indices the rest.

@@ -1,0 +1,992 @@
+// onnx_ops.cpp: the ONNX mapping table — each op of ops.def as ONNX nodes (opset 17), or the
+// reason it is not exported. docs/onnx.md lists it; test_onnx_table checks that no op is missing.
+//
+// Conventions that differ (../shared/GPU_ONNX.md): our indices (max's, sort's, gather's, class
+// labels, max_pool2d's per H*W plane) are 1-based, ONNX's 0-based (MaxPool's flat over NCHW);
+// from opset 13 ReduceSum, Squeeze, Unsqueeze take axes as an input while ReduceMean/Max/Min/Prod
+// keep them as an attribute; Clip takes its bounds as inputs. Every input is cast to the dtype the
+// engine computes in (OPF_PROMOTE) before the node, as ONNX ops take one element type.
+//
+// [SECTION] builder       names, nodes, constants, attributes, tensors
+// [SECTION] helpers       casts, axes, indices
+// [SECTION] mappings      one emit function per op (or per family)
+// [SECTION] table         OpId -> mapping
+#include <cmath>
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include "backend.h"
+#include "onnx_builder.h"
+
+namespace td {
+
+// ============================================================================================
+// [SECTION] builder
+
+int onnx_dtype(DType dtype) {
+    switch (dtype) {
+    case DTYPE_F32: return onnx::TensorProto::FLOAT;
+    case DTYPE_F64: return onnx::TensorProto::DOUBLE;
+    case DTYPE_I64: return onnx::TensorProto::INT64;
+    }
+    return onnx::TensorProto::UNDEFINED;
+}
+
+std::string OnnxBuilder::fresh(const std::string& hint) { return prefix_ + hint + "_" + std::to_string(next_++); }
+
+std::vector<std::string> OnnxBuilder::add(const std::string& op_type, const std::vector<std::string>& inputs, int n_outputs,
+                                          std::vector<onnx::AttributeProto> attrs, const std::string& domain) {
+    onnx::NodeProto node;
+    node.set_op_type(op_type);
+    if (!domain.empty()) node.set_domain(domain);
+    for (const std::string& in : inputs) node.add_input(in);
+    std::vector<std::string> outputs;
+    for (int i = 0; i < n_outputs; ++i) {
+        outputs.push_back(fresh(op_type));
+        node.add_output(outputs.back());
+    }
+    for (onnx::AttributeProto& a : attrs) *node.add_attribute() = std::move(a);
+    nodes_.push_back(std::move(node));
+    return outputs;
+}
+
+void OnnxBuilder::label_from(size_t first, const std::string& name, const std::string& where) {
+    for (size_t i = first; i < nodes_.size(); ++i) {
+        if (i == first) nodes_[i].set_name(name);
+        nodes_[i].set_doc_string(where);
+    }
+}
+
+onnx::AttributeProto onnx_attr_int(const char* name, int64_t value) {
+    onnx::AttributeProto a;
+    a.set_name(name);
+    a.set_type(onnx::AttributeProto::INT);
+    a.set_i(value);
+    return a;
+}
+
+onnx::AttributeProto onnx_attr_ints(const char* name, const std::vector<int64_t>& values) {
+    onnx::AttributeProto a;
+    a.set_name(name);
+    a.set_type(onnx::AttributeProto::INTS);
+    for (int64_t v : values) a.add_ints(v);
+    return a;
+}
+
+onnx::AttributeProto onnx_attr_float(const char* name, double value) {
+    onnx::AttributeProto a;
+    a.set_name(name);
+    a.set_type(onnx::AttributeProto::FLOAT);
+    a.set_f(static_cast<float>(value));
+    return a;
+}
+
+onnx::AttributeProto onnx_attr_string(const char* name, const std::string& value) {
+    onnx::AttributeProto a;
+    a.set_name(name);
+    a.set_type(onnx::AttributeProto::STRING);
+    a.set_s(value);
+    return a;
+}
+
+onnx::AttributeProto onnx_attr_tensor(const char* name, const onnx::TensorProto& value) {
+    onnx::AttributeProto a;
+    a.set_name(name);
+    a.set_type(onnx::AttributeProto::TENSOR);
+    *a.mutable_t() = value;
+    return a;
+}
+
+namespace {
+
+// Elements as raw little-endian bytes of `dtype` (x86-64 and every CUDA host are little-endian).
+onnx::TensorProto tensor_from_doubles(const std::vector<double>& values, DType dtype, const Shape& shape) {
+    onnx::TensorProto t;
+    t.set_data_type(onnx_dtype(dtype));
+    for (int i = 0; i < shape.ndim; ++i) t.add_dims(shape[i]);
+    std::string raw(values.size() * dtype_size(dtype), '\0');
+    for (size_t i = 0; i < values.size(); ++i) {
+        char* at = raw.data() + i * dtype_size(dtype);
+        if (dtype == DTYPE_F32) {
+            float f = static_cast<float>(values[i]);
+            std::memcpy(at, &f, sizeof f);
+        } else if (dtype == DTYPE_F64) {
+            std::memcpy(at, &values[i], sizeof(double));
+        } else {
+            int64_t n = int64_from_double(values[i]);
+            std::memcpy(at, &n, sizeof n);
+        }
+    }
+    t.set_raw_data(raw);
+    return t;
+}
+
+onnx::TensorProto tensor_from_ints(const std::vector<int64_t>& values, const Shape& shape) {
+    onnx::TensorProto t;
+    t.set_data_type(onnx::TensorProto::INT64);
+    for (int i = 0; i < shape.ndim; ++i) t.add_dims(shape[i]);
+    t.set_raw_data(std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(int64_t)));
+    return t;
+}
+
+}  // namespace
+
+onnx::TensorProto onnx_tensor_of(const Value& value, const std::string& name) {
+    Value host = value_contiguous(value_to_host(value));
+    onnx::TensorProto t;
+    t.set_name(name);
+    t.set_data_type(onnx_dtype(host.dtype));
+    for (int i = 0; i < host.shape.ndim; ++i) t.add_dims(host.shape[i]);
+    t.set_raw_data(std::string(static_cast<const char*>(host.raw()), host.numel() * dtype_size(host.dtype)));
+    return t;
+}
+
+std::string OnnxBuilder::values(const std::vector<double>& values, DType dtype, const Shape& shape) {
+    return add1("Constant", {}, {onnx_attr_tensor("value", tensor_from_doubles(values, dtype, shape))});
+}
+
+std::string OnnxBuilder::scalar(double value, DType dtype) { return values({value}, dtype, Shape()); }
+
+// Any size at the cost of one element: ConstantOfShape (an empty shape list makes a 0-d tensor).
+std::string OnnxBuilder::filled(double value, DType dtype, const Shape& shape) {
+    std::vector<int64_t> dims(shape.dims, shape.dims + shape.ndim);
+    return add1("ConstantOfShape", {ints(dims)}, {onnx_attr_tensor("value", tensor_from_doubles({value}, dtype, Shape{1}))});
+}
+
+std::string OnnxBuilder::ints(const std::vector<int64_t>& values) {
+    return add1("Constant", {}, {onnx_attr_tensor("value", tensor_from_ints(values, Shape{static_cast<int64_t>(values.size())}))});
+}
+
+std::string OnnxBuilder::int_scalar(int64_t value) {
+    return add1("Constant", {}, {onnx_attr_tensor("value", tensor_from_ints({value}, Shape()))});
+}
+
+std::string OnnxBuilder::cast(const std::string& x, DType from, DType to) {
+    if (from == to) return x;
+    return add1("Cast", {x}, {onnx_attr_int("to", onnx_dtype(to))});
+}
+
+// ============================================================================================
+// [SECTION] helpers
+
+namespace {
+
+[[noreturn]] void refuse_call(const OnnxOpCall& c, const std::string& why) {
+    engine_fail("%s: %s", op_info(c.op).name, why.c_str());
+}
+
+// Input i in dtype `to`.
+std::string input_as(OnnxOpCall& c, int i, DType to) { return c.b.cast(c.in[i], c.in_dtype[i], to); }
+// Input i in the dtype of output 0 (what the engine computes in).
+std::string input_out(OnnxOpCall& c, int i) { return input_as(c, i, c.out_dtype[0]); }
+void result(OnnxOpCall& c, const std::string& name) { c.out = {name}; }
+
+DType promoted(DType a, DType b) {
+    if (a == DTYPE_F64 || b == DTYPE_F64) return DTYPE_F64;
+    if (a == DTYPE_F32 || b == DTYPE_F32) return DTYPE_F32;
+    return DTYPE_I64;
+}
+
+std::vector<int64_t> dims_of(const Shape& s) { return std::vector<int64_t>(s.dims, s.dims + s.ndim); }
+
+std::vector<int64_t> axes_of_mask(uint32_t mask, int ndim) {
+    std::vector<int64_t> axes;
+    for (int d = 0; d < ndim; ++d)
+        if (mask & (1u << d)) axes.push_back(d);
+    return axes;
+}
+
+std::vector<int64_t> all_axes(int ndim) { return axes_of_mask(ndim >= 32 ? ~0u : (1u << ndim) - 1, ndim); }
+
+// A 1-based index tensor as ONNX's 0-based int64.
+std::string zero_based(OnnxOpCall& c, int i) { return c.b.add1("Sub", {input_as(c, i, DTYPE_I64), c.b.int_scalar(1)}); }
+// A 0-based int64 index as ours.
+std::string one_based(OnnxBuilder& b, const std::string& index) { return b.add1("Add", {index, b.int_scalar(1)}); }
+
+// A reduction over `axes` (ReduceSum takes them as an input from opset 13, the others as an attribute).
+std::string reduce(OnnxBuilder& b, const char* op_type, const std::string& x, const std::vector<int64_t>& axes, bool keepdims) {
+    if (std::strcmp(op_type, "ReduceSum") == 0)
+        return b.add1(op_type, {x, b.ints(axes)}, {onnx_attr_int("keepdims", keepdims)});
+    return b.add1(op_type, {x}, {onnx_attr_ints("axes", axes), onnx_attr_int("keepdims", keepdims)});
+}
+
+// The mean or sum of every element (a loss's reduction).
+std::string reduce_loss(OnnxBuilder& b, Reduction reduction, const std::string& x, int ndim) {
+    if (ndim == 0) return x;
+    return reduce(b, reduction == REDUCTION_MEAN ? "ReduceMean" : "ReduceSum", x, all_axes(ndim), false);
+}
+
+// The flat row-major element indices of a region (offset start, strides) of shape `shape`.
+std::vector<int64_t> region_indices(const OpAttrs& a) {
+    const Shape& shape = a.shape;
+    std::vector<int64_t> out(static_cast<size_t>(shape.numel()));
+    std::vector<int64_t> at(static_cast<size_t>(shape.ndim), 0);
+    for (int64_t& index : out) {
+        int64_t flat = a.start;
+        for (int d = 0; d < shape.ndim; ++d) flat += at[d] * a.strides[d];
+        index = flat;
+        for (int d = shape.ndim - 1; d >= 0; --d) {
+            if (++at[d] < shape[d]) break;
+            at[d] = 0;
+        }
+    }
+    return out;
+}
+
+// x (of shape `x_shape`) with its region (attrs) replaced by v: ScatterND over the flat elements.
+std::string region_replaced(OnnxOpCall& c, const std::string& x, const Shape& x_shape, const std::string& v) {
+    OnnxBuilder& b = c.b;
+    std::vector<int64_t> indices = region_indices(c.attrs);
+    std::string flat = b.add1("Reshape", {x, b.ints({-1})});
+    std::string idx = b.add1("Reshape", {b.ints(indices), b.ints({static_cast<int64_t>(indices.size()), 1})});
+    std::string updates = b.add1("Reshape", {v, b.ints({-1})});
+    std::string scattered = b.add1("ScatterND", {flat, idx, updates});
+    return b.add1("Reshape", {scattered, b.ints(dims_of(x_shape))});
+}
+
+// An image batch [N,C,H,W] from a 3-d image [C,H,W] (unsqueezed), and back.
+std::string as_batch(OnnxBuilder& b, const std::string& x, int ndim) {
+    return ndim == 4 ? x : b.add1("Unsqueeze", {x, b.ints({0})});
+}
+std::string from_batch(OnnxBuilder& b, const std::string& y, int ndim) {
+    return ndim == 4 ? y : b.add1("Squeeze", {y, b.ints({0})});
+}
+
+std::vector<onnx::AttributeProto> window_attrs(const OpAttrs& a, bool with_kernel, int64_t kh, int64_t kw) {
+    std::vector<onnx::AttributeProto> attrs = {
+        onnx_attr_ints("strides", {a.stride_h, a.stride_w}),
+        onnx_attr_ints("pads", {a.padding_h, a.padding_w, a.padding_h, a.padding_w}),
+        onnx_attr_ints("dilations", {a.dilation_h, a.dilation_w}),
+    };
+    if (with_kernel) attrs.push_back(onnx_attr_ints("kernel_shape", {kh, kw}));
+    return attrs;
+}
+
+// One-hot rows of the 0-based labels (int64, [N] or 0-d) over `classes`, in `dtype`.
+std::string one_hot(OnnxBuilder& b, const std::string& labels, int64_t classes, DType dtype) {
+    std::vector<int64_t> iota(static_cast<size_t>(classes));
+    for (int64_t i = 0; i < classes; ++i) iota[i] = i;
+    std::string column = b.add1("Unsqueeze", {labels, b.ints({-1})});
+    return b.add1("Cast", {b.add1("Equal", {column, b.ints(iota)})}, {onnx_attr_int("to", onnx_dtype(dtype))});
+}
+
+// 1/N for a mean over the rows of scores shaped `scores` ([N,C] or [C]), 1 for a sum.
+double loss_scale(const OpAttrs& a, const Shape& scores) {
+    if (a.reduction == REDUCTION_SUM) return 1.0;
+    return scores.ndim == 2 ? 1.0 / static_cast<double>(scores[0]) : 1.0;
+}
+
+// ============================================================================================
+// [SECTION] mappings
+
+// --- creation -------------------------------------------------------------------------------
+
+// A deterministic creation op (zeros, eye, arange, ...): its values, made by the CPU kernel now.
+void emit_created(OnnxOpCall& c) {
+    Value made = value_new(c.out_shape[0], c.out_dtype[0], DEVICE_CPU);
+    OpAttrs attrs = c.attrs;
+    attrs.device = DEVICE_CPU;
+    Value* outs[] = {&made};
+    kernel_for(c.op, DEVICE_CPU)(KernelCall{nullptr, 0, outs, 1, attrs});
+    std::vector<double> values(static_cast<size_t>(made.numel()));
+    for (size_t i = 0; i < values.size(); ++i) values[i] = value_get(made, static_cast<int64_t>(i));
+    result(c, c.b.values(values, c.out_dtype[0], c.out_shape[0]));
+}
+
+void warn_random(OnnxOpCall& c) {
+    if (c.warnings)
+        c.warnings->push_back(std::string(op_info(c.op).name) +
+                              ": exported as ONNX's random op; its numbers come from the runtime's generator, not tapedeck's");
+}
+
+void emit_random(OnnxOpCall& c) {
+    warn_random(c);
+    std::vector<onnx::AttributeProto> attrs = {onnx_attr_int("dtype", onnx_dtype(c.out_dtype[0])),
+                                               onnx_attr_ints("shape", dims_of(c.out_shape[0]))};
+    if (c.op == OP_randn) result(c, c.b.add1("RandomNormal", {}, attrs));
+    else result(c, c.b.add1("RandomUniform", {}, attrs));
+}
+
+void emit_randint(OnnxOpCall& c) {
+    warn_random(c);
+    std::string u = c.b.add1("RandomUniform", {}, {onnx_attr_int("dtype", onnx::TensorProto::DOUBLE),
+                                                   onnx_attr_ints("shape", dims_of(c.out_shape[0])),
+                                                   onnx_attr_float("low", c.attrs.lo), onnx_attr_float("high", c.attrs.hi)});
+    result(c, c.b.cast(c.b.add1("Floor", {u}), DTYPE_F64, c.out_dtype[0]));
+}
+
+// --- elementwise ------------------------------------------------------------------------------
+
+const char* binary_type(OpId op) {
+    switch (op) {
+    case OP_add: return "Add";
+    case OP_sub: return "Sub";
+    case OP_mul: return "Mul";
+    case OP_div: return "Div";
+    case OP_pow_tensor: return "Pow";
+    case OP_maximum: case OP_clamp_min: return "Max";
+    case OP_minimum: case OP_clamp_max: return "Min";
+    default: return "";
+    }
+}
+
+void emit_binary(OnnxOpCall& c) {
+    std::string a = input_out(c, 0), b = input_out(c, 1), y = c.b.add1(binary_type(c.op), {a, b});
+    if ((c.op == OP_maximum || c.op == OP_minimum) && c.out_dtype[0] != DTYPE_I64) {
+        // NaN if either is (ONNX leaves Max/Min of a NaN open): a + b is NaN then
+        std::string either = c.b.add1("Or", {c.b.add1("IsNaN", {a}), c.b.add1("IsNaN", {b})});
+        y = c.b.add1("Where", {either, c.b.add1("Add", {a, b}), y});
+    }
+    result(c, y);
+}
+
+void emit_compare(OnnxOpCall& c) {
+    DType t = c.in.size() == 2 ? promoted(c.in_dtype[0], c.in_dtype[1]) : c.in_dtype[0];
+    std::string a = input_as(c, 0, t), b = input_as(c, 1, t), truth;
+    switch (c.op) {
+    case OP_eq: truth = c.b.add1("Equal", {a, b}); break;
+    case OP_ne: truth = c.b.add1("Not", {c.b.add1("Equal", {a, b})}); break;
+    case OP_lt: truth = c.b.add1("Less", {a, b}); break;
+    case OP_le: truth = c.b.add1("LessOrEqual", {a, b}); break;
+    case OP_gt: truth = c.b.add1("Greater", {a, b}); break;
+    default: truth = c.b.add1("GreaterOrEqual", {a, b}); break;
+    }
+    result(c, c.b.add1("Cast", {truth}, {onnx_attr_int("to", onnx_dtype(c.out_dtype[0]))}));
+}
+
+// Input i is non-zero, as a bool tensor.
+std::string nonzero(OnnxOpCall& c, int i) {
+    return c.b.add1("Not", {c.b.add1("Equal", {c.in[i], c.b.scalar(0, c.in_dtype[i])})});
+}
+
+void emit_masked_fill(OnnxOpCall& c) {
+    std::string filled = c.b.add1("Where", {nonzero(c, 1), c.b.scalar(c.attrs.scalar, c.out_dtype[0]), input_out(c, 0)});
+    // The mask may broadcast over x, never grow it: the result has x's shape.
+    result(c, filled);
+}
+
+void emit_where(OnnxOpCall& c) { result(c, c.b.add1("Where", {nonzero(c, 0), c.in[1], c.in[2]})); }
+
+void emit_scalar_op(OnnxOpCall& c) {
+    std::string x = input_out(c, 0), s = c.b.scalar(c.attrs.scalar, c.out_dtype[0]);
+    switch (c.op) {
+    case OP_add_scalar: result(c, c.b.add1("Add", {x, s})); break;
+    case OP_mul_scalar: result(c, c.b.add1("Mul", {x, s})); break;
+    case OP_div_scalar: result(c, c.b.add1("Div", {x, s})); break;
+    case OP_rsub_scalar: result(c, c.b.add1("Sub", {s, x})); break;
+    case OP_rdiv_scalar: result(c, c.b.add1("Div", {s, x})); break;
+    default: result(c, c.b.add1("Pow", {x, s})); break;   // pow
+    }
+}
+
+const char* unary_type(OpId op) {
+    switch (op) {
+    case OP_neg: return "Neg";
+    case OP_exp: return "Exp";
+    case OP_log: return "Log";
+    case OP_sqrt: return "Sqrt";
+    case OP_abs: return "Abs";
+    case OP_sign: return "Sign";
+    case OP_tanh: return "Tanh";
+    case OP_sigmoid: return "Sigmoid";
+    case OP_relu: return "Relu";
+    case OP_sin: return "Sin";
+    case OP_cos: return "Cos";
+    case OP_reciprocal: return "Reciprocal";
+    case OP_floor: return "Floor";
+    case OP_ceil: return "Ceil";
+    case OP_round: return "Round";
+    default: return "";
+    }
+}
+
+void emit_unary(OnnxOpCall& c) {
+    std::string x = input_out(c, 0);
+    bool integer = c.out_dtype[0] == DTYPE_I64;
+    if (integer && (c.op == OP_floor || c.op == OP_ceil || c.op == OP_round)) result(c, c.b.add1("Identity", {x}));
+    else result(c, c.b.add1(unary_type(c.op), {x}));
+}
+
+void emit_unary_composed(OnnxOpCall& c) {
+    OnnxBuilder& b = c.b;
+    DType t = c.out_dtype[0];
+    std::string x = input_out(c, 0);
+    switch (c.op) {
+    case OP_log1p: result(c, b.add1("Log", {b.add1("Add", {x, b.scalar(1, t)})})); break;
+    case OP_expm1: result(c, b.add1("Sub", {b.add1("Exp", {x}), b.scalar(1, t)})); break;
+    case OP_rsqrt: result(c, b.add1("Reciprocal", {b.add1("Sqrt", {x})})); break;
+    case OP_square: result(c, b.add1("Mul", {x, x})); break;
+    default:   // trunc
+        if (t == DTYPE_I64) result(c, b.add1("Identity", {x}));
+        else result(c, b.add1("Mul", {b.add1("Sign", {x}), b.add1("Floor", {b.add1("Abs", {x})})}));
+        break;
+    }
+}
+
+void emit_clamp(OnnxOpCall& c) {
+    DType t = c.out_dtype[0];
+    std::string lo = std::isinf(c.attrs.lo) ? "" : c.b.scalar(c.attrs.lo, t);
+    std::string hi = std::isinf(c.attrs.hi) ? "" : c.b.scalar(c.attrs.hi, t);
+    result(c, c.b.add1("Clip", {input_out(c, 0), lo, hi}));
+}
+
+void emit_float_test(OnnxOpCall& c) {   // isnan, isinf, isfinite
+    OnnxBuilder& b = c.b;
+    DType out = c.out_dtype[0];
+    if (c.in_dtype[0] == DTYPE_I64) {   // whole numbers are finite
+        result(c, b.filled(c.op == OP_isfinite ? 1 : 0, out, c.out_shape[0]));
+        return;
+    }
+    std::string truth;
+    if (c.op == OP_isnan) truth = b.add1("IsNaN", {c.in[0]});
+    else if (c.op == OP_isinf) truth = b.add1("IsInf", {c.in[0]});
+    else truth = b.add1("Not", {b.add1("Or", {b.add1("IsNaN", {c.in[0]}), b.add1("IsInf", {c.in[0]})})});
+    result(c, b.add1("Cast", {truth}, {onnx_attr_int("to", onnx_dtype(out))}));
+}
+
+// --- activations ------------------------------------------------------------------------------
+
+constexpr double GELU_TANH_K = 0.7978845608028654;   // sqrt(2 / pi)
+constexpr double GELU_TANH_C = 0.044715;
+
+// gelu(x): x Phi(x), or the tanh approximation (attrs.scalar = 1).
+std::string gelu_of(OnnxBuilder& b, const std::string& x, DType t, bool tanh_form) {
+    std::string half_x = b.add1("Mul", {x, b.scalar(0.5, t)});
+    if (!tanh_form) {
+        std::string erf = b.add1("Erf", {b.add1("Mul", {x, b.scalar(M_SQRT1_2, t)})});
+        return b.add1("Mul", {half_x, b.add1("Add", {erf, b.scalar(1, t)})});
+    }
+    std::string cube = b.add1("Mul", {b.add1("Mul", {x, x}), x});
+    std::string inner = b.add1("Mul", {b.add1("Add", {x, b.add1("Mul", {cube, b.scalar(GELU_TANH_C, t)})}), b.scalar(GELU_TANH_K, t)});
+    return b.add1("Mul", {half_x, b.add1("Add", {b.add1("Tanh", {inner}), b.scalar(1, t)})});
+}
+
+// gelu'(x): Phi(x) + x phi(x), or the tanh form's derivative.
+std::string gelu_derivative(OnnxBuilder& b, const std::string& x, DType t, bool tanh_form) {
+    std::string x2 = b.add1("Mul", {x, x});
+    if (!tanh_form) {
+        std::string cdf = b.add1("Mul", {b.add1("Add", {b.add1("Erf", {b.add1("Mul", {x, b.scalar(M_SQRT1_2, t)})}), b.scalar(1, t)}),
+                                         b.scalar(0.5, t)});
+        std::string pdf = b.add1("Mul", {b.add1("Exp", {b.add1("Mul", {x2, b.scalar(-0.5, t)})}), b.scalar(0.3989422804014327, t)});
+        return b.add1("Add", {cdf, b.add1("Mul", {x, pdf})});
+    }
+    std::string u = b.add1("Mul", {b.add1("Add", {x, b.add1("Mul", {b.add1("Mul", {x2, x}), b.scalar(GELU_TANH_C, t)})}),
+                                   b.scalar(GELU_TANH_K, t)});
+    std::string th = b.add1("Tanh", {u});
+    std::string left = b.add1("Mul", {b.add1("Add", {th, b.scalar(1, t)}), b.scalar(0.5, t)});
+    std::string sech2 = b.add1("Sub", {b.scalar(1, t), b.add1("Mul", {th, th})});
+    std::string du = b.add1("Mul", {b.add1("Add", {b.scalar(1, t), b.add1("Mul", {x2, b.scalar(3 * GELU_TANH_C, t)})}),
+                                    b.scalar(GELU_TANH_K, t)});
+    std::string right = b.add1("Mul", {b.add1("Mul", {b.add1("Mul", {x, b.scalar(0.5, t)}), sech2}), du});
+    return b.add1("Add", {left, right});
+}
+
+void emit_activation(OnnxOpCall& c) {
+    OnnxBuilder& b = c.b;
+    DType t = c.out_dtype[0];
+    std::string x = input_out(c, 0);
+    double s = c.attrs.scalar;
+    switch (c.op) {
+    case OP_leaky_relu: result(c, b.add1("LeakyRelu", {x}, {onnx_attr_float("alpha", s)})); break;
+    case OP_elu: result(c, b.add1("Elu", {x}, {onnx_attr_float("alpha", s)})); break;
+    case OP_gelu: result(c, gelu_of(b, x, t, s != 0)); break;
+    case OP_silu: result(c, b.add1("Mul", {x, b.add1("Sigmoid", {x})})); break;
+    default: {   // softplus: ln(1 + e^(s x)) / s, or x where s x > threshold
+        std::string sx = b.add1("Mul", {x, b.scalar(s, t)});
+        std::string soft = b.add1("Div", {b.add1("Softplus", {sx}), b.scalar(s, t)});
+        result(c, b.add1("Where", {b.add1("Greater", {sx, b.scalar(c.attrs.hi, t)}), x, soft}));
+    }
+    }
+}
+
+void emit_triangle(OnnxOpCall& c) {
+    result(c, c.b.add1("Trilu", {c.in[0], c.b.int_scalar(c.attrs.start)}, {onnx_attr_int("upper", c.op == OP_triu)}));
+}
+
+// --- activation derivatives: (grad, saved) -> dx --------------------------------------------
+
+void emit_activation_backward(OnnxOpCall& c) {
+    OnnxBuilder& b = c.b;
+    DType t = c.out_dtype[0];
+    std::string g = input_out(c, 0), y = input_out(c, 1), zero = b.scalar(0, t), one = b.scalar(1, t);
+    switch (c.op) {
+    case OP_tanh_backward: result(c, b.add1("Mul", {g, b.add1("Sub", {one, b.add1("Mul", {y, y})})})); break;
+    case OP_sigmoid_backward: result(c, b.add1("Mul", {b.add1("Mul", {g, y}), b.add1("Sub", {one, y})})); break;
+    case OP_relu_backward: result(c, b.add1("Where", {b.add1("Greater", {y, zero}), g, zero})); break;
+    case OP_gelu_backward: result(c, b.add1("Mul", {g, gelu_derivative(b, y, t, c.attrs.scalar != 0)})); break;
+    default: {   // clamp_backward: grad where lo <= x <= hi
+        std::string inside = b.add1("Not", {b.add1("IsNaN", {y})});
+        if (t == DTYPE_I64) inside = b.add1("Equal", {y, y});
+        if (!std::isinf(c.attrs.lo)) inside = b.add1("And", {inside, b.add1("GreaterOrEqual", {y, b.scalar(c.attrs.lo, t)})});
+        if (!std::isinf(c.attrs.hi)) inside = b.add1("And", {inside, b.add1("LessOrEqual", {y, b.scalar(c.attrs.hi, t)})});
+        result(c, b.add1("Where", {inside, g, zero}));
+    }
+    }
+}
+
+// --- products -----------------------------------------------------------------------------
+
+void emit_mm(OnnxOpCall& c) {
+    if (c.attrs.accumulate) refuse_call(c, "a product accumulated into its output (freeze's in-place pass) is not exported");
+    OnnxBuilder& b = c.b;
+    DType t = c.out_dtype[0];
+    std::string a = input_out(c, 0), bb = input_out(c, 1);
+    if (t != DTYPE_I64) {   // Gemm reads either operand transposed
+        result(c, b.add1("Gemm", {a, bb}, {onnx_attr_int("transA", c.attrs.trans_a), onnx_attr_int("transB", c.attrs.trans_b)}));
+        return;
+    }
+    if (c.attrs.trans_a) a = b.add1("Transpose", {a}, {onnx_attr_ints("perm", {1, 0})});
+    if (c.attrs.trans_b) bb = b.add1("Transpose", {bb}, {onnx_attr_ints("perm", {1, 0})});
+    result(c, b.add1("MatMul", {a, bb}));
+}
+
+void emit_bmm(OnnxOpCall& c) {
+    if (c.attrs.accumulate) refuse_call(c, "a product accumulated into its output (freeze's in-place pass) is not exported");
+    OnnxBuilder& b = c.b;
+    std::string a = input_out(c, 0), bb = input_out(c, 1);
+    if (c.attrs.trans_a) a = b.add1("Transpose", {a}, {onnx_attr_ints("perm", {0, 2, 1})});
+    if (c.attrs.trans_b) bb = b.add1("Transpose", {bb}, {onnx_attr_ints("perm", {0, 2, 1})});
+    result(c, b.add1("MatMul", {a, bb}));
+}
+
+// --- convolution and pooling ----------------------------------------------------------------
+
+void emit_conv2d(OnnxOpCall& c) {
+    OnnxBuilder& b = c.b;
+    int nd = c.in_shape[0].ndim;
+    const Shape& w = c.in_shape[1];
+    std::vector<std::string> ins = {as_batch(b, input_out(c, 0), nd), input_out(c, 1)};
+    if (c.in.size() == 3) ins.push_back(input_out(c, 2));
+    std::vector<onnx::AttributeProto> attrs = window_attrs(c.attrs, true, w[2], w[3]);
+    attrs.push_back(onnx_attr_int("group", c.attrs.groups));
+    result(c, from_batch(b, b.add1("Conv", ins, attrs), nd));
+}
+
+// dX = conv2d_backward_input(G, W): ConvTranspose, its output padded to X's size.
+void emit_conv2d_backward_input(OnnxOpCall& c) {
+    OnnxBuilder& b = c.b;
+    const Shape &g = c.in_shape[0], &w = c.in_shape[1], &x = c.attrs.shape;
+    int nd = g.ndim;
+    const OpAttrs& a = c.attrs;
+    int64_t h = x[nd - 2], wd = x[nd - 1], ho = g[nd - 2], wo = g[nd - 1];
+    int64_t pad_h = h - ((ho - 1) * a.stride_h - 2 * a.padding_h + a.dilation_h * (w[2] - 1) + 1);
+    int64_t pad_w = wd - ((wo - 1) * a.stride_w - 2 * a.padding_w + a.dilation_w * (w[3] - 1) + 1);
+    std::vector<onnx::AttributeProto> attrs = window_attrs(a, true, w[2], w[3]);
+    attrs.push_back(onnx_attr_int("group", a.groups));
+    attrs.push_back(onnx_attr_ints("output_padding", {pad_h, pad_w}));
+    std::string y = b.add1("ConvTranspose", {as_batch(b, input_out(c, 0), nd), input_out(c, 1)}, attrs);
+    result(c, from_batch(b, y, nd));
+}
+
+// dW = conv2d_backward_weight(G, X): a convolution of X's channels (as the batch) by G's (as the
+// kernels), stride and dilation swapped, cut to W's window, then [C/groups, O] -> [O, C/groups].
+// With groups, X's channels become [C/groups, groups * N] and G's [groups * O/groups, N], so that
+// a grouped convolution pairs each group's inputs with its outputs.
+void emit_conv2d_backward_weight(OnnxOpCall& c) {
+    OnnxBuilder& b = c.b;
+    const Shape &g = c.in_shape[0], &x = c.in_shape[1], &w = c.attrs.shape;
+    int nd = g.ndim;
+    const OpAttrs& a = c.attrs;
+    int64_t n = nd == 4 ? g[0] : 1, groups = a.groups;
+    int64_t out_per_group = g[nd - 3] / groups, in_per_group = x[nd - 3] / groups;
+    std::string xb = b.add1("Reshape", {input_out(c, 1), b.ints({n, groups, in_per_group, x[nd - 2], x[nd - 1]})});
+    std::string xt = b.add1("Reshape", {b.add1("Transpose", {xb}, {onnx_attr_ints("perm", {2, 1, 0, 3, 4})}),
+                                        b.ints({in_per_group, groups * n, x[nd - 2], x[nd - 1]})});
+    std::string gb = b.add1("Reshape", {input_out(c, 0), b.ints({n, groups, out_per_group, g[nd - 2], g[nd - 1]})});
+    std::string gt = b.add1("Reshape", {b.add1("Transpose", {gb}, {onnx_attr_ints("perm", {1, 2, 0, 3, 4})}),
+                                        b.ints({groups * out_per_group, n, g[nd - 2], g[nd - 1]})});
+    std::string y = b.add1("Conv", {xt, gt}, {onnx_attr_ints("strides", {a.dilation_h, a.dilation_w}),
+                                             onnx_attr_ints("dilations", {a.stride_h, a.stride_w}),
+                                             onnx_attr_ints("pads", {a.padding_h, a.padding_w, a.padding_h, a.padding_w}),
+                                             onnx_attr_int("group", groups)});
+    std::string cut = b.add1("Slice", {y, b.ints({0, 0}), b.ints({w[2], w[3]}), b.ints({2, 3})});
+    result(c, b.add1("Transpose", {cut}, {onnx_attr_ints("perm", {1, 0, 2, 3})}));
+}
+
+// max_pool2d: MaxPool's values, and its flat NCHW 0-based indices as ours (1-based per H*W plane).
+void emit_max_pool2d(OnnxOpCall& c) {
+    OnnxBuilder& b = c.b;
+    const Shape& x = c.in_shape[0];
+    int nd = x.ndim;
+    const OpAttrs& a = c.attrs;
+    std::vector<onnx::AttributeProto> attrs = window_attrs(a, true, a.kernel_h, a.kernel_w);
+    if (a.ceil_mode) {   // PyTorch's ceil_mode drops a last window that would start in the padding,
+                         // ONNX's does not: pad the end just enough for our output size instead
+        const Shape& y = c.out_shape[0];
+        int64_t end_h = (y[nd - 2] - 1) * a.stride_h + a.dilation_h * (a.kernel_h - 1) + 1 - x[nd - 2] - a.padding_h;
+        int64_t end_w = (y[nd - 1] - 1) * a.stride_w + a.dilation_w * (a.kernel_w - 1) + 1 - x[nd - 1] - a.padding_w;
+        attrs[1] = onnx_attr_ints("pads", {a.padding_h, a.padding_w, std::max<int64_t>(end_h, 0), std::max<int64_t>(end_w, 0)});
+    }
+    std::vector<std::string> yi = b.add("MaxPool", {as_batch(b, input_out(c, 0), nd)}, 2, attrs);
+    std::string plane = b.add1("Mod", {yi[1], b.int_scalar(x[nd - 2] * x[nd - 1])});
+    c.out = {from_batch(b, yi[0], nd), from_batch(b, one_based(b, plane), nd)};
+}
+
+// dx = zeros; dx[i] += g at each window's argmax i: ScatterElements (add) along each H*W plane.
+void emit_max_pool2d_backward(OnnxOpCall& c) {
+    OnnxBuilder& b = c.b;
+    const Shape &g = c.in_shape[0], &x = c.attrs.shape;
+    int nd = g.ndim;
+    int64_t n = nd == 4 ? g[0] : 1, ch = g[nd - 3];
+    std::vector<int64_t> rows = {n, ch, g[nd - 2] * g[nd - 1]};
+    std::string g_rows = b.add1("Reshape", {input_out(c, 0), b.ints(rows)});
+    std::string i_rows = b.add1("Reshape", {zero_based(c, 1), b.ints(rows)});
+    std::string zeros = b.filled(0, c.out_dtype[0], Shape{n, ch, x[nd - 2] * x[nd - 1]});
+    std::string dx = b.add1("ScatterElements", {zeros, i_rows, g_rows}, {onnx_attr_int("axis", 2), onnx_attr_string("reduction", "add")});
+    result(c, b.add1("Reshape", {dx, b.ints(dims_of(x))}));
+}
+
+// --- views and layout -------------------------------------------------------------------------
+
+void emit_transpose(OnnxOpCall& c) {
+    int nd = c.in_shape[0].ndim;
+    std::vector<int64_t> perm(static_cast<size_t>(nd));
+    for (int i = 0; i < nd; ++i) perm[i] = i;
+    if (c.op == OP_permute) {
+        for (int i = 0; i < nd; ++i) perm[i] = c.attrs.shape[i];
+    } else {
+        std::swap(perm[c.attrs.dim], perm[c.attrs.dim2]);
+    }
+    result(c, c.b.add1("Transpose", {c.in[0]}, {onnx_attr_ints("perm", perm)}));
+}
+
+// reshape, unsqueeze, squeeze: the output's shape is known, one Reshape.
+void emit_reshape(OnnxOpCall& c) { result(c, c.b.add1("Reshape", {c.in[0], c.b.ints(dims_of(c.out_shape[0]))})); }
+
+void emit_expand(OnnxOpCall& c) { result(c, c.b.add1("Expand", {c.in[0], c.b.ints(dims_of(c.out_shape[0]))})); }
+
+void emit_narrow(OnnxOpCall& c) {
+    int64_t start = c.attrs.start;
+    result(c, c.b.add1("Slice", {c.in[0], c.b.ints({start}), c.b.ints({start + c.attrs.length}), c.b.ints({c.attrs.dim})}));
+}
+
+void emit_select(OnnxOpCall& c) {
+    result(c, c.b.add1("Gather", {c.in[0], c.b.int_scalar(c.attrs.start)}, {onnx_attr_int("axis", c.attrs.dim)}));
+}
+
+void emit_as_strided(OnnxOpCall& c) {
+    OnnxBuilder& b = c.b;
+    std::vector<int64_t> indices = region_indices(c.attrs);
+    std::string flat = b.add1("Reshape", {c.in[0], b.ints({-1})});
+    std::string picked = b.add1("Gather", {flat, b.ints(indices)}, {onnx_attr_int("axis", 0)});
+    result(c, b.add1("Reshape", {picked, b.ints(dims_of(c.out_shape[0]))}));
+}
+
+void emit_identity(OnnxOpCall& c) { result(c, c.b.add1("Identity", {c.in[0]})); }
+
+void emit_to(OnnxOpCall& c) {
+    result(c, c.b.add1("Cast", {c.in[0]}, {onnx_attr_int("to", onnx_dtype(c.out_dtype[0]))}));
+}
+
+void emit_sum_to(OnnxOpCall& c) {
+    const Shape &x = c.in_shape[0], &target = c.out_shape[0];
+    std::vector<int64_t> axes;
+    int lead = x.ndim - target.ndim;
+    for (int d = 0; d < x.ndim; ++d)
+        if (d < lead || (target[d - lead] == 1 && x[d] != 1)) axes.push_back(d);
+    std::string summed = axes.empty() ? c.in[0] : reduce(c.b, "ReduceSum", c.in[0], axes, true);
+    result(c, c.b.add1("Reshape", {summed, c.b.ints(dims_of(target))}));
+}
+
+void emit_cat(OnnxOpCall& c) {
+    std::vector<std::string> ins;
+    for (size_t i = 0; i < c.in.size(); ++i) ins.push_back(input_out(c, static_cast<int>(i)));
+    result(c, c.b.add1("Concat", ins, {onnx_attr_int("axis", c.attrs.dim)}));
+}
+
+void emit_narrow_backward(OnnxOpCall& c) {
+    const Shape& full = c.attrs.shape;
+    std::vector<int64_t> pads(static_cast<size_t>(2 * full.ndim), 0);
+    pads[c.attrs.dim] = c.attrs.start;
+    pads[full.ndim + c.attrs.dim] = full[c.attrs.dim] - c.attrs.start - c.attrs.length;
+    result(c, c.b.add1("Pad", {c.in[0], c.b.ints(pads)}));
+}
+
+void emit_flip(OnnxOpCall& c) {
+    int nd = c.in_shape[0].ndim;
+    std::vector<int64_t> axes = axes_of_mask(op_dims_mask(c.attrs, nd), nd);
+    if (axes.empty()) {
+        result(c, c.b.add1("Identity", {c.in[0]}));
+        return;
+    }
+    std::vector<int64_t> starts(axes.size(), -1), ends(axes.size(), std::numeric_limits<int64_t>::min()), steps(axes.size(), -1);
+    result(c, c.b.add1("Slice", {c.in[0], c.b.ints(starts), c.b.ints(ends), c.b.ints(axes), c.b.ints(steps)}));
+}
+
+void emit_region_scatter(OnnxOpCall& c) {   // region_scatter and assign_: x with its region := v
+    result(c, region_replaced(c, input_out(c, 0), c.in_shape[0], input_out(c, 1)));
+}
+
+// --- reductions ---------------------------------------------------------------------------
+
+const char* reduce_type(OpId op) {
+    switch (op) {
+    case OP_sum: return "ReduceSum";
+    case OP_mean: return "ReduceMean";
+    case OP_prod: return "ReduceProd";
+    case OP_max: case OP_amax: return "ReduceMax";
+    default: return "ReduceMin";
+    }
+}
+
+void emit_reduce(OnnxOpCall& c) {
+    int nd = c.in_shape[0].ndim;
+    std::string x = input_out(c, 0);
+    std::vector<int64_t> axes = axes_of_mask(op_dims_mask(c.attrs, nd), nd);
+    if (nd == 0 || axes.empty()) result(c, c.b.add1("Identity", {x}));
+    else result(c, reduce(c.b, reduce_type(c.op), x, axes, c.attrs.keepdim));
+}
+
+// max and min over one dim: the values and the 1-based index of the first winner.
+void emit_max(OnnxOpCall& c) {
+    int nd = c.in_shape[0].ndim;
+    if (c.attrs.all || nd == 0) {
+        emit_reduce(c);
+        if (c.out_shape.size() > 1) refuse_call(c, "an index over every element is not exported");
+        return;
+    }
+    OnnxBuilder& b = c.b;
+    std::vector<onnx::AttributeProto> attrs = {onnx_attr_int("axis", c.attrs.dim), onnx_attr_int("keepdims", c.attrs.keepdim),
+                                               onnx_attr_int("select_last_index", 0)};
+    std::string index = b.add1(c.op == OP_max ? "ArgMax" : "ArgMin", {c.in[0]}, attrs);
+    c.out = {reduce(b, reduce_type(c.op), c.in[0], {c.attrs.dim}, c.attrs.keepdim), one_based(b, index)};
+}
+
+void emit_cumsum(OnnxOpCall& c) { result(c, c.b.add1("CumSum", {input_out(c, 0), c.b.int_scalar(c.attrs.dim)})); }
+
+void emit_sort(OnnxOpCall& c) {
+    OnnxBuilder& b = c.b;
+    int64_t k = c.op == OP_topk ? c.attrs.length : c.in_shape[0][c.attrs.dim];
+    std::vector<std::string> vi = b.add("TopK", {c.in[0], b.ints({k})}, 2,
+                                        {onnx_attr_int("axis", c.attrs.dim), onnx_attr_int("largest", c.attrs.scalar == 1),
+                                         onnx_attr_int("sorted", 1)});
+    c.out = {vi[0], one_based(b, vi[1])};
+}
+
+void emit_softmax(OnnxOpCall& c) {
+    result(c, c.b.add1(c.op == OP_softmax ? "Softmax" : "LogSoftmax", {input_out(c, 0)}, {onnx_attr_int("axis", c.attrs.dim)}));
+}
+
+// --- indexing -------------------------------------------------------------------------------
+
+void emit_gather(OnnxOpCall& c) {
+    result(c, c.b.add1("GatherElements", {c.in[0], zero_based(c, 1)}, {onnx_attr_int("axis", c.attrs.dim)}));
+}
+
+// src cut to the index's shape (PyTorch's scatter reads only that much of it; ONNX wants equal shapes).
+std::string cut_to(OnnxOpCall& c, const std::string& src, const Shape& src_shape, const Shape& shape) {
+    if (src_shape == shape) return src;
+    std::vector<int64_t> zeros(static_cast<size_t>(shape.ndim), 0);
+    return c.b.add1("Slice", {src, c.b.ints(zeros), c.b.ints(dims_of(shape)), c.b.ints(all_axes(shape.ndim))});
+}
+
+void emit_scatter_add(OnnxOpCall& c) {
+    std::string zeros = c.b.filled(0, c.out_dtype[0], c.out_shape[0]);
+    std::string src = cut_to(c, c.in[0], c.in_shape[0], c.in_shape[1]);
+    result(c, c.b.add1("ScatterElements", {zeros, zero_based(c, 1), src},
+                       {onnx_attr_int("axis", c.attrs.dim), onnx_attr_string("reduction", "add")}));
+}
+
+void emit_scatter(OnnxOpCall& c) {
+    std::string src = cut_to(c, input_out(c, 2), c.in_shape[2], c.in_shape[1]);
+    result(c, c.b.add1("ScatterElements", {c.in[0], zero_based(c, 1), src}, {onnx_attr_int("axis", c.attrs.dim)}));
+}
+
+// --- losses -------------------------------------------------------------------------------
+
+void emit_mse_loss(OnnxOpCall& c) {
+    std::string d = c.b.add1("Sub", {input_out(c, 0), input_out(c, 1)});
+    result(c, reduce_loss(c.b, c.attrs.reduction, c.b.add1("Mul", {d, d}), c.in_shape[0].ndim));
+}
+
+// The scores' entry at each row's label, [N,1] (or [1] for one example): labels 0-based int64.
+std::string at_labels(OnnxBuilder& b, const std::string& scores, const std::string& labels0) {
+    return b.add1("GatherElements", {scores, b.add1("Unsqueeze", {labels0, b.ints({-1})})}, {onnx_attr_int("axis", -1)});
+}
+
+void emit_class_loss(OnnxOpCall& c) {   // cross_entropy, nll_loss, multi_margin_loss
+    OnnxBuilder& b = c.b;
+    DType t = c.out_dtype[0];
+    const Shape& x_shape = c.in_shape[0];
+    std::string x = input_out(c, 0), labels = zero_based(c, 1);
+    std::string per_row;   // [N,1] or [1]
+    if (c.op == OP_cross_entropy) {
+        per_row = b.add1("Neg", {at_labels(b, b.add1("LogSoftmax", {x}, {onnx_attr_int("axis", -1)}), labels)});
+    } else if (c.op == OP_nll_loss) {
+        per_row = b.add1("Neg", {at_labels(b, x, labels)});
+    } else {   // sum over j != label of max(0, 1 - x[label] + x[j]), / C (the j = label term is 1)
+        int64_t classes = x_shape[x_shape.ndim - 1];
+        std::string margins = b.add1("Relu", {b.add1("Add", {b.add1("Sub", {b.scalar(1, t), at_labels(b, x, labels)}), x})});
+        std::string row = b.add1("Sub", {reduce(b, "ReduceSum", margins, {-1}, true), b.scalar(1, t)});
+        per_row = b.add1("Div", {row, b.scalar(static_cast<double>(classes), t)});
+    }
+    result(c, reduce_loss(b, c.attrs.reduction, per_row, x_shape.ndim));
+}
+
+// cross_entropy_backward (g, x, labels), multi_margin_loss_backward (g, x, labels) and
+// nll_loss_backward (g, labels; attrs.shape = the scores' shape).
+void emit_class_loss_backward(OnnxOpCall& c) {
+    OnnxBuilder& b = c.b;
+    DType t = c.out_dtype[0];
+    const Shape& scores = c.out_shape[0];
+    int64_t classes = scores[scores.ndim - 1];
+    std::string g = b.add1("Mul", {input_out(c, 0), b.scalar(loss_scale(c.attrs, scores), t)});
+    std::string labels = zero_based(c, c.op == OP_nll_loss_backward ? 1 : 2);
+    std::string onehot = one_hot(b, labels, classes, t);
+    if (c.op == OP_nll_loss_backward) {
+        result(c, b.add1("Mul", {onehot, b.add1("Neg", {g})}));
+        return;
+    }
+    std::string x = input_out(c, 1);
+    if (c.op == OP_cross_entropy_backward) {
+        std::string p = b.add1("Softmax", {x}, {onnx_attr_int("axis", -1)});
+        result(c, b.add1("Mul", {b.add1("Sub", {p, onehot}), g}));
+        return;
+    }
+    // multi_margin_loss: g s / C where 1 - x[label] + x[j] > 0 (j != label), minus their count at the label
+    std::string margin = b.add1("Add", {b.add1("Sub", {b.scalar(1, t), at_labels(b, x, labels)}), x});
+    std::string active = b.add1("Cast", {b.add1("Greater", {margin, b.scalar(0, t)})}, {onnx_attr_int("to", onnx_dtype(t))});
+    std::string others = b.add1("Mul", {active, b.add1("Sub", {b.scalar(1, t), onehot})});
+    std::string count = reduce(b, "ReduceSum", others, {-1}, true);
+    std::string local = b.add1("Sub", {others, b.add1("Mul", {onehot, count})});
+    result(c, b.add1("Mul", {local, b.add1("Div", {g, b.scalar(static_cast<double>(classes), t)})}));
+}
+
+// --- in place: the written tensor's new contents -----------------------------------------------
+
+void emit_inplace(OnnxOpCall& c) {
+    OnnxBuilder& b = c.b;
+    DType t = c.out_dtype[0];
+    std::string x = c.in[0];
+    switch (c.op) {
+    case OP_add_: case OP_sub_: {
+        std::string y = input_as(c, 1, t);
+        if (c.attrs.scalar != 1) y = b.add1("Mul", {y, b.scalar(c.attrs.scalar, t)});
+        result(c, b.add1(c.op == OP_add_ ? "Add" : "Sub", {x, y}));
+        break;
+    }
+    case OP_mul_: result(c, b.add1("Mul", {x, input_as(c, 1, t)})); break;
+    case OP_zero_: result(c, b.filled(0, t, c.out_shape[0])); break;
+    case OP_fill_: result(c, b.filled(c.attrs.scalar, t, c.out_shape[0])); break;
+    case OP_copy_: result(c, b.add1("Expand", {input_as(c, 1, t), b.ints(dims_of(c.out_shape[0]))})); break;
+    case OP_masked_fill_: emit_masked_fill(c); break;
+    default: emit_region_scatter(c); break;   // assign_
+    }
+}
+
+}  // namespace
+
+// ============================================================================================
+// [SECTION] table
+
+namespace {
+
+OnnxOpMapping mapping_of(OpId op) {
+    const char* elementwise = "the ONNX op of the same name";
+    switch (op) {
+    case OP_tensor: return {nullptr, "", "never a step: a plan holds torch.tensor's values as a constant (an initializer)"};
+    case OP_zeros: case OP_ones: case OP_full: case OP_eye: case OP_arange: case OP_linspace:
+        return {emit_created, "Constant (values made at export)"};
+    case OP_rand: case OP_randn: return {emit_random, "RandomUniform / RandomNormal (the runtime's generator; a warning)"};
+    case OP_randint: return {emit_randint, "Floor(RandomUniform) (the runtime's generator; a warning)"};
+    case OP_randperm: return {nullptr, "", "no ONNX op draws a permutation"};
+    case OP_multinomial: return {nullptr, "", "ONNX's Multinomial draws with replacement only, from log-probabilities; not exported"};
+    case OP_add: case OP_sub: case OP_mul: case OP_div: case OP_pow_tensor:
+        return {emit_binary, "Add, Sub, Mul, Div, Pow"};
+    case OP_maximum: case OP_minimum: return {emit_binary, "Max, Min (Where(IsNaN) for NaN, as PyTorch)"};
+    case OP_clamp_min: case OP_clamp_max: return {emit_binary, "Max, Min"};
+    case OP_eq: case OP_lt: case OP_le: case OP_gt: case OP_ge: case OP_ne:
+        return {emit_compare, "Equal, Less, LessOrEqual, Greater, GreaterOrEqual, Not(Equal); Cast"};
+    case OP_masked_fill: return {emit_masked_fill, "Where(Not(Equal(mask, 0)), s, x)"};
+    case OP_where: return {emit_where, "Where(Not(Equal(condition, 0)), a, b)"};
+    case OP_add_scalar: case OP_mul_scalar: case OP_div_scalar: case OP_rsub_scalar: case OP_rdiv_scalar: case OP_pow:
+        return {emit_scalar_op, "Add, Mul, Div, Sub, Pow with a Constant"};
+    case OP_neg: case OP_exp: case OP_log: case OP_sqrt: case OP_abs: case OP_sign: case OP_tanh: case OP_sigmoid:
+    case OP_relu: case OP_sin: case OP_cos: case OP_reciprocal: case OP_floor: case OP_ceil: case OP_round:
+        return {emit_unary, elementwise};
+    case OP_log1p: return {emit_unary_composed, "Log(Add(x, 1))"};
+    case OP_expm1: return {emit_unary_composed, "Sub(Exp(x), 1)"};
+    case OP_rsqrt: return {emit_unary_composed, "Reciprocal(Sqrt(x))"};
+    case OP_square: return {emit_unary_composed, "Mul(x, x)"};
+    case OP_trunc: return {emit_unary_composed, "Mul(Sign(x), Floor(Abs(x)))"};
+    case OP_clamp: return {emit_clamp, "Clip (bounds as inputs)"};
+    case OP_isnan: case OP_isinf: case OP_isfinite: return {emit_float_test, "IsNaN, IsInf, Not(Or(IsNaN, IsInf)); Cast"};
+    case OP_leaky_relu: return {emit_activation, "LeakyRelu"};
+    case OP_elu: return {emit_activation, "Elu"};
+    case OP_gelu: return {emit_activation, "x/2 (1 + Erf(x/sqrt 2)), or the tanh form (Gelu is opset 20)"};
+    case OP_silu: return {emit_activation, "Mul(x, Sigmoid(x))"};
+    case OP_softplus: return {emit_activation, "Where(s x > threshold, x, Softplus(s x) / s)"};
+    case OP_tril: case OP_triu: return {emit_triangle, "Trilu"};
+    case OP_tanh_backward: return {emit_activation_backward, "g (1 - y^2)"};
+    case OP_sigmoid_backward: return {emit_activation_backward, "g y (1 - y)"};
+    case OP_relu_backward: return {emit_activation_backward, "Where(y > 0, g, 0)"};
+    case OP_clamp_backward: return {emit_activation_backward, "Where(lo <= x <= hi, g, 0)"};
+    case OP_gelu_backward: return {emit_activation_backward, "g gelu'(x) with Erf, Exp (or Tanh)"};
+    case OP_mm: return {emit_mm, "Gemm (transA, transB); MatMul for int64"};
+    case OP_bmm: return {emit_bmm, "MatMul (Transpose for a transposed operand)"};
+    case OP_conv2d: return {emit_conv2d, "Conv"};
+    case OP_conv2d_backward_input: return {emit_conv2d_backward_input, "ConvTranspose (output_padding to X's size)"};
+    case OP_conv2d_backward_weight:
+        return {emit_conv2d_backward_weight, "Conv over X's channels by G's (grouped), Slice, Transpose"};
+    case OP_max_pool2d: return {emit_max_pool2d, "MaxPool (its indices: Mod(i, H*W) + 1)"};
+    case OP_max_pool2d_backward: return {emit_max_pool2d_backward, "ScatterElements (add) over each H*W plane"};
+    case OP_transpose: case OP_permute: return {emit_transpose, "Transpose"};
+    case OP_reshape: case OP_unsqueeze: case OP_squeeze: return {emit_reshape, "Reshape (to the known shape)"};
+    case OP_expand: return {emit_expand, "Expand"};
+    case OP_narrow: return {emit_narrow, "Slice"};
+    case OP_select: return {emit_select, "Gather (a 0-d index)"};
+    case OP_as_strided: return {emit_as_strided, "Gather of the flat elements at the region's indices"};
+    case OP_contiguous: case OP_clone: case OP_detach: case OP_to_device: return {emit_identity, "Identity"};
+    case OP_sum_to: return {emit_sum_to, "ReduceSum (keepdims), Reshape"};
+    case OP_cat: return {emit_cat, "Concat"};
+    case OP_narrow_backward: return {emit_narrow_backward, "Pad (zeros)"};
+    case OP_flip: return {emit_flip, "Slice (steps -1)"};
+    case OP_region_scatter: return {emit_region_scatter, "ScatterND of the flat elements"};
+    case OP_sum: case OP_mean: case OP_prod: case OP_amax: case OP_amin:
+        return {emit_reduce, "ReduceSum, ReduceMean, ReduceProd, ReduceMax, ReduceMin"};
+    case OP_max: case OP_min: return {emit_max, "ReduceMax / ReduceMin, ArgMax / ArgMin + 1"};
+    case OP_cumsum: return {emit_cumsum, "CumSum"};
+    case OP_sort: case OP_topk: return {emit_sort, "TopK (its indices + 1)"};
+    case OP_softmax: return {emit_softmax, "Softmax"};
+    case OP_log_softmax: return {emit_softmax, "LogSoftmax"};
+    case OP_gather: return {emit_gather, "GatherElements (index - 1)"};
+    case OP_scatter_add: return {emit_scatter_add, "ScatterElements (reduction add) into zeros"};
+    case OP_scatter: return {emit_scatter, "ScatterElements"};
+    case OP_to: return {emit_to, "Cast"};
+    case OP_mse_loss: return {emit_mse_loss, "Sub, Mul, ReduceMean / ReduceSum"};
+    case OP_cross_entropy: return {emit_class_loss, "LogSoftmax, GatherElements, Neg, ReduceMean / ReduceSum"};
+    case OP_nll_loss: return {emit_class_loss, "GatherElements, Neg, ReduceMean / ReduceSum"};
+    case OP_multi_margin_loss: return {emit_class_loss, "GatherElements, Relu, ReduceSum, ..."};
+    case OP_cross_entropy_backward: return {emit_class_loss_backward, "(Softmax(x) - one-hot) g s"};
+    case OP_nll_loss_backward: return {emit_class_loss_backward, "-(one-hot) g s"};
+    case OP_multi_margin_loss_backward: return {emit_class_loss_backward, "Greater, Cast, ReduceSum, ..."};
+    case OP_add_: case OP_sub_: case OP_mul_: case OP_zero_: case OP_fill_: case OP_copy_: case OP_masked_fill_:
+        return {emit_inplace, "the op out of place; later reads see the new tensor"};
+    case OP_assign_: return {emit_inplace, "ScatterND of the flat elements"};
+    case OP_function: case OP_function_backward:
+        return {nullptr, "", "never a step: a custom function's own ops are recorded, and exported instead"};
+    case OP_COUNT: break;
+    }
+    return {nullptr, "", "not an op"};
+}
+
+}  // namespace
+
+const OnnxOpMapping& onnx_op_mapping(OpId op) {
+    static const std::vector<OnnxOpMapping> table = [] {
+        std::vector<OnnxOpMapping> rows(OP_COUNT);
+        for (int op = 0; op < OP_COUNT; ++op) rows[op] = mapping_of(static_cast<OpId>(op));
+        return rows;
+    }();
+    return table[op];
+}
+
+bool onnx_op_is_function(OpId op) {
+    std::string name = op_info(op).name;
+    const std::string suffix = "_backward";
+    return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0 &&
+           onnx_op_mapping(op).emit != nullptr;
+}
+
+}  // namespace td

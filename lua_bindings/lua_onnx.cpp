@@ -1,0 +1,107 @@
+// lua_onnx.cpp: torch.onnx.export, a frozen function's plan as an ONNX model (engine/onnx_export.h,
+// docs/onnx.md).
+//
+//   f = torch.freeze(step, x, y)
+//   torch.onnx.export(f, "step.onnx")                       -- opset 17, backward ops as functions
+//   torch.onnx.export(f, "step.onnx", {opset = 17, inline = true, strict = true, quiet = true})
+//   torch.onnx.export("step.tdp", "step.onnx")              -- a plan file (torch.save_plan)
+//
+// Returns {inputs = {...}, outputs = {...}, arguments = {...}, captured = {name = tensor},
+// warnings = {...}, nodes = N, functions = M}: the graph's input and output names, the inputs that
+// stand for the function's arguments, the captured tensors by their initializers' names. Warnings
+// (a value guard exported as the branch recorded, a random op) are also printed to stderr unless
+// quiet = true.
+#include <cstdio>
+#include <cstring>
+
+#include "lua_util.h"
+#include "onnx_export.h"
+#include "tapedeck_lua.h"
+
+using namespace td;
+using namespace tdlua;
+
+namespace {
+
+void read_options(lua_State* L, int idx, OnnxExportOptions& options, bool& quiet) {
+    if (lua_isnoneornil(L, idx)) return;
+    if (!lua_istable(L, idx))
+        arg_fail(idx, "options must be a table like {opset = 17, inline = true, strict = true}, got %s", type_name_of(L, idx));
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        const char* key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
+        if (strcmp(key, "opset") == 0) {
+            int is_integer = 0;
+            lua_Integer n = lua_tointegerx(L, -1, &is_integer);
+            if (!is_integer) arg_fail(idx, "opset must be a whole number, got %s", luaL_tolstring(L, -1, nullptr));
+            options.opset = static_cast<int>(n);
+        } else if (strcmp(key, "inline") == 0) {
+            options.inline_backward = lua_toboolean(L, -1);
+        } else if (strcmp(key, "strict") == 0) {
+            options.strict = lua_toboolean(L, -1);
+        } else if (strcmp(key, "quiet") == 0) {
+            quiet = lua_toboolean(L, -1);
+        } else {
+            arg_fail(idx, "unknown option '%s' (expected opset, inline, strict or quiet)", key);
+        }
+        lua_pop(L, 1);
+    }
+}
+
+void push_strings(lua_State* L, const std::vector<std::string>& list, const char* field) {
+    lua_createtable(L, static_cast<int>(list.size()), 0);
+    for (size_t i = 0; i < list.size(); ++i) {
+        lua_pushstring(L, list[i].c_str());
+        lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
+    }
+    lua_setfield(L, -2, field);
+}
+
+// torch.onnx.export(f or plan path, path [, options])
+int l_onnx_export(lua_State* L) {
+    std::shared_ptr<const Plan> recorded;
+    if (lua_type(L, 1) == LUA_TSTRING) {
+        PlanPasses passes;
+        recorded = std::shared_ptr<const Plan>(plan_load(lua_tostring(L, 1), &passes));
+    } else if (tapedeck_is_frozen(L, 1)) {
+        recorded = tapedeck_frozen_recording(L, 1);
+    } else {
+        arg_fail(1, "expected a frozen function (torch.freeze) or a plan file's path, got %s", type_name_of(L, 1));
+    }
+    const char* path = check_string(L, 2, "path");
+    OnnxExportOptions options;
+    bool quiet = false;
+    read_options(L, 3, options, quiet);
+    OnnxExportResult result = onnx_export(recorded, options, path);
+    if (!quiet)
+        for (const std::string& w : result.warnings) std::fprintf(stderr, "export_onnx: warning: %s\n", w.c_str());
+    lua_newtable(L);
+    push_strings(L, result.inputs, "inputs");
+    push_strings(L, result.outputs, "outputs");
+    push_strings(L, result.warnings, "warnings");
+    push_strings(L, result.arguments, "arguments");
+    lua_newtable(L);
+    for (const auto& [name, tensor] : result.captured) {
+        tapedeck_push_tensor(L, tensor);
+        lua_setfield(L, -2, name.c_str());
+    }
+    lua_setfield(L, -2, "captured");
+    lua_pushinteger(L, result.nodes);
+    lua_setfield(L, -2, "nodes");
+    lua_pushinteger(L, result.functions);
+    lua_setfield(L, -2, "functions");
+    return 1;
+}
+
+const Binding onnx_functions[] = {
+    {"export", l_onnx_export, "onnx.export"},
+    {nullptr, nullptr},
+};
+
+}  // namespace
+
+void tapedeck_open_onnx(lua_State* L) {
+    lua_newtable(L);
+    register_bindings(L, onnx_functions);
+    lua_setfield(L, -2, "onnx");
+}
