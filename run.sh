@@ -19,6 +19,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 .ci/install-deps.sh
+case "${1:-demo}" in test|test-asan) .ci/install-python-deps.sh ;; esac   # onnx, onnxruntime: tests/onnx
 
 # The sanitizer build: its own build directory, configured once with clang.
 build_asan() {

@@ -5,6 +5,7 @@
 //   torch.onnx.export(f, "step.onnx")                       -- opset 17, backward ops as functions
 //   torch.onnx.export(f, "step.onnx", {opset = 17, inline = true, strict = true, quiet = true})
 //   torch.onnx.export("step.tdp", "step.onnx")              -- a plan file (torch.save_plan)
+//   torch.onnx.ops()                                        -- the mapping table: op -> ONNX ops or why not
 //
 // Returns {inputs = {...}, outputs = {...}, arguments = {...}, captured = {name = tensor},
 // warnings = {...}, nodes = N, functions = M}: the graph's input and output names, the inputs that
@@ -93,8 +94,25 @@ int l_onnx_export(lua_State* L) {
     return 1;
 }
 
+// torch.onnx.ops(): {op = {onnx = "Gemm (transA, transB); ..."} or {refused = "why"}} for every op
+// of the op table: the mapping table (docs/onnx.md lists it).
+int l_onnx_ops(lua_State* L) {
+    lua_createtable(L, 0, OP_COUNT);
+    for (int i = 0; i < OP_COUNT; ++i) {
+        const OnnxOpMapping& m = onnx_op_mapping(static_cast<OpId>(i));
+        lua_createtable(L, 0, 2);
+        lua_pushstring(L, m.emit ? m.onnx : m.refusal);
+        lua_setfield(L, -2, m.emit ? "onnx" : "refused");
+        lua_pushboolean(L, onnx_op_is_function(static_cast<OpId>(i)));
+        lua_setfield(L, -2, "function");
+        lua_setfield(L, -2, op_info(static_cast<OpId>(i)).name);
+    }
+    return 1;
+}
+
 const Binding onnx_functions[] = {
     {"export", l_onnx_export, "onnx.export"},
+    {"ops", l_onnx_ops, "onnx.ops"},
     {nullptr, nullptr},
 };
 
