@@ -248,25 +248,42 @@ int push_results(lua_State* L, const CacheEntry& e, const std::vector<Tensor>& o
 }
 
 // Names for captured tensors: the paths by which the function reaches them (its upvalues, the
-// upvalues of functions it calls, fields of tables), or globals. Written in Lua; data only.
+// upvalues of functions it calls, fields of tables), or globals; the shortest path wins, except
+// that a module's parameters and buffers take the module's own names (model.fc1.weight, however
+// deep) and an optimizer's state is named after its parameter (optimizer.state.model.fc1.weight.exp_avg).
+// Written in Lua; data only.
 const char* const NAME_CAPTURED_LUA = R"(
 local fn, ids = ...
 local names, want, seen = {}, {}, {}
+local by_module, optimizers = {}, {}
 for i, id in ipairs(ids) do want[id] = i end
 local queue = {}
 local function push(value, path, depth) queue[#queue + 1] = {value, path, depth} end
-local i = 1
-while true do
-  local n = 1
-  while true do
-    local name, value = debug.getupvalue(fn, n)
-    if not name then break end
-    if name ~= "_ENV" then push(value, name, 0) end
-    n = n + 1
+local function field(t, key)   -- t[key] through its metatable, nil when that raises
+  local ok, v = pcall(function() return t[key] end)
+  return ok and v or nil
+end
+-- A module's parameters and buffers by their names in it (named_parameters, named_buffers).
+local function name_module(module, path)
+  for _, getter in ipairs({"named_parameters", "named_buffers"}) do
+    local ok, list = pcall(module[getter], module)
+    if ok and type(list) == "table" then
+      for _, pair in ipairs(list) do
+        local at = torch.is_tensor(pair[2]) and want[pair[2].node]
+        if at and not by_module[at] then names[at], by_module[at] = path .. "." .. pair[1], true end
+      end
+    end
   end
-  break
+end
+local n = 1
+while true do
+  local name, value = debug.getupvalue(fn, n)
+  if not name then break end
+  if name ~= "_ENV" then push(value, name, 0) end
+  n = n + 1
 end
 for k, v in pairs(_G) do if type(k) == "string" then push(v, k, 1) end end
+local i = 1
 while i <= #queue do
   local value, path, depth = queue[i][1], queue[i][2], queue[i][3]
   i = i + 1
@@ -276,6 +293,12 @@ while i <= #queue do
   elseif (type(value) == "table" or type(value) == "function") and not seen[value] and depth < 4 then
     seen[value] = true
     if type(value) == "table" and value ~= _G and value ~= package.loaded then
+      if type(field(value, "named_parameters")) == "function" and type(field(value, "named_buffers")) == "function" then
+        name_module(value, path)
+      end
+      if type(rawget(value, "state")) == "table" and type(rawget(value, "param_groups")) == "table" then
+        optimizers[#optimizers + 1] = {value, path}
+      end
       for k, v in pairs(value) do
         if type(k) == "string" or math.type(k) == "integer" then push(v, path .. "." .. tostring(k), depth + 1) end
       end
@@ -286,6 +309,18 @@ while i <= #queue do
         if not name then break end
         if name ~= "_ENV" then push(v, name, depth + 1) end
         n = n + 1
+      end
+    end
+  end
+end
+for _, o in ipairs(optimizers) do   -- state[p] = {exp_avg = ..., ...}: named after p
+  local optimizer, path = o[1], o[2]
+  for p, state in pairs(optimizer.state) do
+    local p_at = torch.is_tensor(p) and want[p.node]
+    if p_at and names[p_at] and type(state) == "table" then
+      for key, v in pairs(state) do
+        local at = torch.is_tensor(v) and want[v.node]
+        if at and not by_module[at] then names[at] = path .. ".state." .. names[p_at] .. "." .. tostring(key) end
       end
     end
   end
