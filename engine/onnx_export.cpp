@@ -130,8 +130,7 @@ std::string root_contents(Export& e, int r) {
     return e.grad_now[t];
 }
 
-std::string emit_step_into(Export& e, OnnxBuilder& b, const PlanStep& s, const std::vector<std::string>& inputs,
-                           std::vector<std::string>* outputs);
+std::vector<std::string> emit_step(Export& e, const PlanStep& s, const std::vector<std::string>& inputs);
 
 // The contents of value v now: its root's, or, for a view, the view of its root's contents now
 // (made again when the root was written since).
@@ -140,9 +139,7 @@ std::string read(Export& e, int v) {
     if (v == r || !e.through_view[v]) return root_contents(e, r);
     if (!e.name[v].empty() && e.seen_version[v] == e.version[r]) return e.name[v];
     const PlanStep& s = e.plan.steps[e.made_by[v]];
-    std::vector<std::string> outputs;
-    emit_step_into(e, e.main, s, {read(e, e.plan.values[v].alias_of)}, &outputs);
-    e.name[v] = outputs[0];
+    e.name[v] = emit_step(e, s, {read(e, e.plan.values[v].alias_of)})[0];
     e.seen_version[v] = e.version[r];
     return e.name[v];
 }
@@ -234,12 +231,11 @@ std::vector<std::string> emit_as_function(Export& e, OnnxOpCall& call) {
     return e.main.add(name, actual, static_cast<int>(inner.out.size()), {}, FUNCTION_DOMAIN);
 }
 
-// Emits step s with input names `inputs` into builder b (the main graph); its output names.
-std::string emit_step_into(Export& e, OnnxBuilder& b, const PlanStep& s, const std::vector<std::string>& inputs,
-                           std::vector<std::string>* outputs) {
+// Emits step s, its inputs' contents named `inputs`, into the main graph: its outputs' names.
+std::vector<std::string> emit_step(Export& e, const PlanStep& s, const std::vector<std::string>& inputs) {
     const OnnxOpMapping& mapping = onnx_op_mapping(s.op);
     if (!mapping.emit) refuse_step(e, std::string("is not exported: ") + mapping.refusal);
-    OnnxOpCall call{b, s.op, plan_step_attrs(e.plan, s), inputs, {}, {}, {}, {}, {}, &e.warnings};
+    OnnxOpCall call{e.main, s.op, plan_step_attrs(e.plan, s), inputs, {}, {}, {}, {}, {}, &e.warnings};
     for (int v : s.inputs) {
         call.in_shape.push_back(e.plan.values[v].shape);
         call.in_dtype.push_back(e.plan.values[v].dtype);
@@ -248,26 +244,27 @@ std::string emit_step_into(Export& e, OnnxBuilder& b, const PlanStep& s, const s
         call.out_shape.push_back(e.plan.values[v].shape);
         call.out_dtype.push_back(e.plan.values[v].dtype);
     }
-    size_t first = b.nodes().size();
+    size_t first = e.main.nodes().size();
+    std::vector<std::string> outputs;
     try {
-        if (onnx_op_is_function(s.op) && !e.options.inline_backward) *outputs = emit_as_function(e, call);
-        else {
+        if (onnx_op_is_function(s.op) && !e.options.inline_backward) {
+            outputs = emit_as_function(e, call);
+        } else {
             mapping.emit(call);
-            *outputs = call.out;
+            outputs = call.out;
         }
     } catch (const EngineError& err) {
         refuse_step(e, err.what());
     }
-    if (outputs->size() < s.outputs.size()) refuse_step(e, "made fewer outputs than the op has (an exporter bug)");
-    std::string where = source_loc_str(s.where);
-    b.label_from(first, "#" + std::to_string(s.recorded_id) + " " + op_info(s.op).name, where);
-    return where;
+    if (outputs.size() < s.outputs.size()) refuse_step(e, "made fewer outputs than the op has (an exporter bug)");
+    e.main.label_from(first, "#" + std::to_string(s.recorded_id) + " " + op_info(s.op).name, source_loc_str(s.where));
+    return outputs;
 }
 
 void export_kernel_step(Export& e, const PlanStep& s) {
-    std::vector<std::string> inputs, outputs;
+    std::vector<std::string> inputs;
     for (int v : s.inputs) inputs.push_back(read(e, v));
-    emit_step_into(e, e.main, s, inputs, &outputs);
+    std::vector<std::string> outputs = emit_step(e, s, inputs);
     bool inplace = op_info(s.op).flags & OPF_INPLACE;
     for (size_t i = 0; i < s.outputs.size(); ++i) {
         int v = s.outputs[i];
