@@ -883,35 +883,45 @@ void emit_inplace(OnnxOpCall& c) {
 namespace {
 
 OnnxOpMapping mapping_of(OpId op) {
-    const char* elementwise = "the ONNX op of the same name";
     switch (op) {
     case OP_tensor: return {nullptr, "", "never a step: a plan holds torch.tensor's values as a constant (an initializer)"};
     case OP_zeros: case OP_ones: case OP_full: case OP_eye: case OP_arange: case OP_linspace:
         return {emit_created, "Constant (values made at export)"};
-    case OP_rand: case OP_randn: return {emit_random, "RandomUniform / RandomNormal (the runtime's generator; a warning)"};
+    case OP_rand: return {emit_random, "RandomUniform (the runtime's generator; a warning)"};
+    case OP_randn: return {emit_random, "RandomNormal (the runtime's generator; a warning)"};
     case OP_randint: return {emit_randint, "Floor(RandomUniform) (the runtime's generator; a warning)"};
     case OP_randperm: return {nullptr, "", "no ONNX op draws a permutation"};
     case OP_multinomial: return {nullptr, "", "ONNX's Multinomial draws with replacement only, from log-probabilities; not exported"};
-    case OP_add: case OP_sub: case OP_mul: case OP_div: case OP_pow_tensor:
-        return {emit_binary, "Add, Sub, Mul, Div, Pow"};
-    case OP_maximum: case OP_minimum: return {emit_binary, "Max, Min (Where(IsNaN) for NaN, as PyTorch)"};
-    case OP_clamp_min: case OP_clamp_max: return {emit_binary, "Max, Min"};
-    case OP_eq: case OP_lt: case OP_le: case OP_gt: case OP_ge: case OP_ne:
-        return {emit_compare, "Equal, Less, LessOrEqual, Greater, GreaterOrEqual, Not(Equal); Cast"};
+    case OP_add: case OP_sub: case OP_mul: case OP_div: case OP_pow_tensor: case OP_clamp_min: case OP_clamp_max:
+        return {emit_binary, binary_type(op)};
+    case OP_maximum: return {emit_binary, "Max; NaN where either is (Where(IsNaN)), as PyTorch"};
+    case OP_minimum: return {emit_binary, "Min; NaN where either is (Where(IsNaN)), as PyTorch"};
+    case OP_eq: return {emit_compare, "Equal, Cast"};
+    case OP_ne: return {emit_compare, "Not(Equal), Cast"};
+    case OP_lt: return {emit_compare, "Less, Cast"};
+    case OP_le: return {emit_compare, "LessOrEqual, Cast"};
+    case OP_gt: return {emit_compare, "Greater, Cast"};
+    case OP_ge: return {emit_compare, "GreaterOrEqual, Cast"};
     case OP_masked_fill: return {emit_masked_fill, "Where(Not(Equal(mask, 0)), s, x)"};
     case OP_where: return {emit_where, "Where(Not(Equal(condition, 0)), a, b)"};
-    case OP_add_scalar: case OP_mul_scalar: case OP_div_scalar: case OP_rsub_scalar: case OP_rdiv_scalar: case OP_pow:
-        return {emit_scalar_op, "Add, Mul, Div, Sub, Pow with a Constant"};
+    case OP_add_scalar: return {emit_scalar_op, "Add(x, s)"};
+    case OP_mul_scalar: return {emit_scalar_op, "Mul(x, s)"};
+    case OP_div_scalar: return {emit_scalar_op, "Div(x, s)"};
+    case OP_rsub_scalar: return {emit_scalar_op, "Sub(s, x)"};
+    case OP_rdiv_scalar: return {emit_scalar_op, "Div(s, x)"};
+    case OP_pow: return {emit_scalar_op, "Pow(x, p)"};
     case OP_neg: case OP_exp: case OP_log: case OP_sqrt: case OP_abs: case OP_sign: case OP_tanh: case OP_sigmoid:
     case OP_relu: case OP_sin: case OP_cos: case OP_reciprocal: case OP_floor: case OP_ceil: case OP_round:
-        return {emit_unary, elementwise};
+        return {emit_unary, unary_type(op)};
     case OP_log1p: return {emit_unary_composed, "Log(Add(x, 1))"};
     case OP_expm1: return {emit_unary_composed, "Sub(Exp(x), 1)"};
     case OP_rsqrt: return {emit_unary_composed, "Reciprocal(Sqrt(x))"};
     case OP_square: return {emit_unary_composed, "Mul(x, x)"};
     case OP_trunc: return {emit_unary_composed, "Mul(Sign(x), Floor(Abs(x)))"};
     case OP_clamp: return {emit_clamp, "Clip (bounds as inputs)"};
-    case OP_isnan: case OP_isinf: case OP_isfinite: return {emit_float_test, "IsNaN, IsInf, Not(Or(IsNaN, IsInf)); Cast"};
+    case OP_isnan: return {emit_float_test, "IsNaN, Cast"};
+    case OP_isinf: return {emit_float_test, "IsInf, Cast"};
+    case OP_isfinite: return {emit_float_test, "Not(Or(IsNaN, IsInf)), Cast"};
     case OP_leaky_relu: return {emit_activation, "LeakyRelu"};
     case OP_elu: return {emit_activation, "Elu"};
     case OP_gelu: return {emit_activation, "x/2 (1 + Erf(x/sqrt 2)), or the tanh form (Gelu is opset 20)"};
@@ -943,9 +953,9 @@ OnnxOpMapping mapping_of(OpId op) {
     case OP_narrow_backward: return {emit_narrow_backward, "Pad (zeros)"};
     case OP_flip: return {emit_flip, "Slice (steps -1)"};
     case OP_region_scatter: return {emit_region_scatter, "ScatterND of the flat elements"};
-    case OP_sum: case OP_mean: case OP_prod: case OP_amax: case OP_amin:
-        return {emit_reduce, "ReduceSum, ReduceMean, ReduceProd, ReduceMax, ReduceMin"};
-    case OP_max: case OP_min: return {emit_max, "ReduceMax / ReduceMin, ArgMax / ArgMin + 1"};
+    case OP_sum: case OP_mean: case OP_prod: case OP_amax: case OP_amin: return {emit_reduce, reduce_type(op)};
+    case OP_max: return {emit_max, "ReduceMax; ArgMax + 1"};
+    case OP_min: return {emit_max, "ReduceMin; ArgMin + 1"};
     case OP_cumsum: return {emit_cumsum, "CumSum"};
     case OP_sort: case OP_topk: return {emit_sort, "TopK (its indices + 1)"};
     case OP_softmax: return {emit_softmax, "Softmax"};
@@ -961,8 +971,13 @@ OnnxOpMapping mapping_of(OpId op) {
     case OP_cross_entropy_backward: return {emit_class_loss_backward, "(Softmax(x) - one-hot) g s"};
     case OP_nll_loss_backward: return {emit_class_loss_backward, "-(one-hot) g s"};
     case OP_multi_margin_loss_backward: return {emit_class_loss_backward, "Greater, Cast, ReduceSum, ..."};
-    case OP_add_: case OP_sub_: case OP_mul_: case OP_zero_: case OP_fill_: case OP_copy_: case OP_masked_fill_:
-        return {emit_inplace, "the op out of place; later reads see the new tensor"};
+    case OP_add_: return {emit_inplace, "Add(x, alpha y), the new x (later reads see it)"};
+    case OP_sub_: return {emit_inplace, "Sub(x, alpha y), the new x (later reads see it)"};
+    case OP_mul_: return {emit_inplace, "Mul(x, y), the new x (later reads see it)"};
+    case OP_zero_: return {emit_inplace, "ConstantOfShape 0, the new x"};
+    case OP_fill_: return {emit_inplace, "ConstantOfShape s, the new x"};
+    case OP_copy_: return {emit_inplace, "Expand(Cast(y)), the new x"};
+    case OP_masked_fill_: return {emit_inplace, "Where(Not(Equal(mask, 0)), s, x), the new x"};
     case OP_assign_: return {emit_inplace, "ScatterND of the flat elements"};
     case OP_function: case OP_function_backward:
         return {nullptr, "", "never a step: a custom function's own ops are recorded, and exported instead"};
