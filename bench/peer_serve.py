@@ -78,12 +78,12 @@ class Timer:
         if isinstance(step, ColdStep):
             self.calls = step.calls
             self.sample()   # the dropped sample: see ColdStep
-        else:
-            self.calls = step.calls or self._calibrate()
+            return
+        for _ in range(step.warmup):
+            step.call()
+        self.calls = step.calls or self._calibrate()
 
     def _calibrate(self):
-        for _ in range(self.step.warmup):
-            self.step.call()
         calls = 1
         while self._time(calls) < 0.02:
             calls *= 2
