@@ -123,7 +123,7 @@ local EAGER_PEERS = {"PyTorch eager", "TF eager"}
 local STATIC_PEERS = {"TorchScript", "torch.compile", "tf.function"}
 local ALL_PEERS = {"PyTorch eager", "TorchScript", "torch.compile", "TF eager", "tf.function"}
 
--- The fastest of `labels` in result (its label and minimum), or nil when none was measured.
+-- The fastest of the columns `among` in result (its label and minimum), or nil when none was measured.
 local function fastest(result, among)
   local best_label, best
   for _, label in ipairs(among) do
