@@ -239,6 +239,8 @@ WORKLOADS = {"W1": w1, "W2": w2, "W3": w3, "W4": w4, "W5": w5, "W6": w6, "W7": w
 
 
 class TensorFlowFramework(Framework):
+    """TensorFlow for peer_serve.py: the modes eager and function, on the CPU."""
+
     modes = ("eager", "function")
 
     def __init__(self, device):

@@ -241,6 +241,8 @@ def compiled_forward(forward, fresh=False):
 
 
 class TorchFramework(Framework):
+    """PyTorch for peer_serve.py: the modes eager, script and compile (on a GPU, eager and compile)."""
+
     def __init__(self, device):
         self.device = device
         self.modes = ("eager", "script", "compile") if device == "cpu" else ("eager", "compile")
