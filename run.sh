@@ -14,7 +14,15 @@
 #                     seeded with tests/fuzz/corpus/), and the random op-sequence fuzzer through the
 #                     Lua API (tests/fuzz/run_api_fuzz.sh). Findings land in build-asan/fuzz/; the
 #                     exit status is 1 when any fuzzer found something.
-#   ./run.sh bench    the benchmark (W1-W9, µs per iteration, beside PyTorch when installed)
+#   ./run.sh bench    the benchmark (W1-W10, µs per iteration, beside PyTorch when installed)
+#   ./run.sh bench-peers  the benchmark beside its peers (issue 17: `tapedeck bench --peers`):
+#                     PyTorch eager, TorchScript, torch.compile, TensorFlow eager and tf.function
+#                     on W1-W8 and the lecture's tf.function slide (W10); writes the table and a bar
+#                     chart to bench/results/peers.md and peers.png. First installs, with pip, what
+#                     python3 cannot import of torch, tensorflow-cpu and matplotlib, saying how much
+#                     it downloads (torch from PyPI is the CUDA build: ~3 GB with its libraries). A
+#                     Debian python3 (pip may not install into it) gets a virtualenv, build/peers-venv.
+#                     Not part of CI.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -83,6 +91,54 @@ fuzz() {
   return $failed
 }
 
+# The peers' Python packages, as module:pip-package.
+PEER_PACKAGES=(torch:torch tensorflow:tensorflow-cpu matplotlib:matplotlib)
+
+# What pip downloads for a package: the wheels it chose for Python 3.11 on x86-64 Linux,
+# dependencies included (`pip install --dry-run --ignore-installed --report`, then each wheel's
+# Content-Length; PyPI, November 2026).
+peer_download_size() {
+  case $1 in
+    torch)          echo "3.0 GB (29 wheels: torch 539 MB, the rest the CUDA libraries PyPI's torch depends on; it runs on the CPU)" ;;
+    tensorflow-cpu) echo "335 MB (32 wheels: tensorflow-cpu 274 MB)" ;;
+    matplotlib)     echo "42 MB (11 wheels, numpy 17 MB of them)" ;;
+  esac
+}
+
+# The python3 that runs the peers: build/peers-venv's when there is one, else python3 on PATH when
+# it has them all or pip may install into it; a Debian python3 is "externally managed" (PEP 668),
+# so for it a virtualenv is made in build/peers-venv.
+peers_python() {
+  local venv=$PWD/build/peers-venv
+  if [[ -x $venv/bin/python3 ]]; then echo "$venv/bin/python3"; return; fi
+  if python3 -c "import torch, tensorflow, matplotlib" 2>/dev/null; then command -v python3; return; fi
+  if python3 -c "import sysconfig, os, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_path('stdlib'), 'EXTERNALLY-MANAGED')))"; then
+    echo "=== bench-peers: this python3 is the system's (pip may not install into it): a virtualenv in $venv" >&2
+    python3 -c "import ensurepip" 2>/dev/null || apt-get install -y -qq --no-install-recommends python3-venv >&2
+    python3 -m venv "$venv" >&2
+    echo "$venv/bin/python3"
+    return
+  fi
+  command -v python3
+}
+
+# pip-install the peers' packages that python $1 cannot import, after saying how much that downloads.
+install_peers() {
+  local python=$1 missing=() entry
+  for entry in "${PEER_PACKAGES[@]}"; do
+    if ! "$python" -c "import ${entry%%:*}" 2>/dev/null; then
+      missing+=("${entry#*:}")
+      echo "=== bench-peers: ${entry#*:} is not installed: about $(peer_download_size "${entry#*:}") to download"
+    fi
+  done
+  if [[ ${#missing[@]} -eq 0 ]]; then
+    echo "=== bench-peers: torch, tensorflow and matplotlib are installed ($python)"
+    return
+  fi
+  echo "=== bench-peers: $python -m pip install ${missing[*]}"
+  "$python" -m pip install --quiet "${missing[@]}"
+}
+
 case "${1:-demo}" in
   test-asan) shift; test_asan "$@"; exit ;;
   fuzz)      shift; fuzz "$@"; exit ;;
@@ -99,5 +155,9 @@ case "${1:-demo}" in
           build/tapedeck "${view[@]}" scripts/rnn_cell.lua build/rnn_cell.svg ;;
   test)  ctest --test-dir build --output-on-failure -j "$(nproc)" ;;
   bench) build/tapedeck bench ;;
-  *)     echo "usage: ./run.sh [demo|test|test-asan|fuzz [seconds]|bench]" >&2; exit 2 ;;
+  bench-peers)  # the peers' python3 first on PATH: bench/peers.lua runs the first python3 that imports each
+          python=$(peers_python)
+          install_peers "$python"
+          PATH="$(dirname "$python"):$PATH" build/tapedeck bench --peers ;;
+  *)     echo "usage: ./run.sh [demo|test|test-asan|fuzz [seconds]|bench|bench-peers]" >&2; exit 2 ;;
 esac

@@ -1,20 +1,37 @@
--- bench.lua: the benchmark workloads, timed single-threaded in µs per iteration, eager and frozen.
---   tapedeck bench [W1 W2 ...]           (or: tapedeck bench/bench.lua [names])
--- Each workload's setup returns a step function and a list of its arguments. The same step runs eagerly and frozen
--- (torch.freeze), their samples interleaved (the machines are noisy: compare within one run); each
--- sample is enough iterations to take ~20 ms; the table shows the minimum (stable on shared
--- machines) and the median. A frozen step's peak memory and its max |difference| from the eager
--- step (outputs, gradients, updated parameters) come from f:timeit(1). When PyTorch is installed
--- (Debian's python3-torch), bench_torch.py runs the same workloads in PyTorch eager and
--- TorchScript in this run, and their columns are added. See ../shared/anchors.md for the peers.
+-- bench.lua: the benchmark workloads, timed single-threaded in µs per call, eager and frozen, beside
+-- PyTorch and, with --peers, TensorFlow.
+--   tapedeck bench [--device cuda] [W1 W2 ...]        (or: tapedeck bench/bench.lua [names])
+--   tapedeck bench --peers [--out DIR] [W1 W2 ...]    (./run.sh bench-peers installs the peers first)
+-- Each workload's setup returns a step function and a list of its arguments. The same step runs
+-- eagerly and frozen (torch.freeze). A sample is enough calls to take ~20 ms (or the workload's
+-- `calls`); a table cell is the minimum over the samples (stable on shared machines) and their
+-- median.
+--
+-- What is interleaved with what: for each workload, every column is set up (warm-up, calibration;
+-- a peer's trace or compile happens there), then round s takes sample s of each column in turn --
+-- tapedeck eager, tapedeck frozen, then each peer column. The peers are Python processes
+-- (bench_torch.py and bench_tf.py run with --serve: peers.lua, peer_serve.py) that time one sample
+-- when asked, so all the columns of a round are measured within a few hundred ms of each other and
+-- a change in the machine's load reaches them alike. The workloads run one after the other.
+--
+-- Plain `tapedeck bench` (W1-W10): tapedeck's columns, the targets, a frozen step's peak memory
+-- and its max |difference| from the eager step (outputs, gradients, updated parameters: from
+-- f:timeit(1)), and, when python3 imports torch, PyTorch eager and TorchScript columns (on the GPU:
+-- torch.compile). `--peers` (W1-W8 and W10 unless named; issue 17): seven columns -- tapedeck eager
+-- and frozen, PyTorch eager, TorchScript, torch.compile, TensorFlow eager, tf.function -- the
+-- versions, the machine and issue 17's targets met or missed, printed and written as markdown and
+-- a PNG bar chart (bench/results/peers.md and peers.png, or DIR: peers_report.lua). A framework
+-- that is not installed is skipped, saying so. See ../shared/anchors.md for the peers.
 --
 -- Targets are on the minimum, eager / frozen; a "!" after them marks a minimum over its target.
--- Adding a workload = one entry below (and one in bench_torch.py for the PyTorch columns).
+-- Adding a workload = one entry below, and one function in bench_torch.py and bench_tf.py for the
+-- peer columns (a workload without a twin there gets "-").
 -- `needs` lists torch functions it uses that may not exist yet; without them it is skipped.
 -- Optional fields: `per_step = T` shows times per unrolled step (µs/step) instead of per call;
 -- `samples` and `warmup` replace the run's sample count and the 20 warm-up calls (a workload whose
--- one call takes a second); `eager_vs_torch = r` makes the eager target r x PyTorch eager's
--- minimum in this run (no eager target without PyTorch).
+-- one call takes a second); `calls` fixes the calls per sample; `cold_calls = n` makes a sample
+-- "make the static function anew, then call it n times" (W10a); `eager_vs_torch = r` makes the
+-- eager target r x PyTorch eager's minimum in this run (no eager target without PyTorch).
 
 local workloads = {}
 
@@ -165,9 +182,27 @@ for _, w in ipairs({{"W9a", 50, nil, nil}, {"W9b", 5000, 5, 1}, {"W9c", 50000, 2
     samples = samples, warmup = warmup, eager_vs_torch = 0.25, setup = rnn_unroll(T)}
 end
 
+-- W10 (issue 17): the lecture's tf.function slide. N, D, H = 64, 1000, 100; its Dense(H, relu) then
+-- Dense(D) is nn.Sequential(nn.Linear(D, H), nn.ReLU(), nn.Linear(H, D)); the forward pass and the
+-- MSE loss, timed as the slide's timeit(number=10) times it: a sample is 10 calls, shown per call.
+-- W10a is the slide's own measurement: each sample makes the static function anew (here
+-- torch.freeze, which records one run; in the peers a new tf.function, torch.jit.trace or
+-- torch.compile) and times that with its first 10 calls. W10b: the same 10 calls once warm. The
+-- slide (Google Colab, April 2020): dynamic 25.2 ms, static 39.3 ms for the 10 calls.
+local function slide_model()
+  local model = nn.Sequential(nn.Linear(1000, 100), nn.ReLU(), nn.Linear(100, 1000))
+  local x, y = torch.randn(64, 1000), torch.randn(64, 1000)
+  return function(x, y) return F.mse_loss(model(x), y) end, {x, y}
+end
+workloads[#workloads + 1] = {name = "W10a", title = "lecture slide, first 10 calls", cold_calls = 10, setup = slide_model}
+workloads[#workloads + 1] = {name = "W10b", title = "lecture slide, 10 calls warm", calls = 10, setup = slide_model}
+
 local function percentile_sorted(values, q)
   return values[math.max(1, math.floor(#values * q + 0.5))]
 end
+
+-- ============================================================================================
+-- Timing: columns and their samples
 
 -- With --device cuda every tensor is made on the GPU (torch.set_default_device) and each timed
 -- batch of iterations ends with torch.cuda.synchronize(), so the times include the GPU's work.
@@ -176,10 +211,9 @@ local function finish_queued_work()
   if device ~= "cpu" then torch.cuda.synchronize() end
 end
 
--- How many calls of `step` take ~20 ms, after `warmup` calls.
-local function calibrate(step, warmup)
+-- How many calls of `step` take ~20 ms.
+local function calibrate(step)
   local clock = torch.perf_counter
-  for _ = 1, warmup do step() end
   local iterations = 1
   while true do
     local t0 = clock()
@@ -190,153 +224,278 @@ local function calibrate(step, warmup)
   end
 end
 
--- Time the steps, samples interleaved; returns per step {min, median} in µs per iteration.
-local function measure(steps, samples, warmup)
-  local clock = torch.perf_counter
-  local iterations, times = {}, {}
-  for i, step in ipairs(steps) do
-    iterations[i] = calibrate(step, warmup or 20)
-    times[i] = {}
+-- A column is {sample = function() -> µs per call, or nil and why}, or {failed = why}.
+
+-- A step of this process in steady state: `warmup` calls (20 unless given) run now, then a sample
+-- is `calls` calls, or as many as take ~20 ms.
+local function local_column(step, warmup, calls)
+  for _ = 1, warmup or 20 do step() end
+  local n = calls or calibrate(step)
+  return {sample = function()
+    local clock = torch.perf_counter
+    finish_queued_work()
+    local t0 = clock()
+    for _ = 1, n do step() end
+    finish_queued_work()
+    return (clock() - t0) / n * 1e6
+  end}
+end
+
+-- The slide's timeit of a static function: a sample makes a new function with make() and times it
+-- with its first `calls` calls. One sample runs now and is dropped (what the process pays once), as
+-- peer_serve.py's ColdStep does for the peers.
+local function cold_column(make, calls)
+  local function sample()
+    local clock = torch.perf_counter
+    finish_queued_work()
+    local t0 = clock()
+    local fresh = make()
+    for _ = 1, calls do fresh() end
+    finish_queued_work()
+    return (clock() - t0) / calls * 1e6
   end
-  for s = 1, samples do
-    for i, step in ipairs(steps) do
-      local n = iterations[i]
-      finish_queued_work()
-      local t0 = clock()
-      for _ = 1, n do step() end
-      finish_queued_work()
-      times[i][s] = (clock() - t0) / n * 1e6
+  sample()
+  return {sample = sample}
+end
+
+-- Samples interleaved: round s takes one sample of each column in turn. Returns, per column,
+-- {min, median} in µs per call, or {failed = why} (a column whose sample fails drops out).
+local function measure(columns, samples)
+  local times = {}
+  for i = 1, #columns do times[i] = {} end
+  for _ = 1, samples do
+    for i, column in ipairs(columns) do
+      if not column.failed then
+        local us, why = column.sample()
+        if us then times[i][#times[i] + 1] = us else column.failed = why end
+      end
     end
   end
   local results = {}
-  for i = 1, #steps do
-    table.sort(times[i])
-    results[i] = {times[i][1], percentile_sorted(times[i], 0.5)}
+  for i, column in ipairs(columns) do
+    if column.failed then
+      results[i] = {failed = column.failed}
+    else
+      table.sort(times[i])
+      results[i] = {times[i][1], percentile_sorted(times[i], 0.5)}
+    end
   end
   return results
 end
 
--- PyTorch's columns: bench_torch.py prints "W1 eager <min> <median>" and "W1 script <min> <median>",
--- after its version and the BLAS it uses. Returns the times by workload and a note (or nil, why not).
-local function pytorch_times(names, samples)
-  local here = (arg and arg[0] or ""):match("^(.*[/\\])") or (debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "./")
-  local script = here .. "bench_torch.py"
-  -- The python3 on PATH (a virtualenv with pip's torch), else Debian's (python3-torch): a PATH
-  -- python3 from pyenv or a venv does not see Debian's dist-packages.
-  local python
-  for _, candidate in ipairs({"python3", "/usr/bin/python3"}) do
-    local probe = io.popen(candidate .. " -c 'import torch' 2>&1 && echo TORCH_OK")
-    local found = probe and probe:read("a") or ""
-    if probe then probe:close() end
-    if found:find("TORCH_OK", 1, true) then python = candidate break end
+-- ============================================================================================
+-- The peers: Python processes that time the same workloads (peers.lua)
+
+local bench_peers = dofile(bench_dir .. "peers.lua")
+
+-- Every peer column, in the tables' order. Plain `tapedeck bench` shows PyTorch eager and
+-- TorchScript (torch.compile on the GPU); --peers shows all.
+local PEER_COLUMNS = {
+  {peer = "torch", mode = "eager", label = "PyTorch eager"},
+  {peer = "torch", mode = "script", label = "TorchScript"},
+  {peer = "torch", mode = "compile", label = "torch.compile"},
+  {peer = "tf", mode = "eager", label = "TF eager"},
+  {peer = "tf", mode = "function", label = "tf.function"},
+}
+local PEER_PROCESSES = {
+  torch = {label = "PyTorch", module = "torch", script = bench_dir .. "bench_torch.py"},
+  tf = {label = "TensorFlow", module = "tensorflow", script = bench_dir .. "bench_tf.py"},
+}
+
+-- Start the peer processes the columns need. Returns the columns whose peer started, the peers
+-- by name and the notes on those that did not start ("TensorFlow is not installed ...").
+local function start_peers(columns)
+  local running, notes, available = {}, {}, {}
+  for _, column in ipairs(columns) do
+    local name = column.peer
+    if running[name] == nil then
+      local spec = PEER_PROCESSES[name]
+      local peer, why = bench_peers.start{label = spec.label, module = spec.module, script = spec.script, device = device}
+      running[name] = peer or false
+      if not peer then notes[#notes + 1] = why .. "; its columns are skipped" end
+    end
+    if running[name] then available[#available + 1] = column end
   end
-  if not python then return nil, "PyTorch is not installed (Debian: python3-torch); its columns are skipped" end
-  -- Debian's OpenBLAS 0.3.21 takes an AVX-512 CPU for a "Prescott" and runs ~5x slower unless told
-  -- the core type (../shared/anchors.md); on a CPU without AVX-512 that core type would crash.
-  local cpuinfo = io.open("/proc/cpuinfo")
-  local avx512 = cpuinfo and cpuinfo:read("a"):find("avx512f", 1, true)
-  if cpuinfo then cpuinfo:close() end
-  local coretype = avx512 and "OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX} " or ""
-  local pipe = io.popen(("OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 %s%s '%s' --device %s %d %s 2>&1"):format(
-    coretype, python, script, device, samples, table.concat(names, " ")))
-  local out = pipe:read("a")
-  pipe:close()
-  local blas = out:match("blas (%S+)") or "unknown"
+  return available, running, notes
+end
+
+-- A peer column of workload `name`, set up (per peer, all its modes at once: `setups` keeps them).
+local function peer_column(column, running, setups, name, columns)
+  local peer = running[column.peer]
+  if not setups[column.peer] then
+    local modes = {}
+    for _, c in ipairs(columns) do if c.peer == column.peer then modes[#modes + 1] = c.mode end end
+    setups[column.peer] = peer:setup(name, modes)
+  end
+  local setup = setups[column.peer][column.mode]
+  if setup.failed then return {failed = setup.failed} end
+  return {sample = function() return peer:sample(name, column.mode) end}
+end
+
+-- ============================================================================================
+-- One workload
+
+-- Time workload w: tapedeck eager and frozen, then `peer_columns`, samples interleaved. Returns
+-- {eager = cell, frozen = cell, peers = {label = cell}, frozen_fn = the frozen step or nil} where
+-- a cell is {min, median} in µs per call (per step with per_step) or {failed = why}.
+local function run_workload(w, peer_columns, running, samples)
+  local step, args = w.setup()
+  args = args or {}
+  local n = #args
+  local function eager_step() return step(table.unpack(args, 1, n)) end
+  local function freeze() return torch.freeze{name = w.name, strict = true, step, table.unpack(args, 1, n)} end
+  local frozen_ok, frozen = pcall(freeze)
+  local function replay(f) return function() return f(table.unpack(args, 1, n)) end end
+
+  local columns
+  if w.cold_calls then
+    columns = {cold_column(function() return eager_step end, w.cold_calls),
+               frozen_ok and cold_column(function() return replay(freeze()) end, w.cold_calls) or {failed = frozen}}
+  else
+    columns = {local_column(eager_step, w.warmup, w.calls),
+               frozen_ok and local_column(replay(frozen), w.warmup, w.calls) or {failed = frozen}}
+  end
+  local name, setups = w.name:upper(), {}   -- the peers' names are upper case (W9A for W9a)
+  for _, column in ipairs(peer_columns) do
+    columns[#columns + 1] = peer_column(column, running, setups, name, peer_columns)
+  end
+
+  local t = measure(columns, w.samples or samples)
+  for peer_name in pairs(setups) do running[peer_name]:done(name) end
+  local per = w.per_step or 1
+  local function per_step(cell) return cell.failed and cell or {cell[1] / per, cell[2] / per} end
+  local result = {eager = per_step(t[1]), frozen = per_step(t[2]), peers = {}, frozen_fn = frozen_ok and frozen or nil}
+  for i, column in ipairs(peer_columns) do result.peers[column.label] = per_step(t[2 + i]) end
+  return result
+end
+
+-- ============================================================================================
+-- Plain `tapedeck bench`: today's table
+
+local function plain_header(peer_columns)
+  local header = ("%-4s %-30s %18s %18s %8s %15s %14s %10s"):format("", "workload", "eager min/median",
+    "frozen min/median", "speedup", "targets e/f", "peak KiB e/f", "max|diff|")
+  for _, column in ipairs(peer_columns) do header = header .. ("  %18s"):format(column.label) end
+  return header
+end
+
+local function plain_cell(cell)
+  if not cell or cell.failed then return ("%18s"):format("-") end
+  return ("%8.2f /%8.2f"):format(cell[1], cell[2])
+end
+
+-- One row of the plain table (and, for W9, the line on what its freeze cost).
+local function print_plain_row(w, r, peer_columns)
+  local peer_cells = ""
+  for _, column in ipairs(peer_columns) do peer_cells = peer_cells .. "  " .. plain_cell(r.peers[column.label]) end
+  if r.frozen.failed then   -- the eager column alone (plans do not run on the GPU yet: docs/cuda.md)
+    print(("%-4s %-30s %8.2f /%8.2f   frozen: %s"):format(w.name, w.title, r.eager[1], r.eager[2],
+      tostring(r.frozen.failed):sub(1, 60)) .. peer_cells)
+    return
+  end
+  local report = r.frozen_fn:timeit(1)
+  local eager, fr = r.eager, r.frozen
+  local eager_target = w.eager_target
+  local torch_eager = r.peers["PyTorch eager"]
+  if w.eager_vs_torch then eager_target = torch_eager and not torch_eager.failed and w.eager_vs_torch * torch_eager[1] end
+  local over = (eager_target and eager[1] > eager_target) or (w.frozen_target and fr[1] > w.frozen_target)
+  local function target(x) return x and ("%.1f"):format(x) or "-" end
+  print(("%-4s %-30s %8.2f /%8.2f %8.2f /%8.2f %7.2fx %7s/%-5s%s %6.1f/%6.1f %10.2g"):format(w.name, w.title,
+    eager[1], eager[2], fr[1], fr[2], eager[1] / fr[1], target(eager_target), target(w.frozen_target),
+    over and "!" or " ", report.eager_peak_bytes / 1024, report.frozen_peak_bytes / 1024, report.max_diff) .. peer_cells)
+  if w.per_step then
+    local s = r.frozen_fn:stats()
+    print(("    freeze: recorded run %.3f s, compile %.3f s = %.2f µs per recorded node (%d nodes, %d plan steps)"):format(
+      s.record_seconds, s.compile_seconds, s.compile_seconds / s.recorded_nodes * 1e6, s.recorded_nodes, s.steps))
+  end
+end
+
+-- PyTorch's note under the plain table: its version, python and BLAS.
+local function torch_note(peer)
+  local versions = table.concat(peer.versions, "\n")
+  local blas = versions:match("blas (%S+)") or "unknown"
   if not blas:find("openblas", 1, true) and not blas:find("mkl", 1, true) then
     blas = blas .. " -- the reference BLAS: PyTorch's matmuls are ~25x slower than with OpenBLAS " ..
            "(apt-get install libopenblas0-pthread for a fair comparison)"
   end
-  local note = "PyTorch " .. (out:match("torch (%S+)") or "") .. " (" .. python .. "), one thread, BLAS: " .. blas
-  local times = {}
-  for name, mode, min, median in out:gmatch("(W%d+%a?) (%a+) ([%d%.]+) ([%d%.]+)") do
-    name = name:upper()   -- bench_torch.py's names are upper case (W9A for W9a)
-    times[name] = times[name] or {}
-    times[name][mode] = {tonumber(min), tonumber(median)}
-  end
-  if next(times) == nil then return nil, "PyTorch run failed: " .. out:sub(1, 200) end
-  return times, note
+  return ("PyTorch %s (%s, Python %s), one thread, BLAS: %s"):format(versions:match("torch (%S+)") or "", peer.python,
+    peer.python_version, blas)
 end
 
-local wanted = {}
+-- ============================================================================================
+-- Main
+
+local wanted, peers_mode, out_dir = {}, false, bench_dir .. "results"
 local args = {...}
 local i = 1
 while i <= #args do
   if args[i] == "--device" then
     device = args[i + 1] or error("bench: --device needs cpu or cuda")
     i = i + 2
+  elseif args[i] == "--out" then
+    out_dir = args[i + 1] or error("bench: --out needs a directory")
+    i = i + 2
+  elseif args[i] == "--peers" then
+    peers_mode = true
+    i = i + 1
   else
     wanted[args[i]:upper()] = true
     i = i + 1
   end
 end
+if peers_mode and device ~= "cpu" then error("bench: --peers compares on the CPU only (TensorFlow's peer runs there)") end
 if device ~= "cpu" then
   torch.set_default_device(device)   -- an error giving the reason when there is no GPU
   print(("device: %s (%s)"):format(device, torch.cuda.get_device_name()))
 end
 local samples = tonumber(os.getenv("TAPEDECK_BENCH_SAMPLES")) or 25
 
+-- --peers runs W1-W8 and W10 unless told; W9 selects W9a, W9b and W9c, W10 selects W10a and W10b.
+local PEERS_DEFAULT = {W1 = true, W2 = true, W3 = true, W4 = true, W5 = true, W6 = true, W7 = true, W8 = true, W10 = true}
 local selected = {}
 for _, w in ipairs(workloads) do
-  local name = w.name:upper()   -- W9 selects W9a, W9b and W9c
-  if next(wanted) == nil or wanted[name] or wanted[name:match("^W%d+")] then selected[#selected + 1] = w end
+  local name, family = w.name:upper(), w.name:upper():match("^W%d+")
+  local chosen = wanted[name] or wanted[family]
+  if next(wanted) == nil then chosen = not peers_mode or PEERS_DEFAULT[family] end
+  if chosen then selected[#selected + 1] = w end
 end
 
-local torch_names = {}
-for _, w in ipairs(selected) do torch_names[#torch_names + 1] = w.name end
-local torch_times, torch_note = pytorch_times(torch_names, samples)
+local wanted_columns = {}
+for _, column in ipairs(PEER_COLUMNS) do
+  local plain = column.peer == "torch" and (column.mode == "eager" or column.mode == (device == "cpu" and "script" or "compile"))
+  if peers_mode or plain then wanted_columns[#wanted_columns + 1] = column end
+end
+local peer_columns, running, notes = start_peers(wanted_columns)
 
+local report
+if peers_mode then
+  report = dofile(bench_dir .. "peers_report.lua")
+  report.begin(running, notes, samples)
+else
+  print(plain_header(peer_columns))
+end
+local results = {}
 torch.manual_seed(0)
-local header = ("%-3s %-30s %18s %18s %8s %15s %14s %10s"):format("", "workload", "eager min/median", "frozen min/median",
-  "speedup", "targets e/f", "peak KiB e/f", "max|diff|")
-if torch_times then header = header .. ("  %18s %18s"):format("torch eager", device == "cpu" and "torchscript" or "torch.compile") end
-print(header)
 for _, w in ipairs(selected) do
   local missing
   for _, fn in ipairs(w.needs or {}) do if not torch[fn] then missing = fn end end
   if missing then
-    print(("%-3s %-30s skipped: torch.%s is not in this build"):format(w.name, w.title, missing))
+    print(("%-4s %-30s skipped: torch.%s is not in this build"):format(w.name, w.title, missing))
   else
-    local step, args = w.setup()
-    args = args or {}
-    local n = #args
-    local eager_step = function() step(table.unpack(args, 1, n)) end
-    local frozen, why_not = nil, nil
-    local ok, made = pcall(torch.freeze, {name = w.name, strict = true, step, table.unpack(args, 1, n)})
-    if ok then frozen = made else why_not = made end
-    local frozen_step = frozen and function() frozen(table.unpack(args, 1, n)) end
-    local t = measure({eager_step, frozen_step}, w.samples or samples, w.warmup)
-    if not frozen then   -- the eager column alone (plans do not run on the GPU yet: docs/cuda.md)
-      local e = {t[1][1] / (w.per_step or 1), t[1][2] / (w.per_step or 1)}
-      local pt = torch_times and torch_times[w.name:upper()]
-      local function cell(m) return m and ("%8.2f /%8.2f"):format(m[1] / (w.per_step or 1), m[2] / (w.per_step or 1)) or ("%18s"):format("-") end
-      print(("%-3s %-30s %8.2f /%8.2f   frozen: %s"):format(w.name, w.title, e[1], e[2], tostring(why_not):sub(1, 60)) ..
-            (pt and ("  " .. cell(pt.eager) .. " " .. cell(pt.script or pt.compile)) or ""))
-      goto continue
-    end
-    local report = frozen:timeit(1)
-    local per = w.per_step or 1
-    local function per_step(m) return m and {m[1] / per, m[2] / per} end
-    local eager, fr = per_step(t[1]), per_step(t[2])
-    local pt = torch_times and torch_times[w.name:upper()]
-    local eager_target = w.eager_target
-    if w.eager_vs_torch then eager_target = pt and pt.eager and w.eager_vs_torch * pt.eager[1] / per end
-    local over = (eager_target and eager[1] > eager_target) or (w.frozen_target and fr[1] > w.frozen_target)
-    local function target(x) return x and ("%.1f"):format(x) or "-" end
-    local line = ("%-3s %-30s %8.2f /%8.2f %8.2f /%8.2f %7.2fx %7s/%-5s%s %6.1f/%6.1f %10.2g"):format(w.name, w.title,
-      eager[1], eager[2], fr[1], fr[2], eager[1] / fr[1], target(eager_target), target(w.frozen_target),
-      over and "!" or " ", report.eager_peak_bytes / 1024, report.frozen_peak_bytes / 1024, report.max_diff)
-    if pt then
-      local function cell(m) return m and ("%8.2f /%8.2f"):format(m[1] / per, m[2] / per) or ("%18s"):format("-") end
-      line = line .. "  " .. cell(pt.eager) .. " " .. cell(pt.script or pt.compile)
-    end
-    print(line)
-    if w.per_step and frozen then
-      local s = frozen:stats()
-      print(("    freeze: recorded run %.3f s, compile %.3f s = %.2f µs per recorded node (%d nodes, %d plan steps)"):format(
-        s.record_seconds, s.compile_seconds, s.compile_seconds / s.recorded_nodes * 1e6, s.recorded_nodes, s.steps))
+    local r = run_workload(w, peer_columns, running, samples)
+    if peers_mode then
+      results[#results + 1] = {workload = w, eager = r.eager, frozen = r.frozen, peers = r.peers}
+      report.row(results[#results], PEER_COLUMNS)
+    else
+      print_plain_row(w, r, peer_columns)
     end
   end
-  ::continue::
   collectgarbage()
 end
-if torch_note then print(torch_note) end
+for _, peer in pairs(running) do if peer then peer:close() end end
+if peers_mode then
+  report.finish(results, PEER_COLUMNS, out_dir)
+else
+  if running.torch then print(torch_note(running.torch)) end
+  for _, note in ipairs(notes) do print(note) end
+end

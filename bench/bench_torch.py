@@ -1,29 +1,43 @@
 #!/usr/bin/env python3
-"""bench_torch.py: the bench.lua workloads in PyTorch, eager and TorchScript, one thread.
+"""bench_torch.py: the bench.lua workloads in PyTorch, one thread: eager, TorchScript and torch.compile.
 
-    python3 bench_torch.py [--device cuda] SAMPLES [W1 W2 ...]
+    python3 bench_torch.py [--device cuda] [--modes eager,script,compile] SAMPLES [W1 W2 ...]
+    python3 bench_torch.py --serve [--device cuda]        (what `tapedeck bench` runs)
 
-Prints one line per workload and mode: "W2 eager <min µs> <median µs>" and "W2 script <min> <median>"
-(TorchScript: torch.jit.trace of the forward, then backward and the update as in eager), after a
-line "blas <library>" naming the BLAS the matmuls use. `tapedeck bench` runs it when PyTorch is
-installed and adds its columns. Adding a workload = one function below, named like the Lua one.
-With --device cuda (tapedeck bench --device cuda) every tensor is made on the GPU
-(torch.set_default_device), each timed batch ends with torch.cuda.synchronize(), and the second mode
-is torch.compile ("W2 compile <min> <median>") instead of TorchScript.
+The command line, the output ("W2 eager <min µs> <median µs>" lines after "torch <version>" and
+"blas <library>") and the served protocol are peer_serve.py's. Modes:
+  eager    the step as a PyTorch user writes it: forward, loss.backward(), the update
+  script   TorchScript: torch.jit.trace of the forward (the parameters as inputs, or the model
+           itself), then backward and the update as in eager
+  compile  torch.compile of the same forward (inductor; on the CPU it compiles C++ with the
+           system compiler), backward and the update as in eager; the compile happens in the
+           warm-up, so it is not timed (W10A times it: the lecture slide's first 10 calls)
+With --device cuda every tensor is made on the GPU (torch.set_default_device) and each timed
+sample ends with torch.cuda.synchronize(). Adding a workload = one function below, named like the
+Lua one, and one entry in WORKLOADS.
 """
+import os
+import re
 import sys
-import time
+
+import warnings
 
 import torch
 
+from peer_serve import ColdStep, Framework, Step, Unsupported, main
+
 torch.set_num_threads(1)
 torch.manual_seed(0)
+warnings.filterwarnings("ignore", message=r".*torch\.jit\.trace.* is deprecated")   # TorchScript is a column here
 
 
 # Each workload: (forward, inputs, params, update). forward(*inputs, *params) returns the loss;
 # one step sets the parameters' .grad to None, runs forward, then backward (unless update is
 # "forward only") and the update, if any. TorchScript traces forward with the parameters as inputs
 # (a captured tensor that requires grad cannot be a trace constant); backward runs as in eager.
+# Optional attributes of forward: trace (a function returning its own trace), not_static (why it
+# is neither traced nor compiled), warmup (calls before timing), calls (calls per sample), cold
+# (time the first 10 calls of a newly made function instead: ColdStep).
 FORWARD_ONLY = "forward only"
 
 
@@ -143,10 +157,11 @@ def w8():
     return forward, inputs, params, optimizer.step
 
 
-def rnn_unroll(steps, samples=None, warmup=20):
+def rnn_unroll(steps, warmup=20):
     """bench.lua's W9: the lecture's cell unrolled `steps` steps as the issue's loop writes it (h a
-    [1,20] row fed back, x_t a narrow of xs), backward from the last h's sum. Not traced (a trace
-    of 50,000 steps would be a 250,000-node graph); the large T take few samples of one call each."""
+    [1,20] row fed back, x_t a narrow of xs), backward from the last h's sum. Neither traced nor
+    compiled (a trace of 50,000 steps would be a 250,000-node graph); tapedeck asks the large T
+    for few samples, and their warm-up is short (one call takes seconds)."""
     xs = torch.randn(steps, 10)
 
     def forward(xs, W_h, W_x):
@@ -154,15 +169,43 @@ def rnn_unroll(steps, samples=None, warmup=20):
         for t in range(steps):
             h = torch.tanh(W_h.mm(h.t()) + W_x.mm(xs.narrow(0, t, 1).t())).t()
         return h.sum()
-    forward.no_script = True
-    forward.samples = samples
+    forward.not_static = f"not traced: a {steps}-step Python loop (a {5 * steps}-node graph)"
     forward.warmup = warmup
     params = ((torch.randn(20, 20) * 0.1).requires_grad_(), torch.randn(20, 10, requires_grad=True))
     return forward, (xs,), params, None
 
 
+class SlideModel(torch.nn.Module):
+    """The lecture's tf.function slide in PyTorch: Dense(H, relu) then Dense(D) is
+    Linear(D, H), ReLU, Linear(H, D); forward returns the MSE loss against y (N, D, H = 64, 1000, 100)."""
+
+    def __init__(self):
+        super().__init__()
+        self.model = torch.nn.Sequential(torch.nn.Linear(1000, 100), torch.nn.ReLU(), torch.nn.Linear(100, 1000))
+
+    def forward(self, x, y):
+        return torch.nn.functional.mse_loss(self.model(x), y)
+
+
+def w10(cold):
+    """The slide's experiment: the model's forward pass and loss, timed as timeit(number=10) times
+    it. W10A (cold): each sample makes the static function anew (trace or compile) and times its
+    first 10 calls, as the slide's static run did; W10B: 10 calls a sample, after the warm-up."""
+    model = SlideModel()
+
+    def forward(x, y):
+        return model(x, y)
+    forward.trace = lambda: torch.jit.trace(model, inputs, check_trace=False)
+    forward.module = model
+    forward.cold = cold
+    forward.calls = 10
+    inputs = (torch.randn(64, 1000), torch.randn(64, 1000))
+    return forward, inputs, (), FORWARD_ONLY
+
+
 WORKLOADS = {"W1": w1, "W2": w2, "W3": w3, "W4": w4, "W5": w5, "W6": w6, "W7": w7, "W8": w8,
-             "W9A": lambda: rnn_unroll(50), "W9B": lambda: rnn_unroll(5000, 5, 1), "W9C": lambda: rnn_unroll(50000, 2, 0)}
+             "W9A": lambda: rnn_unroll(50), "W9B": lambda: rnn_unroll(5000, 1), "W9C": lambda: rnn_unroll(50000, 0),
+             "W10A": lambda: w10(cold=True), "W10B": lambda: w10(cold=False)}
 
 
 def make_step(forward, inputs, params, update):
@@ -177,91 +220,95 @@ def make_step(forward, inputs, params, update):
     return step
 
 
-DEVICE = "cpu"
+def traced_forward(forward, inputs, params):
+    """TorchScript's forward: the workload's own trace, or torch.jit.trace of forward."""
+    if hasattr(forward, "trace"):
+        return forward.trace()
+    return torch.jit.trace(forward, (*inputs, *params), check_trace=False)
 
 
-def finish_queued_work():
-    if DEVICE != "cpu":
-        torch.cuda.synchronize()
+def compiled_forward(forward, fresh=False):
+    """torch.compile's forward (compiled lazily, at its first call). fresh (W10A's samples):
+    forget every earlier compile (torch._dynamo.reset()) and turn inductor's FX-graph and
+    AOTAutograd caches off, for the rest of this process, so that each sample pays the whole
+    compile but the C++ build of kernels this process has already built."""
+    target = getattr(forward, "module", forward)
+    if fresh:
+        torch._dynamo.reset()
+        torch._inductor.config.fx_graph_cache = False
+        torch._functorch.config.enable_autograd_cache = False
+    return torch.compile(target)
 
 
-def measure(fn, samples, warmup=20):
-    for _ in range(warmup):
-        fn()
-    iterations = 1
-    while True:
-        finish_queued_work()
-        t0 = time.perf_counter()
-        for _ in range(iterations):
-            fn()
-        finish_queued_work()
-        if time.perf_counter() - t0 > 0.02:
-            break
-        iterations *= 2
-    times = []
-    for _ in range(samples):
-        finish_queued_work()
-        t0 = time.perf_counter()
-        for _ in range(iterations):
-            fn()
-        finish_queued_work()
-        times.append((time.perf_counter() - t0) / iterations * 1e6)
-    times.sort()
-    return times[0], times[len(times) // 2]
+class TorchFramework(Framework):
+    """PyTorch for peer_serve.py: the modes eager, script and compile (on a GPU, eager and compile)."""
+
+    def __init__(self, device):
+        self.device = device
+        self.modes = ("eager", "script", "compile") if device == "cpu" else ("eager", "compile")
+        if device != "cpu":
+            torch.set_default_device(device)
+
+    def versions(self):
+        lines = [f"torch {torch.__version__}", f"blas {blas_in_use()}"]
+        if self.device != "cpu":
+            lines.append(f"gpu {torch.cuda.get_device_name()}")
+        return lines
+
+    def sync(self):
+        if self.device != "cpu":
+            torch.cuda.synchronize()
+
+    def drop(self, name):
+        torch._dynamo.reset()   # compiled code holds the workload's tensors
+
+    def setup(self, name, modes):
+        if name not in WORKLOADS:
+            raise Unsupported(f"no PyTorch twin of {name}")
+        forward, inputs, params, update = WORKLOADS[name]()
+        return {mode: self.mode_step(mode, forward, inputs, params, update) for mode in modes}
+
+    def mode_step(self, mode, forward, inputs, params, update):
+        """The Step (or ColdStep) of one mode, or why there is none."""
+        if mode != "eager" and getattr(forward, "not_static", None):
+            return forward.not_static
+        if mode == "eager":
+            make = lambda: forward
+        elif mode == "script":
+            make = lambda: traced_forward(forward, inputs, params)
+        elif mode == "compile":
+            make = lambda: compiled_forward(forward, fresh=getattr(forward, "cold", False))
+        else:
+            return f"no mode {mode} (eager, script, compile)"
+        if getattr(forward, "cold", False):
+            return ColdStep(lambda: make_step(make(), inputs, params, update))
+        try:
+            static = make()
+        except Exception as error:  # noqa: BLE001 -- a workload that cannot be traced: say so, skip
+            return f"{type(error).__name__}: {error}"
+        return Step(make_step(static, inputs, params, update), getattr(forward, "warmup", 20),
+                    getattr(forward, "calls", None))
 
 
 def blas_in_use():
-    """The BLAS library torch's matmuls went to (read from this process's mappings)."""
+    """The BLAS torch's matmuls go to: what it was built with when that is MKL (pip's wheels carry
+    it inside libtorch), else the BLAS library mapped into this process after a product (Debian's
+    torch loads the system's: its path says which)."""
+    built_with = re.search(r"BLAS_INFO=(\w+)", torch.__config__.show())
+    if built_with and built_with.group(1) == "mkl":
+        return "mkl"
     torch.randn(8, 8).mm(torch.randn(8, 8))
     try:
         with open("/proc/self/maps") as maps:
             for line in maps:
-                if "blas" in line.lower():
-                    return line.split()[-1]
+                path = line.split()[-1]
+                name = os.path.basename(path).lower()
+                if "blas" in name and "cublas" not in name and "numpy" not in path:
+                    return path
     except OSError:
         pass
-    return "unknown"
-
-
-def main():
-    global DEVICE
-    argv = sys.argv[1:]
-    if argv[:1] == ["--device"]:
-        DEVICE, argv = argv[1], argv[2:]
-    if DEVICE != "cpu":
-        torch.set_default_device(DEVICE)
-        print(f"gpu {torch.cuda.get_device_name()}", flush=True)
-    samples = int(argv[0]) if argv else 25
-    wanted = [n.upper() for n in argv[1:]] or list(WORKLOADS)
-    names = [n for n in WORKLOADS if n in wanted or n.rstrip("ABC") in wanted]   # W9: W9A, W9B and W9C
-    print(f"torch {torch.__version__}", flush=True)
-    print(f"blas {blas_in_use()}", flush=True)
-    for name in names:
-        forward, inputs, params, update = WORKLOADS[name]()
-        lo, mid = measure(make_step(forward, inputs, params, update), getattr(forward, "samples", None) or samples,
-                          getattr(forward, "warmup", 20))
-        print(f"{name} eager {lo:.3f} {mid:.3f}", flush=True)
-        if DEVICE != "cpu":
-            try:
-                compiled = torch.compile(forward)
-                lo, mid = measure(make_step(compiled, inputs, params, update), samples)
-                print(f"{name} compile {lo:.3f} {mid:.3f}", flush=True)
-            except Exception as error:  # noqa: BLE001 -- say so, skip
-                print(f"# {name}: torch.compile failed: {error}", file=sys.stderr)
-            continue
-        if getattr(forward, "no_script", False):
-            continue
-        try:
-            if hasattr(forward, "trace"):   # a workload that traces a module of its own
-                traced = forward.trace()
-            else:
-                traced = torch.jit.trace(forward, (*inputs, *params), check_trace=False)
-        except Exception as error:  # noqa: BLE001 -- a workload that cannot be traced: say so, skip
-            print(f"# {name}: torch.jit.trace failed: {error}", file=sys.stderr)
-            continue
-        lo, mid = measure(make_step(traced, inputs, params, update), samples)
-        print(f"{name} script {lo:.3f} {mid:.3f}", flush=True)
+    return built_with.group(1) if built_with else "unknown"
 
 
 if __name__ == "__main__":
-    main()
+    main(TorchFramework, list(WORKLOADS))

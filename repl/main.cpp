@@ -24,7 +24,7 @@ namespace {
 
 const char* const USAGE =
     "usage: tapedeck [options] [script.lua [args...]]   (script '-' is stdin)\n"
-    "       tapedeck bench [workload...]\n"
+    "       tapedeck bench [--peers] [--out DIR] [--device cuda] [workload...]\n"
     "       tapedeck run-plan plan.tdp [--input name=file.npy ...] [--out dir] [--max-bytes N]\n"
     "       tapedeck export-onnx plan.tdp model.onnx [--inline] [--strict]\n"
     "Options:\n"
@@ -54,9 +54,13 @@ void print_op_coverage() {
            counts[1], td::cuda_available() ? td::cuda_device_name().c_str() : td::cuda_unavailable_reason().c_str());
 }
 
-// `tapedeck bench [names]` runs bench/bench.lua from the source tree this program was built from.
+// `tapedeck bench [--peers] [names]` runs bench/bench.lua from the source tree this program was built
+// from. The global TAPEDECK_BUILD names this build for the results' header ("tapedeck 0.1; GEMM: ...").
 int subcommand_bench(lua_State* L, int argc, char** argv) {
     std::string script = std::string(TAPEDECK_SOURCE_DIR) + "/bench/bench.lua";
+    std::string build = std::string("tapedeck ") + TAPEDECK_VERSION + "; GEMM: " + td::blas_describe();
+    lua_pushstring(L, build.c_str());
+    lua_setglobal(L, "TAPEDECK_BUILD");
     for (int i = 0; i < argc; ++i) lua_pushstring(L, argv[i]);
     return repl_run_chunk(L, script, "", true, argc) == LUA_OK ? 0 : 1;
 }
