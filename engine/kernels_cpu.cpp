@@ -1321,16 +1321,7 @@ void sort_along(const Value& x, const Value& values, const Value& indices, int d
         for (int64_t inner = 0; inner < d.inner; ++inner) {
             const T* line = px + outer * d.n * d.inner + inner;
             auto at = [&](int64_t j) { return line[j * d.inner]; };
-            auto before = [&](int64_t a, int64_t b) {
-                T va = at(a), vb = at(b);
-                bool nan_a = va != va, nan_b = vb != vb;
-                if (nan_a || nan_b) {
-                    if (nan_a == nan_b) return a < b;
-                    return descending ? nan_a : nan_b;   // NaN is the largest
-                }
-                if (va != vb) return descending ? va > vb : va < vb;
-                return a < b;
-            };
+            auto before = [&](int64_t a, int64_t b) { return math::sorts_before(at(a), at(b), a, b, descending); };
             for (int64_t j = 0; j < d.n; ++j) order[j] = j;
             if (k < d.n) std::partial_sort(order.begin(), order.begin() + k, order.end(), before);
             else std::sort(order.begin(), order.end(), before);
@@ -1512,27 +1503,13 @@ void cpu_to(const KernelCall& c) {
     });
 }
 
-
 // ============================================================================================
 // [SECTION] losses
 //
 // Each loss is 0-d: the mean over examples, or the sum (attrs.reduction). Sums over examples are
-// kept in double. The class losses walk the rows of scores [N,C] (or [C], one row).
+// kept in double. The class losses walk the rows of scores [N,C] (or [C], one row: class_rows, ops.h).
 
 namespace {
-
-struct ClassRows {
-    int64_t n, classes;
-};
-
-ClassRows class_rows(const Shape& scores) {
-    return {scores.ndim == 2 ? scores.dims[0] : 1, scores.dims[scores.ndim - 1]};
-}
-
-// What the mean divides by (1 for the sum).
-double reduction_count(const OpAttrs& a, int64_t n) {
-    return a.reduction == REDUCTION_MEAN ? static_cast<double>(n) : 1;
-}
 
 // The 0-based column of example i's class. Labels are 1-based: int64, or floats holding whole
 // numbers; anything else is an error naming the op, the label, its position and the classes.

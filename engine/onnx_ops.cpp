@@ -271,12 +271,6 @@ std::string one_hot(OnnxBuilder& b, const std::string& labels, int64_t classes, 
     return b.add1("Cast", {b.add1("Equal", {column, b.ints(iota)})}, {onnx_attr_int("to", onnx_dtype(dtype))});
 }
 
-// 1/N for a mean over the rows of scores shaped `scores` ([N,C] or [C]), 1 for a sum.
-double loss_scale(const OpAttrs& a, const Shape& scores) {
-    if (a.reduction == REDUCTION_SUM) return 1.0;
-    return scores.ndim == 2 ? 1.0 / static_cast<double>(scores[0]) : 1.0;
-}
-
 // ============================================================================================
 // [SECTION] mappings
 
@@ -831,7 +825,8 @@ void emit_class_loss_backward(OnnxOpCall& c) {
     DType t = c.out_dtype[0];
     const Shape& scores = c.out_shape[0];
     int64_t classes = scores[scores.ndim - 1];
-    std::string g = b.add1("Mul", {input_out(c, 0), b.scalar(loss_scale(c.attrs, scores), t)});
+    double scale = 1 / reduction_count(c.attrs, class_rows(scores).n);   // 1/N for the mean
+    std::string g = b.add1("Mul", {input_out(c, 0), b.scalar(scale, t)});
     std::string labels = zero_based(c, c.op == OP_nll_loss_backward ? 1 : 2);
     std::string onehot = one_hot(b, labels, classes, t);
     if (c.op == OP_nll_loss_backward) {

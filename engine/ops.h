@@ -108,6 +108,19 @@ struct Window2d {
     bool ceil_mode = false;             // max_pool2d
 };
 
+// The class losses read scores [N,C] as N rows of C classes, or [C] as one row (ops.def): every
+// backend's kernels and the ONNX export walk them so.
+struct ClassRows {
+    int64_t n, classes;
+};
+inline ClassRows class_rows(const Shape& scores) {
+    return {scores.ndim == 2 ? scores.dims[0] : 1, scores.dims[scores.ndim - 1]};
+}
+// What a loss's mean divides by over n rows (1 for the sum).
+inline double reduction_count(const OpAttrs& a, int64_t n) {
+    return a.reduction == REDUCTION_MEAN ? static_cast<double>(n) : 1;
+}
+
 // Every field equal (NaN equals NaN: the same number was given).
 bool attrs_equal(const OpAttrs& a, const OpAttrs& b);
 // OpAttrs() as one shared constant.

@@ -152,4 +152,17 @@ TD_HOST_DEVICE T softplus(T x, T beta, T threshold) {
     return x * beta > threshold ? x : std::log1p(std::exp(x * beta)) / beta;
 }
 
+// sort and topk's order (CPU and CUDA kernels): whether value va at position a goes before vb at
+// position b. NaN is the largest; ties keep their positions' order (a stable sort).
+template <Scalar T>
+TD_HOST_DEVICE bool sorts_before(T va, T vb, int64_t a, int64_t b, bool descending) {
+    bool nan_a = va != va, nan_b = vb != vb;
+    if (nan_a || nan_b) {
+        if (nan_a == nan_b) return a < b;
+        return descending ? nan_a : nan_b;
+    }
+    if (va != vb) return descending ? va > vb : va < vb;
+    return a < b;
+}
+
 }  // namespace td::math

@@ -621,19 +621,8 @@ void cuda_scatter(const KernelCall& c) {
 // Each loss is 0-d: the mean over examples, or the sum (attrs.reduction). The class losses walk
 // the rows of scores [N,C] (or [C], one row), one block per row; each row's loss (double) goes to
 // a scratch array, summed by sum_into. Labels are 1-based, of any dtype (floats holding whole
-// numbers); a bad one is reported and its row skipped, then raised as the CPU raises it.
-
-struct ClassRows {
-    int64_t n, classes;
-};
-
-ClassRows class_rows(const Shape& scores) {
-    return {scores.ndim == 2 ? scores.dims[0] : 1, scores.dims[scores.ndim - 1]};
-}
-
-double reduction_count(const OpAttrs& a, int64_t n) {
-    return a.reduction == REDUCTION_MEAN ? static_cast<double>(n) : 1;
-}
+// numbers); a bad one is reported and its row skipped, then raised as the CPU raises it. Rows and
+// the mean's count: class_rows, reduction_count (ops.h).
 
 // The 0-based column of example i's label, or -1 (reported) when it is not a whole number in 1..classes.
 __device__ int64_t label_column(AnyValues labels, int64_t i, int64_t classes, unsigned long long* bad) {

@@ -15,6 +15,7 @@
 #include <limits>
 
 #include "cuda_common.h"
+#include "scalar_math.h"
 
 namespace td {
 
@@ -443,14 +444,7 @@ void cuda_log_softmax(const KernelCall& c) { softmax(c, true, "log_softmax", "lo
 // Whether position a goes before position b of `line` (elements `inner` apart).
 template <class T>
 __device__ bool sorts_before(const T* line, int64_t inner, int64_t a, int64_t b, bool descending) {
-    T va = line[a * inner], vb = line[b * inner];
-    bool nan_a = va != va, nan_b = vb != vb;
-    if (nan_a || nan_b) {
-        if (nan_a == nan_b) return a < b;
-        return descending ? nan_a : nan_b;   // NaN is the largest
-    }
-    if (va != vb) return descending ? va > vb : va < vb;
-    return a < b;
+    return math::sorts_before(line[a * inner], line[b * inner], a, b, descending);
 }
 
 template <class T>
