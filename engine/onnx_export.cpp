@@ -41,6 +41,7 @@ struct Export {
     std::vector<int> made_by;          // the step that made it (-1: from outside)
     std::vector<int> root;             // the value whose bytes it shares, at the end of alias_of
     std::vector<bool> through_view;    // it reaches its root through a view (not only in-place ops)
+    std::vector<bool> written;         // a root that an in-place step writes
     std::vector<int> seen_version;     // its root's version when `name` was made (views)
     // Per root value
     std::vector<std::string> current;  // the ONNX name of its contents now
@@ -319,16 +320,18 @@ void prepare(Export& e) {
     e.made_by.assign(n, -1);
     e.root.assign(n, -1);
     e.through_view.assign(n, false);
+    e.written.assign(n, false);
     e.seen_version.assign(n, 0);
     e.current.assign(n, "");
     e.version.assign(n, 0);
     e.pending.assign(n, false);
     for (size_t v = 0; v < n; ++v) e.root[v] = plan.values[v].alias_of < 0 ? static_cast<int>(v) : e.root[plan.values[v].alias_of];
-    for (const PlanStep& step : plan.steps) {   // which values are views
+    for (const PlanStep& step : plan.steps) {   // which values are views, which roots are written in place
         if (step.kind != STEP_KERNEL || step.outputs.empty()) continue;
         int v = step.outputs[0];
         int parent = plan.values[v].alias_of;
         if (parent >= 0) e.through_view[v] = e.through_view[parent] || (op_info(step.op).flags & OPF_VIEW);
+        if (op_info(step.op).flags & OPF_INPLACE) e.written[e.root[step.inputs[0]]] = true;
     }
     size_t targets = plan.grad_targets.size();
     e.grad_now.assign(targets, "");
@@ -357,7 +360,7 @@ void walk_steps(Export& e) {
 // The graph's inputs (the arguments) and initializers (captured tensors, constants): the roots'
 // first contents. A captured tensor the plan changes in place is an input too (its default);
 // other initializers are written when a step first reads them (none for what nothing reads).
-void add_inputs_and_initializers(Export& e, const std::vector<bool>& written_later, OnnxExportResult* result) {
+void add_inputs_and_initializers(Export& e, OnnxExportResult* result) {
     const Plan& plan = e.plan;
     for (size_t v = 0; v < plan.values.size(); ++v) {
         const PlanValue& pv = plan.values[v];
@@ -371,7 +374,7 @@ void add_inputs_and_initializers(Export& e, const std::vector<bool>& written_lat
             name = graph_name(e, captured_name(plan, pv.index));
             result->captured.emplace_back(name, plan.captured[pv.index].tensor);
             e.pending[v] = true;
-            if (written_later[v]) {
+            if (e.written[v]) {
                 set_type(e.graph.add_input(), pv.dtype, pv.shape);
                 e.graph.mutable_input(e.graph.input_size() - 1)->set_name(name);
             }
@@ -383,18 +386,8 @@ void add_inputs_and_initializers(Export& e, const std::vector<bool>& written_lat
         }
         e.current[v] = name;
         e.name[v] = name;
-        if (written_later[v]) write_initializer(e, static_cast<int>(v));
+        if (e.written[v]) write_initializer(e, static_cast<int>(v));
     }
-}
-
-// Which root values an in-place step writes (they become graph inputs as well as initializers).
-std::vector<bool> roots_written(const Plan& plan) {
-    std::vector<bool> written(plan.values.size(), false);
-    std::vector<int> root(plan.values.size());
-    for (size_t v = 0; v < plan.values.size(); ++v) root[v] = plan.values[v].alias_of < 0 ? static_cast<int>(v) : root[plan.values[v].alias_of];
-    for (const PlanStep& s : plan.steps)
-        if (s.kind == STEP_KERNEL && (op_info(s.op).flags & OPF_INPLACE)) written[root[s.inputs[0]]] = true;
-    return written;
 }
 
 void add_output(Export& e, const std::string& contents, const std::string& wanted, DType dtype, const Shape& shape,
@@ -448,7 +441,7 @@ void add_value_infos(Export& e) {
 
 onnx::ModelProto build_model(Export& e, OnnxExportResult* result) {
     prepare(e);
-    add_inputs_and_initializers(e, roots_written(e.plan), result);
+    add_inputs_and_initializers(e, result);
     walk_steps(e);
     add_outputs(e, result);
     for (onnx::NodeProto& n : e.main.nodes()) *e.graph.add_node() = std::move(n);
