@@ -38,6 +38,10 @@ public:
     std::string ints(const std::vector<int64_t>& values);   // 1-d int64 (axes, shapes, pads)
     std::string int_scalar(int64_t value);                   // 0-d int64
     std::string cast(const std::string& x, DType from, DType to);   // x itself when from == to
+    // x (of `shape`) with its flat row-major elements at `indices` replaced by the elements of
+    // `updates` in order: ScatterND over the flat elements (region writes, writes through views).
+    std::string scatter_flat(const std::string& x, const Shape& shape, const std::vector<int64_t>& indices,
+                             const std::string& updates);
 
     std::vector<onnx::NodeProto>& nodes() { return nodes_; }
     // Stamps the nodes added from `first` on with a name and the Lua line they came from (Netron

@@ -168,21 +168,12 @@ Value view_indices(const Export& e, int w) {
     return value_contiguous(view);
 }
 
-// The root's contents with the elements of view w replaced by `contents` (w's new contents):
-// ScatterND over the flat elements.
+// The root's contents with the elements of view w replaced by `contents` (w's new contents).
 std::string written_through_view(Export& e, int w, const std::string& contents) {
     int r = e.root[w];
-    OnnxBuilder& b = e.main;
-    Value indices = view_indices(e, w);
-    std::vector<double> flat(static_cast<size_t>(indices.numel()));
-    for (size_t i = 0; i < flat.size(); ++i) flat[i] = static_cast<double>(indices.data<int64_t>()[i]);
-    const Shape& root_shape = e.plan.values[r].shape;
-    std::string base = b.add1("Reshape", {root_contents(e, r), b.ints({-1})});
-    std::string at = b.values(flat, DTYPE_I64, Shape{static_cast<int64_t>(flat.size()), 1});
-    std::string updates = b.add1("Reshape", {contents, b.ints({-1})});
-    std::string scattered = b.add1("ScatterND", {base, at, updates});
-    std::vector<int64_t> dims(root_shape.dims, root_shape.dims + root_shape.ndim);
-    return b.add1("Reshape", {scattered, b.ints(dims)});
+    Value at = view_indices(e, w);
+    std::vector<int64_t> indices(at.data<int64_t>(), at.data<int64_t>() + at.numel());
+    return e.main.scatter_flat(root_contents(e, r), e.plan.values[r].shape, indices, contents);
 }
 
 // An in-place op wrote `contents` into value w (through a view of its root: the root's elements

@@ -167,6 +167,14 @@ std::string OnnxBuilder::cast(const std::string& x, DType from, DType to) {
     return add1("Cast", {x}, {onnx_attr_int("to", onnx_dtype(to))});
 }
 
+std::string OnnxBuilder::scatter_flat(const std::string& x, const Shape& shape, const std::vector<int64_t>& indices,
+                                      const std::string& updates) {
+    std::string flat = add1("Reshape", {x, ints({-1})});
+    std::string at = add1("Reshape", {ints(indices), ints({static_cast<int64_t>(indices.size()), 1})});
+    std::string scattered = add1("ScatterND", {flat, at, add1("Reshape", {updates, ints({-1})})});
+    return add1("Reshape", {scattered, ints(std::vector<int64_t>(shape.dims, shape.dims + shape.ndim))});
+}
+
 // ============================================================================================
 // [SECTION] helpers
 
@@ -232,17 +240,6 @@ std::vector<int64_t> region_indices(const OpAttrs& a) {
         }
     }
     return out;
-}
-
-// x (of shape `x_shape`) with its region (attrs) replaced by v: ScatterND over the flat elements.
-std::string region_replaced(OnnxOpCall& c, const std::string& x, const Shape& x_shape, const std::string& v) {
-    OnnxBuilder& b = c.b;
-    std::vector<int64_t> indices = region_indices(c.attrs);
-    std::string flat = b.add1("Reshape", {x, b.ints({-1})});
-    std::string idx = b.add1("Reshape", {b.ints(indices), b.ints({static_cast<int64_t>(indices.size()), 1})});
-    std::string updates = b.add1("Reshape", {v, b.ints({-1})});
-    std::string scattered = b.add1("ScatterND", {flat, idx, updates});
-    return b.add1("Reshape", {scattered, b.ints(dims_of(x_shape))});
 }
 
 // An image batch [N,C,H,W] from a 3-d image [C,H,W] (unsqueezed), and back.
@@ -709,7 +706,7 @@ void emit_flip(OnnxOpCall& c) {
 }
 
 void emit_region_scatter(OnnxOpCall& c) {   // region_scatter and assign_: x with its region := v
-    result(c, region_replaced(c, input_out(c, 0), c.in_shape[0], input_out(c, 1)));
+    result(c, c.b.scatter_flat(input_out(c, 0), c.in_shape[0], region_indices(c.attrs), input_out(c, 1)));
 }
 
 // --- reductions ---------------------------------------------------------------------------
@@ -734,10 +731,8 @@ void emit_reduce(OnnxOpCall& c) {
 
 // max and min over one dim: the values and the 1-based index of the first winner.
 void emit_max(OnnxOpCall& c) {
-    int nd = c.in_shape[0].ndim;
-    if (c.attrs.all || nd == 0) {
+    if (c.attrs.all) {   // the value only (shape_max gives no index then; a dim of a 0-d tensor is an error)
         emit_reduce(c);
-        if (c.out_shape.size() > 1) refuse_call(c, "an index over every element is not exported");
         return;
     }
     OnnxBuilder& b = c.b;
