@@ -45,6 +45,8 @@ struct MissingKernel {
 static const MissingKernel CUDA_LEFT_OUT[] = {
     {OP_function, "a custom function runs its own ops, each on its own device"},
     {OP_function_backward, "a custom function's backward runs its own ops, each on its own device"},
+    {OP_lstm, "nn.LSTM's fused layer is the CPU's fast path; on the GPU each step runs as ops (cuBLAS products)"},
+    {OP_lstm_backward, "the fused layer's backward, CPU only like lstm"},
 };
 
 // The emulated GPU (device_emulated.h) runs the CPU's kernels on its host memory.

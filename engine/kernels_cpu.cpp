@@ -4,6 +4,7 @@
 // [SECTION] creation       tensor zeros ones full rand randn eye arange
 // [SECTION] elementwise    elementwise.def made into functors, kernels, span functions (elementwise_math)
 // [SECTION] products       mm bmm
+// [SECTION] recurrent      lstm lstm_backward (a whole layer per call)
 // [SECTION] convolution    conv2d and its two backward ops (im2col + GEMM), max_pool2d and its backward
 // [SECTION] layout         transpose view expand sum_to cat narrow narrow_backward flip
 // [SECTION] reductions     sum mean prod max min amax amin cumsum sort topk softmax log_softmax
@@ -812,6 +813,117 @@ void cpu_bmm(const KernelCall& c) {
             matmul_into<T>(o.data<T>() + i * o_size, a.data + i * a_size, b.data + i * b_size, a.rows, a.cols, b.rows,
                            b.cols, a.trans, b.trans, c.attrs.accumulate);
     });
+}
+
+// ============================================================================================
+// [SECTION] recurrent
+//
+// lstm and lstm_backward (ops.def): the whole layer in one call. Each step's product runs as mm
+// does (matmul_into: the BLAS or Eigen); the gate arithmetic is scalar_math's sigmoid and tanh, the
+// same functions the per-step ops use.
+
+namespace {
+
+// The layer's sizes from xw [T,B,4H].
+struct LstmSizes {
+    int64_t steps, batch, hidden;
+};
+LstmSizes lstm_sizes(const Value& xw) { return {xw.shape[0], xw.shape[1], xw.shape[2] / 4}; }
+
+template <class T>
+void lstm_forward(const Value& xw, const Value& h0, const Value& c0, const Value& w_hh, const Value& h_out, const Value& state) {
+    const auto [steps, batch, H] = lstm_sizes(xw);
+    const int64_t G = 4 * H, S = 5 * H;   // a row of gates, a row of the state
+    const Scalars<T> none{OpAttrs()};
+    std::vector<T> gates(static_cast<size_t>(batch * G)), tanh_c(static_cast<size_t>(H));
+    std::vector<T> w_t(static_cast<size_t>(H * G));   // W_hhᵀ [H,4H] once: a product per step reads it faster so
+    using Rows = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    Eigen::Map<Rows>(w_t.data(), H, G) = Eigen::Map<const Rows>(w_hh.data<T>(), G, H).transpose();
+    const T* h_prev = h0.data<T>();
+    const T* c_prev = c0.data<T>();
+    int64_t c_prev_stride = H;   // c0's rows are H apart; the state's c, S apart
+    for (int64_t t = 0; t < steps; ++t) {
+        std::copy_n(xw.data<T>() + t * batch * G, batch * G, gates.data());
+        matmul_into<T>(gates.data(), h_prev, w_t.data(), batch, H, H, G, false, false, true);   // += h W_hhᵀ
+        T* h_t = h_out.data<T>() + t * batch * H;
+        T* state_t = state.data<T>() + t * batch * S;
+        for (int64_t b = 0; b < batch; ++b) {
+            const T* pre = gates.data() + b * G;
+            T* st = state_t + b * S;   // i f g o c
+            sigmoid_math::span<T>(pre, st, 2 * H, none);
+            tanh_math::span<T>(pre + 2 * H, st + 2 * H, H, none);
+            sigmoid_math::span<T>(pre + 3 * H, st + 3 * H, H, none);
+            const T *i = st, *f = st + H, *g = st + 2 * H, *o = st + 3 * H, *cp = c_prev + b * c_prev_stride;
+            T* c = st + 4 * H;
+            for (int64_t j = 0; j < H; ++j) c[j] = f[j] * cp[j] + i[j] * g[j];
+            tanh_math::span<T>(c, tanh_c.data(), H, none);
+            T* h = h_t + b * H;
+            for (int64_t j = 0; j < H; ++j) h[j] = o[j] * tanh_c[j];
+        }
+        h_prev = h_t;
+        c_prev = state_t + 4 * H;
+        c_prev_stride = S;
+    }
+}
+
+// One batch row of one step back: the gates' gradient `row` [4H] and the cell's dc (read: what
+// step t+1 sent back; written: what goes on to c[t-1]), from the state row st (i f g o c), tanh(c),
+// the gradients that reached h[t] (gh, dh_next) and the state (gs). Separate pointers, so the
+// loop is vectorised.
+template <class T>
+void lstm_step_back(int64_t H, const T* __restrict st, const T* __restrict c_prev, const T* __restrict tc,
+                    const T* __restrict gh, const T* __restrict gs, const T* __restrict dh_next, T* __restrict dc,
+                    T* __restrict row) {
+    const T *i = st, *f = st + H, *g = st + 2 * H, *o = st + 3 * H;
+    for (int64_t j = 0; j < H; ++j) {
+        T dh = dh_next[j] + gh[j];
+        T dc_j = dc[j] + gs[4 * H + j] + dh * o[j] * (T(1) - tc[j] * tc[j]);
+        T di = dc_j * g[j] + gs[j], df = dc_j * c_prev[j] + gs[H + j];
+        T dg = dc_j * i[j] + gs[2 * H + j], d_o = dh * tc[j] + gs[3 * H + j];
+        row[j] = di * i[j] * (T(1) - i[j]);
+        row[H + j] = df * f[j] * (T(1) - f[j]);
+        row[2 * H + j] = dg * (T(1) - g[j] * g[j]);
+        row[3 * H + j] = d_o * o[j] * (T(1) - o[j]);
+        dc[j] = dc_j * f[j];
+    }
+}
+
+// grad_h and grad_state may be 0-d: no gradient reached that output (a row of zeros stands in).
+template <class T>
+void lstm_backward(const Value& grad_h, const Value& grad_state, const Value& state, const Value& c0, const Value& w_hh,
+                   const Value& d_gates, const Value& d_c0) {
+    const int64_t steps = state.shape[0], batch = state.shape[1], H = state.shape[2] / 5;
+    const int64_t G = 4 * H, S = 5 * H;
+    const Scalars<T> none{OpAttrs()};
+    const std::vector<T> zeros(static_cast<size_t>(S), T(0));
+    std::vector<T> dh_next(static_cast<size_t>(batch * H), T(0));   // what step t+1 sends back to h[t]
+    std::vector<T> tc(static_cast<size_t>(H));
+    T* dc_next = d_c0.data<T>();                                     // ... to c[t]; c0's at the end
+    std::fill_n(dc_next, batch * H, T(0));
+    for (int64_t t = steps - 1; t >= 0; --t) {
+        const T* state_t = state.data<T>() + t * batch * S;
+        T* dg_t = d_gates.data<T>() + t * batch * G;
+        for (int64_t b = 0; b < batch; ++b) {
+            const T* st = state_t + b * S;
+            const T* c_prev = t > 0 ? state_t - batch * S + b * S + 4 * H : c0.data<T>() + b * H;
+            const T* gh = grad_h.shape.ndim == 0 ? zeros.data() : grad_h.data<T>() + (t * batch + b) * H;
+            const T* gs = grad_state.shape.ndim == 0 ? zeros.data() : grad_state.data<T>() + (t * batch + b) * S;
+            tanh_math::span<T>(st + 4 * H, tc.data(), H, none);
+            lstm_step_back<T>(H, st, c_prev, tc.data(), gh, gs, dh_next.data() + b * H, dc_next + b * H, dg_t + b * G);
+        }
+        if (t > 0) matmul_into<T>(dh_next.data(), dg_t, w_hh.data<T>(), batch, G, G, H, false, false, false);   // dgates W_hh
+    }
+}
+
+}  // namespace
+
+void cpu_lstm(const KernelCall& c) {
+    DISPATCH_FLOAT("lstm", out(c).dtype, lstm_forward<T>(in(c, 0), in(c, 1), in(c, 2), in(c, 3), out(c, 0), out(c, 1)));
+}
+
+void cpu_lstm_backward(const KernelCall& c) {
+    DISPATCH_FLOAT("lstm_backward", out(c).dtype,
+                   lstm_backward<T>(in(c, 0), in(c, 1), in(c, 2), in(c, 3), in(c, 4), out(c, 0), out(c, 1)));
 }
 
 // ============================================================================================
@@ -1759,6 +1871,13 @@ size_t cpu_kernel_scratch_bytes(OpId op, const Value* const* inputs, int n_input
         }
         case OP_softmax: case OP_log_softmax: return times(bytes_of(inputs[0]->shape, inputs[0]->dtype), 2);
         case OP_cross_entropy: return bytes_of(inputs[0]->shape, inputs[0]->dtype);
+        case OP_lstm:   // one step's gates [B,4H] and W_hhᵀ
+            return n_inputs > 3 && inputs[0]->shape.ndim == 3
+                       ? plus(bytes_of(Shape{inputs[0]->shape[1], inputs[0]->shape[2]}, output_dtype),
+                              bytes_of(inputs[3]->shape, output_dtype))
+                       : 0;
+        case OP_lstm_backward:   // what one step sends back to h [B,H]
+            return n_inputs > 3 ? bytes_of(inputs[3]->shape, output_dtype) : 0;
         case OP_sort: case OP_topk:   // one line's positions
             return attrs.dim >= 0 && attrs.dim < inputs[0]->shape.ndim ? times(static_cast<size_t>(inputs[0]->shape.dims[attrs.dim]), 8) : 0;
         default: return 0;

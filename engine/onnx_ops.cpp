@@ -541,6 +541,80 @@ void emit_bmm(OnnxOpCall& c) {
     result(c, b.add1("MatMul", {a, bb}));
 }
 
+// --- recurrent layers: unrolled, one group of nodes per step (T is fixed in a plan) ---------
+
+std::string concat(OnnxBuilder& b, const std::vector<std::string>& parts, int64_t axis) {
+    return b.add1("Concat", parts, {onnx_attr_int("axis", axis)});
+}
+std::string step_of(OnnxBuilder& b, const std::string& x, int64_t step) {   // x[step] of [T, ...]
+    return b.add1("Gather", {x, b.int_scalar(step)}, {onnx_attr_int("axis", 0)});
+}
+std::string one_minus(OnnxBuilder& b, const std::string& x, DType t) { return b.add1("Sub", {b.scalar(1, t), x}); }
+
+// lstm: per step gates = xw[t] + h W_hhᵀ, split into i, f, g, o; c = f c + i g; h = o tanh(c).
+void emit_lstm(OnnxOpCall& c) {
+    OnnxBuilder& b = c.b;
+    DType t = c.out_dtype[0];
+    int64_t steps = c.in_shape[0][0];
+    if (steps == 0) {
+        c.out = {b.filled(0, t, c.out_shape[0]), b.filled(0, t, c.out_shape[1])};
+        return;
+    }
+    std::string xw = input_out(c, 0), h = input_out(c, 1), cell = input_out(c, 2);
+    std::string w_t = b.add1("Transpose", {input_out(c, 3)}, {onnx_attr_ints("perm", {1, 0})});
+    std::vector<std::string> hs, states;
+    for (int64_t s = 0; s < steps; ++s) {
+        std::string pre = b.add1("Add", {step_of(b, xw, s), b.add1("MatMul", {h, w_t})});
+        std::vector<std::string> gate = b.add("Split", {pre}, 4, {onnx_attr_int("axis", 1)});
+        std::string i = b.add1("Sigmoid", {gate[0]}), f = b.add1("Sigmoid", {gate[1]});
+        std::string g = b.add1("Tanh", {gate[2]}), o = b.add1("Sigmoid", {gate[3]});
+        cell = b.add1("Add", {b.add1("Mul", {f, cell}), b.add1("Mul", {i, g})});
+        h = b.add1("Mul", {o, b.add1("Tanh", {cell})});
+        hs.push_back(b.add1("Unsqueeze", {h, b.ints({0})}));
+        states.push_back(b.add1("Unsqueeze", {concat(b, {i, f, g, o, cell}, 1), b.ints({0})}));
+    }
+    c.out = {concat(b, hs, 0), concat(b, states, 0)};
+}
+
+// lstm_backward: the steps walked back as the CPU kernel does (a 0-d gradient: zeros).
+void emit_lstm_backward(OnnxOpCall& c) {
+    OnnxBuilder& b = c.b;
+    DType t = c.out_dtype[0];
+    const Shape& state_shape = c.in_shape[2];
+    int64_t steps = state_shape[0], batch = state_shape[1], hidden = state_shape[2] / 5;
+    std::string dh_next = b.filled(0, t, Shape{batch, hidden}), dc_next = dh_next;
+    if (steps == 0) {
+        c.out = {b.filled(0, t, c.out_shape[0]), dc_next};
+        return;
+    }
+    auto gradient = [&](int i, const Shape& full) { return c.in_shape[i].ndim == 0 ? b.filled(0, t, full) : input_out(c, i); };
+    std::string grad_h = gradient(0, Shape{steps, batch, hidden}), grad_state = gradient(1, state_shape);
+    std::string state = input_out(c, 2), c0 = input_out(c, 3), w = input_out(c, 4);
+    std::vector<std::string> d_steps(static_cast<size_t>(steps));
+    for (int64_t s = steps - 1; s >= 0; --s) {
+        std::vector<std::string> st = b.add("Split", {step_of(b, state, s)}, 5, {onnx_attr_int("axis", 1)});
+        std::vector<std::string> gs = b.add("Split", {step_of(b, grad_state, s)}, 5, {onnx_attr_int("axis", 1)});
+        const std::string &i = st[0], &f = st[1], &g = st[2], &o = st[3];
+        std::string c_prev = s > 0 ? b.add("Split", {step_of(b, state, s - 1)}, 5, {onnx_attr_int("axis", 1)})[4] : c0;
+        std::string tc = b.add1("Tanh", {st[4]});
+        std::string dh = b.add1("Add", {step_of(b, grad_h, s), dh_next});
+        std::string from_h = b.add1("Mul", {b.add1("Mul", {dh, o}), one_minus(b, b.add1("Mul", {tc, tc}), t)});
+        std::string dc = b.add1("Add", {b.add1("Add", {dc_next, gs[4]}), from_h});
+        std::string di = b.add1("Add", {b.add1("Mul", {dc, g}), gs[0]});
+        std::string df = b.add1("Add", {b.add1("Mul", {dc, c_prev}), gs[1]});
+        std::string dg = b.add1("Add", {b.add1("Mul", {dc, i}), gs[2]});
+        std::string d_o = b.add1("Add", {b.add1("Mul", {dh, tc}), gs[3]});
+        std::string d_gates = concat(b, {b.add1("Mul", {di, b.add1("Mul", {i, one_minus(b, i, t)})}),
+                                         b.add1("Mul", {df, b.add1("Mul", {f, one_minus(b, f, t)})}),
+                                         b.add1("Mul", {dg, one_minus(b, b.add1("Mul", {g, g}), t)}),
+                                         b.add1("Mul", {d_o, b.add1("Mul", {o, one_minus(b, o, t)})})}, 1);
+        d_steps[s] = b.add1("Unsqueeze", {d_gates, b.ints({0})});
+        dc_next = b.add1("Mul", {dc, f});
+        if (s > 0) dh_next = b.add1("MatMul", {d_gates, w});
+    }
+    c.out = {concat(b, d_steps, 0), dc_next};
+}
+
 // --- convolution and pooling ----------------------------------------------------------------
 
 void emit_conv2d(OnnxOpCall& c) {
@@ -929,6 +1003,8 @@ OnnxOpMapping mapping_of(OpId op) {
     case OP_conv2d_backward_input: return {emit_conv2d_backward_input, "ConvTranspose (output_padding to X's size)"};
     case OP_conv2d_backward_weight:
         return {emit_conv2d_backward_weight, "Conv over X's channels by G's (grouped), Slice, Transpose"};
+    case OP_lstm: return {emit_lstm, "unrolled: per step MatMul, Split, Sigmoid/Tanh, Mul, Add; Concat"};
+    case OP_lstm_backward: return {emit_lstm_backward, "unrolled: the steps back, per step Split, Mul, Add, MatMul; Concat"};
     case OP_max_pool2d: return {emit_max_pool2d, "MaxPool (its indices: Mod(i, H*W) + 1)"};
     case OP_max_pool2d_backward: return {emit_max_pool2d_backward, "ScatterElements (add) over each H*W plane"};
     case OP_transpose: case OP_permute: return {emit_transpose, "Transpose"};

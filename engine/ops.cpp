@@ -505,6 +505,40 @@ void shape_bmm(ShapeCall& c) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// lstm: xw [T,B,4H], h0 [B,H], c0 [B,H], W_hh [4H,H] (ops.def), each named in an error.
+
+static void check_lstm_operand(const ShapeCall& c, const char* what, const Shape& got, const Shape& want) {
+    if (got != want)
+        engine_fail("%s: %s must be %s, got %s", c.op_name, what, want.str().c_str(), got.str().c_str());
+}
+
+void shape_lstm(ShapeCall& c) {
+    const Shape& xw = in(c, 0).shape;
+    if (xw.ndim != 3 || xw[2] % 4 != 0)
+        engine_fail("%s: the projected input xw must be [steps, batch, 4*hidden], got %s", c.op_name, xw.str().c_str());
+    int64_t steps = xw[0], batch = xw[1], hidden = xw[2] / 4;
+    check_lstm_operand(c, "h0", in(c, 1).shape, Shape{batch, hidden});
+    check_lstm_operand(c, "c0", in(c, 2).shape, Shape{batch, hidden});
+    check_lstm_operand(c, "W_hh", in(c, 3).shape, Shape{4 * hidden, hidden});
+    c.set_output(0, Shape{steps, batch, hidden}, in(c, 0).dtype);
+    c.set_output(1, Shape{steps, batch, 5 * hidden}, in(c, 0).dtype);
+}
+
+// Inputs: the gradients of h and of the state (each full-shaped, or 0-d for none), the state, c0, W_hh.
+void shape_lstm_backward(ShapeCall& c) {
+    const Shape& state = in(c, 2).shape;
+    if (state.ndim != 3 || state[2] % 5 != 0)
+        engine_fail("%s: the state must be [steps, batch, 5*hidden], got %s", c.op_name, state.str().c_str());
+    int64_t steps = state[0], batch = state[1], hidden = state[2] / 5;
+    if (in(c, 0).shape.ndim != 0) check_lstm_operand(c, "the gradient of h", in(c, 0).shape, Shape{steps, batch, hidden});
+    if (in(c, 1).shape.ndim != 0) check_lstm_operand(c, "the gradient of the state", in(c, 1).shape, state);
+    check_lstm_operand(c, "c0", in(c, 3).shape, Shape{batch, hidden});
+    check_lstm_operand(c, "W_hh", in(c, 4).shape, Shape{4 * hidden, hidden});
+    c.set_output(0, Shape{steps, batch, 4 * hidden}, in(c, 2).dtype);
+    c.set_output(1, Shape{batch, hidden}, in(c, 2).dtype);
+}
+
+// ---------------------------------------------------------------------------------------------
 // conv2d and max_pool2d: windows along H and W, PyTorch's arithmetic and PyTorch's checks.
 
 // "2" when both sizes are the same, else "(2, 1)" (PyTorch's tuple), for messages.
@@ -1256,6 +1290,32 @@ void backward_triu(BackwardCall& c) { c.grad_input[0] = ops::triangle(OP_triu, c
 
 // Y = op(A) op(B), op = optional transpose. The gradients are products again, with the
 // transposes folded into flags rather than copies.
+// lstm: lstm_backward walks the steps back and gives every step's gate gradient (which is xw's) and
+// c0's; h0's and W_hh's are products of those gates with W_hh and with the h each step read. It has
+// no derivative of its own: a create_graph pass is refused here (as PyTorch refuses one through its
+// fused cuDNN RNN), naming the way to the per-step form.
+void backward_lstm(BackwardCall& c) {
+    if (grad_enabled())
+        engine_fail("lstm: nn.LSTM's fused layer has no second derivative (create_graph); set "
+                    "torch.backends.fused_lstm = false before the forward pass to record each step as ops");
+    const Tensor h = c.output(0), state = c.output(1), h0 = c.input(1), c0 = c.input(2), w_hh = c.input(3);
+    auto gradient_or_none = [&](int i) {
+        return c.grad_output[i].defined() ? c.grad_output[i] : ops::create(OP_zeros, Shape(), h.dtype(), 0, h.value().device());
+    };
+    Tensor none_h = gradient_or_none(0), none_state = gradient_or_none(1);
+    Tensor d_gates = ops::lstm_backward(none_h, none_state, state, c0, w_hh);
+    int64_t steps = h.value().shape[0], batch = h.value().shape[1], hidden = h.value().shape[2];
+    if (c.needs_grad(0)) c.grad_input[0] = d_gates;
+    if (c.needs_grad(1)) c.grad_input[1] = ops::mm(ops::select(d_gates, 0, 0), w_hh);
+    if (c.needs_grad(2)) c.grad_input[2] = Tensor(d_gates.node.get(), 1);
+    if (c.needs_grad(3)) {   // sum over steps of dgates[t]ᵀ h[t-1]: one product over every step
+        Tensor h_before = steps == 1 ? ops::unsqueeze(h0, 0)
+                                     : ops::cat({ops::unsqueeze(h0, 0), ops::narrow(h, 0, 0, steps - 1)}, 0);
+        c.grad_input[3] = ops::mm(ops::reshape(d_gates, Shape{steps * batch, 4 * hidden}),
+                                  ops::reshape(h_before, Shape{steps * batch, hidden}), true, false);
+    }
+}
+
 void backward_matmul(BackwardCall& c) {
     const Tensor& g = c.grad_output[0];
     Tensor a = c.input(0), b = c.input(1);
@@ -1714,6 +1774,13 @@ static Tensor product(OpId op, const Tensor& a, const Tensor& b, bool trans_a, b
     return call(op, {&a, &b}, attrs);
 }
 
+Tensor lstm(const Tensor& xw, const Tensor& h0, const Tensor& c0, const Tensor& w_hh) {
+    return call(OP_lstm, {&xw, &h0, &c0, &w_hh});
+}
+Tensor lstm_backward(const Tensor& grad_h, const Tensor& grad_state, const Tensor& state, const Tensor& c0,
+                     const Tensor& w_hh) {
+    return call(OP_lstm_backward, {&grad_h, &grad_state, &state, &c0, &w_hh});
+}
 Tensor mm(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) { return product(OP_mm, a, b, trans_a, trans_b); }
 Tensor bmm(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) { return product(OP_bmm, a, b, trans_a, trans_b); }
 

@@ -273,6 +273,12 @@ Tensor arange_range(double start, double end, double step, DType dtype, Device d
 Tensor mm(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
 Tensor bmm(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
 Tensor matmul(const Tensor& a, const Tensor& b);   // mm for 2-D, bmm for 3-D
+// A whole LSTM layer (ops.def's lstm): h [T,B,H]; output 1 (Tensor(node, 1)): the state [T,B,5H],
+// each step's i, f, g, o and c. lstm_backward: the gates' gradient [T,B,4H]; output 1: c0's. A 0-d
+// grad_h or grad_state stands for no gradient (zero everywhere).
+Tensor lstm(const Tensor& xw, const Tensor& h0, const Tensor& c0, const Tensor& w_hh);
+Tensor lstm_backward(const Tensor& grad_h, const Tensor& grad_state, const Tensor& state, const Tensor& c0,
+                     const Tensor& w_hh);
 // y = x wᵀ + b, as nn.Linear: w is [out, in]; b ([out]) may be undefined.
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b);
 // conv2d of x [N,C,H,W] (or one image [C,H,W]) with weight [O,C/groups,kH,kW]; bias [O] or an

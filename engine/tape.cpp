@@ -103,6 +103,7 @@ void engine_unobserve(int handle) {
 // fast loop until a breakpoint (or a Ctrl-C request) needs the hook.
 bool engine_observed() { return g.events_wanted != 0 || engine_interrupt_pending(); }
 bool engine_values_watched() { return g.events_watched != 0 || engine_interrupt_pending(); }
+bool engine_steps_watched() { return g.keep_backward_graph || engine_values_watched(); }
 
 void engine_keep_backward_graph(bool keep) { g.keep_backward_graph = keep; }
 bool engine_keeps_backward_graph_setting() { return g.keep_backward_graph; }

@@ -308,6 +308,11 @@ int engine_observe(NodeObserver observer, void* user, uint8_t events = HOOK_ALL_
 void engine_observe_events(int handle, uint8_t events);
 void engine_unobserve(int handle);
 bool engine_observed();   // whether any observer wants an event (plan_run then goes through exec_node)
+// Whether someone may look inside a layer's steps: the backward graph is kept (-i, the REPL,
+// keep_backward_graph(true)), or an OBSERVER_LOOKS wants events (the viewer, a breakpoint; not
+// freeze's recorder). nn.LSTM then records each step as ops; otherwise it runs its fused layer
+// (ops.def's lstm).
+bool engine_steps_watched();
 
 // Whether a backward pass keeps the nodes it records (each forward node's `backward_nodes`) after
 // they have run, so that the graph, DOT and the viewer show the backward pass afterwards. Kept

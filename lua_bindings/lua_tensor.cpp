@@ -1286,6 +1286,20 @@ int l_keep_backward_graph(lua_State* L) {
     return 1;
 }
 
+// torch._lstm(xw, h0, c0, w_hh): nn.LSTM's fused layer (ops.def's lstm); h and the state
+// (nn_recurrent.lua). torch._steps_watched(): whether its steps may be looked at (engine_steps_watched).
+int l_lstm(lua_State* L) {
+    Tensor h = ops::lstm(check_tensor(L, 1), check_tensor(L, 2), check_tensor(L, 3), check_tensor(L, 4));
+    push_tensor(L, h);
+    push_tensor(L, Tensor(h.node.get(), 1));
+    return 2;
+}
+
+int l_steps_watched(lua_State* L) {
+    lua_pushboolean(L, engine_steps_watched());
+    return 1;
+}
+
 // The list holds its nodes: building the tables allocates, and a collection step then may
 // finalise the last tensor that held one of them.
 void push_records(lua_State* L, const NodeList& nodes) {
@@ -1436,6 +1450,7 @@ const Binding torch_only[] = {
     {"set_default_device", l_set_default_device}, {"get_default_device", l_get_default_device}, {"graphviz", l_graphviz}, {"is_tensor", l_is_tensor},
     {"perf_counter", l_perf_counter}, {"memory", l_memory}, {"reset_peak_memory", l_reset_peak_memory}, {"backward", l_backward},
     {"set_memory_limit", l_set_memory_limit}, {"memory_limit", l_memory_limit},
+    {"_lstm", l_lstm}, {"_steps_watched", l_steps_watched},
     {nullptr, nullptr},
 };
 
@@ -1670,6 +1685,8 @@ void tapedeck_open(lua_State* L) {
     lua_newtable(L);   // torch.autograd
     register_bindings(L, autograd_functions);
     lua_setfield(L, -2, "autograd");
+    lua_newtable(L);   // torch.backends: fused_lstm (nil: decided per call, nn_recurrent.lua)
+    lua_setfield(L, -2, "backends");
     lua_pushstring(L, "0.1");
     lua_setfield(L, -2, "version");
     // dtype constants are the dtype names: t.dtype == torch.float64

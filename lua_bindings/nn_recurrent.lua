@@ -56,11 +56,11 @@ local function gru_step(xw, h, w_hh_t, b_hh)
   return n + z * (h - n)
 end
 
--- The input projection of x ([..., in]) for a kind: x W_ihᵀ + b_ih (+ b_hh but for GRU).
+-- The input projection of x ([..., in]) for a kind: x W_ihᵀ + b_ih (+ b_hh but for GRU), the two
+-- biases added together first (one [G*H] sum, not one per step and batch row).
 local function input_projection(kind, x, w_ih, b_ih, b_hh)
-  local xw = torch.linear(x, w_ih, b_ih)
-  if b_hh and kind ~= "GRU" then xw = xw + b_hh end
-  return xw
+  if b_hh and kind ~= "GRU" then b_ih = b_ih + b_hh end
+  return torch.linear(x, w_ih, b_ih)
 end
 
 -- One step of any kind: the new h and, for LSTM, c.
@@ -180,9 +180,26 @@ define_cell("GRUCell", "GRU")
 -- RNN, LSTM, GRU: the whole sequence, num_layers stacked. x [T, B, in] ([B, T, in] with
 -- batch_first), or unbatched [T, in]; the state [num_layers, B, H] (unbatched [num_layers, H]).
 
+-- Whether an LSTM layer runs as one fused node (ops.def's lstm: the whole sequence in one kernel,
+-- as PyTorch's nn.LSTM runs oneDNN's or cuDNN's) rather than as ops step by step.
+-- torch.backends.fused_lstm decides when set (true or false); left nil, the layer is fused on
+-- the CPU when nobody may look inside its steps: a script run on its own, with no viewer and no
+-- breakpoint (-i, the REPL, the viewer and the debugger see every gate of every step).
+local function fused_lstm(kind, xs)
+  if kind ~= "LSTM" or xs.device ~= "cpu" then return false end
+  local choice = torch.backends.fused_lstm
+  if choice ~= nil then return choice end
+  return not torch._steps_watched()
+end
+
 -- Runs one layer over the sequence xs [T, B, in]: outputs [T, B, H], the last h and c.
 local function run_layer(kind, xs, h, c, w_ih, w_hh, b_ih, b_hh, nonlinearity)
   local xw = input_projection(kind, xs, w_ih, b_ih, b_hh)   -- every step's at once: [T, B, G*H]
+  if fused_lstm(kind, xs) and xs:size(1) > 0 then
+    local hs, state = torch._lstm(xw, h, c, w_hh)
+    local H = w_hh:size(2)
+    return hs, hs[-1], state[-1]:narrow(2, 4 * H + 1, H)
+  end
   local w_hh_t = w_hh:t()
   local outputs = {}
   for t = 1, xs:size(1) do

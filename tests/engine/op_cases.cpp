@@ -331,6 +331,75 @@ void max_pool2d_ref(const Shape& xs, const std::vector<double>& x, int kernel, i
     max_pool2d_ref(xs, x, win, ys, values, indices);
 }
 
+// An LSTM layer by plain loops (ops.def's lstm): xw [T,B,4H], h0 and c0 [B,H], w [4H,H]; h
+// [T,B,H] and the state [T,B,5H] (i f g o c per step), PyTorch's gate order.
+struct LstmRef {
+    int64_t steps, batch, hidden;
+    std::vector<double> xw, h0, c0, w, h, state;
+};
+
+double sigmoid_ref(double x) { return 1 / (1 + std::exp(-x)); }
+
+void lstm_ref_forward(LstmRef& r) {
+    const int64_t H = r.hidden, G = 4 * H;
+    r.h.assign(static_cast<size_t>(r.steps * r.batch * H), 0);
+    r.state.assign(static_cast<size_t>(r.steps * r.batch * 5 * H), 0);
+    std::vector<double> h = r.h0, c = r.c0;
+    for (int64_t t = 0; t < r.steps; ++t) {
+        std::vector<double> h_next(h.size()), c_next(c.size());
+        for (int64_t b = 0; b < r.batch; ++b) {
+            std::vector<double> pre(static_cast<size_t>(G));
+            for (int64_t k = 0; k < G; ++k) {
+                pre[k] = r.xw[(t * r.batch + b) * G + k];
+                for (int64_t m = 0; m < H; ++m) pre[k] += h[b * H + m] * r.w[k * H + m];
+            }
+            for (int64_t j = 0; j < H; ++j) {
+                double i = sigmoid_ref(pre[j]), f = sigmoid_ref(pre[H + j]), g = std::tanh(pre[2 * H + j]),
+                       o = sigmoid_ref(pre[3 * H + j]);
+                c_next[b * H + j] = f * c[b * H + j] + i * g;
+                h_next[b * H + j] = o * std::tanh(c_next[b * H + j]);
+                double* st = &r.state[(t * r.batch + b) * 5 * H];
+                st[j] = i, st[H + j] = f, st[2 * H + j] = g, st[3 * H + j] = o, st[4 * H + j] = c_next[b * H + j];
+                r.h[(t * r.batch + b) * H + j] = h_next[b * H + j];
+            }
+        }
+        h = h_next, c = c_next;
+    }
+}
+
+// The gates' gradient [T,B,4H] and c0's [B,H] from the gradients of h and of the state (either
+// empty: none), by the chain rule written out step by step.
+void lstm_ref_backward(const LstmRef& r, const std::vector<double>& gh, const std::vector<double>& gs,
+                       std::vector<double>* d_gates, std::vector<double>* d_c0) {
+    const int64_t H = r.hidden, G = 4 * H, B = r.batch;
+    d_gates->assign(static_cast<size_t>(r.steps * B * G), 0);
+    std::vector<double> dh(static_cast<size_t>(B * H), 0), dc(static_cast<size_t>(B * H), 0);
+    for (int64_t t = r.steps - 1; t >= 0; --t) {
+        std::vector<double> dh_prev(dh.size(), 0);
+        for (int64_t b = 0; b < B; ++b) {
+            const double* st = &r.state[(t * B + b) * 5 * H];
+            for (int64_t j = 0; j < H; ++j) {
+                int64_t hk = (t * B + b) * H + j, sk = (t * B + b) * 5 * H;
+                double i = st[j], f = st[H + j], g = st[2 * H + j], o = st[3 * H + j], c = st[4 * H + j];
+                double c_before = t > 0 ? r.state[((t - 1) * B + b) * 5 * H + 4 * H + j] : r.c0[b * H + j];
+                double dh_j = dh[b * H + j] + (gh.empty() ? 0 : gh[hk]);
+                auto gs_at = [&](int part) { return gs.empty() ? 0 : gs[sk + part * H + j]; };
+                double dc_j = dc[b * H + j] + gs_at(4) + dh_j * o * (1 - std::tanh(c) * std::tanh(c));
+                double* row = &(*d_gates)[(t * B + b) * G];
+                row[j] = (dc_j * g + gs_at(0)) * i * (1 - i);
+                row[H + j] = (dc_j * c_before + gs_at(1)) * f * (1 - f);
+                row[2 * H + j] = (dc_j * i + gs_at(2)) * (1 - g * g);
+                row[3 * H + j] = (dh_j * std::tanh(c) + gs_at(3)) * o * (1 - o);
+                dc[b * H + j] = dc_j * f;
+            }
+            for (int64_t m = 0; m < H; ++m)
+                for (int64_t k = 0; k < G; ++k) dh_prev[b * H + m] += (*d_gates)[(t * B + b) * G + k] * r.w[k * H + m];
+        }
+        dh = dh_prev;
+    }
+    *d_c0 = dc;
+}
+
 // The checks shared by rand rows: every value in [0, 1), and not all the same.
 void check_uniform(const Tensor& t) {
     std::vector<double> v = values_of(t);
@@ -908,6 +977,28 @@ const std::vector<OpCase>& op_cases() {
                     {in(Shape{1, 1, 2, 2}, {1, 2, 3, 4}, F64), in(Shape{1, 1, 2, 2}, {5, 5, 5, 9}, I64)},
                     {.kernel_h = 2, .kernel_w = 2, .shape = Shape{1, 1, 3, 3}},
                     {out(Shape{1, 1, 3, 3}, {0, 0, 0, 0, 6, 0, 0, 0, 4}, F64)}));
+        }
+
+        // --- recurrent layers ----------------------------------------------------------------------
+        {
+            LstmRef r{3, 2, 2, distinct_values(48, 0.11), {0.3, -0.2, 0.1, 0.5}, {-0.4, 0.2, 0.6, -0.1},
+                      distinct_values(16, 0.09), {}, {}};
+            lstm_ref_forward(r);
+            const Shape xw{3, 2, 8}, hc{2, 2}, w{8, 2}, hs{3, 2, 2}, st{3, 2, 10};
+            add(row("lstm", "3 steps, batch 2, hidden 2 (float64)",
+                    {in(xw, r.xw, F64), in(hc, r.h0, F64), in(hc, r.c0, F64), in(w, r.w, F64)}, {},
+                    {out(hs, r.h, F64), out(st, r.state, F64)}));
+            add(row("lstm", "float32", {in(xw, r.xw), in(hc, r.h0), in(hc, r.c0), in(w, r.w)}, {},
+                    {out(hs, r.h), out(st, r.state)}));
+            std::vector<double> gh = distinct_values(12, 0.2), gs = distinct_values(60, 0.04), d_gates, d_c0;
+            lstm_ref_backward(r, gh, gs, &d_gates, &d_c0);
+            add(row("lstm_backward", "gradients of h and of the state",
+                    {in(hs, gh, F64), in(st, gs, F64), in(st, r.state, F64), in(hc, r.c0, F64), in(w, r.w, F64)}, {},
+                    {out(Shape{3, 2, 8}, d_gates, F64), out(hc, d_c0, F64)}));
+            lstm_ref_backward(r, gh, {}, &d_gates, &d_c0);
+            add(row("lstm_backward", "a 0-d gradient of the state: none reached it",
+                    {in(hs, gh, F64), in(Shape(), {0}, F64), in(st, r.state, F64), in(hc, r.c0, F64), in(w, r.w, F64)}, {},
+                    {out(Shape{3, 2, 8}, d_gates, F64), out(hc, d_c0, F64)}));
         }
 
         // --- shape and layout ---------------------------------------------------------------------

@@ -92,12 +92,21 @@ cell:load_state_dict({weight_ih = lstm_small.weight_ih_l0, weight_hh = lstm_smal
 local hx, cx
 for t = 1, 6 do hx, cx = cell(seq[t], hx and {hx, cx}) end
 check.close(hx, whole_state[1][1], 1e-6, "LSTMCell loop = LSTM")
--- every step's nodes are recorded inside the module's scope
-local scoped = 0
-for _, node in ipairs(torch.graph(whole)) do
-  if node.scope and node.scope:find("LSTM", 1, true) and node.op == "sigmoid" then scoped = scoped + 1 end
+-- a script run on its own records the layer as one fused node (test_lstm_fused.lua); with the
+-- steps as ops, every step's nodes are recorded inside the module's scope
+local function scoped_ops(t, op)
+  local n = 0
+  for _, node in ipairs(torch.graph(t)) do
+    if node.scope and node.scope:find("LSTM", 1, true) and node.op == op then n = n + 1 end
+  end
+  return n
 end
-check.equal(scoped, 3 * 6, "sigmoid nodes in the LSTM's scope")
+check.equal(scoped_ops(whole, "lstm"), 1, "one fused lstm node in the LSTM's scope")
+torch.backends.fused_lstm = false
+local stepped = lstm_small(seq)
+torch.backends.fused_lstm = nil
+check.close(stepped, whole, 1e-6, "the steps as ops give the fused layer's numbers")
+check.equal(scoped_ops(stepped, "sigmoid"), 3 * 6, "sigmoid nodes in the LSTM's scope")
 
 -- Errors name the module, the values and the user's line.
 check.fails("LSTM", "bidirectional = true is not supported", function() nn.LSTM(3, 4, {bidirectional = true}) end)
