@@ -123,22 +123,28 @@ struct BackwardScope {
 };
 
 void fail_if_saved_changed(Node* n) {
+    static const uint32_t SAVES_INPUT[] = {OPF_SAVES_IN0, OPF_SAVES_IN1, OPF_SAVES_IN2, OPF_SAVES_IN3};
+    static const char* const INPUT_NAMES[] = {"its first input", "its second input", "its third input", "its fourth input"};
+    static const uint32_t SAVES_OUTPUT[] = {OPF_SAVES_OUT0, OPF_SAVES_OUT1};
+    static const char* const OUTPUT_NAMES[] = {"its output", "its second output"};
     uint32_t flags = n->info().flags;
     const char* what = nullptr;
     uint32_t then = 0, now = 0;
-    for (int i = 0; i < 2 && i < n->inputs.size(); ++i) {
+    for (size_t i = 0; i < 4 && i < n->inputs.size(); ++i) {
         const Edge& e = n->inputs[i];
-        if ((flags & (OPF_SAVES_IN0 << i)) && e.value().storage->version != e.version) {
-            what = i == 0 ? "its first input" : "its second input";
+        if ((flags & SAVES_INPUT[i]) && e.value().storage->version != e.version) {
+            what = INPUT_NAMES[i];
             then = e.version;
             now = e.value().storage->version;
         }
     }
-    const Output& out = n->outputs[0];
-    if ((flags & OPF_SAVES_OUT0) && out.value.storage->version != out.version) {
-        what = "its output";
-        then = out.version;
-        now = out.value.storage->version;
+    for (size_t i = 0; i < 2 && i < n->outputs.size(); ++i) {
+        const Output& out = n->outputs[i];
+        if ((flags & SAVES_OUTPUT[i]) && out.value.storage->version != out.version) {
+            what = OUTPUT_NAMES[i];
+            then = out.version;
+            now = out.value.storage->version;
+        }
     }
     if (what)
         engine_fail("backward: %s #%lld (%s) needs %s, which an in-place op changed after it was saved "

@@ -34,6 +34,9 @@ enum OpFlags : uint32_t {
                               // reached through an operator or another function (x + 1 is add_scalar)
     OPF_FUNCTIONAL = 1 << 11, // Lua calls it as F.name (torch.nn.functional) only, as PyTorch: not
                               // torch.name or x:name (the activations: gelu, silu, ...)
+    OPF_SAVES_IN2 = 1 << 12,  // the backward rule reads input 2 (checked as OPF_SAVES_IN0)
+    OPF_SAVES_IN3 = 1 << 13,  // ... input 3
+    OPF_SAVES_OUT1 = 1 << 14, // ... output 1
 };
 
 // Which OpAttrs fields an op reads, for printing (:graph, DOT labels) and for freeze's guards.

@@ -93,6 +93,16 @@ torch.backends.fused_lstm = nil
 local gg = torch.autograd.grad({(g * g):sum()}, {xs})
 check.shape(gg, {4, 1, 2}, "a second derivative through the steps as ops")
 
+-- What the fused backward reads is checked for in-place changes, as each step's ops were: W_hh
+-- changed between forward and backward (an optimizer step too early) is an error, not a wrong gradient.
+local changed = nn.LSTM(2, 3)
+local out_changed = changed(torch.randn(4, 1, 2))
+torch.no_grad(function() changed.weight_hh_l0:mul_(2) end)
+local ok_changed, changed_message = pcall(function() out_changed:sum():backward() end)
+check.equal(ok_changed, false, "W_hh changed in place before backward")
+check.equal(changed_message:find("lstm", 1, true) ~= nil and changed_message:find("its fourth input", 1, true) ~= nil,
+            true, "the error names lstm and W_hh (its fourth input): " .. changed_message)
+
 -- A frozen training step replays the fused layer: the same loss and gradients as eager.
 torch.manual_seed(5)
 local model = nn.LSTM(3, 8)
