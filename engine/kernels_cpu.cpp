@@ -824,15 +824,9 @@ void cpu_bmm(const KernelCall& c) {
 
 namespace {
 
-// The layer's sizes from xw [T,B,4H].
-struct LstmSizes {
-    int64_t steps, batch, hidden;
-};
-LstmSizes lstm_sizes(const Value& xw) { return {xw.shape[0], xw.shape[1], xw.shape[2] / 4}; }
-
 template <class T>
 void lstm_forward(const Value& xw, const Value& h0, const Value& c0, const Value& w_hh, const Value& h_out, const Value& state) {
-    const auto [steps, batch, H] = lstm_sizes(xw);
+    const int64_t steps = xw.shape[0], batch = xw.shape[1], H = xw.shape[2] / 4;
     const int64_t G = 4 * H, S = 5 * H;   // a row of gates, a row of the state
     const Scalars<T> none{OpAttrs()};
     std::vector<T> gates(static_cast<size_t>(batch * G)), tanh_c(static_cast<size_t>(H));

@@ -590,12 +590,14 @@ void emit_lstm_backward(OnnxOpCall& c) {
     auto gradient = [&](int i, const Shape& full) { return c.in_shape[i].ndim == 0 ? b.filled(0, t, full) : input_out(c, i); };
     std::string grad_h = gradient(0, Shape{steps, batch, hidden}), grad_state = gradient(1, state_shape);
     std::string state = input_out(c, 2), c0 = input_out(c, 3), w = input_out(c, 4);
+    std::vector<std::vector<std::string>> states(static_cast<size_t>(steps));   // each step's i f g o c
+    for (int64_t s = 0; s < steps; ++s) states[s] = b.add("Split", {step_of(b, state, s)}, 5, {onnx_attr_int("axis", 1)});
     std::vector<std::string> d_steps(static_cast<size_t>(steps));
     for (int64_t s = steps - 1; s >= 0; --s) {
-        std::vector<std::string> st = b.add("Split", {step_of(b, state, s)}, 5, {onnx_attr_int("axis", 1)});
+        const std::vector<std::string>& st = states[s];
         std::vector<std::string> gs = b.add("Split", {step_of(b, grad_state, s)}, 5, {onnx_attr_int("axis", 1)});
         const std::string &i = st[0], &f = st[1], &g = st[2], &o = st[3];
-        std::string c_prev = s > 0 ? b.add("Split", {step_of(b, state, s - 1)}, 5, {onnx_attr_int("axis", 1)})[4] : c0;
+        std::string c_prev = s > 0 ? states[s - 1][4] : c0;
         std::string tc = b.add1("Tanh", {st[4]});
         std::string dh = b.add1("Add", {step_of(b, grad_h, s), dh_next});
         std::string from_h = b.add1("Mul", {b.add1("Mul", {dh, o}), one_minus(b, b.add1("Mul", {tc, tc}), t)});

@@ -1302,8 +1302,7 @@ void backward_lstm(BackwardCall& c) {
     auto gradient_or_none = [&](int i) {
         return c.grad_output[i].defined() ? c.grad_output[i] : ops::create(OP_zeros, Shape(), h.dtype(), 0, h.value().device());
     };
-    Tensor none_h = gradient_or_none(0), none_state = gradient_or_none(1);
-    Tensor d_gates = ops::lstm_backward(none_h, none_state, state, c0, w_hh);
+    Tensor d_gates = ops::lstm_backward(gradient_or_none(0), gradient_or_none(1), state, c0, w_hh);
     int64_t steps = h.value().shape[0], batch = h.value().shape[1], hidden = h.value().shape[2];
     if (c.needs_grad(0)) c.grad_input[0] = d_gates;
     if (c.needs_grad(1)) c.grad_input[1] = ops::mm(ops::select(d_gates, 0, 0), w_hh);
