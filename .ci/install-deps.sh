@@ -9,6 +9,8 @@
 #   libx11-dev: the viewer sets Xlib's I/O error handlers (a lost X display closes the viewer).
 #   libonnx-dev, libprotobuf-dev: ONNX export (engine/onnx_export.h): ONNX's protobuf classes
 #     (onnx.proto compiled), its checker and shape inference.
+#   libcairo2-dev: headless pictures (plots of the Training window, :plot PNGs, :animate frames):
+#     lines, text and PNG files without a window. libgif-dev: giflib, the GIF encoder of :animate.
 #   clang, libclang-rt-14-dev: the sanitizer build (./run.sh test-asan: ASan, UBSan, LSan) and the
 #     libFuzzer harnesses; llvm: llvm-symbolizer, for sanitizer reports with function names and lines.
 set -euo pipefail
@@ -18,6 +20,7 @@ packages=(
   libeigen3-dev libopenblas-dev
   zlib1g-dev
   libpng-dev
+  libcairo2-dev libgif-dev
   liblua5.4-dev libreadline-dev
   libimgui-dev libstb-dev libglfw3-dev libgl-dev
   libgraphviz-dev graphviz
