@@ -1,4 +1,4 @@
-// tensor_stats.cpp: min, max, mean, std (unbiased, as PyTorch), norm, NaN/Inf/zero counts and a
+// tensor_stats.cpp: min, max, mean, std (unbiased, as PyTorch), norm, NaN/Inf/zero/negative counts and a
 // histogram of a value, in two passes over its elements (the second one for the deviations from
 // the mean, which keeps std exact where sum-of-squares minus squared mean would cancel).
 #include "tensor_stats.h"
@@ -24,6 +24,7 @@ void count_and_sum(const Value& value, TensorStats& s, double& sum_squares) {
             continue;
         }
         if (x == 0) ++s.zeros;
+        if (x < 0) ++s.negatives;
         if (s.finite == 0 || x < s.min) s.min = x;
         if (s.finite == 0 || x > s.max) s.max = x;
         ++s.finite;

@@ -18,6 +18,7 @@ struct TensorStats {
     int64_t count = 0;    // elements (0 for a value whose bytes were freed)
     int64_t finite = 0;   // of them finite: what the numbers below are computed over
     int64_t nan = 0, pos_inf = 0, neg_inf = 0, zeros = 0;
+    int64_t negatives = 0;   // finite elements below 0
     double min = 0, max = 0, mean = 0, sum = 0, absmax = 0, norm = 0;   // 0 when no element is finite
     double std = 0;                    // unbiased (n - 1); NaN with fewer than two finite elements
     std::vector<int64_t> histogram;    // counts of the finite values in equal bins over [min, max]

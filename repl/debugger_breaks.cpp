@@ -595,7 +595,7 @@ bool condition_holds(lua_State* L, const Breakpoint& bp, Node* node, const Tenso
         if (bp.condition == CONDITION_NAN) {
             if (s.nan + s.inf() == 0) return false;
             why = "the " + label + " has " + std::to_string(s.nan) + " NaN and " + std::to_string(s.inf()) +
-                  " Inf; what it was computed from has none";
+                  " Inf; what it was computed from has none (:why explains it)";
             return true;
         }
         double x = stat_of(s, bp.stat);
