@@ -208,7 +208,7 @@ const Command commands[] = {
     {"p", nullptr, "expr", "print expr's value; tables as their contents", debugger_cmd_print},
     {"pm", nullptr, "", "post-mortem: stop in the frame where the last error happened, with its locals", debugger_cmd_post_mortem},
     {"inspect", "i", "expr", "a tensor's shape, dtype, min, max, mean, std, NaN/Inf counts and histogram", debugger_cmd_inspect},
-    {"why", nullptr, "[expr]", "where a NaN or Inf came from: the first op that made one from finite values, its line, inputs and the reason", debugger_cmd_why},
+    {"why", nullptr, "[expr]", "where a NaN or Inf came from: the first op that made one, its line, its inputs and why", debugger_cmd_why},
     {"watch", nullptr, "[expr]", "print expr at every stop (no expr: list the watches)", debugger_cmd_watch},
     {"unwatch", nullptr, "N|all", "stop printing a watch", debugger_cmd_unwatch},
     {"display", nullptr, "[expr]", "as :watch (pdb's name): print expr at every stop, numbered", debugger_cmd_watch},

@@ -255,6 +255,26 @@ public:
         return writer;
     }
 
+    // The forward nodes whose backward groups made the nodes reachable back from `from` (through
+    // producers that live, whatever their values), newest first: where a gradient can have gone bad
+    // when its values were freed. Each node once.
+    std::vector<Node*> groups_behind(Node* from) const {
+        std::vector<Node*> stack{from}, groups;
+        std::unordered_set<int64_t> visited, seen_groups;
+        while (!stack.empty()) {
+            Node* node = stack.back();
+            stack.pop_back();
+            if (!visited.insert(node->id).second) continue;
+            if (node->phase == PHASE_BACKWARD && seen_groups.insert(node->group).second)
+                if (Node* group = find(node->group)) groups.push_back(group);
+            if (node->phase != PHASE_BACKWARD) continue;   // the forward values are not where a gradient goes bad
+            for (const Edge& e : node->inputs)
+                if (Node* p = producer(e)) stack.push_back(p);
+        }
+        std::sort(groups.begin(), groups.end(), [](Node* a, Node* b) { return a->id > b->id; });
+        return groups;
+    }
+
     std::vector<Origin> origins;                        // sorted: the first one recorded first
     std::unordered_map<int64_t, int64_t> reached_from;  // node id -> the node (toward the start) whose input it is
 
@@ -560,6 +580,7 @@ struct Explanation {
     std::string then;            // where Inf became NaN on the way, when it did
     std::vector<int64_t> path;   // origin ... start
     std::vector<std::string> also;
+    std::vector<int64_t> suspects;   // FREED: forward nodes whose gradient rule is infinite at their inputs
     std::string text;
 };
 
@@ -747,9 +768,12 @@ Explanation explain(Node* start, int output, const std::string& what) {
             s += ". The trail ends at a node that is gone:\n";
             add_line(s, "origin", "unknown: it came into " + node_text(n) + " (input " + std::to_string(o.input + 1) +
                                       ") from #" + std::to_string(edge.id) + at);
-            e.reason = "the node that made it is gone: nothing holds #" + std::to_string(edge.id) +
-                       " any more (a graph that needs no gradient does not keep its nodes; with requires_grad, or "
-                       "stopped by :break if nan, they live)";
+            e.reason = "the node that made it is gone: nothing holds #" + std::to_string(edge.id) + " any more " +
+                       (backward ? std::string("(a backward pass keeps its nodes only under tapedeck -i, "
+                                               "torch.autograd.keep_backward_graph(true) or a breakpoint: :break if nan "
+                                               "stops where it first appears)")
+                                 : std::string("(a graph that needs no gradient does not keep its nodes; with "
+                                               "requires_grad, or stopped by :break if nan, they live)"));
             add_line(s, "why", e.reason);
             break;
         }
@@ -761,6 +785,15 @@ Explanation explain(Node* start, int output, const std::string& what) {
             e.reason = "its values were freed after the backward pass used them; set :break if nan (or open the viewer) "
                        "and run backward again to stop where it first appears, with the values kept";
             add_line(s, "why", e.reason);
+            // What can still be said: the gradient rules behind it that are infinite at their inputs' values.
+            int shown = 0;
+            for (Node* suspect : walk.groups_behind(n)) {
+                std::string because = gradient_reason(walk, suspect);
+                if (because.empty() || shown == 3) continue;
+                std::string sloc = location_text(suspect);
+                add_line(s, shown++ ? "" : "suspect", node_text(suspect) + (sloc.empty() ? "" : "  (" + sloc + ")") + ": " + because);
+                e.suspects.push_back(suspect->id);
+            }
             break;
         }
     }
@@ -811,8 +844,9 @@ bool first_bad(const std::vector<Target>& candidates, Target& found) {
     return false;
 }
 
-std::string tensor_what(const std::string& name, const td::Tensor& t) {
-    return name + " (#" + std::to_string(t.id()) + " " + t.node->shown_op() + ")";
+// "loss (#9 sum)", "score (#4 mean, a local of why_div.lua:7)".
+std::string tensor_what(const std::string& name, const td::Tensor& t, const std::string& where = "") {
+    return name + " (#" + std::to_string(t.id()) + " " + t.node->shown_op() + (where.empty() ? "" : ", " + where) + ")";
 }
 
 // The tensors with NaN or Inf among the variables of frame `frame` of the stop; the newest (the
@@ -836,8 +870,8 @@ bool bad_in_frame(lua_State* L, const DebugStop& stop, int frame, Target& found)
             td::Tensor* t = tapedeck_test_tensor(L, -1);
             if (t && !value_freed(t->value()) && bad_count(t->value()).any() && (!any || t->id() > found.tensor.id())) {
                 found.tensor = *t;
-                found.what = tensor_what(lua_tostring(L, -2), *t) + ", " + (kind[0] == 'l' ? "a local" : "an upvalue") +
-                             " of " + f.short_src + ":" + std::to_string(f.line);
+                found.what = tensor_what(lua_tostring(L, -2), *t, std::string(kind[0] == 'l' ? "a local" : "an upvalue") +
+                                                                       " of " + f.short_src + ":" + std::to_string(f.line));
                 any = true;
             }
             lua_pop(L, 3);
@@ -848,9 +882,28 @@ bool bad_in_frame(lua_State* L, const DebugStop& stop, int frame, Target& found)
     return any;
 }
 
+// The newest tensor with NaN or Inf among the globals (scripts written as lectures keep theirs
+// there). False when none has.
+bool bad_in_globals(lua_State* L, Target& found) {
+    bool any = false;
+    lua_pushglobaltable(L);
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+        td::Tensor* t = lua_type(L, -2) == LUA_TSTRING ? tapedeck_test_tensor(L, -1) : nullptr;
+        if (t && !value_freed(t->value()) && bad_count(t->value()).any() && (!any || t->id() > found.tensor.id())) {
+            found.tensor = *t;
+            found.what = tensor_what(lua_tostring(L, -2), *t, "a global");
+            any = true;
+        }
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    return any;
+}
+
 // What :why explains at the stop: the stopped node's result (or its inputs), a backward group's
 // gradients, else the newest tensor with NaN or Inf among the selected frame's variables (then the
-// other frames'). False (message printed) when there is none.
+// other frames', then the globals). False (message printed) when there is none.
 bool stop_target(lua_State* L, const DebugStop& stop, Target& found) {
     std::vector<Target> candidates;
     Node* node = stop.node.get();
@@ -882,8 +935,9 @@ bool stop_target(lua_State* L, const DebugStop& stop, Target& found) {
         for (int f = 0; f < static_cast<int>(stop.frames.size()); ++f)
             if (f != stop.frame && stop.frames[f].what != "C" && bad_in_frame(L, stop, f, found)) return true;
     }
-    if (node) fail(":why: nothing here holds a NaN or Inf (the stop's node, its inputs and gradients, the frames' variables); :why EXPR explains a tensor");
-    else fail(":why: no variable of the stopped frames holds a NaN or Inf; :why EXPR explains a tensor");
+    if (bad_in_globals(L, found)) return true;
+    if (node) fail(":why: nothing here holds a NaN or Inf (the stop's node, its inputs and gradients, the frames' variables, the globals); :why EXPR explains a tensor");
+    else fail(":why: no variable of the stopped frames and no global holds a NaN or Inf; :why EXPR explains a tensor");
     return false;
 }
 
@@ -998,6 +1052,14 @@ int debugger_why_lua(lua_State* L) {
         lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
     }
     lua_setfield(L, -2, "path");
+    if (!e.suspects.empty()) {
+        lua_createtable(L, static_cast<int>(e.suspects.size()), 0);
+        for (size_t i = 0; i < e.suspects.size(); ++i) {
+            lua_pushinteger(L, e.suspects[i]);
+            lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
+        }
+        lua_setfield(L, -2, "suspects");
+    }
     set_string(L, "text", e.text);
     return 1;
 }
