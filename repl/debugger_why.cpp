@@ -338,8 +338,7 @@ int elementwise_inputs(OpId op) {
         case OP_rsub_scalar: case OP_square: case OP_to: case OP_neg: case OP_abs:
             return 1;
         case OP_div: case OP_mul: case OP_add: case OP_sub: case OP_pow_tensor: case OP_masked_fill:
-        case OP_add_: case OP_sub_: case OP_mul_:
-            return 2;
+            return 2;   // (not the in-place ops: what they wrote over is gone)
         default:
             return 0;
     }
@@ -351,9 +350,9 @@ Category classify(OpId op, double a, double b, double y, const OpAttrs& attrs, D
     double s = attrs.scalar;
     if (!std::isfinite(a) || !std::isfinite(b)) {
         if (!std::isnan(y) || std::isnan(a) || std::isnan(b)) return CAT_FROM_NAN_OR_INF;
-        if ((op == OP_sub || op == OP_sub_) && std::isinf(a) && std::isinf(b) && (a > 0) == (b > 0)) return CAT_INF_MINUS_INF;
-        if ((op == OP_add || op == OP_add_) && std::isinf(a) && std::isinf(b) && (a > 0) != (b > 0)) return CAT_INF_MINUS_INF;
-        if ((op == OP_mul || op == OP_mul_) && (a == 0 || b == 0)) return CAT_ZERO_TIMES_INF;
+        if (op == OP_sub && std::isinf(a) && std::isinf(b) && (a > 0) == (b > 0)) return CAT_INF_MINUS_INF;
+        if (op == OP_add && std::isinf(a) && std::isinf(b) && (a > 0) != (b > 0)) return CAT_INF_MINUS_INF;
+        if (op == OP_mul && (a == 0 || b == 0)) return CAT_ZERO_TIMES_INF;
         if (op == OP_mul_scalar && s == 0) return CAT_ZERO_TIMES_INF;
         if (op == OP_div && std::isinf(a) && std::isinf(b)) return CAT_INF_OVER_INF;
         return CAT_FROM_NAN_OR_INF;
@@ -688,6 +687,11 @@ Explanation explain(Node* start, int output, const std::string& what) {
     }
     e.bad = true;
     walk.run(start, output);
+    if (walk.origins.empty()) {   // cannot happen (a bad node is an origin or leads to one); said rather than assumed
+        e.bad = false;
+        e.text = what + " has " + bad_text(e.target_bad) + ", but no node it was computed from explains it\n";
+        return e;
+    }
     const Origin& o = walk.origins.front();
     e.kind = o.kind;
     e.node = o.node;

@@ -108,6 +108,20 @@ t = dbg.why(chain)
 expect(t, {op = "log", node = bad.node}, "long chain")
 assert(#t.path == 20001, #t.path)
 
+-- Out of range: log and sqrt of negative numbers (the statistics count the negatives), and two
+-- origins in one graph: the first recorded is the origin, the other is named on the `also` line.
+local neg = torch.tensor({-2, 1, -3}, {requires_grad = true})
+t = dbg.why(neg:log())
+expect(t, {op = "log", nan = 2}, "log of negatives")
+assert(t.reason:find("log of a negative number is NaN: 2 of 3 elements of neg were negative (the lowest -3)", 1, true), t.reason)
+assert(t.inputs[1].negatives == 2 and t.inputs[1].zeros == 0, t.text)
+local zero = torch.tensor({0, 4}, {requires_grad = true})
+local first = torch.log(zero)
+local second = torch.sqrt(neg)
+t = dbg.why(first:sum() + second:sum())
+expect(t, {op = "log", node = first.node}, "two origins")
+assert(t.text:find("also      1 more made NaN or Inf from finite values later: second (#" .. second.node .. " sqrt)", 1, true), t.text)
+
 -- Bad arguments are errors naming dbg.why.
 local ok, err = pcall(dbg.why, 3)
 assert(not ok and err:find("dbg.why: expected a tensor, got a number", 1, true), err)
