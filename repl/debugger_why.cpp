@@ -616,6 +616,20 @@ std::vector<InputFacts> input_facts(const Walk& walk, const Node* node) {
     return facts;
 }
 
+// How an op that is not elementwise turns Inf into NaN, for the `then` line.
+std::string inf_to_nan_hint(OpId op) {
+    switch (op) {
+        case OP_softmax: case OP_log_softmax: case OP_cross_entropy:
+            return " (a row holding Inf: it subtracts the row's largest value, and Inf - Inf is NaN)";
+        case OP_sum: case OP_mean: case OP_cumsum: case OP_sum_to:
+            return " (+Inf + -Inf is NaN)";
+        case OP_mm: case OP_bmm: case OP_conv2d:
+            return " (inside the products' sums: 0 * Inf or +Inf + -Inf is NaN)";
+        default:
+            return "";
+    }
+}
+
 // Where Inf became NaN on the path (origin first), when the origin made no NaN: the first node
 // on it whose output has NaN and whose inputs have none.
 std::string became_nan(Walk& walk, const std::vector<int64_t>& path, const BadCount& origin_bad) {
@@ -633,7 +647,7 @@ std::string became_nan(Walk& walk, const std::vector<int64_t>& path, const BadCo
         std::string how = elementwise_reason(walk, n, output, "");
         size_t cut = how.find("computed from NaN or Inf");   // only the sentences that say how NaN came
         if (cut != std::string::npos) how = how.substr(0, cut == 0 ? 0 : cut - 2);
-        if (how.empty()) how = std::to_string(walk.output_bad(n, output).nan) + " NaN from inputs holding Inf";
+        if (how.empty()) how = std::to_string(walk.output_bad(n, output).nan) + " NaN from inputs holding Inf" + inf_to_nan_hint(n->op);
         std::string loc = location_text(n);
         std::string where = node_text(n, output);
         if (n->phase == PHASE_BACKWARD) {
@@ -744,7 +758,8 @@ Explanation explain(Node* start, int output, const std::string& what) {
         case ORIGIN_WRITTEN: {
             s += ". It first went bad at:\n";
             bool parameter = node_is_parameter(n);
-            add_line(s, "origin", node_text(n, o.output) + (parameter ? ", a parameter (a leaf)" : ", a leaf") + at);
+            std::string kind = parameter ? ", a parameter (a leaf)" : o.kind == ORIGIN_LEAF || n->inputs.size() == 0 ? ", a leaf" : "";
+            add_line(s, "origin", node_text(n, o.output) + kind + at);
             if (o.kind == ORIGIN_LEAF) {
                 std::string made = n->op == OP_tensor ? "torch.tensor's values, or a file loaded"
                                    : n->op == OP_full ? "torch.full with the value " + number_text(n->attrs().scalar)
