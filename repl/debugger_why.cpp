@@ -761,7 +761,7 @@ Explanation explain(Node* start, int output, const std::string& what) {
             std::string kind = parameter ? ", a parameter (a leaf)" : o.kind == ORIGIN_LEAF || n->inputs.size() == 0 ? ", a leaf" : "";
             add_line(s, "origin", node_text(n, o.output) + kind + at);
             if (o.kind == ORIGIN_LEAF) {
-                std::string made = n->op == OP_tensor ? "torch.tensor's values, or a file loaded"
+                std::string made = n->op == OP_tensor ? "torch.tensor's values, a file loaded, or a frozen call's result: :break if nan stops inside the call"
                                    : n->op == OP_full ? "torch.full with the value " + number_text(n->attrs().scalar)
                                                       : std::string("its op, ") + n->name();
                 e.reason = "it holds " + bad_text(e.origin_bad) + ", and no op on the tape made them: it was made so (" + made + ")";
