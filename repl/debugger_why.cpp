@@ -562,7 +562,7 @@ struct InputFacts {
     int64_t id = 0;
     std::string name, shape, dtype;
     TensorStats stats;
-    bool freed = false, changed = false, gone = false;
+    bool freed = false, changed = false;   // values freed; written in place since the node read them
 };
 
 struct Explanation {
@@ -584,7 +584,6 @@ struct Explanation {
 };
 
 std::string stats_text(const InputFacts& f) {
-    if (f.gone) return "(its node is gone)";
     if (f.freed) return std::string("(") + VALUE_FREED_TEXT + ")";
     const TensorStats& s = f.stats;
     std::string t = f.shape + " " + f.dtype + "  ";
@@ -1052,7 +1051,7 @@ int debugger_why_lua(lua_State* L) {
         lua_createtable(L, 0, 10);
         set_integer(L, "id", f.id);
         set_string(L, "name", f.name);
-        if (!f.freed && !f.gone) {
+        if (!f.freed) {
             set_integer(L, "count", f.stats.count);
             set_number(L, "min", f.stats.min);
             set_number(L, "max", f.stats.max);
