@@ -115,6 +115,33 @@ std::vector<Tensor> call_function(const Call& c) {
     return outputs;
 }
 
+// While gradcheck runs, the debugger (the global `dbg`, when tapedeck's is attached) is detached:
+// the check's own calls of fn and its backward passes, hundreds of them, do not stop at the
+// user's breakpoints. Attached again however the check ends.
+struct DebuggerDetached {
+    lua_State* L;
+    bool was_attached = false;
+
+    // Calls dbg.<name>() and returns its first result as a boolean (false when there is no dbg).
+    static bool call_dbg(lua_State* L, const char* name) {
+        int top = lua_gettop(L);
+        bool result = false;
+        if (lua_getglobal(L, "dbg") == LUA_TTABLE && lua_getfield(L, -1, name) == LUA_TFUNCTION &&
+            lua_pcall(L, 0, 1, 0) == LUA_OK)
+            result = lua_toboolean(L, -1);
+        lua_settop(L, top);
+        tapedeck_set_current_state(L);
+        return result;
+    }
+    explicit DebuggerDetached(lua_State* state) : L(state) {
+        was_attached = call_dbg(L, "attached");
+        if (was_attached) call_dbg(L, "detach");
+    }
+    ~DebuggerDetached() {
+        if (was_attached) call_dbg(L, "attach");
+    }
+};
+
 // An input that requires grad: its position in the inputs (0-based) and the tensor.
 struct Checked {
     int position;
@@ -230,6 +257,7 @@ int l_gradcheck(lua_State* L) {
     Options o = options_from(L, 3, false);
     std::vector<Checked> wrt;
     Call c = read_call(L, wrt);
+    DebuggerDetached quiet(L);
 
     // The analytical Jacobian, row by row: one backward pass per checked output element.
     std::vector<Tensor> outputs;
@@ -333,6 +361,7 @@ int l_numerical_jacobian(lua_State* L) {
     Options o = options_from(L, 3, true);
     std::vector<Checked> wrt;
     Call c = read_call(L, wrt);
+    DebuggerDetached quiet(L);
     int64_t total = 0;
     for (const Checked& w : wrt) total += 2 * w.tensor.numel();
     if (total > o.max_evaluations)

@@ -320,7 +320,8 @@ void run_check(lua_State* L, const DebugStop& stop, const CheckOptions& o) {
         any = any || group.grad_inputs[i].defined();
     }
     if (!any) {
-        fail("the rule of " + node_text(node) + " sent no gradient to any input (none of them needs one): nothing to check");
+        fail("no gradient goes to any input of " + node_text(node) +
+             " at this stop (the rule sent none, or grad_input was set to nil): nothing to check");
         return;
     }
     std::string refused = node_refusal(node);
