@@ -24,6 +24,7 @@
 
 #include "debugger.h"
 #include "debugger_commands.h"
+#include "debugger_internal.h"
 #include "function.h"
 #include "gradcheck.h"
 #include "node_names.h"
@@ -282,15 +283,6 @@ std::string number_text(double x) {
     return buffer;
 }
 
-// One line of the result: "recorded  float32  max |diff| 2.9e-08  worst [7,1]  analytic ... numeric ...  ok".
-void print_comparison(const char* what, DType dtype, const GradcheckComparison& c, const Shape& shape, const char* note) {
-    printf("    %-9s %-8s max |analytic - numeric| %-11s worst %-7s analytic %-11s numeric %-11s %s%s\n", what, dtype_name(dtype),
-           number_text(c.max_abs_diff).c_str(), gradcheck_index_text(shape, c.worst).c_str(),
-           number_text(c.worst_analytic).c_str(), number_text(c.worst_numeric).c_str(),
-           c.ok() ? "ok" : ("MISMATCH (" + std::to_string(c.mismatched) + " of " + std::to_string(c.checked) + " elements)").c_str(),
-           note);
-}
-
 // The work one evaluation of the node costs, in element operations (a product's multiply-adds).
 double evaluation_cost(const Node* node) {
     double cost = 0;
@@ -309,7 +301,31 @@ double evaluation_cost(const Node* node) {
 
 constexpr double MAX_WORK = 2e8;   // element operations one :gradcheck may spend on evaluations
 
-void run_check(lua_State* L, const DebugStop& stop, const CheckOptions& o) {
+// What :gradcheck found, per input that received a gradient.
+struct InputCheck {
+    int input = 0;                  // 0-based
+    std::string label;              // "h2h + i2h (#9 add)"
+    Shape shape;
+    int64_t checked = 0;            // elements compared (all, or a sample)
+    DType recorded_dtype = DTYPE_F32;
+    GradcheckComparison recorded;   // the stop's grad_input
+    bool has_rule = false;
+    GradcheckComparison rule;       // the rule run again in float64
+};
+
+struct Report {
+    std::string node;               // "next_h (#10 tanh)"
+    std::string math;               // the op's math line, or "its forward and backward"
+    std::vector<InputCheck> inputs;
+    std::string rule_failed;        // why the float64 rule could not run ("": it ran, or was not needed)
+    bool float32 = false;           // some recorded gradient is not float64 (its looser atol applies)
+    bool edited = false;            // a grad_input was replaced at a stop
+    bool ok = true;
+};
+
+// Checks the group of `stop` (refusal() passed). An error (thrown) when it cannot be evaluated.
+Report run_check(lua_State* L, const DebugStop& stop, const CheckOptions& o) {
+    Report report;
     Node* node = stop.node.get();
     const BackwardGroup& group = stop.pass->group;
     int n_in = node->inputs.size(), n_out = node->outputs.size();
@@ -319,16 +335,12 @@ void run_check(lua_State* L, const DebugStop& stop, const CheckOptions& o) {
         wanted[static_cast<size_t>(i)] = group.grad_inputs[i].defined();
         any = any || group.grad_inputs[i].defined();
     }
-    if (!any) {
-        fail("no gradient goes to any input of " + node_text(node) +
-             " at this stop (the rule sent none, or grad_input was set to nil): nothing to check");
-        return;
-    }
+    if (!any)
+        engine_fail("no gradient goes to any input of %s at this stop (the rule sent none, or grad_input was set to nil): "
+                    "nothing to check",
+                    node_text(node).c_str());
     std::string refused = node_refusal(node);
-    if (!refused.empty()) {
-        fail(refused);
-        return;
-    }
+    if (!refused.empty()) engine_fail("%s", refused.c_str());
     std::vector<Value> inputs;
     for (const Edge& e : node->inputs) inputs.push_back(copy_for_check(e.value()));
     std::vector<Value> grad_outputs(static_cast<size_t>(n_out));
@@ -343,10 +355,8 @@ void run_check(lua_State* L, const DebugStop& stop, const CheckOptions& o) {
     std::vector<Tensor> input_tensors;
     if (custom) {
         for (const Value& v : inputs) input_tensors.push_back(leaf_of(v));
-        if (!function.prepare(L, node, input_tensors)) {
-            fail(std::string(node->name()) + " is not a Lua torch.Function: its forward cannot be called again");
-            return;
-        }
+        if (!function.prepare(L, node, input_tensors))
+            engine_fail("%s is not a Lua torch.Function: its forward cannot be called again", node->name());
     }
     OpAttrs attrs = attrs_for_check(node);
     GradcheckEvaluate evaluate = [&]() {
@@ -356,7 +366,7 @@ void run_check(lua_State* L, const DebugStop& stop, const CheckOptions& o) {
         for (const Tensor& t : function.call()) values.push_back(t.value());
         return values;
     };
-    std::vector<Value> first = evaluate();   // the output layout, and whether it matches the node's
+    std::vector<Value> first = evaluate();   // the outputs' layout
     std::vector<double> weights;             // grad_output, flattened as the numerical columns are
     for (size_t j = 0; j < first.size(); ++j) {
         if (!dtype_is_float(first[j].dtype)) continue;
@@ -373,22 +383,21 @@ void run_check(lua_State* L, const DebugStop& stop, const CheckOptions& o) {
     double affordable = std::min(static_cast<double>(o.max_evaluations) / 2, MAX_WORK / per_element);
     double share = static_cast<double>(total) > affordable ? affordable / static_cast<double>(total) : 1.0;
 
-    std::vector<Tensor> rerun;
-    std::string rerun_failed;
     bool all_float64 = true;
     for (int i = 0; i < n_in; ++i)
-        if (wanted[static_cast<size_t>(i)]) all_float64 &= group.grad_inputs[i].dtype() == DTYPE_F64;
-
+        if (wanted[static_cast<size_t>(i)]) all_float64 = all_float64 && group.grad_inputs[i].dtype() == DTYPE_F64;
+    std::vector<Tensor> rerun;
     if (!all_float64) {   // the rule again in float64 (a float64 rule's record is that already)
         try {
             rerun = rule_in_float64(node, custom ? &function : nullptr, inputs, wanted, grad_outputs);
         } catch (const std::exception& e) {
-            rerun_failed = e.what();
+            report.rule_failed = e.what();
         }
     }
-    printf("gradcheck of %s, %s: grad_input against central differences in float64 (eps %s) of sum(grad_output * output)\n",
-           node_text(node).c_str(), custom ? "its forward and backward" : node->info().math, number_text(o.eps).c_str());
-    bool all_ok = true;
+    report.node = node_text(node);
+    report.math = custom ? "its forward and backward" : node->info().math;
+    report.float32 = !all_float64;
+    report.edited = node->edited & EDITED_GRAD;
     for (int i = 0; i < n_in; ++i) {
         if (!wanted[static_cast<size_t>(i)]) continue;
         Value& x = inputs[static_cast<size_t>(i)];
@@ -405,37 +414,105 @@ void run_check(lua_State* L, const DebugStop& stop, const CheckOptions& o) {
             numeric.push_back(sum);
             largest = std::max(largest, std::fabs(sum));
         }
+        InputCheck line;
+        line.input = i;
+        line.label = edge_text(node->inputs[i]);
+        line.shape = x.shape;
+        line.checked = static_cast<int64_t>(elements.size());
         const Tensor& recorded = group.grad_inputs[i];
+        line.recorded_dtype = recorded.dtype();
         Value recorded_host = value_to_host(recorded.value());
-        GradcheckComparison by_record, by_rerun;
         GradcheckTolerance tolerance = tolerance_for(recorded.dtype(), o, largest);
-        bool has_rerun = static_cast<size_t>(i) < rerun.size() && rerun[static_cast<size_t>(i)].defined();
-        Value rerun_host = has_rerun ? value_to_host(rerun[static_cast<size_t>(i)].value()) : Value();
+        line.has_rule = static_cast<size_t>(i) < rerun.size() && rerun[static_cast<size_t>(i)].defined();
+        Value rerun_host = line.has_rule ? value_to_host(rerun[static_cast<size_t>(i)].value()) : Value();
         for (size_t p = 0; p < elements.size(); ++p) {
-            by_record.add(elements[p], value_get(recorded_host, elements[p]), numeric[p], tolerance);
-            if (has_rerun) by_rerun.add(elements[p], value_get(rerun_host, elements[p]), numeric[p], o.tolerance);
+            line.recorded.add(elements[p], value_get(recorded_host, elements[p]), numeric[p], tolerance);
+            if (line.has_rule) line.rule.add(elements[p], value_get(rerun_host, elements[p]), numeric[p], o.tolerance);
         }
-        std::string sample = static_cast<int64_t>(elements.size()) == numel
-                                 ? std::to_string(numel) + " element" + (numel == 1 ? "" : "s")
-                                 : "a sample of " + std::to_string(elements.size()) + " of its " + std::to_string(numel) +
-                                       " elements (all would take over " + number_text(o.max_evaluations) +
-                                       " evaluations or " + number_text(MAX_WORK) + " element operations)";
-        printf("  input %d  %s %s  %s, %lld evaluations\n", i + 1, edge_text(node->inputs[i]).c_str(), x.shape.str().c_str(),
-               sample.c_str(), static_cast<long long>(2 * elements.size()));
-        print_comparison("recorded", recorded.dtype(), by_record, x.shape,
-                         (node->edited & EDITED_GRAD) ? "  (grad_input edited at a stop)" : "");
-        all_ok &= by_record.ok();
-        if (has_rerun) {
-            print_comparison("rule", DTYPE_F64, by_rerun, x.shape, "  (run again on float64 copies)");
-            all_ok &= by_rerun.ok();
-        }
+        report.ok = report.ok && line.recorded.ok() && (!line.has_rule || line.rule.ok());
+        report.inputs.push_back(line);
     }
-    if (!rerun_failed.empty()) printf("  (the rule could not run again in float64: %s)\n", rerun_failed.c_str());
-    bool float32 = !all_float64;
+    return report;
+}
+
+// One comparison line: "recorded  float32  max |analytic - numeric| ... worst [7,1] analytic ... ok".
+void print_comparison(const char* what, DType dtype, const GradcheckComparison& c, const Shape& shape, const char* note) {
+    printf("    %-9s %-8s max |analytic - numeric| %-11s worst %-7s analytic %-11s numeric %-11s %s%s\n", what, dtype_name(dtype),
+           number_text(c.max_abs_diff).c_str(), gradcheck_index_text(shape, c.worst).c_str(),
+           number_text(c.worst_analytic).c_str(), number_text(c.worst_numeric).c_str(),
+           c.ok() ? "ok" : ("MISMATCH (" + std::to_string(c.mismatched) + " of " + std::to_string(c.checked) + " elements)").c_str(),
+           note);
+}
+
+void print_report(const Report& r, const CheckOptions& o) {
+    printf("gradcheck of %s, %s: grad_input against central differences in float64 (eps %s) of sum(grad_output * output)\n",
+           r.node.c_str(), r.math.c_str(), number_text(o.eps).c_str());
+    for (const InputCheck& line : r.inputs) {
+        int64_t numel = line.shape.numel();
+        std::string sample = line.checked == numel
+                                 ? std::to_string(numel) + " element" + (numel == 1 ? "" : "s")
+                                 : "a sample of " + std::to_string(line.checked) + " of its " + std::to_string(numel) +
+                                       " elements (all would take over " + number_text(static_cast<double>(o.max_evaluations)) +
+                                       " evaluations or " + number_text(MAX_WORK) + " element operations)";
+        printf("  input %d  %s %s  %s, %lld evaluations\n", line.input + 1, line.label.c_str(), line.shape.str().c_str(),
+               sample.c_str(), static_cast<long long>(2 * line.checked));
+        print_comparison("recorded", line.recorded_dtype, line.recorded, line.shape, r.edited ? "  (grad_input edited at a stop)" : "");
+        if (line.has_rule) print_comparison("rule", DTYPE_F64, line.rule, line.shape, "  (run again on float64 copies)");
+    }
+    if (!r.rule_failed.empty()) printf("  (the rule could not run again in float64: %s)\n", r.rule_failed.c_str());
     printf("%s (tolerance: atol %s + rtol %s * |numeric|%s)\n",
-           all_ok ? "ok: grad_input agrees with finite differences" : "MISMATCH: grad_input differs from finite differences",
+           r.ok ? "ok: grad_input agrees with finite differences" : "MISMATCH: grad_input differs from finite differences",
            number_text(o.tolerance.atol).c_str(), number_text(o.tolerance.rtol).c_str(),
-           float32 ? "; float32: atol + 1e-4 * max |numeric|" : "");
+           r.float32 ? "; float32: atol + 1e-4 * max |numeric|" : "");
+}
+
+void set_number(lua_State* L, const char* key, double x) {
+    lua_pushnumber(L, x);
+    lua_setfield(L, -2, key);
+}
+
+// {ok, max_abs_diff, worst = {i, j}, analytic, numeric, mismatched, checked, dtype} for one line.
+void push_comparison(lua_State* L, const GradcheckComparison& c, const Shape& shape, DType dtype) {
+    lua_createtable(L, 0, 8);
+    lua_pushboolean(L, c.ok());
+    lua_setfield(L, -2, "ok");
+    set_number(L, "max_abs_diff", c.max_abs_diff);
+    lua_createtable(L, shape.ndim, 0);
+    int64_t flat = c.worst, stride = shape.numel();
+    for (int d = 0; d < shape.ndim; ++d) {
+        stride = shape.dims[d] ? stride / shape.dims[d] : 1;
+        int64_t at = stride ? flat / stride : 0;
+        flat -= at * stride;
+        lua_pushinteger(L, at + 1);
+        lua_rawseti(L, -2, d + 1);
+    }
+    lua_setfield(L, -2, "worst");
+    set_number(L, "analytic", c.worst_analytic);
+    set_number(L, "numeric", c.worst_numeric);
+    lua_pushinteger(L, c.mismatched);
+    lua_setfield(L, -2, "mismatched");
+    lua_pushinteger(L, c.checked);
+    lua_setfield(L, -2, "checked");
+    lua_pushstring(L, dtype_name(dtype));
+    lua_setfield(L, -2, "dtype");
+}
+
+// Runs the check at the current stop; false with *why set when it cannot (refused, or failed).
+bool check_current_stop(lua_State* L, const CheckOptions& options, Report& report, std::string* why) {
+    const DebugStop* stop = debugger_stop();
+    *why = refusal(stop);
+    if (!why->empty()) return false;
+    int top = lua_gettop(L);
+    bool done = true;
+    try {
+        report = run_check(L, *stop, options);
+    } catch (const std::exception& e) {
+        *why = e.what();
+        done = false;
+    }
+    lua_settop(L, top);
+    lua_gc(L, LUA_GCCOLLECT);   // the tensors the check handed to Lua, and their nodes, go now
+    return done;
 }
 
 }  // namespace
@@ -443,20 +520,64 @@ void run_check(lua_State* L, const DebugStop& stop, const CheckOptions& o) {
 bool debugger_cmd_gradcheck(lua_State* L, const std::string& args) {
     CheckOptions options;
     if (!parse_options(args, options)) return true;
-    const DebugStop* stop = debugger_stop();
-    std::string refused = refusal(stop);
-    if (!refused.empty()) {
-        fail(refused);
-        return true;
-    }
-    int top = lua_gettop(L);
-    try {
-        run_check(L, *stop, options);
-    } catch (const std::exception& e) {
-        fail(e.what());
-    }
-    lua_settop(L, top);
-    lua_gc(L, LUA_GCCOLLECT);   // the tensors the check handed to Lua, and their nodes, go now
+    Report report;
+    std::string why;
+    if (!check_current_stop(L, options, report, &why)) fail(why);
+    else print_report(report, options);
     fflush(stdout);
     return true;
+}
+
+// dbg.gradcheck([{eps =, atol =, rtol =, max_evaluations =}]): :gradcheck's findings as a table,
+// {ok, node, inputs = {{input, shape, checked, recorded = {...}, rule = {...} or nil}, ...}}; an
+// error where :gradcheck would refuse.
+int dbg::lua_gradcheck(lua_State* L) {
+    CheckOptions options;
+    if (!lua_isnoneornil(L, 1)) {
+        luaL_checktype(L, 1, LUA_TTABLE);
+        lua_pushnil(L);
+        while (lua_next(L, 1)) {
+            std::string key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
+            double value = lua_isnumber(L, -1) ? lua_tonumber(L, -1) : -1;
+            bool known = key == "eps" || key == "atol" || key == "rtol" || key == "max_evaluations";
+            if (!known) return luaL_error(L, "dbg.gradcheck: unknown option '%s' (eps, atol, rtol, max_evaluations)", key.c_str());
+            if (!(value >= 0) || (key == "eps" && value == 0) || (key == "max_evaluations" && value < 2))
+                return luaL_error(L, "dbg.gradcheck: option %s must be a number > 0", key.c_str());
+            if (key == "eps") options.eps = value;
+            else if (key == "atol") options.tolerance.atol = value;
+            else if (key == "rtol") options.tolerance.rtol = value;
+            else options.max_evaluations = static_cast<int64_t>(value);
+            lua_pop(L, 1);
+        }
+    }
+    Report report;
+    std::string why;
+    if (!check_current_stop(L, options, report, &why)) return luaL_error(L, "dbg.gradcheck: %s", why.c_str());
+    lua_createtable(L, 0, 3);
+    lua_pushboolean(L, report.ok);
+    lua_setfield(L, -2, "ok");
+    lua_pushstring(L, report.node.c_str());
+    lua_setfield(L, -2, "node");
+    lua_createtable(L, static_cast<int>(report.inputs.size()), 0);
+    for (size_t k = 0; k < report.inputs.size(); ++k) {
+        const InputCheck& line = report.inputs[k];
+        lua_createtable(L, 0, 6);
+        lua_pushinteger(L, line.input + 1);
+        lua_setfield(L, -2, "input");
+        lua_pushstring(L, line.label.c_str());
+        lua_setfield(L, -2, "name");
+        lua_pushinteger(L, line.checked);
+        lua_setfield(L, -2, "checked");
+        lua_pushinteger(L, line.shape.numel());
+        lua_setfield(L, -2, "numel");
+        push_comparison(L, line.recorded, line.shape, line.recorded_dtype);
+        lua_setfield(L, -2, "recorded");
+        if (line.has_rule) {
+            push_comparison(L, line.rule, line.shape, DTYPE_F64);
+            lua_setfield(L, -2, "rule");
+        }
+        lua_rawseti(L, -2, static_cast<lua_Integer>(k + 1));
+    }
+    lua_setfield(L, -2, "inputs");
+    return 1;
 }
