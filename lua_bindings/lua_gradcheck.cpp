@@ -9,6 +9,10 @@
 // autograd off. The analytical one row by row: one backward pass per output element, seeded with
 // a one-hot gradient, capturing the inputs' gradients (as torch.autograd.grad). Both are compared
 // element by element: |analytical - numerical| <= atol + rtol * |numerical|.
+//
+// [SECTION] options, the call, the inputs checked
+// [SECTION] the Jacobians and the budget
+// [SECTION] torch.autograd.gradcheck, torch.autograd.numerical_jacobian
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -22,6 +26,9 @@ using namespace td;
 using namespace tdlua;
 
 namespace {
+
+// ============================================================================================
+// [SECTION] options, the call, the inputs checked
 
 struct Options {
     double eps = 1e-6;
@@ -193,6 +200,9 @@ Call read_call(lua_State* L, std::vector<Checked>& wrt) {
     return c;
 }
 
+// ============================================================================================
+// [SECTION] the Jacobians and the budget
+
 // The numerical Jacobian columns of input w, for its elements `columns`: column[c] holds
 // d (every float output element) / d element columns[c]. Autograd is off meanwhile.
 std::vector<std::vector<double>> numeric_columns(const Call& c, const Checked& w, const std::vector<int64_t>& columns,
@@ -245,6 +255,9 @@ void warn_sample(const char* what, int index, int64_t checked, int64_t numel, in
             static_cast<long long>(checked), static_cast<long long>(numel), what, index, static_cast<long long>(max_evaluations));
     fflush(stderr);
 }
+
+// ============================================================================================
+// [SECTION] torch.autograd.gradcheck, torch.autograd.numerical_jacobian
 
 std::string number_text(double x) {
     char buffer[64];

@@ -13,7 +13,8 @@
 // [SECTION] arguments and refusals
 // [SECTION] the function of the group (an op's kernel, or a torch.Function's forward)
 // [SECTION] the rule in float64
-// [SECTION] the command
+// [SECTION] the check (a Report)
+// [SECTION] the report: printed (:gradcheck) or a Lua table (dbg.gradcheck)
 #include <lua.hpp>
 
 #include <cmath>
@@ -267,7 +268,7 @@ std::vector<Tensor> rule_in_float64(const Node* node, const FunctionCall* functi
 }
 
 // ============================================================================================
-// [SECTION] the command
+// [SECTION] the check (a Report)
 
 // The tolerance a gradient of `dtype` is judged with: the options' for float64; for float32 (whose
 // rule rounds every product) atol grows with the gradient's largest element.
@@ -434,6 +435,9 @@ Report run_check(lua_State* L, const DebugStop& stop, const CheckOptions& o) {
     }
     return report;
 }
+
+// ============================================================================================
+// [SECTION] the report: printed (:gradcheck) or a Lua table (dbg.gradcheck)
 
 // One comparison line: "recorded  float32  max |analytic - numeric| ... worst [7,1] analytic ... ok".
 void print_comparison(const char* what, DType dtype, const GradcheckComparison& c, const Shape& shape, const char* note) {
