@@ -17,7 +17,8 @@ std::vector<int64_t> gradcheck_sample(int64_t numel, int64_t limit) {
         for (int64_t k = 0; k < numel; ++k) picked[static_cast<size_t>(k)] = k;
         return picked;
     }
-    std::unordered_set<int64_t> chosen{0, numel - 1};
+    std::unordered_set<int64_t> chosen{0};
+    if (limit > 1) chosen.insert(numel - 1);
     std::mt19937_64 random(20261125);   // fixed: the same sample every time
     while (static_cast<int64_t>(chosen.size()) < limit) chosen.insert(static_cast<int64_t>(random() % static_cast<uint64_t>(numel)));
     picked.assign(chosen.begin(), chosen.end());

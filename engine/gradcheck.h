@@ -26,7 +26,7 @@ constexpr int64_t GRADCHECK_MAX_EVALUATIONS = 1000000;
 // The element indices (row-major, 0-based) of a tensor of `numel` elements that a check looks at
 // when it can afford `limit` of them: all, in order, when numel <= limit; else `limit` distinct
 // ones drawn with a fixed seed (the same sample every time), in increasing order, the first and
-// last element always among them.
+// last element always among them (the first alone when limit is 1).
 std::vector<int64_t> gradcheck_sample(int64_t numel, int64_t limit);
 
 // Evaluates the function at its inputs' current values and returns its outputs' values (any
