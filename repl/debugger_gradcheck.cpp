@@ -301,6 +301,7 @@ double evaluation_cost(const Node* node) {
 }
 
 constexpr double MAX_WORK = 2e8;   // element operations one :gradcheck may spend on evaluations
+constexpr double MAX_FUNCTION_CALLS = 1e5;   // calls of a torch.Function's Lua forward (~20 µs each and up)
 
 // What :gradcheck found, per input that received a gradient.
 struct InputCheck {
@@ -321,6 +322,7 @@ struct Report {
     std::string rule_failed;        // why the float64 rule could not run ("": it ran, or was not needed)
     bool float32 = false;           // some recorded gradient is not float64 (its looser atol applies)
     bool edited = false;            // a grad_input was replaced at a stop
+    std::string sample_reason;      // the bound a sample keeps within: "1e+06 evaluations (max_evaluations)"
     bool ok = true;
 };
 
@@ -381,7 +383,16 @@ Report run_check(lua_State* L, const DebugStop& stop, const CheckOptions& o) {
     int64_t total = 0;
     for (int i = 0; i < n_in; ++i)
         if (wanted[static_cast<size_t>(i)]) total += inputs[static_cast<size_t>(i)].numel();
-    double affordable = std::min(static_cast<double>(o.max_evaluations) / 2, MAX_WORK / per_element);
+    double affordable = static_cast<double>(o.max_evaluations) / 2;
+    report.sample_reason = number_text(static_cast<double>(o.max_evaluations)) + " evaluations (max_evaluations)";
+    if (MAX_WORK / per_element < affordable) {
+        affordable = MAX_WORK / per_element;
+        report.sample_reason = number_text(MAX_WORK) + " element operations of " + node->name();
+    }
+    if (custom && MAX_FUNCTION_CALLS / 2 < affordable) {
+        affordable = MAX_FUNCTION_CALLS / 2;
+        report.sample_reason = number_text(MAX_FUNCTION_CALLS) + " calls of " + node->name() + "'s forward";
+    }
     double share = static_cast<double>(total) > affordable ? affordable / static_cast<double>(total) : 1.0;
 
     bool all_float64 = true;
@@ -456,8 +467,7 @@ void print_report(const Report& r, const CheckOptions& o) {
         std::string sample = line.checked == numel
                                  ? std::to_string(numel) + " element" + (numel == 1 ? "" : "s")
                                  : "a sample of " + std::to_string(line.checked) + " of its " + std::to_string(numel) +
-                                       " elements (all would take over " + number_text(static_cast<double>(o.max_evaluations)) +
-                                       " evaluations or " + number_text(MAX_WORK) + " element operations)";
+                                       " elements (all would take over " + r.sample_reason + ")";
         printf("  input %d  %s %s  %s, %lld evaluations\n", line.input + 1, line.label.c_str(), line.shape.str().c_str(),
                sample.c_str(), static_cast<long long>(2 * line.checked));
         print_comparison("recorded", line.recorded_dtype, line.recorded, line.shape, r.edited ? "  (grad_input edited at a stop)" : "");
