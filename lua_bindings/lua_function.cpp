@@ -111,6 +111,15 @@ public:
         return grads;
     }
 
+    // Pushes definition.apply and the arguments of this call ({n = N, ...}): a call of the same
+    // function on other arguments (the debugger's :gradcheck).
+    void push_call(lua_State* L) const {
+        lua_rawgeti(L, LUA_REGISTRYINDEX, definition_ref_);
+        lua_getfield(L, -1, "apply");
+        lua_remove(L, -2);
+        lua_rawgeti(L, LUA_REGISTRYINDEX, args_ref_);
+    }
+
 private:
     // Pushes definition[method] and the ctx table.
     void push_method(lua_State* L, const char* method) const {
@@ -280,6 +289,13 @@ int torch_function(lua_State* L) {
 }
 
 }  // namespace
+
+bool tapedeck_push_function_call(lua_State* L, const CustomFunction& fn) {
+    const LuaFunction* lua_fn = dynamic_cast<const LuaFunction*>(&fn);
+    if (!lua_fn) return false;
+    lua_fn->push_call(L);
+    return true;
+}
 
 void tapedeck_open_function(lua_State* L) {
     luaL_newmetatable(L, CTX_TYPE);

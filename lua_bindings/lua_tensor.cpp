@@ -1684,6 +1684,7 @@ void tapedeck_open(lua_State* L) {
                                                      {nullptr, nullptr}};
     lua_newtable(L);   // torch.autograd
     register_bindings(L, autograd_functions);
+    tapedeck_open_gradcheck(L);
     lua_setfield(L, -2, "autograd");
     lua_newtable(L);   // torch.backends: fused_lstm (nil: decided per call, nn_recurrent.lua)
     lua_setfield(L, -2, "backends");

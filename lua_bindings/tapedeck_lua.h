@@ -54,6 +54,13 @@ void tapedeck_open_save_load(lua_State* L);
 // Adds torch.cuda (is_available, synchronize, memory_allocated, ...) to the torch table on top of
 // the stack (lua_cuda.cpp).
 void tapedeck_open_cuda(lua_State* L);
+// Adds gradcheck and numerical_jacobian to the torch.autograd table on top of the stack
+// (lua_gradcheck.cpp).
+void tapedeck_open_gradcheck(lua_State* L);
+// Pushes the apply function of the torch.Function that `fn` is one call of, and the table of that
+// call's arguments ({n = N, ...}); false, nothing pushed, when fn is no Lua torch.Function
+// (lua_function.cpp).
+bool tapedeck_push_function_call(lua_State* L, const td::CustomFunction& fn);
 // Adds torch.onnx (export) to the torch table on top of the stack (lua_onnx.cpp).
 void tapedeck_open_onnx(lua_State* L);
 // The recorded plan of the frozen function at idx, the one its latest call used (an error when it

@@ -213,6 +213,7 @@ const Command commands[] = {
     {"unwatch", nullptr, "N|all", "stop printing a watch", debugger_cmd_unwatch},
     {"display", nullptr, "[expr]", "as :watch (pdb's name): print expr at every stop, numbered", debugger_cmd_watch},
     {"undisplay", nullptr, "N|all", "as :unwatch", debugger_cmd_unwatch},
+    {"gradcheck", nullptr, "[eps=E]", "at a backward stop: grad_input against finite differences in float64, worst element per input (also atol=, rtol=, max_evaluations=)", debugger_cmd_gradcheck},
     {"ignore", nullptr, "N COUNT", "breakpoint N does not stop at its next COUNT hits (counted in :breaks)", debugger_cmd_ignore},
     {"view", "v", "[expr]", "open the graph viewer (and select expr's node); also :view close, :view screenshot f.png, :view expand|collapse NAME, :view window older|newer|newest|#ID", cmd_view},
     {"quit", "q", "", "leave tapedeck", cmd_quit},

@@ -155,6 +155,10 @@ void run_post_mortem(lua_State* T, DebugStop& stop);
 // snapshot the frames for :pm, and with --pm open the post-mortem prompt.
 void post_mortem_on_error(lua_State* L, const char* message);
 
+// ---- debugger_gradcheck.cpp
+// dbg.gradcheck([opts]): :gradcheck's findings at the current backward stop, as a table.
+int lua_gradcheck(lua_State* L);
+
 // ---- debugger_viewer.cpp: what the viewer's window shows of the debugger
 // A stop began: highlight its node (or mark its line) and make the resume buttons live.
 void viewer_show_stop_begin(const DebugStop& stop);
