@@ -62,7 +62,7 @@ std::string entry_text_of(const Plan& plan, int pass, const PlanLogEntry& e) {
 }
 
 // The pass's heading: what it did, counted.
-std::string heading(const PlanPassLog& log, int pass) {
+std::string heading_of(const PlanPassLog& log, int pass) {
     const std::vector<PlanLogEntry>& entries = log.passes[pass];
     size_t n = entries.size();
     switch (pass) {
@@ -90,6 +90,8 @@ std::string heading(const PlanPassLog& log, int pass) {
 }
 
 }  // namespace
+
+std::string plan_log_heading(const PlanPassLog& log, int pass) { return heading_of(log, pass); }
 
 std::string plan_log_describe_entry(const Plan& plan, int pass, const PlanLogEntry& entry) {
     return entry_text_of(plan, pass, entry);
@@ -148,7 +150,7 @@ std::string plan_log_describe(const Plan& plan, const PlanPassLog& log, int pass
             s += std::string(name) + "off\n";
             continue;
         }
-        s += name + heading(log, p) + "\n";
+        s += name + heading_of(log, p) + "\n";
         const std::vector<PlanLogEntry>& entries = log.passes[p];
         size_t shown = 0, left = 0;
         for (const PlanLogEntry& e : entries) {

@@ -70,6 +70,9 @@ struct PlanPassLog {
 // the rest. `plan` is the compiled plan the log was made with (for value names).
 std::string plan_log_describe(const Plan& plan, const PlanPassLog& log, int pass = -1, size_t max_lines = 12);
 
+// What a pass did, counted: "2 steps dropped", "2 groups of 6 elementwise ops, each one loop".
+std::string plan_log_heading(const PlanPassLog& log, int pass);
+
 // One decision said for people: "#9 tanh (step.lua:3) reuses #7 tanh's result".
 std::string plan_log_describe_entry(const Plan& plan, int pass, const PlanLogEntry& entry);
 

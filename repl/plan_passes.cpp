@@ -54,8 +54,12 @@ void plan_passes_command(lua_State* L, const std::string& expression, const std:
     if (ok) {
         fputs(lua_tostring(L, -1), stdout);
         lua_pop(L, 1);
-        if (view && repl_eval(L, "viewer.show_plan(_tapedeck_frozen" + (quoted.empty() ? "" : ", " + quoted) + ")")) {
-            printf("viewer: %s's recorded graph, pass by pass (buttons, or keys 0-6; viewer.plan_pass(\"cse\"))\n",
+        // viewer.show_plan gives nil and a message when no window can open (no display, no viewer)
+        std::string show = "(function(f, pass) local ok, why = viewer.show_plan(f, pass) "
+                           "if not ok then error(':plan --view: ' .. tostring(why), 0) end return ok end)"
+                           "(_tapedeck_frozen" + (quoted.empty() ? "" : ", " + quoted) + ")";
+        if (view && repl_eval(L, show)) {
+            printf("viewer: %s's recorded graph, pass by pass (the buttons, keys 0-6, or viewer.plan_pass(\"cse\"))\n",
                    expression.c_str());
             lua_pop(L, 1);
         }
