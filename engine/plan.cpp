@@ -1432,6 +1432,7 @@ std::unique_ptr<Plan> compile_with(const Plan& recorded, const PlanPasses& passe
         log->ran[LOG_CSE] = passes.cse;
         log->ran[LOG_FOLD] = passes.fold;
         log->ran[LOG_FUSE] = passes.fuse && plan->device == DEVICE_CPU;
+        log->on_gpu = plan->device != DEVICE_CPU;
         log->ran[LOG_INPLACE] = passes.inplace;
         log->ran[LOG_REUSE] = passes.reuse;
     }

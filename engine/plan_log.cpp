@@ -48,8 +48,8 @@ std::string entry_text_of(const Plan& plan, int pass, const PlanLogEntry& e) {
             if (e.reason == LOG_INTO_GRAD)
                 return writer + " writes straight into " + plan_value_name(plan, e.value) + " (no buffer, no separate +=)";
             if (e.reason == LOG_INTO_SUM)
-                return writer + " adds into " + plan_value_name(plan, e.value) + "'s buffer (the add_ " +
-                       plan_log_step_text(plan, e.other, false) + " is gone)";
+                return writer + " adds into " + plan_value_name(plan, e.value) + "'s buffer (no separate " +
+                       plan_log_step_text(plan, e.other, false) + ")";
             return writer + " writes over its input " + plan_value_name(plan, e.value) + ", which dies there";
         }
         case LOG_REUSE: {
@@ -65,6 +65,9 @@ std::string entry_text_of(const Plan& plan, int pass, const PlanLogEntry& e) {
 std::string heading_of(const PlanPassLog& log, int pass) {
     const std::vector<PlanLogEntry>& entries = log.passes[pass];
     size_t n = entries.size();
+    static const char* const NOTHING[LOG_PASS_COUNT] = {"nothing dropped", "nothing merged", "nothing folded",
+                                                        "nothing fused", "nothing written in place", "no buffers"};
+    if (n == 0) return NOTHING[pass];
     switch (pass) {
         case LOG_DCE: return plural(n, "step", "steps") + " dropped";
         case LOG_CSE: return plural(n, "step reuses", "steps reuse") + " an earlier step's result";
@@ -147,7 +150,8 @@ std::string plan_log_describe(const Plan& plan, const PlanPassLog& log, int pass
         char name[16];
         snprintf(name, sizeof name, "%-8s ", PASS_NAMES[p]);
         if (!log.ran[p]) {
-            s += std::string(name) + "off\n";
+            bool gpu = p == LOG_FUSE && log.on_gpu && plan.passes.fuse;
+            s += std::string(name) + (gpu ? "not run: the plan runs on the GPU (fused loops are CPU code)" : "off") + "\n";
             continue;
         }
         s += name + heading_of(log, p) + "\n";

@@ -60,6 +60,7 @@ struct PlanPassLog {
     size_t steps = 0;                // the compiled plan's
     std::vector<PlanLogEntry> passes[LOG_PASS_COUNT];
     bool ran[LOG_PASS_COUNT] = {};   // the pass was on (fuse also needs a CPU plan)
+    bool on_gpu = false;             // the plan runs on the GPU: fuse was on but did not run
     int buffers = 0;                 // after reuse
     size_t unshared_bytes = 0;       // the buffers with one per value ...
     size_t buffer_bytes = 0;         // ... and as shared

@@ -40,6 +40,9 @@ struct PlanBoxMark {
 };
 
 constexpr int PLAN_STAGES = 7;   // recorded, then one per pass (plan_log.h's order)
+// The most recorded steps the view takes (viewer.show_plan refuses more): its marks are 7 per
+// record, and the Graph window shows at most its node cap of them around the selection anyway.
+constexpr size_t PLAN_VIEW_MAX_STEPS = 20000;
 
 struct PlanModel {
     std::string name;                          // the frozen function's

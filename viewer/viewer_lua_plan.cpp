@@ -9,6 +9,7 @@
 #include <lua.hpp>
 
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "plan.h"
@@ -56,6 +57,10 @@ int viewer_lua_show_plan(lua_State* L) {
     std::string error;
     try {
         std::shared_ptr<const Plan> plan = tapedeck_frozen_plan(L, 1);
+        size_t steps = plan_step_count(*plan->recording);
+        if (steps > PLAN_VIEW_MAX_STEPS)   // 7 stages of marks per record: bounded
+            throw std::runtime_error(plan->name + "'s recording has " + std::to_string(steps) + " steps; the view draws at most " +
+                                     std::to_string(PLAN_VIEW_MAX_STEPS) + " (:plan f --passes prints every pass's decisions)");
         PlanPassLog log;
         std::unique_ptr<Plan> compiled = plan_compile(plan->recording, plan->passes, &log);
         model = plan_model_build(*compiled, log);
