@@ -152,11 +152,12 @@ void draw_plan_overlay(ViewerState& s, ImDrawList* dl) {
         }
         if (!boxes) continue;
         float pad = 6 * z;
-        ImVec2 a(x0 - pad, y0 - pad - 14), c(x1 + pad, y1 + pad);
+        bool titled = GRAPH_FONT_SIZE * z >= 9.0f;   // as box labels: no title when too small to read
+        ImVec2 a(x0 - pad, y0 - pad - (titled ? 14 : 0)), c(x1 + pad, y1 + pad);
         dl->AddRect(a, c, COLOUR_FUSED_FRAME, 6 * z, 0, 2.0f);
         char title[48];
         snprintf(title, sizeof title, "fused loop %zu: %zu ops", g + 1, m.fused[g].size());
-        dl->AddText(ImVec2(a.x + 4, a.y + 1), COLOUR_FUSED_FRAME, title);
+        if (titled) dl->AddText(ImVec2(a.x + 4, a.y + 1), COLOUR_FUSED_FRAME, title);
     }
     // Merged boxes point at the box whose result they reuse.
     for (const DrawnBox& d : s.drawn) {
