@@ -7,6 +7,7 @@
 // [SECTION] run         the run-time state, guards, fused loops, plan_check_inputs, plan_run
 // [SECTION] describe    plan_describe and the names of values and guards
 #include "plan.h"
+#include "plan_log.h"
 
 #include <algorithm>
 #include <chrono>
@@ -787,7 +788,8 @@ struct PassState {
 // stays when it has an effect outside the plan, or when a later step, an output or a guard needs
 // what it makes (or writes in place). Returns the steps to drop and adds their count to *dead.
 // Group steps (STEP_GROUP_DONE) read and make nothing: they are left to the caller.
-std::vector<bool> dead_steps(const Plan& plan, const BigVector<PlanStep>& steps, int* dead) {
+std::vector<bool> dead_steps(const Plan& plan, const BigVector<PlanStep>& steps, int* dead, PlanPassLog* log = nullptr,
+                              PlanLogReason why = LOG_DEAD_UNREAD) {
     std::vector<int> roots = value_roots(plan);
     std::vector<bool> needed(plan.values.size(), false);
     for (const PlanOutput& o : plan.outputs) {
@@ -795,6 +797,7 @@ std::vector<bool> dead_steps(const Plan& plan, const BigVector<PlanStep>& steps,
         if (o.grad_value >= 0) needed[roots[o.grad_value]] = true;
     }
     std::vector<bool> drop(steps.size(), false);
+    size_t logged_before = log ? log->passes[LOG_DCE].size() : 0;
     for (int k = static_cast<int>(steps.size()) - 1; k >= 0; --k) {
         const PlanStep& s = steps[k];
         if (s.kind == STEP_GROUP_DONE) continue;
@@ -804,6 +807,12 @@ std::vector<bool> dead_steps(const Plan& plan, const BigVector<PlanStep>& steps,
         if (!live) {
             drop[k] = true;
             ++*dead;
+            if (log) {
+                PlanLogEntry e;
+                e.step = plan_log_step(s);
+                e.reason = why;
+                log->passes[LOG_DCE].push_back(std::move(e));
+            }
             continue;
         }
         for (int v : s.outputs)
@@ -811,16 +820,20 @@ std::vector<bool> dead_steps(const Plan& plan, const BigVector<PlanStep>& steps,
         for (int v : s.inputs) needed[roots[v]] = true;
         if (s.kind == STEP_GRAD_ACCUMULATE || s.into_grad >= 0) needed[written] = true;
     }
+    if (log)   // in record order, as the other passes log
+        std::reverse(log->passes[LOG_DCE].begin() + static_cast<long>(logged_before), log->passes[LOG_DCE].end());
     return drop;
 }
 
-void pass_dead_nodes(Plan& plan) { remove_plan_steps(plan, dead_steps(plan, plan.steps, &plan.stats.dead)); }
+void pass_dead_nodes(Plan& plan, PlanPassLog* log) {
+    remove_plan_steps(plan, dead_steps(plan, plan.steps, &plan.stats.dead, log, LOG_DEAD_AFTER));
+}
 
 // Common subexpressions: a kernel step with the same op, attributes and inputs (at the same
 // versions) as an earlier one is dropped and its outputs replaced by the earlier step's. Not when
 // either result is written in place later, or returned: in eager they are two tensors, and a
 // write into one (now, or by the caller) must not show in the other.
-void pass_common_subexpressions(Plan& plan) {
+void pass_common_subexpressions(Plan& plan, PlanPassLog* log) {
     PassState p(plan);
     std::vector<bool> written = p.written_roots(), returned = p.returned_roots();
     std::vector<int> replace(plan.values.size());
@@ -874,6 +887,12 @@ void pass_common_subexpressions(Plan& plan) {
                 for (size_t i = 0; i < s.outputs.size(); ++i) replace[s.outputs[i]] = o.outputs[i];
                 drop[k] = true;
                 ++plan.stats.common;
+                if (log) {
+                    PlanLogEntry e;
+                    e.step = plan_log_step(s);
+                    e.other = plan_log_step(o);
+                    log->passes[LOG_CSE].push_back(std::move(e));
+                }
                 continue;
             }
             seen.push_back({static_cast<int>(k), seen_versions.size(), bucket_first[bucket]});
@@ -899,7 +918,7 @@ void pass_common_subexpressions(Plan& plan) {
 // Constant folding: a kernel step whose inputs are all constants (and is not random, not in
 // place, and makes bytes nothing writes later) runs now; its outputs become constants. Captured
 // tensors are not constants: they may be updated in place between calls.
-void pass_constant_folding(Plan& plan) {
+void pass_constant_folding(Plan& plan, PlanPassLog* log) {
     PassState p(plan);
     std::vector<bool> written = p.written_roots();
     std::vector<bool> drop(plan.steps.size(), false);
@@ -939,6 +958,11 @@ void pass_constant_folding(Plan& plan) {
         }
         drop[k] = true;
         ++plan.stats.folded;
+        if (log) {
+            PlanLogEntry e;
+            e.step = plan_log_step(s);
+            log->passes[LOG_FOLD].push_back(std::move(e));
+        }
     }
     p.remove_steps(drop);
 }
@@ -976,7 +1000,7 @@ constexpr int MAX_FUSED_INPUTS = 8;
 // Elementwise fusion: a fusable step joins the group of an input's maker when that input is the
 // maker's full-shape result, read by nothing else, and nothing writes the group's inputs in
 // between. A group of two or more ops becomes one STEP_FUSED where its last op was.
-void pass_fusion(Plan& plan) {
+void pass_fusion(Plan& plan, PlanPassLog* log) {
     PassState p(plan);
     std::vector<int> uses = p.use_counts();
     std::vector<bool> guarded(plan.values.size(), false);
@@ -1073,6 +1097,12 @@ void pass_fusion(Plan& plan) {
         }
         plan.stats.fused_ops += static_cast<int>(group.size());
         ++plan.stats.fused_groups;
+        if (log) {
+            PlanLogEntry e;
+            e.step = plan_log_step(plan.steps[k]);
+            for (int m : group) e.ops.push_back(plan_log_step(plan.steps[m]));
+            log->passes[LOG_FUSE].push_back(std::move(e));
+        }
         plan.steps[k] = fused;
     }
     p.remove_steps(drop);
@@ -1117,7 +1147,7 @@ int product_read_once(const Plan& plan, const std::vector<int>& uses, const std:
     return maker;
 }
 
-void pass_gradients_in_place(Plan& plan) {
+void pass_gradients_in_place(Plan& plan, PlanPassLog* log) {
     PassState p(plan);
     PlanAttrsTable attrs(plan);
     std::vector<int> uses = p.use_counts();
@@ -1125,13 +1155,14 @@ void pass_gradients_in_place(Plan& plan) {
     std::vector<bool> drop(plan.steps.size(), false);
     for (size_t k = 0; k < plan.steps.size(); ++k) {
         const PlanStep& a = plan.steps[k];
+        int maker = -1;
         if (a.kind == STEP_GRAD_ACCUMULATE) {
-            int maker = product_read_once(plan, uses, made_by, a.inputs[0]);
+            maker = product_read_once(plan, uses, made_by, a.inputs[0]);
             if (maker < 0 || !root_untouched_between(plan, p, maker, k, plan.grad_targets[a.target].grad_value)) continue;
             plan.steps[maker].into_grad = a.target;
         } else if (a.kind == STEP_KERNEL && a.op == OP_add_ && a.inputs.size() == 2) {
             int sum = a.inputs[0], product = a.inputs[1];
-            int maker = product_read_once(plan, uses, made_by, product);
+            maker = product_read_once(plan, uses, made_by, product);
             int r = p.root(sum);
             if (maker < 0 || plan.values[r].kind != VALUE_STEP || uses[a.outputs[0]] != 0 ||
                 plan.values[r].shape != plan.values[product].shape || plan.values[r].dtype != plan.values[product].dtype ||
@@ -1147,6 +1178,14 @@ void pass_gradients_in_place(Plan& plan) {
         }
         drop[k] = true;
         ++plan.stats.grads_in_place;
+        if (log) {
+            PlanLogEntry e;
+            e.step = plan_log_step(plan.steps[maker]);
+            e.other = plan_log_step(a);
+            e.reason = a.kind == STEP_GRAD_ACCUMULATE ? LOG_INTO_GRAD : LOG_INTO_SUM;
+            e.value = a.kind == STEP_GRAD_ACCUMULATE ? plan.grad_targets[a.target].grad_value : a.inputs[0];
+            log->passes[LOG_INPLACE].push_back(std::move(e));
+        }
     }
     p.remove_steps(drop);
 }
@@ -1197,7 +1236,7 @@ bool step_is_elementwise_over(const Plan& plan, const PlanStep& s, size_t input)
 // Returned values get new bytes every call; gradients written in place use the .grad's. With
 // reuse, a buffer whose values are all dead is given to the next value that fits (best fit);
 // with in-place, an elementwise step may write over an input that dies at that step.
-void pass_buffers(Plan& plan, bool reuse, bool inplace) {
+void pass_buffers(Plan& plan, bool reuse, bool inplace, PlanPassLog* log) {
     PassState p(plan);
     size_t n = plan.values.size();
     plan.value_buffer.assign(n, -1);
@@ -1254,6 +1293,13 @@ void pass_buffers(Plan& plan, bool reuse, bool inplace) {
                         chosen = plan.value_buffer[r];
                         handed_on[r] = true;
                         ++plan.stats.inplace;
+                        if (log) {
+                            PlanLogEntry e;
+                            e.step = plan_log_step(s);
+                            e.reason = LOG_OVER_INPUT;
+                            e.value = s.inputs[i];
+                            log->passes[LOG_INPLACE].push_back(std::move(e));
+                        }
                     }
                 }
             }
@@ -1289,6 +1335,23 @@ void pass_buffers(Plan& plan, bool reuse, bool inplace) {
     plan.stats.buffers = static_cast<int>(plan.buffer_bytes.size());
     plan.stats.buffer_bytes = 0;
     for (size_t b : plan.buffer_bytes) plan.stats.buffer_bytes += b;
+    if (log) {   // each buffer and the values that own it in turn, in the order they got it
+        std::vector<PlanLogEntry>& entries = log->passes[LOG_REUSE];
+        entries.assign(plan.buffer_bytes.size(), PlanLogEntry());
+        for (size_t b = 0; b < entries.size(); ++b) {
+            entries[b].buffer = static_cast<int>(b);
+            entries[b].bytes = plan.buffer_bytes[b];
+        }
+        for (const PlanStep& s : plan.steps)
+            for (int out : s.outputs)
+                if (owns_buffer(out) && plan.value_buffer[out] >= 0) {
+                    std::vector<int>& values = entries[static_cast<size_t>(plan.value_buffer[out])].values;
+                    if (values.empty() || values.back() != out) values.push_back(out);
+                }
+        log->buffers = plan.stats.buffers;
+        log->unshared_bytes = plan.stats.unshared_bytes;
+        log->buffer_bytes = plan.stats.buffer_bytes;
+    }
 }
 
 // `recorded` without its steps (compile_with copies those it keeps): every field of Plan but
@@ -1334,7 +1397,8 @@ PlanStep group_done_step(const Plan& plan, int group) {
 // `recorded` with `passes` applied; with keep_groups (the debug replay), a STEP_GROUP_DONE step
 // where each backward group ended. The first dead-node elimination runs on the recording, so
 // dropped steps are not copied.
-std::unique_ptr<Plan> compile_with(const Plan& recorded, const PlanPasses& passes, bool keep_groups) {
+std::unique_ptr<Plan> compile_with(const Plan& recorded, const PlanPasses& passes, bool keep_groups,
+                                   PlanPassLog* log = nullptr) {
     auto began = std::chrono::steady_clock::now();
     std::unique_ptr<Plan> plan = copy_without_steps(recorded, keep_groups);
     plan->passes = passes;
@@ -1346,7 +1410,11 @@ std::unique_ptr<Plan> compile_with(const Plan& recorded, const PlanPasses& passe
     BigVector<PlanStep> unpacked;
     if (recorded.packed.count) unpacked = plan_unpacked_steps(recorded);
     const BigVector<PlanStep>& all = recorded.packed.count ? unpacked : recorded.steps;
-    std::vector<bool> drop = passes.dce ? dead_steps(recorded, all, &st.dead) : std::vector<bool>(all.size(), false);
+    if (log) {
+        *log = PlanPassLog();
+        log->recorded_steps = all.size();
+    }
+    std::vector<bool> drop = passes.dce ? dead_steps(recorded, all, &st.dead, log) : std::vector<bool>(all.size(), false);
     size_t n_groups = keep_groups ? plan->groups.size() : 0;
     plan->steps.reserve(static_cast<size_t>(std::count(drop.begin(), drop.end(), false)) + n_groups);
     size_t group = 0;
@@ -1359,13 +1427,23 @@ std::unique_ptr<Plan> compile_with(const Plan& recorded, const PlanPasses& passe
     plan->device = DEVICE_CPU;
     for (const PlanValue& v : plan->values)
         if (v.kind == VALUE_STEP && v.device != DEVICE_CPU) plan->device = v.device;
-    if (passes.cse) pass_common_subexpressions(*plan);
-    if (passes.fold) pass_constant_folding(*plan);
-    if (passes.dce && (passes.cse || passes.fold)) pass_dead_nodes(*plan);
-    if (passes.inplace) pass_gradients_in_place(*plan);
-    if (passes.fuse && plan->device == DEVICE_CPU) pass_fusion(*plan);   // fused loops are CPU code
+    if (log) {
+        log->ran[LOG_DCE] = passes.dce;
+        log->ran[LOG_CSE] = passes.cse;
+        log->ran[LOG_FOLD] = passes.fold;
+        log->ran[LOG_FUSE] = passes.fuse && plan->device == DEVICE_CPU;
+        log->on_gpu = plan->device != DEVICE_CPU;
+        log->ran[LOG_INPLACE] = passes.inplace;
+        log->ran[LOG_REUSE] = passes.reuse;
+    }
+    if (passes.cse) pass_common_subexpressions(*plan, log);
+    if (passes.fold) pass_constant_folding(*plan, log);
+    if (passes.dce && (passes.cse || passes.fold)) pass_dead_nodes(*plan, log);
+    if (passes.inplace) pass_gradients_in_place(*plan, log);
+    if (passes.fuse && plan->device == DEVICE_CPU) pass_fusion(*plan, log);   // fused loops are CPU code
     pass_hoist_guards(*plan);
-    pass_buffers(*plan, passes.reuse, passes.inplace);
+    pass_buffers(*plan, passes.reuse, passes.inplace, log);
+    if (log) log->steps = plan->steps.size();
     plan->first_effect_step = -1;
     std::vector<int> roots = value_roots(*plan);
     for (size_t k = 0; k < plan->steps.size() && plan->first_effect_step < 0; ++k) {
@@ -1381,9 +1459,9 @@ std::unique_ptr<Plan> compile_with(const Plan& recorded, const PlanPasses& passe
 
 // The plan; its debug replay (the recording compiled with no pass, its group steps kept: plan.h)
 // is compiled when an observed call first needs it, and its buffers allocated then.
-std::unique_ptr<Plan> plan_compile(std::shared_ptr<const Plan> recorded, const PlanPasses& passes) {
+std::unique_ptr<Plan> plan_compile(std::shared_ptr<const Plan> recorded, const PlanPasses& passes, PlanPassLog* log) {
     if (!recorded || recorded->compiled) engine_fail("freeze: plan_compile needs a recorded plan, not a compiled one");
-    std::unique_ptr<Plan> plan = compile_with(*recorded, passes, false);
+    std::unique_ptr<Plan> plan = compile_with(*recorded, passes, false, log);
     plan->recording = std::move(recorded);
     return plan;
 }

@@ -412,8 +412,11 @@ void plan_record_abort();   // stop without a plan (the function raised an error
 // freeze
 
 // A runnable copy of `recorded` with `passes` applied (recorded must be uncompiled). The plan keeps
-// `recorded` (Plan::recording) for its debug replay. Time and memory O(steps + values).
-std::unique_ptr<Plan> plan_compile(std::shared_ptr<const Plan> recorded, const PlanPasses& passes);
+// `recorded` (Plan::recording) for its debug replay. Time and memory O(steps + values). With
+// `log`, what each pass decided is written there too (plan_log.h).
+struct PlanPassLog;
+std::unique_ptr<Plan> plan_compile(std::shared_ptr<const Plan> recorded, const PlanPasses& passes,
+                                   PlanPassLog* log = nullptr);
 
 // ---------------------------------------------------------------------------------------------
 // replay

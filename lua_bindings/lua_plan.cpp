@@ -1146,7 +1146,7 @@ int l_is_frozen(lua_State* L) {
 }
 
 const tdlua::Binding frozen_methods[] = {
-    {"plan", frozen_plan}, {"with_passes", frozen_with_passes}, {"stats", frozen_stats},
+    {"plan", frozen_plan}, {"passes", tapedeck_frozen_passes}, {"with_passes", frozen_with_passes}, {"stats", frozen_stats},
     {"timeit", frozen_timeit}, {"params", frozen_params}, {nullptr, nullptr},
 };
 
@@ -1186,4 +1186,10 @@ std::shared_ptr<const Plan> tapedeck_frozen_recording(lua_State* L, int idx) {
     Frozen& f = check_frozen(L, idx);
     if (f.cache.empty()) engine_fail("%s was never recorded (call it once)", f.name.c_str());
     return f.cache.front().recorded;
+}
+
+std::shared_ptr<const Plan> tapedeck_frozen_plan(lua_State* L, int idx) {
+    Frozen& f = check_frozen(L, idx);
+    if (f.cache.empty()) engine_fail("%s was never recorded (call it once)", f.name.c_str());
+    return f.cache.front().plan;
 }

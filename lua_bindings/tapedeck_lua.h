@@ -66,6 +66,10 @@ void tapedeck_open_onnx(lua_State* L);
 // The recorded plan of the frozen function at idx, the one its latest call used (an error when it
 // was never called).
 std::shared_ptr<const td::Plan> tapedeck_frozen_recording(lua_State* L, int idx);
+// The compiled plan of the frozen function at idx that its latest call used (an error likewise).
+std::shared_ptr<const td::Plan> tapedeck_frozen_plan(lua_State* L, int idx);
+// f:passes([pass]): what each pass of f's plan decided, as a table (lua_plan_log.cpp).
+int tapedeck_frozen_passes(lua_State* L);
 // Whether the value at idx is a frozen function (from torch.freeze or torch.load_plan).
 bool tapedeck_is_frozen(lua_State* L, int idx);
 // Offers the engine the names the script gives its tensors now (engine/node_names.h): the

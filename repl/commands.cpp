@@ -11,6 +11,7 @@
 #include "debugger_why.h"
 #include "dot_export.h"
 #include "format.h"
+#include "plan_passes.h"
 #include "repl.h"
 #include "tapedeck_lua.h"
 #include "viewer.h"
@@ -144,6 +145,11 @@ bool cmd_freeze(lua_State* L, const std::string& args) {
 }
 
 bool cmd_plan(lua_State* L, const std::string& args) {
+    size_t option = args.find("--");
+    if (option != std::string::npos) {   // :plan f --passes [PASS] [--view]
+        plan_passes_command(L, trim(args.substr(0, option)), args.substr(option));
+        return true;
+    }
     if (!frozen_for(L, args, "plan")) return true;
     if (!call_frozen_method(L, "plan", "")) return true;
     fputs(lua_tostring(L, -1), stdout);
@@ -185,7 +191,7 @@ const Command commands[] = {
     {"graph", "g", "[expr]", "the tape as a table (id, op, name, phase, inputs, shape, file:line); with expr, the graph of that tensor", cmd_graph},
     {"dot", nullptr, "[expr] file", "write the graph as .dot, or render .svg/.png/.pdf with Graphviz", cmd_dot},
     {"freeze", nullptr, "f = fn, args...", "f = torch.freeze(fn, args...): run fn once, recording it, and compile the plan", cmd_freeze},
-    {"plan", nullptr, "f", "the frozen function's plan: passes, steps, fused groups, buffers, guards", cmd_plan},
+    {"plan", nullptr, "f [--passes]", "the frozen function's plan: passes, steps, fused groups, buffers, guards; --passes [PASS] [--view]: what each pass did", cmd_plan},
     {"timeit", nullptr, "f [N]", "eager vs frozen on the same graph: µs per call, speedup, peak memory, max |diff|", cmd_timeit},
     {"break", "b", "SPEC", "set a breakpoint: [once] [fwd|bwd] op NAME | fn NAME | node N | FILE:LINE [if nan | max > 1e3 | Lua of t]", debugger_cmd_break},
     {"breaks", nullptr, "", "list the breakpoints", debugger_cmd_breaks},

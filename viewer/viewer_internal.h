@@ -18,6 +18,7 @@
 
 #include "layout.h"
 #include "model.h"
+#include "plan_model.h"
 #include "viewer.h"
 
 struct GLFWwindow;
@@ -192,6 +193,12 @@ struct ViewerState {
     int tensor_tab = 0;
     int tensor_tab_request = -1;
     bool heatmap_drawn = false;      // the last frame drew a heatmap (tests)
+
+    // The pass-by-pass mode (window_plan.cpp): a frozen function's recorded graph instead of the
+    // tape, drawn as it is after pass stage `plan_stage` (0: as recorded).
+    std::shared_ptr<PlanModel> plan;
+    int plan_stage = 0;
+    bool plan_records_fresh = false; // `records` holds the plan's records
 };
 
 ViewerState& viewer_state();
@@ -234,6 +241,29 @@ bool viewer_breakpoint_on_node(const ViewerState& s, const NodeRecord& r);
 bool viewer_breakpoint_on_line(const ViewerState& s, const std::string& file, int line);
 // A short description of the stop: "stopped before #14 tanh_backward (backward of #10)".
 std::string viewer_stop_text(const ViewerState& s);
+
+// window_plan.cpp: the pass-by-pass mode.
+// Show `model` (null: back to the tape) at `stage`; change the stage (the layout stays).
+void viewer_show_plan(std::shared_ptr<PlanModel> model, int stage);
+void viewer_plan_stage(int stage);
+// In the pass-by-pass mode, `records` are the plan's: true when they were just put there.
+bool plan_records_refresh(ViewerState& s);
+// The Graph window's pass selector (buttons, keys 0-6) and the stage's summary.
+void draw_plan_toolbar(ViewerState& s);
+// How a box looks at the current stage: its fill and opacity (a buffer's colour, faded when
+// dropped or merged; at the reuse stage, steps with no buffer of the plan's are white); then its
+// marks (struck through, dashed).
+void plan_box_fill(const ViewerState& s, const ViewBox& box, const PlanBoxMark& mark, ImU32* fill, float* alpha);
+void draw_plan_box_marks(ImDrawList* dl, const PlanBoxMark& mark, ImVec2 a, ImVec2 c, float zoom);
+// Over the boxes (from s.drawn): fused groups framed as one, merged boxes pointing at the kept one.
+void draw_plan_overlay(ViewerState& s, ImDrawList* dl);
+// The stage's colours, in the strip along the top of the canvas (instead of the tape's legend).
+void draw_plan_legend(const ViewerState& s, ImDrawList* dl, ImVec2 origin, float width);
+
+// viewer_lua_plan.cpp: viewer.show_plan, viewer.plan_pass; a box's marks in viewer.model().
+int viewer_lua_show_plan(lua_State* L);
+int viewer_lua_plan_pass(lua_State* L);
+void viewer_lua_plan_fields(lua_State* L, const ViewBox& box);
 
 // ---------------------------------------------------------------------------------------------
 // For the `viewer` Lua table (viewer_lua.cpp): scripts and tests

@@ -22,6 +22,8 @@
 //   viewer.bench_frames(n) -> {ms...}                 viewer.request_close()
 //   viewer.click(x, y [, "left"|"right"|"double"]) or viewer.click(label [, ...])   scripted input
 //   viewer.item_rect(label) -> x0, y0, x1, y1   where a button, menu item or "heatmap" was drawn
+//   viewer.show_plan(f [, pass]), viewer.plan_pass([pass])   a frozen function's graph, pass by pass
+//                                                            (viewer_lua_plan.cpp)
 //
 // Bindings only: each calls the viewer (viewer.h, viewer_internal.h).
 #include <algorithm>
@@ -497,6 +499,7 @@ int l_model(lua_State* L) {
             set_boolean(L, "executed", b.executed);
             set_boolean(L, "leaf", b.is_leaf);                 // with requires_grad: what colours it
             set_boolean(L, "requires_grad", b.requires_grad);  // (parameter, data, op)
+            viewer_lua_plan_fields(L, b);   // the pass-by-pass mode's marks (viewer_lua_plan.cpp)
         }
         lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
     }
@@ -576,6 +579,11 @@ int l_model(lua_State* L) {
     set_integer(L, "frames", static_cast<lua_Integer>(s.frames_drawn));
     push_window_span(L, s.window_span);
     lua_setfield(L, -2, "window");
+    if (s.plan) {
+        set_string(L, "plan_pass", plan_stage_name(s.plan_stage));
+        set_string(L, "plan_summary", s.plan->summary[s.plan_stage]);
+        set_integer(L, "plan_fused_groups", static_cast<lua_Integer>(s.plan->fused.size()));
+    }
     return 1;
 }
 
@@ -717,6 +725,8 @@ const luaL_Reg viewer_functions[] = {
     {"window", l_window},
     {"request_close", l_request_close},
     {"click", l_click},
+    {"show_plan", viewer_lua_show_plan},
+    {"plan_pass", viewer_lua_plan_pass},
     {"item_rect", l_item_rect},
     {nullptr, nullptr},
 };

@@ -51,10 +51,12 @@ void viewer_set_controls(const ViewerControls*) {}
 void viewer_set_breakpoints(const std::vector<ViewerBreakpoint>&) {}
 
 void viewer_open_lua(lua_State* L) {
-    lua_createtable(L, 0, 2);
+    lua_createtable(L, 0, 3);
     lua_pushcfunction(L, l_open);
     lua_setfield(L, -2, "open");
     lua_pushcfunction(L, l_is_open);
     lua_setfield(L, -2, "is_open");
+    lua_pushcfunction(L, l_open);   // show_plan: nil and the same message
+    lua_setfield(L, -2, "show_plan");
     lua_setglobal(L, "viewer");
 }

@@ -189,7 +189,14 @@ static GraphView build_view(const ViewerState& s, const std::vector<NodeRecord>&
     in.focus_node = s.selected;
     in.window_first = s.window_span.nodes < s.window_span.live ? s.window_span.first : 0;
     in.measure = measure_for(s);
-    return view_build(in);
+    if (s.plan) {   // the pass-by-pass mode: the whole recorded graph, no groups (window_plan.cpp)
+        in.options.loss_graph = in.options.collapse_loops = in.options.collapse_lines = false;
+        in.options.collapse_backward = false;
+        in.window_first = 0;
+    }
+    GraphView view = view_build(in);
+    if (s.plan) plan_view_decorate(view, *s.plan, in.measure);
+    return view;
 }
 
 // Boxes the layout has not placed yet go below an input that is placed (the graph grows
@@ -296,6 +303,7 @@ static bool records_refresh(ViewerState& s) {
     // While a script records nodes, the view follows the tape at most 4 times a second: frames in
     // between only draw (records and view of a 1,000-node window take 2-5 ms, of a 50,000-node
     // tape copied whole, tens of ms).
+    if (s.plan) return plan_records_refresh(s);
     if (s.live && seconds_since(s.last_live_update) < LIVE_UPDATE_INTERVAL) return false;
     if (s.live) s.last_live_update = Clock::now();
     window_apply_move(s);
@@ -544,6 +552,8 @@ void window_close(ViewerState& s) {
     s.history.clear();   // may free nodes: the tape changes
     s.running.clear();
     s.records.clear();
+    s.plan.reset();
+    s.plan_records_fresh = false;
     s.window_anchor = Ref<Node>();   // may free nodes too
     s.nodes_held.clear();
     s.nodes_gone.clear();

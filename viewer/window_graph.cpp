@@ -309,6 +309,7 @@ void draw_toolbar(ViewerState& s) {
         ImGui::SameLine();
         ImGui::TextColored(ImVec4(1, 0.4f, 0.4f, 1), "%s", s.layout.error.c_str());
     }
+    if (s.plan) draw_plan_toolbar(s);
     if (s.view.cap_focus != 0)
         ImGui::TextColored(ImVec4(1, 0.85f, 0.3f, 1),
                            "Showing %d boxes of %d nodes: the neighbourhood of #%lld (the node cap is in Options)",
@@ -586,6 +587,8 @@ void draw_graph_window(ViewerState& s, const Tile& tile) {
             float height = c.y - a.y;
             ImU32 fill = d.highlighted ? COLOUR_HIGHLIGHT : box_fill(b);
             if (!b.executed && !d.highlighted) fill = COLOUR_OP;
+            const PlanBoxMark* plan_mark = s.plan && b.kind == BOX_NODE ? plan_mark_of(*s.plan, s.plan_stage, b.node_id) : nullptr;
+            if (plan_mark) plan_box_fill(s, b, *plan_mark, &fill, &alpha);
             bool stacked = b.kind == BOX_CLUSTER || (b.is_function && b.member_count > 1);
             if (height < 5.0f) {   // far away: a dot of colour
                 dl->AddRectFilled(a, ImVec2(std::max(c.x, a.x + 1), std::max(c.y, a.y + 1)), fade(fill == COLOUR_OP ? COLOUR_BORDER : fill, alpha));
@@ -621,6 +624,7 @@ void draw_graph_window(ViewerState& s, const Tile& tile) {
             } else {
                 dl->AddRect(a, c, fade(COLOUR_BORDER, alpha), round, 0, border_w);
             }
+            if (plan_mark) draw_plan_box_marks(dl, *plan_mark, a, c, z);
             if (d.selected && !d.highlighted)
                 dl->AddRect(ImVec2(a.x - 2, a.y - 2), ImVec2(c.x + 2, c.y + 2), COLOUR_SELECTED, round + 2, 0, 2.5f);
             if (static_cast<int>(i) == hovered_box && !d.highlighted)
@@ -653,15 +657,21 @@ void draw_graph_window(ViewerState& s, const Tile& tile) {
                         y += line;
                         texts.push_back({ImVec2(x, y), COLOUR_TEXT_DIM, &b.extra, clip});
                     }
+                    if (plan_mark && !plan_mark->note.empty()) {   // the pass's word on it
+                        y += line;
+                        texts.push_back({ImVec2(x, y), COLOUR_FRAME, &plan_mark->note, clip});
+                    }
                 }
             }
         }
+        if (s.plan) draw_plan_overlay(s, dl);
         dl->PushTextureID(s.graph_atlas->TexID);
         for (const Text& t : texts)
             dl->AddText(s.graph_font, label_px, t.pos, t.colour, t.text->c_str(), nullptr, 0, &t.clip);
         dl->PopTextureID();
     }
-    if (show_legend) draw_legend(dl, origin, size.x);
+    if (show_legend && s.plan) draw_plan_legend(s, dl, origin, size.x);
+    else if (show_legend) draw_legend(dl, origin, size.x);
     if (v.boxes.empty()) {
         const char* text = "The tape is empty: run some tensor ops at the prompt.";
         dl->AddText(ImVec2(origin.x + 20, origin.y + 20), COLOUR_TEXT_DIM, text);
