@@ -6,6 +6,7 @@
 #include <lua.hpp>
 #include <vector>
 
+#include "animate.h"
 #include "debugger.h"
 #include "debugger_commands.h"
 #include "dot_export.h"
@@ -83,6 +84,11 @@ bool cmd_dot(lua_State* L, const std::string& args) {
 
 bool cmd_view(lua_State* L, const std::string& args) {
     viewer_command(L, args);
+    return true;
+}
+
+bool cmd_animate(lua_State* L, const std::string& args) {
+    td::animate_command(L, args);
     return true;
 }
 
@@ -213,6 +219,7 @@ const Command commands[] = {
     {"undisplay", nullptr, "N|all", "as :unwatch", debugger_cmd_unwatch},
     {"ignore", nullptr, "N COUNT", "breakpoint N does not stop at its next COUNT hits (counted in :breaks)", debugger_cmd_ignore},
     {"view", "v", "[expr]", "open the graph viewer (and select expr's node); also :view close, :view screenshot f.png, :view expand|collapse NAME, :view window older|newer|newest|#ID", cmd_view},
+    {"animate", nullptr, "expr out.gif", "backprop as a GIF (or PNG frames: a dir/): forward values, then gradients flowing back; --size WxH --delay MS --backward", cmd_animate},
     {"quit", "q", "", "leave tapedeck", cmd_quit},
 };
 
