@@ -122,20 +122,24 @@ AnimationStory story_build(const Tensor& loss, const AnimateGradients* watched, 
     if (nodes.size() > static_cast<size_t>(ANIMATE_MOST_NODES))
         throw std::runtime_error("the graph of " + label_of(root) + " has " + std::to_string(nodes.size()) + " nodes (forward and backward), more than " +
                                  std::to_string(ANIMATE_MOST_NODES) + " fit in frames anyone can read: animate a smaller piece (one step, one layer's output)");
+    // The pass from the root starts in the root's group (its seed gradient); backward nodes older
+    // than that belong to another pass (a parameter's accumulation from a pass of another loss).
+    int64_t pass_first = 0;
+    for (const Ref<Node>& b : root->backward_nodes()) pass_first = pass_first ? std::min(pass_first, b->id) : b->id;
     std::vector<const Node*> plain;
-    for (const Ref<Node>& n : nodes) plain.push_back(n.get());
+    for (const Ref<Node>& n : nodes)
+        if (n->phase == PHASE_FORWARD || (pass_first > 0 && n->id >= pass_first)) plain.push_back(n.get());
     story.records = records_of_nodes(plain);
 
     // The forward ops in record order, and the backward groups in the order the pass ran them.
     std::vector<const Node*> forward_ops, groups, leaves_with_grad;
-    bool recorded_backward = false;
     for (const Node* n : plain) {
-        if (n->phase == PHASE_BACKWARD) recorded_backward = true;
-        else if (is_computed_op(n)) forward_ops.push_back(n);
+        if (n->phase == PHASE_BACKWARD) continue;
+        if (is_computed_op(n)) forward_ops.push_back(n);
         else if (n->outputs.size() > 0 && n->outputs[0].requires_grad) leaves_with_grad.push_back(n);
     }
     const ArrivedGradient* arrived_at_root = arrived_gradient(root, 0);
-    story.has_backward = watched || recorded_backward || arrived_at_root;
+    story.has_backward = watched || pass_first > 0 || (arrived_at_root && arrived_at_root->complete);
     if (watched) {
         std::unordered_map<int64_t, const Node*> by_id;
         for (const Node* n : plain) by_id[n->id] = n;
@@ -486,6 +490,8 @@ AnimateResult animate_write(const Tensor& loss, const std::string& path, const A
         }
     }
     result.frames = n;
+    const char* const kinds[] = {"start", "forward", "backward", "done"};
+    for (const AnimationFrame& f : story.frames) result.frame_list.push_back({kinds[f.kind], f.node, f.title});
     result.width = options.width;
     result.height = options.height;
     for (int d : delays) result.seconds += (d + 5) / 10 * 0.01;

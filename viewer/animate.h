@@ -52,6 +52,12 @@ struct AnimateResult {
     int width = 0, height = 0;
     double seconds = 0;               // the GIF's playing time (the PNG sequence's at the same delays)
     std::vector<std::string> notes;   // what the user should know (no backward pass, values freed)
+    struct Frame {
+        const char* kind;             // "start", "forward", "backward", "done"
+        int64_t node;                 // the forward node computed, or whose gradient rule ran (start, done: the loss)
+        std::string title;
+    };
+    std::vector<Frame> frame_list;
 };
 
 // Animate the graph of `loss` into `path`: a GIF when it ends in .gif, else a directory that gets

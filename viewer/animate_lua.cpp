@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "animate.h"
+#include "lua_util.h"
 #include "tapedeck_lua.h"
 
 namespace td {
@@ -47,25 +48,25 @@ std::string result_message(const std::string& path, const AnimateResult& r) {
 }
 
 // viewer.animate(loss, path [, {size = {w, h}, delay = ms, backward = bool}]) -> {frames, width,
-// height, seconds, message, notes}
+// height, seconds, message, notes, steps = {{kind, node, title}...}}
 int l_animate(lua_State* L) {
-    std::string path = luaL_checkstring(L, 2);
+    std::string path = tdlua::check_string(L, 2, "path");
     AnimateOptions options;
     if (!lua_isnoneornil(L, 3)) {
-        luaL_checktype(L, 3, LUA_TTABLE);
+        if (!lua_istable(L, 3)) tdlua::arg_fail(3, "options must be a table {size = {w, h}, delay = ms, backward = true}, got %s", tdlua::type_name_of(L, 3));
         if (lua_getfield(L, 3, "size") != LUA_TNIL) {
-            if (!lua_istable(L, -1)) return luaL_error(L, "viewer.animate: size must be {width, height}, as {1920, 1080}");
+            if (!lua_istable(L, -1)) throw std::runtime_error("size must be {width, height}, as {1920, 1080}");
             lua_rawgeti(L, -1, 1);
             lua_rawgeti(L, -2, 2);
             if (!lua_isinteger(L, -2) || !lua_isinteger(L, -1))
-                return luaL_error(L, "viewer.animate: size must be {width, height} in whole pixels, as {1920, 1080}");
+                throw std::runtime_error("size must be {width, height} in whole pixels, as {1920, 1080}");
             options.width = static_cast<int>(lua_tointeger(L, -2));
             options.height = static_cast<int>(lua_tointeger(L, -1));
             lua_pop(L, 2);
         }
         lua_pop(L, 1);
         if (lua_getfield(L, 3, "delay") != LUA_TNIL) {
-            if (!lua_isinteger(L, -1)) return luaL_error(L, "viewer.animate: delay must be whole milliseconds, as 700");
+            if (!lua_isinteger(L, -1)) throw std::runtime_error("delay must be whole milliseconds, as 700");
             options.delay_ms = static_cast<int>(lua_tointeger(L, -1));
         }
         lua_pop(L, 1);
@@ -73,14 +74,8 @@ int l_animate(lua_State* L) {
         options.run_backward = lua_toboolean(L, -1);
         lua_pop(L, 1);
     }
-    AnimateResult r;
-    std::string error;
-    try {
-        r = animate_run(L, 1, path, options);
-    } catch (const std::exception& e) {
-        error = e.what();
-    }
-    if (!error.empty()) return luaL_error(L, "viewer.animate: %s", error.c_str());
+    if (!tapedeck_test_tensor(L, 1)) tdlua::arg_fail(1, "the loss must be a tensor, got %s", tdlua::type_name_of(L, 1));
+    AnimateResult r = animate_run(L, 1, path, options);
     lua_createtable(L, 0, 6);
     lua_pushinteger(L, r.frames);
     lua_setfield(L, -2, "frames");
@@ -98,20 +93,25 @@ int l_animate(lua_State* L) {
         lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
     }
     lua_setfield(L, -2, "notes");
+    lua_createtable(L, static_cast<int>(r.frame_list.size()), 0);
+    for (size_t i = 0; i < r.frame_list.size(); ++i) {
+        lua_createtable(L, 0, 3);
+        lua_pushstring(L, r.frame_list[i].kind);
+        lua_setfield(L, -2, "kind");
+        lua_pushinteger(L, r.frame_list[i].node);
+        lua_setfield(L, -2, "node");
+        lua_pushstring(L, r.frame_list[i].title.c_str());
+        lua_setfield(L, -2, "title");
+        lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
+    }
+    lua_setfield(L, -2, "steps");
     return 1;
 }
 
 // viewer.gif_info(path) -> {width, height, frames, loops, loop_count, delays = {ms...}, changed = {pixels...}}
 int l_gif_info(lua_State* L) {
-    std::string path = luaL_checkstring(L, 1);
-    GifInfo info;
-    std::string error;
-    try {
-        info = gif_info(path);
-    } catch (const std::exception& e) {
-        error = e.what();
-    }
-    if (!error.empty()) return luaL_error(L, "viewer.gif_info: %s", error.c_str());
+    std::string path = tdlua::check_string(L, 1, "path");
+    GifInfo info = gif_info(path);
     lua_createtable(L, 0, 7);
     lua_pushinteger(L, info.width);
     lua_setfield(L, -2, "width");
@@ -156,10 +156,12 @@ const char* const USAGE = "as in  :animate loss out.gif [--size 1920x1080] [--de
 }  // namespace
 
 void animate_open_lua(lua_State* L) {
-    lua_pushcfunction(L, l_animate);
-    lua_setfield(L, -2, "animate");
-    lua_pushcfunction(L, l_gif_info);
-    lua_setfield(L, -2, "gif_info");
+    static const tdlua::Binding functions[] = {
+        {"animate", l_animate, "viewer.animate"},
+        {"gif_info", l_gif_info, "viewer.gif_info"},
+        {nullptr, nullptr},
+    };
+    tdlua::register_bindings(L, functions);   // guarded: errors name the function and the caller's line
 }
 
 void animate_command(lua_State* L, const std::string& args) {
