@@ -85,8 +85,10 @@ std::string op_text(const Node* n) {
 // "rnn_cell.lua:17   next_h = (h2h + i2h):tanh()": where the node was recorded.
 std::string where_text(const Node* n) {
     if (n->where.file < 0) return "";
-    std::string text = source_line_text(source_file_name(n->where.file), n->where.line);
-    return source_loc_str(n->where) + (text.empty() ? "" : "   " + text);
+    std::string file = source_file_name(n->where.file);
+    std::string text = source_line_text(file, n->where.line);
+    std::string base = file.substr(file.find_last_of('/') == std::string::npos ? 0 : file.find_last_of('/') + 1);
+    return base + ":" + std::to_string(n->where.line) + (text.empty() ? "" : "   " + text);
 }
 
 // ============================================================================================

@@ -85,6 +85,25 @@ std::string text_fit(cairo_t* cr, const std::string& text, double width) {
     return s + "…";
 }
 
+// `text` in lines of at most `width` (cut at spaces, or anywhere in a word longer than a line),
+// from (x, y) down; returns the y under it.
+double text_wrapped(cairo_t* cr, double x, double y, double width, double line_height, const std::string& text) {
+    std::string rest = text;
+    while (!rest.empty()) {
+        size_t cut = rest.size();
+        while (cut > 1 && text_width(cr, rest.substr(0, cut)) > width) {
+            size_t space = rest.rfind(' ', cut - 1);
+            cut = space == std::string::npos || space == 0 ? cut - 1 : space;
+            while (cut > 1 && (static_cast<unsigned char>(rest[cut]) & 0xC0) == 0x80) --cut;   // whole UTF-8 characters
+        }
+        text_at(cr, x, y, rest.substr(0, cut));
+        y += line_height;
+        rest.erase(0, cut);
+        if (!rest.empty() && rest[0] == ' ') rest.erase(0, 1);
+    }
+    return y;
+}
+
 void rounded_rect(cairo_t* cr, double x0, double y0, double x1, double y1, double r) {
     r = std::min({r, (x1 - x0) / 2, (y1 - y0) / 2});
     cairo_new_sub_path(cr);
@@ -373,22 +392,9 @@ void draw_panel(cairo_t* cr, const AnimationPanel& p, const Geometry& g, int hei
         text_at(cr, x, y, text_fit(cr, p.what, w));
         y += 24 * u;
     }
-    if (!p.note.empty()) {   // a few wrapped lines
+    if (!p.note.empty()) {
         set_colour(cr, HIGHLIGHT_BORDER);
-        std::string rest = p.note, line;
-        while (!rest.empty()) {
-            size_t cut = rest.size();
-            while (cut > 0 && text_width(cr, rest.substr(0, cut)) > w) {
-                size_t space = rest.rfind(' ', cut - 1);
-                cut = space == std::string::npos || space == 0 ? cut - 1 : space;
-            }
-            if (cut == 0) cut = 1;
-            text_at(cr, x, y, rest.substr(0, cut));
-            y += 19 * u;
-            rest = rest.substr(cut);
-            if (!rest.empty() && rest[0] == ' ') rest.erase(0, 1);
-        }
-        y += 6 * u;
+        y = text_wrapped(cr, x, y, w, 19 * u, p.note) + 6 * u;
     }
     if (p.has_value && p.scalar) {
         set_font(cr, 40 * u, true);
@@ -445,9 +451,8 @@ void draw_panel(cairo_t* cr, const AnimationPanel& p, const Geometry& g, int hei
     set_font(cr, 14 * u);
     set_colour(cr, TEXT);
     for (const std::string& line : p.lines) {
-        if (y > height - 40 * u) break;
-        text_at(cr, x, y, text_fit(cr, line, w));
-        y += 20 * u;
+        if (y > height - 60 * u) break;
+        y = text_wrapped(cr, x, y, w, 20 * u, line);
     }
 }
 
