@@ -15,6 +15,8 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <functional>
+#include <memory>
 #include <stdexcept>
 #include <unordered_set>
 
@@ -278,6 +280,13 @@ AnimationStory story_build(const Tensor& loss, const AnimateGradients* watched, 
 // ============================================================================================
 // [SECTION] GIF
 
+// A frame drawn into a new image surface, which the caller owns (Surface).
+typedef std::function<cairo_surface_t*(int index)> FrameRenderer;
+struct SurfaceDestroy {
+    void operator()(cairo_surface_t* s) const { cairo_surface_destroy(s); }
+};
+typedef std::unique_ptr<cairo_surface_t, SurfaceDestroy> Surface;
+
 // The palette entry that frames after the first use for pixels that did not change: transparent,
 // so the previous frame shows through, and long runs of it compress well.
 constexpr int GIF_TRANSPARENT = 255;
@@ -293,11 +302,13 @@ uint32_t pixel_at(const unsigned char* data, int stride, int x, int y) {
     return *reinterpret_cast<const uint32_t*>(data + static_cast<size_t>(y) * stride + static_cast<size_t>(x) * 4);   // cairo's native xRGB
 }
 
-Palette palette_make(const std::vector<cairo_surface_t*>& frames, int width, int height) {
+Palette palette_make(int count, const FrameRenderer& render, int width, int height) {
     std::vector<GifByteType> r, g, b;
     int step = 2;
-    while (static_cast<double>(width / step) * (height / step) * frames.size() > 4e6) ++step;
-    for (cairo_surface_t* s : frames) {
+    while (static_cast<double>(width / step) * (height / step) * count > 4e6) ++step;
+    for (int i = 0; i < count; ++i) {
+        Surface frame(render(i));
+        cairo_surface_t* s = frame.get();
         const unsigned char* data = cairo_image_surface_get_data(s);
         int stride = cairo_image_surface_get_stride(s);
         for (int y = 0; y < height; y += step)
@@ -363,9 +374,11 @@ struct GifCloser {
 
 // Writes the frames: full first frame, then each frame's rectangle that changed (disposal: keep),
 // a Graphics Control Extension with its delay before each, and NETSCAPE2.0 looping forever.
-void gif_write(const std::string& path, const std::vector<cairo_surface_t*>& frames, const std::vector<int>& delays_ms, int width,
+// Frames are drawn twice (for the palette, then to encode them), one at a time: memory stays one
+// frame and two index buffers whatever their number.
+void gif_write(const std::string& path, int count, const FrameRenderer& render, const std::vector<int>& delays_ms, int width,
                int height) {
-    Palette palette = palette_make(frames, width, height);
+    Palette palette = palette_make(count, render, width, height);
     int error = 0;
     int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0666);   // (EGifOpenFileName would make it 0600)
     if (fd < 0) throw std::runtime_error("cannot write " + path + ": " + strerror(errno));
@@ -389,8 +402,8 @@ void gif_write(const std::string& path, const std::vector<cairo_surface_t*>& fra
     check(EGifPutExtensionBlock(gif, 3, loop), "loop");
     check(EGifPutExtensionTrailer(gif), "loop");
     std::vector<uint8_t> previous;
-    for (size_t i = 0; i < frames.size(); ++i) {
-        std::vector<uint8_t> now = frame_indices(frames[i], palette, width, height);
+    for (int i = 0; i < count; ++i) {
+        std::vector<uint8_t> now = frame_indices(Surface(render(i)).get(), palette, width, height);
         int x0 = 0, y0 = 0, x1 = width - 1, y1 = height - 1;
         if (!previous.empty()) {   // the rectangle that changed; one pixel when none did
             x0 = width, y0 = height, x1 = -1, y1 = -1;
@@ -404,7 +417,7 @@ void gif_write(const std::string& path, const std::vector<cairo_surface_t*>& fra
         GraphicsControlBlock gcb;
         gcb.DisposalMode = DISPOSE_DO_NOT;
         gcb.UserInputFlag = false;
-        gcb.DelayTime = (delays_ms[i] + 5) / 10;
+        gcb.DelayTime = (delays_ms[static_cast<size_t>(i)] + 5) / 10;
         gcb.TransparentColor = previous.empty() ? NO_TRANSPARENT_COLOR : GIF_TRANSPARENT;
         GifByteType extension[4];
         EGifGCBToExtension(&gcb, extension);
@@ -436,13 +449,6 @@ bool ends_with(const std::string& s, const std::string& tail) {
     return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
-struct SurfaceList {
-    std::vector<cairo_surface_t*> surfaces;
-    ~SurfaceList() {
-        for (cairo_surface_t* s : surfaces) cairo_surface_destroy(s);
-    }
-};
-
 }  // namespace
 
 AnimateResult animate_write(const Tensor& loss, const std::string& path, const AnimateOptions& options,
@@ -468,26 +474,25 @@ AnimateResult animate_write(const Tensor& loss, const std::string& path, const A
                  options.height);
         result.notes.push_back(text);
     }
-    SurfaceList frames;
-    std::vector<int> delays;
     int n = static_cast<int>(story.frames.size());
-    for (int i = 0; i < n; ++i) {
+    FrameRenderer render = [&](int i) {
         cairo_surface_t* s = cairo_image_surface_create(CAIRO_FORMAT_RGB24, options.width, options.height);
-        frames.surfaces.push_back(s);
         cairo_t* cr = cairo_create(s);
         animation_render(story, i, cr, options.width, options.height);
         cairo_destroy(cr);
         cairo_surface_flush(s);
-        delays.push_back(i == 0 || i == n - 1 ? 3 * options.delay_ms : options.delay_ms);
-    }
+        return s;
+    };
+    std::vector<int> delays;
+    for (int i = 0; i < n; ++i) delays.push_back(i == 0 || i == n - 1 ? 3 * options.delay_ms : options.delay_ms);
     if (gif) {
-        gif_write(path, frames.surfaces, delays, options.width, options.height);
+        gif_write(path, n, render, delays, options.width, options.height);
     } else {
         for (int i = 0; i < n; ++i) {
             char name[32];
             snprintf(name, sizeof name, "frame_%04d.png", i + 1);
             std::string file = path + (ends_with(path, "/") ? "" : "/") + name;
-            cairo_status_t st = cairo_surface_write_to_png(frames.surfaces[static_cast<size_t>(i)], file.c_str());
+            cairo_status_t st = cairo_surface_write_to_png(Surface(render(i)).get(), file.c_str());
             if (st != CAIRO_STATUS_SUCCESS) throw std::runtime_error("cannot write " + file + ": " + cairo_status_to_string(st));
         }
     }
