@@ -202,9 +202,12 @@ AnimationStory story_build(const Tensor& loss, const AnimateGradients* watched, 
         f.kind = FRAME_FORWARD;
         f.node = n->id;
         f.forward_done = static_cast<int>(i) + 1;
-        f.title = "forward " + std::to_string(i + 1) + "/" + std::to_string(forward_ops.size()) + "   " + op_text(n) + "   " + label_of(n);
+        int box = story.view.box_of(n->id);
+        const ViewBox* group = box >= 0 && story.view.boxes[static_cast<size_t>(box)].kind == BOX_CLUSTER ? &story.view.boxes[static_cast<size_t>(box)] : nullptr;
+        f.title = "forward " + std::to_string(i + 1) + "/" + std::to_string(forward_ops.size()) + "   " + (group ? group->title + ":  " : "") + op_text(n) +
+                  (label_of(n)[0] == '#' ? "" : "   " + label_of(n));
         f.where = where_text(n);
-        f.panel.heading = label_of(n);
+        f.panel.heading = group && label_of(n)[0] == '#' ? "output of " + group->title : label_of(n);
         f.panel.what = op_text(n) + "   " + shape_text(n->outputs[0].value);
         panel_set_value(f.panel, &n->outputs[0].value, "");
         frame_add(story, std::move(f));
@@ -219,7 +222,10 @@ AnimationStory story_build(const Tensor& loss, const AnimateGradients* watched, 
         f.forward_done = static_cast<int>(forward_ops.size());
         f.groups_done = static_cast<int>(i) + 1;
         std::string d = d_over_d(loss_name, label_of(n));
-        f.title = "backward " + std::to_string(i + 1) + "/" + std::to_string(groups.size()) + "   " + d + "   (the rule of " + op_text(n) + ")";
+        int box = story.view.box_of(n->id);
+        const ViewBox* group = box >= 0 && story.view.boxes[static_cast<size_t>(box)].kind == BOX_CLUSTER ? &story.view.boxes[static_cast<size_t>(box)] : nullptr;
+        f.title = "backward " + std::to_string(i + 1) + "/" + std::to_string(groups.size()) + "   " + (group ? group->title + ":  " : "") + d +
+                  "   (the rule of " + op_text(n) + ")";
         f.where = where_text(n);
         f.panel.heading = d;
         f.panel.what = "arrived at " + op_text(n) + "   " + shape_text(n->outputs[0].value);

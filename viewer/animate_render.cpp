@@ -168,7 +168,23 @@ int step_of(const std::unordered_map<int64_t, int>& steps, int64_t id) {
     return it == steps.end() ? -1 : it->second;
 }
 
-BoxLook box_look(const AnimationStory& story, const AnimationFrame& f, const ViewBox& b) {
+// The boxes of what this frame computes: the forward node's box (a collapsed group when it is in
+// one), and in the backward pass the boxes of the backward nodes its rule ran.
+std::vector<char> current_boxes(const AnimationStory& story, const AnimationFrame& f) {
+    std::vector<char> current(story.view.boxes.size(), 0);
+    if (f.kind != FRAME_FORWARD && f.kind != FRAME_BACKWARD) return current;
+    int box = story.view.box_of(f.node);
+    if (box >= 0) current[static_cast<size_t>(box)] = 1;
+    if (f.kind == FRAME_BACKWARD)
+        for (const NodeRecord& r : story.records) {
+            if (r.phase != PHASE_BACKWARD || step_of(story.gradient_done_step, r.group) != f.groups_done - 1) continue;
+            int b = story.view.box_of(r.id);
+            if (b >= 0) current[static_cast<size_t>(b)] = 1;
+        }
+    return current;
+}
+
+BoxLook box_look(const AnimationStory& story, const AnimationFrame& f, const ViewBox& b, bool current) {
     BoxLook look;
     if (b.kind == BOX_STUB) {
         look.alpha = 0.5;
@@ -177,10 +193,9 @@ BoxLook box_look(const AnimationStory& story, const AnimationFrame& f, const Vie
     if (b.phase == PHASE_FORWARD) {
         int step = step_of(story.forward_step, b.node_id);
         bool computed = step < 0 || step < f.forward_done;   // leaves (step -1) are known from the start
-        look.alpha = computed ? 1.0 : 0.22;
-        look.current = f.kind == FRAME_FORWARD && b.node_id == f.node && b.kind != BOX_GHOST;
+        look.alpha = computed || current ? 1.0 : 0.22;
+        look.current = current;
         if (f.kind == FRAME_BACKWARD || f.kind == FRAME_DONE) {
-            look.current = f.kind == FRAME_BACKWARD && b.node_id == f.node && b.kind != BOX_GHOST;
             int done = step_of(story.gradient_done_step, b.node_id);   // the group after which its gradient is whole
             if (b.requires_grad && b.kind != BOX_GHOST && done >= 0) {
                 int now = f.groups_done - 1;
@@ -196,7 +211,8 @@ BoxLook box_look(const AnimationStory& story, const AnimationFrame& f, const Vie
     bool ran = f.kind == FRAME_DONE || (group >= 0 && group < f.groups_done);
     look.alpha = ran ? 1.0 : f.kind == FRAME_BACKWARD ? 0.45 : 0.18;
     look.pending = !ran;
-    look.current = f.kind == FRAME_BACKWARD && r && group == f.groups_done - 1;
+    look.current = current;
+    if (current) look.alpha = 1.0, look.pending = false;
     return look;
 }
 
@@ -513,7 +529,8 @@ void animation_render(const AnimationStory& story, int index, cairo_t* cr, int w
 
     std::vector<BoxLook> looks;
     looks.reserve(story.view.boxes.size());
-    for (const ViewBox& b : story.view.boxes) looks.push_back(box_look(story, f, b));
+    std::vector<char> current = current_boxes(story, f);
+    for (size_t i = 0; i < story.view.boxes.size(); ++i) looks.push_back(box_look(story, f, story.view.boxes[i], current[i] != 0));
     draw_edges(cr, story, f, g, looks);
     draw_boxes(cr, story, g, looks);
 
