@@ -474,10 +474,10 @@ AnimateResult animate_write(const Tensor& loss, const std::string& path, const A
     AnimateResult result;
     AnimationStory story = story_build(loss, watched, result.notes);
     double label_px = animation_label_px(story, options.width, options.height);
-    if (label_px < 8.5) {
-        char text[160];
-        snprintf(text, sizeof text, "the graph's labels are %.1f px high at %dx%d: --size 1920x1080 makes them larger", label_px, options.width,
-                 options.height);
+    if (label_px < ANIMATE_LABEL_MIN_PX) {
+        char text[240];
+        snprintf(text, sizeof text, "the whole graph fits the frame only with labels %.1f px high: the frames zoom in on the node computed, "
+                 "the first and the last show the whole graph", label_px * options.height / 720.0);
         result.notes.push_back(text);
     }
     int n = static_cast<int>(story.frames.size());

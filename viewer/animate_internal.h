@@ -63,9 +63,13 @@ struct AnimationStory {
 
 // Width and height of a label line at the graph's own text size (layout units), as cairo draws it.
 void animation_measure(const std::string& text, float* width, float* height);
+// Labels smaller than this (pixels at 720 pixels high) are not legible: frames then follow the
+// node computed, zoomed in.
+constexpr double ANIMATE_LABEL_MIN_PX = 8.5;
 // Draw frame `index` of `story` into `cr` (width x height pixels).
 void animation_render(const AnimationStory& story, int index, cairo_t* cr, int width, int height);
-// The text height, in pixels, of the graph's labels in these frames (legibility).
+// The text height of the graph's labels when the whole graph fits the frame, in pixels at 720
+// pixels high (legibility: compare with ANIMATE_LABEL_MIN_PX).
 double animation_label_px(const AnimationStory& story, int width, int height);
 
 }  // namespace td

@@ -122,12 +122,17 @@ struct Geometry {
     double title_h = 0;
     double panel_x = 0, panel_w = 0;
     double legend_y = 0;
+    double area_x0 = 0, area_y0 = 0, area_x1 = 0, area_y1 = 0;   // where the graph is drawn
     double scale = 1, ox = 0, oy = 0;   // layout units -> pixels: x * scale + ox
+    bool follows = false;               // zoomed in on the node computed (the whole graph is too small)
     double px(double x) const { return x * scale + ox; }
     double py(double y) const { return y * scale + oy; }
 };
 
-Geometry geometry(const AnimationStory& story, int width, int height) {
+// The frame's parts, and the camera: the whole graph scaled to fit (at most 2x); where its labels
+// would be under ANIMATE_LABEL_MIN_PX, frames that compute a node (`current`: its boxes) follow it
+// at labels of 11 px (at 720 pixels high) instead, the start and the end show the whole graph.
+Geometry geometry(const AnimationStory& story, int width, int height, const std::vector<char>* current = nullptr) {
     Geometry g;
     g.unit = height / 720.0;
     g.title_h = std::round(84 * g.unit);
@@ -136,11 +141,34 @@ Geometry geometry(const AnimationStory& story, int width, int height) {
     double margin = 14 * g.unit, legend_h = 30 * g.unit;
     g.legend_y = height - legend_h;
     double x0 = margin, y0 = g.title_h + margin, x1 = g.panel_x - margin, y1 = g.legend_y - margin * 0.5;
+    g.area_x0 = x0, g.area_y0 = y0, g.area_x1 = x1, g.area_y1 = y1;
     const LayoutRect& b = story.layout.bounds;
     double bw = std::max(1.0f, b.x1 - b.x0), bh = std::max(1.0f, b.y1 - b.y0);
     g.scale = std::min({(x1 - x0) / bw, (y1 - y0) / bh, 2.0 * g.unit});
     g.ox = x0 + ((x1 - x0) - bw * g.scale) / 2 - b.x0 * g.scale;
     g.oy = y0 + ((y1 - y0) - bh * g.scale) / 2 - b.y0 * g.scale;
+    if (!current || LABEL_SIZE * g.scale >= ANIMATE_LABEL_MIN_PX * g.unit) return g;
+    // Follow: the bounds of the current boxes; when they do not fit, of its backward ones only.
+    double scale = 11.0 * g.unit / LABEL_SIZE;
+    for (int pass = 0; pass < 2; ++pass) {
+        LayoutRect f{1e30f, 1e30f, -1e30f, -1e30f};
+        for (size_t i = 0; i < current->size(); ++i) {
+            if (!(*current)[i] || (pass == 1 && story.view.boxes[i].phase != PHASE_BACKWARD)) continue;
+            auto r = story.layout.boxes.find(story.view.boxes[i].key);
+            if (r == story.layout.boxes.end()) continue;
+            f.x0 = std::min(f.x0, r->second.x0), f.y0 = std::min(f.y0, r->second.y0);
+            f.x1 = std::max(f.x1, r->second.x1), f.y1 = std::max(f.y1, r->second.y1);
+        }
+        if (f.x1 < f.x0) return g;   // nothing to follow: the whole graph
+        bool fits = (f.x1 - f.x0) * scale <= x1 - x0 && (f.y1 - f.y0) * scale <= y1 - y0;
+        if (fits || pass == 1) {
+            g.scale = scale;
+            g.ox = (x0 + x1) / 2 - (f.x0 + f.x1) / 2 * scale;
+            g.oy = (y0 + y1) / 2 - (f.y0 + f.y1) / 2 * scale;
+            g.follows = true;
+            return g;
+        }
+    }
     return g;
 }
 
@@ -517,22 +545,35 @@ void animation_measure(const std::string& text, float* width, float* height) {
 }
 
 double animation_label_px(const AnimationStory& story, int width, int height) {
-    return LABEL_SIZE * geometry(story, width, height).scale;
+    return LABEL_SIZE * geometry(story, width, height).scale / (height / 720.0);
 }
 
 void animation_render(const AnimationStory& story, int index, cairo_t* cr, int width, int height) {
     const AnimationFrame& f = story.frames[static_cast<size_t>(index)];
-    Geometry g = geometry(story, width, height);
+    std::vector<char> current = current_boxes(story, f);
+    Geometry g = geometry(story, width, height, &current);
     double u = g.unit;
     set_colour(cr, BACKGROUND);
     cairo_paint(cr);
 
     std::vector<BoxLook> looks;
     looks.reserve(story.view.boxes.size());
-    std::vector<char> current = current_boxes(story, f);
     for (size_t i = 0; i < story.view.boxes.size(); ++i) looks.push_back(box_look(story, f, story.view.boxes[i], current[i] != 0));
+    cairo_save(cr);
+    cairo_rectangle(cr, 0, g.title_h, g.panel_x, g.legend_y - g.title_h);
+    cairo_clip(cr);
     draw_edges(cr, story, f, g, looks);
     draw_boxes(cr, story, g, looks);
+    cairo_restore(cr);
+    if (g.follows) {   // say that this is a part of the graph
+        const std::string note = "zoomed in on the node computed (the first and last frames show the whole graph)";
+        set_font(cr, 13 * u);
+        set_colour(cr, BACKGROUND, 0.85);
+        cairo_rectangle(cr, 0, g.title_h, text_width(cr, note) + g.area_x0 + 8 * u, 24 * u);
+        cairo_fill(cr);
+        set_colour(cr, TEXT_DIM);
+        text_at(cr, g.area_x0, g.title_h + 5 * u, note);
+    }
 
     // The title bar: what happens, then where (the source line).
     Colour accent = f.kind == FRAME_BACKWARD ? HIGHLIGHT_BORDER : f.kind == FRAME_FORWARD ? Colour{0.85, 0.65, 0.0} : FRAME;
