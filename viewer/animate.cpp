@@ -504,7 +504,10 @@ AnimateResult animate_write(const Tensor& loss, const std::string& path, const A
     }
     result.frames = n;
     const char* const kinds[] = {"start", "forward", "backward", "done"};
-    for (const AnimationFrame& f : story.frames) result.frame_list.push_back({kinds[f.kind], f.node, f.title});
+    for (const AnimationFrame& f : story.frames) {
+        const TensorStats& st = f.panel.stats;
+        result.frame_list.push_back({kinds[f.kind], f.node, f.title, f.panel.heading, f.panel.has_value, st.min, st.max, st.mean, st.norm});
+    }
     result.width = options.width;
     result.height = options.height;
     for (int d : delays) result.seconds += (d + 5) / 10 * 0.01;

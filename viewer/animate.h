@@ -56,6 +56,9 @@ struct AnimateResult {
         const char* kind;             // "start", "forward", "backward", "done"
         int64_t node;                 // the forward node computed, or whose gradient rule ran (start, done: the loss)
         std::string title;
+        std::string heading;          // the panel's: "next_h", "d loss / d next_h", "d loss / d W_h"
+        bool has_value = false;       // the panel shows the value's numbers (kept, not freed):
+        double min = 0, max = 0, mean = 0, norm = 0;   // over its finite elements (tensor_stats)
     };
     std::vector<Frame> frame_list;
 };

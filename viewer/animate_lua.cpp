@@ -48,7 +48,8 @@ std::string result_message(const std::string& path, const AnimateResult& r) {
 }
 
 // viewer.animate(loss, path [, {size = {w, h}, delay = ms, backward = bool}]) -> {frames, width,
-// height, seconds, message, notes, steps = {{kind, node, title}...}}
+// height, seconds, message, notes, steps = {{kind, node, title, heading, value = {min, max, mean,
+// norm} where the panel shows numbers}...}}
 int l_animate(lua_State* L) {
     std::string path = tdlua::check_string(L, 2, "path");
     AnimateOptions options;
@@ -100,8 +101,20 @@ int l_animate(lua_State* L) {
         lua_setfield(L, -2, "kind");
         lua_pushinteger(L, r.frame_list[i].node);
         lua_setfield(L, -2, "node");
-        lua_pushstring(L, r.frame_list[i].title.c_str());
+        const AnimateResult::Frame& f = r.frame_list[i];
+        lua_pushstring(L, f.title.c_str());
         lua_setfield(L, -2, "title");
+        lua_pushstring(L, f.heading.c_str());
+        lua_setfield(L, -2, "heading");
+        if (f.has_value) {   // the panel's numbers: {min, max, mean, norm}
+            lua_createtable(L, 0, 4);
+            const std::pair<const char*, double> fields[] = {{"min", f.min}, {"max", f.max}, {"mean", f.mean}, {"norm", f.norm}};
+            for (const auto& field : fields) {
+                lua_pushnumber(L, field.second);
+                lua_setfield(L, -2, field.first);
+            }
+            lua_setfield(L, -2, "value");
+        }
         lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
     }
     lua_setfield(L, -2, "steps");

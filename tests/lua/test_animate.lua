@@ -7,6 +7,7 @@
 --   * backward = true: the pass run again with its gradients kept, written as PNG frames at
 --     640x360, each frame different from the one before;
 --   * a chain too tall for the frame: the frames zoom in on the node computed;
+--   * the numbers in the panel (values, arriving gradients, W_h.grad) are PyTorch's;
 --   * bad input: a leaf, not a tensor, a bad size or delay, a path that cannot be written, a graph
 --     too big, a file that is no GIF; a graph with no backward pass animates its forward pass.
 local check = dofile((arg[0]:match("^(.*[/\\])") or "") .. "check.lua")
@@ -105,7 +106,32 @@ local info4 = viewer.gif_info(gif)
 check.equal(info4.frames, r4.frames, "frames in the GIF")
 os.remove(gif)
 
--- 5. Bad input.
+-- 5. The numbers the panel shows are PyTorch's (tests/oracle/make_animate_oracle.py): the value
+-- of each forward op, the gradient arriving at each node whose rule runs, W_h.grad at the end.
+do
+  local oracle = dofile(here .. "../oracle/animate_oracle_data.lua")
+  local function input(entry) return check.entry_tensor(entry):detach() end   -- a leaf, not a reshape's output
+  local W_h = input(oracle.W_h):requires_grad_()
+  local W_x = input(oracle.W_x):requires_grad_()
+  local x, prev_h = input(oracle.x), input(oracle.prev_h)
+  local h2h = torch.mm(W_h, prev_h:t())
+  local i2h = torch.mm(W_x, x:t())
+  local next_h = (h2h + i2h):tanh()
+  local loss = next_h:sum()
+  local r5 = viewer.animate(loss, gif, {backward = true})
+  os.remove(gif)
+  local function same(step, expected, what)
+    assert(step.value, what .. ": the panel shows no numbers")
+    check.close({step.value.min, step.value.max, step.value.mean, step.value.norm},
+                {expected.min, expected.max, expected.mean, expected.norm}, 1e-9, what)
+  end
+  for i, expected in ipairs(oracle.forward) do same(r5.steps[1 + i], expected, "forward frame " .. i) end
+  for i, expected in ipairs(oracle.backward) do same(r5.steps[8 + i], expected, "backward frame " .. i) end
+  check.equal(r5.steps[14].heading, "d loss / d W_h", "the end shows W_h's gradient")
+  same(r5.steps[14], oracle.W_h_grad, "W_h.grad")
+end
+
+-- 6. Bad input.
 check.fails("viewer.animate", "is a leaf", function() viewer.animate(W_h, gif) end)
 check.fails("viewer.animate", "the loss must be a tensor, got number", function() viewer.animate(42, gif) end)
 check.fails("viewer.animate", "outside 320x180", function() viewer.animate(loss, gif, {size = {10, 10}}) end)
