@@ -219,7 +219,7 @@ const Command commands[] = {
     {"undisplay", nullptr, "N|all", "as :unwatch", debugger_cmd_unwatch},
     {"ignore", nullptr, "N COUNT", "breakpoint N does not stop at its next COUNT hits (counted in :breaks)", debugger_cmd_ignore},
     {"view", "v", "[expr]", "open the graph viewer (and select expr's node); also :view close, :view screenshot f.png, :view expand|collapse NAME, :view window older|newer|newest|#ID", cmd_view},
-    {"animate", nullptr, "expr out.gif", "backprop as a GIF (or PNG frames: a dir/): forward values, then gradients flowing back; --size WxH --delay MS --backward", cmd_animate},
+    {"animate", nullptr, "expr f.gif", "backprop as a GIF (or PNG frames: a dir/): forward values, then gradients flowing back; --size WxH --delay MS --backward", cmd_animate},
     {"quit", "q", "", "leave tapedeck", cmd_quit},
 };
 
