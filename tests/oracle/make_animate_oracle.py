@@ -1,6 +1,6 @@
 """make_animate_oracle.py: PyTorch's numbers for the frames of tests/lua/test_animate.lua.
 
-Run: /usr/bin/python3 tests/oracle/make_animate_oracle.py > tests/oracle/animate_oracle_data.lua
+Run: python3 tests/oracle/make_animate_oracle.py > tests/oracle/animate_oracle_data.lua
 
 The lecture's RNN cell (scripts/rnn_cell.lua) in float64 on fixed random inputs:
     h2h = W_h @ prev_h.T,  i2h = W_x @ x.T,  next_h = tanh(h2h + i2h),  loss = next_h.sum()
