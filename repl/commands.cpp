@@ -6,6 +6,7 @@
 #include <lua.hpp>
 #include <vector>
 
+#include "animate.h"
 #include "debugger.h"
 #include "debugger_commands.h"
 #include "debugger_why.h"
@@ -85,6 +86,11 @@ bool cmd_dot(lua_State* L, const std::string& args) {
 
 bool cmd_view(lua_State* L, const std::string& args) {
     viewer_command(L, args);
+    return true;
+}
+
+bool cmd_animate(lua_State* L, const std::string& args) {
+    td::animate_command(L, args);
     return true;
 }
 
@@ -222,6 +228,7 @@ const Command commands[] = {
     {"gradcheck", nullptr, "[eps=E]", "at a backward stop: grad_input against finite differences in float64, worst element per input (also atol=, rtol=, max_evaluations=)", debugger_cmd_gradcheck},
     {"ignore", nullptr, "N COUNT", "breakpoint N does not stop at its next COUNT hits (counted in :breaks)", debugger_cmd_ignore},
     {"view", "v", "[expr]", "open the graph viewer (and select expr's node); also :view close, :view screenshot f.png, :view expand|collapse NAME, :view window older|newer|newest|#ID", cmd_view},
+    {"animate", nullptr, "expr f.gif", "backprop as a GIF (or PNG frames: a dir/): forward values, then gradients flowing back; --size WxH --delay MS --backward", cmd_animate},
     {"quit", "q", "", "leave tapedeck", cmd_quit},
 };
 

@@ -154,6 +154,16 @@ TapeWindowSpan records_update(std::vector<NodeRecord>& records, const std::unord
     return span;
 }
 
+std::vector<NodeRecord> records_of_nodes(const std::vector<const Node*>& nodes) {
+    std::vector<NodeRecord> records;
+    records.reserve(nodes.size());
+    for (const Node* n : nodes) {
+        records.push_back(record_make(n, records));
+        records.back().name = node_bound_name(n);
+    }
+    return records;
+}
+
 // ============================================================================================
 // [SECTION] shown     the loss's picture; history starts end a walk
 

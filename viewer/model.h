@@ -75,6 +75,9 @@ std::vector<const Node*> tape_window_nodes(const TapeWindow& window);
 // holds the nodes that started but did not finish. O(window.size), whatever the tape's length.
 TapeWindowSpan records_update(std::vector<NodeRecord>& records, const std::unordered_set<int64_t>& running,
                               const TapeWindow& window = TapeWindow());
+// Records of these nodes (ascending ids: a graph_collect list), names included, whatever else is
+// on the tape: :animate's picture of one loss. O(nodes).
+std::vector<NodeRecord> records_of_nodes(const std::vector<const Node*>& nodes);
 // The record with this id, or nullptr (binary search).
 const NodeRecord* record_find(const std::vector<NodeRecord>& records, int64_t id);
 // A parameter made under no_grad (nn.Parameter: a clone of detached values) is one box titled

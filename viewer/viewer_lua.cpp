@@ -32,6 +32,7 @@
 #include <thread>
 #include <lua.hpp>
 
+#include "animate.h"
 #include "node_names.h"
 #include "tapedeck_lua.h"
 #include "tensor_stats.h"
@@ -736,6 +737,7 @@ const luaL_Reg viewer_functions[] = {
 void viewer_open_lua(lua_State* L) {
     g_main_state = L;
     luaL_newlib(L, viewer_functions);
+    td::animate_open_lua(L);   // viewer.animate, viewer.gif_info: built either way
     lua_setglobal(L, "viewer");
     lua_newuserdatauv(L, 0, 0);   // closes the window when L closes
     lua_createtable(L, 0, 1);

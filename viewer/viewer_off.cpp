@@ -1,7 +1,9 @@
 // viewer_off.cpp: viewer.h in a build without the window (TAPEDECK_VIEWER off): opening fails with
-// a message saying so, the debugger's calls do nothing, and `viewer` in Lua has open/is_open only.
+// a message saying so, the debugger's calls do nothing, and `viewer` in Lua has open/is_open and
+// animate/gif_info (animate.h: headless).
 #include <lua.hpp>
 
+#include "animate.h"
 #include "viewer.h"
 
 namespace {
@@ -58,5 +60,6 @@ void viewer_open_lua(lua_State* L) {
     lua_setfield(L, -2, "is_open");
     lua_pushcfunction(L, l_open);   // show_plan: nil and the same message
     lua_setfield(L, -2, "show_plan");
+    td::animate_open_lua(L);   // viewer.animate, viewer.gif_info: no window needed
     lua_setglobal(L, "viewer");
 }
