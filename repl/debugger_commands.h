@@ -30,3 +30,4 @@ bool debugger_cmd_print(lua_State* L, const std::string& args);     // :p EXPR
 bool debugger_cmd_until(lua_State* L, const std::string& args);     // :until [LINE]
 bool debugger_cmd_ignore(lua_State* L, const std::string& args);    // :ignore N COUNT
 bool debugger_cmd_post_mortem(lua_State* L, const std::string& args);   // :pm
+bool debugger_cmd_diff(lua_State* L, const std::string& args);      // :diff [nodes|values|grads|on|off] (debugger_diff.cpp)

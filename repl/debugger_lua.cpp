@@ -310,7 +310,7 @@ const luaL_Reg dbg_functions[] = {
     {"continue", l_continue}, {"abort", l_abort}, {"pause", l_pause}, {"on_stop", l_on_stop}, {"stopped", l_stopped},
     {"where", l_where}, {"banner", l_banner}, {"inspect", l_inspect}, {"watch", l_watch},
     {"unwatch", l_unwatch}, {"command", l_command}, {"run", l_run}, {"attach", l_attach},
-    {"detach", l_detach}, {"attached", l_attached}, {"hooks", l_hooks}, {nullptr, nullptr},
+    {"detach", l_detach}, {"attached", l_attached}, {"hooks", l_hooks}, {"diff", debugger_diff_lua}, {nullptr, nullptr},
 };
 
 }  // namespace
