@@ -212,7 +212,7 @@ const Command commands[] = {
     {"display", nullptr, "[expr]", "as :watch (pdb's name): print expr at every stop, numbered", debugger_cmd_watch},
     {"undisplay", nullptr, "N|all", "as :unwatch", debugger_cmd_unwatch},
     {"ignore", nullptr, "N COUNT", "breakpoint N does not stop at its next COUNT hits (counted in :breaks)", debugger_cmd_ignore},
-    {"diff", nullptr, "[nodes|values|grads|off]", "what changed since the previous training step: new/missing nodes, shapes, values and gradients that moved most", debugger_cmd_diff},
+    {"diff", nullptr, "[part|off]", "what changed since the previous training step: new and missing nodes, shapes, the values and gradients that moved most (part: nodes, values, grads)", debugger_cmd_diff},
     {"view", "v", "[expr]", "open the graph viewer (and select expr's node); also :view close, :view screenshot f.png, :view expand|collapse NAME, :view window older|newer|newest|#ID", cmd_view},
     {"quit", "q", "", "leave tapedeck", cmd_quit},
 };

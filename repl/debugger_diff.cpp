@@ -144,8 +144,9 @@ void pass_begin(StepSummary& step, const BackwardPass& pass) {
     if (!pass.order) return;
     for (Node* n : *pass.order) {
         auto found = step.index_of_id.find(n->id);
-        if (found != step.index_of_id.end()) {
-            if (step.nodes[found->second].name.empty()) step.nodes[found->second].name = node_bound_name(n);
+        if (found != step.index_of_id.end() && step.nodes[found->second].name.empty()) {
+            std::string label = node_label(n);   // a name, or an expression of its inputs' names
+            if (label[0] != '#') step.nodes[found->second].name = label;
         }
     }
     for (auto it = pass.order->rbegin(); it != pass.order->rend(); ++it)   // record order
@@ -277,7 +278,8 @@ bool by_change(const Moved& a, const Moved& b) {
 }
 
 // Compares `now` with `before`. When `now` is partial and its pass has not begun (a stop in the
-// forward part), `before` is cut to the same part: its nodes up to the last one `now` matched.
+// forward part), `before` is cut to the same part: its nodes up to the last one `now` matched,
+// and as many after it as `now` has after its own last match (the other side of a branch).
 Report report_make(const StepSummary& now, const StepSummary& before, bool partial) {
     Report r;
     r.now = &now;
@@ -286,14 +288,16 @@ Report report_make(const StepSummary& now, const StepSummary& before, bool parti
     std::unordered_map<std::string, size_t> before_index;
     for (size_t i = 0; i < before.nodes.size(); ++i) before_index[before.nodes[i].key] = i;
     std::vector<char> matched(before.nodes.size(), 0);
-    size_t last_matched = 0;
+    size_t last_matched = 0, after_last_match = 0;
     bool any_matched = false;
     for (const NodeSummary& n : now.nodes) {
         auto found = before_index.find(n.key);
         if (found == before_index.end()) {
             group_add(r.added, n);
+            ++after_last_match;
             continue;
         }
+        after_last_match = 0;
         const NodeSummary& b = before.nodes[found->second];
         matched[found->second] = 1;
         last_matched = std::max(last_matched, found->second);
@@ -322,7 +326,8 @@ Report report_make(const StepSummary& now, const StepSummary& before, bool parti
         }
     }
     bool cut = partial && now.pass == 0;
-    size_t before_end = cut ? (any_matched ? last_matched + 1 : 0) : before.nodes.size();
+    size_t before_end = before.nodes.size();
+    if (cut) before_end = std::min(before_end, (any_matched ? last_matched + 1 : 0) + after_last_match);
     for (size_t i = 0; i < before_end; ++i)
         if (!matched[i]) group_add(r.missing, before.nodes[i]);
     r.now_count = now.nodes.size();
