@@ -30,7 +30,6 @@
 #include "node_names.h"
 #include "tape.h"
 #include "tapedeck_lua.h"
-#include "tensor_stats.h"
 
 using namespace td;
 
@@ -86,26 +85,86 @@ DiffState& state() {
     return *s;
 }
 
-ValueSummary summarize_value(const Value& v) {
-    ValueSummary s;
-    TensorStats stats = tensor_stats(v);
-    if (stats.count == 0) return s;
-    s.present = true;
-    s.count = stats.count;
-    s.norm = stats.norm;
-    s.mean = stats.mean;
-    s.absmax = stats.absmax;
-    Value host = value_to_host(v);
-    int64_t n = host.numel();
+// One pass over the elements (contiguous, on the host): norm, mean and absmax over the finite
+// ones (as tensor_stats, whose histogram and std this does not need), and the sample.
+template <class T>
+void summarize_elements(const T* p, int64_t n, ValueSummary& s) {
+    // Eight independent sums in the element type, added into doubles every CHUNK elements: the
+    // compiler turns the lanes into vector adds. A NaN or infinity makes the sums non-finite, and
+    // then a second pass leaves such elements out.
+    constexpr int LANES = 8;
+    constexpr int64_t CHUNK = 1024;
+    double sum[4] = {0, 0, 0, 0}, sumsq[4] = {0, 0, 0, 0}, absmax[4] = {0, 0, 0, 0};
+    int64_t i = 0;
+    while (i + LANES <= n) {
+        T lane_sum[LANES] = {}, lane_squares[LANES] = {}, lane_max[LANES] = {};
+        int64_t end = std::min(n - (n - i) % LANES, i + CHUNK);
+        for (; i < end; i += LANES) {
+            for (int j = 0; j < LANES; ++j) {
+                T x = p[i + j];
+                T a = x < 0 ? -x : x;
+                lane_sum[j] += x;
+                lane_squares[j] += x * x;
+                lane_max[j] = lane_max[j] < a ? a : lane_max[j];
+            }
+        }
+        for (int j = 0; j < LANES; ++j) {
+            sum[j % 4] += static_cast<double>(lane_sum[j]);
+            sumsq[j % 4] += static_cast<double>(lane_squares[j]);
+            absmax[j % 4] = std::max(absmax[j % 4], static_cast<double>(lane_max[j]));
+        }
+    }
+    for (; i < n; ++i) {
+        double x = static_cast<double>(p[i]);
+        sum[0] += x;
+        sumsq[0] += x * x;
+        absmax[0] = std::max(absmax[0], std::fabs(x));
+    }
+    double total = sum[0] + sum[1] + sum[2] + sum[3], squares = sumsq[0] + sumsq[1] + sumsq[2] + sumsq[3];
+    double largest = std::max(std::max(absmax[0], absmax[1]), std::max(absmax[2], absmax[3]));
+    int64_t finite = n;
+    if (!std::isfinite(total) || !std::isfinite(squares)) {
+        total = squares = largest = 0;
+        finite = 0;
+        for (i = 0; i < n; ++i) {
+            double x = static_cast<double>(p[i]);
+            if (!std::isfinite(x)) continue;
+            ++finite;
+            total += x;
+            squares += x * x;
+            largest = std::max(largest, std::fabs(x));
+        }
+    }
+    s.count = n;
+    s.norm = std::sqrt(squares);
+    s.mean = finite ? total / static_cast<double>(finite) : 0;
+    s.absmax = largest;
     int64_t k = std::min<int64_t>(n, SAMPLE_SIZE);
     s.sample.resize(static_cast<size_t>(k));
-    for (int64_t i = 0; i < k; ++i) s.sample[static_cast<size_t>(i)] = static_cast<float>(value_get(host, i * n / k));
+    for (int64_t e = 0; e < k; ++e) s.sample[static_cast<size_t>(e)] = static_cast<float>(p[e * n / k]);
+}
+
+// O(elements) of v, once per node and step; nothing for a value whose bytes were freed.
+ValueSummary summarize_value(const Value& v) {
+    ValueSummary s;
+    if (value_freed(v) || v.numel() == 0) return s;
+    Value host = value_contiguous(value_to_host(v));
+    s.present = true;
+    switch (host.dtype) {
+    case DTYPE_F32: summarize_elements(host.data<float>(), host.numel(), s); break;
+    case DTYPE_F64: summarize_elements(host.data<double>(), host.numel(), s); break;
+    case DTYPE_I64: summarize_elements(host.data<int64_t>(), host.numel(), s); break;
+    }
     return s;
 }
 
 std::string line_key(int scope, SourceLoc where, const std::string& op) {
     return std::to_string(scope) + "|" + std::to_string(where.file) + "|" + std::to_string(where.line) + "|" + op;
 }
+
+// A view (reshape, transpose, expand, ...: OPF_VIEW) shows its input's elements, which have their
+// own summary: its shape is compared, its values and gradient are not read again.
+bool summary_skips_values(const Node* node) { return (node->info().flags & OPF_VIEW) != 0; }
 
 // Adds `node` to `step` (once): its key, shape and value statistics.
 NodeSummary* summary_add(StepSummary& step, Node* node) {
@@ -127,7 +186,7 @@ NodeSummary* summary_add(StepSummary& step, Node* node) {
     }
     if (node->outputs.size() > 0) {
         s.shape = node->outputs[0].value.shape.str();
-        s.value = summarize_value(node->outputs[0].value);
+        if (!summary_skips_values(node)) s.value = summarize_value(node->outputs[0].value);
     }
     step.index_of_id[node->id] = step.nodes.size();
     step.nodes.push_back(std::move(s));
@@ -188,7 +247,7 @@ void diff_observer(Node* node, HookEvent event, void*) {
         const BackwardGroup& group = pass->group;
         if (group.node != node || !group.grad_outputs || !group.grad_outputs[0].defined()) return;
         NodeSummary* entry = summary_add(s.current, node);
-        entry->grad = summarize_value(group.grad_outputs[0].value());
+        if (!summary_skips_values(node)) entry->grad = summarize_value(group.grad_outputs[0].value());
     } else if (event == HOOK_PASS_DONE) {
         pass_end(s, *pass);
     }
@@ -347,7 +406,7 @@ void catch_up_with_stop(StepSummary& step, const DebugStop& stop) {
     } else if (stop.kind == STOP_GROUP && stop.pass && stop.pass->serial != 0) {
         pass_begin(step, *stop.pass);
         const BackwardGroup& group = stop.pass->group;
-        if (group.node == node && group.grad_outputs && group.grad_outputs[0].defined())
+        if (group.node == node && group.grad_outputs && group.grad_outputs[0].defined() && !summary_skips_values(node))
             summary_add(step, node)->grad = summarize_value(group.grad_outputs[0].value());
     }
 }
