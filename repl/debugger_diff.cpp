@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -89,29 +90,33 @@ DiffState& state() {
 // ones (as tensor_stats, whose histogram and std this does not need), and the sample.
 template <class T>
 void summarize_elements(const T* p, int64_t n, ValueSummary& s) {
-    // Eight independent sums in the element type, added into doubles every CHUNK elements: the
-    // compiler turns the lanes into vector adds. A NaN or infinity makes the sums non-finite, and
-    // then a second pass leaves such elements out.
-    constexpr int LANES = 8;
+    // Lanes in the element type (GCC's and Clang's vector extension: vector adds whatever
+    // the target flags), added into doubles every CHUNK elements. A NaN or infinity makes the
+    // sums non-finite, and then a second pass leaves such elements out.
+    constexpr int LANES = 16 / sizeof(T) * 2;   // two SSE registers' worth
+    typedef T Lanes __attribute__((vector_size(LANES * sizeof(T))));
     constexpr int64_t CHUNK = 1024;
     double sum[4] = {0, 0, 0, 0}, sumsq[4] = {0, 0, 0, 0}, absmax[4] = {0, 0, 0, 0};
     int64_t i = 0;
     while (i + LANES <= n) {
-        T lane_sum[LANES] = {}, lane_squares[LANES] = {}, lane_max[LANES] = {};
+        Lanes lane_sum = {}, lane_squares = {}, lane_max = {};
         int64_t end = std::min(n - (n - i) % LANES, i + CHUNK);
         for (; i < end; i += LANES) {
-            for (int j = 0; j < LANES; ++j) {
-                T x = p[i + j];
-                T a = x < 0 ? -x : x;
-                lane_sum[j] += x;
-                lane_squares[j] += x * x;
-                lane_max[j] = lane_max[j] < a ? a : lane_max[j];
-            }
+            Lanes x;
+            memcpy(&x, p + i, sizeof x);
+            Lanes a = x < 0 ? -x : x;
+            lane_sum += x;
+            lane_squares += x * x;
+            lane_max = lane_max < a ? a : lane_max;
         }
+        T out_sum[LANES], out_squares[LANES], out_max[LANES];   // copied out: a lane read in
+        memcpy(out_sum, &lane_sum, sizeof out_sum);             // place keeps the vectors in memory
+        memcpy(out_squares, &lane_squares, sizeof out_squares);
+        memcpy(out_max, &lane_max, sizeof out_max);
         for (int j = 0; j < LANES; ++j) {
-            sum[j % 4] += static_cast<double>(lane_sum[j]);
-            sumsq[j % 4] += static_cast<double>(lane_squares[j]);
-            absmax[j % 4] = std::max(absmax[j % 4], static_cast<double>(lane_max[j]));
+            sum[j % 4] += static_cast<double>(out_sum[j]);
+            sumsq[j % 4] += static_cast<double>(out_squares[j]);
+            absmax[j % 4] = std::max(absmax[j % 4], static_cast<double>(out_max[j]));
         }
     }
     for (; i < n; ++i) {
