@@ -515,7 +515,7 @@ void print_report(const Report& r, const std::string& part) {
                r.now->pass ? "in its backward pass" : "forward", r.now_count,
                static_cast<unsigned long long>(r.before->pass), r.before_count);
     else
-        printf("step of backward pass %llu (loss #%lld, %zu nodes) vs backward pass %llu (loss #%lld, %zu nodes)\n",
+        printf("this step (backward pass %llu, loss #%lld, %zu nodes) vs the step before (backward pass %llu, loss #%lld, %zu nodes)\n",
                static_cast<unsigned long long>(r.now->pass), static_cast<long long>(r.now->root_id), r.now_count,
                static_cast<unsigned long long>(r.before->pass), static_cast<long long>(r.before->root_id),
                r.before_count);
