@@ -31,6 +31,7 @@
 #include "node_names.h"
 #include "tape.h"
 #include "tapedeck_lua.h"
+#include "viewer.h"
 
 using namespace td;
 
@@ -79,6 +80,7 @@ struct DiffState {
     StepSummary current;              // being recorded
     std::vector<StepSummary> done;    // the newest finished steps, oldest first, at most 2
     int steps_seen = 0;               // finished since summaries were turned on
+    uint64_t version = 1;             // bumped when `done` changes (the viewer asks for marks again)
 };
 
 DiffState& state() {
@@ -233,6 +235,7 @@ void pass_end(DiffState& s, const BackwardPass& pass) {
     if (s.done.size() > 2) s.done.erase(s.done.begin());
     s.current = StepSummary();
     ++s.steps_seen;
+    ++s.version;
 }
 
 // The one observer: forward nodes as they run (not those typed at a stop, not history starts:
@@ -276,6 +279,7 @@ void summaries_off() {
     s.current = StepSummary();
     s.done.clear();
     s.steps_seen = 0;
+    ++s.version;
 }
 
 // ============================================================================================
@@ -548,6 +552,35 @@ void print_report(const Report& r, const std::string& part) {
                     r.partial && r.now->pass == 0 ? "none yet (this step's backward pass has not begun)"
                                                   : "no gradient moved");
 }
+
+// The viewer's diff option (viewer_set_diff_source): per node of the newest step, whether it is
+// new, the shape it had before, how much its value moved. Turns summaries on at its first call.
+bool diff_viewer_source(uint64_t* version, std::vector<ViewerDiffMark>* marks) {
+    DiffState& s = state();
+    summaries_on();
+    if (*version == s.version) return false;
+    *version = s.version;
+    marks->clear();
+    if (s.done.size() < 2) return true;
+    Report r = report_make(s.done[1], s.done[0], false);
+    std::unordered_map<int64_t, size_t> index;
+    auto mark = [&](int64_t id) -> ViewerDiffMark& {
+        auto found = index.find(id);
+        if (found != index.end()) return (*marks)[found->second];
+        index[id] = marks->size();
+        marks->push_back(ViewerDiffMark());
+        marks->back().node_id = id;
+        return marks->back();
+    };
+    for (const LineGroup& g : r.added)
+        for (int64_t id : g.ids) mark(id).is_new = true;
+    for (const ShapeChange& c : r.shapes)
+        for (int64_t id : c.ids) mark(id).shape_before = c.before;
+    for (const Moved& m : r.values) mark(m.now->id).value_change = std::isinf(m.change) ? 1e30 : m.change;
+    return true;
+}
+
+const bool g_diff_connected = (viewer_set_diff_source(diff_viewer_source), true);   // at start-up
 
 }  // namespace
 
