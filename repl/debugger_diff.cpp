@@ -29,6 +29,7 @@
 #include "debugger_commands.h"
 #include "debugger_internal.h"
 #include "node_names.h"
+#include "plan.h"
 #include "tape.h"
 #include "tapedeck_lua.h"
 #include "viewer.h"
@@ -44,6 +45,9 @@ constexpr int SAMPLE_SIZE = 32;   // values kept per tensor: all of a small one,
 constexpr int TOP_SUMMARY = 5;    // rows per list in :diff
 constexpr int TOP_FULL = 10;      // rows in :diff values / :diff grads and in dbg.diff()
 constexpr int GROUPS_SUMMARY = 8; // line groups per list in :diff (:diff nodes shows them all)
+// Most nodes a step's summary holds (about half a kilobyte each): a loop that records forward ops
+// with autograd on and never calls backward() would otherwise grow one step without end.
+constexpr size_t STEP_NODES_MOST = 200000;
 
 struct ValueSummary {
     bool present = false;
@@ -69,6 +73,7 @@ struct StepSummary {
     uint64_t pass = 0;       // BackwardPass::serial of the pass that ends it; 0 while in forward
     int64_t root_id = 0;
     bool complete = false;   // its pass has finished
+    bool overflowed = false; // it recorded more than STEP_NODES_MOST nodes: dropped, not compared
     std::vector<NodeSummary> nodes;   // in record order (leaves the pass reached at the end)
     std::unordered_map<int64_t, size_t> index_of_id;
     std::unordered_map<std::string, int> occurrences;   // (scope, line, op) -> how many so far
@@ -177,6 +182,13 @@ bool summary_skips_values(const Node* node) { return (node->info().flags & OPF_V
 NodeSummary* summary_add(StepSummary& step, Node* node) {
     auto found = step.index_of_id.find(node->id);
     if (found != step.index_of_id.end()) return &step.nodes[found->second];
+    if (step.overflowed || step.nodes.size() >= STEP_NODES_MOST) {   // dropped; null from now on
+        step.overflowed = true;
+        std::vector<NodeSummary>().swap(step.nodes);
+        std::unordered_map<int64_t, size_t>().swap(step.index_of_id);
+        std::unordered_map<std::string, int>().swap(step.occurrences);
+        return nullptr;
+    }
     NodeSummary s;
     s.id = node->id;
     s.op = node->shown_op();
@@ -226,7 +238,7 @@ void pass_end(DiffState& s, const BackwardPass& pass) {
         for (Node* n : *pass.order) {
             if (n->tracks_grad || n->outputs.size() == 0 || !n->outputs[0].grad.defined()) continue;
             auto found = s.current.index_of_id.find(n->id);
-            if (found != s.current.index_of_id.end())
+            if (found != s.current.index_of_id.end() && !summary_skips_values(n))
                 s.current.nodes[found->second].grad = summarize_value(n->outputs[0].grad.value());
         }
     }
@@ -240,11 +252,13 @@ void pass_end(DiffState& s, const BackwardPass& pass) {
 
 // The one observer: forward nodes as they run (not those typed at a stop, not history starts:
 // no_grad work such as an optimizer's update), each forward node's gradient as its backward group
-// finishes, the pass's end. Frozen calls' replays (pass serial 0) are not steps.
+// finishes, the pass's end. Frozen calls' replays (plan_replay_current, pass serial 0) are not steps.
 void diff_observer(Node* node, HookEvent event, void*) {
     DiffState& s = state();
     if (event == HOOK_AFTER) {
-        if (node->phase != PHASE_FORWARD || node->history_start || debugger_stop() || engine_backward_pass()) return;
+        if (node->phase != PHASE_FORWARD || node->history_start || debugger_stop() || engine_backward_pass() ||
+            plan_replay_current())
+            return;
         summary_add(s.current, node);
         return;
     }
@@ -255,7 +269,7 @@ void diff_observer(Node* node, HookEvent event, void*) {
         const BackwardGroup& group = pass->group;
         if (group.node != node || !group.grad_outputs || !group.grad_outputs[0].defined()) return;
         NodeSummary* entry = summary_add(s.current, node);
-        if (!summary_skips_values(node)) entry->grad = summarize_value(group.grad_outputs[0].value());
+        if (entry && !summary_skips_values(node)) entry->grad = summarize_value(group.grad_outputs[0].value());
     } else if (event == HOOK_PASS_DONE) {
         pass_end(s, *pass);
     }
@@ -416,7 +430,7 @@ void catch_up_with_stop(StepSummary& step, const DebugStop& stop) {
         pass_begin(step, *stop.pass);
         const BackwardGroup& group = stop.pass->group;
         if (group.node == node && group.grad_outputs && group.grad_outputs[0].defined() && !summary_skips_values(node))
-            summary_add(step, node)->grad = summarize_value(group.grad_outputs[0].value());
+            if (NodeSummary* entry = summary_add(step, node)) entry->grad = summarize_value(group.grad_outputs[0].value());
     }
 }
 
@@ -425,6 +439,13 @@ bool report_now(Report& r, std::string& why) {
     DiffState& s = state();
     bool stopped = debugger_stop() != nullptr;
     if (stopped) catch_up_with_stop(s.current, *debugger_stop());
+    for (const StepSummary* step : {&s.current, s.done.empty() ? nullptr : &s.done.back(),
+                                    s.done.size() < 2 ? nullptr : &s.done.front()}) {
+        if (!step || !step->overflowed || (step == &s.current && !stopped)) continue;
+        why = std::string(step == &s.current ? "this step" : "a step compared") + " recorded more than " +
+              std::to_string(STEP_NODES_MOST) + " nodes: too many to summarize (a step ends with backward())";
+        return false;
+    }
     if (stopped && !s.current.nodes.empty() && !s.done.empty()) {
         r = report_make(s.current, s.done.back(), true);
         return true;
