@@ -74,6 +74,7 @@ struct StepSummary {
     int64_t root_id = 0;
     bool complete = false;   // its pass has finished
     bool overflowed = false; // it recorded more than STEP_NODES_MOST nodes: dropped, not compared
+    bool started_late = false;   // summaries were turned on in the middle of it: not kept
     std::vector<NodeSummary> nodes;   // in record order (leaves the pass reached at the end)
     std::unordered_map<int64_t, size_t> index_of_id;
     std::unordered_map<std::string, int> occurrences;   // (scope, line, op) -> how many so far
@@ -243,6 +244,10 @@ void pass_end(DiffState& s, const BackwardPass& pass) {
         }
     }
     s.current.complete = true;
+    if (s.current.started_late) {   // only its end was seen: comparing it would find nodes missing
+        s.current = StepSummary();
+        return;
+    }
     s.done.push_back(std::move(s.current));
     if (s.done.size() > 2) s.done.erase(s.done.begin());
     s.current = StepSummary();
@@ -279,6 +284,8 @@ void summaries_on() {
     DiffState& s = state();
     if (s.on) return;
     s.on = true;
+    s.current = StepSummary();
+    s.current.started_late = debugger_stop() != nullptr || engine_backward_pass() != nullptr;
     s.observer = engine_observe(diff_observer, nullptr,
                                 hook_bit(HOOK_AFTER) | hook_bit(HOOK_GROUP_DONE) | hook_bit(HOOK_PASS_DONE),
                                 OBSERVER_RECORDS);
@@ -343,13 +350,14 @@ double relative_change(const ValueSummary& now, const ValueSummary& before) {
     return std::sqrt(diff / base);
 }
 
-void group_add(std::vector<LineGroup>& groups, const NodeSummary& n) {
-    for (LineGroup& g : groups) {
-        if (g.scope == n.scope && g.where.file == n.where.file && g.where.line == n.where.line && g.op == n.op) {
-            ++g.count;
-            g.ids.push_back(n.id);
-            return;
-        }
+// Groups in the order their first node came, found through `index` (their key): O(1) a node.
+void group_add(std::vector<LineGroup>& groups, std::unordered_map<std::string, size_t>& index, const NodeSummary& n) {
+    auto found = index.emplace(line_key(n.scope, n.where, n.op), groups.size());
+    if (!found.second) {
+        LineGroup& g = groups[found.first->second];
+        ++g.count;
+        g.ids.push_back(n.id);
+        return;
     }
     groups.push_back({n.scope, n.where, n.op, 1, {n.id}});
 }
@@ -369,13 +377,21 @@ Report report_make(const StepSummary& now, const StepSummary& before, bool parti
     r.partial = partial;
     std::unordered_map<std::string, size_t> before_index;
     for (size_t i = 0; i < before.nodes.size(); ++i) before_index[before.nodes[i].key] = i;
+    std::unordered_map<int64_t, size_t> before_parameters;   // by id: a parameter named in one step only
+    for (size_t i = 0; i < before.nodes.size(); ++i)
+        if (before.nodes[i].parameter) before_parameters[before.nodes[i].id] = i;
+    std::unordered_map<std::string, size_t> added_groups, missing_groups, shape_groups;
     std::vector<char> matched(before.nodes.size(), 0);
     size_t last_matched = 0, after_last_match = 0;
     bool any_matched = false;
     for (const NodeSummary& n : now.nodes) {
         auto found = before_index.find(n.key);
+        if (found == before_index.end() && n.parameter) {   // the same parameter node, named since
+            auto same = before_parameters.find(n.id);
+            if (same != before_parameters.end()) found = before_index.find(before.nodes[same->second].key);
+        }
         if (found == before_index.end()) {
-            group_add(r.added, n);
+            group_add(r.added, added_groups, n);
             ++after_last_match;
             continue;
         }
@@ -385,17 +401,14 @@ Report report_make(const StepSummary& now, const StepSummary& before, bool parti
         last_matched = std::max(last_matched, found->second);
         any_matched = true;
         if (n.shape != b.shape) {
-            bool grouped = false;
-            for (ShapeChange& c : r.shapes) {
-                if (c.scope == n.scope && c.where.file == n.where.file && c.where.line == n.where.line && c.op == n.op &&
-                    c.before == b.shape && c.after == n.shape) {
-                    ++c.count;
-                    c.ids.push_back(n.id);
-                    grouped = true;
-                    break;
-                }
+            auto group = shape_groups.emplace(line_key(n.scope, n.where, n.op) + "|" + b.shape + "|" + n.shape, r.shapes.size());
+            if (group.second) {
+                r.shapes.push_back({n.scope, n.where, n.op, b.shape, n.shape, 1, {n.id}});
+            } else {
+                ShapeChange& c = r.shapes[group.first->second];
+                ++c.count;
+                c.ids.push_back(n.id);
             }
-            if (!grouped) r.shapes.push_back({n.scope, n.where, n.op, b.shape, n.shape, 1, {n.id}});
             continue;
         }
         if (n.value.present && b.value.present) {
@@ -411,7 +424,7 @@ Report report_make(const StepSummary& now, const StepSummary& before, bool parti
     size_t before_end = before.nodes.size();
     if (cut) before_end = std::min(before_end, (any_matched ? last_matched + 1 : 0) + after_last_match);
     for (size_t i = 0; i < before_end; ++i)
-        if (!matched[i]) group_add(r.missing, before.nodes[i]);
+        if (!matched[i]) group_add(r.missing, missing_groups, before.nodes[i]);
     r.now_count = now.nodes.size();
     r.before_count = before_end;
     std::sort(r.values.begin(), r.values.end(), by_change);

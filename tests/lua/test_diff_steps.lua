@@ -81,4 +81,17 @@ check.equal(dbg.diff("off"), true, "was on")
 check.equal(dbg.hooks().engine_observed, false, "diff off: no observer")
 check.equal(dbg.diff("off"), false, "was off")
 assert(not pcall(dbg.diff, "sideways"), "unknown option")
+
+-- Turned on at a stop in the middle of a step: that step is not kept (only its end was seen).
+dbg.break_on{op = "relu", phase = "fwd", once = true}
+dbg.on_stop(function() dbg.diff("on"); dbg.continue() end)
+train_step(x, labels)
+dbg.on_stop(nil)
+t, why = dbg.diff()
+assert(t == nil and why:find("no step recorded yet", 1, true), tostring(why))
+train_step(x, labels)
+train_step(x, labels)
+t = dbg.diff()
+check.equal(#t.new + #t.missing + #t.shapes, 0, "whole steps after it: no structural change")
+dbg.diff("off")
 print("ok")
