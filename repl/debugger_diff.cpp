@@ -217,15 +217,27 @@ NodeSummary* summary_add(StepSummary& step, Node* node) {
 // the script's variables per step) and adds the leaves the pass will reach (parameters, data).
 void pass_begin(StepSummary& step, const BackwardPass& pass) {
     if (step.pass == pass.serial) return;
+    if (step.pass != 0) {   // the pass it began never finished (an error, :abort): its nodes mix two steps
+        step = StepSummary();
+        step.started_late = true;
+    }
     step.pass = pass.serial;
     step.root_id = pass.root ? pass.root->id : 0;
     if (dbg::g.L) tapedeck_name_tensors(dbg::g.L);
     if (!pass.order) return;
     for (Node* n : *pass.order) {
         auto found = step.index_of_id.find(n->id);
-        if (found != step.index_of_id.end() && step.nodes[found->second].name.empty()) {
+        if (found == step.index_of_id.end()) continue;
+        NodeSummary& entry = step.nodes[found->second];
+        if (entry.name.empty()) {
             std::string label = node_label(n);   // a name, or an expression of its inputs' names
-            if (label[0] != '#') step.nodes[found->second].name = label;
+            if (label[0] != '#') entry.name = label;
+        }
+        // A leaf made in this step is recorded before {requires_grad = true} applies: a parameter now.
+        if (!n->tracks_grad && !entry.parameter && node_is_parameter(n)) {
+            entry.parameter = true;
+            std::string bound = node_bound_name(n);
+            if (!bound.empty()) entry.key = "parameter " + bound;
         }
     }
     for (auto it = pass.order->rbegin(); it != pass.order->rend(); ++it)   // record order
@@ -377,18 +389,17 @@ Report report_make(const StepSummary& now, const StepSummary& before, bool parti
     r.partial = partial;
     std::unordered_map<std::string, size_t> before_index;
     for (size_t i = 0; i < before.nodes.size(); ++i) before_index[before.nodes[i].key] = i;
-    std::unordered_map<int64_t, size_t> before_parameters;   // by id: a parameter named in one step only
-    for (size_t i = 0; i < before.nodes.size(); ++i)
-        if (before.nodes[i].parameter) before_parameters[before.nodes[i].id] = i;
+    std::unordered_map<int64_t, size_t> before_ids;   // a node in both steps (a leaf that lives on) is itself
+    for (size_t i = 0; i < before.nodes.size(); ++i) before_ids[before.nodes[i].id] = i;
     std::unordered_map<std::string, size_t> added_groups, missing_groups, shape_groups;
     std::vector<char> matched(before.nodes.size(), 0);
     size_t last_matched = 0, after_last_match = 0;
     bool any_matched = false;
     for (const NodeSummary& n : now.nodes) {
         auto found = before_index.find(n.key);
-        if (found == before_index.end() && n.parameter) {   // the same parameter node, named since
-            auto same = before_parameters.find(n.id);
-            if (same != before_parameters.end()) found = before_index.find(before.nodes[same->second].key);
+        if (found == before_index.end()) {   // the same node under another key (a parameter named since)
+            auto same = before_ids.find(n.id);
+            if (same != before_ids.end()) found = before_index.find(before.nodes[same->second].key);
         }
         if (found == before_index.end()) {
             group_add(r.added, added_groups, n);

@@ -94,4 +94,22 @@ train_step(x, labels)
 t = dbg.diff()
 check.equal(#t.new + #t.missing + #t.shapes, 0, "whole steps after it: no structural change")
 dbg.diff("off")
+
+-- A parameter made while summaries are on is recorded before {requires_grad = true} applies, in
+-- the first step only: it is still the same parameter in the next one, not a new node.
+dbg.diff("on")
+local v = torch.ones(3, {requires_grad = true})
+local function v_step() (v * v):sum():backward() end   -- one line for the ops of every step
+for _ = 1, 2 do v_step() end
+t = dbg.diff()
+check.equal(#t.new + #t.missing, 0, "a parameter made in the first step")
+-- A backward pass abandoned at a stop: that step and the next are not kept; then whole steps again.
+dbg.on_stop(function() dbg.abort() end)
+dbg.break_on{op = "mul", phase = "bwd", once = true}
+assert(not pcall(v_step), "abandoned")
+dbg.on_stop(nil)
+for _ = 1, 2 do v_step() end
+t = dbg.diff()
+check.equal(#t.new + #t.missing + #t.shapes, 0, "after an abandoned pass")
+dbg.diff("off")
 print("ok")
