@@ -2,9 +2,9 @@
 //
 // A step is the forward ops recorded since the previous backward pass ended, plus the backward
 // pass that ends it (loss:backward()). While someone asked for it (:diff, dbg.diff, the viewer's
-// diff option), an engine observer keeps a compact summary of each step: per node its key (the Lua file:line, the op and
-// the occurrence of that (line, op) within the step, inside the module scope it ran in; a
-// parameter by its name), its shape, a few statistics of its value and of its gradient, and a
+// diff option), an engine observer keeps a compact summary of each step: per node its key (the
+// Lua file:line, the op and the occurrence of that (line, op) within the step, inside the module
+// scope it ran in; a parameter by its name), its shape, a few statistics of its value and of its gradient, and a
 // fixed sample of SAMPLE_SIZE values of each. Two finished steps and the one being recorded are
 // kept: O(nodes of a step), whatever the run's length; the nodes themselves are not held.
 // :diff compares the newest step with the one before (at a stop in the middle of a step: what
