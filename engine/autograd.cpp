@@ -481,6 +481,8 @@ void backward(const Tensor& root, const Tensor* grad, const BackwardOptions& opt
         for (Tensor& g : grad_inputs) freeing.let_go(g);    // each is a pending gradient now, or added into one
         for (const Ref<Node>& b : n->backward_nodes()) freeing.check(b.get());   // the rule's intermediates
     }
+    pass.position = order.size();
+    engine_notify(root.node.get(), HOOK_PASS_DONE);   // a step's end, for its summary (repl/debugger_diff.cpp)
 }
 
 // The autograd graph of t, plus ancestors it does not hold but that are still alive (inputs that

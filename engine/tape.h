@@ -291,6 +291,8 @@ enum HookEvent : uint8_t {
     HOOK_GROUP_DONE,   // backward: the rule of forward node `node` has run (its group of backward
                        // nodes); engine_backward_pass()->group holds the gradients arriving at the
                        // node and those leaving it, which an observer may replace before they flow on
+    HOOK_PASS_DONE,    // backward: the pass from root `node` has finished (every .grad set); engine_backward_pass()
+                       // still describes it. Only to observers that ask for it: not in HOOK_ALL_EVENTS
 };
 typedef void (*NodeObserver)(Node* node, HookEvent event, void* user);
 inline uint8_t hook_bit(HookEvent event) { return static_cast<uint8_t>(1u << event); }

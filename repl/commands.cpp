@@ -227,6 +227,7 @@ const Command commands[] = {
     {"undisplay", nullptr, "N|all", "as :unwatch", debugger_cmd_unwatch},
     {"gradcheck", nullptr, "[eps=E]", "at a backward stop: grad_input against finite differences in float64, worst element per input (also atol=, rtol=, max_evaluations=)", debugger_cmd_gradcheck},
     {"ignore", nullptr, "N COUNT", "breakpoint N does not stop at its next COUNT hits (counted in :breaks)", debugger_cmd_ignore},
+    {"diff", nullptr, "[part|off]", "what changed since the previous training step: new and missing nodes, shapes, the values and gradients that moved most (part: nodes, values, grads)", debugger_cmd_diff},
     {"view", "v", "[expr]", "open the graph viewer (and select expr's node); also :view close, :view screenshot f.png, :view expand|collapse NAME, :view window older|newer|newest|#ID", cmd_view},
     {"animate", nullptr, "expr f.gif", "backprop as a GIF (or PNG frames: a dir/): forward values, then gradients flowing back; --size WxH --delay MS --backward", cmd_animate},
     {"quit", "q", "", "leave tapedeck", cmd_quit},

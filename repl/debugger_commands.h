@@ -31,3 +31,4 @@ bool debugger_cmd_until(lua_State* L, const std::string& args);     // :until [L
 bool debugger_cmd_ignore(lua_State* L, const std::string& args);    // :ignore N COUNT
 bool debugger_cmd_post_mortem(lua_State* L, const std::string& args);   // :pm
 bool debugger_cmd_gradcheck(lua_State* L, const std::string& args);     // :gradcheck [eps=E ...] (debugger_gradcheck.cpp)
+bool debugger_cmd_diff(lua_State* L, const std::string& args);      // :diff [nodes|values|grads|on|off] (debugger_diff.cpp)

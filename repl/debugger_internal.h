@@ -170,3 +170,6 @@ void viewer_show_attachment();
 void viewer_show_breakpoints();
 
 }  // namespace dbg
+
+// dbg.diff (debugger_diff.cpp): what changed between training steps, as a table.
+int debugger_diff_lua(lua_State* L);

@@ -312,7 +312,7 @@ const luaL_Reg dbg_functions[] = {
     {"where", l_where}, {"banner", l_banner}, {"inspect", l_inspect}, {"watch", l_watch},
     {"unwatch", l_unwatch}, {"command", l_command}, {"run", l_run}, {"attach", l_attach},
     {"detach", l_detach}, {"attached", l_attached}, {"hooks", l_hooks}, {"why", debugger_why_lua},
-    {"gradcheck", dbg::lua_gradcheck},
+    {"gradcheck", dbg::lua_gradcheck}, {"diff", debugger_diff_lua},
     {nullptr, nullptr},
 };
 

@@ -111,6 +111,20 @@ struct ViewerBreakpoint {
 // boxes and in the Source window's gutter.
 void viewer_set_breakpoints(const std::vector<ViewerBreakpoint>& breakpoints);
 
+// What the newest training step changed, per node of it (the Options' "diff" checkbox,
+// viewer.options{diff = true}; repl/debugger_diff.cpp computes it, as :diff does).
+struct ViewerDiffMark {
+    int64_t node_id = 0;
+    bool is_new = false;          // no node of the step before matches it (a branch that changed)
+    std::string shape_before;     // not empty: its shape changed, from this
+    double value_change = -1;     // ||now - before|| / ||before|| of its value; < 0: not compared
+};
+// Called at each frame while the option is on: when the comparison's version differs from
+// *version, fills *marks (the newest step against the one before), sets *version and returns
+// true. It keeps step summaries from its first call on.
+typedef bool (*ViewerDiffSource)(uint64_t* version, std::vector<ViewerDiffMark>* marks);
+void viewer_set_diff_source(ViewerDiffSource source);
+
 // ---------------------------------------------------------------------------------------------
 // The program's command line and the REPL
 

@@ -46,6 +46,8 @@ constexpr ImU32 COLOUR_HIGHLIGHT = IM_COL32(255, 196, 0, 255);       // fill of 
 constexpr ImU32 COLOUR_HIGHLIGHT_BORDER = IM_COL32(220, 50, 20, 255);
 constexpr ImU32 COLOUR_BREAKPOINT = IM_COL32(215, 30, 30, 255);
 constexpr ImU32 COLOUR_GRAD_DONE = IM_COL32(40, 160, 60, 255);
+constexpr ImU32 COLOUR_DIFF_NEW = IM_COL32(40, 160, 60, 255);      // the diff option: a node new in this step
+constexpr ImU32 COLOUR_DIFF_SHAPE = IM_COL32(230, 120, 20, 255);   // ... one whose shape changed
 constexpr ImU32 COLOUR_GRAD_PENDING = IM_COL32(150, 150, 150, 255);
 constexpr ImU32 COLOUR_FRAME = IM_COL32(120, 140, 170, 255);
 
@@ -75,6 +77,8 @@ struct DrawnBox {
     bool visible = false;      // inside the canvas (not culled)
     bool highlighted = false;  // the stopped node's box
     bool selected = false;
+    bool has_diff = false;      // the diff option: what the newest step changed in it
+    ViewerDiffMark diff;
 };
 
 // Where each box of the current view sits, from the latest layout or, for boxes the layout has not
@@ -132,6 +136,9 @@ struct ViewerState {
     std::vector<NodeRecord> records;   // the tape window's nodes, by id
     ViewOptions options;
     bool backward_up = true;
+    bool diff = false;               // mark what the newest step changed (viewer_set_diff_source)
+    uint64_t diff_version = 0;       // of the marks below, as the source numbers them
+    std::unordered_map<int64_t, ViewerDiffMark> diff_marks;   // by node id
     CrossEdgeMode cross_edges = CROSS_EDGES_AUTO;   // all when few, else those of the selection
     std::unordered_map<std::string, bool> user_expanded;
     GraphView view;
@@ -214,6 +221,8 @@ Node* viewer_node(ViewerState& s, int64_t id);
 // Shared by the windows
 
 void draw_graph_window(ViewerState& s, const Tile& tile);
+// The diff option's marks brought up to date (window.cpp; cleared while the option is off).
+void viewer_diff_refresh(ViewerState& s);
 void draw_tensor_window(ViewerState& s, const Tile& tile);
 // What the Tensor window's Gradient tab shows for output 0 of a node: the gradient (its .grad, else
 // the one that arrived at it in the last backward pass, or at the current backward stop) and where

@@ -9,7 +9,7 @@
 //   viewer.select(id | tensor)     viewer.fit()          viewer.tab("value" | "gradient" | "inputs")
 //   viewer.zoom([z]) -> z      the Graph window's zoom (set about the centre)
 //   viewer.options{ghosts=, collapse_loops=, collapse_lines=, collapse_backward=, node_cap=,
-//                  loss_graph=, backward_up=, cross_edges="none"|"selection"|"all", history=} -> the options
+//                  loss_graph=, backward_up=, diff=, cross_edges="none"|"selection"|"all", history=} -> the options
 //   viewer.expand(name, open) -> true | false, message   a group by key or module name (fc1, Linear)
 //   viewer.set_controls{continue=f, step=f, step_line=f, finish=f, break_node=f(id),
 //                       break_op=f(op, phase), break_line=f(file, line)} | nil
@@ -269,6 +269,7 @@ int l_options(lua_State* L) {
         flag("collapse_backward", &o.collapse_backward);
         flag("loss_graph", &o.loss_graph);
         flag("backward_up", &s.backward_up);
+        flag("diff", &s.diff);
         if (lua_getfield(L, 1, "node_cap") != LUA_TNIL) o.node_cap = static_cast<int>(luaL_checkinteger(L, -1));
         lua_pop(L, 1);
         if (lua_getfield(L, 1, "history") != LUA_TNIL) s.history_cap = static_cast<size_t>(luaL_checkinteger(L, -1));
@@ -298,6 +299,7 @@ int l_options(lua_State* L) {
     set_boolean(L, "collapse_backward", s.options.collapse_backward);
     set_boolean(L, "loss_graph", s.options.loss_graph);
     set_boolean(L, "backward_up", s.backward_up);
+    set_boolean(L, "diff", s.diff);
     set_integer(L, "node_cap", s.options.node_cap);
     set_integer(L, "history", static_cast<lua_Integer>(s.history_cap));
     set_integer(L, "window", static_cast<lua_Integer>(s.window_size));
@@ -483,6 +485,13 @@ int l_model(lua_State* L) {
         set_boolean(L, "visible", d.visible);
         set_boolean(L, "highlighted", d.highlighted);
         set_boolean(L, "selected", d.selected);
+        if (d.has_diff) {   // the diff option: what the newest step changed in this node
+            lua_createtable(L, 0, 3);
+            set_boolean(L, "new", d.diff.is_new);
+            if (!d.diff.shape_before.empty()) set_string(L, "shape_before", d.diff.shape_before);
+            if (d.diff.value_change >= 0) set_number(L, "value_change", d.diff.value_change);
+            lua_setfield(L, -2, "diff");
+        }
         if (d.box >= 0 && d.box < static_cast<int>(v.boxes.size())) {
             const ViewBox& b = v.boxes[d.box];
             set_string(L, "phase", b.phase == PHASE_BACKWARD ? "backward" : "forward");

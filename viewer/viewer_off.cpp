@@ -51,6 +51,7 @@ void viewer_set_stop_line(const std::string&, int) {}
 void viewer_clear_stop() {}
 void viewer_set_controls(const ViewerControls*) {}
 void viewer_set_breakpoints(const std::vector<ViewerBreakpoint>&) {}
+void viewer_set_diff_source(ViewerDiffSource) {}
 
 void viewer_open_lua(lua_State* L) {
     lua_createtable(L, 0, 3);

@@ -895,6 +895,26 @@ void viewer_set_controls(const ViewerControls* controls) {
     s.force_frames = std::max(s.force_frames, 2);
 }
 
+namespace {
+ViewerDiffSource g_diff_source = nullptr;
+}
+
+void viewer_set_diff_source(ViewerDiffSource source) { g_diff_source = source; }
+
+// The diff option's marks, asked of the source once per frame (it answers at once when its
+// comparison is the one already here).
+void td::viewer_diff_refresh(ViewerState& s) {
+    if (!s.diff || !g_diff_source) {
+        s.diff_marks.clear();
+        s.diff_version = 0;
+        return;
+    }
+    std::vector<ViewerDiffMark> marks;
+    if (!g_diff_source(&s.diff_version, &marks)) return;
+    s.diff_marks.clear();
+    for (ViewerDiffMark& m : marks) s.diff_marks[m.node_id] = std::move(m);
+}
+
 void viewer_set_breakpoints(const std::vector<ViewerBreakpoint>& breakpoints) {
     ViewerState& s = viewer_state();
     s.breakpoints = breakpoints;

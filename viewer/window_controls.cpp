@@ -32,6 +32,7 @@ void draw_options(ViewerState& s) {
     ImGui::Checkbox("collapse each node's backward group", &o.collapse_backward);
     ImGui::Checkbox("after backward: only the loss's graph", &o.loss_graph);
     ImGui::Checkbox("backward pass flows upwards (next to its forward)", &backward_up);
+    ImGui::Checkbox("diff: what the newest step changed (new ops, shapes, values that moved)", &s.diff);
     ImGui::SetNextItemWidth(200);
     ImGui::SliderInt("node cap", &o.node_cap, 50, 5000);
     ImGui::Separator();

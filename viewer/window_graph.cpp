@@ -318,7 +318,7 @@ void draw_toolbar(ViewerState& s) {
 }
 
 // The colours, in a strip along the top of the canvas.
-void draw_legend(ImDrawList* dl, ImVec2 origin, float width) {
+void draw_legend(ImDrawList* dl, ImVec2 origin, float width, bool diff) {
     struct Item {
         const char* text;
         ImU32 fill;
@@ -338,9 +338,38 @@ void draw_legend(ImDrawList* dl, ImVec2 origin, float width) {
         dl->AddText(ImVec2(x + 23, y - 1), COLOUR_TEXT_DIM, item.text);
         x += 30 + ImGui::CalcTextSize(item.text).x;
     }
+    if (!diff) return;
+    const Item diff_items[] = {{"new this step", COLOUR_DIFF_NEW, false}, {"shape changed", COLOUR_DIFF_SHAPE, false},
+                               {"value moved", IM_COL32(255, 190, 110, 255), false}};
+    for (const Item& item : diff_items) {   // the diff option's marks
+        ImVec2 a(x, y + 2), b(x + 18, y + 13);
+        dl->AddRectFilled(a, b, item.fill, 2);
+        dl->AddText(ImVec2(x + 23, y - 1), COLOUR_TEXT_DIM, item.text);
+        x += 30 + ImGui::CalcTextSize(item.text).x;
+    }
 }
 
 }  // namespace
+
+// The diff option: a box's value moved by `change` (relative) since the step before: a warm tint,
+// stronger as it moves more (full at a change of 1, the size of the value itself).
+static ImU32 diff_tint(double change) {
+    float t = static_cast<float>(std::min(change, 1.0));
+    return IM_COL32(255, 140, 0, static_cast<int>(30 + 110 * t));
+}
+
+// A badge over a box's top-right corner: "new" (green) for a node the step before did not have,
+// "shape" (orange) for one whose shape changed (the box is outlined in that colour too).
+static void draw_diff_badge(ImDrawList* dl, const ViewerDiffMark& m, ImVec2 a, ImVec2 c, float label_px) {
+    const char* text = m.is_new ? "new" : !m.shape_before.empty() ? "shape" : nullptr;
+    if (!text) return;
+    ImU32 colour = m.is_new ? COLOUR_DIFF_NEW : COLOUR_DIFF_SHAPE;
+    float px = std::max(label_px * 0.8f, 9.0f);
+    ImVec2 size = ImGui::GetFont()->CalcTextSizeA(px, FLT_MAX, 0, text);
+    ImVec2 p0(c.x - size.x - 6, a.y - size.y * 0.6f), p1(c.x + 2, a.y - size.y * 0.6f + size.y + 2);
+    dl->AddRectFilled(p0, p1, colour, 3);
+    dl->AddText(ImGui::GetFont(), px, ImVec2(p0.x + 3, p0.y + 1), IM_COL32(255, 255, 255, 255), text);
+}
 
 void draw_graph_window(ViewerState& s, const Tile& tile) {
     ImGui::SetNextWindowPos(tile.pos);
@@ -351,6 +380,7 @@ void draw_graph_window(ViewerState& s, const Tile& tile) {
     // No window background under the canvas: on a software renderer a 1280x800 frame is fill-rate
     // bound (llvmpipe), so no pixel is drawn twice that need not be. The toolbar gets its own.
     ImGui::Begin("Graph", nullptr, flags);
+    viewer_diff_refresh(s);
     ImDrawList* window_dl = ImGui::GetWindowDrawList();
     window_dl->ChannelsSplit(2);
     window_dl->ChannelsSetCurrent(1);
@@ -579,6 +609,13 @@ void draw_graph_window(ViewerState& s, const Tile& tile) {
             d.highlighted = static_cast<int>(i) == highlighted;
             d.selected = s.selected != 0 && b.node_id == s.selected && b.kind != BOX_STUB;
             d.visible = intersects(r, visible);
+            if (!s.diff_marks.empty() && (b.kind == BOX_NODE || b.kind == BOX_GHOST)) {
+                auto found = s.diff_marks.find(b.node_id);
+                if (found != s.diff_marks.end()) {
+                    d.has_diff = true;
+                    d.diff = found->second;
+                }
+            }
             s.drawn.push_back(d);
             if (!d.visible) continue;
 
@@ -614,6 +651,8 @@ void draw_graph_window(ViewerState& s, const Tile& tile) {
                 dl->AddRect(ImVec2(a.x + off, a.y + off), ImVec2(c.x + off, c.y + off), fade(COLOUR_BORDER, alpha), round);
             }
             if (b.kind != BOX_STUB) dl->AddRectFilled(a, c, fade(fill, alpha), round);
+            if (d.has_diff && d.diff.value_change > 0)   // the diff option: tinted by how much its value moved
+                dl->AddRectFilled(a, c, diff_tint(d.diff.value_change), round);
             float border_w = std::clamp(z, 1.0f, 1.5f);
             if (d.highlighted) {
                 dl->AddRect(ImVec2(a.x - 2, a.y - 2), ImVec2(c.x + 2, c.y + 2), COLOUR_HIGHLIGHT_BORDER, round + 2, 0, 3.0f);
@@ -625,6 +664,8 @@ void draw_graph_window(ViewerState& s, const Tile& tile) {
                 dl->AddRect(a, c, fade(COLOUR_BORDER, alpha), round, 0, border_w);
             }
             if (plan_mark) draw_plan_box_marks(dl, *plan_mark, a, c, z);
+            if (d.has_diff && !d.diff.shape_before.empty() && !d.highlighted)
+                dl->AddRect(ImVec2(a.x - 2, a.y - 2), ImVec2(c.x + 2, c.y + 2), COLOUR_DIFF_SHAPE, round + 2, 0, 2.5f);
             if (d.selected && !d.highlighted)
                 dl->AddRect(ImVec2(a.x - 2, a.y - 2), ImVec2(c.x + 2, c.y + 2), COLOUR_SELECTED, round + 2, 0, 2.5f);
             if (static_cast<int>(i) == hovered_box && !d.highlighted)
@@ -640,6 +681,8 @@ void draw_graph_window(ViewerState& s, const Tile& tile) {
                 else if (b.node_id == stop_group) dl->AddCircleFilled(at, mark, COLOUR_HIGHLIGHT_BORDER);
                 else dl->AddCircle(at, mark, COLOUR_GRAD_PENDING, 0, 1.5f);
             }
+
+            if (d.has_diff && labels) draw_diff_badge(dl, d.diff, a, c, label_px);
 
             if (labels) {
                 ImVec4 clip(a.x + 1, a.y + 1, c.x - 1, c.y - 1);
@@ -671,7 +714,7 @@ void draw_graph_window(ViewerState& s, const Tile& tile) {
         dl->PopTextureID();
     }
     if (show_legend && s.plan) draw_plan_legend(s, dl, origin, size.x);
-    else if (show_legend) draw_legend(dl, origin, size.x);
+    else if (show_legend) draw_legend(dl, origin, size.x, s.diff);
     if (v.boxes.empty()) {
         const char* text = "The tape is empty: run some tensor ops at the prompt.";
         dl->AddText(ImVec2(origin.x + 20, origin.y + 20), COLOUR_TEXT_DIM, text);
