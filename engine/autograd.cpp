@@ -377,6 +377,16 @@ Node* backward_pass_find(int64_t id) {
     return at != order.end() && (*at)->id == id ? *at : nullptr;
 }
 
+namespace {
+Value* g_last_loss = new Value();   // never destroyed: read until the process ends
+uint64_t g_last_loss_count = 0;
+}  // namespace
+
+const Value& engine_last_loss(uint64_t* count) {
+    *count = g_last_loss_count;
+    return *g_last_loss;
+}
+
 void backward(const Tensor& root, const Tensor* grad, const BackwardOptions& options) {
     if (!root.defined()) engine_fail("backward: not a tensor");
     if (g_pass)   // pending gradients live on the nodes: two passes at once would mix them
@@ -395,6 +405,11 @@ void backward(const Tensor& root, const Tensor* grad, const BackwardOptions& opt
         engine_fail("backward: tensor #%lld has shape %s; backward() without a gradient needs a single element "
                     "(pass a gradient of the same shape)",
                     static_cast<long long>(root.id()), root.shape().str().c_str());
+
+    if (!has_grad) {   // a loss: the training log reads it at the optimizer's step
+        *g_last_loss = root.value();
+        ++g_last_loss_count;
+    }
 
     std::vector<Node*> order;
     collect_graph_by_id_descending(root.node.get(), order);

@@ -454,6 +454,10 @@ int64_t grad_hook_add(const Tensor& t, GradHook hook);   // a handle (> 0) for g
 bool grad_hook_remove(int64_t handle);                   // false when removed already or its node is gone
 void grad_hooks_drop(Node* node);                        // node_destroy: its hooks go with it
 
+// The root of the latest backward() called without a gradient (a loss: one element), and how many
+// such calls were made (*count; 0: none yet, then the value is empty). The training log's `loss`.
+const Value& engine_last_loss(uint64_t* count);
+
 // The pass backward() is running, or null. One at a time: backward() while one runs is an error.
 const BackwardPass* engine_backward_pass();
 // A frozen plan's debug replay announces a recorded backward group (plan.cpp): `pass` stands for

@@ -192,6 +192,11 @@ struct ViewerState {
     int tensor_tab = 0;
     int tensor_tab_request = -1;
     bool heatmap_drawn = false;      // the last frame drew a heatmap (tests)
+
+    // The Training window (window_training.cpp): shown in the Graph window's place; the series its
+    // combo picked ("hist h", "loss", ...; empty: the first histogram series).
+    bool show_training = false;
+    std::string training_pick;
 };
 
 ViewerState& viewer_state();
@@ -220,6 +225,7 @@ struct GradientShown {
 GradientShown viewer_gradient_of(const ViewerState& s, const Node* n);
 void draw_source_window(ViewerState& s, const Tile& tile);
 void draw_controls_window(ViewerState& s, const Tile& tile);
+void draw_training_window(ViewerState& s, const Tile& tile);
 
 // Select a node (0: none): the Tensor and Source windows show it; `scroll` brings it into view.
 void viewer_select(int64_t node_id, bool scroll);
