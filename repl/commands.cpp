@@ -13,6 +13,7 @@
 #include "repl.h"
 #include "tapedeck_lua.h"
 #include "viewer.h"
+#include "training_view.h"
 
 namespace {
 
@@ -83,6 +84,11 @@ bool cmd_dot(lua_State* L, const std::string& args) {
 
 bool cmd_view(lua_State* L, const std::string& args) {
     viewer_command(L, args);
+    return true;
+}
+
+bool cmd_plot(lua_State* L, const std::string& args) {
+    training_plot_command(L, args);   // viewer/training_lua.cpp
     return true;
 }
 
@@ -213,6 +219,7 @@ const Command commands[] = {
     {"undisplay", nullptr, "N|all", "as :unwatch", debugger_cmd_unwatch},
     {"ignore", nullptr, "N COUNT", "breakpoint N does not stop at its next COUNT hits (counted in :breaks)", debugger_cmd_ignore},
     {"view", "v", "[expr]", "open the graph viewer (and select expr's node); also :view close, :view screenshot f.png, :view expand|collapse NAME, :view window older|newer|newest|#ID", cmd_view},
+    {"plot", nullptr, "[NAME [f.png]]", "the training log: list the series; plot loss, grad_norm, update_ratio, flow, any series or hist NAME as a PNG", cmd_plot},
     {"quit", "q", "", "leave tapedeck", cmd_quit},
 };
 
