@@ -271,7 +271,8 @@ end
 -- or nil when not logging.
 local function training_log_begin(opt)
   local viewer = rawget(_G, "viewer")
-  if type(viewer) ~= "table" or not viewer._step_begin or not viewer.log_options().automatic then return nil end
+  if type(viewer) ~= "table" or not viewer._step_begin then return nil end
+  if not viewer.log_options().automatic then viewer._step_counted(); return nil end
   local params, grads = {}, {}
   for _, p in ipairs(opt:_parameters()) do
     local g = p.grad

@@ -578,4 +578,24 @@ bool plot_write_png(const std::string& what, const std::string& path, int width,
     return true;
 }
 
+bool png_stats(const std::string& path, int* width, int* height, size_t* colours, std::string* error) {
+    cairo_surface_t* surface = cairo_image_surface_create_from_png(path.c_str());
+    if (cairo_surface_status(surface) != CAIRO_STATUS_SUCCESS) {
+        *error = "cannot read '" + path + "' (" + cairo_status_to_string(cairo_surface_status(surface)) + ")";
+        cairo_surface_destroy(surface);
+        return false;
+    }
+    *width = cairo_image_surface_get_width(surface);
+    *height = cairo_image_surface_get_height(surface);
+    const unsigned char* data = cairo_image_surface_get_data(surface);
+    int stride = cairo_image_surface_get_stride(surface);
+    std::vector<uint32_t> pixels;
+    for (int y = 0; y < *height; ++y)
+        for (int x = 0; x < *width; ++x) pixels.push_back(*reinterpret_cast<const uint32_t*>(data + y * stride + x * 4));
+    std::sort(pixels.begin(), pixels.end());
+    *colours = static_cast<size_t>(std::unique(pixels.begin(), pixels.end()) - pixels.begin());
+    cairo_surface_destroy(surface);
+    return true;
+}
+
 }  // namespace td

@@ -32,4 +32,8 @@ bool plot_render_rgba(const std::string& what, int width, int height, std::vecto
 // written ("plot: cannot write 'x/out.png' (No such file or directory)").
 bool plot_write_png(const std::string& what, const std::string& path, int width, int height, std::string* error);
 
+// Read a PNG file back: its size and the number of distinct colours (tests check that a plot is
+// not blank). False with *error when it cannot be read.
+bool png_stats(const std::string& path, int* width, int* height, size_t* colours, std::string* error);
+
 }  // namespace td

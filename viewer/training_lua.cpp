@@ -11,6 +11,7 @@
 //   viewer.step() -> the optimizer steps so far
 //   viewer.log_options{automatic = bool} -> {automatic = ...}   optimizers log at every step()
 //   viewer.log_clear()                 forget every series, the step counter back to 0
+//   viewer.png_stats(path) -> width, height, colours    a PNG read back (tests)
 //   viewer._step_begin(params) / viewer._step_end(params, grads, names) / viewer._param_names(params)
 //                                      optim.lua's step()
 //
@@ -81,10 +82,13 @@ int l_plot(lua_State* L) {
     return 1;
 }
 
-void push_numbers(lua_State* L, const std::vector<double>& values) {
+// values as Lua numbers; `steps`: whole ones as integers (step 3, not 3.0; a folded point's mean
+// step may be 2.5).
+void push_numbers(lua_State* L, const std::vector<double>& values, bool steps = false) {
     lua_createtable(L, static_cast<int>(values.size()), 0);
     for (size_t i = 0; i < values.size(); ++i) {
-        lua_pushnumber(L, values[i]);
+        if (steps && values[i] == std::floor(values[i]) && std::fabs(values[i]) < 9e15) lua_pushinteger(L, static_cast<lua_Integer>(values[i]));
+        else lua_pushnumber(L, values[i]);
         lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
     }
 }
@@ -118,7 +122,7 @@ int l_series(lua_State* L) {
     auto scalar = log.scalars.find(name);
     if (scalar != log.scalars.end()) {
         lua_createtable(L, 0, 4);
-        push_numbers(L, scalar->second.steps);
+        push_numbers(L, scalar->second.steps, true);
         lua_setfield(L, -2, "steps");
         push_numbers(L, scalar->second.values);
         lua_setfield(L, -2, "values");
@@ -133,7 +137,7 @@ int l_series(lua_State* L) {
         std::vector<double> steps, lo, hi;
         for (const HistogramStep& e : hist->second.steps) steps.push_back(e.step), lo.push_back(e.lo), hi.push_back(e.hi);
         lua_createtable(L, 0, 5);
-        push_numbers(L, steps);
+        push_numbers(L, steps, true);
         lua_setfield(L, -2, "steps");
         push_numbers(L, lo);
         lua_setfield(L, -2, "lo");
@@ -234,6 +238,29 @@ int l_param_names(lua_State* L) {
     return 1;
 }
 
+// viewer._step_counted(): a step() that logged nothing (automatic logging off) still counts.
+int l_step_counted(lua_State*) {
+    ++training_log().optimizer_steps;
+    return 0;
+}
+
+// viewer.png_stats(path) -> width, height, colours: a PNG read back (cairo's libpng reader), the
+// number of distinct colours in it (tests: a plot is not blank). nil, message when it cannot.
+int l_png_stats(lua_State* L) {
+    int width = 0, height = 0;
+    size_t colours = 0;
+    std::string error;
+    if (!png_stats(luaL_checkstring(L, 1), &width, &height, &colours, &error)) {
+        lua_pushnil(L);
+        lua_pushstring(L, ("viewer.png_stats: " + error).c_str());
+        return 2;
+    }
+    lua_pushinteger(L, width);
+    lua_pushinteger(L, height);
+    lua_pushinteger(L, static_cast<lua_Integer>(colours));
+    return 3;
+}
+
 const luaL_Reg training_functions[] = {
     {"log", l_log},
     {"plot", l_plot},
@@ -244,6 +271,8 @@ const luaL_Reg training_functions[] = {
     {"_step_begin", l_step_begin},
     {"_step_end", l_step_end},
     {"_param_names", l_param_names},
+    {"_step_counted", l_step_counted},
+    {"png_stats", l_png_stats},
     {nullptr, nullptr},
 };
 
