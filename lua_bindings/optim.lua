@@ -269,6 +269,31 @@ end
 -- pass's loss, then counts the step. The viewer's C side reads the values directly (no ops, nothing
 -- on the tape). Off with viewer.log_options{automatic = false}. Returns what training_log_end needs,
 -- or nil when not logging.
+-- Names for parameters the debugger's walk left unnamed (it gives up in scripts whose locals hold
+-- big tables before the model): the modules among the callers' locals and the globals, by their
+-- variable and named_parameters() path ("model.lstm.weight_hh_l0"). names: parameter -> name.
+local function name_from_modules(params, names)
+  local wanted = {}
+  for _, p in ipairs(params) do wanted[p] = true end
+  local function offer(variable, value)
+    if type(value) ~= "table" or not (nn and nn.is_module(value)) then return end
+    local ok, list = pcall(value.named_parameters, value)
+    if not ok then return end
+    for _, pair in ipairs(list) do
+      if wanted[pair[2]] and names[pair[2]] == nil then names[pair[2]] = variable .. "." .. pair[1] end
+    end
+  end
+  for level = 3, 40 do   -- the callers of step(), innermost first
+    if not debug.getinfo(level, "S") then break end
+    for i = 1, 200 do
+      local name, value = debug.getlocal(level, i)
+      if not name then break end
+      if name:sub(1, 1) ~= "(" then offer(name, value) end
+    end
+  end
+  for name, value in pairs(_G) do if type(name) == "string" then offer(name, value) end end
+end
+
 local function training_log_begin(opt)
   local viewer = rawget(_G, "viewer")
   if type(viewer) ~= "table" or not viewer._step_begin then return nil end
@@ -285,9 +310,12 @@ local function training_log_begin(opt)
   if #missing > 0 then
     local index = {}   -- an unnamed parameter is "param<i>", i its place in the optimizer's list
     for i, p in ipairs(opt:_parameters()) do index[p] = i end
+    local unnamed = {}
     for i, name in ipairs(viewer._param_names(missing)) do
-      names[missing[i]] = name:match("^param%d+$") and ("param" .. index[missing[i]]) or name
+      if name:match("^param%d+$") then unnamed[#unnamed + 1] = missing[i] else names[missing[i]] = name end
     end
+    if #unnamed > 0 then name_from_modules(unnamed, names) end
+    for _, p in ipairs(unnamed) do names[p] = names[p] or ("param" .. index[p]) end
   end
   local list = {}
   for i, p in ipairs(params) do list[i] = names[p] end

@@ -80,6 +80,30 @@ std::string number_text(double v) {
     return buf;
 }
 
+// The dotted prefix all `names` share ("model." of model.fc1.weight, model.fc2.bias), which the
+// legends and bar labels leave out (the title says it); empty for fewer than two names.
+std::string shared_prefix(const std::vector<std::string>& names) {
+    if (names.size() < 2) return "";
+    std::string prefix = names[0];
+    for (const std::string& n : names) {
+        size_t k = 0;
+        while (k < prefix.size() && k < n.size() && prefix[k] == n[k]) ++k;
+        prefix.resize(k);
+    }
+    size_t dot = prefix.rfind('.');
+    return dot == std::string::npos ? "" : prefix.substr(0, dot + 1);
+}
+
+// `text` cut from the left with "..." to fit `width` pixels at `size`.
+std::string fit_left(cairo_t* cr, const std::string& text, double width, double size) {
+    if (text_width(cr, text, size) <= width) return text;
+    for (size_t cut = 1; cut < text.size(); ++cut) {
+        std::string t = "..." + text.substr(cut);
+        if (text_width(cr, t, size) <= width) return t;
+    }
+    return text;
+}
+
 // ============================================================================================
 // [SECTION] axes: ticks and labels
 
@@ -233,14 +257,19 @@ void draw_lines(cairo_t* cr, int width, int height, const std::vector<std::strin
     pad_range(y);
 
     bool legend = names.size() > 1;
+    std::vector<std::string> labels;
+    for (const std::string& n : names) labels.push_back(legend_label(n, prefix));
+    std::string common = shared_prefix(labels);
+    for (std::string& l : labels) l = l.substr(common.size());
     double legend_w = 0;
     if (legend) {
-        for (const std::string& n : names) legend_w = std::max(legend_w, text_width(cr, legend_label(n, prefix), 11));
-        legend_w = std::min(legend_w + 34, width * 0.4);
+        for (const std::string& l : labels) legend_w = std::max(legend_w, text_width(cr, l, 11));
+        legend_w = std::min(legend_w + 34, width * 0.3);
     }
+    std::string full_title = common.empty() ? title : title + "  (" + common + "*)";
     Box box{64, 30, width - 14 - legend_w, height - 44.0};
     x.p0 = box.x0, x.p1 = box.x1, y.p0 = box.y1, y.p1 = box.y0;
-    draw_title(cr, title, width);
+    draw_title(cr, full_title, width);
     draw_frame_and_grid(cr, box, x, y, "step", prefix.empty() ? names[0] : prefix);
     if (!any) {
         draw_message(cr, box, "no finite values yet");
@@ -304,7 +333,7 @@ void draw_lines(cairo_t* cr, int width, int height, const std::vector<std::strin
             cairo_line_to(cr, lx + 18, ly);
             cairo_stroke(cr);
             cairo_set_source_rgb(cr, 0.15, 0.15, 0.15);
-            text_at(cr, legend_label(names[k], prefix), lx + 24, ly, 11, 0, 0.5);
+            text_at(cr, fit_left(cr, labels[k], width - lx - 28, 11), lx + 24, ly, 11, 0, 0.5);
         }
     }
 }
@@ -432,7 +461,7 @@ void draw_bars(cairo_t* cr, const Box& box, const std::vector<double>& values, c
         double y0 = box.y0 + i * row, v = values[i];
         if (with_names) {
             cairo_set_source_rgb(cr, 0.15, 0.15, 0.15);
-            text_at(cr, names[i], box.x0 - 6, y0 + row / 2, font, 1, 0.5);
+            text_at(cr, fit_left(cr, names[i], box.x0 - 10, font), box.x0 - 6, y0 + row / 2, font, 1, 0.5);
         }
         if (!std::isfinite(v) || v <= 0) {
             cairo_set_source_rgb(cr, 0.8, 0.1, 0.1);
@@ -463,18 +492,24 @@ void draw_bars(cairo_t* cr, const Box& box, const std::vector<double>& values, c
 
 void draw_flow(cairo_t* cr, int width, int height) {
     const std::vector<std::string>& params = training_log().parameters;
+    std::string common = shared_prefix(params);
+    std::vector<std::string> labels;
+    for (const std::string& p : params) labels.push_back(p.substr(common.size()));
     double names_w = 40;
-    for (const std::string& p : params) names_w = std::max(names_w, text_width(cr, p, 12) + 12);
-    names_w = std::min(names_w, width * 0.35);
+    for (const std::string& l : labels) names_w = std::max(names_w, text_width(cr, l, 12) + 12);
+    names_w = std::min(names_w, width * 0.3);
     double panel = (width - names_w - 40) / 2;
-    char title[96];
-    snprintf(title, sizeof title, "gradient flow at step %lld", static_cast<long long>(training_log().optimizer_steps - 1));
+    char title[160];
+    snprintf(title, sizeof title, "gradient flow at step %lld%s", static_cast<long long>(training_log().optimizer_steps - 1),
+             common.empty() ? "" : ("  (" + common + "*)").c_str());
     draw_title(cr, params.empty() ? std::string("gradient flow (no optimizer step yet)") : std::string(title), width);
     Box left{names_w, 46, names_w + panel, height - 26.0};
     Box right{names_w + panel + 26, 46, names_w + 2 * panel + 26, height - 26.0};
-    draw_bars(cr, left, latest_values("grad_norm", params), "gradient norm  |grad|", 0, PALETTE[0], true, params);
-    draw_bars(cr, right, latest_values("update_ratio", params), "update / weight  |dw| / |w|", 1e-3, PALETTE[2],
-              false, params);
+    bool narrow = panel < 220;
+    draw_bars(cr, left, latest_values("grad_norm", params), narrow ? "|grad|" : "gradient norm  |grad|", 0, PALETTE[0],
+              true, labels);
+    draw_bars(cr, right, latest_values("update_ratio", params), narrow ? "|dw| / |w|" : "update / weight  |dw| / |w|",
+              1e-3, PALETTE[2], false, labels);
 }
 
 // ============================================================================================
@@ -516,8 +551,9 @@ cairo_surface_t* plot_surface(const std::string& what, int width, int height, st
     case PLOT_SCALAR: draw_lines(cr, width, height, {subject}, "", subject, false, 0); break;
     case PLOT_FAMILY: {
         bool ratio = subject == "update_ratio";
-        std::string title = subject == "grad_norm" ? "gradient norm per parameter  |grad|"
-                            : ratio                ? "update / weight per parameter  |dw| / |w|"
+        bool narrow = width < 600;
+        std::string title = subject == "grad_norm" ? (narrow ? "|grad|" : "gradient norm per parameter  |grad|")
+                            : ratio                ? (narrow ? "|dw| / |w|" : "update / weight per parameter  |dw| / |w|")
                                                    : subject;
         draw_lines(cr, width, height, training_family(subject), subject, title,
                    subject == "grad_norm" || ratio, ratio ? 1e-3 : 0);
