@@ -7,8 +7,9 @@
 
 struct lua_State;
 
-// Add viewer.log, viewer.plot, viewer.series, viewer.step, viewer.log_options, viewer.log_clear
-// (and optim.lua's viewer._step_begin / _step_end) to the global `viewer` table (made if missing).
+// Add viewer.log, viewer.plot, viewer.series, viewer.step, viewer.log_options, viewer.log_clear,
+// viewer.png_stats (and optim.lua's viewer._step_begin, _step_end, _step_counted, _param_names) to
+// the global `viewer` table (made if missing).
 void training_open_lua(lua_State* L);
 // The ':plot' command: "" lists the series; "NAME [out.png] [WxH]" or "hist NAME [out.png] [WxH]"
 // writes the plot (or, with no file, prints what the series holds and shows it in the Training
