@@ -1,5 +1,5 @@
 -- view_training.lua: the Training window (issue 18) on a real model. Run as
---   run_headless.sh tapedeck view_training.lua TESTS SHOTS SOURCE [STEPS]
+--   run_headless.sh tapedeck view_training.lua TESTS SHOTS SOURCE [STEPS]   (ctest: 20 steps)
 -- Trains scripts/models/char_lstm.lua for STEPS steps (20) with the window open, logging a
 -- histogram of the embedding's weights at every step (the optimizer logs the loss, the gradient
 -- norms and the update ratios by itself), then shows the Training window and checks:
@@ -9,7 +9,7 @@
 --   - the Controls' Graph / Training button switches between it and the Graph window;
 -- and writes view_training.png (docs/viewer.md's picture: STEPS = 100).
 local check = dofile(arg[1] .. "/viewer_check.lua")
-local steps = tonumber(arg[4] or "20")
+local steps = tonumber(arg[4] or "") or 20   -- ctest passes the tapedeck path here: 20
 check.start()
 
 -- The embedding's weights, logged after every step (the first parameter the optimizer updates).
