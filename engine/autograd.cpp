@@ -378,14 +378,10 @@ Node* backward_pass_find(int64_t id) {
 }
 
 namespace {
-Value* g_last_loss = new Value();   // never destroyed: read until the process ends
-uint64_t g_last_loss_count = 0;
+LastLoss g_last_loss;
 }  // namespace
 
-const Value& engine_last_loss(uint64_t* count) {
-    *count = g_last_loss_count;
-    return *g_last_loss;
-}
+const LastLoss& engine_last_loss() { return g_last_loss; }
 
 void backward(const Tensor& root, const Tensor* grad, const BackwardOptions& options) {
     if (!root.defined()) engine_fail("backward: not a tensor");
@@ -407,8 +403,12 @@ void backward(const Tensor& root, const Tensor* grad, const BackwardOptions& opt
                     static_cast<long long>(root.id()), root.shape().str().c_str());
 
     if (!has_grad) {   // a loss: the training log reads it at the optimizer's step
-        *g_last_loss = root.value();
-        ++g_last_loss_count;
+        const Value& v = root.value();
+        bool on_cpu = !value_freed(v) && v.device() == DEVICE_CPU;
+        g_last_loss.value = on_cpu ? value_get(v, 0) : 0;
+        g_last_loss.node_id = on_cpu ? 0 : root.id();
+        g_last_loss.output = root.output;
+        ++g_last_loss.count;
     }
 
     std::vector<Node*> order;

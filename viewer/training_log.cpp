@@ -250,13 +250,21 @@ void training_step_end(const std::vector<Value>& params, const std::vector<Value
         }
     }
     g_before.clear();
-    uint64_t count = 0;
-    const Value& loss = engine_last_loss(&count);
-    if (count != g_loss_count_seen && !value_freed(loss) && loss.numel() == 1) {
-        g_loss_count_seen = count;
+    const LastLoss& loss = engine_last_loss();
+    if (loss.count != g_loss_count_seen) {
+        g_loss_count_seen = loss.count;
+        double value = loss.value;
+        bool found = loss.node_id == 0;
+        if (!found) {   // on a device: read through its node, if it still lives
+            Node* n = tape_find(loss.node_id);
+            if (n && loss.output < static_cast<int>(n->outputs.size()) && !value_freed(n->outputs[loss.output].value)) {
+                value = value_get(value_to_host(n->outputs[loss.output].value), 0);
+                found = true;
+            }
+        }
         auto it = log.scalars.find("loss");
         bool logged_by_script = it != log.scalars.end() && it->second.last_step == step;
-        if (!logged_by_script) training_log_scalar("loss", value_get(value_to_host(loss), 0), step);
+        if (found && !logged_by_script) training_log_scalar("loss", value, step);
     }
     ++log.optimizer_steps;
     ++log.version;
