@@ -377,6 +377,12 @@ Node* backward_pass_find(int64_t id) {
     return at != order.end() && (*at)->id == id ? *at : nullptr;
 }
 
+namespace {
+LastLoss g_last_loss;
+}  // namespace
+
+const LastLoss& engine_last_loss() { return g_last_loss; }
+
 void backward(const Tensor& root, const Tensor* grad, const BackwardOptions& options) {
     if (!root.defined()) engine_fail("backward: not a tensor");
     if (g_pass)   // pending gradients live on the nodes: two passes at once would mix them
@@ -395,6 +401,15 @@ void backward(const Tensor& root, const Tensor* grad, const BackwardOptions& opt
         engine_fail("backward: tensor #%lld has shape %s; backward() without a gradient needs a single element "
                     "(pass a gradient of the same shape)",
                     static_cast<long long>(root.id()), root.shape().str().c_str());
+
+    if (!has_grad) {   // a loss: the training log reads it at the optimizer's step
+        const Value& v = root.value();
+        bool on_cpu = !value_freed(v) && v.device() == DEVICE_CPU;
+        g_last_loss.value = on_cpu ? value_get(v, 0) : 0;
+        g_last_loss.node_id = on_cpu ? 0 : root.id();
+        g_last_loss.output = root.output;
+        ++g_last_loss.count;
+    }
 
     std::vector<Node*> order;
     collect_graph_by_id_descending(root.node.get(), order);

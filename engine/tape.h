@@ -456,6 +456,18 @@ int64_t grad_hook_add(const Tensor& t, GradHook hook);   // a handle (> 0) for g
 bool grad_hook_remove(int64_t handle);                   // false when removed already or its node is gone
 void grad_hooks_drop(Node* node);                        // node_destroy: its hooks go with it
 
+// The latest backward() called without a gradient (a loss: one element), for the training log's
+// `loss`: how many such calls were made (0: none yet), and the loss, read at once when it is on the
+// CPU (*value; *node_id 0), else the id of its node (read later, while the node lives). Holds no
+// engine object (storage and node counts return to their baseline after a step).
+struct LastLoss {
+    uint64_t count = 0;
+    double value = 0;
+    int64_t node_id = 0;
+    int output = 0;
+};
+const LastLoss& engine_last_loss();
+
 // The pass backward() is running, or null. One at a time: backward() while one runs is an error.
 const BackwardPass* engine_backward_pass();
 // A frozen plan's debug replay announces a recorded backward group (plan.cpp): `pass` stands for

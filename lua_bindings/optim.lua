@@ -264,6 +264,69 @@ function Optimizer:zero_grad(opts)
   end
 end
 
+-- The training log (viewer.log; docs/viewer.md, The Training window): each step() logs, per
+-- parameter with a gradient, its gradient norm and update/weight ratio, and the latest backward
+-- pass's loss, then counts the step. The viewer's C side reads the values directly (no ops, nothing
+-- on the tape). Off with viewer.log_options{automatic = false}. Returns what training_log_end needs,
+-- or nil when not logging.
+-- Names for parameters the debugger's walk left unnamed (it gives up in scripts whose locals hold
+-- big tables before the model): the modules among the callers' locals and the globals, by their
+-- variable and named_parameters() path ("model.lstm.weight_hh_l0"). names: parameter -> name.
+local function name_from_modules(params, names)
+  local wanted = {}
+  for _, p in ipairs(params) do wanted[p] = true end
+  local function offer(variable, value)
+    if type(value) ~= "table" or not (nn and nn.is_module(value)) then return end
+    local ok, list = pcall(value.named_parameters, value)
+    if not ok then return end
+    for _, pair in ipairs(list) do
+      if wanted[pair[2]] and names[pair[2]] == nil then names[pair[2]] = variable .. "." .. pair[1] end
+    end
+  end
+  for level = 3, 40 do   -- the callers of step(), innermost first
+    if not debug.getinfo(level, "S") then break end
+    for i = 1, 200 do
+      local name, value = debug.getlocal(level, i)
+      if not name then break end
+      if name:sub(1, 1) ~= "(" then offer(name, value) end
+    end
+  end
+  for name, value in pairs(_G) do if type(name) == "string" then offer(name, value) end end
+end
+
+local function training_log_begin(opt)
+  local viewer = rawget(_G, "viewer")
+  if type(viewer) ~= "table" or not viewer._step_begin then return nil end
+  if not viewer.log_options().automatic then viewer._step_counted(); return nil end
+  local params, grads = {}, {}
+  for _, p in ipairs(opt:_parameters()) do
+    local g = p.grad
+    if g then params[#params + 1], grads[#grads + 1] = p, g end
+  end
+  local names = rawget(opt, "_log_names")   -- parameter -> name, looked up once per parameter
+  if not names then names = {}; rawset(opt, "_log_names", names) end
+  local missing = {}
+  for _, p in ipairs(params) do if names[p] == nil then missing[#missing + 1] = p end end
+  if #missing > 0 then
+    local index = {}   -- an unnamed parameter is "param<i>", i its place in the optimizer's list
+    for i, p in ipairs(opt:_parameters()) do index[p] = i end
+    local unnamed = {}
+    for i, name in ipairs(viewer._param_names(missing)) do
+      if name:match("^param%d+$") then unnamed[#unnamed + 1] = missing[i] else names[missing[i]] = name end
+    end
+    if #unnamed > 0 then name_from_modules(unnamed, names) end
+    for _, p in ipairs(unnamed) do names[p] = names[p] or ("param" .. index[p]) end
+  end
+  local list = {}
+  for i, p in ipairs(params) do list[i] = names[p] end
+  viewer._step_begin(params)
+  return {viewer = viewer, params = params, grads = grads, names = list}
+end
+
+local function training_log_end(logged)
+  logged.viewer._step_end(logged.params, logged.grads, logged.names)
+end
+
 -- One optimizer step: each parameter with a gradient is updated by the class's rule. closure, if
 -- given, is called first with gradients enabled and its result returned (PyTorch's closure).
 function Optimizer:step(closure)
@@ -274,6 +337,7 @@ function Optimizer:step(closure)
     loss = torch.enable_grad(closure)
   end
   self._options_version:item()   -- a frozen plan guards it: re-records when an option changed
+  local logged = training_log_begin(self)
   local update = self._class.update
   torch.no_grad(function()
     for _, record in ipairs(self._groups) do
@@ -284,6 +348,7 @@ function Optimizer:step(closure)
       end
     end
   end)
+  if logged then training_log_end(logged) end
   return loss
 end
 

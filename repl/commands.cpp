@@ -16,6 +16,7 @@
 #include "repl.h"
 #include "tapedeck_lua.h"
 #include "viewer.h"
+#include "training_view.h"
 
 namespace {
 
@@ -91,6 +92,11 @@ bool cmd_view(lua_State* L, const std::string& args) {
 
 bool cmd_animate(lua_State* L, const std::string& args) {
     td::animate_command(L, args);
+    return true;
+}
+
+bool cmd_plot(lua_State* L, const std::string& args) {
+    training_plot_command(L, args);   // viewer/training_lua.cpp
     return true;
 }
 
@@ -230,6 +236,7 @@ const Command commands[] = {
     {"diff", nullptr, "[part|off]", "what changed since the previous training step: new and missing nodes, shapes, the values and gradients that moved most (part: nodes, values, grads)", debugger_cmd_diff},
     {"view", "v", "[expr]", "open the graph viewer (and select expr's node); also :view close, :view screenshot f.png, :view expand|collapse NAME, :view window older|newer|newest|#ID", cmd_view},
     {"animate", nullptr, "expr f.gif", "backprop as a GIF (or PNG frames: a dir/): forward values, then gradients flowing back; --size WxH --delay MS --backward", cmd_animate},
+    {"plot", nullptr, "[NAME [f.png]]", "the training log: list the series; plot loss, grad_norm, update_ratio, flow, any series or hist NAME as a PNG", cmd_plot},
     {"quit", "q", "", "leave tapedeck", cmd_quit},
 };
 

@@ -206,6 +206,10 @@ struct ViewerState {
     std::shared_ptr<PlanModel> plan;
     int plan_stage = 0;
     bool plan_records_fresh = false; // `records` holds the plan's records
+    // The Training window (window_training.cpp): shown in the Graph window's place; the series its
+    // combo picked ("hist h", "loss", ...; empty: the first histogram series).
+    bool show_training = false;
+    std::string training_pick;
 };
 
 ViewerState& viewer_state();
@@ -236,6 +240,7 @@ struct GradientShown {
 GradientShown viewer_gradient_of(const ViewerState& s, const Node* n);
 void draw_source_window(ViewerState& s, const Tile& tile);
 void draw_controls_window(ViewerState& s, const Tile& tile);
+void draw_training_window(ViewerState& s, const Tile& tile);
 
 // Select a node (0: none): the Tensor and Source windows show it; `scroll` brings it into view.
 void viewer_select(int64_t node_id, bool scroll);

@@ -7,6 +7,7 @@
 //   viewer.capture() -> width, height                 viewer.pixel(x, y) -> r, g, b, a
 //   viewer.set_stop(id, backward)  viewer.highlight(id)  viewer.clear_stop()   (the debugger's calls)
 //   viewer.select(id | tensor)     viewer.fit()          viewer.tab("value" | "gradient" | "inputs")
+//   viewer.show("training" [, series] | "graph")   the Training window in the Graph's place (training_lua.cpp: log, plot)
 //   viewer.zoom([z]) -> z      the Graph window's zoom (set about the centre)
 //   viewer.options{ghosts=, collapse_loops=, collapse_lines=, collapse_backward=, node_cap=,
 //                  loss_graph=, backward_up=, diff=, cross_edges="none"|"selection"|"all", history=} -> the options
@@ -36,6 +37,7 @@
 #include "node_names.h"
 #include "tapedeck_lua.h"
 #include "tensor_stats.h"
+#include "training_view.h"
 #include "viewer_internal.h"
 
 using namespace td;
@@ -244,6 +246,17 @@ int l_zoom(lua_State* L) {
     }
     lua_pushnumber(L, s.zoom);
     return 1;
+}
+
+// viewer.show("training" [, series] | "graph"): which window takes the left of the viewer; the
+// Training window with `series` ("hist h", "loss") picked in its combo.
+int l_show(lua_State* L) {
+    static const char* const windows[] = {"graph", "training", nullptr};
+    int which = luaL_checkoption(L, 1, nullptr, windows);
+    if (which == 1) training_view_show(luaL_optstring(L, 2, "loss"));
+    else viewer_state().show_training = false;
+    viewer_state().force_frames = std::max(viewer_state().force_frames, 2);
+    return 0;
 }
 
 int l_tab(lua_State* L) {
@@ -721,6 +734,7 @@ const luaL_Reg viewer_functions[] = {
     {"select", l_select},
     {"fit", l_fit},
     {"tab", l_tab},
+    {"show", l_show},
     {"zoom", l_zoom},
     {"options", l_options},
     {"expand", l_expand},
@@ -748,6 +762,7 @@ void viewer_open_lua(lua_State* L) {
     luaL_newlib(L, viewer_functions);
     td::animate_open_lua(L);   // viewer.animate, viewer.gif_info: built either way
     lua_setglobal(L, "viewer");
+    training_open_lua(L);   // viewer.log, viewer.plot, ... (training_lua.cpp)
     lua_newuserdatauv(L, 0, 0);   // closes the window when L closes
     lua_createtable(L, 0, 1);
     lua_pushcfunction(L, sentinel_gc);

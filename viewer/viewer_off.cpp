@@ -4,6 +4,7 @@
 #include <lua.hpp>
 
 #include "animate.h"
+#include "training_view.h"
 #include "viewer.h"
 
 namespace {
@@ -63,4 +64,6 @@ void viewer_open_lua(lua_State* L) {
     lua_setfield(L, -2, "show_plan");
     td::animate_open_lua(L);   // viewer.animate, viewer.gif_info: no window needed
     lua_setglobal(L, "viewer");
+    training_open_lua(L);   // viewer.log, viewer.plot, ...: the plots need no window
 }
+void training_view_show(const std::string&) {}

@@ -610,8 +610,8 @@ void capture_pixels(ViewerState& s) {
     s.capture_request = false;
 }
 
-// The four windows tile the GLFW window: Controls across the top, Graph on the left, Tensor and
-// Source on the right.
+// The four windows tile the GLFW window: Controls across the top, Graph (or Training) on the left,
+// Tensor and Source on the right.
 // Every GLFW call that asks the X server something can be the one that finds the connection dead:
 // then its answer (a window size) is garbage, so the frame stops there (frame_step closes the
 // window after it).
@@ -636,7 +636,8 @@ void frame_draw(ViewerState& s) {
     float rest = std::max(display.y - top, 100.0f);
     float tensor_h = std::floor(rest * 0.58f);
     draw_controls_window(s, {ImVec2(0, 0), ImVec2(display.x, top)});
-    draw_graph_window(s, {ImVec2(0, top), ImVec2(left, rest)});
+    if (s.show_training) draw_training_window(s, {ImVec2(0, top), ImVec2(left, rest)});
+    else draw_graph_window(s, {ImVec2(0, top), ImVec2(left, rest)});
     draw_tensor_window(s, {ImVec2(left, top), ImVec2(right, tensor_h)});
     draw_source_window(s, {ImVec2(left, top + tensor_h), ImVec2(right, rest - tensor_h)});
 

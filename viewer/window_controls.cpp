@@ -131,6 +131,9 @@ void draw_controls_window(ViewerState& s, const Tile& tile) {
         draw_options(s);
         ImGui::EndPopup();
     }
+    ImGui::SameLine();
+    if (ImGui::Button(s.show_training ? "Graph" : "Training")) s.show_training = !s.show_training;   // window_training.cpp
+    viewer_note_item(s.show_training ? "Graph" : "Training");
     ImGui::SameLine(0, 18);
     draw_tape_window(s);
     ImGui::SameLine(0, 18);
