@@ -195,6 +195,7 @@ static Storage* device_storage_new(size_t bytes, Device device) {
     s->refcount = 1;
     s->device = device;
     s->grad_owned = false;
+    s->history_held = false;
     s->version = 0;
     s->history_version = 0;
     s->serial = pool().next_serial++;
@@ -227,6 +228,7 @@ Storage* storage_new(size_t bytes, Device device) {
     s->refcount = 1;
     s->device = device;
     s->grad_owned = false;
+    s->history_held = false;
     s->version = 0;
     s->history_version = 0;
     s->serial = p.next_serial++;

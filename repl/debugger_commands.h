@@ -30,3 +30,6 @@ bool debugger_cmd_print(lua_State* L, const std::string& args);     // :p EXPR
 bool debugger_cmd_until(lua_State* L, const std::string& args);     // :until [LINE]
 bool debugger_cmd_ignore(lua_State* L, const std::string& args);    // :ignore N COUNT
 bool debugger_cmd_post_mortem(lua_State* L, const std::string& args);   // :pm
+bool debugger_cmd_back(lua_State* L, const std::string& args);      // :back [N]
+bool debugger_cmd_forward(lua_State* L, const std::string& args);   // :forward [N]
+bool debugger_cmd_history(lua_State* L, const std::string& args);   // :history [SIZE|off]

@@ -74,6 +74,7 @@ struct DrawnBox {
     bool visible = false;      // inside the canvas (not culled)
     bool highlighted = false;  // the stopped node's box
     bool selected = false;
+    bool later = false;        // hidden by the timeline: recorded after the event shown
 };
 
 // Where each box of the current view sits, from the latest layout or, for boxes the layout has not
@@ -192,6 +193,12 @@ struct ViewerState {
     int tensor_tab = 0;
     int tensor_tab_request = -1;
     bool heatmap_drawn = false;      // the last frame drew a heatmap (tests)
+
+    // The timeline (window_timeline.cpp): the history event shown (0: live), and what it hides.
+    uint64_t timeline_serial = 0;
+    int64_t timeline_newest_id = 0;  // nodes with a larger id did not exist at that event (hidden)
+    int64_t timeline_node = 0;       // the event's node (highlighted)
+    bool timeline_backward = false;  // the event is a backward group
 };
 
 ViewerState& viewer_state();
@@ -220,6 +227,12 @@ struct GradientShown {
 GradientShown viewer_gradient_of(const ViewerState& s, const Node* n);
 void draw_source_window(ViewerState& s, const Tile& tile);
 void draw_controls_window(ViewerState& s, const Tile& tile);
+// The Controls window's timeline slider over the history's events (window_timeline.cpp).
+void draw_timeline(ViewerState& s);
+// Whether the timeline hides this node (recorded after the event shown).
+inline bool viewer_timeline_hides(const ViewerState& s, int64_t node_id) {
+    return s.timeline_serial != 0 && node_id > s.timeline_newest_id;
+}
 
 // Select a node (0: none): the Tensor and Source windows show it; `scroll` brings it into view.
 void viewer_select(int64_t node_id, bool scroll);
