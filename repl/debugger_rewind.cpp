@@ -307,7 +307,7 @@ void rewind_stop_begin(DebugStop& stop) {
 }
 
 void rewind_stop_end(DebugStop& stop) {
-    if (stop.rewound_to) show_in_viewer(0);
+    if (stop.rewound_to || viewer_timeline()) show_in_viewer(0);   // the viewer's slider too: the run goes on live
     stop.rewound_to = 0;
     if (g.L) names_release(g.L);
 }

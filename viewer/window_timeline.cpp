@@ -23,7 +23,8 @@ void draw_timeline(ViewerState& s) {
     int position = s.timeline_serial ? static_cast<int>(s.timeline_serial - oldest) : count;   // count: live
     ImGui::SetNextItemWidth(260);
     char format[64];
-    snprintf(format, sizeof format, "%s", s.timeline_serial ? "event %d" : "live");
+    if (s.timeline_serial) snprintf(format, sizeof format, "event %llu", static_cast<unsigned long long>(s.timeline_serial));
+    else snprintf(format, sizeof format, "live");
     if (ImGui::SliderInt("##timeline", &position, 0, count, format)) {
         uint64_t serial = position >= count ? 0 : oldest + static_cast<uint64_t>(position);
         viewer_set_timeline(serial);
