@@ -28,10 +28,10 @@ struct StorageCopy {
     Ref<Storage> copy;
 };
 
-struct HeldStorage {
-    int refs = 0;                     // how many HistoryValues reference it
+// The copies of one storage (Storage::history_copied), oldest first.
+struct StorageCopies {
     uint64_t serial = 0;              // Storage::serial (a freed storage's address may come back)
-    std::vector<StorageCopy> copies;  // oldest first
+    std::vector<StorageCopy> copies;
 };
 
 // A copy in the order copies were made, so the ones no kept event needs go first.
@@ -47,9 +47,9 @@ struct HistoryState {
     std::deque<HistoryEvent> events;   // serials events.front().serial .. next_serial - 1, in order
     uint64_t next_serial = 1;
     size_t with_values = 0;            // the newest `with_values` events still hold their values
-    std::unordered_map<Storage*, HeldStorage> held;
+    std::unordered_map<Storage*, StorageCopies> copied;   // only storages written since an event held them
     std::deque<CopyOrder> copy_order;
-    size_t held_bytes = 0;             // bytes of the storages in `held`
+    size_t held_bytes = 0;             // bytes of the storages held (Storage::history_refs > 0)
     size_t copy_bytes = 0;             // bytes of the copies
 };
 
@@ -63,27 +63,26 @@ uint64_t oldest_kept() {
 // ============================================================================================
 // [SECTION] holding
 
+// Values are counted on their storage (Storage::history_refs): holding one costs no lookup.
 void hold(const Value& v) {
     Storage* s = v.storage.get();
-    if (!s) return;
-    HeldStorage& held = h.held[s];
-    if (held.refs++ == 0) {
-        held.serial = s->serial;
-        h.held_bytes += s->bytes;
-        s->history_held = true;
+    if (s && s->history_refs++ == 0) h.held_bytes += s->bytes;
+}
+
+void forget_copies(Storage* s) {
+    auto it = h.copied.find(s);
+    if (it != h.copied.end()) {
+        for (const StorageCopy& c : it->second.copies) h.copy_bytes -= c.copy->bytes;
+        h.copied.erase(it);
     }
+    s->history_copied = false;
 }
 
 void let_go(HistoryValue& hv) {
     Storage* s = hv.value.storage.get();
-    if (s) {
-        auto it = h.held.find(s);
-        if (it != h.held.end() && --it->second.refs == 0) {
-            h.held_bytes -= s->bytes;
-            for (const StorageCopy& c : it->second.copies) h.copy_bytes -= c.copy->bytes;
-            s->history_held = false;
-            h.held.erase(it);
-        }
+    if (s && --s->history_refs == 0) {
+        h.held_bytes -= s->bytes;
+        if (s->history_copied) forget_copies(s);
     }
     hv.value = Value();
 }
@@ -96,10 +95,7 @@ void let_go_all(std::vector<HistoryValue>& values) {
 // The oldest event that still holds values lets them go (it stays listed).
 void drop_oldest_values() {
     HistoryEvent& e = h.events[h.events.size() - h.with_values];
-    let_go_all(e.inputs);
-    let_go_all(e.outputs);
-    let_go_all(e.grad_outputs);
-    let_go_all(e.grad_inputs);
+    let_go_all(e.values);
     e.values_kept = false;
     --h.with_values;
 }
@@ -110,12 +106,13 @@ void drop_unneeded_copies() {
     while (!h.copy_order.empty() && h.copy_order.front().after_serial < first) {
         CopyOrder c = h.copy_order.front();
         h.copy_order.pop_front();
-        auto it = h.held.find(c.storage);
-        if (it == h.held.end() || it->second.serial != c.storage_serial || it->second.copies.empty()) continue;
+        auto it = h.copied.find(c.storage);
+        if (it == h.copied.end() || it->second.serial != c.storage_serial || it->second.copies.empty()) continue;
         std::vector<StorageCopy>& copies = it->second.copies;
         if (copies.front().after_serial != c.after_serial) continue;
         h.copy_bytes -= copies.front().copy->bytes;
         copies.erase(copies.begin());
+        if (copies.empty()) forget_copies(c.storage);
     }
 }
 
@@ -165,15 +162,33 @@ void history_on_event(Node* node, HookEvent event) {
     e.where = node->where;
     e.newest_id = tape_next_id() - 1;
     e.pass = pass ? pass->serial : 0;
-    e.inputs.reserve(static_cast<size_t>(node->inputs.size()));
-    for (const Edge& in : node->inputs) e.inputs.push_back(value_of(in.value(), in.id, in.output));
-    for (int i = 0; i < node->outputs.size(); ++i) e.outputs.push_back(value_of(node->outputs[i].value, node->id, i));
+    e.n_inputs = static_cast<uint16_t>(node->inputs.size());
+    e.n_outputs = static_cast<uint16_t>(node->outputs.size());
+    e.n_grad_outputs = group ? e.n_outputs : 0;
+    e.n_grad_inputs = group ? e.n_inputs : 0;
+    e.values.reserve(static_cast<size_t>(e.n_inputs + e.n_outputs + e.n_grad_outputs + e.n_grad_inputs));
+    for (const Edge& in : node->inputs) e.values.push_back(value_of(in.value(), in.id, in.output));
+    for (int i = 0; i < node->outputs.size(); ++i) e.values.push_back(value_of(node->outputs[i].value, node->id, i));
     if (group) {
-        for (int i = 0; i < node->outputs.size(); ++i) e.grad_outputs.push_back(value_of_tensor(pass->group.grad_outputs[i]));
-        for (int i = 0; i < node->inputs.size(); ++i) e.grad_inputs.push_back(value_of_tensor(pass->group.grad_inputs[i]));
+        for (int i = 0; i < node->outputs.size(); ++i) e.values.push_back(value_of_tensor(pass->group.grad_outputs[i]));
+        for (int i = 0; i < node->inputs.size(); ++i) e.values.push_back(value_of_tensor(pass->group.grad_inputs[i]));
     }
     h.events.push_back(std::move(e));
     ++h.with_values;
+    trim();
+}
+
+void history_note_group_edited(const Node* node) {
+    const BackwardPass* pass = engine_backward_pass();
+    if (h.events.empty() || h.with_values == 0 || !pass || pass->group.node != node) return;
+    HistoryEvent& e = h.events.back();
+    if (!e.group || e.node_id != node->id) return;
+    size_t first = static_cast<size_t>(e.n_inputs + e.n_outputs + e.n_grad_outputs);
+    for (int i = 0; i < e.n_grad_inputs && first + i < e.values.size(); ++i) {
+        HistoryValue& slot = e.values[first + static_cast<size_t>(i)];
+        let_go(slot);
+        slot = value_of_tensor(pass->group.grad_inputs[i]);
+    }
     trim();
 }
 
@@ -181,10 +196,14 @@ void history_on_event(Node* node, HookEvent event) {
 // [SECTION] writes
 
 void history_before_write(Storage* storage) {
-    auto it = h.held.find(storage);
-    if (it == h.held.end() || h.with_values == 0) return;
+    if (storage->history_refs == 0 || h.with_values == 0) return;
     uint64_t after = h.next_serial - 1;   // the write comes after this event (and before the next)
-    std::vector<StorageCopy>& copies = it->second.copies;
+    StorageCopies& entry = h.copied[storage];
+    if (!storage->history_copied) {
+        entry.serial = storage->serial;
+        storage->history_copied = true;
+    }
+    std::vector<StorageCopy>& copies = entry.copies;
     if (!copies.empty() && copies.back().after_serial == after) return;   // already copied since that event
     Ref<Storage> copy = Ref<Storage>::adopt(storage_new(storage->bytes, storage->device));
     if (storage->device == DEVICE_CPU) {
@@ -207,9 +226,9 @@ void history_before_write(Storage* storage) {
 
 Value history_value_as_of(const Value& v, uint64_t serial) {
     Storage* s = v.storage.get();
-    if (!s || !s->history_held) return v;
-    auto it = h.held.find(s);
-    if (it == h.held.end()) return v;
+    if (!s || !s->history_copied) return v;
+    auto it = h.copied.find(s);
+    if (it == h.copied.end()) return v;
     for (const StorageCopy& c : it->second.copies) {
         if (c.after_serial < serial) continue;
         Value old = v;

@@ -8,10 +8,11 @@
 // and outputs; a backward group's forward inputs and outputs, the gradients that arrived at the
 // node (grad_output) and those its rule sent on (grad_input). Nothing re-runs.
 //
-// In-place writes: a storage the history holds is copied before an in-place op writes it
-// (copy-on-write, exec_node calls history_before_write), once per event interval, so a rewound
-// view reads the bytes as they were (history_value_as_of). Debugger edits at the live stop
-// (`out = t`) change the live event's own values and are not copied.
+// In-place writes: a storage the history holds is copied before a node writes it (copy-on-write:
+// exec_node calls history_before_write for an in-place op's storage, or a buffer a frozen call's
+// replay reuses), once per event interval, so a rewound view reads the bytes as they were
+// (history_value_as_of). Debugger edits at the live stop change the live event itself: `out = t`
+// writes the values the event holds, `grad_input[i] = t` is noted (history_note_group_edited).
 //
 // The budget bounds the bytes the history holds: every storage an event references (counted once
 // however many events share it, and whether or not something else holds it too: an upper bound
@@ -39,6 +40,17 @@ struct HistoryValue {
     int output = 0;
 };
 
+// A run of an event's values (its inputs, its outputs, ...).
+struct HistoryValues {
+    const HistoryValue* first = nullptr;
+    size_t count = 0;
+    size_t size() const { return count; }
+    bool empty() const { return count == 0; }
+    const HistoryValue& operator[](size_t i) const { return first[i]; }
+    const HistoryValue* begin() const { return first; }
+    const HistoryValue* end() const { return first + count; }
+};
+
 struct HistoryEvent {
     uint64_t serial = 0;      // events are numbered 1, 2, ... in the order they happened
     int64_t node_id = 0;      // the node that ran, or the forward node of a backward group
@@ -49,10 +61,23 @@ struct HistoryEvent {
     int64_t newest_id = 0;    // the newest node on the tape then: later ids did not exist yet
     uint64_t pass = 0;        // backward: BackwardPass::serial of its pass
     bool values_kept = true;  // false once its values fell out of the budget
-    std::vector<HistoryValue> inputs;         // forward: the node's inputs; group: the forward node's
-    std::vector<HistoryValue> outputs;        // the node's outputs (group: the forward node's)
-    std::vector<HistoryValue> grad_outputs;   // group: per output, what arrived (d root / d output)
-    std::vector<HistoryValue> grad_inputs;    // group: per input, what the rule sent (d root / d input)
+    // The values, in one block (one allocation an event): inputs, outputs, grad_outputs, grad_inputs.
+    std::vector<HistoryValue> values;
+    uint16_t n_inputs = 0, n_outputs = 0, n_grad_outputs = 0, n_grad_inputs = 0;
+
+    // forward: the node's inputs; group: the forward node's
+    HistoryValues inputs() const { return run(0, n_inputs); }
+    // the node's outputs (group: the forward node's)
+    HistoryValues outputs() const { return run(n_inputs, n_outputs); }
+    // group: per output, what arrived (d root / d output)
+    HistoryValues grad_outputs() const { return run(n_inputs + n_outputs, n_grad_outputs); }
+    // group: per input, what the rule sent (d root / d input)
+    HistoryValues grad_inputs() const { return run(n_inputs + n_outputs + n_grad_outputs, n_grad_inputs); }
+
+private:
+    HistoryValues run(size_t first, size_t count) const {
+        return values_kept && first + count <= values.size() ? HistoryValues{values.data() + first, count} : HistoryValues{};
+    }
 };
 
 // The budget in bytes; 0 turns the history off and lets everything go.
@@ -81,7 +106,10 @@ const HistoryEvent* history_event(uint64_t serial);
 // history (or none since): v.
 Value history_value_as_of(const Value& v, uint64_t serial);
 
-// exec_node, before an in-place op writes `storage` (called only when storage->history_held).
+// The debugger replaced a gradient at the live stop of `node`'s backward group: the newest event,
+// when it is that group, holds the new grad_input.
+void history_note_group_edited(const Node* node);
+// exec_node, before an in-place op writes `storage` (called only when storage->history_refs).
 void history_before_write(Storage* storage);
 // tape.cpp's observer dispatch: record the event (called first, before the observers).
 void history_on_event(Node* node, HookEvent event);

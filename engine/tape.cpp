@@ -818,8 +818,11 @@ void exec_node(Node* node) {
     int n_outputs = node->outputs.size();
     for (int i = 0; i < n_outputs; ++i) outputs[i] = &node->outputs[i].value;
 
-    if ((node->info().flags & OPF_INPLACE) && node->outputs[0].value.storage->history_held)
-        history_before_write(node->outputs[0].value.storage.get());   // the history keeps the bytes as they were
+    // The rewind history keeps the bytes of a storage it holds as they were before anything writes
+    // it: an in-place op's input, or a buffer a frozen call's replay reuses (a view writes nothing).
+    if (!(node->info().flags & OPF_VIEW))
+        for (Output& out : node->outputs)
+            if (out.value.storage && out.value.storage->history_refs) history_before_write(out.value.storage.get());
     if (node->info().flags & OPF_CUSTOM) {
         function_run(node);
     } else {

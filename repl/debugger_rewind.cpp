@@ -150,16 +150,16 @@ std::string rewind_banner(const DebugStop& stop) {
         return s;
     }
     uint64_t at = e->serial;
-    for (size_t i = 0; i < e->inputs.size(); ++i)
-        add_line(s, i == 0 ? "in" : "", value_owner_text(e->inputs[i]) + " " + value_text(e->inputs[i], at));
-    for (size_t i = 0; i < e->outputs.size(); ++i)
-        add_line(s, i == 0 ? "out" : "", value_owner_text(e->outputs[i]) + " " + value_text(e->outputs[i], at));
-    for (size_t i = 0; i < e->grad_outputs.size(); ++i)
-        if (e->grad_outputs[i].value.storage)
-            add_line(s, "grad in", value_owner_text(e->grad_outputs[i]) + " " + value_text(e->grad_outputs[i], at));
-    for (size_t i = 0; i < e->grad_inputs.size(); ++i)
+    for (size_t i = 0; i < e->inputs().size(); ++i)
+        add_line(s, i == 0 ? "in" : "", value_owner_text(e->inputs()[i]) + " " + value_text(e->inputs()[i], at));
+    for (size_t i = 0; i < e->outputs().size(); ++i)
+        add_line(s, i == 0 ? "out" : "", value_owner_text(e->outputs()[i]) + " " + value_text(e->outputs()[i], at));
+    for (size_t i = 0; i < e->grad_outputs().size(); ++i)
+        if (e->grad_outputs()[i].value.storage)
+            add_line(s, "grad in", value_owner_text(e->grad_outputs()[i]) + " " + value_text(e->grad_outputs()[i], at));
+    for (size_t i = 0; i < e->grad_inputs().size(); ++i)
         add_line(s, i == 0 ? "grads out" : "",
-                 e->grad_inputs[i].value.storage ? value_owner_text(e->grad_inputs[i]) + " " + value_text(e->grad_inputs[i], at)
+                 e->grad_inputs()[i].value.storage ? value_owner_text(e->grad_inputs()[i]) + " " + value_text(e->grad_inputs()[i], at)
                                                  : "-   (none: the input needs no gradient)");
     return s;
 }
@@ -175,7 +175,7 @@ void push_tensor_or_nil(lua_State* L, const HistoryValue& hv, uint64_t serial) {
     else lua_pushnil(L);
 }
 
-void push_list(lua_State* L, const std::vector<HistoryValue>& values, uint64_t serial) {
+void push_list(lua_State* L, HistoryValues values, uint64_t serial) {
     lua_createtable(L, static_cast<int>(values.size()), 0);
     for (size_t i = 0; i < values.size(); ++i) {
         push_tensor_or_nil(L, values[i], serial);
@@ -209,7 +209,7 @@ int readonly_tostring(lua_State* L) {
     return 1;
 }
 
-void push_readonly_list(lua_State* L, const std::vector<HistoryValue>& values, uint64_t serial) {
+void push_readonly_list(lua_State* L, HistoryValues values, uint64_t serial) {
     lua_newtable(L);
     lua_createtable(L, 0, 4);
     push_list(L, values, serial);
@@ -260,19 +260,19 @@ void push_new_names(lua_State* L, const DebugStop& stop, const HistoryEvent& e) 
     }
     lua_setfield(L, -2, "node");
     if (!e.values_kept) return;
-    push_list(L, e.inputs, e.serial);
+    push_list(L, e.inputs(), e.serial);
     lua_setfield(L, -2, "inputs");
-    push_list(L, e.outputs, e.serial);
+    push_list(L, e.outputs(), e.serial);
     lua_setfield(L, -2, "outputs");
-    if (!e.outputs.empty()) {
-        push_tensor_or_nil(L, e.outputs[0], e.serial);
+    if (!e.outputs().empty()) {
+        push_tensor_or_nil(L, e.outputs()[0], e.serial);
         lua_setfield(L, -2, "out");
     }
     if (!e.group) return;
-    if (e.grad_outputs.size() == 1) push_tensor_or_nil(L, e.grad_outputs[0], e.serial);
-    else push_list(L, e.grad_outputs, e.serial);
+    if (e.grad_outputs().size() == 1) push_tensor_or_nil(L, e.grad_outputs()[0], e.serial);
+    else push_list(L, e.grad_outputs(), e.serial);
     lua_setfield(L, -2, "grad_output");
-    push_readonly_list(L, e.grad_inputs, e.serial);
+    push_readonly_list(L, e.grad_inputs(), e.serial);
     lua_setfield(L, -2, "grad_input");
     lua_getfield(L, -1, "grad_output");
     lua_setfield(L, -2, "grad_in");

@@ -16,6 +16,7 @@
 #include <set>
 
 #include "debugger_internal.h"
+#include "history.h"
 #include "node_names.h"
 #include "plan.h"
 #include "source_cache.h"
@@ -356,6 +357,7 @@ void replace_grad(lua_State* L, DebugStop& stop, lua_Integer i, int idx) {
     }
     slot = grad;
     node->edited |= EDITED_GRAD;
+    history_note_group_edited(node);   // :back later shows the gradient that flowed on
 }
 
 // The grad_input proxy: upvalue 1 is the serial of its stop.

@@ -420,7 +420,7 @@ void draw_inputs_panel(ViewerState& s, Node* n) {
 
 // The Tensor window at a rewound event (the timeline): output 0 of `values` as it was at the event,
 // or why it is not there. False when there is nothing to say (then the live value is shown).
-static bool rewound_value(ViewerState& s, const HistoryEvent& e, const std::vector<HistoryValue>& values, const char* what) {
+static bool rewound_value(ViewerState& s, const HistoryEvent& e, HistoryValues values, const char* what) {
     ImVec4 colour(0.45f, 0.3f, 0.85f, 1);
     if (!e.values_kept) {
         ImGui::TextColored(colour, "event %llu: its values fell out of the history (budget %s)", static_cast<unsigned long long>(e.serial),
@@ -493,7 +493,7 @@ void draw_tensor_window(ViewerState& s, const Tile& tile) {
         s.tensor_tab_request = -1;
         if (ImGui::BeginTabItem("Value", nullptr, value_flags)) {
             s.tensor_tab = 0;
-            if (rewound && rewound_value(s, *rewound, rewound->outputs, "value")) {
+            if (rewound && rewound_value(s, *rewound, rewound->outputs(), "value")) {
             } else if (not_run)
                 ImGui::TextColored(ImVec4(0.95f, 0.6f, 0.2f, 1),
                                    "not run yet: its output is computed when it runs (its inputs: the Inputs tab)");
@@ -503,7 +503,7 @@ void draw_tensor_window(ViewerState& s, const Tile& tile) {
         if (ImGui::BeginTabItem("Gradient", nullptr, grad_flags)) {
             s.tensor_tab = 1;
             GradientShown grad = viewer_gradient_of(s, n);
-            if (rewound && rewound->group && rewound_value(s, *rewound, rewound->grad_outputs, "gradient that arrived")) {
+            if (rewound && rewound->group && rewound_value(s, *rewound, rewound->grad_outputs(), "gradient that arrived")) {
             } else if (grad.found) {
                 ImGui::PushTextWrapPos(0);
                 ImGui::TextDisabled("gradient: %s", grad.source.c_str());
