@@ -449,6 +449,12 @@ bool debugger_cmd_history(lua_State*, const std::string& args) {
         history_set_budget(bytes);
     }
     fputs(history_status().c_str(), stdout);
+    if (g.stop && g.stop->rewound_to && !history_event(g.stop->rewound_to)) {   // off (or forgotten): the view goes live
+        g.stop->rewound_to = 0;
+        if (g.L) names_release(g.L);
+        show_in_viewer(0);
+        printf("(back at the live stop: the history no longer lists the event shown)\n");
+    }
     return true;
 }
 
