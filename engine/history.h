@@ -18,7 +18,7 @@
 // however many events share it, and whether or not something else holds it too: an upper bound
 // of what the history keeps alive) plus the copies. Over it, the oldest events' values are let go
 // (the events stay listed, `values_kept` false: they "fell out"). The listed events themselves are
-// at most HISTORY_MAX_EVENTS (a few hundred bytes each); older ones are forgotten.
+// at most HISTORY_MAX_EVENTS (120 bytes each once their values fell out); older ones are forgotten.
 #pragma once
 
 #include <cstdint>
