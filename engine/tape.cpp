@@ -11,6 +11,7 @@
 #include "block_slabs.h"
 #include "device.h"
 #include "function.h"
+#include "history.h"
 #include "node_names.h"
 
 #include <algorithm>
@@ -45,6 +46,7 @@ struct EngineState {
     std::vector<Observer> observers;
     uint8_t events_wanted = 0;   // the union of the observers' events: what exec_node checks
     uint8_t events_watched = 0;  // the same for OBSERVER_LOOKS observers only
+    bool history_active = false; // the rewind history records (history.h): it follows the watchers
     int next_observer_handle = 1;
     bool keep_backward_graph = true;    // engine_keep_backward_graph (the program turns it off for scripts)
     GradObserver grad_observer = nullptr;
@@ -74,7 +76,13 @@ static void update_events_wanted() {
         g.events_wanted |= o.events;
         if (o.role == OBSERVER_LOOKS) g.events_watched |= o.events;
     }
+    // The rewind history records while someone looks at values (a debugger that can stop, the
+    // viewer): every event they could stop at, whichever ones they asked for.
+    g.history_active = g.events_watched != 0 && history_wanted();
+    if (g.history_active) g.events_wanted |= hook_bit(HOOK_AFTER) | hook_bit(HOOK_GROUP_DONE);
 }
+
+void engine_history_changed() { update_events_wanted(); }
 
 int engine_observe(NodeObserver observer, void* user, uint8_t events, ObserverRole role) {
     int handle = g.next_observer_handle++;
@@ -768,6 +776,7 @@ static void notify_observers(Node* node, HookEvent event) {
     // An observer may unsubscribe (or subscribe) while being called: iterate over a copy. A few
     // observers are copied onto the stack: this runs twice per node, so no allocation.
     constexpr size_t INLINE_OBSERVERS = 8;
+    if (g.history_active && event != HOOK_BEFORE) history_on_event(node, event);   // first: a stop sees its event
     uint8_t bit = hook_bit(event);
     bool interrupt = event == HOOK_AFTER && engine_interrupt_pending();
     size_t n = g.observers.size();
@@ -809,6 +818,11 @@ void exec_node(Node* node) {
     int n_outputs = node->outputs.size();
     for (int i = 0; i < n_outputs; ++i) outputs[i] = &node->outputs[i].value;
 
+    // The rewind history keeps the bytes of a storage it holds as they were before anything writes
+    // it: an in-place op's input, or a buffer a frozen call's replay reuses (a view writes nothing).
+    if (!(node->info().flags & OPF_VIEW))
+        for (Output& out : node->outputs)
+            if (out.value.storage && out.value.storage->history_refs) history_before_write(out.value.storage.get());
     if (node->info().flags & OPF_CUSTOM) {
         function_run(node);
     } else {

@@ -329,6 +329,11 @@ void engine_keep_backward_graph(bool keep);
 bool engine_keeps_backward_graph_setting();
 bool engine_backward_graph_kept();
 bool engine_values_watched();   // whether an OBSERVER_LOOKS wants an event (or an interrupt is pending)
+// The rewind history (history.h) says whether it wants to record (a budget, not paused); the
+// engine records for it while someone looks at values. It calls engine_history_changed when that
+// changes.
+bool history_wanted();
+void engine_history_changed();
 
 // Gradient accumulation can be watched too (freeze turns it into a step of its own). Called by
 // backward() right after node->outputs[output].grad received `grad`; the nodes with ids in

@@ -195,6 +195,8 @@ static Storage* device_storage_new(size_t bytes, Device device) {
     s->refcount = 1;
     s->device = device;
     s->grad_owned = false;
+    s->history_copied = false;
+    s->history_refs = 0;
     s->version = 0;
     s->history_version = 0;
     s->serial = pool().next_serial++;
@@ -227,6 +229,8 @@ Storage* storage_new(size_t bytes, Device device) {
     s->refcount = 1;
     s->device = device;
     s->grad_owned = false;
+    s->history_copied = false;
+    s->history_refs = 0;
     s->version = 0;
     s->history_version = 0;
     s->serial = p.next_serial++;

@@ -96,8 +96,11 @@ struct Storage {
     int refcount;
     Device device;
     bool grad_owned;     // already holds some tensor's .grad: a second claimant must copy it
+    bool history_copied; // the rewind history (history.h) keeps copies of its earlier bytes
     uint32_t version;
     uint32_t history_version;   // `version` after the latest in-place write autograd recorded (0: none)
+    uint32_t history_refs;      // values the rewind history (history.h) holds on it: a node writing it
+                                // first copies the old bytes (history_before_write)
     uint64_t serial;     // allocation order, so a backward pass can tell the storages it made
     size_t bytes;
     void* data;

@@ -61,8 +61,16 @@ bool cmd_help(lua_State*, const std::string&) {
 bool cmd_graph(lua_State* L, const std::string& args) {
     td::NodeList nodes;
     if (!nodes_for(L, args, nodes)) return true;
+    size_t later = 0;
+    if (int64_t newest = debugger_rewound_newest_id()) {   // rewound (:back): the graph as it stood
+        td::NodeList then;
+        for (const td::Ref<td::Node>& n : nodes) (n->id <= newest ? then.push_back(n) : void(++later));
+        nodes.swap(then);
+    }
     fputs(td::graph_format_table(nodes, debugger_marked_nodes()).c_str(), stdout);
-    printf("(%zu node%s)\n", nodes.size(), nodes.size() == 1 ? "" : "s");
+    printf("(%zu node%s", nodes.size(), nodes.size() == 1 ? "" : "s");
+    if (later) printf("; rewound: %zu recorded later not shown", later);
+    printf(")\n");
     return true;
 }
 
@@ -234,6 +242,9 @@ const Command commands[] = {
     {"gradcheck", nullptr, "[eps=E]", "at a backward stop: grad_input against finite differences in float64, worst element per input (also atol=, rtol=, max_evaluations=)", debugger_cmd_gradcheck},
     {"ignore", nullptr, "N COUNT", "breakpoint N does not stop at its next COUNT hits (counted in :breaks)", debugger_cmd_ignore},
     {"diff", nullptr, "[part|off]", "what changed since the previous training step: new and missing nodes, shapes, the values and gradients that moved most (part: nodes, values, grads)", debugger_cmd_diff},
+    {"back", nullptr, "[N]", "at a stop: show the run as it was N events back (values, gradients, graph); nothing re-runs", debugger_cmd_back},
+    {"forward", nullptr, "[N]", "at a rewound stop: move the view N events on (at most to the live stop)", debugger_cmd_forward},
+    {"history", nullptr, "[SIZE|off]", "the rewind history: its budget (200MB, 1GB, off), bytes and events held", debugger_cmd_history},
     {"view", "v", "[expr]", "open the graph viewer (and select expr's node); also :view close, :view screenshot f.png, :view expand|collapse NAME, :view window older|newer|newest|#ID", cmd_view},
     {"animate", nullptr, "expr f.gif", "backprop as a GIF (or PNG frames: a dir/): forward values, then gradients flowing back; --size WxH --delay MS --backward", cmd_animate},
     {"plot", nullptr, "[NAME [f.png]]", "the training log: list the series; plot loss, grad_norm, update_ratio, flow, any series or hist NAME as a PNG", cmd_plot},

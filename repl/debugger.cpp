@@ -18,6 +18,7 @@
 #include <cstdio>
 
 #include "debugger_internal.h"
+#include "history.h"
 #include "line_source.h"
 #include "repl.h"
 #include "tapedeck_lua.h"
@@ -243,9 +244,13 @@ struct StopScope {
         g.busy = true;
         g.resume = RESUME_NONE;
         g_recording = RecordingContext();
+        history_pause();   // ops typed at the prompt are no events of the run
         if (lua_gethook(T) == on_lua_hook) lua_sethook(T, nullptr, 0, 0);
+        rewind_stop_begin(stop);
     }
     ~StopScope() {
+        rewind_stop_end(*g.stop);   // resuming returns to the live stop first
+        history_resume();
         viewer_show_stop_end(saved_stop);
         g_recording = saved_recording;
         g.stop = saved_stop;
@@ -410,6 +415,8 @@ const DebugStop* debugger_stop() { return g.stop; }
 
 std::vector<int64_t> debugger_marked_nodes() {
     std::vector<int64_t> ids;
+    if (g.stop && g.stop->rewound_to)
+        if (const HistoryEvent* e = history_event(g.stop->rewound_to)) return {e->node_id};
     if (!g.stop || !g.stop->node) return ids;
     ids.push_back(g.stop->node->id);
     if (g.stop->kind == STOP_GROUP)

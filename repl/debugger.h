@@ -77,12 +77,20 @@ struct DebugStop {
     int snapshot_ref = -2;        // POST_MORTEM after unwinding (:pm): registry ref of the frames' variables
                                   // (debugger_post_mortem.cpp); LUA_NOREF (-2): the frames are live on `thread`
     uint64_t serial = 0;          // increases with every stop
+    // Rewind (debugger_rewind.cpp): the history event this stop is (history.h; one past the newest
+    // when the stop is no event: a line, a :stepi node), and the event the view shows (0: live).
+    uint64_t live_event = 0;
+    uint64_t rewound_to = 0;
 };
 
 // The stop the program is in, or null.
 const DebugStop* debugger_stop();
-// The node ids :graph marks at the stop (the node, and at a GROUP stop its backward nodes).
+// The node ids :graph marks at the stop (the node, and at a GROUP stop its backward nodes; when
+// rewound, the rewound event's node).
 std::vector<int64_t> debugger_marked_nodes();
+// While the stop's view is rewound (:back): the newest node id at the event shown (nodes after it
+// did not exist yet), else 0.
+int64_t debugger_rewound_newest_id();
 
 // ---------------------------------------------------------------------------------------------
 // Resuming and stepping

@@ -32,3 +32,6 @@ bool debugger_cmd_ignore(lua_State* L, const std::string& args);    // :ignore N
 bool debugger_cmd_post_mortem(lua_State* L, const std::string& args);   // :pm
 bool debugger_cmd_gradcheck(lua_State* L, const std::string& args);     // :gradcheck [eps=E ...] (debugger_gradcheck.cpp)
 bool debugger_cmd_diff(lua_State* L, const std::string& args);      // :diff [nodes|values|grads|on|off] (debugger_diff.cpp)
+bool debugger_cmd_back(lua_State* L, const std::string& args);      // :back [N]
+bool debugger_cmd_forward(lua_State* L, const std::string& args);   // :forward [N]
+bool debugger_cmd_history(lua_State* L, const std::string& args);   // :history [SIZE|off]

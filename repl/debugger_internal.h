@@ -158,6 +158,17 @@ void post_mortem_on_error(lua_State* L, const char* message);
 // ---- debugger_gradcheck.cpp
 // dbg.gradcheck([opts]): :gradcheck's findings at the current backward stop, as a table.
 int lua_gradcheck(lua_State* L);
+// ---- debugger_rewind.cpp: :back, :forward, :history (the view of the history at a stop)
+// A stop began (after the history recorded its event) / is about to end.
+void rewind_stop_begin(DebugStop& stop);
+void rewind_stop_end(DebugStop& stop);
+// When the stop's view is rewound: push the rewound event's names (node, inputs, out, outputs,
+// grad_output, grad_input, stop) and return true; else push nothing and return false.
+bool rewind_push_names(lua_State* L, DebugStop& stop);
+// The banner of the rewound view ("" when live).
+std::string rewind_banner(const DebugStop& stop);
+// Push dbg.history()'s table: {budget, bytes, copies, events, kept, newest, oldest, oldest_kept, recording}.
+void rewind_push_history_table(lua_State* L);
 
 // ---- debugger_viewer.cpp: what the viewer's window shows of the debugger
 // A stop began: highlight its node (or mark its line) and make the resume buttons live.

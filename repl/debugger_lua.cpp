@@ -13,6 +13,7 @@
 #include "debugger.h"
 #include "debugger_internal.h"
 #include "debugger_why.h"
+#include "history.h"
 #include "tensor_stats.h"
 #include "repl.h"
 #include "tapedeck_lua.h"
@@ -286,6 +287,19 @@ int l_attached(lua_State* L) {
 // the debugger costs the program now: the engine hook events it subscribed to (none while nothing
 // can stop: a node then costs the engine one test), whether it has a Lua line hook set, and
 // whether any observer at all wants engine events (the viewer's too).
+// dbg.history([size]) -> {budget, bytes, copies, events, kept, newest, oldest, oldest_kept,
+// recording[, rewound_to]}: the rewind history (:history; size "200MB", "off" sets the budget).
+int l_history(lua_State* L) {
+    if (!lua_isnoneornil(L, 1)) {
+        size_t bytes = 0;
+        if (!td::history_parse_bytes(luaL_checkstring(L, 1), &bytes))
+            return luaL_error(L, "dbg.history: give a size (\"200MB\", \"1GB\", \"512KB\") or \"off\", not '%s'", lua_tostring(L, 1));
+        td::history_set_budget(bytes);
+    }
+    dbg::rewind_push_history_table(L);
+    return 1;
+}
+
 int l_hooks(lua_State* L) {
     lua_createtable(L, 0, 3);
     lua_newtable(L);
@@ -312,7 +326,7 @@ const luaL_Reg dbg_functions[] = {
     {"where", l_where}, {"banner", l_banner}, {"inspect", l_inspect}, {"watch", l_watch},
     {"unwatch", l_unwatch}, {"command", l_command}, {"run", l_run}, {"attach", l_attach},
     {"detach", l_detach}, {"attached", l_attached}, {"hooks", l_hooks}, {"why", debugger_why_lua},
-    {"gradcheck", dbg::lua_gradcheck}, {"diff", debugger_diff_lua},
+    {"gradcheck", dbg::lua_gradcheck}, {"diff", debugger_diff_lua}, {"history", l_history},
     {nullptr, nullptr},
 };
 

@@ -16,6 +16,7 @@
 #include <set>
 
 #include "debugger_internal.h"
+#include "history.h"
 #include "node_names.h"
 #include "plan.h"
 #include "source_cache.h"
@@ -356,6 +357,7 @@ void replace_grad(lua_State* L, DebugStop& stop, lua_Integer i, int idx) {
     }
     slot = grad;
     node->edited |= EDITED_GRAD;
+    history_note_group_edited(node);   // :back later shows the gradient that flowed on
 }
 
 // The grad_input proxy: upvalue 1 is the serial of its stop.
@@ -502,6 +504,7 @@ int g_names_ref = LUA_NOREF;
 uint64_t g_names_serial = 0;
 
 void push_names(lua_State* L, DebugStop& stop) {
+    if (rewind_push_names(L, stop)) return;   // :back: the rewound event's names
     if (g_names_serial != stop.serial) {
         luaL_unref(L, LUA_REGISTRYINDEX, g_names_ref);
         push_new_names(L, stop);
@@ -513,6 +516,9 @@ void push_names(lua_State* L, DebugStop& stop) {
 
 // `name = value` at the prompt for one of the stop's names: out and grad_input can be edited.
 void assign_stop_name(lua_State* L, DebugStop& stop, const char* name, int idx) {
+    if (stop.rewound_to)
+        luaL_error(L, "%s: editing is only at the live stop (the view is rewound %d back): :forward to return", name,
+                   static_cast<int>(stop.live_event - stop.rewound_to));
     if (strcmp(name, "out") == 0) {
         if (stop.kind != STOP_NODE)
             luaL_error(L, "out: at a backward group the forward pass is over; replace the gradients with grad_input[i] = ...");
@@ -923,6 +929,7 @@ std::string debugger_banner() {
     const DebugStop* stop = g.stop;
     if (!stop) return "";
     tapedeck_name_tensors(stop->thread);   // what the script's variables hold now names the nodes shown
+    if (stop->rewound_to) return rewind_banner(*stop);
     std::string s;
     switch (stop->kind) {
         case STOP_GROUP: s = group_banner(*stop); break;

@@ -79,6 +79,11 @@ void viewer_set_stop(int64_t node_id, bool backward, bool has_run = false);
 void viewer_set_stop_line(const std::string& file, int line);
 // Running again (or back at the prompt): no node is highlighted, no line marked.
 void viewer_clear_stop();
+// The timeline (window_timeline.cpp): show the graph as it stood at history event `serial`
+// (engine/history.h; the debugger's :back), or live (0). Nodes recorded later are hidden (the
+// layout stays), the event's node is highlighted and its line marked.
+void viewer_set_timeline(uint64_t serial);
+uint64_t viewer_timeline();
 
 // What the viewer's buttons and menus do. A null function shows its button disabled. The viewer
 // calls them after the frame in which they were clicked (never from inside ImGui), so a callback

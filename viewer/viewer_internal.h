@@ -79,6 +79,7 @@ struct DrawnBox {
     bool selected = false;
     bool has_diff = false;      // the diff option: what the newest step changed in it
     ViewerDiffMark diff;
+    bool later = false;        // hidden by the timeline: recorded after the event shown
 };
 
 // Where each box of the current view sits, from the latest layout or, for boxes the layout has not
@@ -210,6 +211,11 @@ struct ViewerState {
     // combo picked ("hist h", "loss", ...; empty: the first histogram series).
     bool show_training = false;
     std::string training_pick;
+    // The timeline (window_timeline.cpp): the history event shown (0: live), and what it hides.
+    uint64_t timeline_serial = 0;
+    int64_t timeline_newest_id = 0;  // nodes with a larger id did not exist at that event (hidden)
+    int64_t timeline_node = 0;       // the event's node (highlighted)
+    bool timeline_backward = false;  // the event is a backward group
 };
 
 ViewerState& viewer_state();
@@ -241,6 +247,12 @@ GradientShown viewer_gradient_of(const ViewerState& s, const Node* n);
 void draw_source_window(ViewerState& s, const Tile& tile);
 void draw_controls_window(ViewerState& s, const Tile& tile);
 void draw_training_window(ViewerState& s, const Tile& tile);
+// The Controls window's timeline slider over the history's events (window_timeline.cpp).
+void draw_timeline(ViewerState& s);
+// Whether the timeline hides this node (recorded after the event shown).
+inline bool viewer_timeline_hides(const ViewerState& s, int64_t node_id) {
+    return s.timeline_serial != 0 && node_id > s.timeline_newest_id;
+}
 
 // Select a node (0: none): the Tensor and Source windows show it; `scroll` brings it into view.
 void viewer_select(int64_t node_id, bool scroll);

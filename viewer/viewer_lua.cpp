@@ -38,6 +38,7 @@
 #include "tapedeck_lua.h"
 #include "tensor_stats.h"
 #include "training_view.h"
+#include "history.h"
 #include "viewer_internal.h"
 
 using namespace td;
@@ -358,6 +359,37 @@ int l_window(lua_State* L) {
     return 1;
 }
 
+// viewer.timeline([pos]) -> {serial, oldest, newest, node, newest_id, backward, values_kept}: the
+// graph as it stood at one event of the rewind history (history.h; the Controls window's slider,
+// the debugger's :back). pos: an event's serial, -N (N events before the newest), 0 or "live".
+int l_timeline(lua_State* L) {
+    if (lua_type(L, 1) == LUA_TSTRING) {
+        if (strcmp(lua_tostring(L, 1), "live") != 0) return luaL_error(L, "viewer.timeline: expected an event number, -N or \"live\", got '%s'", lua_tostring(L, 1));
+        viewer_set_timeline(0);
+    } else if (lua_isinteger(L, 1)) {
+        lua_Integer pos = lua_tointeger(L, 1);
+        uint64_t newest = history_newest_serial();
+        uint64_t serial = pos >= 0 ? static_cast<uint64_t>(pos) : static_cast<uint64_t>(-pos) < newest ? newest - static_cast<uint64_t>(-pos) : 0;
+        if (pos != 0 && !history_event(serial))
+            return luaL_error(L, "viewer.timeline: no event %lld in the history (it lists events %llu..%llu)", static_cast<long long>(pos),
+                              static_cast<unsigned long long>(history_oldest_serial()), static_cast<unsigned long long>(newest));
+        viewer_set_timeline(serial);
+    } else if (!lua_isnone(L, 1)) {
+        return luaL_error(L, "viewer.timeline: expected an event number, -N or \"live\", got %s", luaL_typename(L, 1));
+    }
+    const ViewerState& s = viewer_state();
+    lua_createtable(L, 0, 7);
+    set_integer(L, "serial", static_cast<lua_Integer>(s.timeline_serial));
+    set_integer(L, "oldest", static_cast<lua_Integer>(history_oldest_serial()));
+    set_integer(L, "newest", static_cast<lua_Integer>(history_newest_serial()));
+    set_integer(L, "node", s.timeline_node);
+    set_integer(L, "newest_id", s.timeline_newest_id);
+    set_boolean(L, "backward", s.timeline_backward);
+    const HistoryEvent* e = s.timeline_serial ? history_event(s.timeline_serial) : nullptr;
+    set_boolean(L, "values_kept", e ? e->values_kept : false);
+    return 1;
+}
+
 // viewer.frame_times() -> {draw = {ms...}, total = {ms...}}: the last frames (up to 240), drawing
 // alone and with the model's update before it (what the frame really cost the program).
 int l_frame_times(lua_State* L) {
@@ -505,6 +537,7 @@ int l_model(lua_State* L) {
             if (d.diff.value_change >= 0) set_number(L, "value_change", d.diff.value_change);
             lua_setfield(L, -2, "diff");
         }
+        set_boolean(L, "later", d.later);
         if (d.box >= 0 && d.box < static_cast<int>(v.boxes.size())) {
             const ViewBox& b = v.boxes[d.box];
             set_string(L, "phase", b.phase == PHASE_BACKWARD ? "backward" : "forward");
@@ -747,6 +780,7 @@ const luaL_Reg viewer_functions[] = {
     {"bench_frames", l_bench_frames},
     {"frame_times", l_frame_times},
     {"window", l_window},
+    {"timeline", l_timeline},
     {"request_close", l_request_close},
     {"click", l_click},
     {"show_plan", viewer_lua_show_plan},

@@ -50,6 +50,8 @@ bool viewer_expand_named(const std::string&, bool, std::string* error) {
 void viewer_set_stop(int64_t, bool, bool) {}
 void viewer_set_stop_line(const std::string&, int) {}
 void viewer_clear_stop() {}
+void viewer_set_timeline(uint64_t) {}
+uint64_t viewer_timeline() { return 0; }
 void viewer_set_controls(const ViewerControls*) {}
 void viewer_set_breakpoints(const std::vector<ViewerBreakpoint>&) {}
 void viewer_set_diff_source(ViewerDiffSource) {}

@@ -630,7 +630,7 @@ void frame_draw(ViewerState& s) {
     ImGui::PushFont(s.ui_font);
 
     ImVec2 display = ImGui::GetIO().DisplaySize;
-    float top = 62.0f;
+    float top = 88.0f;   // the Controls window: buttons, numbers, the timeline (window_timeline.cpp)
     float left = std::floor(display.x * 0.62f);
     float right = display.x - left;
     float rest = std::max(display.y - top, 100.0f);

@@ -140,6 +140,7 @@ void draw_controls_window(ViewerState& s, const Tile& tile) {
     ImGui::TextDisabled("shown %d boxes   layout %.0f ms   frame %.1f ms   kept %d",
                         static_cast<int>(s.view.boxes.size()), s.layout.seconds * 1000.0,
                         median(s.frame_ms), static_cast<int>(s.history.size()));
+    draw_timeline(s);
     ImGui::End();
 }
 

@@ -463,12 +463,19 @@ void draw_graph_window(ViewerState& s, const Tile& tile) {
     bool details = label_px >= 9.0f;
     bool curves = z >= 0.3f;
 
-    int highlighted = s.stop_node ? v.box_of(s.stop_node) : -1;
+    // The timeline (window_timeline.cpp): the graph as it stood at an event: later nodes hidden,
+    // the event's node highlighted; the layout stays.
+    int64_t shown_stop = s.timeline_serial ? s.timeline_node : s.stop_node;
+    bool shown_backward = s.timeline_serial ? s.timeline_backward : s.stop_backward;
+    int highlighted = shown_stop ? v.box_of(shown_stop) : -1;
     int64_t stop_group = 0;
-    if (s.stop_node && s.stop_backward) {
-        const NodeRecord* stop = record_find(s.records, s.stop_node);
+    if (shown_stop && shown_backward) {
+        const NodeRecord* stop = record_find(s.records, shown_stop);
         if (stop) stop_group = stop->phase == PHASE_BACKWARD ? stop->group : stop->id;
     }
+    std::vector<char> later(v.boxes.size(), 0);   // boxes of nodes recorded after the event shown
+    if (s.timeline_serial)
+        for (size_t i = 0; i < v.boxes.size(); ++i) later[i] = v.boxes[i].node_id != 0 && viewer_timeline_hides(s, v.boxes[i].node_id);
 
     // Hovered box: the last drawn (topmost) box under the mouse.
     int hovered_box = -1;
@@ -521,7 +528,7 @@ void draw_graph_window(ViewerState& s, const Tile& tile) {
         float arrow = std::clamp(7.0f * z, 3.0f, 10.0f);
         for (size_t i = 0; i < v.edges.size(); ++i) {
             const ViewEdge& e = v.edges[i];
-            if (e.cross) continue;
+            if (e.cross || later[e.from] || later[e.to]) continue;
             const LayoutEdgePath* path = p.paths[i];
             if (path) {
                 if (!intersects(path->bounds, visible)) continue;
@@ -567,7 +574,7 @@ void draw_graph_window(ViewerState& s, const Tile& tile) {
         }
         if (cross_mode != CROSS_EDGES_NONE) {
             for (const ViewEdge& e : v.edges) {
-                if (!e.cross) continue;
+                if (!e.cross || later[e.from] || later[e.to]) continue;
                 bool touches = e.from == hovered_box || e.to == hovered_box || e.from == selected_box ||
                                e.to == selected_box || (highlighted >= 0 && (e.from == highlighted || e.to == highlighted));
                 if (cross_mode == CROSS_EDGES_SELECTION && !touches) continue;
@@ -616,7 +623,9 @@ void draw_graph_window(ViewerState& s, const Tile& tile) {
                     d.diff = found->second;
                 }
             }
+            d.later = later[i] != 0;
             s.drawn.push_back(d);
+            if (d.later) continue;
             if (!d.visible) continue;
 
             const NodeRecord* rec = b.kind == BOX_NODE || b.kind == BOX_GHOST ? record_find(s.records, b.node_id) : nullptr;

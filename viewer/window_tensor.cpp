@@ -15,6 +15,7 @@
 
 #include "heat_colour.h"
 #include "tensor_stats.h"
+#include "history.h"
 #include "viewer_internal.h"
 
 namespace td {
@@ -417,6 +418,23 @@ void draw_inputs_panel(ViewerState& s, Node* n) {
 
 }  // namespace
 
+// The Tensor window at a rewound event (the timeline): output 0 of `values` as it was at the event,
+// or why it is not there. False when there is nothing to say (then the live value is shown).
+static bool rewound_value(ViewerState& s, const HistoryEvent& e, HistoryValues values, const char* what) {
+    ImVec4 colour(0.45f, 0.3f, 0.85f, 1);
+    if (!e.values_kept) {
+        ImGui::TextColored(colour, "event %llu: its values fell out of the history (budget %s)", static_cast<unsigned long long>(e.serial),
+                           history_bytes_text(history_budget()).c_str());
+        return true;
+    }
+    if (values.empty() || !values[0].value.storage) return false;
+    Value v = history_value_as_of(values[0].value, e.serial);
+    ImGui::TextColored(colour, "the %s as it was at event %llu%s", what, static_cast<unsigned long long>(e.serial),
+                       v.storage.get() != values[0].value.storage.get() ? " (changed in place since: the copy kept)" : "");
+    draw_value_panel(s, v, what[0] == 'v' ? 0 : 1);
+    return true;
+}
+
 void draw_tensor_window(ViewerState& s, const Tile& tile) {
     ImGui::SetNextWindowPos(tile.pos);
     ImGui::SetNextWindowSize(tile.size);
@@ -463,6 +481,8 @@ void draw_tensor_window(ViewerState& s, const Tile& tile) {
         return;
     }
     bool not_run = s.running.count(n->id) > 0;
+    // The timeline shows this node's event: its values as they were then (history.h).
+    const HistoryEvent* rewound = s.timeline_serial && s.timeline_node == n->id ? history_event(s.timeline_serial) : nullptr;
     static int64_t last_node = 0;
     if (n->id != last_node && s.tensor_tab_request < 0) s.tensor_tab_request = not_run ? 2 : s.tensor_tab == 2 ? 0 : -1;
     last_node = n->id;
@@ -473,7 +493,8 @@ void draw_tensor_window(ViewerState& s, const Tile& tile) {
         s.tensor_tab_request = -1;
         if (ImGui::BeginTabItem("Value", nullptr, value_flags)) {
             s.tensor_tab = 0;
-            if (not_run)
+            if (rewound && rewound_value(s, *rewound, rewound->outputs(), "value")) {
+            } else if (not_run)
                 ImGui::TextColored(ImVec4(0.95f, 0.6f, 0.2f, 1),
                                    "not run yet: its output is computed when it runs (its inputs: the Inputs tab)");
             else draw_value_panel(s, n->outputs[0].value, 0);
@@ -482,7 +503,8 @@ void draw_tensor_window(ViewerState& s, const Tile& tile) {
         if (ImGui::BeginTabItem("Gradient", nullptr, grad_flags)) {
             s.tensor_tab = 1;
             GradientShown grad = viewer_gradient_of(s, n);
-            if (grad.found) {
+            if (rewound && rewound->group && rewound_value(s, *rewound, rewound->grad_outputs(), "gradient that arrived")) {
+            } else if (grad.found) {
                 ImGui::PushTextWrapPos(0);
                 ImGui::TextDisabled("gradient: %s", grad.source.c_str());
                 ImGui::PopTextWrapPos();
