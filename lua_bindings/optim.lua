@@ -267,7 +267,8 @@ end
 -- The training log (viewer.log; docs/viewer.md, The Training window): each step() logs, per
 -- parameter with a gradient, its gradient norm and update/weight ratio, and the latest backward
 -- pass's loss, then counts the step. The viewer's C side reads the values directly (no ops, nothing
--- on the tape). Off with viewer.log_options{automatic = false}. Returns what training_log_end needs,
+-- on the tape). Only while someone looks (the REPL, -i, the viewer, a breakpoint, or the script
+-- logged with viewer.log), unless viewer.log_options{automatic = true/false} says otherwise. Returns what training_log_end needs,
 -- or nil when not logging.
 -- Names for parameters the debugger's walk left unnamed (it gives up in scripts whose locals hold
 -- big tables before the model): the modules among the callers' locals and the globals, by their
@@ -296,8 +297,8 @@ end
 
 local function training_log_begin(opt)
   local viewer = rawget(_G, "viewer")
-  if type(viewer) ~= "table" or not viewer._step_begin then return nil end
-  if not viewer.log_options().automatic then viewer._step_counted(); return nil end
+  if type(viewer) ~= "table" or not viewer._logs_steps then return nil end
+  if not viewer._logs_steps() then viewer._step_counted(); return nil end
   local params, grads = {}, {}
   for _, p in ipairs(opt:_parameters()) do
     local g = p.grad

@@ -578,7 +578,7 @@ bool plot_known(const std::string& what, std::string* error) {
         *error = "plot: no histogram series '" + subject + "' (log one with viewer.log(name, tensor))";
     else
         *error = "plot: no series '" + what + "'";
-    *error += listing.empty() ? "; nothing was logged yet (viewer.log(name, value), or an optimizer's step())"
+    *error += listing.empty() ? "; nothing was logged yet (viewer.log(name, value); an optimizer's step() logs by itself at the prompt, with -i, the viewer or a breakpoint, or after viewer.log_options{automatic = true})"
                               : " (there are: " + listing + ", flow)";
     return false;
 }

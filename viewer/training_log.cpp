@@ -58,6 +58,12 @@ TrainingLog& training_log() {
     return *log;
 }
 
+bool training_logs_steps() {
+    const TrainingLog& log = training_log();
+    if (log.automatic != TrainingLog::AUTOMATIC_WHEN_WATCHED) return log.automatic == TrainingLog::AUTOMATIC_ALWAYS;
+    return log.script_logged || engine_steps_watched();
+}
+
 void training_log_scalar(const std::string& name, double value, double step) {
     TrainingLog& log = training_log();
     ScalarSeries& s = log.scalars[name];

@@ -61,11 +61,19 @@ struct TrainingLog {
     std::map<std::string, HistogramSeries> histograms;
     int64_t optimizer_steps = 0;         // step() calls so far: the default step of a logged value
     uint64_t version = 0;                // bumped by every change (the Training window redraws)
-    bool automatic = true;               // optimizers log gradient norms and update ratios
+    // Whether optimizers' step() logs gradient norms, update ratios and the loss: ALWAYS, NEVER, or
+    // WHEN_WATCHED (the default): while someone looks (engine_steps_watched(): the REPL or -i, the
+    // viewer, a breakpoint) or once the script logged something itself (viewer.log). A script run on
+    // its own (the bench) pays nothing, as with the fused LSTM.
+    enum Automatic { AUTOMATIC_WHEN_WATCHED, AUTOMATIC_ALWAYS, AUTOMATIC_NEVER };
+    Automatic automatic = AUTOMATIC_WHEN_WATCHED;
+    bool script_logged = false;          // viewer.log was called
     std::vector<std::string> parameters; // parameter names in the order step() logged them first
 };
 
 TrainingLog& training_log();
+// Whether the optimizers' step() logs now (TrainingLog::automatic).
+bool training_logs_steps();
 
 // Add a value to scalar series `name` at `step` (< 0: the optimizer steps so far).
 void training_log_scalar(const std::string& name, double value, double step = -1);

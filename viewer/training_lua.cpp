@@ -9,7 +9,8 @@
 //   viewer.series(name) -> {steps = {...}, values = {...}, per_point, logged}      a scalar series
 //                       -> {steps = {...}, lo = {...}, hi = {...}, counts = {{...}...}, keep_every}
 //   viewer.step() -> the optimizer steps so far
-//   viewer.log_options{automatic = bool} -> {automatic = ...}   optimizers log at every step()
+//   viewer.log_options{automatic = true|false|"watched"} -> {automatic = ..., logging = bool}
+//                                      whether optimizers log at every step() (TrainingLog::automatic)
 //   viewer.log_clear()                 forget every series, the step counter back to 0
 //   viewer.png_stats(path) -> width, height, colours    a PNG read back (tests)
 //   viewer._step_begin(params) / viewer._step_end(params, grads, names) / viewer._param_names(params)
@@ -48,6 +49,7 @@ double optional_step(lua_State* L, int idx, const char* function) {
 int l_log(lua_State* L) {
     const char* name = luaL_checkstring(L, 1);
     if (!*name) return luaL_error(L, "viewer.log: the name is empty");
+    training_log().script_logged = true;   // a script that logs looks: the optimizers log too
     double step = optional_step(L, 3, "viewer.log");
     if (lua_type(L, 2) == LUA_TNUMBER) {
         training_log_scalar(name, lua_tonumber(L, 2), step);
@@ -171,14 +173,22 @@ int l_log_options(lua_State* L) {
         while (lua_next(L, 1)) {
             std::string key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
             if (key != "automatic") return luaL_error(L, "viewer.log_options: unknown option '%s' (options: automatic)", key.c_str());
-            if (!lua_isboolean(L, -1)) return luaL_error(L, "viewer.log_options: automatic must be true or false");
-            training_log().automatic = lua_toboolean(L, -1);
+            if (lua_isboolean(L, -1))
+                training_log().automatic = lua_toboolean(L, -1) ? TrainingLog::AUTOMATIC_ALWAYS : TrainingLog::AUTOMATIC_NEVER;
+            else if (lua_type(L, -1) == LUA_TSTRING && std::string(lua_tostring(L, -1)) == "watched")
+                training_log().automatic = TrainingLog::AUTOMATIC_WHEN_WATCHED;
+            else
+                return luaL_error(L, "viewer.log_options: automatic must be true, false or \"watched\"");
             lua_pop(L, 1);
         }
     }
-    lua_createtable(L, 0, 1);
-    lua_pushboolean(L, training_log().automatic);
+    lua_createtable(L, 0, 2);
+    TrainingLog::Automatic automatic = training_log().automatic;
+    if (automatic == TrainingLog::AUTOMATIC_WHEN_WATCHED) lua_pushstring(L, "watched");
+    else lua_pushboolean(L, automatic == TrainingLog::AUTOMATIC_ALWAYS);
     lua_setfield(L, -2, "automatic");
+    lua_pushboolean(L, training_logs_steps());
+    lua_setfield(L, -2, "logging");
     return 1;
 }
 
@@ -238,6 +248,12 @@ int l_param_names(lua_State* L) {
     return 1;
 }
 
+// viewer._logs_steps(): whether optim.lua's step() logs now (training_logs_steps).
+int l_logs_steps(lua_State* L) {
+    lua_pushboolean(L, training_logs_steps());
+    return 1;
+}
+
 // viewer._step_counted(): a step() that logged nothing (automatic logging off) still counts.
 int l_step_counted(lua_State*) {
     ++training_log().optimizer_steps;
@@ -271,7 +287,7 @@ const luaL_Reg training_functions[] = {
     {"_step_begin", l_step_begin},
     {"_step_end", l_step_end},
     {"_param_names", l_param_names},
-    {"_step_counted", l_step_counted},
+    {"_step_counted", l_step_counted}, {"_logs_steps", l_logs_steps},
     {"png_stats", l_png_stats},
     {nullptr, nullptr},
 };

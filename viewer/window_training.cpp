@@ -97,7 +97,7 @@ void draw_training_window(ViewerState& s, const Tile& tile) {
     ImGui::Text("step %lld", static_cast<long long>(log.optimizer_steps));
     ImGui::SameLine(0, 16);
     ImGui::TextDisabled("%zu series, %zu parameters%s", log.scalars.size() + log.histograms.size(), log.parameters.size(),
-                        log.automatic ? "" : " (automatic logging off)");
+                        training_logs_steps() ? "" : " (automatic logging off)");
     ImGui::SameLine(0, 16);
     ImGui::SetNextItemWidth(std::min(320.0f, tile.size.x * 0.35f));
     if (ImGui::BeginCombo("series", s.training_pick.empty() ? "(none logged)" : s.training_pick.c_str())) {

@@ -22,6 +22,9 @@ viewer.log_clear()
 assert(viewer.step() == 0)
 local ok, message = pcall(viewer.plot, "loss", "never.png")
 assert(not ok and message:find("nothing was logged yet", 1, true), message)
+-- A script run on its own: an optimizer's step() logs nothing by itself (the bench pays nothing)
+-- until the script logs something (viewer.log, below) or asks (viewer.log_options{automatic = true}).
+assert(viewer.log_options().automatic == "watched" and not viewer.log_options().logging)
 
 torch.manual_seed(0)
 local x, labels = spiral.dataset(50, 3)
@@ -120,6 +123,11 @@ F.cross_entropy(model(x), labels):backward()
 optimizer:step()
 assert(#viewer.series("loss").values == before_count and viewer.step() == STEPS + 1)
 viewer.log_options{automatic = true}
+assert(viewer.log_options().logging)
+viewer.log_options{automatic = "watched"}
+assert(viewer.log_options().logging, "the script logged with viewer.log: it looks")
+ok, message = pcall(viewer.log_options, {automatic = 1})
+assert(not ok and message:find('"watched"', 1, true), message)
 ok, message = pcall(viewer.log_options, {auto = true})
 assert(not ok and message:find("unknown option 'auto'", 1, true), message)
 

@@ -9,6 +9,9 @@ local function close(a, b, tol, what)
 end
 
 viewer.log_clear()
+-- A script run on its own logs nothing by itself until it asks (or calls viewer.log).
+assert(viewer.log_options().automatic == "watched" and not viewer.log_options().logging)
+viewer.log_options{automatic = true}
 model = nn.Sequential(nn.Linear(3, 5), nn.Tanh(), nn.Linear(5, 2))   -- a global: model.0.weight, ...
 torch.no_grad(function()
   for i, pair in ipairs(model:named_parameters()) do
