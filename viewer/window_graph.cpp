@@ -310,11 +310,12 @@ void draw_toolbar(ViewerState& s) {
         ImGui::TextColored(ImVec4(1, 0.4f, 0.4f, 1), "%s", s.layout.error.c_str());
     }
     if (s.plan) draw_plan_toolbar(s);
-    if (s.view.cap_focus != 0)
-        ImGui::TextColored(ImVec4(1, 0.85f, 0.3f, 1),
-                           "Showing %d boxes of %d nodes: the neighbourhood of #%lld (the node cap is in Options)",
-                           static_cast<int>(s.view.boxes.size()), s.view.total_nodes,
-                           static_cast<long long>(s.view.cap_focus));
+    if (s.view.cap_focus != 0) {
+        // A plan's record that stands for no node (a .grad accumulation) has a synthetic id.
+        std::string focus = s.view.cap_focus < PLAN_SYNTHETIC_ID ? "#" + std::to_string(s.view.cap_focus) : "the plan's last step";
+        ImGui::TextColored(ImVec4(1, 0.85f, 0.3f, 1), "Showing %d boxes of %d nodes: the neighbourhood of %s (the node cap is in Options)",
+                           static_cast<int>(s.view.boxes.size()), s.view.total_nodes, focus.c_str());
+    }
 }
 
 // The colours, in a strip along the top of the canvas.
