@@ -225,4 +225,10 @@ std::string graph_format_table(const NodeList& nodes, const std::vector<int64_t>
     return out;
 }
 
+std::string number_text(double x, int significant) {
+    char buffer[48];
+    snprintf(buffer, sizeof buffer, "%.*g", significant, x);
+    return buffer;
+}
+
 }  // namespace td

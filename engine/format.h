@@ -22,6 +22,10 @@ std::string tensor_format(const Tensor& t);
 // whose id is in `marked` start with "=>" (the debugger's current node); edited nodes say so.
 std::string graph_format_table(const NodeList& nodes, const std::vector<int64_t>& marked = {});
 
+// A number in `significant` digits, printf's %g ("0.1235", "1e+30", "nan"): the debugger's banners
+// and reports, the animation's panels.
+std::string number_text(double x, int significant = 4);
+
 // Every live node on the tape, in id order.
 NodeList tape_nodes();
 

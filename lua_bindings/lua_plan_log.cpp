@@ -12,16 +12,8 @@
 using namespace td;
 
 namespace {
-
-void set_string(lua_State* L, const char* key, const std::string& value) {
-    lua_pushstring(L, value.c_str());
-    lua_setfield(L, -2, key);
-}
-
-void set_integer(lua_State* L, const char* key, lua_Integer value) {
-    lua_pushinteger(L, value);
-    lua_setfield(L, -2, key);
-}
+using tdlua::set_string;
+using tdlua::set_integer;
 
 // The fields of a step (node, op, line, phase) into the table on top of the stack, with `prefix`.
 void set_step(lua_State* L, const Plan& plan, const PlanLogStep& step, const std::string& prefix = "") {

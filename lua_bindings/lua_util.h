@@ -49,6 +49,25 @@ bool find_user_frame(lua_State* L, int level, lua_Debug* ar);
 // Lua-written library, nn and optim, are skipped); empty when there is none.
 std::string where_at(lua_State* L, int level);
 
+// Fields of the table on top of the stack (t[key] = value), for the functions that return a
+// table of results (dbg.why, dbg.diff, viewer.model, f:passes(), ...).
+inline void set_string(lua_State* L, const char* key, const std::string& value) {
+    lua_pushlstring(L, value.data(), value.size());
+    lua_setfield(L, -2, key);
+}
+inline void set_number(lua_State* L, const char* key, double value) {
+    lua_pushnumber(L, value);
+    lua_setfield(L, -2, key);
+}
+inline void set_integer(lua_State* L, const char* key, lua_Integer value) {
+    lua_pushinteger(L, value);
+    lua_setfield(L, -2, key);
+}
+inline void set_boolean(lua_State* L, const char* key, bool value) {
+    lua_pushboolean(L, value);
+    lua_setfield(L, -2, key);
+}
+
 // The state's main thread: it outlives every coroutine, so what is released when an engine object
 // dies (a registry reference) is released through it.
 lua_State* main_thread(lua_State* L);

@@ -19,6 +19,7 @@
 #include "tensor_stats.h"
 #include "repl.h"
 #include "tapedeck_lua.h"
+#include "format.h"
 
 using namespace td;
 
@@ -29,12 +30,6 @@ namespace {
 std::string trim(const std::string& s) {
     size_t a = s.find_first_not_of(" \t"), b = s.find_last_not_of(" \t");
     return a == std::string::npos ? "" : s.substr(a, b - a + 1);
-}
-
-std::string number_text(double x) {
-    char buffer[32];
-    snprintf(buffer, sizeof buffer, "%g", x);
-    return buffer;
 }
 
 // ============================================================================================
@@ -600,7 +595,7 @@ bool condition_holds(lua_State* L, const Breakpoint& bp, Node* node, const Tenso
         }
         double x = stat_of(s, bp.stat);
         if (!compare(x, bp.compare, bp.value)) return false;
-        why = bp.stat + " of the " + label + " = " + number_text(x) + " " + bp.compare + " " + number_text(bp.value);
+        why = bp.stat + " of the " + label + " = " + number_text(x, 6) + " " + bp.compare + " " + number_text(bp.value, 6);
         return true;
     }
     ConditionScope scope;

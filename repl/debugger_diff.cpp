@@ -33,6 +33,7 @@
 #include "tape.h"
 #include "tapedeck_lua.h"
 #include "viewer.h"
+#include "lua_util.h"
 
 using namespace td;
 
@@ -666,20 +667,10 @@ bool debugger_cmd_diff(lua_State*, const std::string& args) {
 
 namespace {
 
-void set_string(lua_State* L, const char* key, const std::string& value) {
-    lua_pushstring(L, value.c_str());
-    lua_setfield(L, -2, key);
-}
+using tdlua::set_integer;
+using tdlua::set_number;
+using tdlua::set_string;
 
-void set_number(lua_State* L, const char* key, double value) {
-    lua_pushnumber(L, value);
-    lua_setfield(L, -2, key);
-}
-
-void set_integer(lua_State* L, const char* key, int64_t value) {
-    lua_pushinteger(L, value);
-    lua_setfield(L, -2, key);
-}
 
 void push_ids(lua_State* L, const std::vector<int64_t>& ids) {
     lua_createtable(L, static_cast<int>(ids.size()), 0);

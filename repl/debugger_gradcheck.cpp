@@ -30,10 +30,13 @@
 #include "gradcheck.h"
 #include "node_names.h"
 #include "tapedeck_lua.h"
+#include "lua_util.h"
+#include "format.h"
 
 using namespace td;
 
 namespace {
+using tdlua::set_number;
 
 // ============================================================================================
 // [SECTION] arguments and refusals
@@ -278,12 +281,6 @@ GradcheckTolerance tolerance_for(DType dtype, const CheckOptions& o, double larg
     return t;
 }
 
-std::string number_text(double x) {
-    char buffer[64];
-    snprintf(buffer, sizeof buffer, "%.6g", x);
-    return buffer;
-}
-
 // The work one evaluation of the node costs, in element operations (a product's multiply-adds).
 double evaluation_cost(const Node* node) {
     double cost = 0;
@@ -384,14 +381,14 @@ Report run_check(lua_State* L, const DebugStop& stop, const CheckOptions& o) {
     for (int i = 0; i < n_in; ++i)
         if (wanted[static_cast<size_t>(i)]) total += inputs[static_cast<size_t>(i)].numel();
     double affordable = static_cast<double>(o.max_evaluations) / 2;
-    report.sample_reason = number_text(static_cast<double>(o.max_evaluations)) + " evaluations (max_evaluations)";
+    report.sample_reason = number_text(static_cast<double>(o.max_evaluations), 6) + " evaluations (max_evaluations)";
     if (MAX_WORK / per_element < affordable) {
         affordable = MAX_WORK / per_element;
-        report.sample_reason = number_text(MAX_WORK) + " element operations of " + node->name();
+        report.sample_reason = number_text(MAX_WORK, 6) + " element operations of " + node->name();
     }
     if (custom && MAX_FUNCTION_CALLS / 2 < affordable) {
         affordable = MAX_FUNCTION_CALLS / 2;
-        report.sample_reason = number_text(MAX_FUNCTION_CALLS) + " calls of " + node->name() + "'s forward";
+        report.sample_reason = number_text(MAX_FUNCTION_CALLS, 6) + " calls of " + node->name() + "'s forward";
     }
     double share = static_cast<double>(total) > affordable ? affordable / static_cast<double>(total) : 1.0;
 
@@ -453,15 +450,15 @@ Report run_check(lua_State* L, const DebugStop& stop, const CheckOptions& o) {
 // One comparison line: "recorded  float32  max |analytic - numeric| ... worst [7,1] analytic ... ok".
 void print_comparison(const char* what, DType dtype, const GradcheckComparison& c, const Shape& shape, const char* note) {
     printf("    %-9s %-8s max |analytic - numeric| %-11s worst %-7s analytic %-11s numeric %-11s %s%s\n", what, dtype_name(dtype),
-           number_text(c.max_abs_diff).c_str(), gradcheck_index_text(shape, c.worst).c_str(),
-           number_text(c.worst_analytic).c_str(), number_text(c.worst_numeric).c_str(),
+           number_text(c.max_abs_diff, 6).c_str(), gradcheck_index_text(shape, c.worst).c_str(),
+           number_text(c.worst_analytic, 6).c_str(), number_text(c.worst_numeric, 6).c_str(),
            c.ok() ? "ok" : ("MISMATCH (" + std::to_string(c.mismatched) + " of " + std::to_string(c.checked) + " elements)").c_str(),
            note);
 }
 
 void print_report(const Report& r, const CheckOptions& o) {
     printf("gradcheck of %s, %s: grad_input against central differences in float64 (eps %s) of sum(grad_output * output)\n",
-           r.node.c_str(), r.math.c_str(), number_text(o.eps).c_str());
+           r.node.c_str(), r.math.c_str(), number_text(o.eps, 6).c_str());
     for (const InputCheck& line : r.inputs) {
         int64_t numel = line.shape.numel();
         std::string sample = line.checked == numel
@@ -476,13 +473,8 @@ void print_report(const Report& r, const CheckOptions& o) {
     if (!r.rule_failed.empty()) printf("  (the rule could not run again in float64: %s)\n", r.rule_failed.c_str());
     printf("%s (tolerance: atol %s + rtol %s * |numeric|%s)\n",
            r.ok ? "ok: grad_input agrees with finite differences" : "MISMATCH: grad_input differs from finite differences",
-           number_text(o.tolerance.atol).c_str(), number_text(o.tolerance.rtol).c_str(),
+           number_text(o.tolerance.atol, 6).c_str(), number_text(o.tolerance.rtol, 6).c_str(),
            r.float32 ? "; float32: atol + 1e-4 * max |numeric|" : "");
-}
-
-void set_number(lua_State* L, const char* key, double x) {
-    lua_pushnumber(L, x);
-    lua_setfield(L, -2, key);
 }
 
 // {ok, max_abs_diff, worst = {i, j}, analytic, numeric, mismatched, checked, dtype} for one line.

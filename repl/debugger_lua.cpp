@@ -17,8 +17,12 @@
 #include "tensor_stats.h"
 #include "repl.h"
 #include "tapedeck_lua.h"
+#include "lua_util.h"
 
 namespace {
+using tdlua::set_integer;
+using tdlua::set_number;
+using tdlua::set_boolean;
 
 // The phase field: "fwd", "forward", "bwd", "backward", "both", "line".
 uint8_t check_phase(lua_State* L, int idx, uint8_t fallback) {
@@ -108,21 +112,6 @@ int l_break_on(lua_State* L) {
 }
 
 // Fields of the table on top of the stack.
-void set_integer(lua_State* L, const char* field, lua_Integer x) {
-    lua_pushinteger(L, x);
-    lua_setfield(L, -2, field);
-}
-
-void set_number(lua_State* L, const char* field, double x) {
-    lua_pushnumber(L, x);
-    lua_setfield(L, -2, field);
-}
-
-void set_boolean(lua_State* L, const char* field, bool b) {
-    lua_pushboolean(L, b);
-    lua_setfield(L, -2, field);
-}
-
 int l_breaks(lua_State* L) {
     const std::vector<Breakpoint>& breaks = debugger_breakpoints();
     lua_createtable(L, static_cast<int>(breaks.size()), 0);

@@ -21,6 +21,7 @@
 #include "tensor_stats.h"
 #include "value_text.h"
 #include "viewer.h"
+#include "format.h"
 
 using namespace td;
 
@@ -72,12 +73,6 @@ void show_in_viewer(uint64_t serial) { viewer_set_timeline(serial); }
 
 // ============================================================================================
 // [SECTION] banner
-
-std::string number_text(double x) {
-    char buffer[32];
-    snprintf(buffer, sizeof buffer, "%.4g", x);
-    return buffer;
-}
 
 // "next_h (#10 tanh)" while the node lives and has a name, else "#10 tanh".
 std::string event_node_text(int64_t id, const std::string& op) {

@@ -24,18 +24,13 @@
 #include "repl.h"
 #include "tapedeck_lua.h"
 #include "value_text.h"
+#include "format.h"
 
 using namespace td;
 
 namespace dbg {
 
 namespace {
-
-std::string number_text(double x) {
-    char buffer[32];
-    snprintf(buffer, sizeof buffer, "%.4g", x);
-    return buffer;
-}
 
 // ============================================================================================
 // [SECTION] sources

@@ -34,18 +34,14 @@
 #include "repl.h"
 #include "tapedeck_lua.h"
 #include "tensor_stats.h"
+#include "lua_util.h"
+#include "format.h"
 
 using namespace td;
 
 namespace dbg {
 
 namespace {
-
-std::string number_text(double x) {
-    char buffer[32];
-    snprintf(buffer, sizeof buffer, "%.4g", x);
-    return buffer;
-}
 
 // ============================================================================================
 // [SECTION] values
@@ -994,24 +990,9 @@ bool debugger_cmd_why(lua_State* L, const std::string& args) {
     return true;
 }
 
-namespace {
-
-void set_string(lua_State* L, const char* key, const std::string& value) {
-    lua_pushstring(L, value.c_str());
-    lua_setfield(L, -2, key);
-}
-
-void set_integer(lua_State* L, const char* key, lua_Integer value) {
-    lua_pushinteger(L, value);
-    lua_setfield(L, -2, key);
-}
-
-void set_number(lua_State* L, const char* key, double value) {
-    lua_pushnumber(L, value);
-    lua_setfield(L, -2, key);
-}
-
-}  // namespace
+using tdlua::set_integer;
+using tdlua::set_number;
+using tdlua::set_string;
 
 int debugger_why_lua(lua_State* L) {
     td::Tensor* t = tapedeck_test_tensor(L, 1);

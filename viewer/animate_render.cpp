@@ -15,6 +15,7 @@
 
 #include "animate_internal.h"
 #include "heat_colour.h"
+#include "format.h"
 
 namespace td {
 
@@ -403,12 +404,6 @@ void draw_boxes(cairo_t* cr, const AnimationStory& story, const Geometry& g, con
 
 // ============================================================================================
 // [SECTION] panel
-
-std::string number_text(double x) {
-    char buf[32];
-    snprintf(buf, sizeof buf, "%.4g", x);
-    return buf;
-}
 
 void set_heat(cairo_t* cr, double x, double lo, double hi) {
     uint32_t c = heat_colour(x, lo, hi);   // 0xAABBGGRR

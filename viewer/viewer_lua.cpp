@@ -40,10 +40,15 @@
 #include "training_view.h"
 #include "history.h"
 #include "viewer_internal.h"
+#include "lua_util.h"
 
 using namespace td;
 
 namespace {
+using tdlua::set_number;
+using tdlua::set_integer;
+using tdlua::set_boolean;
+using tdlua::set_string;
 
 lua_State* g_main_state = nullptr;
 int g_node_callback_ref = LUA_NOREF;
@@ -55,23 +60,6 @@ lua_State* calling_state() {
 }
 
 // Fields of the table on top of the stack.
-void set_number(lua_State* L, const char* name, double value) {
-    lua_pushnumber(L, value);
-    lua_setfield(L, -2, name);
-}
-void set_integer(lua_State* L, const char* name, lua_Integer value) {
-    lua_pushinteger(L, value);
-    lua_setfield(L, -2, name);
-}
-void set_boolean(lua_State* L, const char* name, bool value) {
-    lua_pushboolean(L, value);
-    lua_setfield(L, -2, name);
-}
-void set_string(lua_State* L, const char* name, const std::string& value) {
-    lua_pushstring(L, value.c_str());
-    lua_setfield(L, -2, name);
-}
-
 // An argument passed to a Lua control callback: a string or an integer.
 struct ControlArg {
     const char* text;
