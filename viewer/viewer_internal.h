@@ -244,6 +244,9 @@ struct GradientShown {
     std::string note;     // when !found
 };
 GradientShown viewer_gradient_of(const ViewerState& s, const Node* n);
+// Upload width x height RGBA pixels (rows top to bottom, 4 bytes each) into the GL texture *id,
+// made when 0; sampled NEAREST, clamped. The Tensor window's heatmaps, the Training window's plots.
+void viewer_texture_upload(unsigned int* id, const void* rgba, int width, int height);
 void draw_source_window(ViewerState& s, const Tile& tile);
 void draw_controls_window(ViewerState& s, const Tile& tile);
 void draw_training_window(ViewerState& s, const Tile& tile);

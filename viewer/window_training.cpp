@@ -46,14 +46,7 @@ void plot_texture_update(ViewerState& s, PlotTexture& t, const std::string& what
     std::vector<unsigned char> rgba;
     t.error.clear();
     if (!plot_render_rgba(what, width, height, &rgba, &t.error)) return;
-    if (!t.id) glGenTextures(1, &t.id);
-    glBindTexture(GL_TEXTURE_2D, t.id);
-    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
-    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
-    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
-    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
-    glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
-    glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA, width, height, 0, GL_RGBA, GL_UNSIGNED_BYTE, rgba.data());
+    viewer_texture_upload(&t.id, rgba.data(), width, height);
 }
 
 // One plot cell of the grid, `size` pixels.
