@@ -17,6 +17,10 @@
 //                                      optim.lua's step()
 //
 // and the REPL's `:plot` (training_plot_command).
+//
+// [SECTION] logging     viewer.log, viewer.plot, viewer.series, viewer.step, viewer.log_options
+// [SECTION] optimizers  what optim.lua's step() calls: _step_begin, _step_end, _param_names, ...
+// [SECTION] register    the functions into `viewer`, and :plot
 #include <lua.hpp>
 
 #include <cmath>
@@ -32,6 +36,9 @@
 using namespace td;
 
 namespace {
+
+// ============================================================================================
+// [SECTION] logging
 
 td::Tensor* check_tensor(lua_State* L, int idx, const char* function) {
     td::Tensor* t = tapedeck_test_tensor(L, idx);
@@ -197,6 +204,9 @@ int l_log_clear(lua_State*) {
     return 0;
 }
 
+// ============================================================================================
+// [SECTION] optimizers
+
 // The tensors of the list at idx (optim.lua passes the parameters that have a gradient).
 std::vector<Value> tensor_values(lua_State* L, int idx, const char* function) {
     luaL_checktype(L, idx, LUA_TTABLE);
@@ -291,6 +301,9 @@ const luaL_Reg training_functions[] = {
     {"png_stats", l_png_stats},
     {nullptr, nullptr},
 };
+
+// ============================================================================================
+// [SECTION] register
 
 // One line about scalar series `name`: "loss: 100 points, steps 0..99, last 0.0412 (min 0.0398, max 1.12)".
 std::string scalar_summary(const std::string& name) {
