@@ -1,7 +1,7 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """make_training_log_oracle.py: what the training log must hold after 4 Adam steps, from PyTorch.
 
-    /usr/bin/python3 tests/oracle/make_training_log_oracle.py
+    python3 tests/oracle/make_training_log_oracle.py     (a python3 with torch: pip's, or Debian's python3-torch)
 
 writes tests/oracle/training_log_oracle_data.lua, which tests/lua/test_training_log_oracle.lua
 checks the viewer's training log against (docs/viewer.md, The Training window). A float32
