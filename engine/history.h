@@ -29,7 +29,7 @@
 
 namespace td {
 
-constexpr size_t HISTORY_DEFAULT_BUDGET = 256ull << 20;   // 256 MB
+constexpr size_t HISTORY_DEFAULT_BUDGET = 64ull << 20;    // 64 MB: the viewer left open over a long run holds no more
 constexpr size_t HISTORY_MAX_EVENTS = 100000;
 
 // One value an event held: its value, and which node output it is (0 when none: a gradient

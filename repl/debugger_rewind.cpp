@@ -378,7 +378,7 @@ DebugStop* stop_for(const char* command) {
 
 std::string history_status() {
     std::string s = "history: ";
-    if (history_budget() == 0) return s + "off (:history 256MB turns it on)\n";
+    if (history_budget() == 0) return s + "off (:history 64MB turns it on)\n";
     s += "budget " + history_bytes_text(history_budget()) + ", holding " + history_bytes_text(history_bytes_held());
     if (history_copy_bytes()) s += " (" + history_bytes_text(history_copy_bytes()) + " of copies made before in-place writes)";
     s += "\n  " + std::to_string(history_events_listed()) + " events listed, the newest " + std::to_string(history_events_with_values()) +
