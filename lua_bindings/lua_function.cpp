@@ -20,6 +20,17 @@
 
 using namespace td;
 
+int tapedeck_unpack_call_args(lua_State* L) {
+    int args = lua_gettop(L);
+    lua_getfield(L, args, "n");
+    int n = static_cast<int>(lua_tointeger(L, -1));
+    lua_pop(L, 1);
+    luaL_checkstack(L, n, "too many arguments");
+    for (int i = 1; i <= n; ++i) lua_rawgeti(L, args, i);
+    lua_remove(L, args);
+    return n;
+}
+
 namespace {
 
 const char* const CTX_TYPE = "tapedeck.FunctionContext";
@@ -48,7 +59,7 @@ public:
         int top = lua_gettop(L);
         push_method(L, "forward");
         lua_rawgeti(L, LUA_REGISTRYINDEX, args_ref_);
-        int n_args = unpack_args(L);
+        int n_args = tapedeck_unpack_call_args(L);
         call(L, 1 + n_args, "forward");
         std::vector<Tensor> results;
         for (int i = top + 1; i <= lua_gettop(L); ++i) {
@@ -127,18 +138,6 @@ private:
         lua_getfield(L, -1, method);
         lua_remove(L, -2);
         lua_rawgeti(L, LUA_REGISTRYINDEX, ctx_ref_);
-    }
-
-    // Replaces the args table on top with its n values; returns n.
-    static int unpack_args(lua_State* L) {
-        int args = lua_gettop(L);
-        lua_getfield(L, args, "n");
-        int n = static_cast<int>(lua_tointeger(L, -1));
-        lua_pop(L, 1);
-        luaL_checkstack(L, n, "too many arguments");
-        for (int i = 1; i <= n; ++i) lua_rawgeti(L, args, i);
-        lua_remove(L, args);
-        return n;
     }
 
     // Calls the function below n_args values, leaving its results; a Lua error becomes an exception.

@@ -61,6 +61,8 @@ void tapedeck_open_gradcheck(lua_State* L);
 // call's arguments ({n = N, ...}); false, nothing pushed, when fn is no Lua torch.Function
 // (lua_function.cpp).
 bool tapedeck_push_function_call(lua_State* L, const td::CustomFunction& fn);
+// Replaces the arguments table on top of the stack ({n = N, ...}) with its N values; returns N.
+int tapedeck_unpack_call_args(lua_State* L);
 // Adds torch.onnx (export) to the torch table on top of the stack (lua_onnx.cpp).
 void tapedeck_open_onnx(lua_State* L);
 // The recorded plan of the frozen function at idx, the one its latest call used (an error when it

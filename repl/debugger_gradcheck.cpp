@@ -201,13 +201,7 @@ struct FunctionCall {
         int top = lua_gettop(L);
         lua_rawgeti(L, LUA_REGISTRYINDEX, apply_ref);
         lua_rawgeti(L, LUA_REGISTRYINDEX, args_ref);
-        int args = lua_gettop(L);
-        lua_getfield(L, args, "n");
-        int n = static_cast<int>(lua_tointeger(L, -1));
-        lua_pop(L, 1);
-        luaL_checkstack(L, n, "too many arguments");
-        for (int i = 1; i <= n; ++i) lua_rawgeti(L, args, i);
-        lua_remove(L, args);
+        int n = tapedeck_unpack_call_args(L);
         if (lua_pcall(L, n, LUA_MULTRET, 0) != LUA_OK) {
             std::string message = lua_tostring(L, -1) ? lua_tostring(L, -1) : "error";
             lua_settop(L, top);

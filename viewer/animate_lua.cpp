@@ -78,16 +78,11 @@ int l_animate(lua_State* L) {
     if (!tapedeck_test_tensor(L, 1)) tdlua::arg_fail(1, "the loss must be a tensor, got %s", tdlua::type_name_of(L, 1));
     AnimateResult r = animate_run(L, 1, path, options);
     lua_createtable(L, 0, 6);
-    lua_pushinteger(L, r.frames);
-    lua_setfield(L, -2, "frames");
-    lua_pushinteger(L, r.width);
-    lua_setfield(L, -2, "width");
-    lua_pushinteger(L, r.height);
-    lua_setfield(L, -2, "height");
-    lua_pushnumber(L, r.seconds);
-    lua_setfield(L, -2, "seconds");
-    lua_pushstring(L, result_message(path, r).c_str());
-    lua_setfield(L, -2, "message");
+    tdlua::set_integer(L, "frames", r.frames);
+    tdlua::set_integer(L, "width", r.width);
+    tdlua::set_integer(L, "height", r.height);
+    tdlua::set_number(L, "seconds", r.seconds);
+    tdlua::set_string(L, "message", result_message(path, r));
     lua_createtable(L, static_cast<int>(r.notes.size()), 0);
     for (size_t i = 0; i < r.notes.size(); ++i) {
         lua_pushstring(L, r.notes[i].c_str());
@@ -126,16 +121,11 @@ int l_gif_info(lua_State* L) {
     std::string path = tdlua::check_string(L, 1, "path");
     GifInfo info = gif_info(path);
     lua_createtable(L, 0, 7);
-    lua_pushinteger(L, info.width);
-    lua_setfield(L, -2, "width");
-    lua_pushinteger(L, info.height);
-    lua_setfield(L, -2, "height");
-    lua_pushinteger(L, info.frames);
-    lua_setfield(L, -2, "frames");
-    lua_pushboolean(L, info.loops);
-    lua_setfield(L, -2, "loops");
-    lua_pushinteger(L, info.loop_count);
-    lua_setfield(L, -2, "loop_count");
+    tdlua::set_integer(L, "width", info.width);
+    tdlua::set_integer(L, "height", info.height);
+    tdlua::set_integer(L, "frames", info.frames);
+    tdlua::set_boolean(L, "loops", info.loops);
+    tdlua::set_integer(L, "loop_count", info.loop_count);
     lua_createtable(L, info.frames, 0);
     for (size_t i = 0; i < info.delays_ms.size(); ++i) {
         lua_pushinteger(L, info.delays_ms[i]);
