@@ -2350,15 +2350,15 @@ PlanRunResult plan_run(Plan& plan_called, const std::vector<Tensor>& inputs, boo
 // ============================================================================================
 // [SECTION] describe
 
-namespace {
-
-std::string size_str(size_t bytes) {
+std::string plan_bytes_text(size_t bytes) {
     char buffer[32];
     if (bytes < 1024) snprintf(buffer, sizeof buffer, "%zu B", bytes);
     else if (bytes < (1u << 20)) snprintf(buffer, sizeof buffer, "%.1f KiB", bytes / 1024.0);
     else snprintf(buffer, sizeof buffer, "%.2f MiB", bytes / (1024.0 * 1024.0));
     return buffer;
 }
+
+namespace {
 
 std::string number_str(double x) {
     char buffer[32];
@@ -2537,8 +2537,8 @@ std::string plan_describe(const Plan& plan) {
     s += "\n";
     snprintf(line, sizeof line,
              "  memory:  %d buffers, %s (%s with one per value); up to %s new per call; eager peak %s\n", st.buffers,
-             size_str(st.buffer_bytes).c_str(), size_str(st.unshared_bytes).c_str(), size_str(st.per_call_bytes).c_str(),
-             size_str(st.eager_peak_bytes).c_str());
+             plan_bytes_text(st.buffer_bytes).c_str(), plan_bytes_text(st.unshared_bytes).c_str(), plan_bytes_text(st.per_call_bytes).c_str(),
+             plan_bytes_text(st.eager_peak_bytes).c_str());
     s += line;
     if (plan.device != DEVICE_CPU) {   // the steps run on the GPU (no fusion there: docs/cuda.md)
         s += std::string("  device:  ") + device_name(plan.device) + " (its buffers are there; no fused loops)";

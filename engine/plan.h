@@ -464,6 +464,8 @@ const Value& plan_captured_value(const PlanCaptured& captured);
 // The plan for people (:plan): passes, steps (fused groups, buffers), guards, memory. No timings
 // and no addresses, so it is the same text every run.
 std::string plan_describe(const Plan& plan);
+// A byte count for people: "512 B", "1.5 KiB", "2.25 MiB" (plan_describe, the pass log).
+std::string plan_bytes_text(size_t bytes);
 
 // A GPU plan's CUDA graphs so far (plan.cpp, GraphSegment): the runs of steps a graph may replay,
 // the steps in them, how many are captured now and how many could not be.

@@ -11,14 +11,6 @@ namespace {
 
 const char* const PASS_NAMES[LOG_PASS_COUNT] = {"dce", "cse", "fold", "fuse", "inplace", "reuse"};
 
-std::string bytes_text(size_t bytes) {
-    char buffer[32];
-    if (bytes < 1024) snprintf(buffer, sizeof buffer, "%zu B", bytes);
-    else if (bytes < (1u << 20)) snprintf(buffer, sizeof buffer, "%.1f KiB", bytes / 1024.0);
-    else snprintf(buffer, sizeof buffer, "%.2f MiB", bytes / (1024.0 * 1024.0));
-    return buffer;
-}
-
 std::string plural(size_t n, const char* one, const char* many) {
     return std::to_string(n) + " " + (n == 1 ? one : many);
 }
@@ -55,7 +47,7 @@ std::string entry_text_of(const Plan& plan, int pass, const PlanLogEntry& e) {
         case LOG_REUSE: {
             std::string values;
             for (size_t i = 0; i < e.values.size(); ++i) values += (i ? ", " : "") + plan_value_name(plan, e.values[i]);
-            return "buf" + std::to_string(e.buffer) + " (" + bytes_text(e.bytes) + "): " + values;
+            return "buf" + std::to_string(e.buffer) + " (" + plan_bytes_text(e.bytes) + "): " + values;
         }
     }
     return "";
@@ -85,8 +77,8 @@ std::string heading_of(const PlanPassLog& log, int pass) {
                 shared += e.values.size() > 1;
             }
             return plural(values, "value", "values") + " in " + plural(entries.size(), "buffer", "buffers") + " (" +
-                   std::to_string(shared) + " shared): " + bytes_text(log.unshared_bytes) + " with one per value -> " +
-                   bytes_text(log.buffer_bytes);
+                   std::to_string(shared) + " shared): " + plan_bytes_text(log.unshared_bytes) + " with one per value -> " +
+                   plan_bytes_text(log.buffer_bytes);
         }
     }
     return "";
