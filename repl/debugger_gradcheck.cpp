@@ -300,6 +300,7 @@ struct InputCheck {
     std::string label;              // "h2h + i2h (#9 add)"
     Shape shape;
     int64_t checked = 0;            // elements compared (all, or a sample)
+    int64_t not_finite = 0;         // elements of the sample left out: NaN or ±Inf (a mask's -Inf) has no finite difference
     DType recorded_dtype = DTYPE_F32;
     GradcheckComparison recorded;   // the stop's grad_input
     bool has_rule = false;
@@ -406,7 +407,9 @@ Report run_check(lua_State* L, const DebugStop& stop, const CheckOptions& o) {
         Value& x = inputs[static_cast<size_t>(i)];
         int64_t numel = x.numel();
         int64_t limit = share >= 1 ? numel : std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(numel) * share));
-        std::vector<int64_t> elements = gradcheck_sample(numel, limit);
+        std::vector<int64_t> sampled = gradcheck_sample(numel, limit), elements;
+        for (int64_t k : sampled)
+            if (std::isfinite(value_get(x, k))) elements.push_back(k);
         std::vector<double> numeric;
         double largest = 0;
         for (int64_t k : elements) {
@@ -422,6 +425,7 @@ Report run_check(lua_State* L, const DebugStop& stop, const CheckOptions& o) {
         line.label = edge_text(node->inputs[i]);
         line.shape = x.shape;
         line.checked = static_cast<int64_t>(elements.size());
+        line.not_finite = static_cast<int64_t>(sampled.size() - elements.size());
         const Tensor& recorded = group.grad_inputs[i];
         line.recorded_dtype = recorded.dtype();
         Value recorded_host = value_to_host(recorded.value());
@@ -455,10 +459,13 @@ void print_report(const Report& r, const CheckOptions& o) {
            r.node.c_str(), r.math.c_str(), number_text(o.eps, 6).c_str());
     for (const InputCheck& line : r.inputs) {
         int64_t numel = line.shape.numel();
-        std::string sample = line.checked == numel
+        int64_t looked_at = line.checked + line.not_finite;
+        std::string sample = looked_at == numel
                                  ? std::to_string(numel) + " element" + (numel == 1 ? "" : "s")
-                                 : "a sample of " + std::to_string(line.checked) + " of its " + std::to_string(numel) +
+                                 : "a sample of " + std::to_string(looked_at) + " of its " + std::to_string(numel) +
                                        " elements (all would take over " + r.sample_reason + ")";
+        if (line.not_finite > 0)
+            sample += ", " + std::to_string(line.not_finite) + " of them not finite (NaN or ±Inf, as a mask's -Inf: no finite difference there), skipped";
         printf("  input %d  %s %s  %s, %lld evaluations\n", line.input + 1, line.label.c_str(), line.shape.str().c_str(),
                sample.c_str(), static_cast<long long>(2 * line.checked));
         print_comparison("recorded", line.recorded_dtype, line.recorded, line.shape, r.edited ? "  (grad_input edited at a stop)" : "");
@@ -568,6 +575,7 @@ int dbg::lua_gradcheck(lua_State* L) {
         lua_setfield(L, -2, "name");
         lua_pushinteger(L, line.checked);
         lua_setfield(L, -2, "checked");
+        tdlua::set_integer(L, "not_finite", line.not_finite);
         lua_pushinteger(L, line.shape.numel());
         lua_setfield(L, -2, "numel");
         push_comparison(L, line.recorded, line.shape, line.recorded_dtype);

@@ -69,6 +69,20 @@ assert(checked >= 500 and checked <= 1000, "a sample of them within max_evaluati
 check.equal(sampled.ok, true, "mm's rule on the edited grad_output")
 for _, id in ipairs(ids) do dbg.delete(id) end
 
+-- Attention's causal softmax (tiny_gpt's att:masked_fill(mask, -inf):softmax(-1)): the masked
+-- inputs are -Inf and have no finite difference; they are left out and counted, the rest agree.
+local masked
+ids = {dbg.break_on{op = "softmax", phase = "bwd", action = function() masked = dbg.gradcheck() end}}
+local scores = torch.randn(4, 4, {requires_grad = true})
+local causal = torch.ones(4, 4):triu(1)
+local att = scores:masked_fill(causal, -math.huge):softmax(-1)
+local weighted = att * torch.randn(4, 4)
+weighted:sum():backward()
+dbg.delete(ids[1])
+check.equal(masked.inputs[1].not_finite, 6, "the 6 masked elements above the diagonal are left out")
+check.equal(masked.inputs[1].checked, 10, "the other 10 are checked")
+check.equal(masked.ok, true, "the masked softmax's rule agrees with finite differences")
+
 -- Where it does not work: an error saying where it does.
 local ok, message = pcall(dbg.gradcheck)
 check.equal(ok, false, "not stopped")
