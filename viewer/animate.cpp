@@ -37,6 +37,14 @@ std::string shape_text(const Value& v) {
     return s;
 }
 
+// "every row", "every 6th column": which rows or columns a sampled heatmap shows.
+std::string every_nth(int64_t step, const char* what) {
+    if (step <= 1) return std::string("every ") + what;
+    int64_t last = step % 100 >= 11 && step % 100 <= 13 ? 0 : step % 10;
+    const char* suffix = last == 1 ? "st" : last == 2 ? "nd" : last == 3 ? "rd" : "th";
+    return "every " + std::to_string(step) + suffix + " " + what;
+}
+
 // The panel's numbers for a value: a scalar, or statistics and a heatmap grid (sampled, a tensor
 // of more than two dims shown as rows of its last dim). A freed value says so.
 void panel_set_value(AnimationPanel& p, const Value* value, const std::string& missing) {
@@ -65,7 +73,7 @@ void panel_set_value(AnimationPanel& p, const Value* value, const std::string& m
     g.lo = p.stats.finite ? p.stats.min : 0;
     g.hi = p.stats.finite ? p.stats.max : 0;
     if (row_step > 1 || col_step > 1)
-        p.lines.push_back("heatmap: every " + std::to_string(row_step) + "th row, " + std::to_string(col_step) + "th column");
+        p.lines.push_back("heatmap: " + every_nth(row_step, "row") + ", " + every_nth(col_step, "column"));
 }
 
 // "next_h", "h2h + i2h", "#12": how the debugger names a node.
