@@ -15,7 +15,7 @@
 #                     Lua API (tests/fuzz/run_api_fuzz.sh). Findings land in build-asan/fuzz/; the
 #                     exit status is 1 when any fuzzer found something.
 #   ./run.sh bench    the benchmark (W1-W10, µs per iteration, beside PyTorch when installed)
-#   ./run.sh bench-peers  the benchmark beside its peers (issue 17: `tapedeck bench --peers`):
+#   ./run.sh bench-peers  the benchmark beside its peers (`tapedeck bench --peers`):
 #                     PyTorch eager, TorchScript, torch.compile, TensorFlow eager and tf.function
 #                     on W1-W8 and the lecture's tf.function slide (W10); writes the table and a bar
 #                     chart to bench/results/peers.md and peers.png. First installs, with pip, what

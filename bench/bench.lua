@@ -17,11 +17,11 @@
 -- Plain `tapedeck bench` (W1-W10): tapedeck's columns, the targets, a frozen step's peak memory
 -- and its max |difference| from the eager step (outputs, gradients, updated parameters: from
 -- f:timeit(1)), and, when python3 imports torch, PyTorch eager and TorchScript columns (on the GPU:
--- torch.compile). `--peers` (W1-W8 and W10 unless named; issue 17): seven columns -- tapedeck eager
+-- torch.compile). `--peers` (W1-W8 and W10 unless named): seven columns -- tapedeck eager
 -- and frozen, PyTorch eager, TorchScript, torch.compile, TensorFlow eager, tf.function -- the
--- versions, the machine and issue 17's targets met or missed, printed and written as markdown and
+-- versions, the machine and the peer targets met or missed, printed and written as markdown and
 -- a PNG bar chart (bench/results/peers.md and peers.png, or DIR: peers_report.lua). A framework
--- that is not installed is skipped, saying so. See ../shared/anchors.md for the peers.
+-- that is not installed is skipped, saying so. See docs/performance.md ("Peers and this machine") for the peers.
 --
 -- Targets are on the minimum, eager / frozen; a "!" after them marks a minimum over its target.
 -- Adding a workload = one entry below, and one function in bench_torch.py and bench_tf.py for the
@@ -130,7 +130,7 @@ local bench_dir = debug.getinfo(1, "S").source:match("^@(.*[/\\])") or ""
 -- W7: one training step of scripts/models/char_lstm.lua at its default sizes: vocabulary 71 (the
 -- script's text has 71 distinct characters), embedding 32, one LSTM layer of 128, a batch of 16
 -- sequences of 32 characters; cross_entropy, backward, clip_grad_norm_(1.0), Adam (lr 0.01). The
--- model and step are char_lstm_model.lua's. Targets: issue 13's 0.5x / 0.3x of PyTorch eager's
+-- model and step are char_lstm_model.lua's. Targets: 0.5x / 0.3x of PyTorch eager's
 -- 7.1 ms (one thread, OpenBLAS, the shared 2-core machine).
 workloads[#workloads + 1] = {name = "W7", title = "char_lstm train step", eager_target = 3550, frozen_target = 2130,
   setup = function()
@@ -143,7 +143,7 @@ end}
 
 -- W8: one training step of scripts/models/tiny_gpt.lua's model at its sizes: batch 16 x 32 tokens,
 -- vocabulary 65, 2 blocks, 4 heads, n_embd 32 (nanoGPT's model.py in Lua); zero_grad, forward,
--- cross-entropy, backward, AdamW (nanoGPT's decay groups). Targets: issue 13's 0.7x / 0.5x of
+-- cross-entropy, backward, AdamW (nanoGPT's decay groups). Targets: 0.7x / 0.5x of
 -- PyTorch 1.13 eager's minimum here (4180 µs on the 2-core dev machine, one thread).
 workloads[#workloads + 1] = {name = "W8", title = "tiny_gpt train step", eager_target = 2900, frozen_target = 2100,
   setup = function()
@@ -156,7 +156,7 @@ workloads[#workloads + 1] = {name = "W8", title = "tiny_gpt train step", eager_t
   return gpt.train_step(model, optimizer), {x, y}
 end}
 
--- W9 (issue 15): the lecture's cell unrolled T steps as a long loop is written -- h a [1,20] row
+-- W9 (the long loop): the lecture's cell unrolled T steps as a long loop is written -- h a [1,20] row
 -- fed back, x_t a narrow of xs -- and backward from the last h's sum, at T = 50, 5,000 and
 -- 50,000, shown per unrolled step so the rows compare. Target: eager <= 0.25x PyTorch eager at
 -- every T. The large T take few samples of one call each (W9c: 2 samples, ~1 s a call eager and
@@ -182,7 +182,7 @@ for _, w in ipairs({{"W9a", 50, nil, nil}, {"W9b", 5000, 5, 1}, {"W9c", 50000, 2
     samples = samples, warmup = warmup, eager_vs_torch = 0.25, setup = rnn_unroll(T)}
 end
 
--- W10 (issue 17): the lecture's tf.function slide. N, D, H = 64, 1000, 100; its Dense(H, relu) then
+-- W10: the lecture's tf.function slide. N, D, H = 64, 1000, 100; its Dense(H, relu) then
 -- Dense(D) is nn.Sequential(nn.Linear(D, H), nn.ReLU(), nn.Linear(H, D)); the forward pass and the
 -- MSE loss, timed as the slide's timeit(number=10) times it: a sample is 10 calls, shown per call.
 -- W10a is the slide's own measurement: each sample makes the static function anew (here

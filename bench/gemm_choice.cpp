@@ -30,7 +30,7 @@ const ProductShape shapes[] = {
     {"W3 W_h h", 20, 1, 20, false, false, false, DTYPE_F32},
     {"W3 W_x x", 20, 1, 10, false, false, false, DTYPE_F32},
     {"W3 bwd W_h^T grad", 20, 1, 20, true, false, false, DTYPE_F32},
-    {"issue 15 rnn h W_h^T", 1, 20, 20, false, true, false, DTYPE_F32},
+    {"long loop rnn h W_h^T", 1, 20, 20, false, true, false, DTYPE_F32},
     {"W4 fwd x w1", 64, 100, 1000, false, false, false, DTYPE_F32},
     {"W4 fwd h w2", 64, 10, 100, false, false, false, DTYPE_F32},
     {"W4 bwd grad w2^T", 64, 100, 10, false, true, false, DTYPE_F32},

@@ -27,7 +27,7 @@ end
 
 -- The environment every peer runs in: one thread for every math library (OpenMP, MKL, OpenBLAS).
 -- Debian's OpenBLAS 0.3.21 takes an AVX-512 CPU for a "Prescott" and runs ~5x slower unless told
--- the core type (../shared/anchors.md); on a CPU without AVX-512 that core type would crash.
+-- the core type (docs/performance.md, "Peers and this machine"); on a CPU without AVX-512 that core type would crash.
 local function peer_environment()
   local cpuinfo = io.open("/proc/cpuinfo")
   local avx512 = cpuinfo and cpuinfo:read("a"):find("avx512f", 1, true)

@@ -1,4 +1,4 @@
--- peers_report.lua: what `tapedeck bench --peers` prints and writes (issue 17). bench.lua calls
+-- peers_report.lua: what `tapedeck bench --peers` prints and writes. bench.lua calls
 --   report.begin(running_peers, notes, samples)   the machine, the versions and the table's header
 --   report.row(result, columns)                   one workload's row, as soon as it is measured
 --   report.finish(results, columns, out_dir)      the notes, the targets, then out_dir/peers.md,
@@ -172,7 +172,7 @@ local function verdict(row)
 end
 
 local function print_targets(rows)
-  print("issue 17's targets (minima, this run; ratio = tapedeck / the fastest peer named):")
+  print("The peer targets (minima, this run; ratio = tapedeck / the fastest peer named):")
   for _, row in ipairs(rows) do
     print(("  %-4s %-58s %s"):format(row.workload, row.target, row.ratio and
       ("%.2fx of %s (%s vs %s µs): %s"):format(row.ratio, row.peer, number(row.ours), number(row.theirs), verdict(row))
@@ -255,7 +255,7 @@ local function write_markdown(path, results, columns, target_rows)
     for _, line in ipairs(failed) do add("- " .. line) end
   end
   add("")
-  add("## Targets (issue 17)")
+  add("## Targets")
   add("")
   add("| target | workload | tapedeck µs | fastest peer | its µs | ratio | |")
   add("|---|---|---|---|---|---|---|")

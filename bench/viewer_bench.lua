@@ -1,9 +1,9 @@
--- viewer_bench.lua: how fast the graph viewer is (issue 5's targets: the layout of the 50-step
+-- viewer_bench.lua: how fast the graph viewer is (its targets: the layout of the 50-step
 -- unrolled RNN, forward + backward, ready in <= 1 s without blocking frames; a frame with ~1,000
 -- boxes on screen in <= 16 ms, on Mesa llvmpipe under Xvfb).
 --   xvfb-run -a -s "-screen 0 1280x1024x24" tapedeck bench/viewer_bench.lua [steps=50] [frame_steps=54]
 -- The layout part needs no display; the frame part is skipped (with a message) without one.
--- Times are min / median of repeated runs: this machine kind is noisy (../shared/anchors.md).
+-- Times are min / median of repeated runs: this machine kind is noisy (docs/performance.md, "Peers and this machine").
 
 local steps = tonumber(arg and arg[1]) or 50
 local frame_steps = tonumber(arg and arg[2]) or 54

@@ -1,4 +1,4 @@
--- viewer_long_tape.lua: the viewer open on the issue's RNN unroll (issue 15: a 50,000-step graph,
+-- viewer_long_tape.lua: the viewer open on the long-loop RNN unroll (a 50,000-step graph,
 -- frames <= 16 ms; the window draws a window of the tape, model.h TapeWindow).
 --   xvfb-run -a -s "-screen 0 1280x1024x24" tapedeck bench/viewer_long_tape.lua [steps=50000] [shot.png]
 -- Frames while the graph grows are the ones the node hook draws (~30 a second); "total" includes the

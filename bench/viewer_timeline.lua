@@ -1,4 +1,4 @@
--- viewer_timeline.lua: what one step back on the viewer's timeline costs (issue 18: <= 16 ms). The
+-- viewer_timeline.lua: what one step back on the viewer's timeline costs (target: <= 16 ms). The
 -- unrolled RNN (scripts/rnn_unrolled.lua) of `steps` steps, forward and backward, stops at the last
 -- tanh group of its backward pass; once the layout is there, the timeline moves back one event at a
 -- time (viewer.timeline, as the slider or :back does) and each move's frame is timed: the model's

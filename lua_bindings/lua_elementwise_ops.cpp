@@ -1,4 +1,4 @@
-// lua_elementwise_ops.cpp: PyTorch's everyday creation and elementwise functions (issue 12):
+// lua_elementwise_ops.cpp: PyTorch's everyday creation and elementwise functions:
 // arange linspace empty *_like randperm randint multinomial, tril triu, maximum minimum where ne,
 // clamp (number or tensor bounds) clamp_min clamp_max, and the activations of F
 // (torch.nn.functional): leaky_relu elu gelu silu softplus. isnan, isinf and isfinite come from

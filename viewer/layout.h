@@ -4,7 +4,7 @@
 // it to the LayoutWorker; the worker thread runs dot on it and hands back a LayoutResult keyed by
 // box key, so a result made for an older view still places the boxes the new view shares with it.
 // Forward and backward boxes are laid out as two graphs (edges joining them never reach dot: they
-// make it explode, ../shared/anchors.md) and placed side by side: forward ranks top to bottom, the
+// make it explode, docs/performance.md) and placed side by side: forward ranks top to bottom, the
 // backward pass to the right, its ranks bottom to top (the gradient of each node at about its
 // height) or top to bottom.
 #pragma once

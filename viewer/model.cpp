@@ -913,7 +913,7 @@ void Builder::build_edges() {
 
 // A leaf used by several boxes (a parameter read at every step of a loop), or any box used by
 // many, gets a copy next to each use after the first: one node with 50 users makes dot take tens
-// of seconds (../shared/anchors.md); 50 copies keep the graph a chain.
+// of seconds (docs/performance.md); 50 copies keep the graph a chain.
 void Builder::add_ghosts() {
     if (!in.options.ghosts) return;
     std::vector<std::vector<int>> uses(view.boxes.size());   // box -> its out-edges (laid out)

@@ -1,4 +1,4 @@
-// plot_render.h: the training log's pictures (issue 18), drawn with cairo: the same pixels go into
+// plot_render.h: the training log's pictures, drawn with cairo: the same pixels go into
 // a PNG (`:plot NAME out.png`, viewer.plot) and, as a texture, into the Training window. No GL, no
 // display: a script in CI writes its plots headless.
 //

@@ -1,4 +1,4 @@
-// training_log.h: training over time (issue 18): named series of numbers a script logs per step
+// training_log.h: training over time: named series of numbers a script logs per step
 // (`viewer.log(name, value)`, and the optimizers' step() automatically), for the Training window
 // and `:plot` (plot_render.h). No GL, no window: built into every tapedeck.
 //
@@ -8,7 +8,7 @@
 //   histogram  per logged step, TRAINING_BINS counts over the tensor's [min, max] (its finite
 //              values), for `viewer.log(name, tensor)`; its norm goes into the scalar `<name>/norm`.
 //
-// Memory is bounded (DESIGN rule 11): a scalar series keeps at most TRAINING_MAX_POINTS points.
+// Memory is bounded (rule 11 of docs/design.md): a scalar series keeps at most TRAINING_MAX_POINTS points.
 // When full it halves its resolution: neighbouring points are averaged in pairs (their steps and
 // their values), and from then on each new point is the mean of 2 (then 4, 8, ...) logged values
 // in a row. A histogram series keeps at most TRAINING_MAX_HISTOGRAMS steps; when full, every other

@@ -1,4 +1,4 @@
-// training_lua.cpp: the training log in Lua and at the prompt (issue 18), in every build (with or
+// training_lua.cpp: the training log in Lua and at the prompt, in every build (with or
 // without the viewer window):
 //
 //   viewer.log(name, value [, step])   a number or 1-element tensor: a point of scalar series `name`;

@@ -1,4 +1,4 @@
-// training_view.h: the training log as the REPL and the window see it (issue 18; the log itself is
+// training_view.h: the training log as the REPL and the window see it (the log itself is
 // training_log.h, its pictures plot_render.h). Every build has these; without the viewer window,
 // training_view_show does nothing.
 #pragma once

@@ -1,4 +1,4 @@
-// viewer.h: the live graph viewer (issue 5), as the REPL, the debugger and scripts see it.
+// viewer.h: the live graph viewer, as the REPL, the debugger and scripts see it.
 //
 // One GLFW window with four Dear ImGui windows: Graph (the tape laid out by Graphviz), Tensor (the
 // selected node's value and gradient), Source (the script, the stop line, breakpoints) and

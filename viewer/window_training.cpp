@@ -1,4 +1,4 @@
-// window_training.cpp: the Training window (issue 18): the training log (training_log.h) as the
+// window_training.cpp: the Training window: the training log (training_log.h) as the
 // plots :plot writes — the loss, the gradient flow (per parameter, the latest gradient norm and
 // update/weight ratio as bars on a log scale), the gradient norms and update ratios over the steps,
 // and one series picked in a combo (a histogram series by default). It takes the Graph window's

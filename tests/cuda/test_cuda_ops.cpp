@@ -1,5 +1,5 @@
 // test_cuda_ops.cpp: every op's test rows (tests/engine/op_cases.cpp) on the GPU against the CPU
-// (DESIGN rule 6: "CUDA against CPU"), as ggml's test-backend-ops does: the same inputs on both
+// (rule 6 of docs/design.md: "CUDA against CPU"), as ggml's test-backend-ops does: the same inputs on both
 // devices, the outputs compared within a tolerance per dtype; then the float64 finite-difference
 // gradient check run on the GPU itself. Random ops are compared by shape and dtype only (the GPU's
 // counter-based generator draws other numbers), with their rows' own checks.

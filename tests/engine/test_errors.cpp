@@ -1,4 +1,4 @@
-// test_errors.cpp: errors are values for the user (DESIGN rule 10). Each names the op and the
+// test_errors.cpp: errors are values for the user (rule 10 of docs/design.md). Each names the op and the
 // shapes, and the tape survives it.
 #include <catch2/catch.hpp>
 

@@ -1,4 +1,4 @@
-// test_hook.cpp: the one hook (DESIGN rule 4). Every node runs through exec_node, which calls the
+// test_hook.cpp: the one hook (rule 4 of docs/design.md). Every node runs through exec_node, which calls the
 // observers before and after its kernel, in the forward and the backward pass alike.
 #include <catch2/catch.hpp>
 

@@ -1,4 +1,4 @@
-// test_lifetime.cpp: memory is bounded (DESIGN rule 11). A node and its buffers live only while
+// test_lifetime.cpp: memory is bounded (rule 11 of docs/design.md). A node and its buffers live only while
 // something reaches them; the tape itself keeps nothing alive.
 #include <catch2/catch.hpp>
 

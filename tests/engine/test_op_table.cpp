@@ -1,5 +1,5 @@
 // test_op_table.cpp: the one test that drives every op of engine/ops.def from its rows in
-// op_cases.cpp (DESIGN rule 6), plus the statistics of the random creation ops.
+// op_cases.cpp (rule 6 of docs/design.md), plus the statistics of the random creation ops.
 //
 // For every OpId: its rows must exist; each row's outputs must have the expected shapes, dtypes and
 // values; views and in-place ops must share input 0's storage (in-place ops bump its version);

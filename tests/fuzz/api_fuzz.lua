@@ -1,7 +1,7 @@
 -- api_fuzz.lua: a seeded random sequence of calls through the whole Lua API (torch, Tensor methods
 -- and operators, torch.Function, freeze and plan/npy files, nn, optim, the debugger's `dbg`), for
 -- sanitizer builds: any crash, hang or sanitizer report is a bug, and every error a call raises is
--- checked for the message rules of DESIGN.md (names the function, carries the user's file:line,
+-- checked for the message rules of docs/design.md (names the function, carries the user's file:line,
 -- one line).
 --
 --   tapedeck tests/fuzz/api_fuzz.lua --seed N [--calls M] [--seconds S] [--log FILE] [--strict]

@@ -1,6 +1,6 @@
 -- bench/peers_report.lua, what `tapedeck bench --peers` writes, on made-up times: the markdown's
 -- table (cells "min / median", the row's fastest in bold, "-" for a column that did not run), its
--- issue 17 targets (ratios to the fastest peer named, met or missed), the W10 slide's table in ms
+-- the peer targets (ratios to the fastest peer named, met or missed), the W10 slide's table in ms
 -- per 10 calls, the reasons for the "-" cells, and the chart's data file. No peer process runs.
 local here = arg[0]:match("^(.*[/\\])") or "./"
 local report = dofile(here .. "../../bench/peers_report.lua")

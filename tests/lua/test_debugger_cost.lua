@@ -1,4 +1,4 @@
--- What the debugger costs while nothing can stop (issue 15: attached with no breakpoint, <= 5% at
+-- What the debugger costs while nothing can stop (target: attached with no breakpoint, <= 5% at
 -- T = 5,000): it subscribes to no engine hook event and sets no Lua hook, however it got there
 -- (attached as tapedeck runs every script, a breakpoint set then deleted or disabled, detached and
 -- attached again), so exec_node's one test is all a node pays. dbg.hooks() says what it holds.

@@ -1,5 +1,5 @@
 -- dbg.why (and :why): from a tensor holding NaN or Inf back to the first op that made one from
--- finite values. The five planted cases of issue 18 (tests/repl/why_*.lua: log of 0, sqrt at 0 in
+-- finite values. The five planted cases (tests/repl/why_*.lua: log of 0, sqrt at 0 in
 -- backward, exp overflow, 0/0, an Inf weight), each where the NaN surfaces ops later, plus the
 -- leaves, an in-place write, a node that is gone, and a 20,000-step chain.
 local here = arg[0]:match("^(.*[/\\])") or "./"

@@ -1,4 +1,4 @@
--- freeze of a long loop (issue 15, DESIGN rule 13): the lecture's RNN cell unrolled 20,000 steps
+-- freeze of a long loop (rule 13 of docs/design.md): the lecture's RNN cell unrolled 20,000 steps
 -- with backward freezes in memory linear in the steps, and its replay gives what eager gives.
 -- A regression guard on memory, not a timing test: freeze was quadratic once (5,000 steps took
 -- 31 s and 10.9 GB). The bounds (docs/freeze.md, "Cost"):
@@ -70,7 +70,7 @@ check.close(h_frozen, h_eager, 1e-5, "the replay's last state")
 check.close(gh_frozen, W_h.grad, 1e-5, "the replay's gradient of W_h")
 check.close(gx_frozen, W_x.grad, 1e-5, "the replay's gradient of W_x")
 
--- Two loops that made passes compare every step with every other (DESIGN rule 13): a chain of
+-- Two loops that made passes compare every step with every other (rule 13 of docs/design.md): a chain of
 -- in-place adds (each value an alias of the one before: a root was found by walking the chain)
 -- and a comparison guard per step (each guard was placed by scanning the steps before it). At
 -- 20,000 steps each compiled in ~11 s; now in well under a second. The bound is generous.

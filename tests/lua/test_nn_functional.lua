@@ -1,4 +1,4 @@
--- F's losses and NN functions written in nn.lua (issue 12): what the PyTorch oracle rows cannot
+-- F's losses and NN functions written in nn.lua: what the PyTorch oracle rows cannot
 -- show (random dropout, running statistics updated in place, the op-row fast paths) and the
 -- errors for bad arguments (each names the function and the argument, with this file's line).
 local check = dofile((arg[0]:match("^(.*[/\\])") or "") .. "check.lua")

@@ -1,4 +1,4 @@
--- The training log (issue 18; docs/viewer.md, The Training window), headless: no display needed.
+-- The training log (docs/viewer.md, The Training window), headless: no display needed.
 -- The spiral MLP of scripts/models/spiral_mlp.lua trains a few Adam steps with viewer.log; the
 -- optimizer's automatic gradient norms, update ratios and loss must equal what this script
 -- computes by hand; the plots must be PNGs of the asked size that are not blank; the series stay

@@ -285,7 +285,7 @@ ROWS = [
     ("einsum", "torch.einsum(\"ij,kj\", a, b)", lambda a, b: torch.einsum("ij,kj", a, b), [("a", (2, 3), "any"), ("b", (4, 3), "any")]),
     ("einsum", "torch.einsum(\"bij,bkj,k->bi\", a, b, c)", lambda a, b, c: torch.einsum("bij,bkj,k->bi", a, b, c),
      [("a", (2, 3, 4), "any"), ("b", (2, 5, 4), "any"), ("c", (5,), "any")]),
-    # --- issue 12: creation -------------------------------------------------------------------
+    # --- creation -------------------------------------------------------------------
     ("arange", "torch.arange(1, 10, 3)", lambda: Whole(torch.arange(1, 10, 3)), []),
     ("arange", "torch.arange(0, 1, 0.1)", lambda: torch.arange(0, 1, 0.1), []),
     ("arange", "torch.arange(5, 0, -1.5, {dtype = 'float64'})", lambda: torch.arange(5, 0, -1.5, dtype=torch.float64), []),
@@ -301,7 +301,7 @@ ROWS = [
     ("triu", "x:triu(1)", lambda x: x.triu(1), [("x", (4, 3), "any")]),
     ("triu", "torch.triu(x, {diagonal = -1})", lambda x: torch.triu(x, diagonal=-1), [("x", (2, 4, 3), "any")]),
 
-    # --- issue 12: elementwise ------------------------------------------------------------------
+    # --- elementwise ------------------------------------------------------------------
     ("ne", "x:ne(y)", lambda x, y: x.ne(y), [("x", (3, 4), "whole"), ("y", (4,), "whole")]),
     ("ne", "torch.ne(x, 1)", lambda x: torch.ne(x, 1), [("x", (3, 4), "whole")]),
     ("maximum", "torch.maximum(x, y)", lambda x, y: torch.maximum(x, y), [("x", (2, 3), "any"), ("y", (3,), "any")]),
@@ -339,7 +339,7 @@ ROWS = [
     ("pow", "x ^ 2", lambda x: x ** 2, [("x", (3, 4), "zeros_positive")]),
     ("pow", "x ^ y", lambda x, y: x ** y, [("x", (3, 4), "zeros_positive"), ("y", (3, 4), "positive")]),
     ("pow", "x ^ y", lambda x, y: x ** y, [("x", (3, 4), "positive"), ("y", (4,), "whole")]),
-    # --- issue 12: F's losses (nn.lua; reduction "mean", "sum", "none") -------------------------
+    # --- F's losses (nn.lua; reduction "mean", "sum", "none") -------------------------
     ("l1_loss", "F.l1_loss(x, y)", lambda x, y: F.l1_loss(x, y), [("x", (3, 4), "any"), ("y", (3, 4), "any")]),
     ("l1_loss", "F.l1_loss(x, y, {reduction = 'sum'})", lambda x, y: F.l1_loss(x, y, reduction="sum"), [("x", (3, 4), "any"), ("y", (3, 4), "any")]),
     ("l1_loss", "F.l1_loss(x, y, {reduction = 'none'})", lambda x, y: F.l1_loss(x, y, reduction="none"), [("x", (3, 4), "any"), ("y", (4,), "any")]),
@@ -369,7 +369,7 @@ ROWS = [
     ("cross_entropy", "F.cross_entropy(x, p, {reduction = 'none'})", lambda x, p: F.cross_entropy(x, p, reduction="none"), [("x", (4, 3), "any"), ("p", (4, 3), "unit")]),
     ("multi_margin_loss", "F.multi_margin_loss(x, t, 2, 0.5)", lambda x, t: F.multi_margin_loss(x, t, 2, 0.5), [("x", (4, 3), "any"), ("t", index(2, 0, 1, 0), None)]),
     ("multi_margin_loss", "F.multi_margin_loss(x, t, {weight = w, reduction = 'none'})", lambda x, t, w: F.multi_margin_loss(x, t, weight=w, reduction="none"), [("x", (4, 3), "any"), ("t", index(2, 0, 1, 0), None), ("w", weights(0.5, 1.5, 2.0), None)]),
-    # --- issue 12: F's NN functions ---------------------------------------------------------------
+    # --- F's NN functions ---------------------------------------------------------------
     ("dropout", "F.dropout(x, 0.5, false)", lambda x: F.dropout(x, 0.5, False), [("x", (3, 4), "any")]),
     ("dropout", "F.dropout(x, {p = 0})", lambda x: F.dropout(x, p=0.0), [("x", (3, 4), "any")]),
     ("layer_norm", "F.layer_norm(x, 4)", lambda x: F.layer_norm(x, (4,)), [("x", (3, 4), "any")]),

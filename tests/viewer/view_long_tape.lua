@@ -1,4 +1,4 @@
--- view_long_tape.lua: the viewer on a tape longer than its window (issue 15: a 50,000-step graph).
+-- view_long_tape.lua: the viewer on a tape longer than its window (a 50,000-step graph).
 -- The model copies at most the window's nodes (here 400 of ~3,000; by default 2,000 once the tape
 -- has more than 50,000), follows the newest as the tape grows, moves to a stop or a selection
 -- outside it, and moves with viewer.window, :view window and the Controls' buttons; inputs

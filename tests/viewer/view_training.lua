@@ -1,4 +1,4 @@
--- view_training.lua: the Training window (issue 18) on a real model. Run as
+-- view_training.lua: the Training window on a real model. Run as
 --   run_headless.sh tapedeck view_training.lua TESTS SHOTS SOURCE [STEPS]   (ctest: 20 steps)
 -- Trains scripts/models/char_lstm.lua for STEPS steps (20) with the window open, logging a
 -- histogram of the embedding's weights at every step (the optimizer logs the loss, the gradient

@@ -1,7 +1,7 @@
 // arrived_gradients.cpp: the gradient that arrived at each node in the latest backward pass, kept
 // for those who look (the viewer's Gradient tab), with the backward nodes that sent it.
 //
-// backward() frees each gradient once used (DESIGN rule 11). While an observer that looks at
+// backward() frees each gradient once used (rule 11 of docs/design.md). While an observer that looks at
 // values is attached (engine_values_watched: the viewer open, a debugger with a breakpoint), it
 // notes here each gradient it sends to an output and, at the output's visit, the complete sum.
 // The table holds one entry per noted node and drops it when the node dies (node_destroy), so the

@@ -1,7 +1,7 @@
 // onnx_ops.cpp: the ONNX mapping table — each op of ops.def as ONNX nodes (opset 17), or the
 // reason it is not exported. docs/onnx.md lists it; test_onnx_table checks that no op is missing.
 //
-// Conventions that differ (../shared/GPU_ONNX.md): our indices (max's, sort's, gather's, class
+// Conventions that differ (docs/onnx.md): our indices (max's, sort's, gather's, class
 // labels, max_pool2d's per H*W plane) are 1-based, ONNX's 0-based (MaxPool's flat over NCHW);
 // from opset 13 ReduceSum, Squeeze, Unsqueeze take axes as an input while ReduceMean/Max/Min/Prod
 // keep them as an attribute; Clip takes its bounds as inputs. Every input is cast to the dtype the

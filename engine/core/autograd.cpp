@@ -177,7 +177,7 @@ void accumulate_grad(Output& out, const Tensor& g, uint64_t first_serial) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Freeing gradients once used (DESIGN rules 11 and 13)
+// Freeing gradients once used (rules 11 and 13 of docs/design.md)
 //
 // Where a pass keeps its backward nodes on record (its forward node's backward_nodes:
 // engine_backward_graph_kept), without this each one's bytes would live as long as the forward graph: a loop that slices a sequence per step

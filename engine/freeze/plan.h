@@ -1,6 +1,6 @@
 // plan.h: freeze — one recorded run of a function, compiled into a static plan, and replayed.
 //
-// Three layers, each a step of its own (DESIGN rule 5):
+// Three layers, each a step of its own (rule 5 of docs/design.md):
 //
 //   record   plan_record_begin() .. plan_record_end(): while the function runs eagerly, observers on
 //            the one hook (exec_node) and on gradient accumulation write every node down as a step
