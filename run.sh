@@ -2,7 +2,8 @@
 # run.sh: install what is missing, build (only what changed), then run.
 #   ./run.sh          the demo: the lecture's RNN cell, its loss, gradients and graph (build/rnn_cell.svg);
 #                     with a display, also the live graph window
-#   ./run.sh test     the whole test suite (Catch2, Lua scripts, REPL transcripts)
+#   ./run.sh test     the whole test suite (Catch2, Lua scripts, REPL transcripts); extra arguments
+#                     pass through to ctest (./run.sh test -R lua.test_oracle: one test by name)
 #   ./run.sh test-asan  the same suite built with clang's AddressSanitizer, LeakSanitizer and
 #                     UndefinedBehaviorSanitizer (build-asan/: RelWithDebInfo, -O1 -g). Any report
 #                     fails the test that caused it: a memory error, a leak at exit, undefined
@@ -153,7 +154,7 @@ case "${1:-demo}" in
   demo)  # with a display, the graph window stays open until closed; without one, the demo runs headless
           if [[ -n "${DISPLAY:-}" ]]; then view=(--view); else view=(); fi
           build/tapedeck "${view[@]}" scripts/rnn_cell.lua build/rnn_cell.svg ;;
-  test)  ctest --test-dir build --output-on-failure -j "$(nproc)" ;;
+  test)  shift; ctest --test-dir build --output-on-failure -j "$(nproc)" "$@" ;;
   bench) build/tapedeck bench ;;
   bench-peers)  # the peers' python3 first on PATH: bench/peers.lua runs the first python3 that imports each
           python=$(peers_python)
