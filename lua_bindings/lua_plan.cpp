@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "bindings_state.h"
 #include "device.h"
 #include "plan.h"
 #include "lua_util.h"
@@ -36,7 +37,6 @@ namespace {
 // [SECTION] frozen
 
 const char* const FROZEN_TYPE = "tapedeck.Frozen";
-int g_tensor_marker;   // its address marks a tensor's place in a return template
 
 struct CacheEntry {
     std::shared_ptr<Plan> recorded;   // as recorded (the passes run again on it for with_passes)
@@ -83,10 +83,8 @@ struct Frozen {
     }
 };
 
-const void* g_frozen_metatable = nullptr;   // compared by address: no registry lookup per call
-
 Frozen* test_frozen(lua_State* L, int idx) {
-    Frozen** p = static_cast<Frozen**>(tapedeck_test_udata(L, idx, g_frozen_metatable));
+    Frozen** p = static_cast<Frozen**>(tapedeck_test_udata(L, idx, tdlua::bindings_state.frozen_metatable));
     return p ? *p : nullptr;
 }
 
@@ -129,7 +127,7 @@ std::vector<Tensor> split_args(lua_State* L, int first, int n, int* args_ref) {
     for (int i = 0; i < n; ++i) {
         if (Tensor* t = tapedeck_test_tensor(L, first + i)) {
             tensors.push_back(*t);
-            lua_pushlightuserdata(L, &g_tensor_marker);
+            lua_pushlightuserdata(L, &tdlua::bindings_state.tensor_marker);
         } else {
             lua_pushvalue(L, first + i);
         }
@@ -155,7 +153,7 @@ std::string args_mismatch(lua_State* L, const CacheEntry& e, int first, int n) {
     }
     for (int i = 1; i <= n && why.empty(); ++i) {
         lua_rawgeti(L, t, i);
-        bool was_tensor = lua_touserdata(L, -1) == &g_tensor_marker;
+        bool was_tensor = lua_touserdata(L, -1) == &tdlua::bindings_state.tensor_marker;
         bool is_tensor = tapedeck_test_tensor(L, first + i - 1) != nullptr;
         if (was_tensor != is_tensor) {
             why = "argument " + std::to_string(i) + (is_tensor ? " is a tensor now" : " is not a tensor now");
@@ -180,7 +178,7 @@ void template_of(lua_State* L, int idx, std::vector<Tensor>& tensors, int depth)
     if (Tensor* t = tapedeck_test_tensor(L, idx)) {
         tensors.push_back(*t);
         lua_createtable(L, 0, 1);
-        lua_pushlightuserdata(L, &g_tensor_marker);
+        lua_pushlightuserdata(L, &tdlua::bindings_state.tensor_marker);
         lua_pushinteger(L, static_cast<lua_Integer>(tensors.size()));
         lua_rawset(L, -3);
         return;
@@ -212,7 +210,7 @@ void push_from_template(lua_State* L, int idx, const std::vector<Tensor>& output
         lua_pushvalue(L, idx);
         return;
     }
-    lua_pushlightuserdata(L, &g_tensor_marker);
+    lua_pushlightuserdata(L, &tdlua::bindings_state.tensor_marker);
     if (lua_rawget(L, idx) == LUA_TNUMBER) {
         size_t k = static_cast<size_t>(lua_tointeger(L, -1));
         lua_pop(L, 1);
@@ -879,7 +877,7 @@ int l_freeze(lua_State* L) {
 }
 
 int frozen_gc(lua_State* L) {
-    Frozen** p = static_cast<Frozen**>(tapedeck_test_udata(L, 1, g_frozen_metatable));
+    Frozen** p = static_cast<Frozen**>(tapedeck_test_udata(L, 1, tdlua::bindings_state.frozen_metatable));
     if (!p) return 0;
     delete *p;
     *p = nullptr;   // test_frozen refuses it from now on
@@ -1093,14 +1091,14 @@ int l_load_plan(lua_State* L) {
     lua_pushinteger(L, static_cast<lua_Integer>(recorded->inputs.size()));
     lua_setfield(L, -2, "n");
     for (size_t i = 0; i < recorded->inputs.size(); ++i) {
-        lua_pushlightuserdata(L, &g_tensor_marker);
+        lua_pushlightuserdata(L, &tdlua::bindings_state.tensor_marker);
         lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
     }
     e.args_ref = luaL_ref(L, LUA_REGISTRYINDEX);
     lua_createtable(L, static_cast<int>(recorded->outputs.size()), 1);
     for (size_t i = 0; i < recorded->outputs.size(); ++i) {
         lua_createtable(L, 0, 1);
-        lua_pushlightuserdata(L, &g_tensor_marker);
+        lua_pushlightuserdata(L, &tdlua::bindings_state.tensor_marker);
         lua_pushinteger(L, static_cast<lua_Integer>(i + 1));
         lua_rawset(L, -3);
         lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
@@ -1163,7 +1161,7 @@ const tdlua::Binding torch_plan_functions[] = {
 
 void tapedeck_open_plan(lua_State* L) {
     luaL_newmetatable(L, FROZEN_TYPE);
-    g_frozen_metatable = lua_topointer(L, -1);
+    tdlua::bindings_state.frozen_metatable = lua_topointer(L, -1);
     lua_pushcfunction(L, frozen_gc);
     lua_setfield(L, -2, "__gc");
     lua_pushstring(L, FROZEN_TYPE);   // getmetatable(f) gives the type name: scripts cannot call __gc
