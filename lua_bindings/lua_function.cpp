@@ -225,8 +225,7 @@ int function_apply_lua(lua_State* L) {
     lua_insert(L, -2);
     lua_setfield(L, -2, "needs_input_grad");
     int ctx_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-    lua_pushinteger(L, n_args);
-    lua_setfield(L, -2, "n");
+    tdlua::set_integer(L, "n", n_args);
     int args_ref = luaL_ref(L, LUA_REGISTRYINDEX);
     lua_pushvalue(L, definition);
     int definition_ref = luaL_ref(L, LUA_REGISTRYINDEX);

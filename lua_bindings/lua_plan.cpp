@@ -30,6 +30,10 @@
 #include "tapedeck_lua.h"
 
 using namespace td;
+using tdlua::set_boolean;
+using tdlua::set_integer;
+using tdlua::set_number;
+using tdlua::set_string;
 
 namespace {
 
@@ -133,8 +137,7 @@ std::vector<Tensor> split_args(lua_State* L, int first, int n, int* args_ref) {
         }
         lua_rawseti(L, -2, i + 1);
     }
-    lua_pushinteger(L, n);
-    lua_setfield(L, -2, "n");
+    set_integer(L, "n", n);
     *args_ref = luaL_ref(L, LUA_REGISTRYINDEX);
     return tensors;
 }
@@ -410,8 +413,7 @@ int record_call(lua_State* L, Frozen& f, int first, int n, bool results_wanted) 
             template_of(L, top + i, outputs, 0);
             lua_rawseti(L, -2, i);
         }
-        lua_pushinteger(L, n_results);
-        lua_setfield(L, -2, "n");
+        set_integer(L, "n", n_results);
         e.results_ref = luaL_ref(L, LUA_REGISTRYINDEX);
         e.recorded = std::shared_ptr<Plan>(plan_record_end(outputs));
         name_captured(L, f, *e.recorded);
@@ -441,8 +443,7 @@ int record_call(lua_State* L, Frozen& f, int first, int n, bool results_wanted) 
 void remember_args(lua_State* L, Frozen& f, int first, int n) {
     if (f.last_args_ref == LUA_NOREF) {
         lua_createtable(L, n, 1);
-        lua_pushinteger(L, 0);
-        lua_setfield(L, -2, "n");
+        set_integer(L, "n", 0);
         f.last_args_ref = luaL_ref(L, LUA_REGISTRYINDEX);
         f.last_args_n = 0;
     }
@@ -929,8 +930,7 @@ int frozen_with_passes(lua_State* L) {
             lua_rawgeti(L, -2, i);
             lua_rawseti(L, -2, i);
         }
-        lua_pushinteger(L, f.last_args_n);
-        lua_setfield(L, -2, "n");
+        set_integer(L, "n", f.last_args_n);
         g.last_args_ref = luaL_ref(L, LUA_REGISTRYINDEX);
         g.last_args_n = f.last_args_n;
         lua_pop(L, 1);
@@ -951,48 +951,29 @@ int frozen_with_passes(lua_State* L) {
 int frozen_stats(lua_State* L) {
     Frozen& f = check_frozen(L, 1);
     lua_createtable(L, 0, 16);
-    lua_pushinteger(L, f.calls);
-    lua_setfield(L, -2, "calls");
-    lua_pushinteger(L, f.replays);
-    lua_setfield(L, -2, "replays");
-    lua_pushinteger(L, f.records);
-    lua_setfield(L, -2, "records");
-    lua_pushinteger(L, static_cast<lua_Integer>(f.cache.size()));
-    lua_setfield(L, -2, "cached");
-    lua_pushstring(L, f.last_reason.c_str());
-    lua_setfield(L, -2, "last_reason");
-    lua_pushboolean(L, f.eager);
-    lua_setfield(L, -2, "eager");
-    lua_pushinteger(L, f.eager_calls);
-    lua_setfield(L, -2, "eager_calls");
+    set_integer(L, "calls", f.calls);
+    set_integer(L, "replays", f.replays);
+    set_integer(L, "records", f.records);
+    set_integer(L, "cached", f.cache.size());
+    set_string(L, "last_reason", f.last_reason);
+    set_boolean(L, "eager", f.eager);
+    set_integer(L, "eager_calls", f.eager_calls);
     if (!f.cache.empty()) {
         const PlanStats& s = f.cache.front().plan->stats;
-        lua_pushinteger(L, static_cast<lua_Integer>(f.cache.front().plan->steps.size()));
-        lua_setfield(L, -2, "steps");
-        lua_pushinteger(L, s.recorded_nodes);
-        lua_setfield(L, -2, "recorded_nodes");
-        lua_pushinteger(L, static_cast<lua_Integer>(s.buffer_bytes));
-        lua_setfield(L, -2, "buffer_bytes");
-        lua_pushinteger(L, static_cast<lua_Integer>(s.eager_peak_bytes));
-        lua_setfield(L, -2, "eager_peak_bytes");
-        lua_pushinteger(L, s.fused_groups);
-        lua_setfield(L, -2, "fused_groups");
+        set_integer(L, "steps", f.cache.front().plan->steps.size());
+        set_integer(L, "recorded_nodes", s.recorded_nodes);
+        set_integer(L, "buffer_bytes", s.buffer_bytes);
+        set_integer(L, "eager_peak_bytes", s.eager_peak_bytes);
+        set_integer(L, "fused_groups", s.fused_groups);
         const Plan& compiled = *f.cache.front().plan;
-        lua_pushstring(L, device_name(compiled.device));
-        lua_setfield(L, -2, "device");
+        set_string(L, "device", device_name(compiled.device));
         PlanGraphStats graphs = plan_graph_stats(compiled);
-        lua_pushinteger(L, graphs.segments);
-        lua_setfield(L, -2, "graph_segments");
-        lua_pushinteger(L, graphs.steps);
-        lua_setfield(L, -2, "graph_steps");
-        lua_pushinteger(L, graphs.captured);
-        lua_setfield(L, -2, "graphs_captured");
-        lua_pushinteger(L, static_cast<lua_Integer>(f.cache.front().plan->guards.size()));
-        lua_setfield(L, -2, "guards");
-        lua_pushnumber(L, s.record_seconds);
-        lua_setfield(L, -2, "record_seconds");
-        lua_pushnumber(L, s.compile_seconds);
-        lua_setfield(L, -2, "compile_seconds");
+        set_integer(L, "graph_segments", graphs.segments);
+        set_integer(L, "graph_steps", graphs.steps);
+        set_integer(L, "graphs_captured", graphs.captured);
+        set_integer(L, "guards", f.cache.front().plan->guards.size());
+        set_number(L, "record_seconds", s.record_seconds);
+        set_number(L, "compile_seconds", s.compile_seconds);
     }
     return 1;
 }
@@ -1088,8 +1069,7 @@ int l_load_plan(lua_State* L) {
     e.recorded = recorded;
     e.plan = std::shared_ptr<Plan>(plan_compile(recorded, passes));
     lua_createtable(L, 0, 1);   // any arguments: only tensors count for a loaded plan
-    lua_pushinteger(L, static_cast<lua_Integer>(recorded->inputs.size()));
-    lua_setfield(L, -2, "n");
+    set_integer(L, "n", recorded->inputs.size());
     for (size_t i = 0; i < recorded->inputs.size(); ++i) {
         lua_pushlightuserdata(L, &tdlua::bindings_state.tensor_marker);
         lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
@@ -1103,8 +1083,7 @@ int l_load_plan(lua_State* L) {
         lua_rawset(L, -3);
         lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
     }
-    lua_pushinteger(L, static_cast<lua_Integer>(recorded->outputs.size()));
-    lua_setfield(L, -2, "n");
+    set_integer(L, "n", recorded->outputs.size());
     e.results_ref = luaL_ref(L, LUA_REGISTRYINDEX);
     f.cache.push_back(e);
     return 1;
