@@ -160,7 +160,6 @@ int l_get_default_device(lua_State* L) {
     return 1;
 }
 
-
 // torch.device("cpu"): the device's name, as dtypes are their names (t.device == torch.device("cpu")).
 int l_device(lua_State* L) {
     lua_pushstring(L, device_name(device_from_arg(L, 1, 1)));

@@ -221,7 +221,6 @@ int push_created(lua_State* L, Tensor t, const CreateOptions& o) {
     return push_tensor(L, std::move(t));
 }
 
-
 // An integer that fits in an int (window sizes, strides, paddings): the value at stack index `at`,
 // reported as argument `arg` (a field of an options table reports the table's argument).
 int check_int(lua_State* L, int at, int arg, const char* what) {

@@ -318,7 +318,6 @@ int l_gather(lua_State* L) {
 
 double alpha_of(lua_State* L, int idx) { return lua_isnoneornil(L, idx) ? 1.0 : check_number(L, idx, "alpha"); }
 
-
 int l_add_(lua_State* L) {
     Tensor& x = check_tensor(L, 1);
     Tensor y = operand_of(L, 2, x);
