@@ -10,6 +10,9 @@
 // Each apply is one node on the tape named after the function (engine/function.h); the ops inside
 // forward and backward are recorded in its group with their own lines. ctx is a plain Lua table
 // (keep anything on it) with save_for_backward(...), saved_tensors and needs_input_grad.
+//
+// [SECTION] one apply     LuaFunction: the definition, ctx and arguments; forward and backward in Lua
+// [SECTION] bindings      ctx:save_for_backward, Definition.apply, torch.Function{...}
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -34,6 +37,9 @@ int tapedeck_unpack_call_args(lua_State* L) {
 namespace {
 
 const char* const CTX_TYPE = "tapedeck.FunctionContext";
+
+// ============================================================================================
+// [SECTION] one apply
 
 // An error raised by the user's Lua code: its message already names the line.
 struct LuaCodeError : std::runtime_error {
@@ -178,6 +184,9 @@ private:
     lua_State* main_;
     int definition_ref_, ctx_ref_, args_ref_;
 };
+
+// ============================================================================================
+// [SECTION] bindings
 
 // ctx:save_for_backward(t1, t2, ...): ctx.saved_tensors = {t1, t2, ...}, with their versions.
 int ctx_save_for_backward(lua_State* L) {

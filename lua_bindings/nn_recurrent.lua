@@ -14,6 +14,9 @@
 --   output, h_n = rnn(x [, h_0])                 output, {h_n, c_n} = lstm(x [, {h_0, c_0}])
 --   h' = rnn_cell(x [, h])                       h', c' = lstm_cell(x [, {h, c}])
 -- so `output, state = lstm(x, state)` carries the state from one call to the next.
+--
+-- [SECTION]s: one time step; shared constructor checks; cells (RNNCell, LSTMCell, GRUCell); RNN,
+-- LSTM, GRU over the whole sequence.
 local nn = require "nn"
 local errors = require "tapedeck.errors"
 local fail, describe = errors.fail, errors.describe
