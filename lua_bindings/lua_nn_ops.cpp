@@ -1,7 +1,7 @@
 // lua_nn_ops.cpp: the neural-network ops, each both torch.f(x, ...) and x:f(...): linear, conv2d,
-// max_pool2d, softmax, log_softmax (F has these too, nn.lua), and the losses mse_loss,
-// cross_entropy, nll_loss, multi_margin_loss (F's own are in nn.lua); and torch._lstm, nn.LSTM's
-// fused layer (nn_recurrent.lua). The tables at the end are registered in
+// max_pool2d, softmax, log_softmax (F has these too, nn_functional.lua), and the losses mse_loss,
+// cross_entropy, nll_loss, multi_margin_loss (F's own are in nn_functional.lua); and torch._lstm,
+// nn.LSTM's fused layer (nn_recurrent.lua). The tables at the end are registered in
 // tapedeck_open (lua_tensor.cpp).
 //
 // Arguments follow PyTorch: positional ones in PyTorch's order, keyword ones in a trailing options

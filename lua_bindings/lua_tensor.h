@@ -20,12 +20,12 @@ td::Tensor* test_tensor(lua_State* L, int idx);
 td::Tensor& check_tensor(lua_State* L, int idx);
 // Push t as a new Lua Tensor; returns 1.
 int push_tensor(lua_State* L, td::Tensor t);
-// A method's result when it is the tensor it was called on (x:add_(y), x:t() of a 1-d x): leaves
-// argument 1 alone on the stack; returns 1.
-int return_self(lua_State* L);
 // The same with `user_values` Lua value slots on the userdata (a view keeps its base in slot 1;
 // plain tensors have none, so the collector has less to walk and to sweep).
 int push_tensor_with_slots(lua_State* L, td::Tensor t, int user_values);
+// A method's result when it is the tensor it was called on (x:add_(y), x:t() of a 1-d x): leaves
+// argument 1 alone on the stack; returns 1.
+int return_self(lua_State* L);
 // A 1-based (or negative) dim at idx, as a 0-based dim of a tensor with `ndim` dims.
 int check_dim(lua_State* L, int idx, const char* op_name, int ndim);
 // Sizes given as d1, d2, ... (numbers from `first` on) or as one table {d1, d2, ...};
