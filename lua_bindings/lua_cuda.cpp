@@ -1,5 +1,5 @@
 // lua_cuda.cpp: torch.cuda, as PyTorch's: whether there is a device, its memory, synchronisation
-// and its random seed. Tensors move with x:cuda(), x:cpu() and x:to(...) (lua_tensor.cpp).
+// and its random seed. Tensors move with x:cuda(), x:cpu() and x:to(...) (lua_conversions.cpp).
 // Without a usable device (or in a build without CUDA) is_available() is false and the rest say
 // why where a device is needed; the memory figures are 0.
 #include "device.h"

@@ -2,7 +2,7 @@
 // arange linspace empty *_like randperm randint multinomial, tril triu, maximum minimum where ne,
 // clamp (number or tensor bounds) clamp_min clamp_max, and the activations of F
 // (torch.nn.functional): leaky_relu elu gelu silu softplus. isnan, isinf and isfinite come from
-// the op table (lua_tensor.cpp registers every one-tensor elementwise op).
+// the op table (lua_tensor_ops.cpp: table_unary_bindings, every one-tensor elementwise op).
 //
 // Conventions (docs/lua_api.md): positional arguments in PyTorch's order, keyword arguments in a
 // trailing options table under PyTorch's names; an argument a function does not take is an error

@@ -10,6 +10,9 @@
 // Each apply is one node on the tape named after the function (engine/function.h); the ops inside
 // forward and backward are recorded in its group with their own lines. ctx is a plain Lua table
 // (keep anything on it) with save_for_backward(...), saved_tensors and needs_input_grad.
+//
+// [SECTION] one apply     LuaFunction: the definition, ctx and arguments; forward and backward in Lua
+// [SECTION] bindings      ctx:save_for_backward, Definition.apply, torch.Function{...}
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -34,6 +37,9 @@ int tapedeck_unpack_call_args(lua_State* L) {
 namespace {
 
 const char* const CTX_TYPE = "tapedeck.FunctionContext";
+
+// ============================================================================================
+// [SECTION] one apply
 
 // An error raised by the user's Lua code: its message already names the line.
 struct LuaCodeError : std::runtime_error {
@@ -179,6 +185,9 @@ private:
     int definition_ref_, ctx_ref_, args_ref_;
 };
 
+// ============================================================================================
+// [SECTION] bindings
+
 // ctx:save_for_backward(t1, t2, ...): ctx.saved_tensors = {t1, t2, ...}, with their versions.
 int ctx_save_for_backward(lua_State* L) {
     luaL_checktype(L, 1, LUA_TTABLE);
@@ -225,8 +234,7 @@ int function_apply_lua(lua_State* L) {
     lua_insert(L, -2);
     lua_setfield(L, -2, "needs_input_grad");
     int ctx_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-    lua_pushinteger(L, n_args);
-    lua_setfield(L, -2, "n");
+    tdlua::set_integer(L, "n", n_args);
     int args_ref = luaL_ref(L, LUA_REGISTRYINDEX);
     lua_pushvalue(L, definition);
     int definition_ref = luaL_ref(L, LUA_REGISTRYINDEX);

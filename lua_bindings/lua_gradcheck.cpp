@@ -265,98 +265,131 @@ std::string number_text(double x) {
     return buffer;
 }
 
-// torch.autograd.gradcheck(fn, inputs [, {eps, atol, rtol, raise_exception, max_evaluations}])
-int l_gradcheck(lua_State* L) {
-    Options o = options_from(L, 3, false);
-    std::vector<Checked> wrt;
-    Call c = read_call(L, wrt);
-    DebuggerDetached quiet(L);
+// What the analytical half of a check leaves for the numerical half: the elements checked (the
+// columns of each input, the rows of each floating-point output) and the analytical derivatives.
+struct Analytic {
+    std::vector<int> float_outputs;      // indices into the function's outputs of the floating-point ones
+    std::vector<Shape> out_shapes;       // of the floating-point outputs
+    std::vector<size_t> out_offset;      // where output j's elements start in a numerical column
+    size_t out_total = 0;                // the elements of all floating-point outputs
+    std::vector<int64_t> in_numel;
+    std::vector<std::vector<int64_t>> columns, rows;
+    // jacobian[j][i][r * columns[i].size() + c]: d output j's row r / d input i's column c.
+    std::vector<std::vector<std::vector<double>>> jacobian;
+};
 
-    // The analytical Jacobian, row by row: one backward pass per checked output element.
+// The elements a check looks at, within o's budget (budget()): all, or a sample, with a warning.
+void choose_elements(const std::vector<Checked>& wrt, const Options& o, Analytic& a) {
+    std::vector<int64_t> out_numel, in_limit, out_limit;
+    for (const Checked& w : wrt) a.in_numel.push_back(w.tensor.numel());
+    for (const Shape& shape : a.out_shapes) out_numel.push_back(shape.numel());
+    budget(a.in_numel, out_numel, o.max_evaluations, in_limit, out_limit);
+    for (size_t i = 0; i < wrt.size(); ++i) {
+        a.columns.push_back(gradcheck_sample(a.in_numel[i], in_limit[i]));
+        warn_sample("input", wrt[i].position + 1, static_cast<int64_t>(a.columns.back().size()), a.in_numel[i], o.max_evaluations);
+    }
+    for (size_t j = 0; j < a.float_outputs.size(); ++j) {
+        a.rows.push_back(gradcheck_sample(out_numel[j], out_limit[j]));
+        warn_sample("output", a.float_outputs[j] + 1, static_cast<int64_t>(a.rows.back().size()), out_numel[j], o.max_evaluations);
+    }
+}
+
+// One output's block of rows of the analytical Jacobian (jacobian[i] for each input i): for each
+// checked element of `out`, one backward pass seeded with a one-hot gradient, capturing the
+// inputs' gradients (as torch.autograd.grad) at their checked columns.
+void fill_analytic_rows(const Tensor& out, const std::vector<Tensor>& inputs, const std::vector<int64_t>& rows,
+                        const std::vector<std::vector<int64_t>>& columns, std::vector<std::vector<double>>& jacobian) {
+    jacobian.resize(inputs.size());
+    for (size_t i = 0; i < inputs.size(); ++i) jacobian[i].assign(rows.size() * columns[i].size(), 0.0);
+    if (!out.requires_grad()) return;   // no graph: every analytical derivative is 0
+    for (size_t r = 0; r < rows.size(); ++r) {
+        Tensor seed = one_hot(out, rows[r]);
+        std::vector<Tensor> captured;
+        BackwardOptions options;
+        options.capture = &inputs;
+        options.captured = &captured;
+        backward(out, &seed, options);
+        for (size_t i = 0; i < inputs.size(); ++i) {
+            if (!captured[i].defined()) continue;
+            Value host = value_to_host(captured[i].value());
+            for (size_t k = 0; k < columns[i].size(); ++k) jacobian[i][r * columns[i].size() + k] = value_get(host, columns[i][k]);
+        }
+    }
+}
+
+// Calls the function once with autograd on, chooses the elements to check, and fills the
+// analytical Jacobian row by row. Its outputs, and their graph, go before the numerical calls.
+Analytic analytic_jacobian(const Call& c, const std::vector<Checked>& wrt, const Options& o) {
+    Analytic a;
     std::vector<Tensor> outputs;
     {
         NoGradGuard restore;
         set_grad_enabled(true);
         outputs = call_function(c);
     }
-    std::vector<int> float_outputs;   // indices into outputs of the floating-point ones
-    for (size_t i = 0; i < outputs.size(); ++i)
-        if (dtype_is_float(outputs[i].dtype())) float_outputs.push_back(static_cast<int>(i));
-    std::vector<int64_t> in_numel, out_numel, in_limit, out_limit;
-    for (const Checked& w : wrt) in_numel.push_back(w.tensor.numel());
-    for (int o : float_outputs) out_numel.push_back(outputs[static_cast<size_t>(o)].numel());
-    budget(in_numel, out_numel, o.max_evaluations, in_limit, out_limit);
-    std::vector<std::vector<int64_t>> columns, rows;
-    for (size_t i = 0; i < wrt.size(); ++i) {
-        columns.push_back(gradcheck_sample(in_numel[i], in_limit[i]));
-        warn_sample("input", wrt[i].position + 1, static_cast<int64_t>(columns.back().size()), in_numel[i], o.max_evaluations);
+    for (size_t i = 0; i < outputs.size(); ++i) {
+        if (!dtype_is_float(outputs[i].dtype())) continue;
+        a.float_outputs.push_back(static_cast<int>(i));
+        a.out_shapes.push_back(outputs[i].shape());
+        a.out_offset.push_back(a.out_total);
+        a.out_total += static_cast<size_t>(outputs[i].numel());
     }
-    for (size_t j = 0; j < float_outputs.size(); ++j) {
-        rows.push_back(gradcheck_sample(out_numel[j], out_limit[j]));
-        warn_sample("output", float_outputs[j] + 1, static_cast<int64_t>(rows.back().size()), out_numel[j], o.max_evaluations);
-    }
-    // analytic[j][i][r * columns + c]: d output j's row r / d input i's column c.
-    std::vector<std::vector<std::vector<double>>> analytic(float_outputs.size());
-    std::vector<Tensor> wanted;
-    for (const Checked& w : wrt) wanted.push_back(w.tensor);
-    for (size_t j = 0; j < float_outputs.size(); ++j) {
-        const Tensor& out = outputs[static_cast<size_t>(float_outputs[j])];
-        analytic[j].resize(wrt.size());
-        for (size_t i = 0; i < wrt.size(); ++i) analytic[j][i].assign(rows[j].size() * columns[i].size(), 0.0);
-        if (!out.requires_grad()) continue;   // no graph: every analytical derivative is 0
-        for (size_t r = 0; r < rows[j].size(); ++r) {
-            Tensor seed = one_hot(out, rows[j][r]);
-            std::vector<Tensor> captured;
-            BackwardOptions options;
-            options.capture = &wanted;
-            options.captured = &captured;
-            backward(out, &seed, options);
-            for (size_t i = 0; i < wrt.size(); ++i) {
-                if (!captured[i].defined()) continue;
-                Value host = value_to_host(captured[i].value());
-                for (size_t k = 0; k < columns[i].size(); ++k)
-                    analytic[j][i][r * columns[i].size() + k] = value_get(host, columns[i][k]);
-            }
-        }
-    }
-    std::vector<Shape> out_shapes;
-    std::vector<size_t> out_offset;   // where output j's elements start in a numerical column
-    size_t offset = 0;
-    for (int oi : float_outputs) {
-        out_shapes.push_back(outputs[static_cast<size_t>(oi)].shape());
-        out_offset.push_back(offset);
-        offset += static_cast<size_t>(outputs[static_cast<size_t>(oi)].numel());
-    }
-    outputs.clear();   // the graph goes before the numerical calls
+    choose_elements(wrt, o, a);
+    std::vector<Tensor> inputs;
+    for (const Checked& w : wrt) inputs.push_back(w.tensor);
+    a.jacobian.resize(a.float_outputs.size());
+    for (size_t j = 0; j < a.float_outputs.size(); ++j)
+        fill_analytic_rows(outputs[static_cast<size_t>(a.float_outputs[j])], inputs, a.rows[j], a.columns, a.jacobian[j]);
+    return a;
+}
 
-    // The numerical Jacobian, column by column, compared block by block.
-    std::vector<std::vector<GradcheckComparison>> compared(float_outputs.size(), std::vector<GradcheckComparison>(wrt.size()));
+// The numerical Jacobian, column by column, compared with the analytical one block by block:
+// compared[j][i] for output j and input i.
+std::vector<std::vector<GradcheckComparison>> compare_numeric(const Call& c, const std::vector<Checked>& wrt,
+                                                              const Analytic& a, const Options& o) {
+    std::vector<std::vector<GradcheckComparison>> compared(a.float_outputs.size(), std::vector<GradcheckComparison>(wrt.size()));
     for (size_t i = 0; i < wrt.size(); ++i) {
-        std::vector<std::vector<double>> numeric = numeric_columns(c, wrt[i], columns[i], o.eps);
-        for (size_t k = 0; k < columns[i].size(); ++k) {
-            if (numeric[k].size() != offset)
-                engine_fail("gradcheck: the function's outputs changed size between calls (%zu elements, then %zu)", offset,
+        const std::vector<int64_t>& columns = a.columns[i];
+        std::vector<std::vector<double>> numeric = numeric_columns(c, wrt[i], columns, o.eps);
+        for (size_t k = 0; k < columns.size(); ++k) {
+            if (numeric[k].size() != a.out_total)
+                engine_fail("gradcheck: the function's outputs changed size between calls (%zu elements, then %zu)", a.out_total,
                             numeric[k].size());
-            for (size_t j = 0; j < float_outputs.size(); ++j)
-                for (size_t r = 0; r < rows[j].size(); ++r)
-                    compared[j][i].add(rows[j][r] * in_numel[i] + columns[i][k], analytic[j][i][r * columns[i].size() + k],
-                                       numeric[k][out_offset[j] + static_cast<size_t>(rows[j][r])], o.tolerance);
+            for (size_t j = 0; j < a.float_outputs.size(); ++j)
+                for (size_t r = 0; r < a.rows[j].size(); ++r)
+                    compared[j][i].add(a.rows[j][r] * a.in_numel[i] + columns[k], a.jacobian[j][i][r * columns.size() + k],
+                                       numeric[k][a.out_offset[j] + static_cast<size_t>(a.rows[j][r])], o.tolerance);
         }
     }
-    for (size_t j = 0; j < float_outputs.size(); ++j) {
+    return compared;
+}
+
+// What gradcheck says of a block (output j, input i) that did not match: its worst element.
+std::string mismatch_text(const Analytic& a, const std::vector<Checked>& wrt, size_t j, size_t i,
+                          const GradcheckComparison& cmp, const Options& o) {
+    int64_t r = cmp.worst / a.in_numel[i], k = cmp.worst % a.in_numel[i];
+    double tolerance = o.tolerance.atol + o.tolerance.rtol * std::fabs(cmp.worst_numeric);
+    return "gradcheck: Jacobian mismatch for output " + std::to_string(a.float_outputs[j] + 1) + " with respect to input " +
+           std::to_string(wrt[i].position + 1) + ": worst at d output" + gradcheck_index_text(a.out_shapes[j], r) +
+           " / d input" + gradcheck_index_text(wrt[i].tensor.shape(), k) + ": analytical " + number_text(cmp.worst_analytic) +
+           ", numerical " + number_text(cmp.worst_numeric) + " (|difference| " +
+           number_text(std::fabs(cmp.worst_analytic - cmp.worst_numeric)) + " > atol + rtol * |numerical| = " +
+           number_text(tolerance) + "); " + std::to_string(cmp.mismatched) + " of " + std::to_string(cmp.checked) +
+           " elements differ";
+}
+
+// torch.autograd.gradcheck(fn, inputs [, {eps, atol, rtol, raise_exception, max_evaluations}])
+int l_gradcheck(lua_State* L) {
+    Options o = options_from(L, 3, false);
+    std::vector<Checked> wrt;
+    Call c = read_call(L, wrt);
+    DebuggerDetached quiet(L);
+    Analytic a = analytic_jacobian(c, wrt, o);
+    std::vector<std::vector<GradcheckComparison>> compared = compare_numeric(c, wrt, a, o);
+    for (size_t j = 0; j < compared.size(); ++j) {
         for (size_t i = 0; i < wrt.size(); ++i) {
-            const GradcheckComparison& cmp = compared[j][i];
-            if (cmp.ok()) continue;
-            int64_t r = cmp.worst / in_numel[i], k = cmp.worst % in_numel[i];
-            double tolerance = o.tolerance.atol + o.tolerance.rtol * std::fabs(cmp.worst_numeric);
-            std::string message =
-                "gradcheck: Jacobian mismatch for output " + std::to_string(float_outputs[j] + 1) + " with respect to input " +
-                std::to_string(wrt[i].position + 1) + ": worst at d output" + gradcheck_index_text(out_shapes[j], r) +
-                " / d input" + gradcheck_index_text(wrt[i].tensor.shape(), k) + ": analytical " +
-                number_text(cmp.worst_analytic) + ", numerical " + number_text(cmp.worst_numeric) + " (|difference| " +
-                number_text(std::fabs(cmp.worst_analytic - cmp.worst_numeric)) + " > atol + rtol * |numerical| = " +
-                number_text(tolerance) + "); " + std::to_string(cmp.mismatched) + " of " + std::to_string(cmp.checked) +
-                " elements differ";
+            if (compared[j][i].ok()) continue;
+            std::string message = mismatch_text(a, wrt, j, i, compared[j][i], o);
             if (o.raise_exception) engine_fail("%s", message.c_str());
             lua_pushboolean(L, 0);
             lua_pushstring(L, message.c_str());

@@ -9,6 +9,9 @@
 #include "tapedeck_lua.h"
 
 #include "errors_lua.h"
+#include "nn_attention_lua.h"
+#include "nn_functional_lua.h"
+#include "nn_layers_lua.h"
 #include "nn_lua.h"
 #include "nn_recurrent_lua.h"
 #include "optim_lua.h"
@@ -23,11 +26,15 @@ struct LibraryModule {
     bool global;               // also a global of that name
 };
 
-// In load order: errors first (the others require it), nn before nn_recurrent (which extends it).
+// In load order: errors first (the others require it), nn before the files that extend it, each
+// after the ones it builds on.
 const LibraryModule library[] = {
     {"tapedeck.errors", errors_lua, false},
-    {"nn", nn_lua, true},
-    {"tapedeck.nn_recurrent", nn_recurrent_lua, false},   // adds RNN, LSTM, GRU and cells to nn
+    {"nn", nn_lua, true},                                   // Module, parameters, containers, nn.utils
+    {"tapedeck.nn_functional", nn_functional_lua, false},   // adds nn.functional (F)
+    {"tapedeck.nn_layers", nn_layers_lua, false},           // adds Linear, Conv2d, ... and the loss modules
+    {"tapedeck.nn_attention", nn_attention_lua, false},     // adds MultiheadAttention
+    {"tapedeck.nn_recurrent", nn_recurrent_lua, false},     // adds RNN, LSTM, GRU and cells
     {"optim", optim_lua, true},
     {"tapedeck.progress", progress_lua, false},
     {"tapedeck.args", script_args_lua, false},

@@ -87,10 +87,8 @@ int l_onnx_export(lua_State* L) {
         lua_setfield(L, -2, name.c_str());
     }
     lua_setfield(L, -2, "captured");
-    lua_pushinteger(L, result.nodes);
-    lua_setfield(L, -2, "nodes");
-    lua_pushinteger(L, result.functions);
-    lua_setfield(L, -2, "functions");
+    set_integer(L, "nodes", result.nodes);
+    set_integer(L, "functions", result.functions);
     return 1;
 }
 
@@ -103,8 +101,7 @@ int l_onnx_ops(lua_State* L) {
         lua_createtable(L, 0, 2);
         lua_pushstring(L, m.emit ? m.onnx : m.refusal);
         lua_setfield(L, -2, m.emit ? "onnx" : "refused");
-        lua_pushboolean(L, onnx_op_is_function(static_cast<OpId>(i)));
-        lua_setfield(L, -2, "function");
+        set_boolean(L, "function", onnx_op_is_function(static_cast<OpId>(i)));
         lua_setfield(L, -2, op_info(static_cast<OpId>(i)).name);
     }
     return 1;

@@ -23,12 +23,17 @@
 #include <string>
 #include <vector>
 
+#include "bindings_state.h"
 #include "device.h"
 #include "plan.h"
 #include "lua_util.h"
 #include "tapedeck_lua.h"
 
 using namespace td;
+using tdlua::set_boolean;
+using tdlua::set_integer;
+using tdlua::set_number;
+using tdlua::set_string;
 
 namespace {
 
@@ -36,7 +41,6 @@ namespace {
 // [SECTION] frozen
 
 const char* const FROZEN_TYPE = "tapedeck.Frozen";
-int g_tensor_marker;   // its address marks a tensor's place in a return template
 
 struct CacheEntry {
     std::shared_ptr<Plan> recorded;   // as recorded (the passes run again on it for with_passes)
@@ -83,10 +87,8 @@ struct Frozen {
     }
 };
 
-const void* g_frozen_metatable = nullptr;   // compared by address: no registry lookup per call
-
 Frozen* test_frozen(lua_State* L, int idx) {
-    Frozen** p = static_cast<Frozen**>(tapedeck_test_udata(L, idx, g_frozen_metatable));
+    Frozen** p = static_cast<Frozen**>(tapedeck_test_udata(L, idx, tdlua::bindings_state.frozen_metatable));
     return p ? *p : nullptr;
 }
 
@@ -129,14 +131,13 @@ std::vector<Tensor> split_args(lua_State* L, int first, int n, int* args_ref) {
     for (int i = 0; i < n; ++i) {
         if (Tensor* t = tapedeck_test_tensor(L, first + i)) {
             tensors.push_back(*t);
-            lua_pushlightuserdata(L, &g_tensor_marker);
+            lua_pushlightuserdata(L, &tdlua::bindings_state.tensor_marker);
         } else {
             lua_pushvalue(L, first + i);
         }
         lua_rawseti(L, -2, i + 1);
     }
-    lua_pushinteger(L, n);
-    lua_setfield(L, -2, "n");
+    set_integer(L, "n", n);
     *args_ref = luaL_ref(L, LUA_REGISTRYINDEX);
     return tensors;
 }
@@ -155,7 +156,7 @@ std::string args_mismatch(lua_State* L, const CacheEntry& e, int first, int n) {
     }
     for (int i = 1; i <= n && why.empty(); ++i) {
         lua_rawgeti(L, t, i);
-        bool was_tensor = lua_touserdata(L, -1) == &g_tensor_marker;
+        bool was_tensor = lua_touserdata(L, -1) == &tdlua::bindings_state.tensor_marker;
         bool is_tensor = tapedeck_test_tensor(L, first + i - 1) != nullptr;
         if (was_tensor != is_tensor) {
             why = "argument " + std::to_string(i) + (is_tensor ? " is a tensor now" : " is not a tensor now");
@@ -180,7 +181,7 @@ void template_of(lua_State* L, int idx, std::vector<Tensor>& tensors, int depth)
     if (Tensor* t = tapedeck_test_tensor(L, idx)) {
         tensors.push_back(*t);
         lua_createtable(L, 0, 1);
-        lua_pushlightuserdata(L, &g_tensor_marker);
+        lua_pushlightuserdata(L, &tdlua::bindings_state.tensor_marker);
         lua_pushinteger(L, static_cast<lua_Integer>(tensors.size()));
         lua_rawset(L, -3);
         return;
@@ -212,7 +213,7 @@ void push_from_template(lua_State* L, int idx, const std::vector<Tensor>& output
         lua_pushvalue(L, idx);
         return;
     }
-    lua_pushlightuserdata(L, &g_tensor_marker);
+    lua_pushlightuserdata(L, &tdlua::bindings_state.tensor_marker);
     if (lua_rawget(L, idx) == LUA_TNUMBER) {
         size_t k = static_cast<size_t>(lua_tointeger(L, -1));
         lua_pop(L, 1);
@@ -412,8 +413,7 @@ int record_call(lua_State* L, Frozen& f, int first, int n, bool results_wanted) 
             template_of(L, top + i, outputs, 0);
             lua_rawseti(L, -2, i);
         }
-        lua_pushinteger(L, n_results);
-        lua_setfield(L, -2, "n");
+        set_integer(L, "n", n_results);
         e.results_ref = luaL_ref(L, LUA_REGISTRYINDEX);
         e.recorded = std::shared_ptr<Plan>(plan_record_end(outputs));
         name_captured(L, f, *e.recorded);
@@ -443,8 +443,7 @@ int record_call(lua_State* L, Frozen& f, int first, int n, bool results_wanted) 
 void remember_args(lua_State* L, Frozen& f, int first, int n) {
     if (f.last_args_ref == LUA_NOREF) {
         lua_createtable(L, n, 1);
-        lua_pushinteger(L, 0);
-        lua_setfield(L, -2, "n");
+        set_integer(L, "n", 0);
         f.last_args_ref = luaL_ref(L, LUA_REGISTRYINDEX);
         f.last_args_n = 0;
     }
@@ -879,7 +878,7 @@ int l_freeze(lua_State* L) {
 }
 
 int frozen_gc(lua_State* L) {
-    Frozen** p = static_cast<Frozen**>(tapedeck_test_udata(L, 1, g_frozen_metatable));
+    Frozen** p = static_cast<Frozen**>(tapedeck_test_udata(L, 1, tdlua::bindings_state.frozen_metatable));
     if (!p) return 0;
     delete *p;
     *p = nullptr;   // test_frozen refuses it from now on
@@ -931,8 +930,7 @@ int frozen_with_passes(lua_State* L) {
             lua_rawgeti(L, -2, i);
             lua_rawseti(L, -2, i);
         }
-        lua_pushinteger(L, f.last_args_n);
-        lua_setfield(L, -2, "n");
+        set_integer(L, "n", f.last_args_n);
         g.last_args_ref = luaL_ref(L, LUA_REGISTRYINDEX);
         g.last_args_n = f.last_args_n;
         lua_pop(L, 1);
@@ -953,48 +951,29 @@ int frozen_with_passes(lua_State* L) {
 int frozen_stats(lua_State* L) {
     Frozen& f = check_frozen(L, 1);
     lua_createtable(L, 0, 16);
-    lua_pushinteger(L, f.calls);
-    lua_setfield(L, -2, "calls");
-    lua_pushinteger(L, f.replays);
-    lua_setfield(L, -2, "replays");
-    lua_pushinteger(L, f.records);
-    lua_setfield(L, -2, "records");
-    lua_pushinteger(L, static_cast<lua_Integer>(f.cache.size()));
-    lua_setfield(L, -2, "cached");
-    lua_pushstring(L, f.last_reason.c_str());
-    lua_setfield(L, -2, "last_reason");
-    lua_pushboolean(L, f.eager);
-    lua_setfield(L, -2, "eager");
-    lua_pushinteger(L, f.eager_calls);
-    lua_setfield(L, -2, "eager_calls");
+    set_integer(L, "calls", f.calls);
+    set_integer(L, "replays", f.replays);
+    set_integer(L, "records", f.records);
+    set_integer(L, "cached", f.cache.size());
+    set_string(L, "last_reason", f.last_reason);
+    set_boolean(L, "eager", f.eager);
+    set_integer(L, "eager_calls", f.eager_calls);
     if (!f.cache.empty()) {
         const PlanStats& s = f.cache.front().plan->stats;
-        lua_pushinteger(L, static_cast<lua_Integer>(f.cache.front().plan->steps.size()));
-        lua_setfield(L, -2, "steps");
-        lua_pushinteger(L, s.recorded_nodes);
-        lua_setfield(L, -2, "recorded_nodes");
-        lua_pushinteger(L, static_cast<lua_Integer>(s.buffer_bytes));
-        lua_setfield(L, -2, "buffer_bytes");
-        lua_pushinteger(L, static_cast<lua_Integer>(s.eager_peak_bytes));
-        lua_setfield(L, -2, "eager_peak_bytes");
-        lua_pushinteger(L, s.fused_groups);
-        lua_setfield(L, -2, "fused_groups");
+        set_integer(L, "steps", f.cache.front().plan->steps.size());
+        set_integer(L, "recorded_nodes", s.recorded_nodes);
+        set_integer(L, "buffer_bytes", s.buffer_bytes);
+        set_integer(L, "eager_peak_bytes", s.eager_peak_bytes);
+        set_integer(L, "fused_groups", s.fused_groups);
         const Plan& compiled = *f.cache.front().plan;
-        lua_pushstring(L, device_name(compiled.device));
-        lua_setfield(L, -2, "device");
+        set_string(L, "device", device_name(compiled.device));
         PlanGraphStats graphs = plan_graph_stats(compiled);
-        lua_pushinteger(L, graphs.segments);
-        lua_setfield(L, -2, "graph_segments");
-        lua_pushinteger(L, graphs.steps);
-        lua_setfield(L, -2, "graph_steps");
-        lua_pushinteger(L, graphs.captured);
-        lua_setfield(L, -2, "graphs_captured");
-        lua_pushinteger(L, static_cast<lua_Integer>(f.cache.front().plan->guards.size()));
-        lua_setfield(L, -2, "guards");
-        lua_pushnumber(L, s.record_seconds);
-        lua_setfield(L, -2, "record_seconds");
-        lua_pushnumber(L, s.compile_seconds);
-        lua_setfield(L, -2, "compile_seconds");
+        set_integer(L, "graph_segments", graphs.segments);
+        set_integer(L, "graph_steps", graphs.steps);
+        set_integer(L, "graphs_captured", graphs.captured);
+        set_integer(L, "guards", f.cache.front().plan->guards.size());
+        set_number(L, "record_seconds", s.record_seconds);
+        set_number(L, "compile_seconds", s.compile_seconds);
     }
     return 1;
 }
@@ -1090,23 +1069,21 @@ int l_load_plan(lua_State* L) {
     e.recorded = recorded;
     e.plan = std::shared_ptr<Plan>(plan_compile(recorded, passes));
     lua_createtable(L, 0, 1);   // any arguments: only tensors count for a loaded plan
-    lua_pushinteger(L, static_cast<lua_Integer>(recorded->inputs.size()));
-    lua_setfield(L, -2, "n");
+    set_integer(L, "n", recorded->inputs.size());
     for (size_t i = 0; i < recorded->inputs.size(); ++i) {
-        lua_pushlightuserdata(L, &g_tensor_marker);
+        lua_pushlightuserdata(L, &tdlua::bindings_state.tensor_marker);
         lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
     }
     e.args_ref = luaL_ref(L, LUA_REGISTRYINDEX);
     lua_createtable(L, static_cast<int>(recorded->outputs.size()), 1);
     for (size_t i = 0; i < recorded->outputs.size(); ++i) {
         lua_createtable(L, 0, 1);
-        lua_pushlightuserdata(L, &g_tensor_marker);
+        lua_pushlightuserdata(L, &tdlua::bindings_state.tensor_marker);
         lua_pushinteger(L, static_cast<lua_Integer>(i + 1));
         lua_rawset(L, -3);
         lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
     }
-    lua_pushinteger(L, static_cast<lua_Integer>(recorded->outputs.size()));
-    lua_setfield(L, -2, "n");
+    set_integer(L, "n", recorded->outputs.size());
     e.results_ref = luaL_ref(L, LUA_REGISTRYINDEX);
     f.cache.push_back(e);
     return 1;
@@ -1163,7 +1140,7 @@ const tdlua::Binding torch_plan_functions[] = {
 
 void tapedeck_open_plan(lua_State* L) {
     luaL_newmetatable(L, FROZEN_TYPE);
-    g_frozen_metatable = lua_topointer(L, -1);
+    tdlua::bindings_state.frozen_metatable = lua_topointer(L, -1);
     lua_pushcfunction(L, frozen_gc);
     lua_setfield(L, -2, "__gc");
     lua_pushstring(L, FROZEN_TYPE);   // getmetatable(f) gives the type name: scripts cannot call __gc

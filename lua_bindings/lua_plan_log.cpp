@@ -13,6 +13,7 @@ using namespace td;
 
 namespace {
 using tdlua::set_string;
+using tdlua::set_boolean;
 using tdlua::set_integer;
 
 // The fields of a step (node, op, line, phase) into the table on top of the stack, with `prefix`.
@@ -68,8 +69,7 @@ void push_decision(lua_State* L, const Plan& plan, int pass, const PlanLogEntry&
         }
         default: break;
     }
-    lua_pushstring(L, plan_log_describe_entry(plan, pass, e).c_str());
-    lua_setfield(L, -2, "text");
+    set_string(L, "text", plan_log_describe_entry(plan, pass, e));
 }
 
 }  // namespace
@@ -98,8 +98,7 @@ int tapedeck_frozen_passes(lua_State* L) {
         if (only >= 0 && p != only) continue;
         lua_createtable(L, 0, 4);
         set_string(L, "name", plan_log_pass_name(p));
-        lua_pushboolean(L, log.ran[p]);
-        lua_setfield(L, -2, "on");
+        set_boolean(L, "on", log.ran[p]);
         const std::vector<PlanLogEntry>& entries = log.passes[p];
         set_integer(L, "count", static_cast<lua_Integer>(entries.size()));
         lua_createtable(L, static_cast<int>(entries.size()), 0);

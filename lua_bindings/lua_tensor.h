@@ -1,7 +1,7 @@
-// lua_tensor.h: the helpers every file of Tensor bindings shares (defined in lua_tensor.cpp):
-// reading tensors, dims, shapes and options from the Lua stack, and pushing tensors back.
-// A file of new bindings declares its tables of tdlua::Binding and registers them in
-// tapedeck_open (lua_tensor.cpp [SECTION] open).
+// lua_tensor.h: the helpers every file of Tensor bindings shares (defined in lua_tensor.cpp
+// unless said): reading tensors, dims, shapes and options from the Lua stack, and pushing tensors
+// back; and the tables of bindings each file declares here and tapedeck_open registers
+// (lua_tensor.cpp [SECTION] open), the way a file of new bindings joins.
 #pragma once
 
 #include <lua.hpp>
@@ -23,6 +23,9 @@ int push_tensor(lua_State* L, td::Tensor t);
 // The same with `user_values` Lua value slots on the userdata (a view keeps its base in slot 1;
 // plain tensors have none, so the collector has less to walk and to sweep).
 int push_tensor_with_slots(lua_State* L, td::Tensor t, int user_values);
+// A method's result when it is the tensor it was called on (x:add_(y), x:t() of a 1-d x): leaves
+// argument 1 alone on the stack; returns 1.
+int return_self(lua_State* L);
 // A 1-based (or negative) dim at idx, as a 0-based dim of a tensor with `ndim` dims.
 int check_dim(lua_State* L, int idx, const char* op_name, int ndim);
 // Sizes given as d1, d2, ... (numbers from `first` on) or as one table {d1, d2, ...};
@@ -46,9 +49,10 @@ void set_requires_grad(td::Tensor& t, bool flag);
 int push_created(lua_State* L, td::Tensor t, const CreateOptions& o);
 // An integer that fits in an int at stack slot `at`, reported as argument `arg`.
 int check_int(lua_State* L, int at, int arg, const char* what);
-// A loss's reduction: nil (mean), "mean", "sum" or {reduction = ...}.
+// A loss's reduction: nil (mean), "mean", "sum" or {reduction = ...} (lua_nn_ops.cpp).
 td::Reduction reduction_from_arg(lua_State* L, int idx);
-// t beside the number at number_idx, promoted as PyTorch does (int64 with a fraction: float32).
+// t beside the number at number_idx, promoted as PyTorch does (int64 with a fraction: float32)
+// (lua_tensor_ops.cpp).
 td::Tensor promoted_for_number(lua_State* L, int number_idx, const td::Tensor& t);
 // An in-place op's operand: a tensor, or a number as a 0-d tensor of like's dtype.
 td::Tensor operand_of(lua_State* L, int idx, const td::Tensor& like);
@@ -79,6 +83,29 @@ bool is_options_table(lua_State* L, int idx);
 // function does not take, or a value given both ways is an error naming it.
 std::vector<Slot> read_params(lua_State* L, const char* fn, int first, const std::vector<Param>& params);
 
+// Creation, arithmetic, comparisons, products, shape views, in-place ops (lua_tensor_ops.cpp).
+extern const Binding tensor_op_functions[];    // torch.f(x, ...) and x:f(...)
+extern const Binding tensor_op_method_only[];
+extern const Binding tensor_op_torch_only[];
+extern const Binding tensor_op_metamethods[];  // a + b, a - b, a * b, a / b, a ^ p, -a
+// x:f() and torch.f(x) for every op the op table marks op_is_simple_method (x:sin(), ...), so
+// that such an op needs no binding of its own.
+const Binding* table_unary_bindings();
+// linear, conv2d, max_pool2d, softmax, the losses; torch._lstm (lua_nn_ops.cpp).
+extern const Binding nn_op_functions[];        // torch.f(x, ...) and x:f(...)
+extern const Binding nn_op_torch_only[];
+// Tensors to Lua values (item, totable, a < b) and to other dtypes and devices (lua_conversions.cpp).
+extern const Binding conversion_method_only[];
+extern const Binding conversion_torch_only[];
+extern const Binding conversion_metamethods[];
+// backward, torch.autograd.grad, the grad mode (lua_autograd.cpp).
+extern const Binding autograd_method_only[];
+extern const Binding autograd_torch_only[];
+extern const Binding autograd_functions[];     // the torch.autograd table
+void open_grad_mode(lua_State* L);             // the metatable of torch.no_grad()'s guard
+// Node records, torch.graph, tape, graphviz, scope, ops, memory (lua_tape.cpp).
+extern const Binding tape_torch_only[];
+void open_node_records(lua_State* L);          // the metatable of node records
 // Views (lua_views.cpp). Push `view`, a view of the tensor at base_idx, linked to that tensor's
 // root base so that writes through it reach autograd (a result that shares no storage with it,
 // as reshape's copy, is pushed as a plain tensor).

@@ -14,6 +14,9 @@
 --   output, h_n = rnn(x [, h_0])                 output, {h_n, c_n} = lstm(x [, {h_0, c_0}])
 --   h' = rnn_cell(x [, h])                       h', c' = lstm_cell(x [, {h, c}])
 -- so `output, state = lstm(x, state)` carries the state from one call to the next.
+--
+-- [SECTION]s: one time step; shared constructor checks; cells (RNNCell, LSTMCell, GRUCell); RNN,
+-- LSTM, GRU over the whole sequence.
 local nn = require "nn"
 local errors = require "tapedeck.errors"
 local fail, describe = errors.fail, errors.describe
@@ -211,6 +214,47 @@ local function run_layer(kind, xs, h, c, w_ih, w_hh, b_ih, b_hh, nonlinearity)
   return torch.stack(outputs), h, c
 end
 
+-- An RNN, LSTM or GRU module's input x as [T, B, in], and whether it was batched.
+local function time_major(class, self, x)
+  if not torch.is_tensor(x) then fail(class .. ": input must be a tensor, got " .. describe(x)) end
+  local layout = self.batch_first and "[batch, seq, %d]" or "[seq, batch, %d]"
+  if (x:dim() ~= 2 and x:dim() ~= 3) or x:size(-1) ~= self.input_size then
+    fail(string.format("%s: input must be " .. layout .. " or [seq, %d], got %s", class, self.input_size,
+                       self.input_size, shape_text(x)))
+  end
+  check_input_dtype(class, x, self.weight_ih_l0)
+  if x:dim() == 2 then return x:unsqueeze(2), false end
+  if self.batch_first then return x:transpose(1, 2), true end
+  return x, true
+end
+
+-- Such a module's initial state as per-layer lists of [B, H] tensors (zeros when not given).
+local function initial_state(class, kind, self, state, batch, batched)
+  local L, H = self.num_layers, self.hidden_size
+  local expected = batched and string.format("[%d,%d,%d]", L, batch, H) or string.format("[%d,%d]", L, H)
+  local function layers_of(t, what)
+    if t == nil then
+      local zero = torch.zeros({batch, H}, {dtype = self.weight_ih_l0.dtype, device = self.weight_ih_l0.device})
+      local list = {}
+      for layer = 1, L do list[layer] = zero end
+      return list
+    end
+    if not torch.is_tensor(t) then fail(string.format("%s: %s must be a tensor, got %s", class, what, describe(t))) end
+    if shape_text(t) ~= expected then
+      fail(string.format("%s: %s must be %s (num_layers, batch, hidden_size), got %s", class, what, expected, shape_text(t)))
+    end
+    if not batched then t = t:unsqueeze(2) end
+    return t:unbind(1)
+  end
+  if kind ~= "LSTM" then return layers_of(state, "h_0") end
+  if state == nil then return layers_of(nil), layers_of(nil) end
+  if type(state) ~= "table" or torch.is_tensor(state) then
+    fail(class .. ": the state must be a table {h_0, c_0} (PyTorch's tuple), got " .. describe(state))
+  end
+  return layers_of(state[1], "h_0"), layers_of(state[2], "c_0")
+end
+
+-- nn[class]: the module of this kind (RNN, LSTM or GRU), PyTorch's options, parameters and repr.
 local function define_rnn(class, kind)
   local Module = nn.Module:extend(class)
   nn[class] = Module
@@ -239,50 +283,10 @@ local function define_rnn(class, kind)
     end
   end
 
-  -- x as [T, B, in] and whether it was batched.
-  local function time_major(self, x)
-    if not torch.is_tensor(x) then fail(class .. ": input must be a tensor, got " .. describe(x)) end
-    local layout = self.batch_first and "[batch, seq, %d]" or "[seq, batch, %d]"
-    if (x:dim() ~= 2 and x:dim() ~= 3) or x:size(-1) ~= self.input_size then
-      fail(string.format("%s: input must be " .. layout .. " or [seq, %d], got %s", class, self.input_size,
-                         self.input_size, shape_text(x)))
-    end
-    check_input_dtype(class, x, self.weight_ih_l0)
-    if x:dim() == 2 then return x:unsqueeze(2), false end
-    if self.batch_first then return x:transpose(1, 2), true end
-    return x, true
-  end
-
-  -- The initial state as per-layer lists of [B, H] tensors (zeros when not given).
-  local function initial_state(self, state, batch, batched)
-    local L, H = self.num_layers, self.hidden_size
-    local expected = batched and string.format("[%d,%d,%d]", L, batch, H) or string.format("[%d,%d]", L, H)
-    local function layers_of(t, what)
-      if t == nil then
-        local zero = torch.zeros({batch, H}, {dtype = self.weight_ih_l0.dtype, device = self.weight_ih_l0.device})
-        local list = {}
-        for layer = 1, L do list[layer] = zero end
-        return list
-      end
-      if not torch.is_tensor(t) then fail(string.format("%s: %s must be a tensor, got %s", class, what, describe(t))) end
-      if shape_text(t) ~= expected then
-        fail(string.format("%s: %s must be %s (num_layers, batch, hidden_size), got %s", class, what, expected, shape_text(t)))
-      end
-      if not batched then t = t:unsqueeze(2) end
-      return t:unbind(1)
-    end
-    if kind ~= "LSTM" then return layers_of(state, "h_0") end
-    if state == nil then return layers_of(nil), layers_of(nil) end
-    if type(state) ~= "table" or torch.is_tensor(state) then
-      fail(class .. ": the state must be a table {h_0, c_0} (PyTorch's tuple), got " .. describe(state))
-    end
-    return layers_of(state[1], "h_0"), layers_of(state[2], "c_0")
-  end
-
   -- output, h_n (LSTM: output, {h_n, c_n}).
   function Module:forward(x, state)
-    local xs, batched = time_major(self, x)
-    local hs, cs = initial_state(self, state, xs:size(2), batched)
+    local xs, batched = time_major(class, self, x)
+    local hs, cs = initial_state(class, kind, self, state, xs:size(2), batched)
     local h_n, c_n = {}, {}
     for layer = 0, self.num_layers - 1 do
       if layer > 0 and self.dropout > 0 and self.training then xs = nn.functional.dropout(xs, self.dropout, true) end
