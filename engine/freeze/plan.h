@@ -310,9 +310,9 @@ struct PlanStats {
     double compile_seconds = 0;    // plan_compile: the passes and buffers (not the debug replay)
 };
 
-struct PlanExec;   // run-time state (plan.cpp), built on first run
+struct PlanExec;   // run-time state (plan_internal.h), built on first run
 
-// A field added here is added to plan.cpp's copy_without_steps too (compiling copies a recording
+// A field added here is added to plan_compile.cpp's copy_without_steps too (compiling copies a recording
 // field by field, its steps apart: the steps it drops are not copied).
 struct Plan {
     std::string name;
@@ -467,7 +467,7 @@ std::string plan_describe(const Plan& plan);
 // A byte count for people: "512 B", "1.5 KiB", "2.25 MiB" (plan_describe, the pass log).
 std::string plan_bytes_text(size_t bytes);
 
-// A GPU plan's CUDA graphs so far (plan.cpp, GraphSegment): the runs of steps a graph may replay,
+// A GPU plan's CUDA graphs so far (plan_internal.h, GraphSegment): the runs of steps a graph may replay,
 // the steps in them, how many are captured now and how many could not be.
 struct PlanGraphStats {
     int segments = 0, steps = 0, captured = 0, refused = 0;
