@@ -3,7 +3,7 @@
 // guard hoisting, liveness-based buffers (plan.h says the contract).
 //
 // [SECTION] passes      PassState, each pass in the order plan_compile runs them
-// [SECTION] compile     copy_without_steps, plan_compile_with, plan_compile
+// [SECTION] compile     plan_copy_without_steps, plan_compile_with, plan_compile
 #include "plan.h"
 #include "plan_internal.h"
 #include "plan_log.h"
@@ -682,36 +682,33 @@ void pass_buffers(Plan& plan, bool reuse, bool inplace, PlanPassLog* log) {
     }
 }
 
+}  // namespace
+
 // ============================================================================================
 // [SECTION] compile
 
-// `recorded` without its steps (plan_compile_with copies those it keeps): every field of Plan but
-// `steps` and `packed`, and but the run-time ones (exec, recording, debug_replay), which a
-// compiled plan makes for itself; `groups` only with keep_groups (only the debug replay's steps
-// announce groups), unpacked. A field added to Plan is added here.
-std::unique_ptr<Plan> copy_without_steps(const Plan& recorded, bool keep_groups) {
+namespace {
+
+// How PLAN_FIELDS' `copy` column copies a field.
+template <class T>
+void copy_field_copied(T& to, const T& from) {
+    to = from;
+}
+template <class T>
+void copy_field_made(T&, const T&) {}
+
+}  // namespace
+
+std::unique_ptr<Plan> plan_copy_without_steps(const Plan& recorded, bool keep_groups) {
     auto plan = std::make_unique<Plan>();
-    plan->name = recorded.name;
-    plan->where = recorded.where;
-    plan->grad_mode = recorded.grad_mode;
-    plan->inputs = recorded.inputs;
-    plan->captured = recorded.captured;
-    plan->constants = recorded.constants;
-    plan->grad_targets = recorded.grad_targets;
-    plan->values = recorded.values;
-    plan->attrs = recorded.attrs;
-    plan->guards = recorded.guards;
-    plan->outputs = recorded.outputs;
+#define COPY_FIELD(name, file, since, copy) copy_field_##copy(plan->name, recorded.name);
+    PLAN_FIELDS(COPY_FIELD)
+#undef COPY_FIELD
     if (keep_groups) plan->groups = plan_unpacked_groups(recorded);
-    plan->compiled = recorded.compiled;
-    plan->passes = recorded.passes;
-    plan->stats = recorded.stats;
-    plan->value_buffer = recorded.value_buffer;
-    plan->buffer_bytes = recorded.buffer_bytes;
-    plan->value_per_call = recorded.value_per_call;
-    plan->first_effect_step = recorded.first_effect_step;
     return plan;
 }
+
+namespace {
 
 // A STEP_GROUP_DONE step announcing plan.groups[group].
 PlanStep group_done_step(const Plan& plan, int group) {
@@ -731,7 +728,7 @@ PlanStep group_done_step(const Plan& plan, int group) {
 std::unique_ptr<Plan> plan_compile_with(const Plan& recorded, const PlanPasses& passes, bool keep_groups,
                                         PlanPassLog* log) {
     auto began = std::chrono::steady_clock::now();
-    std::unique_ptr<Plan> plan = copy_without_steps(recorded, keep_groups);
+    std::unique_ptr<Plan> plan = plan_copy_without_steps(recorded, keep_groups);
     plan->passes = passes;
     PlanStats& st = plan->stats;
     st.dead = st.common = st.folded = st.fused_ops = st.fused_groups = st.inplace = st.grads_in_place = 0;

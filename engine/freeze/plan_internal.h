@@ -32,6 +32,17 @@ constexpr int MAX_FUSED_INPUTS = 8;
 std::unique_ptr<Plan> plan_compile_with(const Plan& recorded, const PlanPasses& passes, bool keep_groups,
                                         PlanPassLog* log = nullptr);
 
+// A plan file's payload (what plan_save_bytes writes after the header), and a reader of it that
+// runs no check of the plan (check_plan): only for tests of the field lists (plan.h), which change
+// fields to values no loaded plan may have. Everything else loads with plan_load_bytes.
+std::string plan_payload_bytes(const Plan& recorded, const PlanPasses& passes);
+std::unique_ptr<Plan> plan_payload_read(const std::string& payload, PlanPasses* passes);
+
+// `recorded` without its steps (plan_compile_with copies those it keeps): the fields PLAN_FIELDS
+// says are copied; `groups` too with keep_groups (only the debug replay's steps announce groups),
+// unpacked (plan_compile.cpp).
+std::unique_ptr<Plan> plan_copy_without_steps(const Plan& recorded, bool keep_groups);
+
 // ---------------------------------------------------------------------------------------------
 // The run-time state of a compiled plan (plan_run.cpp builds and runs it; plan_graph_stats reads it).
 //
