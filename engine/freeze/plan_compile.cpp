@@ -160,6 +160,72 @@ void pass_dead_nodes(Plan& plan, PlanPassLog* log) {
     remove_plan_steps(plan, dead_steps(plan, plan.steps, &plan.stats.dead, log, LOG_DEAD_AFTER));
 }
 
+// The candidate steps CSE has seen so far, by a hash of (op, attributes, inputs, their versions):
+// a step is compared with the steps that may match it, not with every step before it (that made
+// freeze quadratic on long loops). A table of buckets, each a chain through `Seen::next`, all in
+// flat lists (no allocation per step); the versions of a seen step's inputs are in one flat list.
+class SeenSteps {
+public:
+    explicit SeenSteps(size_t n_steps) {
+        while (n_buckets_ < n_steps) n_buckets_ *= 2;
+        bucket_first_.assign(n_buckets_, -1);
+    }
+
+    static size_t hash_of(const PlanStep& step, const std::vector<uint32_t>& versions) {
+        size_t h = std::hash<int>()(static_cast<int>(step.op));
+        h = h * 1000003u ^ std::hash<int>()(step.attrs);   // equal attributes share their entry
+        for (int v : step.inputs) h = h * 1000003u ^ std::hash<int>()(v);
+        for (uint32_t v : versions) h = h * 1000003u ^ std::hash<uint32_t>()(v);
+        return h;
+    }
+
+    // The earliest seen step that computes what s does, its inputs at `versions`; -1 for none.
+    int find(const Plan& plan, const PlanStep& s, const std::vector<uint32_t>& versions, size_t hash) const {
+        int match = -1;
+        for (int at = bucket_first_[hash & (n_buckets_ - 1)]; at >= 0; at = seen_[at].next) {
+            const Seen& e = seen_[at];
+            const PlanStep& o = plan.steps[e.step];
+            if (o.op == s.op && o.inputs == s.inputs && o.outputs.size() == s.outputs.size() && o.attrs == s.attrs &&
+                std::equal(versions.begin(), versions.end(), seen_versions_.begin() + static_cast<long>(e.versions_at)) &&
+                (match < 0 || e.step < match))
+                match = e.step;
+        }
+        return match;
+    }
+
+    void add(int step, const std::vector<uint32_t>& versions, size_t hash) {
+        size_t bucket = hash & (n_buckets_ - 1);
+        seen_.push_back({step, seen_versions_.size(), bucket_first_[bucket]});
+        bucket_first_[bucket] = static_cast<int>(seen_.size()) - 1;
+        seen_versions_.insert(seen_versions_.end(), versions.begin(), versions.end());
+    }
+
+private:
+    struct Seen {
+        int step;
+        size_t versions_at;   // its inputs' versions: seen_versions_[versions_at ..], one per input
+        int next;             // the next seen step in the same bucket, -1 at the end
+    };
+    std::vector<Seen> seen_;
+    std::vector<uint32_t> seen_versions_;
+    size_t n_buckets_ = 1024;
+    std::vector<int> bucket_first_;   // hash & (n_buckets_ - 1) -> a seen index, -1 none
+};
+
+// Every read of value v outside the steps (aliases, outputs, guards) reads replace[v] instead.
+void replace_values_read(Plan& plan, const std::vector<int>& replace) {
+    for (PlanValue& v : plan.values)
+        if (v.alias_of >= 0) v.alias_of = replace[v.alias_of];
+    for (PlanOutput& o : plan.outputs) {
+        o.value = replace[o.value];
+        if (o.grad_value >= 0) o.grad_value = replace[o.grad_value];
+    }
+    for (PlanGuard& g : plan.guards) {
+        if (g.value >= 0) g.value = replace[g.value];
+        if (g.other_value >= 0) g.other_value = replace[g.other_value];
+    }
+}
+
 // Common subexpressions: a kernel step with the same op, attributes and inputs (at the same
 // versions) as an earlier one is dropped and its outputs replaced by the earlier step's. Not when
 // either result is written in place later, or returned: in eager they are two tensors, and a
@@ -170,28 +236,8 @@ void pass_common_subexpressions(Plan& plan, PlanPassLog* log) {
     std::vector<int> replace(plan.values.size());
     for (size_t v = 0; v < replace.size(); ++v) replace[v] = static_cast<int>(v);
     std::vector<uint32_t> version(plan.values.size(), 0);
-    // The candidate steps seen so far, by a hash of (op, attributes, inputs, their versions): a step
-    // is compared with the steps that may match it, not with every step before it (that made freeze
-    // quadratic on long loops). A table of buckets, each a chain through `Seen::next`, all in flat
-    // lists (no allocation per step); the versions of a seen step's inputs are in one flat list.
-    struct Seen {
-        int step;
-        size_t versions_at;   // its inputs' versions: seen_versions[versions_at ..], one per input
-        int next;             // the next seen step in the same bucket, -1 at the end
-    };
-    std::vector<Seen> seen;
-    std::vector<uint32_t> seen_versions;
-    size_t n_buckets = 1024;
-    while (n_buckets < plan.steps.size()) n_buckets *= 2;
-    std::vector<int> bucket_first(n_buckets, -1);   // hash & (n_buckets - 1) -> a seen index, -1 none
+    SeenSteps seen(plan.steps.size());
     std::vector<uint32_t> versions;
-    auto hash_of = [](const PlanStep& step, const std::vector<uint32_t>& versions) {
-        size_t h = std::hash<int>()(static_cast<int>(step.op));
-        h = h * 1000003u ^ std::hash<int>()(step.attrs);   // equal attributes share their entry
-        for (int v : step.inputs) h = h * 1000003u ^ std::hash<int>()(v);
-        for (uint32_t v : versions) h = h * 1000003u ^ std::hash<uint32_t>()(v);
-        return h;
-    };
     std::vector<bool> drop(plan.steps.size(), false);
     for (size_t k = 0; k < plan.steps.size(); ++k) {
         PlanStep& s = plan.steps[k];
@@ -202,19 +248,10 @@ void pass_common_subexpressions(Plan& plan, PlanPassLog* log) {
         if (candidate) {
             versions.clear();
             for (int v : s.inputs) versions.push_back(version[p.root(v)]);
-            size_t hash = hash_of(s, versions);
-            const Seen* match = nullptr;   // the earliest step that computes the same
-            size_t bucket = hash & (n_buckets - 1);
-            for (int at = bucket_first[bucket]; at >= 0; at = seen[at].next) {
-                const Seen& e = seen[at];
-                const PlanStep& o = plan.steps[e.step];
-                if (o.op == s.op && o.inputs == s.inputs && o.outputs.size() == s.outputs.size() && o.attrs == s.attrs &&
-                    std::equal(versions.begin(), versions.end(), seen_versions.begin() + static_cast<long>(e.versions_at)) &&
-                    (!match || e.step < match->step))
-                    match = &e;
-            }
-            if (match) {
-                const PlanStep& o = plan.steps[match->step];
+            size_t hash = SeenSteps::hash_of(s, versions);
+            int match = seen.find(plan, s, versions, hash);
+            if (match >= 0) {
+                const PlanStep& o = plan.steps[match];
                 for (size_t i = 0; i < s.outputs.size(); ++i) replace[s.outputs[i]] = o.outputs[i];
                 drop[k] = true;
                 ++plan.stats.common;
@@ -226,23 +263,12 @@ void pass_common_subexpressions(Plan& plan, PlanPassLog* log) {
                 }
                 continue;
             }
-            seen.push_back({static_cast<int>(k), seen_versions.size(), bucket_first[bucket]});
-            bucket_first[bucket] = static_cast<int>(seen.size()) - 1;
-            seen_versions.insert(seen_versions.end(), versions.begin(), versions.end());
+            seen.add(static_cast<int>(k), versions, hash);
         }
-        int written = p.written_root(s);
-        if (written >= 0) ++version[written];
+        int written_root = p.written_root(s);
+        if (written_root >= 0) ++version[written_root];
     }
-    for (PlanValue& v : plan.values)
-        if (v.alias_of >= 0) v.alias_of = replace[v.alias_of];
-    for (PlanOutput& o : plan.outputs) {
-        o.value = replace[o.value];
-        if (o.grad_value >= 0) o.grad_value = replace[o.grad_value];
-    }
-    for (PlanGuard& g : plan.guards) {
-        if (g.value >= 0) g.value = replace[g.value];
-        if (g.other_value >= 0) g.other_value = replace[g.other_value];
-    }
+    replace_values_read(plan, replace);
     p.remove_steps(drop);
 }
 
@@ -325,33 +351,40 @@ bool fusable(const Plan& plan, const PlanStep& s) {
     return true;
 }
 
-// Elementwise fusion: a fusable step joins the group of an input's maker when that input is the
-// maker's full-shape result, read by nothing else, and nothing writes the group's inputs in
-// between. A group of two or more ops becomes one STEP_FUSED where its last op was.
-void pass_fusion(Plan& plan, PlanPassLog* log) {
-    PassState p(plan);
-    std::vector<int> uses = p.use_counts();
-    std::vector<bool> guarded(plan.values.size(), false);
-    for (const PlanGuard& g : plan.guards) {
-        if (g.value >= 0) guarded[g.value] = true;
-        if (g.other_value >= 0) guarded[g.other_value] = true;
-    }
-    std::vector<int> made_by = p.producers();
-    std::vector<int> group_of(plan.steps.size(), -1);      // group id = index of its last step
-    std::vector<std::vector<int>> members(plan.steps.size());
+// What pass_fusion knows of the plan as it groups steps.
+struct FusionState {
+    Plan& plan;
+    PassState p;
+    std::vector<int> uses;                    // PassState::use_counts
+    std::vector<bool> guarded;                // a guard reads the value
+    std::vector<int> made_by;                 // PassState::producers
+    std::vector<int> group_of;                // step -> its group (the index of the group's last step), -1
+    std::vector<std::vector<int>> members;    // group id -> its steps, ascending
     // write_steps[r]: the steps that write root r in place, ascending; writes_before(r, k) counts
     // those before step k (a table of counts per step would cost steps x values: a long unrolled
     // loop made freeze quadratic in time and memory).
-    std::vector<std::vector<int>> write_steps(plan.values.size());
-    for (size_t k = 0; k < plan.steps.size(); ++k) {
-        int w = p.written_root(plan.steps[k]);
-        if (w >= 0) write_steps[w].push_back(static_cast<int>(k));
+    std::vector<std::vector<int>> write_steps;
+
+    explicit FusionState(Plan& pl)
+        : plan(pl), p(pl), uses(p.use_counts()), guarded(pl.values.size(), false), made_by(p.producers()),
+          group_of(pl.steps.size(), -1), members(pl.steps.size()), write_steps(pl.values.size()) {
+        for (const PlanGuard& g : plan.guards) {
+            if (g.value >= 0) guarded[g.value] = true;
+            if (g.other_value >= 0) guarded[g.other_value] = true;
+        }
+        for (size_t k = 0; k < plan.steps.size(); ++k) {
+            int w = p.written_root(plan.steps[k]);
+            if (w >= 0) write_steps[w].push_back(static_cast<int>(k));
+        }
     }
-    auto writes_before = [&](int r, int k) {
+
+    long writes_before(int r, int k) const {
         const std::vector<int>& at = write_steps[r];
         return std::lower_bound(at.begin(), at.end(), k) - at.begin();
-    };
-    auto group_inputs = [&](const std::vector<int>& group) {
+    }
+
+    // The values a group's steps read that no step of the group makes, in order, once each.
+    std::vector<int> group_inputs(const std::vector<int>& group) const {
         std::vector<int> inputs;
         for (int k : group)
             for (int v : plan.steps[k].inputs) {
@@ -360,69 +393,90 @@ void pass_fusion(Plan& plan, PlanPassLog* log) {
                 if (!internal && std::find(inputs.begin(), inputs.end(), v) == inputs.end()) inputs.push_back(v);
             }
         return inputs;
-    };
-    for (size_t k = 0; k < plan.steps.size(); ++k) {
-        const PlanStep& s = plan.steps[k];
-        if (!fusable(plan, s)) continue;
-        std::vector<int> group{static_cast<int>(k)};
-        for (int v : s.inputs) {
-            int maker = made_by[v];
-            if (maker < 0 || group_of[maker] < 0 || uses[v] != 1 || guarded[v]) continue;
-            const PlanValue& value = plan.values[v];
-            if (value.shape != plan.values[s.outputs[0]].shape || value.dtype != plan.values[s.outputs[0]].dtype) continue;
-            std::vector<int>& other = members[group_of[maker]];
-            if (std::find(group.begin(), group.end(), other.front()) != group.end()) continue;   // already joined
-            std::vector<int> merged = group;
-            merged.insert(merged.end(), other.begin(), other.end());
-            if (static_cast<int>(merged.size()) > MAX_FUSED_OPS) continue;
-            std::vector<int> inputs = group_inputs(merged);
-            if (static_cast<int>(inputs.size()) > MAX_FUSED_INPUTS) continue;
-            bool unchanged = true;   // the moved ops' inputs are not written between them and here
-            for (int in : inputs) {
-                int r = p.root(in);
-                for (int m : other) unchanged = unchanged && writes_before(r, m) == writes_before(r, static_cast<int>(k));
-            }
-            if (!unchanged) continue;
-            group = merged;
-        }
-        std::sort(group.begin(), group.end());
-        for (int m : group) group_of[m] = static_cast<int>(k);
-        members[k] = group;
     }
+};
+
+// Step k's group: itself, joined by the group of each input's maker that may join (see
+// pass_fusion), within MAX_FUSED_OPS and MAX_FUSED_INPUTS. Sets group_of and members.
+void fuse_with_makers(FusionState& f, size_t k) {
+    const Plan& plan = f.plan;
+    const PlanStep& s = plan.steps[k];
+    std::vector<int> group{static_cast<int>(k)};
+    for (int v : s.inputs) {
+        int maker = f.made_by[v];
+        if (maker < 0 || f.group_of[maker] < 0 || f.uses[v] != 1 || f.guarded[v]) continue;
+        const PlanValue& value = plan.values[v];
+        if (value.shape != plan.values[s.outputs[0]].shape || value.dtype != plan.values[s.outputs[0]].dtype) continue;
+        std::vector<int>& other = f.members[f.group_of[maker]];
+        if (std::find(group.begin(), group.end(), other.front()) != group.end()) continue;   // already joined
+        std::vector<int> merged = group;
+        merged.insert(merged.end(), other.begin(), other.end());
+        if (static_cast<int>(merged.size()) > MAX_FUSED_OPS) continue;
+        std::vector<int> inputs = f.group_inputs(merged);
+        if (static_cast<int>(inputs.size()) > MAX_FUSED_INPUTS) continue;
+        bool unchanged = true;   // the moved ops' inputs are not written between them and here
+        for (int in : inputs) {
+            int r = f.p.root(in);
+            for (int m : other) unchanged = unchanged && f.writes_before(r, m) == f.writes_before(r, static_cast<int>(k));
+        }
+        if (!unchanged) continue;
+        group = merged;
+    }
+    std::sort(group.begin(), group.end());
+    for (int m : group) f.group_of[m] = static_cast<int>(k);
+    f.members[k] = group;
+}
+
+// The STEP_FUSED of group k (its steps, ascending), where its last step k was.
+PlanStep fused_step(const FusionState& f, size_t k) {
+    const Plan& plan = f.plan;
+    const std::vector<int>& group = f.members[k];
+    PlanStep fused;
+    fused.kind = STEP_FUSED;
+    fused.op = plan.steps[k].op;
+    fused.phase = plan.steps[k].phase;
+    fused.where = plan.steps[k].where;
+    fused.recorded_id = plan.steps[k].recorded_id;
+    fused.recorded_group = plan.steps[k].recorded_group;
+    fused.inputs = f.group_inputs(group);
+    fused.outputs = plan.steps[k].outputs;
+    const PlanValue& result = plan.values[fused.outputs[0]];
+    for (int v : fused.inputs) fused.fused.add_input_mode(static_cast<FusedInputMode>(fused_input_mode(plan.values[v], result)));
+    int n_inputs = static_cast<int>(fused.inputs.size());
+    for (int member : group) {
+        const PlanStep& m = plan.steps[member];
+        FusedOp op;
+        op.op = m.op;
+        op.attrs = m.attrs;
+        op.recorded_id = m.recorded_id;
+        op.recorded_group = m.recorded_group;
+        op.where = m.where;
+        for (size_t j = 0; j < m.inputs.size(); ++j) {
+            int v = m.inputs[j];
+            int maker = f.made_by[v];
+            auto at = std::find(group.begin(), group.end(), maker);
+            if (maker >= 0 && at != group.end()) op.operands[j] = n_inputs + static_cast<int>(at - group.begin());
+            else op.operands[j] = static_cast<int>(std::find(fused.inputs.begin(), fused.inputs.end(), v) - fused.inputs.begin());
+        }
+        fused.fused.push_back(op);
+    }
+    return fused;
+}
+
+// Elementwise fusion: a fusable step joins the group of an input's maker when that input is the
+// maker's full-shape result, read by nothing else, and nothing writes the group's inputs in
+// between. A group of two or more ops becomes one STEP_FUSED where its last op was.
+void pass_fusion(Plan& plan, PlanPassLog* log) {
+    FusionState f(plan);
+    for (size_t k = 0; k < plan.steps.size(); ++k)
+        if (fusable(plan, plan.steps[k])) fuse_with_makers(f, k);
     std::vector<bool> drop(plan.steps.size(), false);
     for (size_t k = 0; k < plan.steps.size(); ++k) {
-        const std::vector<int>& group = members[k];
-        if (group.size() < 2 || group_of[k] != static_cast<int>(k)) continue;
-        PlanStep fused;
-        fused.kind = STEP_FUSED;
-        fused.op = plan.steps[k].op;
-        fused.phase = plan.steps[k].phase;
-        fused.where = plan.steps[k].where;
-        fused.recorded_id = plan.steps[k].recorded_id;
-        fused.recorded_group = plan.steps[k].recorded_group;
-        fused.inputs = group_inputs(group);
-        fused.outputs = plan.steps[k].outputs;
-        const PlanValue& result = plan.values[fused.outputs[0]];
-        for (int v : fused.inputs) fused.fused.add_input_mode(static_cast<FusedInputMode>(fused_input_mode(plan.values[v], result)));
-        int n_inputs = static_cast<int>(fused.inputs.size());
-        for (size_t i = 0; i < group.size(); ++i) {
-            const PlanStep& m = plan.steps[group[i]];
-            FusedOp op;
-            op.op = m.op;
-            op.attrs = m.attrs;
-            op.recorded_id = m.recorded_id;
-            op.recorded_group = m.recorded_group;
-            op.where = m.where;
-            for (size_t j = 0; j < m.inputs.size(); ++j) {
-                int v = m.inputs[j];
-                int maker = made_by[v];
-                auto at = std::find(group.begin(), group.end(), maker);
-                if (maker >= 0 && at != group.end()) op.operands[j] = n_inputs + static_cast<int>(at - group.begin());
-                else op.operands[j] = static_cast<int>(std::find(fused.inputs.begin(), fused.inputs.end(), v) - fused.inputs.begin());
-            }
-            fused.fused.push_back(op);
-            if (group[i] != static_cast<int>(k)) drop[group[i]] = true;
-        }
+        const std::vector<int>& group = f.members[k];
+        if (group.size() < 2 || f.group_of[k] != static_cast<int>(k)) continue;
+        PlanStep fused = fused_step(f, k);
+        for (int m : group)
+            if (m != static_cast<int>(k)) drop[m] = true;
         plan.stats.fused_ops += static_cast<int>(group.size());
         ++plan.stats.fused_groups;
         if (log) {
@@ -431,9 +485,9 @@ void pass_fusion(Plan& plan, PlanPassLog* log) {
             for (int m : group) e.ops.push_back(plan_log_step(plan.steps[m]));
             log->passes[LOG_FUSE].push_back(std::move(e));
         }
-        plan.steps[k] = fused;
+        plan.steps[k] = std::move(fused);
     }
-    p.remove_steps(drop);
+    f.p.remove_steps(drop);
 }
 
 // Gradients in place: an mm/bmm whose result only feeds a gradient accumulation writes straight
@@ -560,126 +614,178 @@ bool step_is_elementwise_over(const Plan& plan, const PlanStep& s, size_t input)
     return plan.values[s.inputs[input]].shape == plan.values[s.outputs[0]].shape;
 }
 
+// What pass_buffers knows as it hands out buffers, step by step.
+struct BufferState {
+    Plan& plan;
+    PassState p;
+    std::vector<bool> into_grad_output;   // a kernel's output written straight into a .grad
+    std::vector<int> last_use;            // root -> the last step that reads or makes it, -1 for none
+    // The roots each step reads or writes last: dying[dying_at[k] .. dying_at[k + 1]) for step k
+    // (one flat list, not a list per step).
+    std::vector<int> dying_at, dying;
+    std::multimap<size_t, int> free_buffers;   // bytes -> buffer, in the order they were freed
+    std::vector<bool> handed_on;               // root whose buffer an in-place step took over
+
+    explicit BufferState(Plan& pl) : plan(pl), p(pl) {}
+
+    bool owns_buffer(int r) const {
+        return plan.values[r].kind == VALUE_STEP && plan.values[r].alias_of < 0 && !plan.value_per_call[r] &&
+               !into_grad_output[r];
+    }
+};
+
+// The values whose bytes are new each call: step values off the plan's device (on their own
+// device) and returned ones; and the outputs written straight into a .grad.
+void mark_per_call_values(BufferState& b) {
+    Plan& plan = b.plan;
+    size_t n = plan.values.size();
+    b.into_grad_output.assign(n, false);
+    for (const PlanStep& s : plan.steps)
+        if (s.kind == STEP_KERNEL && s.into_grad >= 0) b.into_grad_output[s.outputs[0]] = true;
+    for (size_t v = 0; v < n; ++v)   // off the plan's device: new bytes each call, on its own device
+        if (plan.values[v].kind == VALUE_STEP && plan.values[v].alias_of < 0 && plan.values[v].device != plan.device)
+            plan.value_per_call[v] = true;
+    for (const PlanOutput& o : plan.outputs) {
+        int r = b.p.root(o.value);
+        if (plan.values[r].kind == VALUE_STEP) plan.value_per_call[r] = true;
+        if (o.grad_value >= 0 && plan.values[b.p.root(o.grad_value)].kind == VALUE_STEP)
+            plan.value_per_call[b.p.root(o.grad_value)] = true;
+    }
+}
+
+// Each root's last use, and the roots dying at each step (BufferState::dying).
+void find_dying_roots(BufferState& b) {
+    const Plan& plan = b.plan;
+    size_t n = plan.values.size();
+    b.last_use.assign(n, -1);
+    for (size_t k = 0; k < plan.steps.size(); ++k) {
+        const PlanStep& s = plan.steps[k];
+        for (int v : s.inputs) b.last_use[b.p.root(v)] = static_cast<int>(k);
+        for (int v : s.outputs) b.last_use[b.p.root(v)] = std::max(b.last_use[b.p.root(v)], static_cast<int>(k));
+    }
+    b.dying_at.assign(plan.steps.size() + 1, 0);
+    for (size_t r = 0; r < n; ++r)
+        if (b.last_use[r] >= 0) ++b.dying_at[static_cast<size_t>(b.last_use[r]) + 1];
+    for (size_t k = 0; k < plan.steps.size(); ++k) b.dying_at[k + 1] += b.dying_at[k];
+    b.dying.resize(static_cast<size_t>(b.dying_at.back()));
+    std::vector<int> filled(b.dying_at.begin(), b.dying_at.end() - 1);
+    for (size_t r = 0; r < n; ++r)
+        if (b.last_use[r] >= 0)
+            b.dying[static_cast<size_t>(filled[static_cast<size_t>(b.last_use[r])]++)] = static_cast<int>(r);
+}
+
+// In place: the buffer of an input of step k that dies there, has `bytes` and is read as is by an
+// elementwise step (it takes the buffer over); else -1.
+int buffer_of_dying_input(BufferState& b, size_t k, size_t bytes, PlanPassLog* log) {
+    Plan& plan = b.plan;
+    const PlanStep& s = plan.steps[k];
+    if (s.outputs.size() != 1) return -1;
+    for (size_t i = 0; i < s.inputs.size(); ++i) {
+        int r = b.p.root(s.inputs[i]);
+        bool read_as_is = true;   // no input reads r through a view (a transpose would see the writes)
+        for (int other : s.inputs) read_as_is = read_as_is && (b.p.root(other) != r || other == r);
+        if (!read_as_is || !b.owns_buffer(r) || b.last_use[r] != static_cast<int>(k) || b.handed_on[r] ||
+            value_bytes(plan.values[r]) != bytes || !step_is_elementwise_over(plan, s, i))
+            continue;
+        b.handed_on[r] = true;
+        ++plan.stats.inplace;
+        if (log) {
+            PlanLogEntry e;
+            e.step = plan_log_step(s);
+            e.reason = LOG_OVER_INPUT;
+            e.value = s.inputs[i];
+            log->passes[LOG_INPLACE].push_back(std::move(e));
+        }
+        return plan.value_buffer[r];
+    }
+    return -1;
+}
+
+// Reuse: the best fit among the free buffers, the smallest that holds `bytes`, else the largest
+// (grown); among buffers of one size, the one freed first. -1 when none is free.
+int take_free_buffer(BufferState& b, size_t bytes) {
+    if (b.free_buffers.empty()) return -1;
+    auto best = b.free_buffers.lower_bound(bytes);
+    if (best == b.free_buffers.end()) best = b.free_buffers.lower_bound(std::prev(b.free_buffers.end())->first);
+    int chosen = best->second;
+    b.free_buffers.erase(best);
+    b.plan.buffer_bytes[chosen] = std::max(b.plan.buffer_bytes[chosen], bytes);
+    return chosen;
+}
+
+// The buffers' sizes and the bytes new each call (returned values, gradients created when .grad
+// is nil), in plan.stats; each value takes its root's buffer.
+void count_buffer_bytes(BufferState& b) {
+    Plan& plan = b.plan;
+    for (size_t v = 0; v < plan.values.size(); ++v) {
+        int r = b.p.root(static_cast<int>(v));
+        if (plan.value_buffer[r] >= 0) plan.value_buffer[v] = plan.value_buffer[r];
+        if (plan.value_per_call[r] && plan.values[v].alias_of < 0) plan.stats.per_call_bytes += value_bytes(plan.values[v]);
+    }
+    for (const PlanStep& s : plan.steps)   // gradients created when .grad is nil
+        if (s.into_grad >= 0 || s.kind == STEP_GRAD_ACCUMULATE) {
+            int target = s.into_grad >= 0 ? s.into_grad : s.target;
+            plan.stats.per_call_bytes += value_bytes(plan.values[plan.grad_targets[target].grad_value]);
+        }
+    plan.stats.buffers = static_cast<int>(plan.buffer_bytes.size());
+    plan.stats.buffer_bytes = 0;
+    for (size_t bytes : plan.buffer_bytes) plan.stats.buffer_bytes += bytes;
+}
+
+// The log: each buffer and the values that own it in turn, in the order they got it.
+void log_buffers(const BufferState& b, PlanPassLog& log) {
+    const Plan& plan = b.plan;
+    std::vector<PlanLogEntry>& entries = log.passes[LOG_REUSE];
+    entries.assign(plan.buffer_bytes.size(), PlanLogEntry());
+    for (size_t i = 0; i < entries.size(); ++i) {
+        entries[i].buffer = static_cast<int>(i);
+        entries[i].bytes = plan.buffer_bytes[i];
+    }
+    for (const PlanStep& s : plan.steps)
+        for (int out : s.outputs)
+            if (b.owns_buffer(out) && plan.value_buffer[out] >= 0) {
+                std::vector<int>& values = entries[static_cast<size_t>(plan.value_buffer[out])].values;
+                if (values.empty() || values.back() != out) values.push_back(out);
+            }
+    log.buffers = plan.stats.buffers;
+    log.unshared_bytes = plan.stats.unshared_bytes;
+    log.buffer_bytes = plan.stats.buffer_bytes;
+}
+
 // Buffers: each value made by a step gets bytes, shared with its views and in-place outputs.
 // Returned values get new bytes every call; gradients written in place use the .grad's. With
 // reuse, a buffer whose values are all dead is given to the next value that fits (best fit);
 // with in-place, an elementwise step may write over an input that dies at that step.
 void pass_buffers(Plan& plan, bool reuse, bool inplace, PlanPassLog* log) {
-    PassState p(plan);
+    BufferState b(plan);
     size_t n = plan.values.size();
     plan.value_buffer.assign(n, -1);
     plan.value_per_call.assign(n, false);
     plan.buffer_bytes.clear();
-    std::vector<bool> into_grad_output(n, false);
-    for (const PlanStep& s : plan.steps)
-        if (s.kind == STEP_KERNEL && s.into_grad >= 0) into_grad_output[s.outputs[0]] = true;
-    for (size_t v = 0; v < n; ++v)   // off the plan's device: new bytes each call, on its own device
-        if (plan.values[v].kind == VALUE_STEP && plan.values[v].alias_of < 0 && plan.values[v].device != plan.device)
-            plan.value_per_call[v] = true;
-    for (const PlanOutput& o : plan.outputs) {
-        int r = p.root(o.value);
-        if (plan.values[r].kind == VALUE_STEP) plan.value_per_call[r] = true;
-        if (o.grad_value >= 0 && plan.values[p.root(o.grad_value)].kind == VALUE_STEP)
-            plan.value_per_call[p.root(o.grad_value)] = true;
-    }
-    std::vector<int> last_use(n, -1);
+    mark_per_call_values(b);
+    find_dying_roots(b);
+    b.handed_on.assign(n, false);
     for (size_t k = 0; k < plan.steps.size(); ++k) {
-        const PlanStep& s = plan.steps[k];
-        for (int v : s.inputs) last_use[p.root(v)] = static_cast<int>(k);
-        for (int v : s.outputs) last_use[p.root(v)] = std::max(last_use[p.root(v)], static_cast<int>(k));
-    }
-    auto owns_buffer = [&](int r) {
-        return plan.values[r].kind == VALUE_STEP && plan.values[r].alias_of < 0 && !plan.value_per_call[r] &&
-               !into_grad_output[r];
-    };
-    // The roots each step reads or writes last: dying[dying_at[k] .. dying_at[k + 1]) for step k
-    // (one flat list, not a list per step).
-    std::vector<int> dying_at(plan.steps.size() + 1, 0), dying;
-    for (size_t r = 0; r < n; ++r)
-        if (last_use[r] >= 0) ++dying_at[static_cast<size_t>(last_use[r]) + 1];
-    for (size_t k = 0; k < plan.steps.size(); ++k) dying_at[k + 1] += dying_at[k];
-    dying.resize(static_cast<size_t>(dying_at.back()));
-    std::vector<int> filled(dying_at.begin(), dying_at.end() - 1);
-    for (size_t r = 0; r < n; ++r)
-        if (last_use[r] >= 0) dying[static_cast<size_t>(filled[static_cast<size_t>(last_use[r])]++)] = static_cast<int>(r);
-    std::multimap<size_t, int> free_buffers;   // bytes -> buffer, in the order they were freed
-    std::vector<bool> handed_on(n, false);
-    for (size_t k = 0; k < plan.steps.size(); ++k) {
-        const PlanStep& s = plan.steps[k];
-        for (int out : s.outputs) {
-            if (!owns_buffer(out) || plan.value_buffer[out] >= 0) continue;
+        for (int out : plan.steps[k].outputs) {
+            if (!b.owns_buffer(out) || plan.value_buffer[out] >= 0) continue;
             size_t bytes = value_bytes(plan.values[out]);
             plan.stats.unshared_bytes += bytes;
-            int chosen = -1;
-            if (inplace && s.outputs.size() == 1) {
-                for (size_t i = 0; i < s.inputs.size() && chosen < 0; ++i) {
-                    int r = p.root(s.inputs[i]);
-                    bool read_as_is = true;   // no input reads r through a view (a transpose would see the writes)
-                    for (int other : s.inputs) read_as_is = read_as_is && (p.root(other) != r || other == r);
-                    if (read_as_is && owns_buffer(r) && last_use[r] == static_cast<int>(k) && !handed_on[r] &&
-                        value_bytes(plan.values[r]) == bytes && step_is_elementwise_over(plan, s, i)) {
-                        chosen = plan.value_buffer[r];
-                        handed_on[r] = true;
-                        ++plan.stats.inplace;
-                        if (log) {
-                            PlanLogEntry e;
-                            e.step = plan_log_step(s);
-                            e.reason = LOG_OVER_INPUT;
-                            e.value = s.inputs[i];
-                            log->passes[LOG_INPLACE].push_back(std::move(e));
-                        }
-                    }
-                }
-            }
-            if (chosen < 0 && reuse && !free_buffers.empty()) {
-                // Best fit: the smallest free buffer that holds `bytes`, else the largest (grown);
-                // among buffers of one size, the one freed first.
-                auto best = free_buffers.lower_bound(bytes);
-                if (best == free_buffers.end()) best = free_buffers.lower_bound(std::prev(free_buffers.end())->first);
-                chosen = best->second;
-                free_buffers.erase(best);
-                plan.buffer_bytes[chosen] = std::max(plan.buffer_bytes[chosen], bytes);
-            }
+            int chosen = inplace ? buffer_of_dying_input(b, k, bytes, log) : -1;
+            if (chosen < 0 && reuse) chosen = take_free_buffer(b, bytes);
             if (chosen < 0) {
                 chosen = static_cast<int>(plan.buffer_bytes.size());
                 plan.buffer_bytes.push_back(bytes);
             }
             plan.value_buffer[out] = chosen;
         }
-        for (int at = dying_at[k]; at < dying_at[k + 1]; ++at) {
-            int r = dying[static_cast<size_t>(at)];
-            if (plan.value_buffer[r] >= 0 && owns_buffer(r) && !handed_on[r])
-                free_buffers.emplace(plan.buffer_bytes[plan.value_buffer[r]], plan.value_buffer[r]);
+        for (int at = b.dying_at[k]; at < b.dying_at[k + 1]; ++at) {
+            int r = b.dying[static_cast<size_t>(at)];
+            if (plan.value_buffer[r] >= 0 && b.owns_buffer(r) && !b.handed_on[r])
+                b.free_buffers.emplace(plan.buffer_bytes[plan.value_buffer[r]], plan.value_buffer[r]);
         }
     }
-    for (size_t v = 0; v < n; ++v) {
-        int r = p.root(static_cast<int>(v));
-        if (plan.value_buffer[r] >= 0) plan.value_buffer[v] = plan.value_buffer[r];
-        if (plan.value_per_call[r] && plan.values[v].alias_of < 0) plan.stats.per_call_bytes += value_bytes(plan.values[v]);
-    }
-    for (size_t k = 0; k < plan.steps.size(); ++k)   // gradients created when .grad is nil
-        if (plan.steps[k].into_grad >= 0 || plan.steps[k].kind == STEP_GRAD_ACCUMULATE)
-            plan.stats.per_call_bytes += value_bytes(plan.values[plan.grad_targets[plan.steps[k].into_grad >= 0 ? plan.steps[k].into_grad : plan.steps[k].target].grad_value]);
-    plan.stats.buffers = static_cast<int>(plan.buffer_bytes.size());
-    plan.stats.buffer_bytes = 0;
-    for (size_t b : plan.buffer_bytes) plan.stats.buffer_bytes += b;
-    if (log) {   // each buffer and the values that own it in turn, in the order they got it
-        std::vector<PlanLogEntry>& entries = log->passes[LOG_REUSE];
-        entries.assign(plan.buffer_bytes.size(), PlanLogEntry());
-        for (size_t b = 0; b < entries.size(); ++b) {
-            entries[b].buffer = static_cast<int>(b);
-            entries[b].bytes = plan.buffer_bytes[b];
-        }
-        for (const PlanStep& s : plan.steps)
-            for (int out : s.outputs)
-                if (owns_buffer(out) && plan.value_buffer[out] >= 0) {
-                    std::vector<int>& values = entries[static_cast<size_t>(plan.value_buffer[out])].values;
-                    if (values.empty() || values.back() != out) values.push_back(out);
-                }
-        log->buffers = plan.stats.buffers;
-        log->unshared_bytes = plan.stats.unshared_bytes;
-        log->buffer_bytes = plan.stats.buffer_bytes;
-    }
+    count_buffer_bytes(b);
+    if (log) log_buffers(b, *log);
 }
 
 }  // namespace

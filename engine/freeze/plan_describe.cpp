@@ -104,8 +104,10 @@ PlanGraphStats plan_graph_stats(const Plan& plan) {
     return st;
 }
 
-std::string plan_describe(const Plan& plan) {
-    std::vector<int> roots = plan_value_roots(plan);
+namespace {
+
+// The plan's first lines: its name, inputs and captured tensors.
+std::string describe_header(const Plan& plan) {
     std::string s;
     char line[512];
     snprintf(line, sizeof line, "plan %s: frozen at %s; %d nodes recorded, autograd %s\n", plan.name.c_str(),
@@ -122,67 +124,82 @@ std::string plan_describe(const Plan& plan) {
         std::string name = plan.captured[c].name.empty() ? "#" + std::to_string(plan.captured[c].tensor.id()) : plan.captured[c].name;
         s += " " + name + " " + dtype_name(v.dtype) + " " + v.shape.str() + "  ";
     }
-    s += "\n";
-    if (!plan.compiled) return s + "  (recorded, not compiled)\n";
+    return s + "\n";
+}
+
+std::string describe_passes(const Plan& plan) {
     const PlanPasses& p = plan.passes;
     const PlanStats& st = plan.stats;
     auto onoff = [](bool on) { return on ? "on " : "off"; };
+    char line[512];
     snprintf(line, sizeof line,
              "  passes:  dce %s (%d dead)   cse %s (%d common)   fold %s (%d folded)   fuse %s (%d ops in %d groups)\n"
              "           inplace %s (%d gradients, %d buffers)   reuse %s\n",
              onoff(p.dce), st.dead, onoff(p.cse), st.common, onoff(p.fold), st.folded, onoff(p.fuse), st.fused_ops,
              st.fused_groups, onoff(p.inplace), st.grads_in_place, st.inplace, onoff(p.reuse));
-    s += line;
-    snprintf(line, sizeof line, "  steps (%zu):\n", plan.steps.size());
-    s += line;
-    for (size_t k = 0; k < plan.steps.size(); ++k) {
-        const PlanStep& st_ = plan.steps[k];
-        std::string what, shape, buffer;
-        switch (st_.kind) {
-            case STEP_KERNEL: {
-                OpAttrs attrs = plan_step_attrs(plan, st_);
-                what = value_list(plan, st_.outputs) + " = " + op_with_attrs(st_.op, attrs) + "(" + value_list(plan, st_.inputs) + ")";
-                if (st_.into_grad >= 0) what += "  -> " + target_name(plan, st_.into_grad) + ".grad (+= when it exists)";
-                break;
-            }
-            case STEP_FUSED: {
-                what = value_list(plan, st_.outputs) + " = fused(" + value_list(plan, st_.inputs) + "):";
-                int n_in = static_cast<int>(st_.inputs.size());
-                for (size_t j = 0; j < st_.fused.size(); ++j) {
-                    const FusedOp& op = st_.fused[j];
-                    int arity = elementwise_math(op.op) ? elementwise_math(op.op)->arity : 1;
-                    std::string args;
-                    for (int a = 0; a < arity; ++a) {
-                        int r = op.operands[a];
-                        args += (a ? ", " : "") + (r < n_in ? plan_value_name(plan, st_.inputs[r]) : "t" + std::to_string(r - n_in + 1));
-                    }
-                    what += (j ? "; " : " ") + std::string(j + 1 == st_.fused.size() ? "" : "t" + std::to_string(j + 1) + "=") +
-                            op_with_attrs(op.op, plan.attrs[op.attrs]) + "(" + args + ")";
-                }
-                break;
-            }
-            case STEP_GRAD_ACCUMULATE:
-                what = target_name(plan, st_.target) + ".grad += " + plan_value_name(plan, st_.inputs[0]) + "  (a copy when nil)";
-                break;
-            case STEP_GRAD_CLEAR: what = target_name(plan, st_.target) + ".grad = nil"; break;
-            case STEP_GUARD: what = "guard " + std::to_string(st_.target + 1) + ": " + plan_guard_describe(plan, st_.target); break;
-            case STEP_GROUP_DONE: what = "backward group of #" + std::to_string(st_.recorded_group) + " done"; break;
+    return line;
+}
+
+// A fused step's ops: "t1=mul(x, y); add(t1, b)".
+std::string fused_ops_text(const Plan& plan, const PlanStep& s) {
+    std::string what;
+    int n_in = static_cast<int>(s.inputs.size());
+    for (size_t j = 0; j < s.fused.size(); ++j) {
+        const FusedOp& op = s.fused[j];
+        int arity = elementwise_math(op.op) ? elementwise_math(op.op)->arity : 1;
+        std::string args;
+        for (int a = 0; a < arity; ++a) {
+            int r = op.operands[a];
+            args += (a ? ", " : "") + (r < n_in ? plan_value_name(plan, s.inputs[r]) : "t" + std::to_string(r - n_in + 1));
         }
-        if (!st_.outputs.empty()) {
-            int v = st_.outputs[0];
-            shape = plan.values[v].shape.str();
-            if (plan.value_buffer[v] >= 0) buffer = "buf" + std::to_string(plan.value_buffer[v]);
-            else if (plan.value_per_call[roots[v]]) buffer = "new";
-            else if (st_.into_grad >= 0) buffer = "grad";
-            else if (plan.values[v].alias_of >= 0) buffer = "view";
-        }
-        snprintf(line, sizeof line, "  %4zu  %-9s %-6s %-14s %s\n", k + 1,
-                 st_.phase == PHASE_BACKWARD ? "backward" : "forward", buffer.c_str(), shape.c_str(),
-                 (what + "   " + source_loc_str(st_.where)).c_str());
-        s += line;
+        what += (j ? "; " : " ") + std::string(j + 1 == s.fused.size() ? "" : "t" + std::to_string(j + 1) + "=") +
+                op_with_attrs(op.op, plan.attrs[op.attrs]) + "(" + args + ")";
     }
-    int entry_guards = 0;
-    for (const PlanGuard& g : plan.guards) entry_guards += g.kind == GUARD_GRAD_STATE;
+    return what;
+}
+
+// What a step does, said for people.
+std::string step_what(const Plan& plan, const PlanStep& s) {
+    switch (s.kind) {
+        case STEP_KERNEL: {
+            std::string what = value_list(plan, s.outputs) + " = " + op_with_attrs(s.op, plan_step_attrs(plan, s)) + "(" +
+                               value_list(plan, s.inputs) + ")";
+            if (s.into_grad >= 0) what += "  -> " + target_name(plan, s.into_grad) + ".grad (+= when it exists)";
+            return what;
+        }
+        case STEP_FUSED: return value_list(plan, s.outputs) + " = fused(" + value_list(plan, s.inputs) + "):" + fused_ops_text(plan, s);
+        case STEP_GRAD_ACCUMULATE:
+            return target_name(plan, s.target) + ".grad += " + plan_value_name(plan, s.inputs[0]) + "  (a copy when nil)";
+        case STEP_GRAD_CLEAR: return target_name(plan, s.target) + ".grad = nil";
+        case STEP_GUARD: return "guard " + std::to_string(s.target + 1) + ": " + plan_guard_describe(plan, s.target);
+        case STEP_GROUP_DONE: return "backward group of #" + std::to_string(s.recorded_group) + " done";
+    }
+    return "";
+}
+
+// One line of the step list: number, phase, where its result's bytes are, shape, what it does.
+std::string describe_step(const Plan& plan, const std::vector<int>& roots, size_t k) {
+    const PlanStep& s = plan.steps[k];
+    std::string shape, buffer;
+    if (!s.outputs.empty()) {
+        int v = s.outputs[0];
+        shape = plan.values[v].shape.str();
+        if (plan.value_buffer[v] >= 0) buffer = "buf" + std::to_string(plan.value_buffer[v]);
+        else if (plan.value_per_call[roots[v]]) buffer = "new";
+        else if (s.into_grad >= 0) buffer = "grad";
+        else if (plan.values[v].alias_of >= 0) buffer = "view";
+    }
+    char line[512];
+    snprintf(line, sizeof line, "  %4zu  %-9s %-6s %-14s %s\n", k + 1, s.phase == PHASE_BACKWARD ? "backward" : "forward",
+             buffer.c_str(), shape.c_str(), (step_what(plan, s) + "   " + source_loc_str(s.where)).c_str());
+    return line;
+}
+
+// The plan's last lines: guards, outputs, memory, and the device of a GPU plan.
+std::string describe_footer(const Plan& plan) {
+    const PlanStats& st = plan.stats;
+    std::string s;
+    char line[512];
     snprintf(line, sizeof line, "  guards:  input shapes, dtypes, devices, requires_grad, autograd mode; %zu recorded:\n",
              plan.guards.size());
     s += line;
@@ -206,8 +223,19 @@ std::string plan_describe(const Plan& plan) {
                  " step by step";
         s += "\n";
     }
-    (void)entry_guards;
     return s;
+}
+
+}  // namespace
+
+std::string plan_describe(const Plan& plan) {
+    std::string s = describe_header(plan);
+    if (!plan.compiled) return s + "  (recorded, not compiled)\n";
+    s += describe_passes(plan);
+    s += "  steps (" + std::to_string(plan.steps.size()) + "):\n";
+    std::vector<int> roots = plan_value_roots(plan);
+    for (size_t k = 0; k < plan.steps.size(); ++k) s += describe_step(plan, roots, k);
+    return s + describe_footer(plan);
 }
 
 }  // namespace td
