@@ -39,6 +39,11 @@ std::vector<int> plan_value_roots(const Plan& plan) {
     return roots;
 }
 
+FreezeState& freeze_state() {
+    static FreezeState state;
+    return state;
+}
+
 double plan_seconds_since(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }

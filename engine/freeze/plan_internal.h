@@ -32,6 +32,16 @@ constexpr int MAX_FUSED_INPUTS = 8;
 std::unique_ptr<Plan> plan_compile_with(const Plan& recorded, const PlanPasses& passes, bool keep_groups,
                                         PlanPassLog* log = nullptr);
 
+// The freeze room's mutable state, one for the process (the Lua thread's): the recording in
+// progress (plan_record.cpp: one at a time) and the observed step in progress (plan_run.cpp,
+// plan_replay_current). Null when there is none.
+struct Recorder;
+struct FreezeState {
+    Recorder* recorder = nullptr;
+    PlanReplayStep* replay_current = nullptr;
+};
+FreezeState& freeze_state();
+
 // A plan file's payload (what plan_save_bytes writes after the header), and a reader of it that
 // runs no check of the plan (check_plan): only for tests of the field lists (plan.h), which change
 // fields to values no loaded plan may have. Everything else loads with plan_load_bytes.

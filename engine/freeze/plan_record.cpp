@@ -103,6 +103,9 @@ private:
     std::unordered_map<uint64_t, int> older_;
 };
 
+}  // namespace
+
+// The recording in progress (FreezeState::recorder).
 struct Recorder {
     std::unique_ptr<Plan> plan;
     int observer = 0;
@@ -121,7 +124,7 @@ struct Recorder {
 };
 
 
-Recorder* g_recorder = nullptr;
+namespace {
 
 void refuse(Recorder& r, const std::string& why) {
     if (r.refusal.empty()) r.refusal = why;
@@ -217,7 +220,7 @@ bool group_ended_after_last_step(const Plan& plan) {
 }
 
 void record_node(Node* node, HookEvent event, void*) {
-    Recorder& r = *g_recorder;
+    Recorder& r = *freeze_state().recorder;
     if (node->id < r.first_id) return;
     if (event == HOOK_GROUP_DONE) {
         record_group_done(r, node);
@@ -304,7 +307,7 @@ bool made_by_recording(const Recorder& r, const Node* node) { return node->id >=
 // backward() stored a gradient: for a leaf from outside, the add_ (or clone) it recorded becomes one
 // accumulation step, which at run time adds into .grad or creates it, whatever its state then.
 void record_grad(Node* node, int output, const Tensor& grad, int64_t first_id, int64_t end_id, void*) {
-    Recorder& r = *g_recorder;
+    Recorder& r = *freeze_state().recorder;
     if (made_by_recording(r, node)) return;   // a fresh node each call: its recorded steps are right as they are
     Plan& plan = *r.plan;
     while (!plan.steps.empty() && plan.steps.back().recorded_id >= first_id && plan.steps.back().recorded_id < end_id &&
@@ -341,7 +344,7 @@ void add_guard_step(Plan& plan, PlanGuard guard) {
 
 void plan_record_begin(const std::string& name, const std::vector<Tensor>& inputs,
                        const std::vector<std::string>& input_names, SourceLoc where) {
-    if (g_recorder) engine_fail("freeze: already recording a function (one at a time)");
+    if (freeze_state().recorder) engine_fail("freeze: already recording a function (one at a time)");
     auto r = std::make_unique<Recorder>();
     r->plan = std::make_unique<Plan>();
     Plan& plan = *r->plan;
@@ -374,45 +377,47 @@ void plan_record_begin(const std::string& name, const std::vector<Tensor>& input
     r->live_at_begin = storage_bytes_live();
     storage_peak_reset();
     r->attrs = std::make_unique<PlanAttrsTable>(plan);
-    g_recorder = r.release();
-    g_recorder->observer = engine_observe(record_node, nullptr, hook_bit(HOOK_AFTER) | hook_bit(HOOK_GROUP_DONE),
+    freeze_state().recorder = r.release();
+    freeze_state().recorder->observer = engine_observe(record_node, nullptr, hook_bit(HOOK_AFTER) | hook_bit(HOOK_GROUP_DONE),
                                               OBSERVER_RECORDS);
     engine_observe_grads(record_grad, nullptr);
 }
 
-bool plan_recording() { return g_recorder != nullptr; }
+bool plan_recording() { return freeze_state().recorder != nullptr; }
 
 void plan_record_note_values(const Tensor& t, SourceLoc where, const std::string& text) {
-    if (!g_recorder || !t.defined()) return;
+    Recorder* r = freeze_state().recorder;
+    if (!r || !t.defined()) return;
     PlanGuard g;
     g.kind = GUARD_VALUES;
-    g.value = value_for_tensor(*g_recorder, t);
+    g.value = value_for_tensor(*r, t);
     Value host = value_to_host(t.value());
     for (int64_t i = 0; i < host.numel(); ++i) g.expected.push_back(value_get(host, i));
     g.where = where;
     g.text = text;
-    add_guard_step(*g_recorder->plan, g);
+    add_guard_step(*r->plan, g);
 }
 
 void plan_record_note_compare(const Tensor& t, CompareOp op, bool swapped, const Tensor* other, double other_number,
                               bool truth, SourceLoc where, const std::string& text) {
-    if (!g_recorder || !t.defined()) return;
+    Recorder* r = freeze_state().recorder;
+    if (!r || !t.defined()) return;
     PlanGuard g;
     g.kind = GUARD_COMPARE;
-    g.value = value_for_tensor(*g_recorder, t);
+    g.value = value_for_tensor(*r, t);
     g.compare = op;
     g.swapped = swapped;
-    if (other && other->defined()) g.other_value = value_for_tensor(*g_recorder, *other);
+    if (other && other->defined()) g.other_value = value_for_tensor(*r, *other);
     g.other_number = other_number;
     g.truth = truth;
     g.where = where;
     g.text = text;
-    add_guard_step(*g_recorder->plan, g);
+    add_guard_step(*r->plan, g);
 }
 
 void plan_record_note_grad_read(const Tensor& leaf, const Tensor& grad, SourceLoc where) {
-    if (!g_recorder || !leaf.defined()) return;
-    Recorder& r = *g_recorder;
+    if (!freeze_state().recorder || !leaf.defined()) return;
+    Recorder& r = *freeze_state().recorder;
     if (made_by_recording(r, leaf.node.get())) return;
     int t = target_for(r, leaf.node.get(), leaf.output);
     if (t < 0) return;
@@ -430,8 +435,8 @@ void plan_record_note_grad_read(const Tensor& leaf, const Tensor& grad, SourceLo
 }
 
 void plan_record_note_grad_clear(const Tensor& leaf, SourceLoc where) {
-    if (!g_recorder || !leaf.defined()) return;
-    Recorder& r = *g_recorder;
+    if (!freeze_state().recorder || !leaf.defined()) return;
+    Recorder& r = *freeze_state().recorder;
     if (made_by_recording(r, leaf.node.get())) {
         refuse(r, "the function sets .grad = nil on tensor #" + std::to_string(leaf.id()) + " (" + source_loc_str(where) +
                       "), which it made itself; a plan can only clear the .grad of its arguments and captured tensors");
@@ -445,13 +450,13 @@ void plan_record_note_grad_clear(const Tensor& leaf, SourceLoc where) {
 }
 
 void plan_record_refuse(const std::string& why) {
-    if (g_recorder) refuse(*g_recorder, why);
+    if (Recorder* r = freeze_state().recorder) refuse(*r, why);
 }
 
 namespace {
 
 void record_stop() {
-    engine_unobserve(g_recorder->observer);
+    engine_unobserve(freeze_state().recorder->observer);
     engine_observe_grads(nullptr, nullptr);
 }
 
@@ -490,8 +495,8 @@ void prune_captured(Plan& plan) {
 }  // namespace
 
 std::unique_ptr<Plan> plan_record_end(const std::vector<Tensor>& outputs) {
-    if (!g_recorder) engine_fail("freeze: not recording");
-    std::unique_ptr<Recorder> r(g_recorder);
+    if (!freeze_state().recorder) engine_fail("freeze: not recording");
+    std::unique_ptr<Recorder> r(freeze_state().recorder);
     for (const Tensor& t : outputs) {
         PlanOutput o;
         o.value = value_for_tensor(*r, t);
@@ -500,7 +505,7 @@ std::unique_ptr<Plan> plan_record_end(const std::vector<Tensor>& outputs) {
         r->plan->outputs.push_back(o);
     }
     record_stop();
-    g_recorder = nullptr;
+    freeze_state().recorder = nullptr;
     if (!r->refusal.empty()) engine_fail("freeze: %s", r->refusal.c_str());
     Plan& plan = *r->plan;
     size_t peak = storage_bytes_peak();
@@ -513,10 +518,11 @@ std::unique_ptr<Plan> plan_record_end(const std::vector<Tensor>& outputs) {
 }
 
 void plan_record_abort() {
-    if (!g_recorder) return;
+    Recorder*& r = freeze_state().recorder;
+    if (!r) return;
     record_stop();
-    delete g_recorder;
-    g_recorder = nullptr;
+    delete r;
+    r = nullptr;
 }
 
 }  // namespace td

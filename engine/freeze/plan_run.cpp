@@ -264,15 +264,13 @@ void run_fused(const Plan& plan, const PlanStep& s, const StepCall& x, PlanExec&
     }
 }
 
-PlanReplayStep* g_replay_current = nullptr;   // the observed step in progress (plan_replay_current)
-
-// Sets g_replay_current for the extent of one observed node or group event (a frozen call run at
+// Sets FreezeState::replay_current for the extent of one observed node or group event (a frozen call run at
 // a stop of another restores the outer one).
 struct ReplayStepScope {
     PlanReplayStep step;
-    PlanReplayStep* saved = g_replay_current;
-    explicit ReplayStepScope(const PlanReplayStep& s) : step(s) { g_replay_current = &step; }
-    ~ReplayStepScope() { g_replay_current = saved; }
+    PlanReplayStep* saved = freeze_state().replay_current;
+    explicit ReplayStepScope(const PlanReplayStep& s) : step(s) { freeze_state().replay_current = &step; }
+    ~ReplayStepScope() { freeze_state().replay_current = saved; }
 };
 
 // engine_backward_pass() is `pass` while a replayed group is announced.
@@ -749,7 +747,7 @@ std::string plan_check_inputs(const Plan& plan, const std::vector<Tensor>& input
     return "";
 }
 
-const PlanReplayStep* plan_replay_current() { return g_replay_current; }
+const PlanReplayStep* plan_replay_current() { return freeze_state().replay_current; }
 
 std::vector<int> plan_steps_replaying(const Plan& plan, int64_t recorded_id, bool group) {
     std::vector<int> found;
@@ -765,7 +763,8 @@ std::vector<int> plan_steps_replaying(const Plan& plan, int64_t recorded_id, boo
 }
 
 int64_t plan_replay_recorded_id(const Node* node) {
-    return g_replay_current && node && g_replay_current->node == node ? g_replay_current->recorded_id : 0;
+    const PlanReplayStep* current = freeze_state().replay_current;
+    return current && node && current->node == node ? current->recorded_id : 0;
 }
 
 namespace {
