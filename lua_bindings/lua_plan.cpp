@@ -12,7 +12,7 @@
 // which guard failed and where) or, in strict mode, refuses with that message.
 //
 // [SECTION] frozen        the userdata, its cache, recording one call, calling it
-// [SECTION] timeit        eager vs frozen on the same graph, with the state restored after
+// [SECTION] timeit        f:timeit: the two calls, for plan_timeit (plan_timeit.h: runs, restores, compares)
 // [SECTION] bindings      torch.freeze, methods and fields, save/load, npy; the guard notes
 #include <algorithm>
 #include <chrono>
@@ -26,6 +26,7 @@
 #include "bindings_state.h"
 #include "device.h"
 #include "plan.h"
+#include "plan_timeit.h"
 #include "lua_util.h"
 #include "tapedeck_lua.h"
 
@@ -576,52 +577,6 @@ int frozen_call(lua_State* L) {
 // ============================================================================================
 // [SECTION] timeit
 
-// The state a call can change: captured tensors' bytes, and the .grad of each grad target.
-struct Snapshot {
-    std::vector<std::pair<Value, Value>> bytes;   // (a tensor, a copy of its elements)
-    std::vector<std::pair<Output*, Tensor>> grads;
-    std::vector<Value> grad_bytes;
-
-    static Value copy_of(const Value& v) {   // any layout (a captured view too), on its device
-        Value copy = value_new(v.shape, v.dtype, v.device());
-        value_copy_elements(copy, v);
-        return copy;
-    }
-    void take(const Plan& plan, const std::vector<Tensor>& inputs) {
-        for (const PlanCaptured& c : plan.captured) bytes.emplace_back(plan_captured_value(c), copy_of(plan_captured_value(c)));
-        for (const GradTarget& t : plan.grad_targets) {
-            Node* node = t.kind == VALUE_INPUT ? inputs[t.index].node.get() : plan.captured[t.index].tensor.node.get();
-            Output* out = &node->outputs[t.output];
-            grads.emplace_back(out, out->grad);
-            grad_bytes.push_back(out->grad.defined() ? copy_of(out->grad.value()) : Value());
-        }
-    }
-    void restore() {
-        for (auto& b : bytes) value_copy_elements(b.first, b.second);
-        for (size_t i = 0; i < grads.size(); ++i) {
-            grads[i].first->grad = grads[i].second;
-            if (grads[i].second.defined()) value_copy_elements(grads[i].second.value(), grad_bytes[i]);
-        }
-    }
-};
-
-// Everything a call produced that eager and frozen must agree on: the tensors it returned, the
-// gradients of the targets and the captured tensors (updated in place or not).
-std::vector<Value> call_results(lua_State* L, int base, const Plan& plan, const std::vector<Tensor>& inputs) {
-    std::vector<Value> values;
-    for (int i = base + 1; i <= lua_gettop(L); ++i)
-        if (Tensor* t = tapedeck_test_tensor(L, i)) values.push_back(t->value());
-    for (const GradTarget& t : plan.grad_targets) {
-        Node* node = t.kind == VALUE_INPUT ? inputs[t.index].node.get() : plan.captured[t.index].tensor.node.get();
-        if (node->outputs[t.output].grad.defined()) values.push_back(node->outputs[t.output].grad.value());
-    }
-    for (const PlanCaptured& c : plan.captured) {
-        const Value& v = plan_captured_value(c);
-        values.push_back(Snapshot::copy_of(v));
-    }
-    return values;
-}
-
 // Calls fn (the function at fn_idx) with the last arguments; false with the message on error.
 bool call_with_last_args(lua_State* L, Frozen& f, int fn_idx, int* base) {
     *base = lua_gettop(L);
@@ -636,66 +591,35 @@ bool call_with_last_args(lua_State* L, Frozen& f, int fn_idx, int* base) {
     return lua_pcall(L, n, LUA_MULTRET, 0) == LUA_OK;
 }
 
-double now_seconds() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+// plan_timeit's call of fn (the function at fn_idx) on the last arguments: the values of the
+// tensors it returned, when asked; a Lua error when it raises one.
+PlanTimeitCall timeit_call(lua_State* L, Frozen& f, int fn_idx) {
+    return [L, &f, fn_idx](std::vector<Value>* returned) {
+        int base;
+        if (!call_with_last_args(L, f, fn_idx, &base)) lua_error(L);
+        if (returned)
+            for (int i = base + 1; i <= lua_gettop(L); ++i)
+                if (Tensor* t = tapedeck_test_tensor(L, i)) returned->push_back(t->value());
+        lua_settop(L, base);
+    };
 }
 
-struct Timing {
-    double min_us = 0, median_us = 0;
-    size_t peak_bytes = 0;
-    size_t gpu_peak_bytes = 0;   // GPU memory above what was allocated before the call
-};
-
-// Times `iterations` calls in samples; the state is restored before each sample. Each sample waits
-// for the GPU's queued work before and after (no-op without a GPU), so GPU time is counted.
-Timing time_calls(lua_State* L, Frozen& f, int fn_idx, int iterations, Snapshot& snapshot) {
-    Timing t;
-    std::vector<double> samples;
-    int per_sample = std::max(1, iterations / 10);
-    for (int done = 0; done < iterations; done += per_sample) {
-        snapshot.restore();
-        cuda_synchronize();
-        double t0 = now_seconds();
-        for (int i = 0; i < per_sample; ++i) {
-            int base;
-            if (!call_with_last_args(L, f, fn_idx, &base)) lua_error(L);
-            lua_settop(L, base);
-        }
-        cuda_synchronize();
-        samples.push_back((now_seconds() - t0) / per_sample * 1e6);
+// The tensor arguments of f's last call.
+std::vector<Tensor> last_tensor_args(lua_State* L, const Frozen& f) {
+    std::vector<Tensor> inputs;
+    lua_rawgeti(L, LUA_REGISTRYINDEX, f.last_args_ref);
+    for (lua_Integer i = 1; i <= luaL_len(L, -1); ++i) {
+        lua_rawgeti(L, -1, i);
+        if (Tensor* t = tapedeck_test_tensor(L, -1)) inputs.push_back(*t);
+        lua_pop(L, 1);
     }
-    std::sort(samples.begin(), samples.end());
-    t.min_us = samples.front();
-    t.median_us = samples[samples.size() / 2];
-    return t;
-}
-
-// Peak bytes of one call above what was live before it, plus `fixed_bytes`. Before it: a full
-// collection (garbage of earlier calls must not be freed in the middle of it) and the captured
-// leaves let go of their latest backward group (eager keeps that history alive between calls,
-// e.g. a gradient's add_ holding the gradient it added; the call re-makes it).
-size_t peak_of_one_call(lua_State* L, Frozen& f, int fn_idx, Snapshot& snapshot, size_t fixed_bytes,
-                        size_t* gpu_peak_bytes) {
-    snapshot.restore();
-    for (const PlanCaptured& c : f.cache.front().plan->captured) if (c.tensor.node->group_records) c.tensor.node->group_records->backward_nodes.clear();
-    lua_gc(L, LUA_GCCOLLECT);
-    lua_gc(L, LUA_GCCOLLECT);
-    size_t live = storage_bytes_live();
-    storage_peak_reset();
-    size_t gpu_live = cuda_memory_allocated();
-    cuda_reset_peak_memory();
-    int base;
-    if (!call_with_last_args(L, f, fn_idx, &base)) lua_error(L);
-    size_t peak = storage_bytes_peak() - live + fixed_bytes;
-    *gpu_peak_bytes = cuda_max_memory_allocated() - gpu_live;
-    lua_settop(L, base);
-    lua_gc(L, LUA_GCCOLLECT);
-    return peak;
+    lua_pop(L, 1);
+    return inputs;
 }
 
 // f:timeit(n): {eager_min_us, eager_median_us, frozen_min_us, frozen_median_us, speedup,
 // eager_peak_bytes, frozen_peak_bytes, max_diff, iterations}. Both run on the last call's
-// arguments from the same state, which is put back afterwards.
+// arguments from the same state, which is put back afterwards (plan_timeit.h).
 int frozen_timeit(lua_State* L) {
     Frozen& f = check_frozen(L, 1);
     int64_t iterations = lua_isnoneornil(L, 2) ? 100 : tdlua::check_integer(L, 2, "iterations");
@@ -706,53 +630,17 @@ int frozen_timeit(lua_State* L) {
     lua_settop(L, 1);
     lua_rawgeti(L, LUA_REGISTRYINDEX, f.fn_ref);
     int fn_idx = lua_gettop(L);
-    std::vector<Tensor> inputs;
-    lua_rawgeti(L, LUA_REGISTRYINDEX, f.last_args_ref);
-    for (lua_Integer i = 1; i <= luaL_len(L, -1); ++i) {
-        lua_rawgeti(L, -1, i);
-        if (Tensor* t = tapedeck_test_tensor(L, -1)) inputs.push_back(*t);
-        lua_pop(L, 1);
-    }
-    lua_pop(L, 1);
+    std::vector<Tensor> inputs = last_tensor_args(L, f);
     std::shared_ptr<Plan> plan = f.cache.front().plan;
     std::string why = plan_check_inputs(*plan, inputs);   // the last successful call made it first: it fits
     if (!why.empty()) engine_fail("timeit: %s's latest plan does not fit its last arguments: %s", f.name.c_str(), why.c_str());
-    Snapshot snapshot;
-    snapshot.take(*plan, inputs);
-
-    // max |diff|: one eager and one frozen call from the same state.
-    int base;
-    if (!call_with_last_args(L, f, fn_idx, &base)) return lua_error(L);
-    std::vector<Value> eager = call_results(L, base, *plan, inputs);
-    lua_settop(L, base);
-    snapshot.restore();
-    if (!call_with_last_args(L, f, 1, &base)) return lua_error(L);
-    std::vector<Value> frozen = call_results(L, base, *plan, inputs);
-    lua_settop(L, base);
-    double max_diff = 0;
-    bool same_count = eager.size() == frozen.size();
-    for (size_t i = 0; same_count && i < eager.size(); ++i) {
-        if (eager[i].numel() != frozen[i].numel()) {
-            same_count = false;
-            break;
-        }
-        Value eager_host = value_to_host(eager[i]), frozen_host = value_to_host(frozen[i]);
-        for (int64_t k = 0; k < eager[i].numel(); ++k) {
-            double d = std::fabs(value_get(eager_host, k) - value_get(frozen_host, k));
-            if (std::isnan(d)) d = INFINITY;
-            max_diff = std::max(max_diff, d);
-        }
-    }
-    if (!same_count) max_diff = INFINITY;
-
-    Timing e = time_calls(L, f, fn_idx, iterations, snapshot);
-    Timing z = time_calls(L, f, 1, iterations, snapshot);
-    const Plan& compiled = *f.cache.front().plan;
-    bool gpu_plan = compiled.device != DEVICE_CPU;
-    e.peak_bytes = peak_of_one_call(L, f, fn_idx, snapshot, 0, &e.gpu_peak_bytes);
-    z.peak_bytes = peak_of_one_call(L, f, 1, snapshot, gpu_plan ? 0 : compiled.stats.buffer_bytes, &z.gpu_peak_bytes);
-    if (gpu_plan) z.gpu_peak_bytes += compiled.stats.buffer_bytes;   // its buffers, allocated once, on the GPU
-    snapshot.restore();
+    PlanTimeitCalls calls;
+    calls.eager = timeit_call(L, f, fn_idx);
+    calls.frozen = timeit_call(L, f, 1);
+    calls.collect_garbage = [L] { lua_gc(L, LUA_GCCOLLECT); };
+    calls.latest_plan = [&f] { return f.cache.front().plan; };
+    PlanTimeit timed = plan_timeit(*plan, inputs, iterations, calls);
+    const PlanTiming &e = timed.eager, &z = timed.frozen;
     lua_createtable(L, 0, 10);
     auto field = [&](const char* name, double v) {
         lua_pushnumber(L, v);
@@ -767,7 +655,7 @@ int frozen_timeit(lua_State* L) {
     field("frozen_peak_bytes", static_cast<double>(z.peak_bytes));
     field("eager_gpu_peak_bytes", static_cast<double>(e.gpu_peak_bytes));
     field("frozen_gpu_peak_bytes", static_cast<double>(z.gpu_peak_bytes));
-    field("max_diff", max_diff);
+    field("max_diff", timed.max_diff);
     field("iterations", iterations);
     return 1;
 }

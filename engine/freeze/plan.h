@@ -33,6 +33,13 @@ namespace td {
 
 // ---------------------------------------------------------------------------------------------
 // Values: every tensor a plan reads or makes, numbered.
+//
+// Each struct below that plan files hold, and Plan itself, has one list of its fields beside it
+// (PLAN_VALUE_FIELDS, ...): FIELD(name, file, since), where `file` says how plan_file.cpp writes
+// the field (plain: by its type; none: not in files) and `since` the plan file version that added
+// it (older files leave it at its default). The lists are in file order; save, load and
+// plan_copy_without_steps (plan_compile.cpp) go through them, and tests/engine/test_plan_fields.cpp
+// changes each listed field and checks it survives. A field added to a struct is added to its list.
 
 enum ValueKind : uint8_t {
     VALUE_INPUT,      // argument `index` of the call
@@ -74,12 +81,23 @@ struct PlanValue {
     ShapeRef shape;
     int64_t recorded_id = 0;   // the node that made it when recorded (shown by :plan)
 };
+#define PLAN_VALUE_FIELDS(FIELD) \
+    FIELD(kind, plain, 1)        \
+    FIELD(index, plain, 1)       \
+    FIELD(dtype, plain, 1)       \
+    FIELD(shape, shape, 1)       \
+    FIELD(alias_of, plain, 1)    \
+    FIELD(recorded_id, plain, 1) \
+    FIELD(device, none, 1)   /* plan files hold CPU plans only so far */
 
 // A tensor from outside the function, held by identity: in-place updates between calls are seen.
 struct PlanCaptured {
     Tensor tensor;
     std::string name;   // a Lua name for it when one was found ("W_h", "model.1.weight"), else ""
 };
+#define PLAN_CAPTURED_FIELDS(FIELD) \
+    FIELD(name, plain, 1)           \
+    FIELD(tensor, captured, 1)   /* requires_grad, then the data: a new leaf when loaded */
 
 // A leaf whose .grad the plan accumulates into (a captured parameter, or an argument).
 struct GradTarget {
@@ -88,6 +106,11 @@ struct GradTarget {
     int output = 0;                    // which output of the leaf node
     int grad_value = -1;               // the VALUE_GRAD value standing for its .grad
 };
+#define PLAN_GRAD_TARGET_FIELDS(FIELD) \
+    FIELD(kind, plain, 1)              \
+    FIELD(index, plain, 1)             \
+    FIELD(output, plain, 1)            \
+    FIELD(grad_value, plain, 1)
 
 // ---------------------------------------------------------------------------------------------
 // Steps
@@ -219,6 +242,20 @@ struct PlanStep {                       // fields ordered so that none is padded
     int64_t recorded_group = 0;            // backward: the recorded forward node it differentiates (Node::group)
     FusedOps fused;                        // STEP_FUSED: the ops, in order, and the input modes
 };
+// A recording's steps are in files (a compiled plan's are not: into_grad and fused are none).
+#define PLAN_STEP_FIELDS(FIELD)                                                 \
+    FIELD(kind, plain, 1)                                                       \
+    FIELD(op, plain, 1)   /* by name: a file stays readable as the op table grows */ \
+    FIELD(attrs, attrs, 1)   /* the set itself (OP_ATTRS_FIELDS), not its index */    \
+    FIELD(inputs, plain, 1)                                                     \
+    FIELD(outputs, plain, 1)                                                    \
+    FIELD(target, plain, 1)                                                     \
+    FIELD(phase, plain, 1)                                                      \
+    FIELD(where, plain, 1)                                                      \
+    FIELD(recorded_id, plain, 1)                                                \
+    FIELD(recorded_group, plain, 4)                                             \
+    FIELD(into_grad, none, 1)                                                   \
+    FIELD(fused, none, 1)
 
 // Steps packed into bytes (plan_pack_steps): ~15 bytes a step where a PlanStep is 80. Ids are
 // written as varint differences from the ones before, which in a loop's recording are small. A
@@ -272,6 +309,19 @@ struct PlanGuard {
     SourceLoc where;
     std::string text;               // what the Lua code did: "loss:item()", "y > 0"
 };
+#define PLAN_GUARD_FIELDS(FIELD)  \
+    FIELD(kind, plain, 1)         \
+    FIELD(value, plain, 1)        \
+    FIELD(expected, plain, 1)     \
+    FIELD(compare, plain, 1)      \
+    FIELD(swapped, plain, 1)      \
+    FIELD(other_value, plain, 1)  \
+    FIELD(other_number, plain, 1) \
+    FIELD(truth, plain, 1)        \
+    FIELD(target, plain, 1)       \
+    FIELD(defined, plain, 1)      \
+    FIELD(where, plain, 1)        \
+    FIELD(text, plain, 1)
 
 // The arguments, and what the plan returns.
 struct PlanInput {
@@ -282,11 +332,21 @@ struct PlanInput {
     bool requires_grad = false;
     bool contiguous = true;   // row-major (not a strided view): the plan's steps were recorded on that layout
 };
+#define PLAN_INPUT_FIELDS(FIELD)   \
+    FIELD(name, plain, 1)          \
+    FIELD(dtype, plain, 1)         \
+    FIELD(device, plain, 1)        \
+    FIELD(requires_grad, plain, 1) \
+    FIELD(contiguous, plain, 2)    \
+    FIELD(shape, shape, 1)
 
 struct PlanOutput {
     int value = -1;
     int grad_value = -1;   // a returned tensor's .grad (retain_grad), -1: none
 };
+#define PLAN_OUTPUT_FIELDS(FIELD) \
+    FIELD(value, plain, 1)        \
+    FIELD(grad_value, plain, 1)
 
 struct PlanPasses {
     bool dce = true;       // dead-node elimination
@@ -296,6 +356,13 @@ struct PlanPasses {
     bool inplace = true;   // gradients accumulated by the op that makes them; elementwise ops over a dying input
     bool reuse = true;     // liveness-based buffer reuse
 };
+#define PLAN_PASSES_FIELDS(FIELD) \
+    FIELD(dce, plain, 1)          \
+    FIELD(cse, plain, 1)          \
+    FIELD(fold, plain, 1)         \
+    FIELD(fuse, plain, 1)         \
+    FIELD(inplace, plain, 1)      \
+    FIELD(reuse, plain, 1)
 
 // What the passes did, for :plan.
 struct PlanStats {
@@ -309,11 +376,26 @@ struct PlanStats {
     double record_seconds = 0;     // the recorded run, from plan_record_begin to plan_record_end (0: loaded)
     double compile_seconds = 0;    // plan_compile: the passes and buffers (not the debug replay)
 };
+#define PLAN_STATS_FIELDS(FIELD)   \
+    FIELD(recorded_nodes, plain, 1) \
+    FIELD(dead, none, 1)            \
+    FIELD(common, none, 1)          \
+    FIELD(folded, none, 1)          \
+    FIELD(fused_ops, none, 1)       \
+    FIELD(fused_groups, none, 1)    \
+    FIELD(inplace, none, 1)         \
+    FIELD(grads_in_place, none, 1)  \
+    FIELD(buffers, none, 1)         \
+    FIELD(buffer_bytes, none, 1)    \
+    FIELD(per_call_bytes, none, 1)  \
+    FIELD(unshared_bytes, none, 1)  \
+    FIELD(eager_peak_bytes, plain, 1) \
+    FIELD(record_seconds, none, 1)  \
+    FIELD(compile_seconds, none, 1)
 
-struct PlanExec;   // run-time state (plan.cpp), built on first run
+struct PlanExec;   // run-time state (plan_internal.h), built on first run
 
-// A field added here is added to plan.cpp's copy_without_steps too (compiling copies a recording
-// field by field, its steps apart: the steps it drops are not copied).
+// A field added here is added to PLAN_FIELDS below.
 struct Plan {
     std::string name;
     SourceLoc where;                  // the line that froze it
@@ -353,6 +435,39 @@ struct Plan {
     // not pay a second plan's memory).
     std::shared_ptr<Plan> debug_replay;
 };
+// Plan's fields: FIELD(name, file, since, copy), as the lists above, and `copy` says whether compiling
+// copies the field from the recording (copied) or the compiled plan makes its own (made: its
+// steps, from those the recording's dead-node elimination keeps; its device; its run-time state).
+// In files: `list` is a count, then each element by its struct's list; `steps` the recording's
+// steps so (packed ones unpacked, group steps left out); `passes` the passes the caller gives to
+// plan_save (a recording's own are not used); `fields` the struct by its own list.
+#define PLAN_FIELDS(FIELD)                       \
+    FIELD(name, plain, 1, copied)                \
+    FIELD(where, plain, 1, copied)               \
+    FIELD(grad_mode, plain, 1, copied)           \
+    FIELD(passes, passes, 1, copied)             \
+    FIELD(inputs, list, 1, copied)               \
+    FIELD(captured, list, 1, copied)             \
+    FIELD(constants, list, 1, copied)            \
+    FIELD(grad_targets, list, 1, copied)         \
+    FIELD(values, list, 1, copied)               \
+    FIELD(steps, steps, 1, made)                 \
+    FIELD(guards, list, 1, copied)               \
+    FIELD(outputs, list, 1, copied)              \
+    FIELD(stats, fields, 1, copied)              \
+    FIELD(device, none, 1, made)                 \
+    FIELD(packed, none, 1, made)                 \
+    FIELD(attrs, none, 1, copied)                \
+    FIELD(groups, none, 1, made)   /* the debug replay's: unpacked (plan_copy_without_steps) */ \
+    FIELD(packed_groups, none, 1, made)          \
+    FIELD(compiled, none, 1, copied)             \
+    FIELD(value_buffer, none, 1, copied)         \
+    FIELD(buffer_bytes, none, 1, copied)         \
+    FIELD(value_per_call, none, 1, copied)       \
+    FIELD(first_effect_step, none, 1, copied)    \
+    FIELD(exec, none, 1, made)                   \
+    FIELD(recording, none, 1, made)              \
+    FIELD(debug_replay, none, 1, made)
 
 // A step's attributes.
 inline const OpAttrs& plan_step_attrs(const Plan& plan, const PlanStep& step) { return plan.attrs[step.attrs]; }
@@ -467,7 +582,7 @@ std::string plan_describe(const Plan& plan);
 // A byte count for people: "512 B", "1.5 KiB", "2.25 MiB" (plan_describe, the pass log).
 std::string plan_bytes_text(size_t bytes);
 
-// A GPU plan's CUDA graphs so far (plan.cpp, GraphSegment): the runs of steps a graph may replay,
+// A GPU plan's CUDA graphs so far (plan_internal.h, GraphSegment): the runs of steps a graph may replay,
 // the steps in them, how many are captured now and how many could not be.
 struct PlanGraphStats {
     int segments = 0, steps = 0, captured = 0, refused = 0;

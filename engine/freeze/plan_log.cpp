@@ -1,5 +1,5 @@
 // plan_log.cpp: the freeze compiler's per-pass log said for people (plan_log.h). The passes
-// themselves (engine/plan.cpp) fill the log; this file names passes and steps and writes the text
+// themselves (plan_compile.cpp) fill the log; this file names passes and steps and writes the text
 // of `:plan f --passes`.
 #include "plan_log.h"
 
