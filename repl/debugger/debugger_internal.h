@@ -106,8 +106,6 @@ int breaks_record_hit(lua_State* L, int id);
 bool source_matches(const std::string& source, const std::string& path);
 // Edit distance (for suggestions).
 int edit_distance(const std::string& a, const std::string& b);
-// The words of `text`, split at any of `separators`.
-std::vector<std::string> split_words(const std::string& text, const char* separators = " \t");
 
 // ---- debugger_stop.cpp
 // Fill stop.frames from T's stack (level `first_level` up) and choose the script frame.
