@@ -34,5 +34,6 @@ public:
 };
 
 // stdin is a terminal: readline with history (~/.tapedeck_history) and tab completion over the
-// globals, table fields and tensor methods of L. Otherwise: plain lines, no prompt.
-std::unique_ptr<LineSource> line_source_for_stdin(lua_State* L);
+// globals, table fields and tensor methods of the program's Lua state (the one
+// repl_install_interrupt_handler was given). Otherwise: plain lines, no prompt.
+std::unique_ptr<LineSource> line_source_for_stdin();

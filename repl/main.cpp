@@ -17,6 +17,7 @@
 #include "plan.h"
 #include "debugger.h"
 #include "repl.h"
+#include "repl_state.h"
 #include "tapedeck_lua.h"
 #include "viewer.h"
 
@@ -288,15 +289,12 @@ void set_arg_table(lua_State* L, char** argv, int argc, int script_index) {
 
 // Where the REPL and debugger stops read lines: stdin, made on first use (a script that never
 // stops never sets up readline).
-lua_State* g_state = nullptr;
-std::unique_ptr<LineSource> g_stdin_source;   // ends in shutdown(), not in static destruction
-
 LineSource& stdin_source() {
-    if (!g_stdin_source) {
-        g_stdin_source = line_source_for_stdin(g_state);
-        g_stdin_source->on_idle = viewer_frame;   // the viewer's window keeps drawing while the prompt (or a stop) waits
+    if (!repl_state.stdin_source) {
+        repl_state.stdin_source = line_source_for_stdin();
+        repl_state.stdin_source->on_idle = viewer_frame;   // the viewer's window keeps drawing while the prompt (or a stop) waits
     }
-    return *g_stdin_source;
+    return *repl_state.stdin_source;
 }
 
 // The debugger is attached unless TAPEDECK_DEBUGGER=off (to measure what attaching costs).
@@ -316,7 +314,7 @@ void print_banner() {
 // so nothing of it is destroyed after main returns.
 int shutdown(lua_State* L, int status) {
     lua_close(L);
-    g_stdin_source.reset();   // readline's history file is trimmed here
+    repl_state.stdin_source.reset();   // readline's history file is trimmed here
     td::engine_release_spares();
     return status;
 }
@@ -423,8 +421,7 @@ int main(int argc, char** argv) {
     luaL_openlibs(L);
     tapedeck_open(L);
     viewer_open_lua(L);
-    repl_install_interrupt_handler(L);
-    g_state = L;
+    repl_install_interrupt_handler(L);   // repl_state.L: the program's Lua state
     attach_debugger(L);
     td::engine_keep_backward_graph(false);   // a subcommand (bench) or a script; -i turns it on below
 

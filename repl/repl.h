@@ -63,7 +63,8 @@ bool repl_quit_requested();
 
 // Ctrl-C while waiting at the prompt: the terminal source asks whether one came.
 bool repl_take_interrupt();
-// Install the SIGINT handler used at the prompt and while Lua runs.
+// Install the SIGINT handler used at the prompt and while Lua runs in L, the program's Lua state
+// (which the stdin line source's Tab completion reads too).
 void repl_install_interrupt_handler(lua_State* L);
 // Ctrl-C while Lua runs calls `break_in` (from the signal handler: it may only set flags and call
 // lua_sethook). When it returns true it took the interrupt; otherwise the running code stops
