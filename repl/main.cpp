@@ -15,6 +15,7 @@
 #include "device.h"
 #include "onnx_export.h"
 #include "plan.h"
+#include "commands.h"
 #include "debugger.h"
 #include "repl.h"
 #include "repl_state.h"
@@ -297,8 +298,28 @@ LineSource& stdin_source() {
     return *repl_state.stdin_source;
 }
 
-// The debugger is attached unless TAPEDECK_DEBUGGER=off (to measure what attaching costs).
+// The terminal REPL as the debugger's front end (debugger_front_end.h): stops run its loop and
+// run Lua as it does.
+DebuggerFrontEnd terminal_front_end() {
+    DebuggerFrontEnd f;
+    f.call = repl_docall;
+    f.report = repl_report;
+    f.load = repl_load;
+    f.eval = repl_eval;
+    f.run_chunk = repl_run_chunk;
+    f.run_command = command_run;
+    f.loop = repl_loop;
+    f.request_quit = repl_request_quit;
+    f.quit_requested = repl_quit_requested;
+    f.set_break_in = repl_set_break_in;
+    f.set_error_observer = repl_set_error_observer;
+    return f;
+}
+
+// The debugger is attached unless TAPEDECK_DEBUGGER=off (to measure what attaching costs); its
+// commands work either way.
 void attach_debugger(lua_State* L) {
+    debugger_set_front_end(terminal_front_end());
     debugger_open_lua(L);
     const char* setting = getenv("TAPEDECK_DEBUGGER");
     if (setting && strcmp(setting, "off") == 0) return;

@@ -191,15 +191,6 @@ int repl_docall(lua_State* L, int nargs, int nresults) {
     return status;
 }
 
-std::string repl_error_text(lua_State* L, int idx) {
-    if (lua_type(L, idx) == LUA_TSTRING || lua_type(L, idx) == LUA_TNUMBER) {
-        size_t length;
-        const char* text = lua_tolstring(L, idx, &length);   // a number converts in place: it is a string after
-        return std::string(text, length);
-    }
-    return std::string("(error object is a ") + luaL_typename(L, idx) + " value)";
-}
-
 void repl_report(lua_State* L) {
     if (repl_state.quit_requested) {   // the error that abandons running code after :quit at a stop
         lua_pop(L, 1);

@@ -17,8 +17,8 @@
 #include "debugger_internal.h"
 #include "plan.h"
 #include "tensor_stats.h"
-#include "repl.h"
 #include "tapedeck_lua.h"
+#include "value_text.h"
 #include "text_util.h"
 #include "format.h"
 

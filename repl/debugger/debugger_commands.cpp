@@ -11,8 +11,8 @@
 
 #include "debugger.h"
 #include "debugger_internal.h"
-#include "repl.h"
 #include "tapedeck_lua.h"
+#include "value_text.h"
 #include "text_util.h"
 
 namespace {
@@ -142,7 +142,7 @@ bool debugger_cmd_run(lua_State* L, const std::string& args) {
     }
     lua_setglobal(L, "arg");
     for (size_t i = 1; i < words.size(); ++i) lua_pushstring(L, words[i].c_str());
-    repl_run_chunk(L, words[0], "", true, static_cast<int>(words.size()) - 1);
+    dbg::g.front.run_chunk(L, words[0], "", true, static_cast<int>(words.size()) - 1);
     return true;
 }
 
@@ -156,7 +156,7 @@ bool debugger_cmd_inspect(lua_State* L, const std::string& args) {
         fail(":inspect needs an expression, as in :inspect out or :inspect grad_input[1]");
         return true;
     }
-    if (!repl_eval(L, args)) return true;
+    if (!dbg::g.front.eval(L, args)) return true;
     if (td::Tensor* t = tapedeck_test_tensor(L, -1)) {
         fputs(debugger_inspect(*t).c_str(), stdout);
     } else {
@@ -287,13 +287,13 @@ bool debugger_cmd_print(lua_State* L, const std::string& args) {
         return true;
     }
     int base = lua_gettop(L);
-    if (repl_load(L, "return " + args, "=stdin") != LUA_OK) {
+    if (dbg::g.front.load(L, "return " + args, "=stdin") != LUA_OK) {
         fail(":p: '" + args + "' is not a Lua expression: " + repl_error_text(L, -1));
         lua_settop(L, base);
         return true;
     }
-    if (repl_docall(L, 0, LUA_MULTRET) != LUA_OK) {
-        repl_report(L);
+    if (dbg::g.front.call(L, 0, LUA_MULTRET) != LUA_OK) {
+        dbg::g.front.report(L);
         lua_settop(L, base);
         return true;
     }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "debugger.h"
+#include "debugger_front_end.h"
 #include "viewer.h"
 
 struct lua_Debug;
@@ -45,7 +46,8 @@ struct StopTableRef {
 // The debugger's state, all of it: the one instance is `g` (debugger.cpp).
 struct State {
     lua_State* L = nullptr;                   // the main thread
-    LineSource& (*get_source)() = nullptr;
+    DebuggerFrontEnd front;                   // the front end that drives the debugger (debugger_set_front_end)
+    LineSource& (*get_source)() = nullptr;    // where a stop's prompt reads (debugger_attach)
     int observer = 0;                         // engine observer handle; 0 when detached
     bool break_in_on_ctrl_c = false;          // an interactive session (stdin is a terminal)
 

@@ -21,7 +21,6 @@
 #include "plan.h"
 #include "source_cache.h"
 #include "tensor_stats.h"
-#include "repl.h"
 #include "tapedeck_lua.h"
 #include "value_text.h"
 #include "format.h"
@@ -971,7 +970,7 @@ namespace {
 std::string format_watch(lua_State* L, const Watch& w, int env_ref) {
     std::string code = "return " + w.expression;
     std::string value;
-    int status = env_ref == LUA_NOREF ? repl_load(L, code, "=watch") : luaL_loadbuffer(L, code.data(), code.size(), "=watch");
+    int status = env_ref == LUA_NOREF ? g.front.load(L, code, "=watch") : luaL_loadbuffer(L, code.data(), code.size(), "=watch");
     if (status == LUA_OK) {
         if (env_ref != LUA_NOREF) {
             lua_rawgeti(L, LUA_REGISTRYINDEX, env_ref);

@@ -17,7 +17,6 @@
 #include <functional>
 
 #include "debugger_internal.h"
-#include "line_source.h"
 #include "viewer.h"
 
 using namespace td;

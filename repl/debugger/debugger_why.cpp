@@ -31,7 +31,6 @@
 #include "debugger.h"
 #include "debugger_internal.h"
 #include "node_names.h"
-#include "repl.h"
 #include "tapedeck_lua.h"
 #include "tensor_stats.h"
 #include "lua_util.h"
@@ -1001,7 +1000,7 @@ using namespace dbg;
 bool debugger_cmd_why(lua_State* L, const std::string& args) {
     Target target;
     if (!args.empty()) {
-        if (!repl_eval(L, args)) return true;
+        if (!g.front.eval(L, args)) return true;
         td::Tensor* t = tapedeck_test_tensor(L, -1);
         if (!t) {
             fail(":why: '" + args + "' is a " + luaL_typename(L, -1) + ", not a tensor");
