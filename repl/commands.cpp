@@ -15,6 +15,7 @@
 #include "plan_passes.h"
 #include "repl.h"
 #include "tapedeck_lua.h"
+#include "text_util.h"
 #include "viewer.h"
 #include "training_view.h"
 
@@ -27,11 +28,6 @@ struct Command {
     const char* help;
     bool (*run)(lua_State* L, const std::string& args);   // false: leave the REPL
 };
-
-std::string trim(const std::string& s) {
-    size_t a = s.find_first_not_of(" \t"), b = s.find_last_not_of(" \t");
-    return a == std::string::npos ? "" : s.substr(a, b - a + 1);
-}
 
 // The nodes an optional expression names: the graph of the tensor it evaluates to, or the whole
 // tape when there is no expression. False (message printed) when it is not a tensor.
@@ -77,7 +73,7 @@ bool cmd_graph(lua_State* L, const std::string& args) {
 bool cmd_dot(lua_State* L, const std::string& args) {
     size_t space = args.find_last_of(" \t");
     std::string file = space == std::string::npos ? args : args.substr(space + 1);
-    std::string expression = space == std::string::npos ? "" : trim(args.substr(0, space));
+    std::string expression = space == std::string::npos ? "" : text_trim(args.substr(0, space));
     if (file.empty()) {
         fprintf(stderr, ":dot needs a file name, as in  :dot loss graph.svg\n");
         return true;
@@ -139,8 +135,8 @@ bool call_frozen_method(lua_State* L, const char* name, const std::string& args)
 // :freeze f = expr, args...   is   f = torch.freeze{name = "f", expr, args...}, then a summary.
 bool cmd_freeze(lua_State* L, const std::string& args) {
     size_t equals = args.find('=');
-    std::string name = equals == std::string::npos ? "" : trim(args.substr(0, equals));
-    std::string rest = equals == std::string::npos ? "" : trim(args.substr(equals + 1));
+    std::string name = equals == std::string::npos ? "" : text_trim(args.substr(0, equals));
+    std::string rest = equals == std::string::npos ? "" : text_trim(args.substr(equals + 1));
     bool is_name = !name.empty() && (isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_');
     for (char c : name) is_name = is_name && (isalnum(static_cast<unsigned char>(c)) || c == '_');
     if (!is_name || rest.empty()) {
@@ -167,7 +163,7 @@ bool cmd_freeze(lua_State* L, const std::string& args) {
 bool cmd_plan(lua_State* L, const std::string& args) {
     size_t option = args.find("--");
     if (option != std::string::npos) {   // :plan f --passes [PASS] [--view]
-        plan_passes_command(L, trim(args.substr(0, option)), args.substr(option));
+        plan_passes_command(L, text_trim(args.substr(0, option)), args.substr(option));
         return true;
     }
     if (!frozen_for(L, args, "plan")) return true;
@@ -182,7 +178,7 @@ bool cmd_timeit(lua_State* L, const std::string& args) {
     std::string expression = args, count = "1000";
     size_t space = args.find_last_of(" \t");
     if (space != std::string::npos && args.find_first_not_of("0123456789", space + 1) == std::string::npos) {
-        expression = trim(args.substr(0, space));
+        expression = text_trim(args.substr(0, space));
         count = args.substr(space + 1);
     }
     if (!frozen_for(L, expression, "timeit")) return true;
@@ -279,10 +275,10 @@ std::string command_help() {
 }
 
 bool command_run(lua_State* L, const std::string& line) {
-    std::string text = trim(line);
+    std::string text = text_trim(line);
     size_t space = text.find_first_of(" \t");
     std::string name = text.substr(0, space);
-    std::string args = space == std::string::npos ? "" : trim(text.substr(space));
+    std::string args = space == std::string::npos ? "" : text_trim(text.substr(space));
     for (const Command& c : commands)
         if (name == c.name || (c.alias && name == c.alias)) return c.run(L, args);
     fprintf(stderr, "unknown command ':%s' (type :help for the list)\n", name.c_str());

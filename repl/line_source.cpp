@@ -16,6 +16,7 @@
 
 #include "commands.h"
 #include "repl.h"
+#include "repl_state.h"
 
 namespace {
 
@@ -35,10 +36,6 @@ public:
 // ---------------------------------------------------------------------------------------------
 // Tab completion: globals, then fields after '.', methods after ':' (tensor methods included).
 // Only reads tables (rawget, metatables): completing never runs user code.
-
-lua_State* g_completion_state = nullptr;
-std::vector<std::string> g_matches;
-size_t g_next_match = 0;
 
 const char* const LUA_KEYWORDS[] = {"and", "break", "do", "else", "elseif", "end", "false", "for", "function",
                                     "goto", "if", "in", "local", "nil", "not", "or", "repeat", "return", "then",
@@ -80,7 +77,7 @@ void add_keys(lua_State* L, const std::string& head, const std::string& prefix, 
         if (lua_type(L, -2) == LUA_TSTRING) {
             const char* key = lua_tostring(L, -2);
             bool wanted = !functions_only || lua_isfunction(L, -1);
-            if (wanted && strncmp(key, prefix.c_str(), prefix.size()) == 0) g_matches.push_back(head + key);
+            if (wanted && strncmp(key, prefix.c_str(), prefix.size()) == 0) repl_state.matches.push_back(head + key);
         }
         lua_pop(L, 1);
     }
@@ -92,11 +89,11 @@ const char* const TENSOR_FIELDS[] = {"shape", "grad", "requires_grad", "grad_fn"
 
 // `text` is the word before the cursor; `line_start` says it begins the line (':' commands).
 void collect_matches(const std::string& text, bool line_start) {
-    lua_State* L = g_completion_state;
-    g_matches.clear();
+    lua_State* L = repl_state.L;
+    repl_state.matches.clear();
     if (line_start && !text.empty() && text[0] == ':') {
         for (const std::string& name : command_names())
-            if (name.compare(0, text.size() - 1, text, 1) == 0) g_matches.push_back(":" + name);
+            if (name.compare(0, text.size() - 1, text, 1) == 0) repl_state.matches.push_back(":" + name);
         return;
     }
     size_t sep = text.find_last_of(".:");
@@ -108,7 +105,7 @@ void collect_matches(const std::string& text, bool line_start) {
         add_keys(L, "", text, false);
         lua_pop(L, 1);
         for (const char* const* k = LUA_KEYWORDS; *k; ++k)
-            if (strncmp(*k, text.c_str(), text.size()) == 0) g_matches.push_back(*k);
+            if (strncmp(*k, text.c_str(), text.size()) == 0) repl_state.matches.push_back(*k);
         return;
     }
     std::string object = text.substr(0, sep), prefix = text.substr(sep + 1), head = text.substr(0, sep + 1);
@@ -119,7 +116,7 @@ void collect_matches(const std::string& text, bool line_start) {
         if (lua_getfield(L, -1, "methods") == LUA_TTABLE) {
             add_keys(L, head, prefix, method);
             for (const char* const* f = TENSOR_FIELDS; *f && !method; ++f)
-                if (strncmp(*f, prefix.c_str(), prefix.size()) == 0) g_matches.push_back(head + *f);
+                if (strncmp(*f, prefix.c_str(), prefix.size()) == 0) repl_state.matches.push_back(head + *f);
         }
         lua_pop(L, 1);
         if (lua_getfield(L, -1, "__index") == LUA_TTABLE) add_keys(L, head, prefix, method);
@@ -128,19 +125,17 @@ void collect_matches(const std::string& text, bool line_start) {
     lua_pop(L, 1);
 }
 
-int g_word_start = 0;   // where the word being completed begins in rl_line_buffer
-
 char* match_generator(const char* text, int state) {
     if (state == 0) {
-        collect_matches(text, g_word_start == 0);
-        g_next_match = 0;
+        collect_matches(text, repl_state.word_start == 0);
+        repl_state.next_match = 0;
     }
-    if (g_next_match < g_matches.size()) return strdup(g_matches[g_next_match++].c_str());
+    if (repl_state.next_match < repl_state.matches.size()) return strdup(repl_state.matches[repl_state.next_match++].c_str());
     return nullptr;
 }
 
 char** complete(const char* text, int start, int) {
-    g_word_start = start;
+    repl_state.word_start = start;
     rl_attempted_completion_over = 1;   // no file-name completion
     rl_completion_append_character = start == 0 && text[0] == ':' ? ' ' : '\0';   // ":graph " then its argument
     return rl_completion_matches(text, match_generator);
@@ -151,8 +146,7 @@ char** complete(const char* text, int start, int) {
 
 class TerminalLineSource : public LineSource {
 public:
-    explicit TerminalLineSource(lua_State* L) {
-        g_completion_state = L;
+    TerminalLineSource() {
         rl_readline_name = "tapedeck";
         rl_attempted_completion_function = complete;
         rl_completer_word_break_characters = const_cast<char*>(" \t\n\"'<>=;+-*/%^~#{}()[],");
@@ -252,7 +246,7 @@ TerminalLineSource* TerminalLineSource::current_ = nullptr;
 
 }  // namespace
 
-std::unique_ptr<LineSource> line_source_for_stdin(lua_State* L) {
-    if (isatty(STDIN_FILENO)) return std::make_unique<TerminalLineSource>(L);
+std::unique_ptr<LineSource> line_source_for_stdin() {
+    if (isatty(STDIN_FILENO)) return std::make_unique<TerminalLineSource>();
     return std::make_unique<PipeLineSource>();
 }

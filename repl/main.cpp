@@ -15,8 +15,10 @@
 #include "device.h"
 #include "onnx_export.h"
 #include "plan.h"
+#include "commands.h"
 #include "debugger.h"
 #include "repl.h"
+#include "repl_state.h"
 #include "tapedeck_lua.h"
 #include "viewer.h"
 
@@ -101,97 +103,125 @@ td::Tensor run_plan_input(const td::Plan& plan, size_t k, const std::string& fil
     return t;
 }
 
+// run-plan's command line: the plan file, the --input files (name or "" for the next input in
+// order, file), --out and --max-bytes.
+struct RunPlanArgs {
+    std::string plan_path;
+    std::string out_dir = ".";
+    td::PlanLoadOptions load_options;
+    std::vector<std::pair<std::string, std::string>> given;
+};
+
+const char* const RUN_PLAN_USAGE =
+    "usage: tapedeck run-plan plan.tdp [--input name=file.npy ...] [--out dir] [--max-bytes N[K|M|G]]\n";
+
+// Parse run-plan's arguments; false, with the message and usage printed, on bad input.
+bool run_plan_parse_args(int argc, char** argv, RunPlanArgs& args) {
+    for (int i = 0; i < argc; ++i) {
+        std::string a = argv[i];
+        if ((a == "--input" || a == "--out" || a == "--max-bytes") && i + 1 >= argc) {
+            fprintf(stderr, "run-plan: %s needs a value\n%s", a.c_str(), RUN_PLAN_USAGE);
+            return false;
+        }
+        if (a == "--input") {
+            std::string spec = argv[++i];
+            size_t eq = spec.find('=');
+            args.given.emplace_back(eq == std::string::npos ? "" : spec.substr(0, eq), eq == std::string::npos ? spec : spec.substr(eq + 1));
+        } else if (a == "--out") {
+            args.out_dir = argv[++i];
+        } else if (a == "--max-bytes") {
+            if (!parse_byte_count(argv[++i], &args.load_options.max_bytes)) {
+                fprintf(stderr, "run-plan: --max-bytes needs a positive number of bytes like 1000000, 512M or 4G, got '%s'\n%s",
+                        argv[i], RUN_PLAN_USAGE);
+                return false;
+            }
+        } else if (args.plan_path.empty() && !a.empty() && a[0] != '-') {
+            args.plan_path = a;
+        } else {
+            fprintf(stderr, "run-plan: unknown argument '%s'\n%s", a.c_str(), RUN_PLAN_USAGE);
+            return false;
+        }
+    }
+    if (args.plan_path.empty()) {
+        fputs(RUN_PLAN_USAGE, stderr);
+        return false;
+    }
+    return true;
+}
+
+// The plan's inputs from the --input files, by name or in order; an error (thrown) names an
+// unknown, extra, repeated or missing input.
+std::vector<td::Tensor> run_plan_inputs(const td::Plan& plan, const std::vector<std::pair<std::string, std::string>>& given) {
+    std::vector<td::Tensor> inputs(plan.inputs.size());
+    size_t next_positional = 0;
+    for (const auto& g : given) {
+        size_t k = next_positional;
+        if (!g.first.empty()) {
+            for (k = 0; k < plan.inputs.size() && plan.inputs[k].name != g.first; ++k) {}
+            if (k == plan.inputs.size()) {
+                std::string names;
+                for (const td::PlanInput& in : plan.inputs) names += " " + in.name;
+                if (names.empty()) names = " none";
+                td::engine_fail("run-plan: the plan has no input '%s' (its inputs:%s)", g.first.c_str(), names.c_str());
+            }
+        } else {
+            ++next_positional;
+        }
+        if (k >= inputs.size())
+            td::engine_fail("run-plan: more inputs given than the plan takes (%zu)", inputs.size());
+        if (inputs[k].defined())
+            td::engine_fail("run-plan: input %zu (%s) is given twice", k + 1, plan.inputs[k].name.c_str());
+        inputs[k] = run_plan_input(plan, k, g.second);
+    }
+    for (size_t k = 0; k < inputs.size(); ++k)
+        if (!inputs[k].defined())
+            td::engine_fail("run-plan: input %zu (%s, %s %s) is missing: give --input %s=file.npy", k + 1,
+                            plan.inputs[k].name.c_str(), td::dtype_name(plan.inputs[k].dtype),
+                            plan.inputs[k].shape.str().c_str(), plan.inputs[k].name.c_str());
+    return inputs;
+}
+
+// Write what the run returned (output1.npy, ...), and each captured tensor as it is now with its
+// gradient (<name>.npy, <name>.grad.npy), into `out_dir` (made when missing), one line each.
+void run_plan_write_results(const td::Plan& plan, const td::PlanRunResult& result, const std::string& out_dir) {
+    std::error_code error;
+    std::filesystem::create_directories(out_dir, error);
+    if (error) td::engine_fail("run-plan: cannot make %s: %s", out_dir.c_str(), error.message().c_str());
+    auto write = [&](const std::string& file, const td::Value& v) {
+        std::string path = (std::filesystem::path(out_dir) / file).lexically_normal().string();
+        td::npy_save(v, path);
+        printf("wrote %s  %s %s\n", path.c_str(), td::dtype_name(v.dtype), v.shape.str().c_str());
+    };
+    for (size_t k = 0; k < result.outputs.size(); ++k)
+        if (result.outputs[k].defined()) write("output" + std::to_string(k + 1) + ".npy", result.outputs[k].value());
+    for (size_t c = 0; c < plan.captured.size(); ++c) {
+        const td::Tensor& t = plan.captured[c].tensor;
+        std::string name = plan.captured[c].name.empty() ? "captured" + std::to_string(c + 1) : plan.captured[c].name;
+        write(name + ".npy", t.value());
+        const td::Tensor& grad = t.node->outputs[t.output].grad;
+        if (grad.defined()) write(name + ".grad.npy", grad.value());
+    }
+}
+
 // `tapedeck run-plan plan.tdp --input x=x.npy --input y=y.npy --out results/`: runs a saved plan
 // once on .npy inputs (by name, or in order without a name) and writes what it returned
 // (output1.npy, ...), the gradients it accumulated (<name>.grad.npy) and the captured tensors as
 // they are after the call (<name>.npy: updated weights) into the out directory. --max-bytes bounds
 // the memory the plan may take (plan_load's max_bytes).
 int subcommand_run_plan(lua_State*, int argc, char** argv) {
-    const char* usage = "usage: tapedeck run-plan plan.tdp [--input name=file.npy ...] [--out dir] [--max-bytes N[K|M|G]]\n";
-    std::string plan_path, out_dir = ".";
-    td::PlanLoadOptions load_options;
-    std::vector<std::pair<std::string, std::string>> given;
-    for (int i = 0; i < argc; ++i) {
-        std::string a = argv[i];
-        if ((a == "--input" || a == "--out" || a == "--max-bytes") && i + 1 >= argc) {
-            fprintf(stderr, "run-plan: %s needs a value\n%s", a.c_str(), usage);
-            return 2;
-        }
-        if (a == "--input") {
-            std::string spec = argv[++i];
-            size_t eq = spec.find('=');
-            given.emplace_back(eq == std::string::npos ? "" : spec.substr(0, eq), eq == std::string::npos ? spec : spec.substr(eq + 1));
-        } else if (a == "--out") {
-            out_dir = argv[++i];
-        } else if (a == "--max-bytes") {
-            if (!parse_byte_count(argv[++i], &load_options.max_bytes)) {
-                fprintf(stderr, "run-plan: --max-bytes needs a positive number of bytes like 1000000, 512M or 4G, got '%s'\n%s",
-                        argv[i], usage);
-                return 2;
-            }
-        } else if (plan_path.empty() && !a.empty() && a[0] != '-') {
-            plan_path = a;
-        } else {
-            fprintf(stderr, "run-plan: unknown argument '%s'\n%s", a.c_str(), usage);
-            return 2;
-        }
-    }
-    if (plan_path.empty()) {
-        fputs(usage, stderr);
-        return 2;
-    }
+    RunPlanArgs args;
+    if (!run_plan_parse_args(argc, argv, args)) return 2;
     try {
         td::PlanPasses passes;
-        std::unique_ptr<td::Plan> recorded = td::plan_load(plan_path, &passes, load_options);
+        std::unique_ptr<td::Plan> recorded = td::plan_load(args.plan_path, &passes, args.load_options);
         std::unique_ptr<td::Plan> plan = td::plan_compile(std::move(recorded), passes);
-        std::vector<td::Tensor> inputs(plan->inputs.size());
-        size_t next_positional = 0;
-        for (const auto& g : given) {
-            size_t k = next_positional;
-            if (!g.first.empty()) {
-                for (k = 0; k < plan->inputs.size() && plan->inputs[k].name != g.first; ++k) {}
-                if (k == plan->inputs.size()) {
-                    std::string names;
-                    for (const td::PlanInput& in : plan->inputs) names += " " + in.name;
-                    if (names.empty()) names = " none";
-                    td::engine_fail("run-plan: the plan has no input '%s' (its inputs:%s)", g.first.c_str(), names.c_str());
-                }
-            } else {
-                ++next_positional;
-            }
-            if (k >= inputs.size())
-                td::engine_fail("run-plan: more inputs given than the plan takes (%zu)", inputs.size());
-            if (inputs[k].defined())
-                td::engine_fail("run-plan: input %zu (%s) is given twice", k + 1, plan->inputs[k].name.c_str());
-            inputs[k] = run_plan_input(*plan, k, g.second);
-        }
-        for (size_t k = 0; k < inputs.size(); ++k)
-            if (!inputs[k].defined())
-                td::engine_fail("run-plan: input %zu (%s, %s %s) is missing: give --input %s=file.npy", k + 1,
-                                plan->inputs[k].name.c_str(), td::dtype_name(plan->inputs[k].dtype),
-                                plan->inputs[k].shape.str().c_str(), plan->inputs[k].name.c_str());
+        std::vector<td::Tensor> inputs = run_plan_inputs(*plan, args.given);
         td::set_grad_enabled(plan->grad_mode);   // as when it was recorded (a plan made under no_grad too)
         std::string mismatch = td::plan_check_inputs(*plan, inputs);
         if (!mismatch.empty()) td::engine_fail("run-plan: %s", mismatch.c_str());
         td::PlanRunResult result = td::plan_run(*plan, inputs, true);
         if (!result.completed) td::engine_fail("run-plan: %s", result.reason.c_str());
-        std::error_code error;
-        std::filesystem::create_directories(out_dir, error);
-        if (error) td::engine_fail("run-plan: cannot make %s: %s", out_dir.c_str(), error.message().c_str());
-        auto write = [&](const std::string& file, const td::Value& v) {
-            std::string path = (std::filesystem::path(out_dir) / file).lexically_normal().string();
-            td::npy_save(v, path);
-            printf("wrote %s  %s %s\n", path.c_str(), td::dtype_name(v.dtype), v.shape.str().c_str());
-        };
-        for (size_t k = 0; k < result.outputs.size(); ++k)
-            if (result.outputs[k].defined()) write("output" + std::to_string(k + 1) + ".npy", result.outputs[k].value());
-        for (size_t c = 0; c < plan->captured.size(); ++c) {
-            const td::Tensor& t = plan->captured[c].tensor;
-            std::string name = plan->captured[c].name.empty() ? "captured" + std::to_string(c + 1) : plan->captured[c].name;
-            write(name + ".npy", t.value());
-            const td::Tensor& grad = t.node->outputs[t.output].grad;
-            if (grad.defined()) write(name + ".grad.npy", grad.value());
-        }
+        run_plan_write_results(*plan, result, args.out_dir);
     } catch (const std::exception& e) {
         fprintf(stderr, "%s\n", e.what());
         return 1;
@@ -260,19 +290,36 @@ void set_arg_table(lua_State* L, char** argv, int argc, int script_index) {
 
 // Where the REPL and debugger stops read lines: stdin, made on first use (a script that never
 // stops never sets up readline).
-lua_State* g_state = nullptr;
-std::unique_ptr<LineSource> g_stdin_source;   // ends in shutdown(), not in static destruction
-
 LineSource& stdin_source() {
-    if (!g_stdin_source) {
-        g_stdin_source = line_source_for_stdin(g_state);
-        g_stdin_source->on_idle = viewer_frame;   // the viewer's window keeps drawing while the prompt (or a stop) waits
+    if (!repl_state.stdin_source) {
+        repl_state.stdin_source = line_source_for_stdin();
+        repl_state.stdin_source->on_idle = viewer_frame;   // the viewer's window keeps drawing while the prompt (or a stop) waits
     }
-    return *g_stdin_source;
+    return *repl_state.stdin_source;
 }
 
-// The debugger is attached unless TAPEDECK_DEBUGGER=off (to measure what attaching costs).
+// The terminal REPL as the debugger's front end (debugger_front_end.h): stops run its loop and
+// run Lua as it does.
+DebuggerFrontEnd terminal_front_end() {
+    DebuggerFrontEnd f;
+    f.call = repl_docall;
+    f.report = repl_report;
+    f.load = repl_load;
+    f.eval = repl_eval;
+    f.run_chunk = repl_run_chunk;
+    f.run_command = command_run;
+    f.loop = repl_loop;
+    f.request_quit = repl_request_quit;
+    f.quit_requested = repl_quit_requested;
+    f.set_break_in = repl_set_break_in;
+    f.set_error_observer = repl_set_error_observer;
+    return f;
+}
+
+// The debugger is attached unless TAPEDECK_DEBUGGER=off (to measure what attaching costs); its
+// commands work either way.
 void attach_debugger(lua_State* L) {
+    debugger_set_front_end(terminal_front_end());
     debugger_open_lua(L);
     const char* setting = getenv("TAPEDECK_DEBUGGER");
     if (setting && strcmp(setting, "off") == 0) return;
@@ -288,8 +335,103 @@ void print_banner() {
 // so nothing of it is destroyed after main returns.
 int shutdown(lua_State* L, int status) {
     lua_close(L);
-    g_stdin_source.reset();   // readline's history file is trimmed here
+    repl_state.stdin_source.reset();   // readline's history file is trimmed here
     td::engine_release_spares();
+    return status;
+}
+
+// What the command line asks for, read as lua.c reads it: options, then the script and its arguments.
+struct ProgramOptions {
+    bool interactive = false;          // -i, or neither a script nor -e
+    bool post_mortem = false;          // --pm
+    std::vector<const char*> code;     // -e chunks, in order
+    int script = 0;                    // index of the script in argv; 0: none
+};
+
+constexpr int OPTIONS_GO_ON = -1;
+
+// Read the options up to the script (or "--"). Returns OPTIONS_GO_ON, or the exit status the
+// program ends with: -v, --ops and -h print and end; bad options print why and the usage.
+int parse_options(int argc, char** argv, ProgramOptions& options) {
+    std::string option_error;
+    int i = 1;
+    for (; i < argc && argv[i][0] == '-' && argv[i][1] != '\0'; ++i) {   // "-" alone is a script: stdin
+        if (viewer_parse_option(argc, argv, &i, &option_error)) {   // --view, --screenshot FILE, --frames N
+            if (!option_error.empty()) {
+                fprintf(stderr, "tapedeck: %s\n%s", option_error.c_str(), USAGE);
+                return 1;
+            }
+        } else if (strcmp(argv[i], "-i") == 0) {
+            options.interactive = true;
+        } else if (strcmp(argv[i], "--pm") == 0) {
+            options.post_mortem = true;
+        } else if (strcmp(argv[i], "-e") == 0) {
+            if (++i >= argc) {
+                fprintf(stderr, "tapedeck: -e needs code after it\n%s", USAGE);
+                return 1;
+            }
+            options.code.push_back(argv[i]);
+        } else if (strcmp(argv[i], "-v") == 0 || strcmp(argv[i], "--version") == 0) {
+            printf("tapedeck %s\n", TAPEDECK_VERSION);
+            printf("GEMM: %s\n", td::blas_describe().c_str());   // which products run where (engine/blas.h)
+            printf("GPU: %s\n", td::cuda_available() ? td::cuda_device_name().c_str() : td::cuda_unavailable_reason().c_str());
+            return 0;
+        } else if (strcmp(argv[i], "--ops") == 0) {
+            print_op_coverage();
+            return 0;
+        } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            fputs(USAGE, stdout);
+            return 0;
+        } else if (strcmp(argv[i], "--") == 0) {
+            ++i;
+            break;
+        } else {
+            fprintf(stderr, "tapedeck: unknown option '%s'\n%s", argv[i], USAGE);
+            return 1;
+        }
+    }
+    options.script = i < argc ? i : 0;
+    if (options.post_mortem && !options.script) {
+        fprintf(stderr, "tapedeck: --pm needs a script to run, as in  tapedeck --pm train.lua\n%s", USAGE);
+        return 1;
+    }
+    if (options.post_mortem && !debugger_attached()) {
+        fprintf(stderr, "tapedeck: --pm needs the debugger (TAPEDECK_DEBUGGER=off turns it off)\n");
+        return 1;
+    }
+    if (options.script == 0 && options.code.empty()) options.interactive = true;
+    return OPTIONS_GO_ON;
+}
+
+// Run what the options ask for: the -e chunks, the script (with --pm's post-mortem), the viewer
+// the options opened, then with -i the REPL. Returns the exit status.
+int run_program(lua_State* L, int argc, char** argv, const ProgramOptions& options) {
+    int script = options.script;
+    if (options.interactive && isatty(STDIN_FILENO)) print_banner();
+    // A person will look at the graph afterwards: backward passes keep what they recorded. A
+    // script run on its own frees it as it goes, as PyTorch does (engine_backward_graph_kept).
+    td::engine_keep_backward_graph(options.interactive);
+    set_arg_table(L, argv, argc, script);
+    viewer_start_from_options();
+
+    for (const char* chunk : options.code) {
+        if (repl_run_chunk(L, chunk, "=command line", false) != LUA_OK) return 1;
+    }
+    int status = 0;
+    if (script) {   // the rest of the command line is its arguments (also passed as `...`)
+        for (int j = script + 1; j < argc; ++j) lua_pushstring(L, argv[j]);
+        debugger_set_post_mortem_on_error(options.post_mortem);
+        if (repl_run_chunk(L, argv[script], "", true, argc - script - 1) != LUA_OK) status = 1;
+        debugger_set_post_mortem_on_error(false);
+    }
+    if (repl_quit_requested()) {   // :quit at a debugger stop; the script's failure when --pm showed it
+        return debugger_input_ended() || (options.post_mortem && status != 0) ? 1 : 0;
+    }
+    if (viewer_finish_from_options(options.interactive, repl_take_interrupt) != 0) status = 1;
+    if (options.interactive) {   // after a script that failed too: its globals are there to inspect
+        repl_loop(L, stdin_source());
+        status = debugger_input_ended() ? 1 : 0;
+    }
     return status;
 }
 
@@ -300,8 +442,7 @@ int main(int argc, char** argv) {
     luaL_openlibs(L);
     tapedeck_open(L);
     viewer_open_lua(L);
-    repl_install_interrupt_handler(L);
-    g_state = L;
+    repl_install_interrupt_handler(L);   // repl_state.L: the program's Lua state
     attach_debugger(L);
     td::engine_keep_backward_graph(false);   // a subcommand (bench) or a script; -i turns it on below
 
@@ -312,83 +453,9 @@ int main(int argc, char** argv) {
             }
         }
     }
-
     // Options first (as lua.c): -e chunks run in order after the banner, then the script.
-    bool interactive = false;
-    bool post_mortem = false;
-    std::vector<const char*> code;
-    std::string option_error;
-    int i = 1;
-    for (; i < argc && argv[i][0] == '-' && argv[i][1] != '\0'; ++i) {   // "-" alone is a script: stdin
-        if (viewer_parse_option(argc, argv, &i, &option_error)) {   // --view, --screenshot FILE, --frames N
-            if (!option_error.empty()) {
-                fprintf(stderr, "tapedeck: %s\n%s", option_error.c_str(), USAGE);
-                return shutdown(L, 1);
-            }
-        } else if (strcmp(argv[i], "-i") == 0) {
-            interactive = true;
-        } else if (strcmp(argv[i], "--pm") == 0) {
-            post_mortem = true;
-        } else if (strcmp(argv[i], "-e") == 0) {
-            if (++i >= argc) {
-                fprintf(stderr, "tapedeck: -e needs code after it\n%s", USAGE);
-                return shutdown(L, 1);
-            }
-            code.push_back(argv[i]);
-        } else if (strcmp(argv[i], "-v") == 0 || strcmp(argv[i], "--version") == 0) {
-            printf("tapedeck %s\n", TAPEDECK_VERSION);
-            printf("GEMM: %s\n", td::blas_describe().c_str());   // which products run where (engine/blas.h)
-            printf("GPU: %s\n", td::cuda_available() ? td::cuda_device_name().c_str() : td::cuda_unavailable_reason().c_str());
-            return shutdown(L, 0);
-        } else if (strcmp(argv[i], "--ops") == 0) {
-            print_op_coverage();
-            return shutdown(L, 0);
-        } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            fputs(USAGE, stdout);
-            return shutdown(L, 0);
-        } else if (strcmp(argv[i], "--") == 0) {
-            ++i;
-            break;
-        } else {
-            fprintf(stderr, "tapedeck: unknown option '%s'\n%s", argv[i], USAGE);
-            return shutdown(L, 1);
-        }
-    }
-    int script = i < argc ? i : 0;   // index of the script in argv; 0: none
-    if (post_mortem && !script) {
-        fprintf(stderr, "tapedeck: --pm needs a script to run, as in  tapedeck --pm train.lua\n%s", USAGE);
-        return shutdown(L, 1);
-    }
-    if (post_mortem && !debugger_attached()) {
-        fprintf(stderr, "tapedeck: --pm needs the debugger (TAPEDECK_DEBUGGER=off turns it off)\n");
-        return shutdown(L, 1);
-    }
-    if (script == 0 && code.empty()) interactive = true;
-    if (interactive && isatty(STDIN_FILENO)) print_banner();
-    // A person will look at the graph afterwards: backward passes keep what they recorded. A
-    // script run on its own frees it as it goes, as PyTorch does (engine_backward_graph_kept).
-    td::engine_keep_backward_graph(interactive);
-    set_arg_table(L, argv, argc, script);
-    viewer_start_from_options();
-
-    for (const char* chunk : code) {
-        if (repl_run_chunk(L, chunk, "=command line", false) != LUA_OK) return shutdown(L, 1);
-    }
-    int status = 0;
-    if (script) {   // the rest of the command line is its arguments (also passed as `...`)
-        for (int j = script + 1; j < argc; ++j) lua_pushstring(L, argv[j]);
-        debugger_set_post_mortem_on_error(post_mortem);
-        if (repl_run_chunk(L, argv[script], "", true, argc - script - 1) != LUA_OK) status = 1;
-        debugger_set_post_mortem_on_error(false);
-    }
-    if (repl_quit_requested()) {   // :quit at a debugger stop; the script's failure when --pm showed it
-        status = debugger_input_ended() || (post_mortem && status != 0) ? 1 : 0;
-    } else {
-        if (viewer_finish_from_options(interactive, repl_take_interrupt) != 0) status = 1;
-        if (interactive) {   // after a script that failed too: its globals are there to inspect
-            repl_loop(L, stdin_source());
-            status = debugger_input_ended() ? 1 : 0;
-        }
-    }
-    return shutdown(L, status);
+    ProgramOptions options;
+    int ended = parse_options(argc, argv, options);
+    if (ended != OPTIONS_GO_ON) return shutdown(L, ended);
+    return shutdown(L, run_program(L, argc, argv, options));
 }

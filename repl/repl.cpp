@@ -13,32 +13,26 @@
 #include <string>
 
 #include "commands.h"
+#include "repl_state.h"
 #include "tapedeck_lua.h"
 #include "value_text.h"
 
+ReplState repl_state;
+
 namespace {
 
-lua_State* g_running_state = nullptr;
+// Written by the SIGINT handler, so they stay volatile sig_atomic_t globals (the rest of the
+// program's state is in repl_state): a Ctrl-C that came while no Lua code ran (the prompt takes
+// it), and the time (CLOCK_MONOTONIC) of the last one that came while code ran (Ctrl-C twice).
 volatile sig_atomic_t g_interrupt_pending = 0;
-volatile sig_atomic_t g_lua_running = 0;
-bool (*g_break_in)(lua_State* L) = nullptr;
-void (*g_run_ended)(lua_State* L) = nullptr;
-void (*g_error_observer)(lua_State* L, const char* message) = nullptr;
-const ReplLoopOptions* g_innermost_loop = nullptr;   // the loop whose line is running now
-bool g_quit_requested = false;
+volatile sig_atomic_t g_interrupt_seconds = 0;
+volatile sig_atomic_t g_interrupt_nanoseconds = 0;
 
 // Set from the signal handler; stops the running Lua code at its next instruction or call.
 void stop_hook(lua_State* L, lua_Debug*) {
     lua_sethook(L, nullptr, 0, 0);
     luaL_error(L, "interrupted!");
 }
-
-// Ctrl-C twice: the time (CLOCK_MONOTONIC, ns) of the last Ctrl-C that came while code ran, and
-// the terminal's settings to restore before leaving (readline may have it in raw mode).
-volatile sig_atomic_t g_interrupt_seconds = 0;
-volatile sig_atomic_t g_interrupt_nanoseconds = 0;
-bool g_have_terminal_settings = false;
-struct termios g_terminal_settings;
 
 long long monotonic_ns() {
     struct timespec now;
@@ -48,7 +42,7 @@ long long monotonic_ns() {
 
 // From the signal handler: only async-signal-safe calls.
 [[noreturn]] void leave_interrupted_twice() {
-    if (g_have_terminal_settings) tcsetattr(STDIN_FILENO, TCSANOW, &g_terminal_settings);
+    if (repl_state.have_terminal_settings) tcsetattr(STDIN_FILENO, TCSANOW, &repl_state.terminal_settings);
     const char message[] = "\ntapedeck: interrupted twice within a second: leaving (exit status 130)\n";
     ssize_t written = write(STDERR_FILENO, message, sizeof message - 1);
     (void)written;
@@ -59,12 +53,12 @@ void on_sigint(int) {
     long long now = monotonic_ns();
     long long last = static_cast<long long>(g_interrupt_seconds) * 1000000000LL + g_interrupt_nanoseconds;
     if (last > 0 && now - last < 1000000000LL) leave_interrupted_twice();
-    if (g_lua_running && g_running_state) {
+    if (repl_state.lua_running && repl_state.L) {
         g_interrupt_seconds = static_cast<sig_atomic_t>(now / 1000000000LL);
         g_interrupt_nanoseconds = static_cast<sig_atomic_t>(now % 1000000000LL);
-        if (g_break_in && g_break_in(g_running_state)) return;
+        if (repl_state.break_in && repl_state.break_in(repl_state.L)) return;
         int mask = LUA_MASKCALL | LUA_MASKRET | LUA_MASKLINE | LUA_MASKCOUNT;
-        lua_sethook(g_running_state, stop_hook, mask, 1);
+        lua_sethook(repl_state.L, stop_hook, mask, 1);
     } else {
         g_interrupt_pending = 1;
     }
@@ -78,14 +72,14 @@ int message_handler(lua_State* L) {
     }
     std::string hint = tapedeck_error_hint(L, message);   // "attempt to call a nil value (method 'sume')"
     if (!hint.empty()) message = lua_pushfstring(L, "%s%s", message, hint.c_str());
-    if (g_error_observer) g_error_observer(L, message);   // the post-mortem, before the stack unwinds
+    if (repl_state.error_observer) repl_state.error_observer(L, message);   // the post-mortem, before the stack unwinds
     luaL_traceback(L, L, message, 1);
-    if (g_innermost_loop && g_innermost_loop->stack_base > 0) {
+    if (repl_state.innermost_loop && repl_state.innermost_loop->stack_base > 0) {
         // At a debugger stop: the frames of the stopped program are :where's, not this error's.
         lua_Debug ar;
         int depth = 0;
         while (lua_getstack(L, depth, &ar)) ++depth;
-        int keep = depth - 1 - g_innermost_loop->stack_base;   // frames from level 1 up to the prompt's chunk
+        int keep = depth - 1 - repl_state.innermost_loop->stack_base;   // frames from level 1 up to the prompt's chunk
         std::string text = lua_tostring(L, -1);
         size_t at = text.find("\nstack traceback:");
         for (int frame = 0; at != std::string::npos && frame <= keep; ++frame) at = text.find('\n', at + 1);
@@ -127,39 +121,39 @@ void print_results(lua_State* L, int base) {
 // Read a line with Lua marked as not running, so that Ctrl-C drops the line rather than stopping
 // code: a loop nested in a debugger stop waits inside running code.
 bool read_waiting(LineSource& source, const char* prompt, std::string& line) {
-    sig_atomic_t was_running = g_lua_running;
-    g_lua_running = 0;
+    sig_atomic_t was_running = repl_state.lua_running;
+    repl_state.lua_running = 0;
     bool ok = source.read_line(prompt, line);
-    g_lua_running = was_running;
+    repl_state.lua_running = was_running;
     return ok;
 }
 
 // Makes `options` the innermost loop for as long as it runs (loops nest inside debugger stops).
 struct InnermostLoop {
-    const ReplLoopOptions* saved = g_innermost_loop;
-    explicit InnermostLoop(const ReplLoopOptions* options) { g_innermost_loop = options; }
-    ~InnermostLoop() { g_innermost_loop = saved; }
+    const ReplLoopOptions* saved = repl_state.innermost_loop;
+    explicit InnermostLoop(const ReplLoopOptions* options) { repl_state.innermost_loop = options; }
+    ~InnermostLoop() { repl_state.innermost_loop = saved; }
 };
 
 }  // namespace
 
 void repl_push_env_names(lua_State* L) {
-    if (g_innermost_loop && g_innermost_loop->push_env_names) g_innermost_loop->push_env_names(L);
+    if (repl_state.innermost_loop && repl_state.innermost_loop->push_env_names) repl_state.innermost_loop->push_env_names(L);
     else lua_newtable(L);
 }
 
-void repl_request_quit() { g_quit_requested = true; }
-bool repl_quit_requested() { return g_quit_requested; }
-void repl_set_error_observer(void (*on_error)(lua_State* L, const char* message)) { g_error_observer = on_error; }
+void repl_request_quit() { repl_state.quit_requested = true; }
+bool repl_quit_requested() { return repl_state.quit_requested; }
+void repl_set_error_observer(void (*on_error)(lua_State* L, const char* message)) { repl_state.error_observer = on_error; }
 void repl_set_break_in(bool (*break_in)(lua_State* L), void (*run_ended)(lua_State* L)) {
-    g_break_in = break_in;
-    g_run_ended = run_ended;
+    repl_state.break_in = break_in;
+    repl_state.run_ended = run_ended;
 }
 
 int repl_load(lua_State* L, const std::string& code, const char* chunk_name) {
     int status = luaL_loadbuffer(L, code.data(), code.size(), chunk_name);
-    if (status == LUA_OK && g_innermost_loop && g_innermost_loop->env_ref != LUA_NOREF) {
-        lua_rawgeti(L, LUA_REGISTRYINDEX, g_innermost_loop->env_ref);
+    if (status == LUA_OK && repl_state.innermost_loop && repl_state.innermost_loop->env_ref != LUA_NOREF) {
+        lua_rawgeti(L, LUA_REGISTRYINDEX, repl_state.innermost_loop->env_ref);
         if (!lua_setupvalue(L, -2, 1)) lua_pop(L, 1);   // upvalue 1 of a main chunk is its _ENV
     }
     return status;
@@ -172,8 +166,8 @@ bool repl_take_interrupt() {
 }
 
 void repl_install_interrupt_handler(lua_State* L) {
-    g_running_state = L;
-    g_have_terminal_settings = isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &g_terminal_settings) == 0;
+    repl_state.L = L;
+    repl_state.have_terminal_settings = isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &repl_state.terminal_settings) == 0;
     struct sigaction action;
     memset(&action, 0, sizeof action);
     action.sa_handler = on_sigint;
@@ -185,29 +179,20 @@ int repl_docall(lua_State* L, int nargs, int nresults) {
     int base = lua_gettop(L) - nargs;
     lua_pushcfunction(L, message_handler);
     lua_insert(L, base);
-    sig_atomic_t was_running = g_lua_running;   // nested calls (a command evaluating an expression)
+    sig_atomic_t was_running = repl_state.lua_running;   // nested calls (a command evaluating an expression)
     g_interrupt_pending = 0;
-    g_lua_running = 1;
+    repl_state.lua_running = 1;
     int status = lua_pcall(L, nargs, nresults, base);
-    g_lua_running = was_running;
+    repl_state.lua_running = was_running;
     if (!was_running && lua_gethook(L) == stop_hook)   // a Ctrl-C that came too late to stop anything;
         lua_sethook(L, nullptr, 0, 0);                  // a hook the user set (debug.sethook) stays
-    if (!was_running && g_run_ended) g_run_ended(L);
+    if (!was_running && repl_state.run_ended) repl_state.run_ended(L);
     lua_remove(L, base);
     return status;
 }
 
-std::string repl_error_text(lua_State* L, int idx) {
-    if (lua_type(L, idx) == LUA_TSTRING || lua_type(L, idx) == LUA_TNUMBER) {
-        size_t length;
-        const char* text = lua_tolstring(L, idx, &length);   // a number converts in place: it is a string after
-        return std::string(text, length);
-    }
-    return std::string("(error object is a ") + luaL_typename(L, idx) + " value)";
-}
-
 void repl_report(lua_State* L) {
-    if (g_quit_requested) {   // the error that abandons running code after :quit at a stop
+    if (repl_state.quit_requested) {   // the error that abandons running code after :quit at a stop
         lua_pop(L, 1);
         return;
     }
@@ -245,15 +230,15 @@ ReplEnd repl_loop(lua_State* L, LineSource& source, const ReplLoopOptions& optio
     InnermostLoop innermost(&options);
     std::string line;
     while (read_waiting(source, options.prompt, line)) {
-        if (g_quit_requested) return REPL_END_QUIT;
+        if (repl_state.quit_requested) return REPL_END_QUIT;
         if (options.should_leave && options.should_leave(options.user)) return REPL_END_LEFT;
         if (source.interrupted) continue;   // Ctrl-C: the line is gone, a new prompt
         size_t first = line.find_first_not_of(" \t");
         if (first != std::string::npos && line[first] == ':') {
             bool keep_going = command_run(L, line.substr(first + 1));
             fflush(stdout);
-            if (!keep_going) g_quit_requested = true;
-            if (g_quit_requested) return REPL_END_QUIT;
+            if (!keep_going) repl_state.quit_requested = true;
+            if (repl_state.quit_requested) return REPL_END_QUIT;
             if (options.should_leave && options.should_leave(options.user)) return REPL_END_LEFT;
             continue;
         }
@@ -285,7 +270,7 @@ ReplEnd repl_loop(lua_State* L, LineSource& source, const ReplLoopOptions& optio
             else repl_report(L);
         }
         lua_settop(L, base);
-        if (g_quit_requested) return REPL_END_QUIT;
+        if (repl_state.quit_requested) return REPL_END_QUIT;
         if (options.should_leave && options.should_leave(options.user)) return REPL_END_LEFT;
     }
     return REPL_END_INPUT;

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "line_source.h"
+#include "debugger_front_end.h"   // ReplLoopOptions, ReplEnd, LineSource
 
 struct lua_State;
 
@@ -14,9 +14,6 @@ int repl_docall(lua_State* L, int nargs, int nresults);
 
 // Print the error on top of the stack to stderr and pop it.
 void repl_report(lua_State* L);
-// The error object at idx as text: a string or number as it is, anything else as "(error object is
-// a table value)" (never null, never runs Lua code).
-std::string repl_error_text(lua_State* L, int idx);
 
 // Load and run a chunk (a script file when `is_file`, else the code itself). Returns a status.
 int repl_run_chunk(lua_State* L, const std::string& source, const std::string& chunk_name, bool is_file,
@@ -25,23 +22,6 @@ int repl_run_chunk(lua_State* L, const std::string& source, const std::string& c
 // Evaluate `expression` as "return <expression>", leaving one value on the stack; false (and the
 // error reported) when it does not compile or fails.
 bool repl_eval(lua_State* L, const std::string& expression);
-
-// How one read-eval-print loop runs: the top level ("> "), or a debugger stop ("(tdb) ") whose
-// chunks see the stopped frame's locals through their own _ENV. Loops nest (a stop is a loop
-// inside a hook inside a running chunk); repl_eval uses the innermost loop's _ENV.
-struct ReplLoopOptions {
-    const char* prompt = "> ";
-    const char* continuation = ">> ";
-    int env_ref = -2;   // registry ref (LUA_NOREF = -2: none) of the table chunks get as _ENV
-    bool (*should_leave)(void* user) = nullptr;   // asked after every line: true ends the loop
-    void* user = nullptr;
-    int stack_base = 0;   // Lua stack levels below the loop (a stop's program): left out of tracebacks
-    // Push a table of what its _ENV adds to the globals (a stop's locals and names, with their
-    // values), for Tab completion; it must not run user code.
-    void (*push_env_names)(lua_State* L) = nullptr;
-};
-
-enum ReplEnd { REPL_END_INPUT, REPL_END_QUIT, REPL_END_LEFT };
 
 // The loop: read a line; ':' lines are commands; otherwise try "return <line>", then the line as
 // a statement, reading more lines while the chunk is incomplete; print results or the error.
@@ -63,7 +43,8 @@ bool repl_quit_requested();
 
 // Ctrl-C while waiting at the prompt: the terminal source asks whether one came.
 bool repl_take_interrupt();
-// Install the SIGINT handler used at the prompt and while Lua runs.
+// Install the SIGINT handler used at the prompt and while Lua runs in L, the program's Lua state
+// (which the stdin line source's Tab completion reads too).
 void repl_install_interrupt_handler(lua_State* L);
 // Ctrl-C while Lua runs calls `break_in` (from the signal handler: it may only set flags and call
 // lua_sethook). When it returns true it took the interrupt; otherwise the running code stops

@@ -26,3 +26,7 @@ std::string repl_tensor_summary(const td::Tensor& t);
 // " cuda" for a value on a device other than the CPU, put after the dtype wherever a tensor is
 // shown as shape and dtype; "" for a CPU value or one whose bytes were freed.
 std::string repl_device_text(const td::Value& v);
+
+// The error object at idx as text: a string or number as it is, anything else as "(error object is
+// a table value)" (never null, never runs Lua code).
+std::string repl_error_text(lua_State* L, int idx);

@@ -17,7 +17,6 @@
 #include <functional>
 
 #include "debugger_internal.h"
-#include "line_source.h"
 #include "viewer.h"
 
 using namespace td;
@@ -144,8 +143,6 @@ bool same(const ViewerBreakpoint& a, const ViewerBreakpoint& b) {
     return a.node_id == b.node_id && a.op == b.op && a.phase == b.phase && a.file == b.file && a.line == b.line;
 }
 
-std::vector<ViewerBreakpoint> g_shown_breakpoints;
-
 }  // namespace
 
 void viewer_show_stop_begin(const DebugStop& stop) {
@@ -179,10 +176,10 @@ void viewer_show_breakpoints() {
         }
         list.push_back(v);
     }
-    bool changed = list.size() != g_shown_breakpoints.size();
-    for (size_t i = 0; !changed && i < list.size(); ++i) changed = !same(list[i], g_shown_breakpoints[i]);
+    bool changed = list.size() != g.shown_breakpoints.size();
+    for (size_t i = 0; !changed && i < list.size(); ++i) changed = !same(list[i], g.shown_breakpoints[i]);
     if (!changed) return;
-    g_shown_breakpoints = list;
+    g.shown_breakpoints = list;
     viewer_set_breakpoints(list);
 }
 

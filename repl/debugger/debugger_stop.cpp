@@ -21,7 +21,6 @@
 #include "plan.h"
 #include "source_cache.h"
 #include "tensor_stats.h"
-#include "repl.h"
 #include "tapedeck_lua.h"
 #include "value_text.h"
 #include "format.h"
@@ -494,19 +493,16 @@ void push_new_names(lua_State* L, DebugStop& stop) {
 // Whether `name` is the table of the gradients sent to the inputs (or its old alias).
 bool is_grad_input_name(const char* name) { return strcmp(name, "grad_input") == 0 || strcmp(name, "grad_out") == 0; }
 
-// The names table of the current stop, made once per stop.
-int g_names_ref = LUA_NOREF;
-uint64_t g_names_serial = 0;
-
+// The names table of the current stop (g.stop_names), made once per stop.
 void push_names(lua_State* L, DebugStop& stop) {
     if (rewind_push_names(L, stop)) return;   // :back: the rewound event's names
-    if (g_names_serial != stop.serial) {
-        luaL_unref(L, LUA_REGISTRYINDEX, g_names_ref);
+    if (g.stop_names.stop_serial != stop.serial) {
+        luaL_unref(L, LUA_REGISTRYINDEX, g.stop_names.ref);
         push_new_names(L, stop);
-        g_names_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-        g_names_serial = stop.serial;
+        g.stop_names.ref = luaL_ref(L, LUA_REGISTRYINDEX);
+        g.stop_names.stop_serial = stop.serial;
     }
-    lua_rawgeti(L, LUA_REGISTRYINDEX, g_names_ref);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, g.stop_names.ref);
 }
 
 // `name = value` at the prompt for one of the stop's names: out and grad_input can be edited.
@@ -588,9 +584,8 @@ int env_create(lua_State* L, DebugStop& stop) {
 void env_release(lua_State* L, int ref) { luaL_unref(L, LUA_REGISTRYINDEX, ref); }
 
 void stop_names_release(lua_State* L) {
-    luaL_unref(L, LUA_REGISTRYINDEX, g_names_ref);
-    g_names_ref = LUA_NOREF;
-    g_names_serial = 0;
+    luaL_unref(L, LUA_REGISTRYINDEX, g.stop_names.ref);
+    g.stop_names = StopTableRef();
 }
 
 namespace {
@@ -975,7 +970,7 @@ namespace {
 std::string format_watch(lua_State* L, const Watch& w, int env_ref) {
     std::string code = "return " + w.expression;
     std::string value;
-    int status = env_ref == LUA_NOREF ? repl_load(L, code, "=watch") : luaL_loadbuffer(L, code.data(), code.size(), "=watch");
+    int status = env_ref == LUA_NOREF ? g.front.load(L, code, "=watch") : luaL_loadbuffer(L, code.data(), code.size(), "=watch");
     if (status == LUA_OK) {
         if (env_ref != LUA_NOREF) {
             lua_rawgeti(L, LUA_REGISTRYINDEX, env_ref);

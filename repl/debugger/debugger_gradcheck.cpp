@@ -318,12 +318,9 @@ struct Report {
     bool ok = true;
 };
 
-// Checks the group of `stop` (refusal() passed). An error (thrown) when it cannot be evaluated.
-Report run_check(lua_State* L, const DebugStop& stop, const CheckOptions& o) {
-    Report report;
-    Node* node = stop.node.get();
-    const BackwardGroup& group = stop.pass->group;
-    int n_in = node->inputs.size(), n_out = node->outputs.size();
+// Which inputs of `node` the stopped group sent a gradient to; an error (thrown) when none.
+std::vector<bool> inputs_with_gradient(const Node* node, const BackwardGroup& group) {
+    int n_in = node->inputs.size();
     std::vector<bool> wanted(static_cast<size_t>(n_in));
     bool any = false;
     for (int i = 0; i < n_in; ++i) {
@@ -334,6 +331,96 @@ Report run_check(lua_State* L, const DebugStop& stop, const CheckOptions& o) {
         engine_fail("no gradient goes to any input of %s at this stop (the rule sent none, or grad_input was set to nil): "
                     "nothing to check",
                     node_text(node).c_str());
+    return wanted;
+}
+
+// grad_output flattened as the numerical columns are (over the float outputs of `first`, one
+// evaluation's outputs): the weights of sum(grad_output * output). 0 where no gradient arrived.
+std::vector<double> grad_output_weights(const std::vector<Value>& first, const std::vector<Value>& grad_outputs) {
+    std::vector<double> weights;
+    for (size_t j = 0; j < first.size(); ++j) {
+        if (!dtype_is_float(first[j].dtype)) continue;
+        int64_t n = first[j].numel();
+        bool has = j < grad_outputs.size() && grad_outputs[j].storage && grad_outputs[j].numel() == n;
+        for (int64_t e = 0; e < n; ++e) weights.push_back(has ? value_get(grad_outputs[j], e) : 0.0);
+    }
+    return weights;
+}
+
+// The share of the wanted inputs' elements checked: 1 (all), or a sample within the budget (the
+// options' max_evaluations, MAX_WORK, and for a torch.Function MAX_FUNCTION_CALLS); the bound
+// that applies goes to report.sample_reason.
+double sample_share(const Node* node, const std::vector<Value>& inputs, const std::vector<bool>& wanted, bool custom,
+                    const CheckOptions& o, Report& report) {
+    double per_element = 2 * evaluation_cost(node);
+    int64_t total = 0;
+    for (size_t i = 0; i < inputs.size(); ++i)
+        if (wanted[i]) total += inputs[i].numel();
+    double affordable = static_cast<double>(o.max_evaluations) / 2;
+    report.sample_reason = number_text(static_cast<double>(o.max_evaluations), 6) + " evaluations (max_evaluations)";
+    if (MAX_WORK / per_element < affordable) {
+        affordable = MAX_WORK / per_element;
+        report.sample_reason = number_text(MAX_WORK, 6) + " element operations of " + node->name();
+    }
+    if (custom && MAX_FUNCTION_CALLS / 2 < affordable) {
+        affordable = MAX_FUNCTION_CALLS / 2;
+        report.sample_reason = number_text(MAX_FUNCTION_CALLS, 6) + " calls of " + node->name() + "'s forward";
+    }
+    return static_cast<double>(total) > affordable ? affordable / static_cast<double>(total) : 1.0;
+}
+
+// What a check compares one input with: the function evaluated, the weights of its outputs, and
+// the share of elements checked.
+struct Numerics {
+    const GradcheckEvaluate& evaluate;
+    const std::vector<double>& weights;
+    double share;
+};
+
+// Check input `i` (its float64 copy `x`, perturbed in place): the numerical gradient of a sample
+// of its finite elements against the recorded grad_input and, when it ran, the float64 rule's.
+InputCheck check_input(const Node* node, int i, Value& x, const Numerics& numerics, const Tensor& recorded,
+                       const std::vector<Tensor>& rerun, const CheckOptions& o) {
+    int64_t numel = x.numel();
+    int64_t limit = numerics.share >= 1 ? numel : std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(numel) * numerics.share));
+    std::vector<int64_t> sampled = gradcheck_sample(numel, limit), elements;
+    for (int64_t k : sampled)
+        if (std::isfinite(value_get(x, k))) elements.push_back(k);
+    std::vector<double> numeric;
+    double largest = 0;
+    for (int64_t k : elements) {
+        std::vector<double> column = gradcheck_numeric_column(numerics.evaluate, x, k, o.eps);
+        if (column.size() != numerics.weights.size()) engine_fail("the outputs changed size between evaluations");
+        double sum = 0;
+        for (size_t e = 0; e < column.size(); ++e) sum += numerics.weights[e] * column[e];
+        numeric.push_back(sum);
+        largest = std::max(largest, std::fabs(sum));
+    }
+    InputCheck line;
+    line.input = i;
+    line.label = edge_text(node->inputs[i]);
+    line.shape = x.shape;
+    line.checked = static_cast<int64_t>(elements.size());
+    line.not_finite = static_cast<int64_t>(sampled.size() - elements.size());
+    line.recorded_dtype = recorded.dtype();
+    Value recorded_host = value_to_host(recorded.value());
+    GradcheckTolerance tolerance = tolerance_for(recorded.dtype(), o, largest);
+    line.has_rule = static_cast<size_t>(i) < rerun.size() && rerun[static_cast<size_t>(i)].defined();
+    Value rerun_host = line.has_rule ? value_to_host(rerun[static_cast<size_t>(i)].value()) : Value();
+    for (size_t p = 0; p < elements.size(); ++p) {
+        line.recorded.add(elements[p], value_get(recorded_host, elements[p]), numeric[p], tolerance);
+        if (line.has_rule) line.rule.add(elements[p], value_get(rerun_host, elements[p]), numeric[p], o.tolerance);
+    }
+    return line;
+}
+
+// Checks the group of `stop` (refusal() passed). An error (thrown) when it cannot be evaluated.
+Report run_check(lua_State* L, const DebugStop& stop, const CheckOptions& o) {
+    Report report;
+    Node* node = stop.node.get();
+    const BackwardGroup& group = stop.pass->group;
+    int n_in = node->inputs.size(), n_out = node->outputs.size();
+    std::vector<bool> wanted = inputs_with_gradient(node, group);
     std::string refused = node_refusal(node);
     if (!refused.empty()) engine_fail("%s", refused.c_str());
     std::vector<Value> inputs;
@@ -361,31 +448,8 @@ Report run_check(lua_State* L, const DebugStop& stop, const CheckOptions& o) {
         for (const Tensor& t : function.call()) values.push_back(t.value());
         return values;
     };
-    std::vector<Value> first = evaluate();   // the outputs' layout
-    std::vector<double> weights;             // grad_output, flattened as the numerical columns are
-    for (size_t j = 0; j < first.size(); ++j) {
-        if (!dtype_is_float(first[j].dtype)) continue;
-        int64_t n = first[j].numel();
-        bool has = j < grad_outputs.size() && grad_outputs[j].storage && grad_outputs[j].numel() == n;
-        for (int64_t e = 0; e < n; ++e) weights.push_back(has ? value_get(grad_outputs[j], e) : 0.0);
-    }
-
-    // The elements checked: all, or a sample within the budget.
-    double per_element = 2 * evaluation_cost(node);
-    int64_t total = 0;
-    for (int i = 0; i < n_in; ++i)
-        if (wanted[static_cast<size_t>(i)]) total += inputs[static_cast<size_t>(i)].numel();
-    double affordable = static_cast<double>(o.max_evaluations) / 2;
-    report.sample_reason = number_text(static_cast<double>(o.max_evaluations), 6) + " evaluations (max_evaluations)";
-    if (MAX_WORK / per_element < affordable) {
-        affordable = MAX_WORK / per_element;
-        report.sample_reason = number_text(MAX_WORK, 6) + " element operations of " + node->name();
-    }
-    if (custom && MAX_FUNCTION_CALLS / 2 < affordable) {
-        affordable = MAX_FUNCTION_CALLS / 2;
-        report.sample_reason = number_text(MAX_FUNCTION_CALLS, 6) + " calls of " + node->name() + "'s forward";
-    }
-    double share = static_cast<double>(total) > affordable ? affordable / static_cast<double>(total) : 1.0;
+    std::vector<double> weights = grad_output_weights(evaluate(), grad_outputs);   // the first evaluation: the outputs' layout
+    double share = sample_share(node, inputs, wanted, custom, o, report);
 
     bool all_float64 = true;
     for (int i = 0; i < n_in; ++i)
@@ -402,40 +466,10 @@ Report run_check(lua_State* L, const DebugStop& stop, const CheckOptions& o) {
     report.math = custom ? "its forward and backward" : node->info().math;
     report.float32 = !all_float64;
     report.edited = node->edited & EDITED_GRAD;
+    Numerics numerics{evaluate, weights, share};
     for (int i = 0; i < n_in; ++i) {
         if (!wanted[static_cast<size_t>(i)]) continue;
-        Value& x = inputs[static_cast<size_t>(i)];
-        int64_t numel = x.numel();
-        int64_t limit = share >= 1 ? numel : std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(numel) * share));
-        std::vector<int64_t> sampled = gradcheck_sample(numel, limit), elements;
-        for (int64_t k : sampled)
-            if (std::isfinite(value_get(x, k))) elements.push_back(k);
-        std::vector<double> numeric;
-        double largest = 0;
-        for (int64_t k : elements) {
-            std::vector<double> column = gradcheck_numeric_column(evaluate, x, k, o.eps);
-            if (column.size() != weights.size()) engine_fail("the outputs changed size between evaluations");
-            double sum = 0;
-            for (size_t e = 0; e < column.size(); ++e) sum += weights[e] * column[e];
-            numeric.push_back(sum);
-            largest = std::max(largest, std::fabs(sum));
-        }
-        InputCheck line;
-        line.input = i;
-        line.label = edge_text(node->inputs[i]);
-        line.shape = x.shape;
-        line.checked = static_cast<int64_t>(elements.size());
-        line.not_finite = static_cast<int64_t>(sampled.size() - elements.size());
-        const Tensor& recorded = group.grad_inputs[i];
-        line.recorded_dtype = recorded.dtype();
-        Value recorded_host = value_to_host(recorded.value());
-        GradcheckTolerance tolerance = tolerance_for(recorded.dtype(), o, largest);
-        line.has_rule = static_cast<size_t>(i) < rerun.size() && rerun[static_cast<size_t>(i)].defined();
-        Value rerun_host = line.has_rule ? value_to_host(rerun[static_cast<size_t>(i)].value()) : Value();
-        for (size_t p = 0; p < elements.size(); ++p) {
-            line.recorded.add(elements[p], value_get(recorded_host, elements[p]), numeric[p], tolerance);
-            if (line.has_rule) line.rule.add(elements[p], value_get(rerun_host, elements[p]), numeric[p], o.tolerance);
-        }
+        InputCheck line = check_input(node, i, inputs[static_cast<size_t>(i)], numerics, group.grad_inputs[i], rerun, o);
         report.ok = report.ok && line.recorded.ok() && (!line.has_rule || line.rule.ok());
         report.inputs.push_back(line);
     }

@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "debugger.h"
+#include "debugger_front_end.h"
+#include "viewer.h"
 
 struct lua_Debug;
 
@@ -34,9 +36,18 @@ struct Watch {
     std::string expression;
 };
 
+// A Lua table made for one stop on first use and kept while that stop lasts (a registry ref).
+struct StopTableRef {
+    int ref = -2;               // LUA_NOREF: none
+    uint64_t stop_serial = 0;   // the stop it was made for
+    uint64_t event_serial = 0;  // the history event it shows (the rewound view's names only)
+};
+
+// The debugger's state, all of it: the one instance is `g` (debugger.cpp).
 struct State {
     lua_State* L = nullptr;                   // the main thread
-    LineSource& (*get_source)() = nullptr;
+    DebuggerFrontEnd front;                   // the front end that drives the debugger (debugger_set_front_end)
+    LineSource& (*get_source)() = nullptr;    // where a stop's prompt reads (debugger_attach)
     int observer = 0;                         // engine observer handle; 0 when detached
     bool break_in_on_ctrl_c = false;          // an interactive session (stdin is a terminal)
 
@@ -63,7 +74,9 @@ struct State {
     bool busy = false;                        // testing a condition or stopped: node events are ignored
     bool input_ended = false;                 // stdin ended at a stop: stops no longer prompt
     int on_stop_ref = -2;                     // dbg.on_stop(f): f(stop) runs at every stop instead of the prompt
-    volatile sig_atomic_t break_in = 0;       // Ctrl-C taken: stop at the next node or Lua instruction
+    // Ctrl-C taken: stop at the next node or Lua instruction. Written from the SIGINT handler
+    // (through break_in() in debugger.cpp), hence volatile sig_atomic_t.
+    volatile sig_atomic_t break_in = 0;
     bool abandoning = false;                  // an :abort or :quit is unwinding as an error: no post-mortem of it
 
     // :list: where the next plain :list goes on (for the stop `list_serial`, frame `list_frame`).
@@ -77,6 +90,13 @@ struct State {
     std::vector<DebugFrame> snapshot_frames;  // ... and the frames themselves
     int snapshot_frame = -1;                  // ... and the one to select first
     std::string snapshot_error;               // ... and the error message
+
+    // Tables of names the stop's prompt sees, made on first use and released when it ends.
+    StopTableRef stop_names;                  // the stop's names (debugger_stop.cpp)
+    StopTableRef rewound_names;               // the rewound view's names, per (stop, event) (debugger_rewind.cpp)
+
+    // The breakpoints the viewer's window was last sent (debugger_viewer.cpp): sent again only on change.
+    std::vector<ViewerBreakpoint> shown_breakpoints;
 };
 
 extern State g;
@@ -106,8 +126,6 @@ int breaks_record_hit(lua_State* L, int id);
 bool source_matches(const std::string& source, const std::string& path);
 // Edit distance (for suggestions).
 int edit_distance(const std::string& a, const std::string& b);
-// The words of `text`, split at any of `separators`.
-std::vector<std::string> split_words(const std::string& text, const char* separators = " \t");
 
 // ---- debugger_stop.cpp
 // Fill stop.frames from T's stack (level `first_level` up) and choose the script frame.

@@ -17,8 +17,9 @@
 #include "debugger_internal.h"
 #include "plan.h"
 #include "tensor_stats.h"
-#include "repl.h"
 #include "tapedeck_lua.h"
+#include "value_text.h"
+#include "text_util.h"
 #include "format.h"
 
 using namespace td;
@@ -26,11 +27,6 @@ using namespace td;
 namespace dbg {
 
 namespace {
-
-std::string trim(const std::string& s) {
-    size_t a = s.find_first_not_of(" \t"), b = s.find_last_not_of(" \t");
-    return a == std::string::npos ? "" : s.substr(a, b - a + 1);
-}
 
 // ============================================================================================
 // [SECTION] names
@@ -70,17 +66,6 @@ int edit_distance(const std::string& a, const std::string& b) {
         }
     }
     return d[n][m];
-}
-
-std::vector<std::string> split_words(const std::string& text, const char* separators) {
-    std::vector<std::string> words;
-    for (size_t i = 0; i < text.size();) {
-        size_t end = text.find_first_of(separators, i);
-        if (end == std::string::npos) end = text.size();
-        if (end > i) words.push_back(text.substr(i, end - i));
-        i = end + 1;
-    }
-    return words;
 }
 
 }  // namespace dbg
@@ -201,11 +186,11 @@ bool parse_condition(const std::string& text, Breakpoint& bp) {
     for (const char* const* stat = STATS; *stat; ++stat) {
         size_t len = strlen(*stat);
         if (text.compare(0, len, *stat) != 0) continue;
-        std::string rest = trim(text.substr(len));
+        std::string rest = text_trim(text.substr(len));
         for (const char* const* cmp = COMPARES; *cmp; ++cmp) {
             size_t cmp_len = strlen(*cmp);
             if (rest.compare(0, cmp_len, *cmp) != 0) continue;
-            std::string number = trim(rest.substr(cmp_len));
+            std::string number = text_trim(rest.substr(cmp_len));
             char* end = nullptr;
             double v = strtod(number.c_str(), &end);
             if (number.empty() || *end != '\0') return false;
@@ -242,18 +227,18 @@ bool is_number(const std::string& s) {
 }  // namespace dbg
 
 bool debugger_parse_break(lua_State*, const std::string& text, Breakpoint& bp, std::string& error) {
-    std::string rest = trim(text);
+    std::string rest = text_trim(text);
     std::string condition;
     size_t if_at = rest == "if" || rest.compare(0, 3, "if ") == 0 ? 0 : rest.find(" if ");
     if (if_at != std::string::npos) {
-        condition = trim(rest.substr(if_at + (if_at == 0 ? 2 : 4)));
-        rest = trim(rest.substr(0, if_at));
+        condition = text_trim(rest.substr(if_at + (if_at == 0 ? 2 : 4)));
+        rest = text_trim(rest.substr(0, if_at));
         if (condition.empty()) {
             error = "'if' needs a condition, as in :break if nan, :break if max > 1e3, :break if t:sum():item() < 0";
             return false;
         }
     }
-    std::vector<std::string> words = dbg::split_words(rest);
+    std::vector<std::string> words = text_split_words(rest);
     size_t w = 0;
     bool phase_given = false;
     if (w < words.size() && words[w] == "once") {

@@ -31,7 +31,6 @@
 #include "debugger.h"
 #include "debugger_internal.h"
 #include "node_names.h"
-#include "repl.h"
 #include "tapedeck_lua.h"
 #include "tensor_stats.h"
 #include "lua_util.h"
@@ -679,6 +678,153 @@ void add_line(std::string& s, const char* label, const std::string& text) {
     s += head + text + "\n";
 }
 
+// The origin being explained, as each of its lines needs it.
+struct OriginView {
+    const Origin& origin;
+    Node* node;            // origin.node
+    bool backward;         // a node of a backward pass
+    Node* group;           // backward: the forward node whose rule made it (null when gone)
+    std::string at;        // "  (file:line  text)", or ""
+};
+
+// "backward #7 mul, in the gradient of p (#3 sqrt)": the origin as its `origin` line heads it.
+std::string origin_head(const OriginView& v) {
+    std::string head = std::string(v.backward ? "backward " : "forward ") + node_text(v.node, v.origin.output);
+    if (v.backward) head += ", in the gradient of " + (v.group ? node_text(v.group) : "#" + std::to_string(v.node->group));
+    return head;
+}
+
+// Fill what the walk found about the first origin: its path to the start (origin first), its
+// counts, its inputs' facts, and up to three other origins (`also`). Returns how many other
+// origins there are in all (gone and freed ones left out).
+size_t explanation_fill_origin(Explanation& e, Walk& walk, const Origin& o) {
+    e.kind = o.kind;
+    e.node = o.node;
+    e.output = o.output;
+    Node* n = o.node.get();
+    for (int64_t id = n->id;;) {   // the path, origin first
+        e.path.push_back(id);
+        auto it = walk.reached_from.find(id);
+        if (it == walk.reached_from.end()) break;
+        id = it->second;
+    }
+    e.origin_bad = walk.output_bad(n, o.output);
+    e.inputs = input_facts(walk, n);
+    for (size_t i = 1; i < walk.origins.size() && e.also.size() < 3; ++i) {
+        const Origin& other = walk.origins[i];
+        if (other.kind == ORIGIN_GONE || other.kind == ORIGIN_FREED) continue;
+        e.also.push_back(node_text(other.node.get(), other.output) +
+                         (other.node->where.file >= 0 ? " (" + source_loc_str(other.node->where) + ")" : ""));
+    }
+    size_t more_origins = 0;
+    for (size_t i = 1; i < walk.origins.size(); ++i)
+        more_origins += walk.origins[i].kind != ORIGIN_GONE && walk.origins[i].kind != ORIGIN_FREED;
+    return more_origins;
+}
+
+// ORIGIN_OP: the op made NaN or Inf from finite inputs; for a backward op, the forward node's
+// gradient rule and why it did.
+void explain_op_origin(Explanation& e, Walk& walk, const OriginView& v, std::string& s) {
+    s += ". It first went bad at:\n";
+    add_line(s, "origin", origin_head(v) + v.at);
+    e.reason = op_reason(walk, v.node, v.origin.output, e.origin_bad);
+    add_line(s, "why", e.reason);
+    if (!v.group) return;
+    e.rule = std::string(v.group->name()) + ": " + rule_text(v.group);
+    add_line(s, "rule", e.rule);
+    e.because = gradient_reason(walk, v.group);
+    if (e.because.empty()) e.because = "the rule made them from a finite incoming gradient and finite saved values";
+    add_line(s, "because", e.because);
+}
+
+// ORIGIN_LEAF, ORIGIN_WRITTEN: a node that holds NaN or Inf no op on the tape made: it was made
+// so, or written in place after it ran (by which op, when one is still on the tape).
+void explain_leaf_or_written_origin(Explanation& e, Walk& walk, const OriginView& v, std::string& s) {
+    const Origin& o = v.origin;
+    Node* n = v.node;
+    s += ". It first went bad at:\n";
+    bool parameter = node_is_parameter(n);
+    std::string kind = parameter ? ", a parameter (a leaf)" : o.kind == ORIGIN_LEAF || n->inputs.size() == 0 ? ", a leaf" : "";
+    add_line(s, "origin", node_text(n, o.output) + kind + v.at);
+    if (o.kind == ORIGIN_LEAF) {
+        std::string made = n->op == OP_tensor ? "torch.tensor's values, a file loaded, or a frozen call's result: :break if nan stops inside the call"
+                           : n->op == OP_full ? "torch.full with the value " + number_text(n->attrs().scalar)
+                                              : std::string("its op, ") + n->name();
+        e.reason = "it holds " + bad_text(e.origin_bad) + ", and no op on the tape made them: it was made so (" + made + ")";
+    } else {
+        const Output& out = n->outputs[o.output];
+        uint32_t writes = out.value.storage->version - out.version;
+        Node* writer = walk.in_place_writer(n, o.output);
+        e.reason = "it holds " + bad_text(e.origin_bad) + ", written into it in place after it was made (" +
+                   std::to_string(writes) + (writes == 1 ? " write" : " writes") + " since)";
+        if (writer) {
+            std::string wloc = location_text(writer);
+            e.reason += ", the last by " + node_text(writer) + (wloc.empty() ? "" : "  (" + wloc + ")");
+        } else {
+            e.reason += ", by no op still on the tape: an assignment (x[i] = v), copy_ or fill_, or an optimizer "
+                        "step under no_grad";
+        }
+    }
+    add_line(s, "why", e.reason);
+}
+
+// ORIGIN_GONE: the bad values came in from a node nothing holds any more.
+void explain_gone_origin(Explanation& e, const OriginView& v, std::string& s) {
+    const Edge& edge = v.node->inputs[v.origin.input];
+    s += ". The trail ends at a node that is gone:\n";
+    add_line(s, "origin", "unknown: it came into " + node_text(v.node) + " (input " + std::to_string(v.origin.input + 1) +
+                              ") from #" + std::to_string(edge.id) + v.at);
+    e.reason = "the node that made it is gone: nothing holds #" + std::to_string(edge.id) + " any more " +
+               (v.backward ? std::string("(a backward pass keeps its nodes only under tapedeck -i, "
+                                         "torch.autograd.keep_backward_graph(true) or a breakpoint: :break if nan "
+                                         "stops where it first appears)")
+                           : std::string("(a graph that needs no gradient does not keep its nodes; with "
+                                         "requires_grad, or stopped by :break if nan, they live)"));
+    add_line(s, "why", e.reason);
+}
+
+// ORIGIN_FREED: an input's values were freed; what can still be said is which gradient rules
+// behind it are infinite at their inputs' values (the suspects, up to three).
+void explain_freed_origin(Explanation& e, Walk& walk, const OriginView& v, std::string& s) {
+    s += ". The trail ends at values that were freed:\n";
+    add_line(s, "origin", "unknown: input " + std::to_string(v.origin.input + 1) + " of " + origin_head(v) + v.at);
+    e.reason = "its values were freed after the backward pass used them; set :break if nan (or open the viewer) "
+               "and run backward again to stop where it first appears, with the values kept";
+    add_line(s, "why", e.reason);
+    int shown = 0;
+    for (Node* suspect : walk.groups_behind(v.node)) {
+        std::string because = gradient_reason(walk, suspect);
+        if (because.empty() || shown == 3) continue;
+        std::string sloc = location_text(suspect);
+        add_line(s, shown++ ? "" : "suspect", node_text(suspect) + (sloc.empty() ? "" : "  (" + sloc + ")") + ": " + because);
+        e.suspects.push_back(suspect->id);
+    }
+}
+
+// The lines after the origin's: its inputs and output (when it has values to show), where Inf
+// became NaN, the path to the start, and the other origins.
+void explain_after_origin(Explanation& e, Walk& walk, const OriginView& v, size_t more_origins, std::string& s) {
+    const Origin& o = v.origin;
+    if (o.kind != ORIGIN_GONE && o.kind != ORIGIN_FREED) {
+        for (size_t i = 0; i < e.inputs.size(); ++i) {
+            std::string label = e.inputs.size() == 1 ? "input" : "input " + std::to_string(i + 1);
+            add_line(s, label.c_str(), e.inputs[i].name + " " + stats_text(e.inputs[i]));
+        }
+        const Value& out = v.node->outputs[o.output].value;
+        add_line(s, "output", out.shape.str() + " " + dtype_name(out.dtype) + ": " + bad_text(e.origin_bad) + " of " +
+                                  std::to_string(e.origin_bad.count));
+    }
+    e.then = became_nan(walk, e.path, e.origin_bad);
+    if (!e.then.empty()) add_line(s, "then", e.then);
+    if (e.path.size() > 1) add_line(s, "path", path_text(walk, e.path));
+    if (more_origins > 0) {
+        std::string also;
+        for (const std::string& a : e.also) also += (also.empty() ? "" : ", ") + a;
+        if (more_origins > e.also.size()) also += ", and " + std::to_string(more_origins - e.also.size()) + " more";
+        add_line(s, "also", std::to_string(more_origins) + " more made NaN or Inf from finite values later: " + also);
+    }
+}
+
 // Explain the NaN/Inf of output `output` of `start`; `what` names it ("loss", "out"). When it has
 // none, e.bad is false and e.text says so.
 Explanation explain(Node* start, int output, const std::string& what) {
@@ -702,132 +848,22 @@ Explanation explain(Node* start, int output, const std::string& what) {
         return e;
     }
     const Origin& o = walk.origins.front();
-    e.kind = o.kind;
-    e.node = o.node;
-    e.output = o.output;
+    size_t more_origins = explanation_fill_origin(e, walk, o);
     Node* n = o.node.get();
-    for (int64_t id = n->id;;) {   // the path, origin first
-        e.path.push_back(id);
-        auto it = walk.reached_from.find(id);
-        if (it == walk.reached_from.end()) break;
-        id = it->second;
-    }
-    e.origin_bad = walk.output_bad(n, o.output);
-    e.inputs = input_facts(walk, n);
-    for (size_t i = 1; i < walk.origins.size() && e.also.size() < 3; ++i) {
-        const Origin& other = walk.origins[i];
-        if (other.kind == ORIGIN_GONE || other.kind == ORIGIN_FREED) continue;
-        e.also.push_back(node_text(other.node.get(), other.output) +
-                         (other.node->where.file >= 0 ? " (" + source_loc_str(other.node->where) + ")" : ""));
-    }
-    size_t more_origins = 0;
-    for (size_t i = 1; i < walk.origins.size(); ++i)
-        more_origins += walk.origins[i].kind != ORIGIN_GONE && walk.origins[i].kind != ORIGIN_FREED;
+    std::string loc = location_text(n);
+    bool backward = n->phase == PHASE_BACKWARD;
+    OriginView view{o, n, backward, backward ? walk.find(n->group) : nullptr, loc.empty() ? "" : "  (" + loc + ")"};
+    if (view.group) e.group = Ref<Node>(view.group);
 
     std::string s = what + " has " + bad_text(e.target_bad) + " (of " + elements_text(e.target_bad.count) + ")";
-    std::string loc = location_text(n);
-    std::string at = loc.empty() ? "" : "  (" + loc + ")";
-    bool backward = n->phase == PHASE_BACKWARD;
-    Node* group = backward ? walk.find(n->group) : nullptr;
-    if (group) e.group = Ref<Node>(group);
-
     switch (o.kind) {
-        case ORIGIN_OP: {
-            s += ". It first went bad at:\n";
-            std::string head = std::string(backward ? "backward " : "forward ") + node_text(n, o.output);
-            if (backward) head += ", in the gradient of " + (group ? node_text(group) : "#" + std::to_string(n->group));
-            add_line(s, "origin", head + at);
-            e.reason = op_reason(walk, n, o.output, e.origin_bad);
-            add_line(s, "why", e.reason);
-            if (group) {
-                e.rule = std::string(group->name()) + ": " + rule_text(group);
-                add_line(s, "rule", e.rule);
-                e.because = gradient_reason(walk, group);
-                if (e.because.empty())
-                    e.because = "the rule made them from a finite incoming gradient and finite saved values";
-                add_line(s, "because", e.because);
-            }
-            break;
-        }
+        case ORIGIN_OP: explain_op_origin(e, walk, view, s); break;
         case ORIGIN_LEAF:
-        case ORIGIN_WRITTEN: {
-            s += ". It first went bad at:\n";
-            bool parameter = node_is_parameter(n);
-            std::string kind = parameter ? ", a parameter (a leaf)" : o.kind == ORIGIN_LEAF || n->inputs.size() == 0 ? ", a leaf" : "";
-            add_line(s, "origin", node_text(n, o.output) + kind + at);
-            if (o.kind == ORIGIN_LEAF) {
-                std::string made = n->op == OP_tensor ? "torch.tensor's values, a file loaded, or a frozen call's result: :break if nan stops inside the call"
-                                   : n->op == OP_full ? "torch.full with the value " + number_text(n->attrs().scalar)
-                                                      : std::string("its op, ") + n->name();
-                e.reason = "it holds " + bad_text(e.origin_bad) + ", and no op on the tape made them: it was made so (" + made + ")";
-            } else {
-                const Output& out = n->outputs[o.output];
-                uint32_t writes = out.value.storage->version - out.version;
-                Node* writer = walk.in_place_writer(n, o.output);
-                e.reason = "it holds " + bad_text(e.origin_bad) + ", written into it in place after it was made (" +
-                           std::to_string(writes) + (writes == 1 ? " write" : " writes") + " since)";
-                if (writer) {
-                    std::string wloc = location_text(writer);
-                    e.reason += ", the last by " + node_text(writer) + (wloc.empty() ? "" : "  (" + wloc + ")");
-                } else {
-                    e.reason += ", by no op still on the tape: an assignment (x[i] = v), copy_ or fill_, or an optimizer "
-                                "step under no_grad";
-                }
-            }
-            add_line(s, "why", e.reason);
-            break;
-        }
-        case ORIGIN_GONE: {
-            const Edge& edge = n->inputs[o.input];
-            s += ". The trail ends at a node that is gone:\n";
-            add_line(s, "origin", "unknown: it came into " + node_text(n) + " (input " + std::to_string(o.input + 1) +
-                                      ") from #" + std::to_string(edge.id) + at);
-            e.reason = "the node that made it is gone: nothing holds #" + std::to_string(edge.id) + " any more " +
-                       (backward ? std::string("(a backward pass keeps its nodes only under tapedeck -i, "
-                                               "torch.autograd.keep_backward_graph(true) or a breakpoint: :break if nan "
-                                               "stops where it first appears)")
-                                 : std::string("(a graph that needs no gradient does not keep its nodes; with "
-                                               "requires_grad, or stopped by :break if nan, they live)"));
-            add_line(s, "why", e.reason);
-            break;
-        }
-        case ORIGIN_FREED: {
-            s += ". The trail ends at values that were freed:\n";
-            std::string head = std::string(backward ? "backward " : "forward ") + node_text(n, o.output);
-            if (backward) head += ", in the gradient of " + (group ? node_text(group) : "#" + std::to_string(n->group));
-            add_line(s, "origin", "unknown: input " + std::to_string(o.input + 1) + " of " + head + at);
-            e.reason = "its values were freed after the backward pass used them; set :break if nan (or open the viewer) "
-                       "and run backward again to stop where it first appears, with the values kept";
-            add_line(s, "why", e.reason);
-            // What can still be said: the gradient rules behind it that are infinite at their inputs' values.
-            int shown = 0;
-            for (Node* suspect : walk.groups_behind(n)) {
-                std::string because = gradient_reason(walk, suspect);
-                if (because.empty() || shown == 3) continue;
-                std::string sloc = location_text(suspect);
-                add_line(s, shown++ ? "" : "suspect", node_text(suspect) + (sloc.empty() ? "" : "  (" + sloc + ")") + ": " + because);
-                e.suspects.push_back(suspect->id);
-            }
-            break;
-        }
+        case ORIGIN_WRITTEN: explain_leaf_or_written_origin(e, walk, view, s); break;
+        case ORIGIN_GONE: explain_gone_origin(e, view, s); break;
+        case ORIGIN_FREED: explain_freed_origin(e, walk, view, s); break;
     }
-    for (size_t i = 0; i < e.inputs.size(); ++i) {
-        if (o.kind == ORIGIN_GONE || o.kind == ORIGIN_FREED) break;
-        std::string label = e.inputs.size() == 1 ? "input" : "input " + std::to_string(i + 1);
-        add_line(s, label.c_str(), e.inputs[i].name + " " + stats_text(e.inputs[i]));
-    }
-    if (o.kind != ORIGIN_GONE && o.kind != ORIGIN_FREED)
-        add_line(s, "output", n->outputs[o.output].value.shape.str() + " " + dtype_name(n->outputs[o.output].value.dtype) +
-                                  ": " + bad_text(e.origin_bad) + " of " + std::to_string(e.origin_bad.count));
-    e.then = became_nan(walk, e.path, e.origin_bad);
-    if (!e.then.empty()) add_line(s, "then", e.then);
-    if (e.path.size() > 1) add_line(s, "path", path_text(walk, e.path));
-    if (more_origins > 0) {
-        std::string also;
-        for (const std::string& a : e.also) also += (also.empty() ? "" : ", ") + a;
-        if (more_origins > e.also.size()) also += ", and " + std::to_string(more_origins - e.also.size()) + " more";
-        add_line(s, "also", std::to_string(more_origins) + " more made NaN or Inf from finite values later: " + also);
-    }
+    explain_after_origin(e, walk, view, more_origins, s);
     e.text = s;
     return e;
 }
@@ -964,7 +1000,7 @@ using namespace dbg;
 bool debugger_cmd_why(lua_State* L, const std::string& args) {
     Target target;
     if (!args.empty()) {
-        if (!repl_eval(L, args)) return true;
+        if (!g.front.eval(L, args)) return true;
         td::Tensor* t = tapedeck_test_tensor(L, -1);
         if (!t) {
             fail(":why: '" + args + "' is a " + luaL_typename(L, -1) + ", not a tensor");

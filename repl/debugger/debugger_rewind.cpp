@@ -32,15 +32,10 @@ namespace {
 // ============================================================================================
 // [SECTION] view
 
-// The names table of the rewound view, made once per (stop, event).
-int g_rewound_names_ref = LUA_NOREF;
-uint64_t g_rewound_names_stop = 0;
-uint64_t g_rewound_names_event = 0;
-
+// The names table of the rewound view (g.rewound_names) is made once per (stop, event).
 void names_release(lua_State* L) {
-    if (g_rewound_names_ref != LUA_NOREF) luaL_unref(L, LUA_REGISTRYINDEX, g_rewound_names_ref);
-    g_rewound_names_ref = LUA_NOREF;
-    g_rewound_names_stop = g_rewound_names_event = 0;
+    if (g.rewound_names.ref != LUA_NOREF) luaL_unref(L, LUA_REGISTRYINDEX, g.rewound_names.ref);
+    g.rewound_names = StopTableRef();
 }
 
 // A tensor of `hv` as it was at event `serial`: the node's own output when its bytes are still
@@ -281,14 +276,14 @@ bool rewind_push_names(lua_State* L, DebugStop& stop) {
     if (!stop.rewound_to) return false;
     const HistoryEvent* e = history_event(stop.rewound_to);
     if (!e) return false;
-    if (g_rewound_names_stop != stop.serial || g_rewound_names_event != e->serial || g_rewound_names_ref == LUA_NOREF) {
+    if (g.rewound_names.stop_serial != stop.serial || g.rewound_names.event_serial != e->serial || g.rewound_names.ref == LUA_NOREF) {
         names_release(L);
         push_new_names(L, stop, *e);
-        g_rewound_names_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-        g_rewound_names_stop = stop.serial;
-        g_rewound_names_event = e->serial;
+        g.rewound_names.ref = luaL_ref(L, LUA_REGISTRYINDEX);
+        g.rewound_names.stop_serial = stop.serial;
+        g.rewound_names.event_serial = e->serial;
     }
-    lua_rawgeti(L, LUA_REGISTRYINDEX, g_rewound_names_ref);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, g.rewound_names.ref);
     return true;
 }
 

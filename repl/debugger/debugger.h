@@ -15,6 +15,7 @@
 //   debugger_post_mortem.cpp  post-mortem: --pm (before unwinding) and :pm (a snapshot of every frame)
 //
 //   debugger_viewer.cpp       the viewer's window: the stop highlighted, its buttons and breakpoint menus
+//   debugger_front_end.h      what the core asks of the front end that drives it (the terminal REPL is one)
 //
 // The viewer's window shows every stop (debugger_viewer.cpp): its Continue/Step buttons call the
 // resume functions from the line source's on_idle, then LineSource::cancel_read().

@@ -19,9 +19,8 @@
 
 #include "debugger_internal.h"
 #include "history.h"
-#include "line_source.h"
-#include "repl.h"
 #include "tapedeck_lua.h"
+#include "value_text.h"
 
 using namespace td;
 
@@ -109,13 +108,15 @@ void apply_lua_hook(lua_State* T) {
 
 using namespace dbg;
 
+void debugger_set_front_end(const DebuggerFrontEnd& front_end) { g.front = front_end; }
+
 void debugger_attach(lua_State* L, LineSource& (*get_source)(), bool break_in_on_ctrl_c) {
     g.L = L;
     g.get_source = get_source;
     g.break_in_on_ctrl_c = break_in_on_ctrl_c;
     if (!g.observer) g.observer = engine_observe(on_engine_event, nullptr, 0);
-    repl_set_break_in(break_in, run_ended);
-    repl_set_error_observer(post_mortem_on_error);
+    g.front.set_break_in(break_in, run_ended);
+    g.front.set_error_observer(post_mortem_on_error);
     refresh();
     viewer_show_attachment();
 }
@@ -125,8 +126,8 @@ void debugger_detach() {
     engine_unobserve(g.observer);
     g.observer = 0;
     g.engine_events = 0;
-    repl_set_break_in(nullptr, nullptr);
-    repl_set_error_observer(nullptr);
+    g.front.set_break_in(nullptr, nullptr);
+    g.front.set_error_observer(nullptr);
     g.line_hook = false;
     if (g.L) apply_lua_hook(g.L);
     viewer_show_attachment();
@@ -266,11 +267,11 @@ bool stop_should_leave(void*) { return g.resume != RESUME_NONE; }
 void run_stop_action(lua_State* T, const DebugStop& stop, int function_ref) {
     lua_rawgeti(T, LUA_REGISTRYINDEX, function_ref);
     push_stop_names(T);
-    if (repl_docall(T, 1, 0) != LUA_OK) {
+    if (g.front.call(T, 1, 0) != LUA_OK) {
         if (stop.breakpoint) lua_pushfstring(T, "breakpoint %d: error in its action: %s", stop.breakpoint, lua_tostring(T, -1));
         else lua_pushfstring(T, "dbg.on_stop: error in the handler: %s", lua_tostring(T, -1));
         lua_remove(T, -2);
-        repl_report(T);
+        g.front.report(T);
     }
 }
 
@@ -298,13 +299,13 @@ bool input_ended_leaves(const DebugStop& stop) {
         fprintf(stderr, "tapedeck: input ended at a debugger stop: quitting (exit status 1)\n");
         fflush(stderr);
     }
-    repl_request_quit();
+    g.front.request_quit();
     return true;
 }
 
 // The banner, then the nested REPL of a stop, in the stop's _ENV.
 void run_stop_prompt(lua_State* T, DebugStop& stop) {
-    if (repl_quit_requested()) {   // a script's pcall caught the quit: it keeps ending the run, no prompt
+    if (g.front.quit_requested()) {   // a script's pcall caught the quit: it keeps ending the run, no prompt
         g.resume = RESUME_ABORT;
         return;
     }
@@ -319,10 +320,10 @@ void run_stop_prompt(lua_State* T, DebugStop& stop) {
     print_stop(T, options.env_ref);
     ReplEnd end;
     do {
-        end = repl_loop(T, g.get_source(), options);
+        end = g.front.loop(T, g.get_source(), options);
     } while (end == REPL_END_INPUT && !input_ended_leaves(stop));
     env_release(T, options.env_ref);
-    if (repl_quit_requested()) g.resume = RESUME_ABORT;
+    if (g.front.quit_requested()) g.resume = RESUME_ABORT;
 }
 
 // The depth of the stop's script frame: a line event in that frame has this depth.
@@ -384,7 +385,7 @@ void stop_here(lua_State* T, StopKind kind, Node* node, const std::string& reaso
     if (mode == RESUME_ABORT) {   // the user's line where the run was abandoned (not a library frame's)
         std::string where = tapedeck_where(T, 0);
         std::string message = std::string("abandoned at a debugger stop (") +
-                              (g.input_ended ? "input ended: quitting" : repl_quit_requested() ? ":quit" : ":abort") + ")";
+                              (g.input_ended ? "input ended: quitting" : g.front.quit_requested() ? ":quit" : ":abort") + ")";
         if (!where.empty()) message += " (" + where + ")";
         g.abandoning = true;   // cleared when the outermost chunk has ended (run_ended)
         lua_pushstring(T, message.c_str());

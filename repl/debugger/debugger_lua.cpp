@@ -9,14 +9,13 @@
 
 #include <cstring>
 
-#include "commands.h"
 #include "debugger.h"
 #include "debugger_internal.h"
 #include "debugger_why.h"
 #include "history.h"
 #include "tensor_stats.h"
-#include "repl.h"
 #include "tapedeck_lua.h"
+#include "value_text.h"
 #include "lua_util.h"
 
 namespace {
@@ -241,7 +240,7 @@ int l_command(lua_State* L) {
     std::string line = luaL_checkstring(L, 1);
     size_t first = line.find_first_not_of(" \t");
     if (first != std::string::npos && line[first] == ':') line = line.substr(first + 1);
-    if (!command_run(L, line)) repl_request_quit();
+    if (!dbg::g.front.run_command(L, line)) dbg::g.front.request_quit();
     return 0;
 }
 

@@ -14,7 +14,6 @@
 
 #include "debugger.h"
 #include "debugger_internal.h"
-#include "repl.h"
 
 namespace dbg {
 
@@ -53,7 +52,7 @@ void snapshot_take(lua_State* L, const char* message, int first_level) {
 void post_mortem_on_error(lua_State* L, const char* message) {
     // Errors typed at a stop (post-mortem ones included) keep the snapshot being looked at; an
     // :abort or :quit unwinding is not a failure of the program.
-    if (!g.observer || g.stop || g.busy || g.abandoning || repl_quit_requested()) return;
+    if (!g.observer || g.stop || g.busy || g.abandoning || g.front.quit_requested()) return;
     if (!lua_checkstack(L, 8)) return;   // a stack overflow left no room: the plain traceback
     const int handler_level = 1;         // level 0 is the message handler itself
     snapshot_take(L, message, handler_level);

@@ -11,8 +11,9 @@
 
 #include "debugger.h"
 #include "debugger_internal.h"
-#include "repl.h"
 #include "tapedeck_lua.h"
+#include "value_text.h"
+#include "text_util.h"
 
 namespace {
 
@@ -32,7 +33,7 @@ bool parse_ids(const std::string& command, const std::string& args, const std::v
         ids = all;
         return true;
     }
-    for (const std::string& word : dbg::split_words(args, " \t,")) {
+    for (const std::string& word : text_split_words(args, " \t,")) {
         char* stop = nullptr;
         long id = strtol(word.c_str(), &stop, 10);
         if (*stop != '\0' || id <= 0) {
@@ -129,7 +130,7 @@ bool debugger_cmd_run(lua_State* L, const std::string& args) {
         fail(":run: a run is stopped here; :continue or :abort it first");
         return true;
     }
-    std::vector<std::string> words = dbg::split_words(args);
+    std::vector<std::string> words = text_split_words(args);
     if (words.empty()) {
         fail(":run needs a script, as in :run scripts/rnn_cell.lua");
         return true;
@@ -141,7 +142,7 @@ bool debugger_cmd_run(lua_State* L, const std::string& args) {
     }
     lua_setglobal(L, "arg");
     for (size_t i = 1; i < words.size(); ++i) lua_pushstring(L, words[i].c_str());
-    repl_run_chunk(L, words[0], "", true, static_cast<int>(words.size()) - 1);
+    dbg::g.front.run_chunk(L, words[0], "", true, static_cast<int>(words.size()) - 1);
     return true;
 }
 
@@ -155,7 +156,7 @@ bool debugger_cmd_inspect(lua_State* L, const std::string& args) {
         fail(":inspect needs an expression, as in :inspect out or :inspect grad_input[1]");
         return true;
     }
-    if (!repl_eval(L, args)) return true;
+    if (!dbg::g.front.eval(L, args)) return true;
     if (td::Tensor* t = tapedeck_test_tensor(L, -1)) {
         fputs(debugger_inspect(*t).c_str(), stdout);
     } else {
@@ -250,7 +251,7 @@ bool debugger_cmd_down(lua_State*, const std::string& args) { return select_fram
 
 bool debugger_cmd_list(lua_State*, const std::string& args) {
     const char* usage = ":list: expected nothing (around the line, then onward), a line N, or a range FIRST,LAST (as in :list 10,20)";
-    std::vector<std::string> words = dbg::split_words(args, " \t,");
+    std::vector<std::string> words = text_split_words(args, " \t,");
     int first = 0, last = 0;
     if (words.size() > 2 || (!words.empty() && !parse_positive_number(words[0], first)) ||
         (words.size() == 2 && !parse_positive_number(words[1], last))) {
@@ -286,13 +287,13 @@ bool debugger_cmd_print(lua_State* L, const std::string& args) {
         return true;
     }
     int base = lua_gettop(L);
-    if (repl_load(L, "return " + args, "=stdin") != LUA_OK) {
+    if (dbg::g.front.load(L, "return " + args, "=stdin") != LUA_OK) {
         fail(":p: '" + args + "' is not a Lua expression: " + repl_error_text(L, -1));
         lua_settop(L, base);
         return true;
     }
-    if (repl_docall(L, 0, LUA_MULTRET) != LUA_OK) {
-        repl_report(L);
+    if (dbg::g.front.call(L, 0, LUA_MULTRET) != LUA_OK) {
+        dbg::g.front.report(L);
         lua_settop(L, base);
         return true;
     }
@@ -316,7 +317,7 @@ bool debugger_cmd_until(lua_State*, const std::string& args) {
 }
 
 bool debugger_cmd_ignore(lua_State*, const std::string& args) {
-    std::vector<std::string> words = dbg::split_words(args);
+    std::vector<std::string> words = text_split_words(args);
     int id = 0, count = -1;
     char* end = nullptr;
     if (words.size() == 2) count = static_cast<int>(strtol(words[1].c_str(), &end, 10));

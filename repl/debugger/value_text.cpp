@@ -249,3 +249,12 @@ std::string text_at_depth(lua_State* L, int idx, int depth) {
 std::string repl_value_text(lua_State* L, int idx) { return text_at_depth(L, idx, 0); }
 
 std::string repl_nested_value_text(lua_State* L, int idx) { return text_at_depth(L, idx, 1); }
+
+std::string repl_error_text(lua_State* L, int idx) {
+    if (lua_type(L, idx) == LUA_TSTRING || lua_type(L, idx) == LUA_TNUMBER) {
+        size_t length;
+        const char* text = lua_tolstring(L, idx, &length);   // a number converts in place: it is a string after
+        return std::string(text, length);
+    }
+    return std::string("(error object is a ") + luaL_typename(L, idx) + " value)";
+}
