@@ -44,24 +44,24 @@ constexpr float MIN_ZOOM = 0.02f, MAX_ZOOM = 4.0f;
 constexpr float LEGEND_HEIGHT = 20.0f;   // the legend strip along the canvas top
 
 void camera_fit(ViewerState& s, ImVec2 canvas) {
-    const LayoutRect& b = s.placement.bounds;
+    const LayoutRect& b = s.layout.placement.bounds;
     float w = b.x1 - b.x0 + 40, h = b.y1 - b.y0 + 40;
     if (w <= 40 && h <= 40) return;
     float top = LEGEND_HEIGHT;   // keep the graph clear of the legend
-    s.zoom = std::clamp(std::min(canvas.x / w, (canvas.y - top) / h), MIN_ZOOM, 1.5f);
-    s.pan = ImVec2((b.x0 + b.x1) * 0.5f - canvas.x * 0.5f / s.zoom,
-                   (b.y0 + b.y1) * 0.5f - (canvas.y + top) * 0.5f / s.zoom);
+    s.graph.zoom = std::clamp(std::min(canvas.x / w, (canvas.y - top) / h), MIN_ZOOM, 1.5f);
+    s.graph.pan = ImVec2((b.x0 + b.x1) * 0.5f - canvas.x * 0.5f / s.graph.zoom,
+                   (b.y0 + b.y1) * 0.5f - (canvas.y + top) * 0.5f / s.graph.zoom);
 }
 
 // Keep the camera over the graph: no more empty canvas than needed on any side.
 void camera_clamp(ViewerState& s, ImVec2 canvas) {
-    const LayoutRect& b = s.placement.bounds;
-    float margin = 20.0f / s.zoom, top = LEGEND_HEIGHT / s.zoom;
-    float view_w = canvas.x / s.zoom, view_h = canvas.y / s.zoom;
-    if (b.x1 - b.x0 + 2 * margin <= view_w) s.pan.x = (b.x0 + b.x1 - view_w) * 0.5f;
-    else s.pan.x = std::clamp(s.pan.x, b.x0 - margin, b.x1 + margin - view_w);
-    if (b.y1 - b.y0 + 2 * margin + top <= view_h) s.pan.y = (b.y0 + b.y1 - view_h - top) * 0.5f;
-    else s.pan.y = std::clamp(s.pan.y, b.y0 - margin - top, b.y1 + margin - view_h);
+    const LayoutRect& b = s.layout.placement.bounds;
+    float margin = 20.0f / s.graph.zoom, top = LEGEND_HEIGHT / s.graph.zoom;
+    float view_w = canvas.x / s.graph.zoom, view_h = canvas.y / s.graph.zoom;
+    if (b.x1 - b.x0 + 2 * margin <= view_w) s.graph.pan.x = (b.x0 + b.x1 - view_w) * 0.5f;
+    else s.graph.pan.x = std::clamp(s.graph.pan.x, b.x0 - margin, b.x1 + margin - view_w);
+    if (b.y1 - b.y0 + 2 * margin + top <= view_h) s.graph.pan.y = (b.y0 + b.y1 - view_h - top) * 0.5f;
+    else s.graph.pan.y = std::clamp(s.graph.pan.y, b.y0 - margin - top, b.y1 + margin - view_h);
 }
 
 // After a new layout, unless the user moved the camera: the whole graph when its labels stay
@@ -69,9 +69,9 @@ void camera_clamp(ViewerState& s, ImVec2 canvas) {
 // stop, the selection, the loss of the loss's picture, or the newest node: where the graph grows).
 void camera_follow(ViewerState& s, ImVec2 canvas) {
     camera_fit(s, canvas);
-    if (s.zoom * GRAPH_FONT_SIZE >= LEGIBLE_LABEL_PX) return;
-    const GraphView& v = s.view;
-    int focus = s.stop_node ? v.box_of(s.stop_node) : s.selected ? v.box_of(s.selected) : -1;
+    if (s.graph.zoom * GRAPH_FONT_SIZE >= LEGIBLE_LABEL_PX) return;
+    const GraphView& v = s.model.view;
+    int focus = s.stop.node ? v.box_of(s.stop.node) : s.selection.node ? v.box_of(s.selection.node) : -1;
     if (focus < 0 && v.loss_node) focus = v.box_of(v.loss_node);
     int64_t newest = 0;
     if (focus < 0)
@@ -80,23 +80,23 @@ void camera_follow(ViewerState& s, ImVec2 canvas) {
                 newest = entry.first;
                 focus = entry.second;
             }
-    if (focus < 0 || static_cast<size_t>(focus) >= s.placement.rects.size()) return;
-    const LayoutRect& r = s.placement.rects[focus];
-    s.zoom = 1.0f;
-    s.pan = ImVec2((r.x0 + r.x1) * 0.5f - canvas.x * 0.5f / s.zoom, (r.y0 + r.y1) * 0.5f - canvas.y * 0.5f / s.zoom);
+    if (focus < 0 || static_cast<size_t>(focus) >= s.layout.placement.rects.size()) return;
+    const LayoutRect& r = s.layout.placement.rects[focus];
+    s.graph.zoom = 1.0f;
+    s.graph.pan = ImVec2((r.x0 + r.x1) * 0.5f - canvas.x * 0.5f / s.graph.zoom, (r.y0 + r.y1) * 0.5f - canvas.y * 0.5f / s.graph.zoom);
     camera_clamp(s, canvas);
 }
 
 // Pan (and zoom in to a legible size if needed) so that r is on the canvas; nothing when it is.
 void camera_show(ViewerState& s, const LayoutRect& r, ImVec2 canvas) {
-    bool legible = s.zoom * GRAPH_FONT_SIZE >= 7.0f;
-    float margin = 16.0f / s.zoom;
-    bool inside = r.x0 >= s.pan.x + margin && r.y0 >= s.pan.y + margin && r.x1 <= s.pan.x + canvas.x / s.zoom - margin &&
-                  r.y1 <= s.pan.y + canvas.y / s.zoom - margin;
+    bool legible = s.graph.zoom * GRAPH_FONT_SIZE >= 7.0f;
+    float margin = 16.0f / s.graph.zoom;
+    bool inside = r.x0 >= s.graph.pan.x + margin && r.y0 >= s.graph.pan.y + margin && r.x1 <= s.graph.pan.x + canvas.x / s.graph.zoom - margin &&
+                  r.y1 <= s.graph.pan.y + canvas.y / s.graph.zoom - margin;
     if (inside && legible) return;
-    if (!legible) s.zoom = 1.0f;
-    s.pan = ImVec2((r.x0 + r.x1) * 0.5f - canvas.x * 0.5f / s.zoom, (r.y0 + r.y1) * 0.5f - canvas.y * 0.5f / s.zoom);
-    s.camera = CAMERA_MANUAL;
+    if (!legible) s.graph.zoom = 1.0f;
+    s.graph.pan = ImVec2((r.x0 + r.x1) * 0.5f - canvas.x * 0.5f / s.graph.zoom, (r.y0 + r.y1) * 0.5f - canvas.y * 0.5f / s.graph.zoom);
+    s.graph.camera = CAMERA_MANUAL;
 }
 
 // ============================================================================================
@@ -165,15 +165,15 @@ bool intersects(const LayoutRect& r, const LayoutRect& view) {
 
 // Text of one line of a node list: "#5 mm".
 std::string node_label(const ViewerState& s, int64_t id) {
-    const NodeRecord* r = record_find(s.records, id);
+    const NodeRecord* r = record_find(s.model.records, id);
     return "#" + std::to_string(id) + (r ? " " + r->op : std::string(" (freed)"));
 }
 
 void draw_tooltip(ViewerState& s, const ViewBox& b) {
     ImGui::BeginTooltip();
-    const NodeRecord* r = record_find(s.records, b.node_id);
+    const NodeRecord* r = record_find(s.model.records, b.node_id);
     if (b.kind == BOX_CLUSTER && b.cluster >= 0) {
-        const Cluster& c = s.view.clusters[b.cluster];
+        const Cluster& c = s.model.view.clusters[b.cluster];
         ImGui::TextUnformatted(c.title.c_str());
         ImGui::TextDisabled("%d ops, collapsed (double-click to open)", static_cast<int>(c.members.size()));
         for (size_t i = 0; i < c.members.size() && i < 10; ++i) ImGui::Text("  %s", node_label(s, c.members[i]).c_str());
@@ -199,25 +199,25 @@ void draw_tooltip(ViewerState& s, const ViewBox& b) {
 // The menu of a right-clicked box: breakpoints (through the debugger's callbacks), going between
 // a node and its gradient, opening and closing groups.
 void draw_box_menu(ViewerState& s, const std::string& key) {
-    auto found = s.view.box_by_key.find(key);
-    if (found == s.view.box_by_key.end()) {
+    auto found = s.model.view.box_by_key.find(key);
+    if (found == s.model.view.box_by_key.end()) {
         ImGui::CloseCurrentPopup();
         return;
     }
-    const ViewBox& b = s.view.boxes[found->second];
-    const NodeRecord* r = record_find(s.records, b.node_id);
+    const ViewBox& b = s.model.view.boxes[found->second];
+    const NodeRecord* r = record_find(s.model.records, b.node_id);
     ImGui::TextUnformatted(b.title.c_str());
     ImGui::Separator();
     if (ImGui::MenuItem("Select")) viewer_select(b.node_id, false);
     if (r && b.kind != BOX_CLUSTER) {
-        ViewerControls c = s.controls;
+        ViewerControls c = s.stop.controls;
         int64_t id = r->id;
         // An op breakpoint names a forward op: in the backward pass it stops at that op's gradient
         // group, so a backward node offers its forward node's op.
-        const NodeRecord* forward = r->phase == PHASE_BACKWARD ? record_find(s.records, r->group) : r;
+        const NodeRecord* forward = r->phase == PHASE_BACKWARD ? record_find(s.model.records, r->group) : r;
         std::string op = forward ? forward->op.substr(0, forward->op.find('(')) : "";
         bool on_node = false;
-        for (const ViewerBreakpoint& bp : s.breakpoints) on_node = on_node || bp.node_id == id;
+        for (const ViewerBreakpoint& bp : s.stop.breakpoints) on_node = on_node || bp.node_id == id;
         std::string label = "Break at #" + std::to_string(id);
         if (ImGui::MenuItem(label.c_str(), nullptr, on_node, c.toggle_node_breakpoint != nullptr))
             viewer_defer([c, id] { c.toggle_node_breakpoint(id, c.user); });
@@ -225,7 +225,7 @@ void draw_box_menu(ViewerState& s, const std::string& key) {
         for (int phase = PHASE_FORWARD; phase <= PHASE_BACKWARD && !op.empty(); ++phase) {
             if (phase == PHASE_FORWARD && r->phase == PHASE_BACKWARD) continue;
             bool on_op = false;
-            for (const ViewerBreakpoint& bp : s.breakpoints) on_op = on_op || (bp.op == op && bp.phase == phase);
+            for (const ViewerBreakpoint& bp : s.stop.breakpoints) on_op = on_op || (bp.op == op && bp.phase == phase);
             label = "Break at every " + op + (phase == PHASE_BACKWARD ? " (its backward)" : " (forward)");
             if (ImGui::MenuItem(label.c_str(), nullptr, on_op, c.toggle_op_breakpoint != nullptr))
                 viewer_defer([c, op, phase] { c.toggle_op_breakpoint(op.c_str(), phase, c.user); });
@@ -235,7 +235,7 @@ void draw_box_menu(ViewerState& s, const std::string& key) {
         ImGui::Separator();
         if (r->phase == PHASE_FORWARD) {
             int64_t first = 0;
-            for (const NodeRecord& m : s.records)
+            for (const NodeRecord& m : s.model.records)
                 if (m.phase == PHASE_BACKWARD && m.group == id && m.inner_of == 0) {
                     first = m.id;
                     break;
@@ -247,11 +247,11 @@ void draw_box_menu(ViewerState& s, const std::string& key) {
         if (b.kind == BOX_GHOST && ImGui::MenuItem("Go to the original")) viewer_select(id, true);
     }
     if (b.kind == BOX_CLUSTER && b.cluster >= 0 && ImGui::MenuItem("Open this group"))
-        viewer_set_expanded(cluster_state_key(s.view.clusters[b.cluster]), true);
+        viewer_set_expanded(cluster_state_key(s.model.view.clusters[b.cluster]), true);
     if (b.kind == BOX_NODE && b.is_function && b.member_count > 1 && ImGui::MenuItem("Show the ops inside"))
         viewer_set_expanded("fn:" + std::to_string(b.node_id), true);
-    if (b.frame >= 0 && b.frame < static_cast<int>(s.view.clusters.size())) {
-        const Cluster& c = s.view.clusters[b.frame];
+    if (b.frame >= 0 && b.frame < static_cast<int>(s.model.view.clusters.size())) {
+        const Cluster& c = s.model.view.clusters[b.frame];
         if (ImGui::MenuItem(("Close group: " + c.title).c_str())) viewer_set_expanded(cluster_state_key(c), false);
     }
 }
@@ -267,10 +267,10 @@ void find_node(ViewerState& s, const char* text) {
         return;
     }
     int64_t first = 0, next = 0;
-    for (const NodeRecord& r : s.records) {
+    for (const NodeRecord& r : s.model.records) {
         if (r.op.find(text) == std::string::npos && r.name != text) continue;
         if (!first) first = r.id;
-        if (!next && r.id > s.selected) next = r.id;
+        if (!next && r.id > s.selection.node) next = r.id;
     }
     if (next || first) viewer_select(next ? next : first, true);
 }
@@ -278,43 +278,40 @@ void find_node(ViewerState& s, const char* text) {
 // ============================================================================================
 // [SECTION] window
 
-bool show_legend = true;
-
 void draw_toolbar(ViewerState& s) {
     if (ImGui::Button("Fit")) {
-        s.fit_request = true;
-        s.camera = CAMERA_FIT;
+        s.graph.fit_request = true;
+        s.graph.camera = CAMERA_FIT;
     }
     ImGui::SameLine();
-    ImGui::Text("%3.0f%%", s.zoom * 100.0f);
+    ImGui::Text("%3.0f%%", s.graph.zoom * 100.0f);
     ImGui::SameLine();
-    static char find_text[64] = "";
     ImGui::SetNextItemWidth(150);
-    if (ImGui::InputTextWithHint("##find", "find: #id, op, name", find_text, sizeof find_text,
+    if (ImGui::InputTextWithHint("##find", "find: #id, op, name", s.graph.find_text, sizeof s.graph.find_text,
                                  ImGuiInputTextFlags_EnterReturnsTrue))
-        find_node(s, find_text);
+        find_node(s, s.graph.find_text);
     ImGui::SameLine();
-    ImGui::Checkbox("legend", &show_legend);
+    ImGui::Checkbox("legend", &s.graph.show_legend);
     ImGui::SameLine();
-    int nodes = static_cast<int>(s.records.size());
-    ImGui::TextDisabled("%d node%s, %d box%s", nodes, nodes == 1 ? "" : "s", static_cast<int>(s.view.boxes.size()),
-                        s.view.boxes.size() == 1 ? "" : "es");
+    int nodes = static_cast<int>(s.model.records.size());
+    ImGui::TextDisabled("%d node%s, %d box%s", nodes, nodes == 1 ? "" : "s", static_cast<int>(s.model.view.boxes.size()),
+                        s.model.view.boxes.size() == 1 ? "" : "es");
     ImGui::SameLine();
-    if (s.layout_requested && s.worker.busy())
+    if (s.layout.requested && s.layout.worker.busy())
         ImGui::TextColored(ImVec4(0.95f, 0.75f, 0.3f, 1), "laying out... %.1f s",
-                           std::chrono::duration<double>(std::chrono::steady_clock::now() - s.layout_started).count());
-    else if (s.layout.ok)
-        ImGui::TextDisabled("layout %.0f ms", s.layout.seconds * 1000.0);
-    if (!s.layout.error.empty()) {
+                           std::chrono::duration<double>(std::chrono::steady_clock::now() - s.layout.started).count());
+    else if (s.layout.result.ok)
+        ImGui::TextDisabled("layout %.0f ms", s.layout.result.seconds * 1000.0);
+    if (!s.layout.result.error.empty()) {
         ImGui::SameLine();
-        ImGui::TextColored(ImVec4(1, 0.4f, 0.4f, 1), "%s", s.layout.error.c_str());
+        ImGui::TextColored(ImVec4(1, 0.4f, 0.4f, 1), "%s", s.layout.result.error.c_str());
     }
-    if (s.plan) draw_plan_toolbar(s);
-    if (s.view.cap_focus != 0) {
+    if (s.plan.model) draw_plan_toolbar(s);
+    if (s.model.view.cap_focus != 0) {
         // A plan's record that stands for no node (a .grad accumulation) has a synthetic id.
-        std::string focus = s.view.cap_focus < PLAN_SYNTHETIC_ID ? "#" + std::to_string(s.view.cap_focus) : "the plan's last step";
+        std::string focus = s.model.view.cap_focus < PLAN_SYNTHETIC_ID ? "#" + std::to_string(s.model.view.cap_focus) : "the plan's last step";
         ImGui::TextColored(ImVec4(1, 0.85f, 0.3f, 1), "Showing %d boxes of %d nodes: the neighbourhood of %s (the node cap is in Options)",
-                           static_cast<int>(s.view.boxes.size()), s.view.total_nodes, focus.c_str());
+                           static_cast<int>(s.model.view.boxes.size()), s.model.view.total_nodes, focus.c_str());
     }
 }
 
@@ -394,71 +391,71 @@ void draw_graph_window(ViewerState& s, const Tile& tile) {
     ImVec2 size = ImGui::GetContentRegionAvail();
     size.x = std::max(size.x, 50.0f);
     size.y = std::max(size.y, 50.0f);
-    s.canvas_size = size;
+    s.graph.canvas_size = size;
     ImGui::InvisibleButton("canvas", size,
                            ImGuiButtonFlags_MouseButtonLeft | ImGuiButtonFlags_MouseButtonRight |
                                ImGuiButtonFlags_MouseButtonMiddle);
     bool hovered = ImGui::IsItemHovered();
     bool active = ImGui::IsItemActive();
     ImGuiIO& io = ImGui::GetIO();
-    const GraphView& v = s.view;
-    const Placement& p = s.placement;
+    const GraphView& v = s.model.view;
+    const Placement& p = s.layout.placement;
 
     // Camera: fit, the stop or selection into view, wheel zoom about the mouse, drag to pan.
-    if ((s.fit_request || s.follow_request) && !v.boxes.empty() && p.rects.size() == v.boxes.size()) {
-        if (s.fit_request) camera_fit(s, size);
+    if ((s.graph.fit_request || s.graph.follow_request) && !v.boxes.empty() && p.rects.size() == v.boxes.size()) {
+        if (s.graph.fit_request) camera_fit(s, size);
         else camera_follow(s, size);
-        s.fit_request = s.follow_request = false;
+        s.graph.fit_request = s.graph.follow_request = false;
     }
     auto show_node = [&](int64_t id) {
         int b = v.box_of(id);
         if (b < 0 || b >= static_cast<int>(p.rects.size())) return false;
-        if (p.provisional[b] && s.layout_requested && s.worker.busy()) return false;   // wait for its place
+        if (p.provisional[b] && s.layout.requested && s.layout.worker.busy()) return false;   // wait for its place
         camera_show(s, p.rects[b], size);
         return true;
     };
-    if (s.scroll_to_stop && s.stop_node && show_node(s.stop_node)) s.scroll_to_stop = false;
-    if (s.scroll_to_selected && s.selected && show_node(s.selected)) s.scroll_to_selected = false;
-    Camera cam{origin, s.pan, s.zoom};
+    if (s.stop.scroll_to && s.stop.node && show_node(s.stop.node)) s.stop.scroll_to = false;
+    if (s.selection.scroll_to && s.selection.node && show_node(s.selection.node)) s.selection.scroll_to = false;
+    Camera cam{origin, s.graph.pan, s.graph.zoom};
     if (hovered && io.MouseWheel != 0 && io.KeyShift) {   // Shift+wheel scrolls up and down
-        s.pan.y -= io.MouseWheel * 60.0f / s.zoom;
-        s.camera = CAMERA_MANUAL;
+        s.graph.pan.y -= io.MouseWheel * 60.0f / s.graph.zoom;
+        s.graph.camera = CAMERA_MANUAL;
     } else if (hovered && io.MouseWheel != 0) {
         ImVec2 anchor = cam.to_layout(io.MousePos);
-        s.zoom = std::clamp(s.zoom * std::pow(1.15f, io.MouseWheel), MIN_ZOOM, MAX_ZOOM);
-        s.pan = ImVec2(anchor.x - (io.MousePos.x - origin.x) / s.zoom, anchor.y - (io.MousePos.y - origin.y) / s.zoom);
-        s.camera = CAMERA_MANUAL;
+        s.graph.zoom = std::clamp(s.graph.zoom * std::pow(1.15f, io.MouseWheel), MIN_ZOOM, MAX_ZOOM);
+        s.graph.pan = ImVec2(anchor.x - (io.MousePos.x - origin.x) / s.graph.zoom, anchor.y - (io.MousePos.y - origin.y) / s.graph.zoom);
+        s.graph.camera = CAMERA_MANUAL;
     }
     bool dragging = active && (ImGui::IsMouseDragging(ImGuiMouseButton_Left) || ImGui::IsMouseDragging(ImGuiMouseButton_Right) ||
                                ImGui::IsMouseDragging(ImGuiMouseButton_Middle));
     if (dragging) {
-        s.pan = ImVec2(s.pan.x - io.MouseDelta.x / s.zoom, s.pan.y - io.MouseDelta.y / s.zoom);
-        s.camera = CAMERA_MANUAL;
+        s.graph.pan = ImVec2(s.graph.pan.x - io.MouseDelta.x / s.graph.zoom, s.graph.pan.y - io.MouseDelta.y / s.graph.zoom);
+        s.graph.camera = CAMERA_MANUAL;
     }
     if (ImGui::IsWindowFocused() && !io.WantTextInput) {
         if (ImGui::IsKeyPressed(GLFW_KEY_F, false)) {
-            s.fit_request = true;
-            s.camera = CAMERA_FIT;
+            s.graph.fit_request = true;
+            s.graph.camera = CAMERA_FIT;
         }
         if (ImGui::IsKeyPressed(GLFW_KEY_EQUAL) || ImGui::IsKeyPressed(GLFW_KEY_KP_ADD))
-            s.zoom = std::min(s.zoom * 1.2f, MAX_ZOOM);
+            s.graph.zoom = std::min(s.graph.zoom * 1.2f, MAX_ZOOM);
         if (ImGui::IsKeyPressed(GLFW_KEY_MINUS) || ImGui::IsKeyPressed(GLFW_KEY_KP_SUBTRACT))
-            s.zoom = std::max(s.zoom / 1.2f, MIN_ZOOM);
+            s.graph.zoom = std::max(s.graph.zoom / 1.2f, MIN_ZOOM);
         if (ImGui::IsKeyPressed(GLFW_KEY_ESCAPE, false)) viewer_select(0, false);
-        float step = 80.0f / s.zoom;
-        if (ImGui::IsKeyPressed(GLFW_KEY_UP) || ImGui::IsKeyPressed(GLFW_KEY_PAGE_UP)) s.pan.y -= step * (ImGui::IsKeyPressed(GLFW_KEY_PAGE_UP) ? 5 : 1);
-        if (ImGui::IsKeyPressed(GLFW_KEY_DOWN) || ImGui::IsKeyPressed(GLFW_KEY_PAGE_DOWN)) s.pan.y += step * (ImGui::IsKeyPressed(GLFW_KEY_PAGE_DOWN) ? 5 : 1);
-        if (ImGui::IsKeyPressed(GLFW_KEY_LEFT)) s.pan.x -= step;
-        if (ImGui::IsKeyPressed(GLFW_KEY_RIGHT)) s.pan.x += step;
+        float step = 80.0f / s.graph.zoom;
+        if (ImGui::IsKeyPressed(GLFW_KEY_UP) || ImGui::IsKeyPressed(GLFW_KEY_PAGE_UP)) s.graph.pan.y -= step * (ImGui::IsKeyPressed(GLFW_KEY_PAGE_UP) ? 5 : 1);
+        if (ImGui::IsKeyPressed(GLFW_KEY_DOWN) || ImGui::IsKeyPressed(GLFW_KEY_PAGE_DOWN)) s.graph.pan.y += step * (ImGui::IsKeyPressed(GLFW_KEY_PAGE_DOWN) ? 5 : 1);
+        if (ImGui::IsKeyPressed(GLFW_KEY_LEFT)) s.graph.pan.x -= step;
+        if (ImGui::IsKeyPressed(GLFW_KEY_RIGHT)) s.graph.pan.x += step;
     }
-    cam = Camera{origin, s.pan, s.zoom};
+    cam = Camera{origin, s.graph.pan, s.graph.zoom};
 
     ImDrawList* dl = ImGui::GetWindowDrawList();
     ImVec2 corner(origin.x + size.x, origin.y + size.y);
     dl->PushClipRect(origin, corner, true);
     dl->AddRectFilled(origin, corner, COLOUR_CANVAS);
-    LayoutRect visible{s.pan.x, s.pan.y, s.pan.x + size.x / s.zoom, s.pan.y + size.y / s.zoom};
-    float z = s.zoom;
+    LayoutRect visible{s.graph.pan.x, s.graph.pan.y, s.graph.pan.x + size.x / s.graph.zoom, s.graph.pan.y + size.y / s.graph.zoom};
+    float z = s.graph.zoom;
     float label_px = GRAPH_FONT_SIZE * z;
     bool labels = label_px >= 6.5f;
     bool details = label_px >= 9.0f;
@@ -466,16 +463,16 @@ void draw_graph_window(ViewerState& s, const Tile& tile) {
 
     // The timeline (window_timeline.cpp): the graph as it stood at an event: later nodes hidden,
     // the event's node highlighted; the layout stays.
-    int64_t shown_stop = s.timeline_serial ? s.timeline_node : s.stop_node;
-    bool shown_backward = s.timeline_serial ? s.timeline_backward : s.stop_backward;
+    int64_t shown_stop = s.timeline.serial ? s.timeline.node : s.stop.node;
+    bool shown_backward = s.timeline.serial ? s.timeline.backward : s.stop.backward;
     int highlighted = shown_stop ? v.box_of(shown_stop) : -1;
     int64_t stop_group = 0;
     if (shown_stop && shown_backward) {
-        const NodeRecord* stop = record_find(s.records, shown_stop);
+        const NodeRecord* stop = record_find(s.model.records, shown_stop);
         if (stop) stop_group = stop->phase == PHASE_BACKWARD ? stop->group : stop->id;
     }
     std::vector<char> later(v.boxes.size(), 0);   // boxes of nodes recorded after the event shown
-    if (s.timeline_serial)
+    if (s.timeline.serial)
         for (size_t i = 0; i < v.boxes.size(); ++i) later[i] = v.boxes[i].node_id != 0 && viewer_timeline_hides(s, v.boxes[i].node_id);
 
     // Hovered box: the last drawn (topmost) box under the mouse.
@@ -490,7 +487,7 @@ void draw_graph_window(ViewerState& s, const Tile& tile) {
             }
         }
     }
-    int selected_box = s.selected ? v.box_of(s.selected) : -1;
+    int selected_box = s.selection.node ? v.box_of(s.selection.node) : -1;
 
     // Labels are drawn after every box, in one pass with the labels' font texture.
     struct Text {
@@ -506,8 +503,8 @@ void draw_graph_window(ViewerState& s, const Tile& tile) {
         for (size_t c = 0; c < v.clusters.size(); ++c) {
             const Cluster& cluster = v.clusters[c];
             if (cluster.state != CLUSTER_EXPANDED) continue;
-            auto it = s.layout.frames.find(cluster.key);
-            if (it == s.layout.frames.end() || !intersects(it->second, visible)) continue;
+            auto it = s.layout.result.frames.find(cluster.key);
+            if (it == s.layout.result.frames.end() || !intersects(it->second, visible)) continue;
             ImVec2 a = cam.to_screen(it->second.x0, it->second.y0), b = cam.to_screen(it->second.x1, it->second.y1);
             dl->AddRectFilled(a, b, IM_COL32(120, 140, 170, 28), 6 * z);
             dl->AddRect(a, b, COLOUR_FRAME, 6 * z, 0, 1.5f);
@@ -515,7 +512,7 @@ void draw_graph_window(ViewerState& s, const Tile& tile) {
                 frame_titles.push_back(cluster.title + "  [close]");
                 const std::string& title = frame_titles.back();
                 texts.push_back({ImVec2(a.x + 5 * z, a.y + 2 * z), COLOUR_FRAME, &title, ImVec4(a.x, a.y, b.x, b.y)});
-                ImVec2 title_end(a.x + 5 * z + s.graph_font->CalcTextSizeA(label_px, FLT_MAX, 0, title.c_str()).x, a.y + label_px + 4 * z);
+                ImVec2 title_end(a.x + 5 * z + s.app.graph_font->CalcTextSizeA(label_px, FLT_MAX, 0, title.c_str()).x, a.y + label_px + 4 * z);
                 if (hovered && ImGui::IsMouseClicked(ImGuiMouseButton_Left) && io.MousePos.x >= a.x &&
                     io.MousePos.x <= title_end.x && io.MousePos.y >= a.y && io.MousePos.y <= title_end.y)
                     viewer_set_expanded(cluster_state_key(cluster), false);
@@ -567,7 +564,7 @@ void draw_graph_window(ViewerState& s, const Tile& tile) {
         }
 
         // Forward value -> backward node (saved tensors): never given to dot, drawn over it.
-        CrossEdgeMode cross_mode = s.cross_edges;
+        CrossEdgeMode cross_mode = s.graph.cross_edges;
         if (cross_mode == CROSS_EDGES_AUTO) {   // all of them while they stay few enough to read
             int count = 0;
             for (const ViewEdge& e : v.edges) count += e.cross;
@@ -599,8 +596,8 @@ void draw_graph_window(ViewerState& s, const Tile& tile) {
         dl->Flags = saved_flags;
 
         // Boxes, with their labels, marks and outlines; the drawn model for tests on the side.
-        s.drawn.clear();
-        s.drawn.reserve(v.boxes.size());
+        s.graph.drawn.clear();
+        s.graph.drawn.reserve(v.boxes.size());
         for (size_t i = 0; i < v.boxes.size(); ++i) {
             const ViewBox& b = v.boxes[i];
             const LayoutRect& r = p.rects[i];
@@ -615,26 +612,26 @@ void draw_graph_window(ViewerState& s, const Tile& tile) {
             d.x1 = c.x;
             d.y1 = c.y;
             d.highlighted = static_cast<int>(i) == highlighted;
-            d.selected = s.selected != 0 && b.node_id == s.selected && b.kind != BOX_STUB;
+            d.selected = s.selection.node != 0 && b.node_id == s.selection.node && b.kind != BOX_STUB;
             d.visible = intersects(r, visible);
-            if (!s.diff_marks.empty() && (b.kind == BOX_NODE || b.kind == BOX_GHOST)) {
-                auto found = s.diff_marks.find(b.node_id);
-                if (found != s.diff_marks.end()) {
+            if (!s.model.diff_marks.empty() && (b.kind == BOX_NODE || b.kind == BOX_GHOST)) {
+                auto found = s.model.diff_marks.find(b.node_id);
+                if (found != s.model.diff_marks.end()) {
                     d.has_diff = true;
                     d.diff = found->second;
                 }
             }
             d.later = later[i] != 0;
-            s.drawn.push_back(d);
+            s.graph.drawn.push_back(d);
             if (d.later) continue;
             if (!d.visible) continue;
 
-            const NodeRecord* rec = b.kind == BOX_NODE || b.kind == BOX_GHOST ? record_find(s.records, b.node_id) : nullptr;
+            const NodeRecord* rec = b.kind == BOX_NODE || b.kind == BOX_GHOST ? record_find(s.model.records, b.node_id) : nullptr;
             float alpha = p.provisional[i] ? 0.55f : (b.kind == BOX_GHOST ? 0.8f : 1.0f);
             float height = c.y - a.y;
             ImU32 fill = d.highlighted ? COLOUR_HIGHLIGHT : box_fill(b);
             if (!b.executed && !d.highlighted) fill = COLOUR_OP;
-            const PlanBoxMark* plan_mark = s.plan && b.kind == BOX_NODE ? plan_mark_of(*s.plan, s.plan_stage, b.node_id) : nullptr;
+            const PlanBoxMark* plan_mark = s.plan.model && b.kind == BOX_NODE ? plan_mark_of(*s.plan.model, s.plan.stage, b.node_id) : nullptr;
             if (plan_mark) plan_box_fill(s, b, *plan_mark, &fill, &alpha);
             bool stacked = b.kind == BOX_CLUSTER || (b.is_function && b.member_count > 1);
             if (height < 5.0f) {   // far away: a dot of colour
@@ -717,14 +714,14 @@ void draw_graph_window(ViewerState& s, const Tile& tile) {
                 }
             }
         }
-        if (s.plan) draw_plan_overlay(s, dl);
-        dl->PushTextureID(s.graph_atlas->TexID);
+        if (s.plan.model) draw_plan_overlay(s, dl);
+        dl->PushTextureID(s.app.graph_atlas->TexID);
         for (const Text& t : texts)
-            dl->AddText(s.graph_font, label_px, t.pos, t.colour, t.text->c_str(), nullptr, 0, &t.clip);
+            dl->AddText(s.app.graph_font, label_px, t.pos, t.colour, t.text->c_str(), nullptr, 0, &t.clip);
         dl->PopTextureID();
     }
-    if (show_legend && s.plan) draw_plan_legend(s, dl, origin, size.x);
-    else if (show_legend) draw_legend(dl, origin, size.x, s.diff);
+    if (s.graph.show_legend && s.plan.model) draw_plan_legend(s, dl, origin, size.x);
+    else if (s.graph.show_legend) draw_legend(dl, origin, size.x, s.model.diff);
     if (v.boxes.empty()) {
         const char* text = "The tape is empty: run some tensor ops at the prompt.";
         dl->AddText(ImVec2(origin.x + 20, origin.y + 20), COLOUR_TEXT_DIM, text);
@@ -732,7 +729,6 @@ void draw_graph_window(ViewerState& s, const Tile& tile) {
     dl->PopClipRect();
 
     // Clicks: select, open/close groups, the menu.
-    static std::string menu_key;
     bool click_left = hovered && ImGui::IsMouseReleased(ImGuiMouseButton_Left) &&
                       ImGui::GetMouseDragDelta(ImGuiMouseButton_Left, 0.0f).x == 0 &&
                       ImGui::GetMouseDragDelta(ImGuiMouseButton_Left, 0.0f).y == 0;
@@ -752,7 +748,7 @@ void draw_graph_window(ViewerState& s, const Tile& tile) {
             if (opens_on_click) viewer_set_expanded(cluster_state_key(v.clusters[b.cluster]), true);
         }
         if (hovered && ImGui::IsMouseReleased(ImGuiMouseButton_Right) && right_drag < 3.0f) {
-            menu_key = b.key;
+            s.graph.menu_key = b.key;
             ImGui::OpenPopup("box_menu");
         }
         if (!ImGui::IsPopupOpen("box_menu")) draw_tooltip(s, b);
@@ -761,7 +757,7 @@ void draw_graph_window(ViewerState& s, const Tile& tile) {
     }
     window_dl->ChannelsMerge();
     if (ImGui::BeginPopup("box_menu")) {
-        draw_box_menu(s, menu_key);
+        draw_box_menu(s, s.graph.menu_key);
         ImGui::EndPopup();
     }
     ImGui::End();

@@ -22,14 +22,14 @@ void draw_source_window(ViewerState& s, const Tile& tile) {
     ImGui::Begin("Source", nullptr, ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse);
 
     // Which file: the stop's (a node's, or a Lua line's), else the selection's, else the last one shown.
-    static std::string file;
-    static int last_target_line = 0;
-    static int64_t last_target = -1;
-    const NodeRecord* stop = s.stop_node ? record_find(s.records, s.stop_node) : nullptr;
-    const NodeRecord* selected = s.selected ? record_find(s.records, s.selected) : nullptr;
+    std::string& file = s.source.file;
+    int& last_target_line = s.source.last_target_line;
+    int64_t& last_target = s.source.last_target;
+    const NodeRecord* stop = s.stop.node ? record_find(s.model.records, s.stop.node) : nullptr;
+    const NodeRecord* selected = s.selection.node ? record_find(s.model.records, s.selection.node) : nullptr;
     const NodeRecord* target = stop ? stop : selected;
-    bool line_stop = !stop && s.stop_line > 0;
-    if (line_stop) file = s.stop_file;
+    bool line_stop = !stop && s.stop.line > 0;
+    if (line_stop) file = s.stop.file;
     else if (target && target->where.file >= 0) file = source_file_name(target->where.file);
     if (file.empty()) {
         ImGui::TextDisabled("The script of the selected node shows here.");
@@ -43,19 +43,19 @@ void draw_source_window(ViewerState& s, const Tile& tile) {
         ImGui::End();
         return;
     }
-    int stop_line = stop && file == source_file_name(stop->where.file) ? stop->where.line : line_stop ? s.stop_line : 0;
+    int stop_line = stop && file == source_file_name(stop->where.file) ? stop->where.line : line_stop ? s.stop.line : 0;
     int selected_line = selected && file == source_file_name(selected->where.file) ? selected->where.line : 0;
 
     // Lines that recorded nodes in this file: line -> newest node.
     std::map<int, int64_t> line_nodes;
     std::map<int, int> line_counts;
-    for (const NodeRecord& r : s.records) {
+    for (const NodeRecord& r : s.model.records) {
         if (r.where.file < 0 || r.phase != PHASE_FORWARD || source_file_name(r.where.file) != file) continue;
         line_nodes[r.where.line] = r.id;
         ++line_counts[r.where.line];
     }
 
-    ImGui::PushFont(s.mono_font);
+    ImGui::PushFont(s.app.mono_font);
     ImGui::BeginChild("lines", ImVec2(0, 0), false, ImGuiWindowFlags_HorizontalScrollbar);
     float line_h = ImGui::GetTextLineHeightWithSpacing();
     int want = stop_line ? stop_line : selected_line;
@@ -85,13 +85,13 @@ void draw_source_window(ViewerState& s, const Tile& tile) {
 
             ImGui::PushID(i);
             if (ImGui::InvisibleButton("gutter", ImVec2(gutter, line_h))) {
-                ViewerControls c = s.controls;
+                ViewerControls c = s.stop.controls;
                 std::string f = file;
                 if (c.toggle_line_breakpoint) viewer_defer([c, f, line] { c.toggle_line_breakpoint(f.c_str(), line, c.user); });
             }
             viewer_note_item("gutter " + std::to_string(line));
             if (ImGui::IsItemHovered())
-                ImGui::SetTooltip(s.controls.toggle_line_breakpoint ? "toggle a breakpoint on line %d"
+                ImGui::SetTooltip(s.stop.controls.toggle_line_breakpoint ? "toggle a breakpoint on line %d"
                                                                     : "line %d (no debugger attached for breakpoints)",
                                   line);
             ImGui::SameLine(0, 10);

@@ -28,7 +28,7 @@ namespace {
 // "#24 expand, backward of #11 sum"; "the seed of backward() (#30 ones)".
 std::string sender_text(const ViewerState& s, const GradientSender& g) {
     if (g.forward_id == 0) return "the seed of backward() (#" + std::to_string(g.node_id) + " " + g.op + ")";
-    const NodeRecord* named = record_find(s.records, g.forward_id);
+    const NodeRecord* named = record_find(s.model.records, g.forward_id);
     std::string forward = "#" + std::to_string(g.forward_id) + " " + g.forward_op +
                           (!named || named->name.empty() ? "" : " (" + named->name + ")");
     return "#" + std::to_string(g.node_id) + " " + g.op + ", backward of " + forward;
@@ -84,15 +84,6 @@ namespace {
 
 // ============================================================================================
 // [SECTION] heatmap
-
-struct HeatTexture {
-    GLuint id = 0;
-    uint64_t window_serial = 0;
-    std::string key;   // what it shows; re-uploaded when it changes
-    int width = 0, height = 0;
-};
-
-HeatTexture g_textures[3];   // value tab, gradient tab, inputs tab
 
 void texture_upload(HeatTexture& t, const std::vector<uint32_t>& pixels, int width, int height) {
     viewer_texture_upload(&t.id, pixels.data(), width, height);
@@ -197,13 +188,6 @@ void draw_colour_bar(double lo, double hi, const TensorStats& st) {
 // ============================================================================================
 // [SECTION] panel
 
-struct StatsCache {
-    std::string key;
-    TensorStats stats;
-    std::vector<float> histogram;   // stats.histogram as ImGui plots it
-    Value host;                     // a device value's host copy (value_to_host), made once per key; none for a CPU value
-};
-
 std::string value_key(const Value& v, int tab) {
     char key[96];
     snprintf(key, sizeof key, "%d:%p:%u:%s", tab, static_cast<void*>(v.storage.get()), v.storage ? v.storage->version : 0,
@@ -247,15 +231,13 @@ void draw_table(const Value& v, const HeatLayout& h) {
 // One value: statistics, histogram, and a heatmap or a table. `tab` picks the texture. A value
 // on another device is read through a host copy, made when the value changes, not every frame.
 void draw_value_panel(ViewerState& s, const Value& value, int tab) {
-    static StatsCache* const caches = new StatsCache[3];   // never destroyed: it holds Values, which no exit frees
-    static std::vector<int> slices[3];
-    static bool as_table = false;
+    TensorWindowState& w = s.tensor;
     if (value_freed(value)) {
         ImGui::TextDisabled("%s %s: %s", value.shape.str().c_str(), dtype_name(value.dtype), VALUE_FREED_TEXT);
         return;
     }
     std::string key = value_key(value, tab);
-    StatsCache& cache = caches[tab];
+    StatsCache& cache = w.caches[tab];
     bool on_cpu = value.device() == DEVICE_CPU;
     if (cache.key != key) {
         cache.host = on_cpu ? Value() : value_to_host(value);
@@ -291,7 +273,7 @@ void draw_value_panel(ViewerState& s, const Value& value, int tab) {
 
     // Slices: the batch index of a 4-D tensor, the leading indices past 4 dims.
     int nd = v.shape.ndim;
-    std::vector<int>& slice = slices[tab];
+    std::vector<int>& slice = w.slices[tab];
     int n_sliders = nd == 4 ? 1 : nd > 4 ? nd - 2 : 0;
     slice.resize(n_sliders, 0);
     for (int d = 0; d < n_sliders; ++d) {
@@ -303,23 +285,23 @@ void draw_value_panel(ViewerState& s, const Value& value, int tab) {
         }
     }
     HeatLayout h = heat_layout(v.shape, slice);
-    ImGui::RadioButton("heatmap", reinterpret_cast<int*>(&as_table), 0);
+    ImGui::RadioButton("heatmap", &w.as_table, 0);
     ImGui::SameLine();
-    ImGui::RadioButton("table", reinterpret_cast<int*>(&as_table), 1);
+    ImGui::RadioButton("table", &w.as_table, 1);
     if (nd >= 3 && nd <= 4) {
         ImGui::SameLine();
         ImGui::TextDisabled("%lld channel%s of %lldx%lld", static_cast<long long>(h.images), h.images == 1 ? "" : "s",
                             static_cast<long long>(h.rows), static_cast<long long>(h.cols));
     }
-    if (as_table) {
+    if (w.as_table) {
         draw_table(v, h);
         return;
     }
 
     double lo = st.finite ? st.min : 0, hi = st.finite ? st.max : 1;
-    HeatTexture& t = g_textures[tab];
-    if (t.window_serial != s.window_serial) t = HeatTexture();   // made in a closed window's GL context: gone
-    t.window_serial = s.window_serial;
+    HeatTexture& t = w.textures[tab];
+    if (t.window_serial != s.app.serial) t = HeatTexture();   // made in a closed window's GL context: gone
+    t.window_serial = s.app.serial;
     std::string image_key = key;
     for (int i : slice) image_key += ":" + std::to_string(i);
     heat_texture_update(t, image_key, v, h, lo, hi);
@@ -334,7 +316,7 @@ void draw_value_panel(ViewerState& s, const Value& value, int tab) {
     ImVec2 at = ImGui::GetCursorScreenPos();
     ImGui::Image(reinterpret_cast<ImTextureID>(static_cast<intptr_t>(t.id)), size);
     viewer_note_item("heatmap");
-    s.heatmap_drawn = true;
+    s.tensor.heatmap_drawn = true;
     if (ImGui::IsItemHovered()) {   // the element under the mouse
         ImVec2 m = ImGui::GetIO().MousePos;
         int px = static_cast<int>((m.x - at.x) / size.x * t.width), py = static_cast<int>((m.y - at.y) / size.y * t.height);
@@ -368,7 +350,7 @@ void node_button(const Node* n) {
 // (Backward nodes do not hold their producers: the records say which pass made an input.)
 const char* input_role(const ViewerState& s, const Node* n, const Edge& e) {
     if (n->phase != PHASE_BACKWARD) return "input";
-    const NodeRecord* producer = record_find(s.records, e.id);
+    const NodeRecord* producer = record_find(s.model.records, e.id);
     if (producer && producer->phase == PHASE_BACKWARD) return "gradient";
     return producer ? "saved forward value" : "input";
 }
@@ -376,16 +358,15 @@ const char* input_role(const ViewerState& s, const Node* n, const Edge& e) {
 // The Inputs tab: each input (its values are held by the node even when its producer is gone),
 // one shown at a time. Stopped before a node runs, this is what it is about to read.
 void draw_inputs_panel(ViewerState& s, Node* n) {
-    static int chosen = 0;
-    static int64_t chosen_for = 0;
-    if (chosen_for != n->id) {   // a new node: its first gradient input, else its first input
+    int& chosen = s.tensor.input_chosen;
+    if (s.tensor.input_chosen_for != n->id) {   // a new node: its first gradient input, else its first input
         chosen = 0;
         for (int i = 0; i < n->inputs.size(); ++i)
             if (std::string(input_role(s, n, n->inputs[i])) == "gradient") {
                 chosen = i;
                 break;
             }
-        chosen_for = n->id;
+        s.tensor.input_chosen_for = n->id;
     }
     if (n->inputs.size() == 0) {
         ImGui::TextDisabled("no inputs: a leaf made from its arguments");
@@ -393,7 +374,7 @@ void draw_inputs_panel(ViewerState& s, Node* n) {
     }
     for (int i = 0; i < n->inputs.size(); ++i) {
         const Edge& e = n->inputs[i];
-        const NodeRecord* r = record_find(s.records, e.id);
+        const NodeRecord* r = record_find(s.model.records, e.id);
         std::string label = "#" + std::to_string(e.id) + " " + (r ? r->op : std::string("(freed)")) + "  " +
                             e.value().shape.str() + "  " + input_role(s, n, e);
         ImGui::PushID(i);
@@ -432,22 +413,22 @@ void draw_tensor_window(ViewerState& s, const Tile& tile) {
     ImGui::SetNextWindowPos(tile.pos);
     ImGui::SetNextWindowSize(tile.size);
     ImGui::Begin("Tensor", nullptr, ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse);
-    s.heatmap_drawn = false;
-    if (s.selected == 0) {
+    s.tensor.heatmap_drawn = false;
+    if (s.selection.node == 0) {
         ImGui::TextDisabled("Click a node in the graph to see its tensor.");
         ImGui::End();
         return;
     }
-    Node* n = viewer_node(s, s.selected);
+    Node* n = viewer_node(s, s.selection.node);
     if (!n) {
-        ImGui::Text("#%lld is freed: no tensor reaches it any more.", static_cast<long long>(s.selected));
+        ImGui::Text("#%lld is freed: no tensor reaches it any more.", static_cast<long long>(s.selection.node));
         ImGui::End();
         return;
     }
     std::string title = "#" + std::to_string(n->id) + " " + n->name();
     ImGui::TextUnformatted(title.c_str());
     ImGui::SameLine();
-    const NodeRecord* r = record_find(s.records, n->id);
+    const NodeRecord* r = record_find(s.model.records, n->id);
     if (r && !r->name.empty()) {
         ImGui::TextColored(ImVec4(0.55f, 0.8f, 1, 1), "%s", r->name.c_str());
         ImGui::SameLine();
@@ -473,19 +454,18 @@ void draw_tensor_window(ViewerState& s, const Tile& tile) {
         ImGui::End();
         return;
     }
-    bool not_run = s.running.count(n->id) > 0;
+    bool not_run = s.engine.running.count(n->id) > 0;
     // The timeline shows this node's event: its values as they were then (history.h).
-    const HistoryEvent* rewound = s.timeline_serial && s.timeline_node == n->id ? history_event(s.timeline_serial) : nullptr;
-    static int64_t last_node = 0;
-    if (n->id != last_node && s.tensor_tab_request < 0) s.tensor_tab_request = not_run ? 2 : s.tensor_tab == 2 ? 0 : -1;
-    last_node = n->id;
+    const HistoryEvent* rewound = s.timeline.serial && s.timeline.node == n->id ? history_event(s.timeline.serial) : nullptr;
+    if (n->id != s.tensor.last_node && s.tensor.tab_request < 0) s.tensor.tab_request = not_run ? 2 : s.tensor.tab == 2 ? 0 : -1;
+    s.tensor.last_node = n->id;
     if (ImGui::BeginTabBar("tensor_tabs")) {
-        ImGuiTabItemFlags value_flags = s.tensor_tab_request == 0 ? ImGuiTabItemFlags_SetSelected : 0;
-        ImGuiTabItemFlags grad_flags = s.tensor_tab_request == 1 ? ImGuiTabItemFlags_SetSelected : 0;
-        ImGuiTabItemFlags inputs_flags = s.tensor_tab_request == 2 ? ImGuiTabItemFlags_SetSelected : 0;
-        s.tensor_tab_request = -1;
+        ImGuiTabItemFlags value_flags = s.tensor.tab_request == 0 ? ImGuiTabItemFlags_SetSelected : 0;
+        ImGuiTabItemFlags grad_flags = s.tensor.tab_request == 1 ? ImGuiTabItemFlags_SetSelected : 0;
+        ImGuiTabItemFlags inputs_flags = s.tensor.tab_request == 2 ? ImGuiTabItemFlags_SetSelected : 0;
+        s.tensor.tab_request = -1;
         if (ImGui::BeginTabItem("Value", nullptr, value_flags)) {
-            s.tensor_tab = 0;
+            s.tensor.tab = 0;
             if (rewound && rewound_value(s, *rewound, rewound->outputs(), "value")) {
             } else if (not_run)
                 ImGui::TextColored(ImVec4(0.95f, 0.6f, 0.2f, 1),
@@ -494,7 +474,7 @@ void draw_tensor_window(ViewerState& s, const Tile& tile) {
             ImGui::EndTabItem();
         }
         if (ImGui::BeginTabItem("Gradient", nullptr, grad_flags)) {
-            s.tensor_tab = 1;
+            s.tensor.tab = 1;
             GradientShown grad = viewer_gradient_of(s, n);
             if (rewound && rewound->group && rewound_value(s, *rewound, rewound->grad_outputs(), "gradient that arrived")) {
             } else if (grad.found) {
@@ -508,7 +488,7 @@ void draw_tensor_window(ViewerState& s, const Tile& tile) {
             ImGui::EndTabItem();
         }
         if (ImGui::BeginTabItem("Inputs", nullptr, inputs_flags)) {
-            s.tensor_tab = 2;
+            s.tensor.tab = 2;
             draw_inputs_panel(s, n);
             ImGui::EndTabItem();
         }
