@@ -48,6 +48,190 @@ int plan_stage_find(const std::string& name) {
     return -1;
 }
 
+namespace {
+
+// The records of a recording being made: the recording, the records so far, which record made
+// each value, where each log step is, and the next synthetic id (for what has no node).
+struct PlanRecords {
+    const Plan& rec;
+    std::vector<NodeRecord>& records;
+    std::vector<int64_t> record_of_value;
+    StepIndex index;
+    int64_t synthetic = PLAN_SYNTHETIC_ID;
+};
+
+// The steps, in record order: a node's id where it has one, else a synthetic id. Notes which
+// record makes each value.
+std::vector<int64_t> plan_step_ids(PlanRecords& b, const BigVector<PlanStep>& steps) {
+    std::vector<int64_t> step_id(steps.size(), 0);
+    for (size_t k = 0; k < steps.size(); ++k) {
+        const PlanStep& s = steps[k];
+        PlanLogStep ls = plan_log_step(s);
+        int64_t id = 0;
+        if (s.kind == STEP_KERNEL && s.recorded_id > 0 && !b.index.by_node.count(s.recorded_id)) {
+            id = s.recorded_id;
+            b.index.by_node[id] = id;
+        } else {
+            id = b.synthetic++;
+            b.index.other.emplace(StepIndex::key(ls), id);
+        }
+        step_id[k] = id;
+        for (int v : s.outputs)
+            if (!b.record_of_value[v]) b.record_of_value[v] = id;
+    }
+    return step_id;
+}
+
+// The record of value v as `reader` reads it (0: none). Tensors from outside that the steps read
+// get one record each, made here (a constant read by the step that copies it in is that step's
+// own data: no record).
+int64_t plan_value_record(PlanRecords& b, int v, const PlanStep& reader) {
+    const Plan& rec = b.rec;
+    if (b.record_of_value[v]) return b.record_of_value[v];
+    const PlanValue& pv = rec.values[v];
+    if (pv.kind == VALUE_STEP) return 0;
+    if (pv.kind == VALUE_CONSTANT && reader.kind == STEP_KERNEL && reader.op == OP_clone && reader.recorded_id == pv.recorded_id)
+        return 0;
+    NodeRecord r;
+    bool is_node = (pv.kind == VALUE_INPUT || pv.kind == VALUE_CAPTURED) && pv.recorded_id > 0 &&
+                   !b.index.by_node.count(pv.recorded_id);
+    r.id = is_node ? pv.recorded_id : b.synthetic++;
+    if (is_node) b.index.by_node[r.id] = r.id;
+    std::string name = plan_value_name(rec, v);
+    r.op = pv.kind == VALUE_INPUT ? "argument" : pv.kind == VALUE_CAPTURED ? "captured" : name;
+    r.name = name;
+    r.shape = pv.shape.str();
+    r.dtype = dtype_name(pv.dtype);
+    r.is_leaf = true;
+    if (pv.kind == VALUE_INPUT) r.requires_grad = rec.inputs[pv.index].requires_grad;
+    if (pv.kind == VALUE_CAPTURED) {
+        const Tensor& t = rec.captured[pv.index].tensor;
+        r.requires_grad = t.defined() && t.requires_grad();
+    }
+    b.records.push_back(r);
+    b.record_of_value[v] = r.id;
+    return r.id;
+}
+
+// The record of step s (id `id`): its op as the step says it, shape, dtype, and the records of
+// its inputs (made when they come from outside).
+NodeRecord plan_step_record(PlanRecords& b, const PlanStep& s, int64_t id) {
+    const Plan& rec = b.rec;
+    NodeRecord r;
+    r.id = id;
+    r.phase = s.phase;
+    r.group = s.recorded_group;
+    r.where = s.where;
+    switch (s.kind) {
+        case STEP_KERNEL: {
+            bool constant_copy = s.op == OP_clone && s.inputs.size() == 1 && rec.values[s.inputs[0]].kind == VALUE_CONSTANT;
+            r.op = constant_copy ? "tensor" : op_info(s.op).name;
+            std::string attrs = op_describe_attrs(s.op, plan_step_attrs(rec, s));
+            if (!attrs.empty() && !constant_copy) r.op += "(" + attrs + ")";
+            r.is_inplace = (op_info(s.op).flags & OPF_INPLACE) != 0;
+            break;
+        }
+        case STEP_GRAD_ACCUMULATE:
+            r.op = plan_value_name(rec, rec.grad_targets[s.target].grad_value) + " +=";
+            break;
+        case STEP_GRAD_CLEAR: r.op = plan_value_name(rec, rec.grad_targets[s.target].grad_value) + " = nil"; break;
+        case STEP_GUARD: r.op = "guard " + std::to_string(s.target + 1); break;
+        default: r.op = "step"; break;
+    }
+    r.shape = shape_text(rec, s.outputs);
+    if (!s.outputs.empty()) r.dtype = dtype_name(rec.values[s.outputs[0]].dtype);
+    for (int v : s.inputs) {
+        int64_t from = plan_value_record(b, v, s);
+        if (from) r.inputs.push_back(from);
+    }
+    return r;
+}
+
+// The index of record `id` among the sorted records, -1 when there is none.
+int record_index(const std::vector<NodeRecord>& records, int64_t id) {
+    auto it = std::lower_bound(records.begin(), records.end(), id, [](const NodeRecord& r, int64_t i) { return r.id < i; });
+    return it != records.end() && it->id == id ? static_cast<int>(it - records.begin()) : -1;
+}
+
+// One log entry of pass `pass` marked on the stage's boxes (`mark` finds a step's box).
+template <class MarkOf>
+void plan_entry_mark(PlanModel& m, const Plan& plan, const PlanRecords& b, int pass, const PlanLogEntry& e,
+                     std::vector<PlanBoxMark>& marks, MarkOf mark) {
+    switch (pass) {
+        case LOG_CSE:
+            if (PlanBoxMark* box = mark(e.step)) {
+                box->state = PLAN_MERGED;
+                box->merged_into = b.index.find(e.other);
+                box->note = "= #" + std::to_string(e.other.node) + "'s result";
+            }
+            break;
+        case LOG_FOLD:
+            if (PlanBoxMark* box = mark(e.step)) {
+                box->state = PLAN_FOLDED;
+                box->note = "folded: a constant";
+            }
+            break;
+        case LOG_FUSE: {
+            int group = static_cast<int>(m.fused.size());
+            m.fused.emplace_back();
+            for (const PlanLogStep& op : e.ops) {
+                int64_t id = b.index.find(op);
+                if (!id) continue;
+                m.fused.back().push_back(id);
+                if (PlanBoxMark* box = mark(op)) {
+                    box->fused = group;
+                    box->note = "fused loop " + std::to_string(group + 1);
+                }
+            }
+            break;
+        }
+        case LOG_INPLACE: {
+            PlanBoxMark* box = mark(e.step);
+            if (!box) break;
+            box->in_place = true;
+            std::string into = plan_value_name(plan, e.value);
+            box->note = e.reason == LOG_INTO_GRAD ? "writes into " + into
+                        : e.reason == LOG_INTO_SUM ? "adds into " + into
+                                                   : "writes over " + into;
+            break;
+        }
+        case LOG_REUSE:
+            for (int v : e.values) {
+                int i = v < static_cast<int>(b.record_of_value.size()) ? record_index(b.records, b.record_of_value[v]) : -1;
+                if (i < 0) continue;
+                marks[static_cast<size_t>(i)].buffer = e.buffer;
+                marks[static_cast<size_t>(i)].note = "buf" + std::to_string(e.buffer);
+            }
+            break;
+        default: break;
+    }
+}
+
+// Stage `stage`'s marks: the stage before's, plus its pass's decisions (stage k shows pass k - 1,
+// plan_log.h's order), and its summary line.
+void plan_stage_marks(PlanModel& m, const Plan& plan, const PlanPassLog& log, const PlanRecords& b, int stage) {
+    int pass = stage - 1;
+    std::vector<PlanBoxMark>& marks = m.marks[stage];
+    marks = m.marks[stage - 1];
+    m.summary[stage] = std::string(plan_log_pass_name(pass)) + ": " + (log.ran[pass] ? plan_log_heading(log, pass) : "off");
+    auto mark = [&](const PlanLogStep& s) -> PlanBoxMark* {
+        int i = record_index(b.records, b.index.find(s));
+        return i >= 0 ? &marks[static_cast<size_t>(i)] : nullptr;
+    };
+    if (pass == LOG_DCE || pass == LOG_FOLD) {   // the second dce sweep shows with fold
+        for (const PlanLogEntry& e : log.passes[LOG_DCE]) {
+            if ((e.reason == LOG_DEAD_AFTER) != (pass == LOG_FOLD)) continue;
+            if (PlanBoxMark* box = mark(e.step)) {
+                box->state = PLAN_DROPPED;
+                box->note = pass == LOG_DCE ? "dropped: nothing reads it" : "dropped: its readers went";
+            }
+        }
+    }
+    for (const PlanLogEntry& e : log.passes[pass]) plan_entry_mark(m, plan, b, pass, e, marks, mark);
+}
+
+}  // namespace
+
 std::shared_ptr<PlanModel> plan_model_build(const Plan& plan, const PlanPassLog& log) {
     auto model = std::make_shared<PlanModel>();
     PlanModel& m = *model;
@@ -56,165 +240,19 @@ std::shared_ptr<PlanModel> plan_model_build(const Plan& plan, const PlanPassLog&
     m.steps = log.steps;
     const Plan& rec = plan.recording ? *plan.recording : plan;
     BigVector<PlanStep> steps = plan_unpacked_steps(rec);
-    std::vector<int64_t> record_of_value(rec.values.size(), 0);
-    StepIndex index;
-    int64_t synthetic = PLAN_SYNTHETIC_ID;
-    std::vector<NodeRecord>& records = m.records;
+    PlanRecords b{rec, m.records, std::vector<int64_t>(rec.values.size(), 0), StepIndex(), PLAN_SYNTHETIC_ID};
 
-    // The steps, in record order: a node's id where it has one, else a synthetic id.
-    std::vector<int64_t> step_id(steps.size(), 0);
+    std::vector<int64_t> step_id = plan_step_ids(b, steps);
     for (size_t k = 0; k < steps.size(); ++k) {
-        const PlanStep& s = steps[k];
-        PlanLogStep ls = plan_log_step(s);
-        int64_t id = 0;
-        if (s.kind == STEP_KERNEL && s.recorded_id > 0 && !index.by_node.count(s.recorded_id)) {
-            id = s.recorded_id;
-            index.by_node[id] = id;
-        } else {
-            id = synthetic++;
-            index.other.emplace(StepIndex::key(ls), id);
-        }
-        step_id[k] = id;
-        for (int v : s.outputs)
-            if (!record_of_value[v]) record_of_value[v] = id;
+        NodeRecord r = plan_step_record(b, steps[k], step_id[k]);
+        m.records.push_back(r);
     }
-    // Tensors from outside that the steps read: one record each (a constant read by the step that
-    // copies it in is that step's own data: no record).
-    auto value_record = [&](int v, const PlanStep& reader) -> int64_t {
-        if (record_of_value[v]) return record_of_value[v];
-        const PlanValue& pv = rec.values[v];
-        if (pv.kind == VALUE_STEP) return 0;
-        if (pv.kind == VALUE_CONSTANT && reader.kind == STEP_KERNEL && reader.op == OP_clone && reader.recorded_id == pv.recorded_id)
-            return 0;
-        NodeRecord r;
-        bool is_node = (pv.kind == VALUE_INPUT || pv.kind == VALUE_CAPTURED) && pv.recorded_id > 0 &&
-                       !index.by_node.count(pv.recorded_id);
-        r.id = is_node ? pv.recorded_id : synthetic++;
-        if (is_node) index.by_node[r.id] = r.id;
-        std::string name = plan_value_name(rec, v);
-        r.op = pv.kind == VALUE_INPUT ? "argument" : pv.kind == VALUE_CAPTURED ? "captured" : name;
-        r.name = name;
-        r.shape = pv.shape.str();
-        r.dtype = dtype_name(pv.dtype);
-        r.is_leaf = true;
-        if (pv.kind == VALUE_INPUT) r.requires_grad = rec.inputs[pv.index].requires_grad;
-        if (pv.kind == VALUE_CAPTURED) {
-            const Tensor& t = rec.captured[pv.index].tensor;
-            r.requires_grad = t.defined() && t.requires_grad();
-        }
-        records.push_back(r);
-        record_of_value[v] = r.id;
-        return r.id;
-    };
-    for (size_t k = 0; k < steps.size(); ++k) {
-        const PlanStep& s = steps[k];
-        NodeRecord r;
-        r.id = step_id[k];
-        r.phase = s.phase;
-        r.group = s.recorded_group;
-        r.where = s.where;
-        switch (s.kind) {
-            case STEP_KERNEL: {
-                bool constant_copy = s.op == OP_clone && s.inputs.size() == 1 && rec.values[s.inputs[0]].kind == VALUE_CONSTANT;
-                r.op = constant_copy ? "tensor" : op_info(s.op).name;
-                std::string attrs = op_describe_attrs(s.op, plan_step_attrs(rec, s));
-                if (!attrs.empty() && !constant_copy) r.op += "(" + attrs + ")";
-                r.is_inplace = (op_info(s.op).flags & OPF_INPLACE) != 0;
-                break;
-            }
-            case STEP_GRAD_ACCUMULATE:
-                r.op = plan_value_name(rec, rec.grad_targets[s.target].grad_value) + " +=";
-                break;
-            case STEP_GRAD_CLEAR: r.op = plan_value_name(rec, rec.grad_targets[s.target].grad_value) + " = nil"; break;
-            case STEP_GUARD: r.op = "guard " + std::to_string(s.target + 1); break;
-            default: r.op = "step"; break;
-        }
-        r.shape = shape_text(rec, s.outputs);
-        if (!s.outputs.empty()) r.dtype = dtype_name(rec.values[s.outputs[0]].dtype);
-        for (int v : s.inputs) {
-            int64_t from = value_record(v, s);
-            if (from) r.inputs.push_back(from);
-        }
-        records.push_back(r);
-    }
-    std::sort(records.begin(), records.end(), [](const NodeRecord& a, const NodeRecord& b) { return a.id < b.id; });
+    std::sort(m.records.begin(), m.records.end(), [](const NodeRecord& x, const NodeRecord& y) { return x.id < y.id; });
 
     // The stages: each starts from the one before and adds its pass's decisions.
-    auto at = [&](int64_t id) -> int {
-        auto it = std::lower_bound(records.begin(), records.end(), id, [](const NodeRecord& r, int64_t i) { return r.id < i; });
-        return it != records.end() && it->id == id ? static_cast<int>(it - records.begin()) : -1;
-    };
-    m.marks[0].assign(records.size(), PlanBoxMark());
+    m.marks[0].assign(m.records.size(), PlanBoxMark());
     m.summary[0] = "the recorded graph: " + std::to_string(log.recorded_steps) + " steps";
-    for (int stage = 1; stage < PLAN_STAGES; ++stage) {
-        int pass = stage - 1;   // plan_log.h's order
-        std::vector<PlanBoxMark>& marks = m.marks[stage];
-        marks = m.marks[stage - 1];
-        m.summary[stage] = std::string(plan_log_pass_name(pass)) + ": " + (log.ran[pass] ? plan_log_heading(log, pass) : "off");
-        auto mark = [&](const PlanLogStep& s) -> PlanBoxMark* {
-            int i = at(index.find(s));
-            return i >= 0 ? &marks[static_cast<size_t>(i)] : nullptr;
-        };
-        if (pass == LOG_DCE || pass == LOG_FOLD) {   // the second dce sweep shows with fold
-            for (const PlanLogEntry& e : log.passes[LOG_DCE]) {
-                if ((e.reason == LOG_DEAD_AFTER) != (pass == LOG_FOLD)) continue;
-                if (PlanBoxMark* b = mark(e.step)) {
-                    b->state = PLAN_DROPPED;
-                    b->note = pass == LOG_DCE ? "dropped: nothing reads it" : "dropped: its readers went";
-                }
-            }
-        }
-        for (const PlanLogEntry& e : log.passes[pass]) {
-            switch (pass) {
-                case LOG_CSE:
-                    if (PlanBoxMark* b = mark(e.step)) {
-                        b->state = PLAN_MERGED;
-                        b->merged_into = index.find(e.other);
-                        b->note = "= #" + std::to_string(e.other.node) + "'s result";
-                    }
-                    break;
-                case LOG_FOLD:
-                    if (PlanBoxMark* b = mark(e.step)) {
-                        b->state = PLAN_FOLDED;
-                        b->note = "folded: a constant";
-                    }
-                    break;
-                case LOG_FUSE: {
-                    int group = static_cast<int>(m.fused.size());
-                    m.fused.emplace_back();
-                    for (const PlanLogStep& op : e.ops) {
-                        int64_t id = index.find(op);
-                        if (!id) continue;
-                        m.fused.back().push_back(id);
-                        if (PlanBoxMark* b = mark(op)) {
-                            b->fused = group;
-                            b->note = "fused loop " + std::to_string(group + 1);
-                        }
-                    }
-                    break;
-                }
-                case LOG_INPLACE: {
-                    PlanBoxMark* b = mark(e.step);
-                    if (!b) break;
-                    b->in_place = true;
-                    std::string into = plan_value_name(plan, e.value);
-                    b->note = e.reason == LOG_INTO_GRAD ? "writes into " + into
-                              : e.reason == LOG_INTO_SUM ? "adds into " + into
-                                                         : "writes over " + into;
-                    break;
-                }
-                case LOG_REUSE:
-                    for (int v : e.values) {
-                        int i = v < static_cast<int>(record_of_value.size()) ? at(record_of_value[v]) : -1;
-                        if (i < 0) continue;
-                        marks[static_cast<size_t>(i)].buffer = e.buffer;
-                        marks[static_cast<size_t>(i)].note = "buf" + std::to_string(e.buffer);
-                    }
-                    break;
-                default: break;
-            }
-        }
-    }
+    for (int stage = 1; stage < PLAN_STAGES; ++stage) plan_stage_marks(m, plan, log, b, stage);
     for (const PlanLogEntry& e : log.passes[LOG_REUSE]) {
         if (m.buffer_bytes.size() <= static_cast<size_t>(e.buffer)) m.buffer_bytes.resize(static_cast<size_t>(e.buffer) + 1);
         m.buffer_bytes[static_cast<size_t>(e.buffer)] = e.bytes;

@@ -496,51 +496,57 @@ const char* kind_name(BoxKind kind) {
 
 // The viewer's own model of the last drawn frame: every box (drawn rectangle in window pixels,
 // kind, flags), every edge (laid out by dot or drawn on top), every node's box.
-int l_model(lua_State* L) {
-    ViewerState& s = viewer_state();
+// One drawn box as viewer.model() gives it: where the window drew it, its marks, and what the
+// view says of it (phase, members, labels, group, colour inputs, the plan's marks).
+void push_drawn_box(lua_State* L, const ViewerState& s, const DrawnBox& d) {
     const GraphView& v = s.model.view;
-    lua_createtable(L, 0, 12);
+    lua_createtable(L, 0, 14);
+    set_string(L, "key", d.key);
+    set_integer(L, "node", d.node_id);
+    set_string(L, "kind", kind_name(d.kind));
+    set_number(L, "x0", d.x0);
+    set_number(L, "y0", d.y0);
+    set_number(L, "x1", d.x1);
+    set_number(L, "y1", d.y1);
+    set_boolean(L, "visible", d.visible);
+    set_boolean(L, "highlighted", d.highlighted);
+    set_boolean(L, "selected", d.selected);
+    if (d.has_diff) {   // the diff option: what the newest step changed in this node
+        lua_createtable(L, 0, 3);
+        set_boolean(L, "new", d.diff.is_new);
+        if (!d.diff.shape_before.empty()) set_string(L, "shape_before", d.diff.shape_before);
+        if (d.diff.value_change >= 0) set_number(L, "value_change", d.diff.value_change);
+        lua_setfield(L, -2, "diff");
+    }
+    set_boolean(L, "later", d.later);
+    if (d.box >= 0 && d.box < static_cast<int>(v.boxes.size())) {
+        const ViewBox& b = v.boxes[d.box];
+        set_string(L, "phase", b.phase == PHASE_BACKWARD ? "backward" : "forward");
+        set_integer(L, "members", b.member_count);
+        set_boolean(L, "laid_out", !s.layout.placement.provisional.empty() && !s.layout.placement.provisional[d.box]);
+        if (b.ghost_of >= 0) {
+            set_string(L, "ghost_of", v.boxes[b.ghost_of].key);
+        }
+        set_string(L, "title", b.title);
+        set_string(L, "detail", b.detail);
+        set_string(L, "extra", b.extra);
+        if (b.cluster >= 0) set_string(L, "group", v.clusters[b.cluster].key);
+        if (b.frame >= 0) set_string(L, "frame", v.clusters[b.frame].key);
+        set_boolean(L, "parameter", b.is_leaf && b.requires_grad && b.phase == PHASE_FORWARD);
+        set_boolean(L, "executed", b.executed);
+        set_boolean(L, "leaf", b.is_leaf);                 // with requires_grad: what colours it
+        set_boolean(L, "requires_grad", b.requires_grad);  // (parameter, data, op)
+        viewer_lua_plan_fields(L, b);   // the pass-by-pass mode's marks (viewer_lua_plan.cpp)
+    }
+}
+
+// viewer.model()'s boxes, edges, box_of (node id -> box key) and clusters (key -> state), into the
+// table on top of the stack.
+void set_model_boxes(lua_State* L, const ViewerState& s) {
+    const GraphView& v = s.model.view;
     lua_createtable(L, static_cast<int>(s.graph.drawn.size()), 0);
     for (size_t i = 0; i < s.graph.drawn.size(); ++i) {
-        const DrawnBox& d = s.graph.drawn[i];
-        lua_createtable(L, 0, 14);
-        set_string(L, "key", d.key);
-        set_integer(L, "node", d.node_id);
-        set_string(L, "kind", kind_name(d.kind));
-        set_number(L, "x0", d.x0);
-        set_number(L, "y0", d.y0);
-        set_number(L, "x1", d.x1);
-        set_number(L, "y1", d.y1);
-        set_boolean(L, "visible", d.visible);
-        set_boolean(L, "highlighted", d.highlighted);
-        set_boolean(L, "selected", d.selected);
-        if (d.has_diff) {   // the diff option: what the newest step changed in this node
-            lua_createtable(L, 0, 3);
-            set_boolean(L, "new", d.diff.is_new);
-            if (!d.diff.shape_before.empty()) set_string(L, "shape_before", d.diff.shape_before);
-            if (d.diff.value_change >= 0) set_number(L, "value_change", d.diff.value_change);
-            lua_setfield(L, -2, "diff");
-        }
-        set_boolean(L, "later", d.later);
-        if (d.box >= 0 && d.box < static_cast<int>(v.boxes.size())) {
-            const ViewBox& b = v.boxes[d.box];
-            set_string(L, "phase", b.phase == PHASE_BACKWARD ? "backward" : "forward");
-            set_integer(L, "members", b.member_count);
-            set_boolean(L, "laid_out", !s.layout.placement.provisional.empty() && !s.layout.placement.provisional[d.box]);
-            if (b.ghost_of >= 0) {
-                set_string(L, "ghost_of", v.boxes[b.ghost_of].key);
-            }
-            set_string(L, "title", b.title);
-            set_string(L, "detail", b.detail);
-            set_string(L, "extra", b.extra);
-            if (b.cluster >= 0) set_string(L, "group", v.clusters[b.cluster].key);
-            if (b.frame >= 0) set_string(L, "frame", v.clusters[b.frame].key);
-            set_boolean(L, "parameter", b.is_leaf && b.requires_grad && b.phase == PHASE_FORWARD);
-            set_boolean(L, "executed", b.executed);
-            set_boolean(L, "leaf", b.is_leaf);                 // with requires_grad: what colours it
-            set_boolean(L, "requires_grad", b.requires_grad);  // (parameter, data, op)
-            viewer_lua_plan_fields(L, b);   // the pass-by-pass mode's marks (viewer_lua_plan.cpp)
-        }
+        push_drawn_box(L, s, s.graph.drawn[i]);
         lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
     }
     lua_setfield(L, -2, "boxes");
@@ -571,8 +577,12 @@ int l_model(lua_State* L) {
         lua_setfield(L, -2, c.key.c_str());
     }
     lua_setfield(L, -2, "clusters");
+}
 
-    // Every group with its kind, title, module path and parent: {key=, kind=, title=, name=, state=, parent=}.
+// viewer.model()'s groups: every group with its kind, title, module path and parent:
+// {key=, kind=, title=, name=, state=, parent=}.
+void set_model_groups(lua_State* L, const ViewerState& s) {
+    const GraphView& v = s.model.view;
     static const char* const CLUSTER_KINDS[] = {"function", "loop", "line", "backward", "module", "update"};
     lua_createtable(L, static_cast<int>(v.clusters.size()), 0);
     for (size_t i = 0; i < v.clusters.size(); ++i) {
@@ -589,7 +599,12 @@ int l_model(lua_State* L) {
         lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
     }
     lua_setfield(L, -2, "groups");
+}
 
+// viewer.model()'s scalars: the stop, the selection, counts, timings, the camera, the tape window,
+// the plan's stage.
+void set_model_state(lua_State* L, const ViewerState& s) {
+    const GraphView& v = s.model.view;
     int highlighted = 0;
     for (const DrawnBox& d : s.graph.drawn)
         if (d.highlighted) {
@@ -624,6 +639,14 @@ int l_model(lua_State* L) {
         set_string(L, "plan_summary", s.plan.model->summary[s.plan.stage]);
         set_integer(L, "plan_fused_groups", static_cast<lua_Integer>(s.plan.model->fused.size()));
     }
+}
+
+int l_model(lua_State* L) {
+    const ViewerState& s = viewer_state();
+    lua_createtable(L, 0, 12);
+    set_model_boxes(L, s);
+    set_model_groups(L, s);
+    set_model_state(L, s);
     return 1;
 }
 

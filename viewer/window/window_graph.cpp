@@ -9,7 +9,8 @@
 // [SECTION] camera     layout <-> screen, fit, scroll into view
 // [SECTION] shapes     box colours, dashed outlines, arrows
 // [SECTION] menu       the right-click menu and the tooltip
-// [SECTION] window     draw_graph_window
+// [SECTION] window     the toolbar and the legend
+// [SECTION] frame      draw_graph_window: canvas, camera input, marks, frames, edges, boxes, labels, clicks
 #include <GLFW/glfw3.h>
 
 #include <algorithm>
@@ -369,6 +370,471 @@ static void draw_diff_badge(ImDrawList* dl, const ViewerDiffMark& m, ImVec2 a, I
     dl->AddText(ImGui::GetFont(), px, ImVec2(p0.x + 3, p0.y + 1), IM_COL32(255, 255, 255, 255), text);
 }
 
+// ============================================================================================
+// [SECTION] frame
+
+namespace {
+
+// One frame of the Graph window: the canvas, the camera, the level of detail, what the timeline
+// and the stop mark, and the labels gathered while the boxes are drawn (drawn last, in one pass
+// with the labels' font texture).
+struct GraphFrame {
+    ImVec2 origin{0, 0}, size{0, 0};   // the canvas on screen
+    bool hovered = false, active = false, dragging = false;
+    Camera cam{};
+    LayoutRect visible{};              // the canvas in layout units
+    float z = 1, label_px = 0;
+    bool labels = false, details = false, curves = false;
+    int highlighted = -1;              // the box of the stop (or of the timeline's event)
+    int64_t stop_group = 0;            // stopped in the backward pass: the forward node it is at
+    std::vector<char> later;           // boxes of nodes recorded after the event shown
+    int hovered_box = -1, selected_box = -1;
+    struct Text {
+        ImVec2 pos;
+        ImU32 colour;
+        const std::string* text;
+        ImVec4 clip;
+    };
+    std::vector<Text> texts;
+    std::deque<std::string> frame_titles;   // stable addresses for `texts`
+};
+
+// The canvas: an invisible button over what the toolbar leaves, with the toolbar's background
+// drawn behind it (channel 0; the window itself has none).
+GraphFrame graph_canvas(ViewerState& s, const Tile& tile, ImDrawList* window_dl) {
+    GraphFrame f;
+    f.origin = ImGui::GetCursorScreenPos();
+    window_dl->ChannelsSetCurrent(0);
+    window_dl->AddRectFilled(ImGui::GetWindowPos(), ImVec2(tile.pos.x + tile.size.x, f.origin.y), ImGui::GetColorU32(ImGuiCol_WindowBg));
+    window_dl->ChannelsSetCurrent(1);
+    f.size = ImGui::GetContentRegionAvail();
+    f.size.x = std::max(f.size.x, 50.0f);
+    f.size.y = std::max(f.size.y, 50.0f);
+    s.graph.canvas_size = f.size;
+    ImGui::InvisibleButton("canvas", f.size,
+                           ImGuiButtonFlags_MouseButtonLeft | ImGuiButtonFlags_MouseButtonRight |
+                               ImGuiButtonFlags_MouseButtonMiddle);
+    f.hovered = ImGui::IsItemHovered();
+    f.active = ImGui::IsItemActive();
+    return f;
+}
+
+// Camera: fit, the stop or selection into view, wheel zoom about the mouse, drag to pan.
+void graph_camera_mouse(ViewerState& s, GraphFrame& f) {
+    ImGuiIO& io = ImGui::GetIO();
+    const GraphView& v = s.model.view;
+    const Placement& p = s.layout.placement;
+    GraphWindowState& g = s.graph;
+    if ((g.fit_request || g.follow_request) && !v.boxes.empty() && p.rects.size() == v.boxes.size()) {
+        if (g.fit_request) camera_fit(s, f.size);
+        else camera_follow(s, f.size);
+        g.fit_request = g.follow_request = false;
+    }
+    auto show_node = [&](int64_t id) {
+        int b = v.box_of(id);
+        if (b < 0 || b >= static_cast<int>(p.rects.size())) return false;
+        if (p.provisional[b] && s.layout.requested && s.layout.worker.busy()) return false;   // wait for its place
+        camera_show(s, p.rects[b], f.size);
+        return true;
+    };
+    if (s.stop.scroll_to && s.stop.node && show_node(s.stop.node)) s.stop.scroll_to = false;
+    if (s.selection.scroll_to && s.selection.node && show_node(s.selection.node)) s.selection.scroll_to = false;
+    Camera cam{f.origin, g.pan, g.zoom};
+    if (f.hovered && io.MouseWheel != 0 && io.KeyShift) {   // Shift+wheel scrolls up and down
+        g.pan.y -= io.MouseWheel * 60.0f / g.zoom;
+        g.camera = CAMERA_MANUAL;
+    } else if (f.hovered && io.MouseWheel != 0) {
+        ImVec2 anchor = cam.to_layout(io.MousePos);
+        g.zoom = std::clamp(g.zoom * std::pow(1.15f, io.MouseWheel), MIN_ZOOM, MAX_ZOOM);
+        g.pan = ImVec2(anchor.x - (io.MousePos.x - f.origin.x) / g.zoom, anchor.y - (io.MousePos.y - f.origin.y) / g.zoom);
+        g.camera = CAMERA_MANUAL;
+    }
+    f.dragging = f.active && (ImGui::IsMouseDragging(ImGuiMouseButton_Left) || ImGui::IsMouseDragging(ImGuiMouseButton_Right) ||
+                              ImGui::IsMouseDragging(ImGuiMouseButton_Middle));
+    if (f.dragging) {
+        g.pan = ImVec2(g.pan.x - io.MouseDelta.x / g.zoom, g.pan.y - io.MouseDelta.y / g.zoom);
+        g.camera = CAMERA_MANUAL;
+    }
+}
+
+// Camera keys (when the window has the focus): F fits, +/- zoom, arrows and page keys pan, Escape
+// drops the selection.
+void graph_camera_keys(ViewerState& s) {
+    ImGuiIO& io = ImGui::GetIO();
+    GraphWindowState& g = s.graph;
+    if (!ImGui::IsWindowFocused() || io.WantTextInput) return;
+    if (ImGui::IsKeyPressed(GLFW_KEY_F, false)) {
+        g.fit_request = true;
+        g.camera = CAMERA_FIT;
+    }
+    if (ImGui::IsKeyPressed(GLFW_KEY_EQUAL) || ImGui::IsKeyPressed(GLFW_KEY_KP_ADD))
+        g.zoom = std::min(g.zoom * 1.2f, MAX_ZOOM);
+    if (ImGui::IsKeyPressed(GLFW_KEY_MINUS) || ImGui::IsKeyPressed(GLFW_KEY_KP_SUBTRACT))
+        g.zoom = std::max(g.zoom / 1.2f, MIN_ZOOM);
+    if (ImGui::IsKeyPressed(GLFW_KEY_ESCAPE, false)) viewer_select(0, false);
+    float step = 80.0f / g.zoom;
+    if (ImGui::IsKeyPressed(GLFW_KEY_UP) || ImGui::IsKeyPressed(GLFW_KEY_PAGE_UP)) g.pan.y -= step * (ImGui::IsKeyPressed(GLFW_KEY_PAGE_UP) ? 5 : 1);
+    if (ImGui::IsKeyPressed(GLFW_KEY_DOWN) || ImGui::IsKeyPressed(GLFW_KEY_PAGE_DOWN)) g.pan.y += step * (ImGui::IsKeyPressed(GLFW_KEY_PAGE_DOWN) ? 5 : 1);
+    if (ImGui::IsKeyPressed(GLFW_KEY_LEFT)) g.pan.x -= step;
+    if (ImGui::IsKeyPressed(GLFW_KEY_RIGHT)) g.pan.x += step;
+}
+
+// The camera as the input left it: what is visible, and the level of detail at this zoom.
+void graph_frame_view(const ViewerState& s, GraphFrame& f) {
+    const GraphWindowState& g = s.graph;
+    f.cam = Camera{f.origin, g.pan, g.zoom};
+    f.visible = LayoutRect{g.pan.x, g.pan.y, g.pan.x + f.size.x / g.zoom, g.pan.y + f.size.y / g.zoom};
+    f.z = g.zoom;
+    f.label_px = GRAPH_FONT_SIZE * f.z;
+    f.labels = f.label_px >= 6.5f;
+    f.details = f.label_px >= 9.0f;
+    f.curves = f.z >= 0.3f;
+}
+
+// The marks of this frame. The timeline (window_timeline.cpp): the graph as it stood at an event:
+// later nodes hidden, the event's node highlighted; the layout stays. Then the hovered box (the
+// last drawn, topmost, under the mouse) and the selected one.
+void graph_frame_marks(const ViewerState& s, GraphFrame& f) {
+    const GraphView& v = s.model.view;
+    const Placement& p = s.layout.placement;
+    int64_t shown_stop = s.timeline.serial ? s.timeline.node : s.stop.node;
+    bool shown_backward = s.timeline.serial ? s.timeline.backward : s.stop.backward;
+    f.highlighted = shown_stop ? v.box_of(shown_stop) : -1;
+    if (shown_stop && shown_backward) {
+        const NodeRecord* stop = record_find(s.model.records, shown_stop);
+        if (stop) f.stop_group = stop->phase == PHASE_BACKWARD ? stop->group : stop->id;
+    }
+    f.later.assign(v.boxes.size(), 0);
+    if (s.timeline.serial)
+        for (size_t i = 0; i < v.boxes.size(); ++i) f.later[i] = v.boxes[i].node_id != 0 && viewer_timeline_hides(s, v.boxes[i].node_id);
+    if (f.hovered && !f.dragging && p.rects.size() == v.boxes.size()) {
+        ImVec2 m = f.cam.to_layout(ImGui::GetIO().MousePos);
+        for (int i = static_cast<int>(v.boxes.size()) - 1; i >= 0; --i) {
+            const LayoutRect& r = p.rects[i];
+            if (m.x >= r.x0 && m.x <= r.x1 && m.y >= r.y0 && m.y <= r.y1) {
+                f.hovered_box = i;
+                break;
+            }
+        }
+    }
+    f.selected_box = s.selection.node ? v.box_of(s.selection.node) : -1;
+}
+
+// Frames of open groups (only once the layout has placed them), with a title that closes them.
+void draw_group_frames(ViewerState& s, GraphFrame& f, ImDrawList* dl) {
+    const GraphView& v = s.model.view;
+    ImGuiIO& io = ImGui::GetIO();
+    float z = f.z;
+    for (size_t c = 0; c < v.clusters.size(); ++c) {
+        const Cluster& cluster = v.clusters[c];
+        if (cluster.state != CLUSTER_EXPANDED) continue;
+        auto it = s.layout.result.frames.find(cluster.key);
+        if (it == s.layout.result.frames.end() || !intersects(it->second, f.visible)) continue;
+        ImVec2 a = f.cam.to_screen(it->second.x0, it->second.y0), b = f.cam.to_screen(it->second.x1, it->second.y1);
+        dl->AddRectFilled(a, b, IM_COL32(120, 140, 170, 28), 6 * z);
+        dl->AddRect(a, b, COLOUR_FRAME, 6 * z, 0, 1.5f);
+        if (f.labels) {
+            f.frame_titles.push_back(cluster.title + "  [close]");
+            const std::string& title = f.frame_titles.back();
+            f.texts.push_back({ImVec2(a.x + 5 * z, a.y + 2 * z), COLOUR_FRAME, &title, ImVec4(a.x, a.y, b.x, b.y)});
+            ImVec2 title_end(a.x + 5 * z + s.app.graph_font->CalcTextSizeA(f.label_px, FLT_MAX, 0, title.c_str()).x, a.y + f.label_px + 4 * z);
+            if (f.hovered && ImGui::IsMouseClicked(ImGuiMouseButton_Left) && io.MousePos.x >= a.x &&
+                io.MousePos.x <= title_end.x && io.MousePos.y >= a.y && io.MousePos.y <= title_end.y)
+                viewer_set_expanded(cluster_state_key(cluster), false);
+        }
+    }
+}
+
+// One edge laid out by dot: its curve (a straight line when small on screen) and its arrow.
+void draw_edge_path(const GraphFrame& f, ImDrawList* dl, const LayoutEdgePath& path, float edge_w, float arrow) {
+    const Camera& cam = f.cam;
+    const std::vector<LayoutPoint>& bz = path.bezier;
+    ImVec2 last = cam.to_screen(bz.back().x, bz.back().y);
+    ImVec2 tip = cam.to_screen(path.tip.x, path.tip.y);
+    if (!f.curves) {
+        dl->AddLine(cam.to_screen(bz[0].x, bz[0].y), tip, COLOUR_EDGE, 1.0f);
+    } else {
+        for (size_t k = 0; k + 3 < bz.size(); k += 3) {
+            ImVec2 a = cam.to_screen(bz[k].x, bz[k].y), b = cam.to_screen(bz[k + 3].x, bz[k + 3].y);
+            float length = std::fabs(b.x - a.x) + std::fabs(b.y - a.y);
+            int segments = std::clamp(static_cast<int>(length / 14.0f), 2, 14);
+            dl->AddBezierCubic(a, cam.to_screen(bz[k + 1].x, bz[k + 1].y), cam.to_screen(bz[k + 2].x, bz[k + 2].y),
+                               b, COLOUR_EDGE, edge_w, segments);
+        }
+        if (std::fabs(tip.x - last.x) + std::fabs(tip.y - last.y) > 0.5f)
+            dl->AddLine(last, tip, COLOUR_EDGE, edge_w);
+    }
+    ImVec2 from = std::fabs(tip.x - last.x) + std::fabs(tip.y - last.y) > 0.5f
+                      ? last
+                      : cam.to_screen(bz[bz.size() - 2].x, bz[bz.size() - 2].y);
+    arrow_head(dl, from, tip, arrow, COLOUR_EDGE);
+}
+
+// Edges laid out by dot: their curves; edges to boxes not laid out yet: straight.
+void draw_edges(const ViewerState& s, const GraphFrame& f, ImDrawList* dl) {
+    const GraphView& v = s.model.view;
+    const Placement& p = s.layout.placement;
+    float edge_w = std::clamp(1.2f * f.z, 1.0f, 2.0f);
+    float arrow = std::clamp(7.0f * f.z, 3.0f, 10.0f);
+    for (size_t i = 0; i < v.edges.size(); ++i) {
+        const ViewEdge& e = v.edges[i];
+        if (e.cross || f.later[e.from] || f.later[e.to]) continue;
+        const LayoutEdgePath* path = p.paths[i];
+        if (path) {
+            if (!intersects(path->bounds, f.visible)) continue;
+            draw_edge_path(f, dl, *path, edge_w, arrow);
+        } else {
+            const LayoutRect& a = p.rects[e.from];
+            const LayoutRect& b = p.rects[e.to];
+            LayoutRect span{std::min(a.x0, b.x0), std::min(a.y0, b.y0), std::max(a.x1, b.x1), std::max(a.y1, b.y1)};
+            if (!intersects(span, f.visible)) continue;
+            LayoutPoint ca{(a.x0 + a.x1) * 0.5f, (a.y0 + a.y1) * 0.5f}, cb{(b.x0 + b.x1) * 0.5f, (b.y0 + b.y1) * 0.5f};
+            LayoutPoint pa = border_point(a, cb), pb = border_point(b, ca);
+            ImVec2 sa = f.cam.to_screen(pa.x, pa.y), sb = f.cam.to_screen(pb.x, pb.y);
+            dl->AddLine(sa, sb, fade(COLOUR_EDGE, 0.6f), edge_w);
+            arrow_head(dl, sa, sb, arrow, fade(COLOUR_EDGE, 0.6f));
+        }
+    }
+}
+
+// Forward value -> backward node (saved tensors): never given to dot, drawn over it. All of them
+// while they stay few enough to read (CROSS_EDGES_AUTO), else those touching the hovered, selected
+// or stopped box.
+void draw_cross_edges(const ViewerState& s, const GraphFrame& f, ImDrawList* dl) {
+    const GraphView& v = s.model.view;
+    const Placement& p = s.layout.placement;
+    CrossEdgeMode cross_mode = s.graph.cross_edges;
+    if (cross_mode == CROSS_EDGES_AUTO) {
+        int count = 0;
+        for (const ViewEdge& e : v.edges) count += e.cross;
+        cross_mode = count <= 30 ? CROSS_EDGES_ALL : CROSS_EDGES_SELECTION;
+    }
+    if (cross_mode == CROSS_EDGES_NONE) return;
+    float arrow = std::clamp(7.0f * f.z, 3.0f, 10.0f);
+    for (const ViewEdge& e : v.edges) {
+        if (!e.cross || f.later[e.from] || f.later[e.to]) continue;
+        bool touches = e.from == f.hovered_box || e.to == f.hovered_box || e.from == f.selected_box ||
+                       e.to == f.selected_box || (f.highlighted >= 0 && (e.from == f.highlighted || e.to == f.highlighted));
+        if (cross_mode == CROSS_EDGES_SELECTION && !touches) continue;
+        const LayoutRect& a = p.rects[e.from];
+        const LayoutRect& b = p.rects[e.to];
+        LayoutRect span{std::min(a.x0, b.x0), std::min(a.y0, b.y0), std::max(a.x1, b.x1), std::max(a.y1, b.y1)};
+        if (!intersects(span, f.visible)) continue;
+        bool left_to_right = a.x1 <= b.x0;
+        ImVec2 sa = f.cam.to_screen(left_to_right ? a.x1 : a.x0, (a.y0 + a.y1) * 0.5f);
+        ImVec2 sb = f.cam.to_screen(left_to_right ? b.x0 : b.x1, (b.y0 + b.y1) * 0.5f);
+        float bend = std::max(std::fabs(sb.x - sa.x) * 0.35f, 20.0f) * (left_to_right ? 1.0f : -1.0f);
+        ImU32 colour = touches ? IM_COL32(130, 60, 200, 220) : COLOUR_CROSS_EDGE;
+        float w = touches ? 2.0f : 1.0f;
+        if (f.curves)
+            dl->AddBezierCubic(sa, ImVec2(sa.x + bend, sa.y), ImVec2(sb.x - bend, sb.y), sb, colour, w, 12);
+        else
+            dl->AddLine(sa, sb, colour, w);
+        arrow_head(dl, ImVec2(sb.x - bend, sb.y), sb, arrow * 0.8f, colour);
+    }
+}
+
+// What the window draws for box i this frame, as tests read it (s.graph.drawn).
+DrawnBox drawn_box_make(const ViewerState& s, const GraphFrame& f, size_t i) {
+    const ViewBox& b = s.model.view.boxes[i];
+    const LayoutRect& r = s.layout.placement.rects[i];
+    DrawnBox d;
+    d.box = static_cast<int>(i);
+    d.key = b.key;
+    d.node_id = b.node_id;
+    d.kind = b.kind;
+    ImVec2 a = f.cam.to_screen(r.x0, r.y0), c = f.cam.to_screen(r.x1, r.y1);
+    d.x0 = a.x;
+    d.y0 = a.y;
+    d.x1 = c.x;
+    d.y1 = c.y;
+    d.highlighted = static_cast<int>(i) == f.highlighted;
+    d.selected = s.selection.node != 0 && b.node_id == s.selection.node && b.kind != BOX_STUB;
+    d.visible = intersects(r, f.visible);
+    if (!s.model.diff_marks.empty() && (b.kind == BOX_NODE || b.kind == BOX_GHOST)) {
+        auto found = s.model.diff_marks.find(b.node_id);
+        if (found != s.model.diff_marks.end()) {
+            d.has_diff = true;
+            d.diff = found->second;
+        }
+    }
+    d.later = f.later[i] != 0;
+    return d;
+}
+
+// How one box looks this frame: its fill and opacity, the plan's mark on it, whether it stands
+// for several nodes (drawn stacked).
+struct BoxLook {
+    ImU32 fill = COLOUR_OP;
+    float alpha = 1;
+    const PlanBoxMark* plan_mark = nullptr;
+    bool stacked = false;
+};
+
+BoxLook box_look(const ViewerState& s, size_t i, const DrawnBox& d) {
+    const ViewBox& b = s.model.view.boxes[i];
+    BoxLook look;
+    look.alpha = s.layout.placement.provisional[i] ? 0.55f : (b.kind == BOX_GHOST ? 0.8f : 1.0f);
+    look.fill = d.highlighted ? COLOUR_HIGHLIGHT : box_fill(b);
+    if (!b.executed && !d.highlighted) look.fill = COLOUR_OP;
+    look.plan_mark = s.plan.model && b.kind == BOX_NODE ? plan_mark_of(*s.plan.model, s.plan.stage, b.node_id) : nullptr;
+    if (look.plan_mark) plan_box_fill(s, b, *look.plan_mark, &look.fill, &look.alpha);
+    look.stacked = b.kind == BOX_CLUSTER || (b.is_function && b.member_count > 1);
+    return look;
+}
+
+// A box too small for a label: square rectangles, the outline as an underlay.
+void draw_box_small(ImDrawList* dl, const ViewBox& b, const DrawnBox& d, const BoxLook& look, ImVec2 a, ImVec2 c) {
+    float edge = d.highlighted ? 2.5f : d.selected ? 2.0f : 1.0f;
+    ImU32 outline = d.highlighted  ? COLOUR_HIGHLIGHT_BORDER
+                    : d.selected   ? COLOUR_SELECTED
+                    : b.kind == BOX_GHOST || b.kind == BOX_STUB ? fade(COLOUR_BORDER, 0.45f)
+                                   : fade(COLOUR_BORDER, look.alpha);
+    if (look.stacked) dl->AddRectFilled(ImVec2(a.x + 2, a.y + 2), ImVec2(c.x + 3, c.y + 3), outline);
+    dl->AddRectFilled(ImVec2(a.x - edge, a.y - edge), ImVec2(c.x + edge, c.y + edge), outline);
+    if (b.kind != BOX_STUB) dl->AddRectFilled(a, c, fade(look.fill, look.alpha));
+}
+
+// A box big enough for its label: rounded, stacked when it stands for several nodes, its fill, the
+// diff option's tint, its border (dashed for ghosts, stubs and nodes not run), the plan's marks,
+// and the outlines of the shape change, the selection and the hover.
+void draw_box_shape(const GraphFrame& f, ImDrawList* dl, size_t i, const ViewBox& b, const DrawnBox& d,
+                    const BoxLook& look, ImVec2 a, ImVec2 c) {
+    float z = f.z, alpha = look.alpha;
+    float round = std::min(4.0f * z, 6.0f);
+    if (look.stacked) {
+        float off = std::clamp(3.0f * z, 2.0f, 4.0f);
+        dl->AddRectFilled(ImVec2(a.x + 2 * off, a.y + 2 * off), ImVec2(c.x + 2 * off, c.y + 2 * off), fade(look.fill, alpha * 0.6f), round);
+        dl->AddRect(ImVec2(a.x + 2 * off, a.y + 2 * off), ImVec2(c.x + 2 * off, c.y + 2 * off), fade(COLOUR_BORDER, alpha * 0.6f), round);
+        dl->AddRectFilled(ImVec2(a.x + off, a.y + off), ImVec2(c.x + off, c.y + off), fade(look.fill, alpha), round);
+        dl->AddRect(ImVec2(a.x + off, a.y + off), ImVec2(c.x + off, c.y + off), fade(COLOUR_BORDER, alpha), round);
+    }
+    if (b.kind != BOX_STUB) dl->AddRectFilled(a, c, fade(look.fill, alpha), round);
+    if (d.has_diff && d.diff.value_change > 0)   // the diff option: tinted by how much its value moved
+        dl->AddRectFilled(a, c, diff_tint(d.diff.value_change), round);
+    float border_w = std::clamp(z, 1.0f, 1.5f);
+    if (d.highlighted) {
+        dl->AddRect(ImVec2(a.x - 2, a.y - 2), ImVec2(c.x + 2, c.y + 2), COLOUR_HIGHLIGHT_BORDER, round + 2, 0, 3.0f);
+    } else if (b.kind == BOX_GHOST || b.kind == BOX_STUB) {
+        dashed_rect(dl, a, c, fade(COLOUR_BORDER, alpha), border_w);
+    } else if (!b.executed) {
+        dashed_rect(dl, a, c, IM_COL32(220, 120, 30, 255), 1.5f);
+    } else {
+        dl->AddRect(a, c, fade(COLOUR_BORDER, alpha), round, 0, border_w);
+    }
+    if (look.plan_mark) draw_plan_box_marks(dl, *look.plan_mark, a, c, z);
+    if (d.has_diff && !d.diff.shape_before.empty() && !d.highlighted)
+        dl->AddRect(ImVec2(a.x - 2, a.y - 2), ImVec2(c.x + 2, c.y + 2), COLOUR_DIFF_SHAPE, round + 2, 0, 2.5f);
+    if (d.selected && !d.highlighted)
+        dl->AddRect(ImVec2(a.x - 2, a.y - 2), ImVec2(c.x + 2, c.y + 2), COLOUR_SELECTED, round + 2, 0, 2.5f);
+    if (static_cast<int>(i) == f.hovered_box && !d.highlighted)
+        dl->AddRect(ImVec2(a.x - 1, a.y - 1), ImVec2(c.x + 1, c.y + 1), IM_COL32(30, 100, 255, 140), round + 1, 0, 1.5f);
+}
+
+// A box's dots: a breakpoint on its node; while stopped in the backward pass, whether a forward
+// node's gradient is done, being computed, or still to come.
+void draw_box_dots(const ViewerState& s, const GraphFrame& f, ImDrawList* dl, const ViewBox& b, ImVec2 a, ImVec2 c) {
+    float mark = std::clamp(3.5f * f.z, 2.5f, 5.0f);
+    const NodeRecord* rec = b.kind == BOX_NODE || b.kind == BOX_GHOST ? record_find(s.model.records, b.node_id) : nullptr;
+    if (rec && b.kind == BOX_NODE && viewer_breakpoint_on_node(s, *rec))
+        dl->AddCircleFilled(ImVec2(a.x + mark + 1, a.y + mark + 1), mark, COLOUR_BREAKPOINT);
+    if (f.stop_group && b.phase == PHASE_FORWARD && b.requires_grad && b.kind != BOX_GHOST) {
+        ImVec2 at(c.x - mark - 2, a.y + mark + 2);
+        if (b.node_id > f.stop_group) dl->AddCircleFilled(at, mark, COLOUR_GRAD_DONE);
+        else if (b.node_id == f.stop_group) dl->AddCircleFilled(at, mark, COLOUR_HIGHLIGHT_BORDER);
+        else dl->AddCircle(at, mark, COLOUR_GRAD_PENDING, 0, 1.5f);
+    }
+}
+
+// A box's label lines (title; when big enough, its detail, extra line and the pass's note), kept
+// for the one pass of labels at the end.
+void box_labels_add(GraphFrame& f, const ViewBox& b, const BoxLook& look, ImVec2 a, ImVec2 c) {
+    float z = f.z;
+    ImVec4 clip(a.x + 1, a.y + 1, c.x - 1, c.y - 1);
+    float line = f.label_px + z;
+    float y = a.y + 4 * z;
+    float x = a.x + 8 * z;
+    ImU32 text = b.kind == BOX_STUB ? COLOUR_TEXT_DIM : fade(COLOUR_TEXT, std::max(look.alpha, 0.8f));
+    f.texts.push_back({ImVec2(x, y), text, &b.title, clip});
+    if (!f.details) return;
+    if (!b.detail.empty()) {
+        y += line;
+        f.texts.push_back({ImVec2(x, y), COLOUR_TEXT_DIM, &b.detail, clip});
+    }
+    if (!b.extra.empty()) {
+        y += line;
+        f.texts.push_back({ImVec2(x, y), COLOUR_TEXT_DIM, &b.extra, clip});
+    }
+    if (look.plan_mark && !look.plan_mark->note.empty()) {   // the pass's word on it
+        y += line;
+        f.texts.push_back({ImVec2(x, y), COLOUR_FRAME, &look.plan_mark->note, clip});
+    }
+}
+
+// Boxes, with their labels, marks and outlines; the drawn model for tests on the side. The level
+// of detail goes by the box's height on screen: a dot of colour, a plain rectangle, a labelled box.
+void draw_boxes(ViewerState& s, GraphFrame& f, ImDrawList* dl) {
+    const GraphView& v = s.model.view;
+    s.graph.drawn.clear();
+    s.graph.drawn.reserve(v.boxes.size());
+    for (size_t i = 0; i < v.boxes.size(); ++i) {
+        const ViewBox& b = v.boxes[i];
+        s.graph.drawn.push_back(drawn_box_make(s, f, i));
+        const DrawnBox& d = s.graph.drawn.back();
+        if (d.later) continue;
+        if (!d.visible) continue;
+        ImVec2 a(d.x0, d.y0), c(d.x1, d.y1);
+        BoxLook look = box_look(s, i, d);
+        float height = c.y - a.y;
+        if (height < 5.0f) {   // far away: a dot of colour
+            dl->AddRectFilled(a, ImVec2(std::max(c.x, a.x + 1), std::max(c.y, a.y + 1)),
+                              fade(look.fill == COLOUR_OP ? COLOUR_BORDER : look.fill, look.alpha));
+            continue;
+        }
+        if (!f.labels || height < f.label_px + 6.0f) {
+            draw_box_small(dl, b, d, look, a, c);
+            continue;
+        }
+        draw_box_shape(f, dl, i, b, d, look, a, c);
+        draw_box_dots(s, f, dl, b, a, c);
+        if (d.has_diff && f.labels) draw_diff_badge(dl, d.diff, a, c, f.label_px);
+        if (f.labels) box_labels_add(f, b, look, a, c);
+    }
+}
+
+// Clicks: select, open/close groups, the menu.
+void graph_clicks(ViewerState& s, const GraphFrame& f) {
+    const GraphView& v = s.model.view;
+    bool click_left = f.hovered && ImGui::IsMouseReleased(ImGuiMouseButton_Left) &&
+                      ImGui::GetMouseDragDelta(ImGuiMouseButton_Left, 0.0f).x == 0 &&
+                      ImGui::GetMouseDragDelta(ImGuiMouseButton_Left, 0.0f).y == 0;
+    float right_drag = std::fabs(ImGui::GetMouseDragDelta(ImGuiMouseButton_Right, 0.0f).x) +
+                       std::fabs(ImGui::GetMouseDragDelta(ImGuiMouseButton_Right, 0.0f).y);
+    if (f.hovered_box < 0) {
+        if (click_left) viewer_select(0, false);
+        return;
+    }
+    const ViewBox& b = v.boxes[f.hovered_box];
+    bool opens_on_click = b.kind == BOX_CLUSTER && b.cluster >= 0 &&
+                          (v.clusters[b.cluster].kind == CLUSTER_MODULE || v.clusters[b.cluster].kind == CLUSTER_UPDATE ||
+                           !v.clusters[b.cluster].name.empty());   // a module call (or its gradient) opens on a click
+    if (ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left)) {
+        if (b.kind == BOX_CLUSTER && b.cluster >= 0) viewer_set_expanded(cluster_state_key(v.clusters[b.cluster]), true);
+        else if (b.is_function && b.member_count > 1) viewer_set_expanded("fn:" + std::to_string(b.node_id), true);
+        else if (b.kind == BOX_GHOST) viewer_select(b.node_id, true);
+    } else if (click_left && b.kind != BOX_STUB) {
+        viewer_select(b.node_id, false);
+        if (opens_on_click) viewer_set_expanded(cluster_state_key(v.clusters[b.cluster]), true);
+    }
+    if (f.hovered && ImGui::IsMouseReleased(ImGuiMouseButton_Right) && right_drag < 3.0f) {
+        s.graph.menu_key = b.key;
+        ImGui::OpenPopup("box_menu");
+    }
+    if (!ImGui::IsPopupOpen("box_menu")) draw_tooltip(s, b);
+}
+
+}  // namespace
+
 void draw_graph_window(ViewerState& s, const Tile& tile) {
     ImGui::SetNextWindowPos(tile.pos);
     ImGui::SetNextWindowSize(tile.size);
@@ -383,378 +849,39 @@ void draw_graph_window(ViewerState& s, const Tile& tile) {
     window_dl->ChannelsSplit(2);
     window_dl->ChannelsSetCurrent(1);
     draw_toolbar(s);
+    GraphFrame f = graph_canvas(s, tile, window_dl);
+    graph_camera_mouse(s, f);
+    graph_camera_keys(s);
+    graph_frame_view(s, f);
 
-    ImVec2 origin = ImGui::GetCursorScreenPos();
-    window_dl->ChannelsSetCurrent(0);
-    window_dl->AddRectFilled(ImGui::GetWindowPos(), ImVec2(tile.pos.x + tile.size.x, origin.y), ImGui::GetColorU32(ImGuiCol_WindowBg));
-    window_dl->ChannelsSetCurrent(1);
-    ImVec2 size = ImGui::GetContentRegionAvail();
-    size.x = std::max(size.x, 50.0f);
-    size.y = std::max(size.y, 50.0f);
-    s.graph.canvas_size = size;
-    ImGui::InvisibleButton("canvas", size,
-                           ImGuiButtonFlags_MouseButtonLeft | ImGuiButtonFlags_MouseButtonRight |
-                               ImGuiButtonFlags_MouseButtonMiddle);
-    bool hovered = ImGui::IsItemHovered();
-    bool active = ImGui::IsItemActive();
-    ImGuiIO& io = ImGui::GetIO();
     const GraphView& v = s.model.view;
-    const Placement& p = s.layout.placement;
-
-    // Camera: fit, the stop or selection into view, wheel zoom about the mouse, drag to pan.
-    if ((s.graph.fit_request || s.graph.follow_request) && !v.boxes.empty() && p.rects.size() == v.boxes.size()) {
-        if (s.graph.fit_request) camera_fit(s, size);
-        else camera_follow(s, size);
-        s.graph.fit_request = s.graph.follow_request = false;
-    }
-    auto show_node = [&](int64_t id) {
-        int b = v.box_of(id);
-        if (b < 0 || b >= static_cast<int>(p.rects.size())) return false;
-        if (p.provisional[b] && s.layout.requested && s.layout.worker.busy()) return false;   // wait for its place
-        camera_show(s, p.rects[b], size);
-        return true;
-    };
-    if (s.stop.scroll_to && s.stop.node && show_node(s.stop.node)) s.stop.scroll_to = false;
-    if (s.selection.scroll_to && s.selection.node && show_node(s.selection.node)) s.selection.scroll_to = false;
-    Camera cam{origin, s.graph.pan, s.graph.zoom};
-    if (hovered && io.MouseWheel != 0 && io.KeyShift) {   // Shift+wheel scrolls up and down
-        s.graph.pan.y -= io.MouseWheel * 60.0f / s.graph.zoom;
-        s.graph.camera = CAMERA_MANUAL;
-    } else if (hovered && io.MouseWheel != 0) {
-        ImVec2 anchor = cam.to_layout(io.MousePos);
-        s.graph.zoom = std::clamp(s.graph.zoom * std::pow(1.15f, io.MouseWheel), MIN_ZOOM, MAX_ZOOM);
-        s.graph.pan = ImVec2(anchor.x - (io.MousePos.x - origin.x) / s.graph.zoom, anchor.y - (io.MousePos.y - origin.y) / s.graph.zoom);
-        s.graph.camera = CAMERA_MANUAL;
-    }
-    bool dragging = active && (ImGui::IsMouseDragging(ImGuiMouseButton_Left) || ImGui::IsMouseDragging(ImGuiMouseButton_Right) ||
-                               ImGui::IsMouseDragging(ImGuiMouseButton_Middle));
-    if (dragging) {
-        s.graph.pan = ImVec2(s.graph.pan.x - io.MouseDelta.x / s.graph.zoom, s.graph.pan.y - io.MouseDelta.y / s.graph.zoom);
-        s.graph.camera = CAMERA_MANUAL;
-    }
-    if (ImGui::IsWindowFocused() && !io.WantTextInput) {
-        if (ImGui::IsKeyPressed(GLFW_KEY_F, false)) {
-            s.graph.fit_request = true;
-            s.graph.camera = CAMERA_FIT;
-        }
-        if (ImGui::IsKeyPressed(GLFW_KEY_EQUAL) || ImGui::IsKeyPressed(GLFW_KEY_KP_ADD))
-            s.graph.zoom = std::min(s.graph.zoom * 1.2f, MAX_ZOOM);
-        if (ImGui::IsKeyPressed(GLFW_KEY_MINUS) || ImGui::IsKeyPressed(GLFW_KEY_KP_SUBTRACT))
-            s.graph.zoom = std::max(s.graph.zoom / 1.2f, MIN_ZOOM);
-        if (ImGui::IsKeyPressed(GLFW_KEY_ESCAPE, false)) viewer_select(0, false);
-        float step = 80.0f / s.graph.zoom;
-        if (ImGui::IsKeyPressed(GLFW_KEY_UP) || ImGui::IsKeyPressed(GLFW_KEY_PAGE_UP)) s.graph.pan.y -= step * (ImGui::IsKeyPressed(GLFW_KEY_PAGE_UP) ? 5 : 1);
-        if (ImGui::IsKeyPressed(GLFW_KEY_DOWN) || ImGui::IsKeyPressed(GLFW_KEY_PAGE_DOWN)) s.graph.pan.y += step * (ImGui::IsKeyPressed(GLFW_KEY_PAGE_DOWN) ? 5 : 1);
-        if (ImGui::IsKeyPressed(GLFW_KEY_LEFT)) s.graph.pan.x -= step;
-        if (ImGui::IsKeyPressed(GLFW_KEY_RIGHT)) s.graph.pan.x += step;
-    }
-    cam = Camera{origin, s.graph.pan, s.graph.zoom};
-
     ImDrawList* dl = ImGui::GetWindowDrawList();
-    ImVec2 corner(origin.x + size.x, origin.y + size.y);
-    dl->PushClipRect(origin, corner, true);
-    dl->AddRectFilled(origin, corner, COLOUR_CANVAS);
-    LayoutRect visible{s.graph.pan.x, s.graph.pan.y, s.graph.pan.x + size.x / s.graph.zoom, s.graph.pan.y + size.y / s.graph.zoom};
-    float z = s.graph.zoom;
-    float label_px = GRAPH_FONT_SIZE * z;
-    bool labels = label_px >= 6.5f;
-    bool details = label_px >= 9.0f;
-    bool curves = z >= 0.3f;
-
-    // The timeline (window_timeline.cpp): the graph as it stood at an event: later nodes hidden,
-    // the event's node highlighted; the layout stays.
-    int64_t shown_stop = s.timeline.serial ? s.timeline.node : s.stop.node;
-    bool shown_backward = s.timeline.serial ? s.timeline.backward : s.stop.backward;
-    int highlighted = shown_stop ? v.box_of(shown_stop) : -1;
-    int64_t stop_group = 0;
-    if (shown_stop && shown_backward) {
-        const NodeRecord* stop = record_find(s.model.records, shown_stop);
-        if (stop) stop_group = stop->phase == PHASE_BACKWARD ? stop->group : stop->id;
-    }
-    std::vector<char> later(v.boxes.size(), 0);   // boxes of nodes recorded after the event shown
-    if (s.timeline.serial)
-        for (size_t i = 0; i < v.boxes.size(); ++i) later[i] = v.boxes[i].node_id != 0 && viewer_timeline_hides(s, v.boxes[i].node_id);
-
-    // Hovered box: the last drawn (topmost) box under the mouse.
-    int hovered_box = -1;
-    if (hovered && !dragging && p.rects.size() == v.boxes.size()) {
-        ImVec2 m = cam.to_layout(io.MousePos);
-        for (int i = static_cast<int>(v.boxes.size()) - 1; i >= 0; --i) {
-            const LayoutRect& r = p.rects[i];
-            if (m.x >= r.x0 && m.x <= r.x1 && m.y >= r.y0 && m.y <= r.y1) {
-                hovered_box = i;
-                break;
-            }
-        }
-    }
-    int selected_box = s.selection.node ? v.box_of(s.selection.node) : -1;
-
-    // Labels are drawn after every box, in one pass with the labels' font texture.
-    struct Text {
-        ImVec2 pos;
-        ImU32 colour;
-        const std::string* text;
-        ImVec4 clip;
-    };
-    std::vector<Text> texts;
-    std::deque<std::string> frame_titles;   // stable addresses for `texts`
-    if (p.rects.size() == v.boxes.size()) {
-        // Frames of open groups (only once the layout has placed them).
-        for (size_t c = 0; c < v.clusters.size(); ++c) {
-            const Cluster& cluster = v.clusters[c];
-            if (cluster.state != CLUSTER_EXPANDED) continue;
-            auto it = s.layout.result.frames.find(cluster.key);
-            if (it == s.layout.result.frames.end() || !intersects(it->second, visible)) continue;
-            ImVec2 a = cam.to_screen(it->second.x0, it->second.y0), b = cam.to_screen(it->second.x1, it->second.y1);
-            dl->AddRectFilled(a, b, IM_COL32(120, 140, 170, 28), 6 * z);
-            dl->AddRect(a, b, COLOUR_FRAME, 6 * z, 0, 1.5f);
-            if (labels) {
-                frame_titles.push_back(cluster.title + "  [close]");
-                const std::string& title = frame_titles.back();
-                texts.push_back({ImVec2(a.x + 5 * z, a.y + 2 * z), COLOUR_FRAME, &title, ImVec4(a.x, a.y, b.x, b.y)});
-                ImVec2 title_end(a.x + 5 * z + s.app.graph_font->CalcTextSizeA(label_px, FLT_MAX, 0, title.c_str()).x, a.y + label_px + 4 * z);
-                if (hovered && ImGui::IsMouseClicked(ImGuiMouseButton_Left) && io.MousePos.x >= a.x &&
-                    io.MousePos.x <= title_end.x && io.MousePos.y >= a.y && io.MousePos.y <= title_end.y)
-                    viewer_set_expanded(cluster_state_key(cluster), false);
-            }
-        }
-
-        // Edges laid out by dot: their curves; edges to boxes not laid out yet: straight.
+    ImVec2 corner(f.origin.x + f.size.x, f.origin.y + f.size.y);
+    dl->PushClipRect(f.origin, corner, true);
+    dl->AddRectFilled(f.origin, corner, COLOUR_CANVAS);
+    graph_frame_marks(s, f);
+    if (s.layout.placement.rects.size() == v.boxes.size()) {
+        draw_group_frames(s, f, dl);
         ImDrawListFlags saved_flags = dl->Flags;
-        if (!curves || v.edges.size() > 1500) dl->Flags &= ~ImDrawListFlags_AntiAliasedLines;   // 1-px lines: 4 vertices
-        float edge_w = std::clamp(1.2f * z, 1.0f, 2.0f);
-        float arrow = std::clamp(7.0f * z, 3.0f, 10.0f);
-        for (size_t i = 0; i < v.edges.size(); ++i) {
-            const ViewEdge& e = v.edges[i];
-            if (e.cross || later[e.from] || later[e.to]) continue;
-            const LayoutEdgePath* path = p.paths[i];
-            if (path) {
-                if (!intersects(path->bounds, visible)) continue;
-                const std::vector<LayoutPoint>& bz = path->bezier;
-                ImVec2 last = cam.to_screen(bz.back().x, bz.back().y);
-                ImVec2 tip = cam.to_screen(path->tip.x, path->tip.y);
-                if (!curves) {
-                    dl->AddLine(cam.to_screen(bz[0].x, bz[0].y), tip, COLOUR_EDGE, 1.0f);
-                } else {
-                    for (size_t k = 0; k + 3 < bz.size(); k += 3) {
-                        ImVec2 a = cam.to_screen(bz[k].x, bz[k].y), b = cam.to_screen(bz[k + 3].x, bz[k + 3].y);
-                        float length = std::fabs(b.x - a.x) + std::fabs(b.y - a.y);
-                        int segments = std::clamp(static_cast<int>(length / 14.0f), 2, 14);
-                        dl->AddBezierCubic(a, cam.to_screen(bz[k + 1].x, bz[k + 1].y), cam.to_screen(bz[k + 2].x, bz[k + 2].y),
-                                           b, COLOUR_EDGE, edge_w, segments);
-                    }
-                    if (std::fabs(tip.x - last.x) + std::fabs(tip.y - last.y) > 0.5f)
-                        dl->AddLine(last, tip, COLOUR_EDGE, edge_w);
-                }
-                ImVec2 from = std::fabs(tip.x - last.x) + std::fabs(tip.y - last.y) > 0.5f
-                                  ? last
-                                  : cam.to_screen(bz[bz.size() - 2].x, bz[bz.size() - 2].y);
-                arrow_head(dl, from, tip, arrow, COLOUR_EDGE);
-            } else {
-                const LayoutRect& a = p.rects[e.from];
-                const LayoutRect& b = p.rects[e.to];
-                LayoutRect span{std::min(a.x0, b.x0), std::min(a.y0, b.y0), std::max(a.x1, b.x1), std::max(a.y1, b.y1)};
-                if (!intersects(span, visible)) continue;
-                LayoutPoint ca{(a.x0 + a.x1) * 0.5f, (a.y0 + a.y1) * 0.5f}, cb{(b.x0 + b.x1) * 0.5f, (b.y0 + b.y1) * 0.5f};
-                LayoutPoint pa = border_point(a, cb), pb = border_point(b, ca);
-                ImVec2 sa = cam.to_screen(pa.x, pa.y), sb = cam.to_screen(pb.x, pb.y);
-                dl->AddLine(sa, sb, fade(COLOUR_EDGE, 0.6f), edge_w);
-                arrow_head(dl, sa, sb, arrow, fade(COLOUR_EDGE, 0.6f));
-            }
-        }
-
-        // Forward value -> backward node (saved tensors): never given to dot, drawn over it.
-        CrossEdgeMode cross_mode = s.graph.cross_edges;
-        if (cross_mode == CROSS_EDGES_AUTO) {   // all of them while they stay few enough to read
-            int count = 0;
-            for (const ViewEdge& e : v.edges) count += e.cross;
-            cross_mode = count <= 30 ? CROSS_EDGES_ALL : CROSS_EDGES_SELECTION;
-        }
-        if (cross_mode != CROSS_EDGES_NONE) {
-            for (const ViewEdge& e : v.edges) {
-                if (!e.cross || later[e.from] || later[e.to]) continue;
-                bool touches = e.from == hovered_box || e.to == hovered_box || e.from == selected_box ||
-                               e.to == selected_box || (highlighted >= 0 && (e.from == highlighted || e.to == highlighted));
-                if (cross_mode == CROSS_EDGES_SELECTION && !touches) continue;
-                const LayoutRect& a = p.rects[e.from];
-                const LayoutRect& b = p.rects[e.to];
-                LayoutRect span{std::min(a.x0, b.x0), std::min(a.y0, b.y0), std::max(a.x1, b.x1), std::max(a.y1, b.y1)};
-                if (!intersects(span, visible)) continue;
-                bool left_to_right = a.x1 <= b.x0;
-                ImVec2 sa = cam.to_screen(left_to_right ? a.x1 : a.x0, (a.y0 + a.y1) * 0.5f);
-                ImVec2 sb = cam.to_screen(left_to_right ? b.x0 : b.x1, (b.y0 + b.y1) * 0.5f);
-                float bend = std::max(std::fabs(sb.x - sa.x) * 0.35f, 20.0f) * (left_to_right ? 1.0f : -1.0f);
-                ImU32 colour = touches ? IM_COL32(130, 60, 200, 220) : COLOUR_CROSS_EDGE;
-                float w = touches ? 2.0f : 1.0f;
-                if (curves)
-                    dl->AddBezierCubic(sa, ImVec2(sa.x + bend, sa.y), ImVec2(sb.x - bend, sb.y), sb, colour, w, 12);
-                else
-                    dl->AddLine(sa, sb, colour, w);
-                arrow_head(dl, ImVec2(sb.x - bend, sb.y), sb, arrow * 0.8f, colour);
-            }
-        }
+        if (!f.curves || v.edges.size() > 1500) dl->Flags &= ~ImDrawListFlags_AntiAliasedLines;   // 1-px lines: 4 vertices
+        draw_edges(s, f, dl);
+        draw_cross_edges(s, f, dl);
         dl->Flags = saved_flags;
-
-        // Boxes, with their labels, marks and outlines; the drawn model for tests on the side.
-        s.graph.drawn.clear();
-        s.graph.drawn.reserve(v.boxes.size());
-        for (size_t i = 0; i < v.boxes.size(); ++i) {
-            const ViewBox& b = v.boxes[i];
-            const LayoutRect& r = p.rects[i];
-            DrawnBox d;
-            d.box = static_cast<int>(i);
-            d.key = b.key;
-            d.node_id = b.node_id;
-            d.kind = b.kind;
-            ImVec2 a = cam.to_screen(r.x0, r.y0), c = cam.to_screen(r.x1, r.y1);
-            d.x0 = a.x;
-            d.y0 = a.y;
-            d.x1 = c.x;
-            d.y1 = c.y;
-            d.highlighted = static_cast<int>(i) == highlighted;
-            d.selected = s.selection.node != 0 && b.node_id == s.selection.node && b.kind != BOX_STUB;
-            d.visible = intersects(r, visible);
-            if (!s.model.diff_marks.empty() && (b.kind == BOX_NODE || b.kind == BOX_GHOST)) {
-                auto found = s.model.diff_marks.find(b.node_id);
-                if (found != s.model.diff_marks.end()) {
-                    d.has_diff = true;
-                    d.diff = found->second;
-                }
-            }
-            d.later = later[i] != 0;
-            s.graph.drawn.push_back(d);
-            if (d.later) continue;
-            if (!d.visible) continue;
-
-            const NodeRecord* rec = b.kind == BOX_NODE || b.kind == BOX_GHOST ? record_find(s.model.records, b.node_id) : nullptr;
-            float alpha = p.provisional[i] ? 0.55f : (b.kind == BOX_GHOST ? 0.8f : 1.0f);
-            float height = c.y - a.y;
-            ImU32 fill = d.highlighted ? COLOUR_HIGHLIGHT : box_fill(b);
-            if (!b.executed && !d.highlighted) fill = COLOUR_OP;
-            const PlanBoxMark* plan_mark = s.plan.model && b.kind == BOX_NODE ? plan_mark_of(*s.plan.model, s.plan.stage, b.node_id) : nullptr;
-            if (plan_mark) plan_box_fill(s, b, *plan_mark, &fill, &alpha);
-            bool stacked = b.kind == BOX_CLUSTER || (b.is_function && b.member_count > 1);
-            if (height < 5.0f) {   // far away: a dot of colour
-                dl->AddRectFilled(a, ImVec2(std::max(c.x, a.x + 1), std::max(c.y, a.y + 1)), fade(fill == COLOUR_OP ? COLOUR_BORDER : fill, alpha));
-                continue;
-            }
-            if (!labels || height < label_px + 6.0f) {   // too small for a label: square rectangles, the outline as an underlay
-                float edge = d.highlighted ? 2.5f : d.selected ? 2.0f : 1.0f;
-                ImU32 outline = d.highlighted  ? COLOUR_HIGHLIGHT_BORDER
-                                : d.selected   ? COLOUR_SELECTED
-                                : b.kind == BOX_GHOST || b.kind == BOX_STUB ? fade(COLOUR_BORDER, 0.45f)
-                                               : fade(COLOUR_BORDER, alpha);
-                if (stacked) dl->AddRectFilled(ImVec2(a.x + 2, a.y + 2), ImVec2(c.x + 3, c.y + 3), outline);
-                dl->AddRectFilled(ImVec2(a.x - edge, a.y - edge), ImVec2(c.x + edge, c.y + edge), outline);
-                if (b.kind != BOX_STUB) dl->AddRectFilled(a, c, fade(fill, alpha));
-                continue;
-            }
-            float round = std::min(4.0f * z, 6.0f);
-            if (stacked) {
-                float off = std::clamp(3.0f * z, 2.0f, 4.0f);
-                dl->AddRectFilled(ImVec2(a.x + 2 * off, a.y + 2 * off), ImVec2(c.x + 2 * off, c.y + 2 * off), fade(fill, alpha * 0.6f), round);
-                dl->AddRect(ImVec2(a.x + 2 * off, a.y + 2 * off), ImVec2(c.x + 2 * off, c.y + 2 * off), fade(COLOUR_BORDER, alpha * 0.6f), round);
-                dl->AddRectFilled(ImVec2(a.x + off, a.y + off), ImVec2(c.x + off, c.y + off), fade(fill, alpha), round);
-                dl->AddRect(ImVec2(a.x + off, a.y + off), ImVec2(c.x + off, c.y + off), fade(COLOUR_BORDER, alpha), round);
-            }
-            if (b.kind != BOX_STUB) dl->AddRectFilled(a, c, fade(fill, alpha), round);
-            if (d.has_diff && d.diff.value_change > 0)   // the diff option: tinted by how much its value moved
-                dl->AddRectFilled(a, c, diff_tint(d.diff.value_change), round);
-            float border_w = std::clamp(z, 1.0f, 1.5f);
-            if (d.highlighted) {
-                dl->AddRect(ImVec2(a.x - 2, a.y - 2), ImVec2(c.x + 2, c.y + 2), COLOUR_HIGHLIGHT_BORDER, round + 2, 0, 3.0f);
-            } else if (b.kind == BOX_GHOST || b.kind == BOX_STUB) {
-                dashed_rect(dl, a, c, fade(COLOUR_BORDER, alpha), border_w);
-            } else if (!b.executed) {
-                dashed_rect(dl, a, c, IM_COL32(220, 120, 30, 255), 1.5f);
-            } else {
-                dl->AddRect(a, c, fade(COLOUR_BORDER, alpha), round, 0, border_w);
-            }
-            if (plan_mark) draw_plan_box_marks(dl, *plan_mark, a, c, z);
-            if (d.has_diff && !d.diff.shape_before.empty() && !d.highlighted)
-                dl->AddRect(ImVec2(a.x - 2, a.y - 2), ImVec2(c.x + 2, c.y + 2), COLOUR_DIFF_SHAPE, round + 2, 0, 2.5f);
-            if (d.selected && !d.highlighted)
-                dl->AddRect(ImVec2(a.x - 2, a.y - 2), ImVec2(c.x + 2, c.y + 2), COLOUR_SELECTED, round + 2, 0, 2.5f);
-            if (static_cast<int>(i) == hovered_box && !d.highlighted)
-                dl->AddRect(ImVec2(a.x - 1, a.y - 1), ImVec2(c.x + 1, c.y + 1), IM_COL32(30, 100, 255, 140), round + 1, 0, 1.5f);
-
-            float mark = std::clamp(3.5f * z, 2.5f, 5.0f);
-            if (rec && b.kind == BOX_NODE && viewer_breakpoint_on_node(s, *rec))
-                dl->AddCircleFilled(ImVec2(a.x + mark + 1, a.y + mark + 1), mark, COLOUR_BREAKPOINT);
-            // While stopped in the backward pass: forward nodes whose gradient is done / still to come.
-            if (stop_group && b.phase == PHASE_FORWARD && b.requires_grad && b.kind != BOX_GHOST) {
-                ImVec2 at(c.x - mark - 2, a.y + mark + 2);
-                if (b.node_id > stop_group) dl->AddCircleFilled(at, mark, COLOUR_GRAD_DONE);
-                else if (b.node_id == stop_group) dl->AddCircleFilled(at, mark, COLOUR_HIGHLIGHT_BORDER);
-                else dl->AddCircle(at, mark, COLOUR_GRAD_PENDING, 0, 1.5f);
-            }
-
-            if (d.has_diff && labels) draw_diff_badge(dl, d.diff, a, c, label_px);
-
-            if (labels) {
-                ImVec4 clip(a.x + 1, a.y + 1, c.x - 1, c.y - 1);
-                float line = label_px + z;
-                float y = a.y + 4 * z;
-                float x = a.x + 8 * z;
-                ImU32 text = b.kind == BOX_STUB ? COLOUR_TEXT_DIM : fade(COLOUR_TEXT, std::max(alpha, 0.8f));
-                texts.push_back({ImVec2(x, y), text, &b.title, clip});
-                if (details) {
-                    if (!b.detail.empty()) {
-                        y += line;
-                        texts.push_back({ImVec2(x, y), COLOUR_TEXT_DIM, &b.detail, clip});
-                    }
-                    if (!b.extra.empty()) {
-                        y += line;
-                        texts.push_back({ImVec2(x, y), COLOUR_TEXT_DIM, &b.extra, clip});
-                    }
-                    if (plan_mark && !plan_mark->note.empty()) {   // the pass's word on it
-                        y += line;
-                        texts.push_back({ImVec2(x, y), COLOUR_FRAME, &plan_mark->note, clip});
-                    }
-                }
-            }
-        }
+        draw_boxes(s, f, dl);
         if (s.plan.model) draw_plan_overlay(s, dl);
-        dl->PushTextureID(s.app.graph_atlas->TexID);
-        for (const Text& t : texts)
-            dl->AddText(s.app.graph_font, label_px, t.pos, t.colour, t.text->c_str(), nullptr, 0, &t.clip);
+        dl->PushTextureID(s.app.graph_atlas->TexID);   // the labels, in one pass with their font
+        for (const GraphFrame::Text& t : f.texts)
+            dl->AddText(s.app.graph_font, f.label_px, t.pos, t.colour, t.text->c_str(), nullptr, 0, &t.clip);
         dl->PopTextureID();
     }
-    if (s.graph.show_legend && s.plan.model) draw_plan_legend(s, dl, origin, size.x);
-    else if (s.graph.show_legend) draw_legend(dl, origin, size.x, s.model.diff);
+    if (s.graph.show_legend && s.plan.model) draw_plan_legend(s, dl, f.origin, f.size.x);
+    else if (s.graph.show_legend) draw_legend(dl, f.origin, f.size.x, s.model.diff);
     if (v.boxes.empty()) {
         const char* text = "The tape is empty: run some tensor ops at the prompt.";
-        dl->AddText(ImVec2(origin.x + 20, origin.y + 20), COLOUR_TEXT_DIM, text);
+        dl->AddText(ImVec2(f.origin.x + 20, f.origin.y + 20), COLOUR_TEXT_DIM, text);
     }
     dl->PopClipRect();
-
-    // Clicks: select, open/close groups, the menu.
-    bool click_left = hovered && ImGui::IsMouseReleased(ImGuiMouseButton_Left) &&
-                      ImGui::GetMouseDragDelta(ImGuiMouseButton_Left, 0.0f).x == 0 &&
-                      ImGui::GetMouseDragDelta(ImGuiMouseButton_Left, 0.0f).y == 0;
-    float right_drag = std::fabs(ImGui::GetMouseDragDelta(ImGuiMouseButton_Right, 0.0f).x) +
-                       std::fabs(ImGui::GetMouseDragDelta(ImGuiMouseButton_Right, 0.0f).y);
-    if (hovered_box >= 0) {
-        const ViewBox& b = v.boxes[hovered_box];
-        bool opens_on_click = b.kind == BOX_CLUSTER && b.cluster >= 0 &&
-                              (v.clusters[b.cluster].kind == CLUSTER_MODULE || v.clusters[b.cluster].kind == CLUSTER_UPDATE ||
-                               !v.clusters[b.cluster].name.empty());   // a module call (or its gradient) opens on a click
-        if (ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left)) {
-            if (b.kind == BOX_CLUSTER && b.cluster >= 0) viewer_set_expanded(cluster_state_key(v.clusters[b.cluster]), true);
-            else if (b.is_function && b.member_count > 1) viewer_set_expanded("fn:" + std::to_string(b.node_id), true);
-            else if (b.kind == BOX_GHOST) viewer_select(b.node_id, true);
-        } else if (click_left && b.kind != BOX_STUB) {
-            viewer_select(b.node_id, false);
-            if (opens_on_click) viewer_set_expanded(cluster_state_key(v.clusters[b.cluster]), true);
-        }
-        if (hovered && ImGui::IsMouseReleased(ImGuiMouseButton_Right) && right_drag < 3.0f) {
-            s.graph.menu_key = b.key;
-            ImGui::OpenPopup("box_menu");
-        }
-        if (!ImGui::IsPopupOpen("box_menu")) draw_tooltip(s, b);
-    } else if (click_left) {
-        viewer_select(0, false);
-    }
+    graph_clicks(s, f);
     window_dl->ChannelsMerge();
     if (ImGui::BeginPopup("box_menu")) {
         draw_box_menu(s, s.graph.menu_key);
