@@ -1,5 +1,9 @@
 // plan_model.cpp: the recorded graph of a frozen function as node records, and what each pass
 // stage marks on them (plan_model.h).
+//
+// [SECTION] records   the recording's steps and outside values as node records
+// [SECTION] marks     each pass stage's marks on them; plan_model_build
+// [SECTION] view      a stage's marks as the window shows them (plan_mark_of, plan_view_decorate, colours)
 #include "plan_model.h"
 
 #include <algorithm>
@@ -47,6 +51,9 @@ int plan_stage_find(const std::string& name) {
         if (name == STAGE_NAMES[s]) return s;
     return -1;
 }
+
+// ============================================================================================
+// [SECTION] records
 
 namespace {
 
@@ -152,6 +159,9 @@ int record_index(const std::vector<NodeRecord>& records, int64_t id) {
     auto it = std::lower_bound(records.begin(), records.end(), id, [](const NodeRecord& r, int64_t i) { return r.id < i; });
     return it != records.end() && it->id == id ? static_cast<int>(it - records.begin()) : -1;
 }
+
+// ============================================================================================
+// [SECTION] marks
 
 // One log entry of pass `pass` marked on the stage's boxes (`mark` finds a step's box).
 template <class MarkOf>
@@ -259,6 +269,9 @@ std::shared_ptr<PlanModel> plan_model_build(const Plan& plan, const PlanPassLog&
     }
     return model;
 }
+
+// ============================================================================================
+// [SECTION] view
 
 const PlanBoxMark* plan_mark_of(const PlanModel& model, int stage, int64_t id) {
     if (stage < 0 || stage >= PLAN_STAGES) return nullptr;

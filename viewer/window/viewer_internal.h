@@ -3,6 +3,14 @@
 //
 // Everything here lives on the Lua thread. The engine owns the data: the viewer keeps copies of
 // node records (model.h) and looks live nodes up by id (tape_find) when it shows their values.
+//
+// [SECTION] colours    of the graph's boxes, edges and marks
+// [SECTION] state      ViewerState: one struct per window or concern (app, engine, tape, model, layout,
+//                      selection, stop, graph, frames, capture, input, tensor, source, plan, training,
+//                      timeline, lua)
+// [SECTION] windows    the draw_*() of each window and what they share
+// [SECTION] lua        for the `viewer` Lua table (viewer_lua.cpp): scripts and tests
+// [SECTION] display    display_watch.cpp: a lost X connection
 #pragma once
 
 #include <imgui.h>
@@ -31,6 +39,8 @@ struct GLFWwindow;
 namespace td {
 
 // ---------------------------------------------------------------------------------------------
+// [SECTION] colours
+//
 // Colours of the graph (ImU32 = 0xAABBGGRR). The highlight is a colour no other box uses, so a
 // test can find it in the pixels.
 
@@ -60,7 +70,7 @@ constexpr float GRAPH_FONT_SIZE = 13.0f;   // node labels at zoom 1
 constexpr float LEGIBLE_LABEL_PX = 11.0f;  // the camera fits the graph only while labels stay this big
 
 // ---------------------------------------------------------------------------------------------
-// State
+// [SECTION] state
 
 // What the Graph window's camera does when a new layout arrives.
 enum CameraMode {
@@ -215,7 +225,7 @@ struct GraphWindowState {
     std::vector<DrawnBox> drawn;
 };
 
-// Frame times (viewer.frame_stats, benchmarks).
+// Frame times (viewer.frame_times, viewer.bench_frames).
 struct FrameTimes {
     std::vector<double> ms;          // the last 240 drawn frames
     std::vector<double> total_ms;    // ... with the model's update before each (frame_step)
@@ -353,7 +363,7 @@ Node* viewer_node(ViewerState& s, int64_t id);
 
 
 // ---------------------------------------------------------------------------------------------
-// Shared by the windows
+// [SECTION] windows: shared by the windows
 
 void draw_graph_window(ViewerState& s, const Tile& tile);
 // The diff option's marks brought up to date (window.cpp; cleared while the option is off).
@@ -420,7 +430,7 @@ int viewer_lua_plan_pass(lua_State* L);
 void viewer_lua_plan_fields(lua_State* L, const ViewBox& box);
 
 // ---------------------------------------------------------------------------------------------
-// For the `viewer` Lua table (viewer_lua.cpp): scripts and tests
+// [SECTION] lua: for the `viewer` Lua table (viewer_lua.cpp): scripts and tests
 
 // Draw a frame now even when nothing changed (a wait loop may skip frames).
 void viewer_frame_forced();
@@ -446,6 +456,7 @@ void viewer_set_node_callback(std::function<void(Node*, HookEvent)> callback);
 // Closing the Lua state: close the window and forget every callback into Lua.
 void viewer_shutdown();
 
+// [SECTION] display
 // display_watch.cpp. Install, once GLFW has opened its X connection, the Xlib handlers that mark
 // the display lost instead of ending the process (false where libX11 cannot: before 1.8).
 bool display_watch_install();
