@@ -100,7 +100,7 @@ bool cmd_animate(lua_State* L, const std::string& args) {
 }
 
 bool cmd_plot(lua_State* L, const std::string& args) {
-    training_plot_command(L, args);   // viewer/training_lua.cpp
+    training_plot_command(L, args);   // viewer/plots/training_lua.cpp
     return true;
 }
 

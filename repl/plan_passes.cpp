@@ -1,5 +1,5 @@
 // plan_passes.cpp: `:plan f --passes [PASS] [--view]` (plan_passes.h). The text is f:passes()'s
-// (lua_bindings/lua_plan_log.cpp); the view is viewer.show_plan's (viewer/window_plan.cpp).
+// (lua_bindings/lua_plan_log.cpp); the view is viewer.show_plan's (viewer/window/window_plan.cpp).
 #include "plan_passes.h"
 
 #include <cstdio>

@@ -1,4 +1,4 @@
--- view_timeline.lua: the timeline (viewer/window_timeline.cpp) — the graph as it stood at an event
+-- view_timeline.lua: the timeline (viewer/window/window_timeline.cpp) — the graph as it stood at an event
 -- of the rewind history. Stopped at the gradient of tanh in the lecture's RNN cell, the debugger's
 -- :back and viewer.timeline() move it: boxes of nodes recorded after the event are hidden (the
 -- layout stays: the same boxes at the same places), the event's node is the one highlighted box,

@@ -123,8 +123,12 @@ void frame_add(AnimationStory& story, AnimationFrame f) {
     story.frames.push_back(std::move(f));
 }
 
-AnimationStory story_build(const Tensor& loss, const AnimateGradients* watched, std::vector<std::string>& notes) {
-    AnimationStory story;
+// The nodes a story shows: the loss's graph, forward and backward, less the backward nodes of
+// other passes (the pass from the root starts in the root's group, its seed gradient; older
+// backward nodes belong to another pass: a parameter's accumulation from a pass of another loss).
+// Throws when the tensor is a gradient or a leaf, or its graph is too big to read. *pass_first:
+// the pass's first backward node (0: none ran).
+std::vector<const Node*> story_nodes(const Tensor& loss, int64_t* pass_first) {
     const Node* root = loss.node.get();
     if (root->phase != PHASE_FORWARD) throw std::runtime_error("the tensor is a gradient (a backward node, " + op_text(root) + "): animate the loss it came from");
     if (!is_computed_op(root))
@@ -134,21 +138,29 @@ AnimationStory story_build(const Tensor& loss, const AnimateGradients* watched, 
     if (nodes.size() > static_cast<size_t>(ANIMATE_MOST_NODES))
         throw std::runtime_error("the graph of " + label_of(root) + " has " + std::to_string(nodes.size()) + " nodes (forward and backward), more than " +
                                  std::to_string(ANIMATE_MOST_NODES) + " fit in frames anyone can read: animate a smaller piece (one step, one layer's output)");
-    // The pass from the root starts in the root's group (its seed gradient); backward nodes older
-    // than that belong to another pass (a parameter's accumulation from a pass of another loss).
-    int64_t pass_first = 0;
-    for (const Ref<Node>& b : root->backward_nodes()) pass_first = pass_first ? std::min(pass_first, b->id) : b->id;
+    *pass_first = 0;
+    for (const Ref<Node>& b : root->backward_nodes()) *pass_first = *pass_first ? std::min(*pass_first, b->id) : b->id;
     std::vector<const Node*> plain;
     for (const Ref<Node>& n : nodes)
-        if (n->phase == PHASE_FORWARD || (pass_first > 0 && n->id >= pass_first)) plain.push_back(n.get());
-    story.records = records_of_nodes(plain);
+        if (n->phase == PHASE_FORWARD || (*pass_first > 0 && n->id >= *pass_first)) plain.push_back(n.get());
+    return plain;
+}
 
-    // The forward ops in record order, and the backward groups in the order the pass ran them.
+// The story's steps: the forward ops in record order, the backward groups in the order the pass
+// ran them, and the leaves that get a gradient.
+struct StorySteps {
     std::vector<const Node*> forward_ops, groups, leaves_with_grad;
+};
+
+// Order the steps of `plain` (story_nodes) and note in `story` at which step each node's value and
+// gradient are done; a note when no backward pass was recorded.
+StorySteps story_steps(AnimationStory& story, const std::vector<const Node*>& plain, const Node* root, int64_t pass_first,
+                       const AnimateGradients* watched, std::vector<std::string>& notes) {
+    StorySteps st;
     for (const Node* n : plain) {
         if (n->phase == PHASE_BACKWARD) continue;
-        if (is_computed_op(n)) forward_ops.push_back(n);
-        else if (n->outputs.size() > 0 && n->outputs[0].requires_grad) leaves_with_grad.push_back(n);
+        if (is_computed_op(n)) st.forward_ops.push_back(n);
+        else if (n->outputs.size() > 0 && n->outputs[0].requires_grad) st.leaves_with_grad.push_back(n);
     }
     const ArrivedGradient* arrived_at_root = arrived_gradient(root, 0);
     story.has_backward = watched || pass_first > 0 || (arrived_at_root && arrived_at_root->complete);
@@ -157,36 +169,39 @@ AnimationStory story_build(const Tensor& loss, const AnimateGradients* watched, 
         for (const Node* n : plain) by_id[n->id] = n;
         for (int64_t id : watched->order) {
             auto it = by_id.find(id);
-            if (it != by_id.end() && it->second->phase == PHASE_FORWARD) groups.push_back(it->second);
+            if (it != by_id.end() && it->second->phase == PHASE_FORWARD) st.groups.push_back(it->second);
         }
     } else if (story.has_backward) {   // backward visits the nodes that track gradients, newest first
-        for (auto it = forward_ops.rbegin(); it != forward_ops.rend(); ++it)
-            if ((*it)->tracks_grad && (*it)->group == 0) groups.push_back(*it);
+        for (auto it = st.forward_ops.rbegin(); it != st.forward_ops.rend(); ++it)
+            if ((*it)->tracks_grad && (*it)->group == 0) st.groups.push_back(*it);
     } else {
         notes.push_back("no backward pass from " + label_of(root) + " was recorded: only the forward pass is animated; call " + label_of(root) +
                         ":backward() first, or add --backward ({backward = true}) to run it now");
     }
-    for (size_t i = 0; i < forward_ops.size(); ++i) story.forward_step[forward_ops[i]->id] = static_cast<int>(i);
-    for (size_t i = 0; i < groups.size(); ++i) {
-        story.group_step[groups[i]->id] = static_cast<int>(i);
-        story.gradient_done_step[groups[i]->id] = static_cast<int>(i);
+    for (size_t i = 0; i < st.forward_ops.size(); ++i) story.forward_step[st.forward_ops[i]->id] = static_cast<int>(i);
+    for (size_t i = 0; i < st.groups.size(); ++i) {
+        story.group_step[st.groups[i]->id] = static_cast<int>(i);
+        story.gradient_done_step[st.groups[i]->id] = static_cast<int>(i);
     }
-    for (size_t i = 0; i < groups.size(); ++i)   // a leaf's gradient is whole once the last of its users' rules ran
-        for (const Edge& e : groups[i]->inputs) {
+    for (size_t i = 0; i < st.groups.size(); ++i)   // a leaf's gradient is whole once the last of its users' rules ran
+        for (const Edge& e : st.groups[i]->inputs) {
             const Node* in = e.node();
             if (!in || story.group_step.count(in->id) || !(in->outputs.size() > 0 && in->outputs[0].requires_grad)) continue;
             int& step = story.gradient_done_step.emplace(in->id, static_cast<int>(i)).first->second;
             step = std::max(step, static_cast<int>(i));
         }
+    return st;
+}
 
-    ViewInput in;
-    in.records = &story.records;
-    in.measure = animation_measure;
-    story.view = view_build(in);
-    story.layout = layout_compute(layout_input_from_view(story.view, true));
-    if (!story.layout.ok) throw std::runtime_error("the layout failed: " + story.layout.error);
+// The collapsed group box that shows node n in the story's view, if any.
+const ViewBox* story_group_box(const AnimationStory& story, const Node* n) {
+    int box = story.view.box_of(n->id);
+    return box >= 0 && story.view.boxes[static_cast<size_t>(box)].kind == BOX_CLUSTER ? &story.view.boxes[static_cast<size_t>(box)] : nullptr;
+}
 
-    std::string loss_name = label_of(root);
+// The first frame: the graph's size and its inputs.
+AnimationFrame story_start_frame(const AnimationStory& story, const std::vector<const Node*>& plain, const Node* root,
+                                 const StorySteps& st) {
     int64_t inputs = 0;
     AnimationFrame start;
     start.kind = FRAME_START;
@@ -199,95 +214,124 @@ AnimationStory story_build(const Tensor& loss, const AnimateGradients* watched, 
                 start.panel.lines.push_back(label_of(n) + "  " + shape_text(n->outputs[0].value) +
                                             (n->outputs[0].requires_grad ? "  (parameter)" : ""));
         }
-    start.title = "the graph of " + loss_name + ": " + std::to_string(forward_ops.size()) + " ops on " + std::to_string(inputs) + " inputs" +
-                  (story.has_backward ? ", then " + std::to_string(groups.size()) + " gradient rules" : "");
+    start.title = "the graph of " + label_of(root) + ": " + std::to_string(st.forward_ops.size()) + " ops on " + std::to_string(inputs) + " inputs" +
+                  (story.has_backward ? ", then " + std::to_string(st.groups.size()) + " gradient rules" : "");
     start.where = "forward: values fill in, in the order the ops ran" + std::string(story.has_backward ? "; backward: gradients flow back" : "");
-    story.frames.push_back(start);
+    return start;
+}
 
-    for (size_t i = 0; i < forward_ops.size(); ++i) {
-        const Node* n = forward_ops[i];
-        AnimationFrame f;
-        f.kind = FRAME_FORWARD;
-        f.node = n->id;
-        f.forward_done = static_cast<int>(i) + 1;
-        int box = story.view.box_of(n->id);
-        const ViewBox* group = box >= 0 && story.view.boxes[static_cast<size_t>(box)].kind == BOX_CLUSTER ? &story.view.boxes[static_cast<size_t>(box)] : nullptr;
-        f.title = "forward " + std::to_string(i + 1) + "/" + std::to_string(forward_ops.size()) + "   " + (group ? group->title + ":  " : "") + op_text(n) +
-                  (label_of(n)[0] == '#' ? "" : "   " + label_of(n));
-        f.where = where_text(n);
-        f.panel.heading = group && label_of(n)[0] == '#' ? "output of " + group->title : label_of(n);
-        f.panel.what = op_text(n) + "   " + shape_text(n->outputs[0].value);
-        panel_set_value(f.panel, &n->outputs[0].value, "");
-        frame_add(story, std::move(f));
+// The frame of forward op i: its value computed.
+AnimationFrame story_forward_frame(const AnimationStory& story, const StorySteps& st, size_t i) {
+    const Node* n = st.forward_ops[i];
+    AnimationFrame f;
+    f.kind = FRAME_FORWARD;
+    f.node = n->id;
+    f.forward_done = static_cast<int>(i) + 1;
+    const ViewBox* group = story_group_box(story, n);
+    f.title = "forward " + std::to_string(i + 1) + "/" + std::to_string(st.forward_ops.size()) + "   " + (group ? group->title + ":  " : "") + op_text(n) +
+              (label_of(n)[0] == '#' ? "" : "   " + label_of(n));
+    f.where = where_text(n);
+    f.panel.heading = group && label_of(n)[0] == '#' ? "output of " + group->title : label_of(n);
+    f.panel.what = op_text(n) + "   " + shape_text(n->outputs[0].value);
+    panel_set_value(f.panel, &n->outputs[0].value, "");
+    return f;
+}
+
+// The frame of backward group i: the gradient that arrived at its forward node, and the rule that
+// ran. The gradient: the watched one, else the one that arrived (complete), else .grad.
+AnimationFrame story_backward_frame(const AnimationStory& story, const StorySteps& st, size_t i, const std::string& loss_name,
+                                    const AnimateGradients* watched) {
+    const Node* n = st.groups[i];
+    AnimationFrame f;
+    f.kind = FRAME_BACKWARD;
+    f.node = n->id;
+    f.forward_done = static_cast<int>(st.forward_ops.size());
+    f.groups_done = static_cast<int>(i) + 1;
+    std::string d = d_over_d(loss_name, label_of(n));
+    const ViewBox* group = story_group_box(story, n);
+    f.title = "backward " + std::to_string(i + 1) + "/" + std::to_string(st.groups.size()) + "   " + (group ? group->title + ":  " : "") + d +
+              "   (the rule of " + op_text(n) + ")";
+    f.where = where_text(n);
+    f.panel.heading = d;
+    f.panel.what = "arrived at " + op_text(n) + "   " + shape_text(n->outputs[0].value);
+    const Value* grad = nullptr;
+    if (watched) {
+        auto it = watched->of_node.find(n->id);
+        if (it != watched->of_node.end()) grad = &it->second;
+    } else if (const ArrivedGradient* a = arrived_gradient(n, 0); a && a->complete) {
+        grad = &a->value;
+    } else if (n->outputs[0].grad.defined()) {
+        grad = &n->outputs[0].grad.value();
     }
+    std::string missing = "value not kept by the backward pass (add --backward to run it with the values kept)";
+    panel_set_value(f.panel, grad, missing);
+    std::string ran;
+    for (const Ref<Node>& b : n->backward_nodes()) ran += (ran.empty() ? "" : ", ") + op_text(b.get());
+    f.panel.lines.insert(f.panel.lines.begin(), ran.empty() ? "its rule passes it on unchanged" : "its rule ran " + ran);
+    return f;
+}
 
-    bool freed = false;
-    for (size_t i = 0; i < groups.size(); ++i) {
-        const Node* n = groups[i];
-        AnimationFrame f;
-        f.kind = FRAME_BACKWARD;
-        f.node = n->id;
-        f.forward_done = static_cast<int>(forward_ops.size());
-        f.groups_done = static_cast<int>(i) + 1;
-        std::string d = d_over_d(loss_name, label_of(n));
-        int box = story.view.box_of(n->id);
-        const ViewBox* group = box >= 0 && story.view.boxes[static_cast<size_t>(box)].kind == BOX_CLUSTER ? &story.view.boxes[static_cast<size_t>(box)] : nullptr;
-        f.title = "backward " + std::to_string(i + 1) + "/" + std::to_string(groups.size()) + "   " + (group ? group->title + ":  " : "") + d +
-                  "   (the rule of " + op_text(n) + ")";
-        f.where = where_text(n);
-        f.panel.heading = d;
-        f.panel.what = "arrived at " + op_text(n) + "   " + shape_text(n->outputs[0].value);
+// The last frame: the gradients the leaves got (the first one's values, the others' norms).
+AnimationFrame story_done_frame(const StorySteps& st, const Node* root, const std::string& loss_name,
+                                const AnimateGradients* watched) {
+    AnimationFrame done;
+    done.kind = FRAME_DONE;
+    done.node = root->id;
+    done.forward_done = static_cast<int>(st.forward_ops.size());
+    done.groups_done = static_cast<int>(st.groups.size());
+    done.title = "done: the gradient of " + loss_name + " reached every input that requires it";
+    std::string names;
+    for (const Node* n : st.leaves_with_grad) names += (names.empty() ? "" : ", ") + label_of(n) + ".grad";
+    done.where = names.empty() ? "" : "accumulated into " + names;
+    for (const Node* n : st.leaves_with_grad) {
         const Value* grad = nullptr;
         if (watched) {
             auto it = watched->of_node.find(n->id);
             if (it != watched->of_node.end()) grad = &it->second;
-        } else if (const ArrivedGradient* a = arrived_gradient(n, 0); a && a->complete) {
-            grad = &a->value;
-        } else if (n->outputs[0].grad.defined()) {
-            grad = &n->outputs[0].grad.value();
         }
-        std::string missing = "value not kept by the backward pass (add --backward to run it with the values kept)";
-        panel_set_value(f.panel, grad, missing);
+        if (!grad && n->outputs[0].grad.defined()) grad = &n->outputs[0].grad.value();
+        if (done.panel.heading.empty()) {
+            done.panel.heading = d_over_d(loss_name, label_of(n));
+            done.panel.what = label_of(n) + ".grad   " + shape_text(n->outputs[0].value);
+            panel_set_value(done.panel, grad, "no gradient");
+        } else if (grad && !value_freed(*grad)) {
+            char norm[48];
+            snprintf(norm, sizeof norm, "%.4g", tensor_stats(grad->device() == DEVICE_CPU ? *grad : value_to_host(*grad)).norm);
+            done.panel.lines.push_back(label_of(n) + ".grad " + grad->shape.str() + "  norm " + norm);
+        }
+    }
+    if (done.panel.heading.empty()) done.panel.heading = "no input requires a gradient";
+    return done;
+}
+
+AnimationStory story_build(const Tensor& loss, const AnimateGradients* watched, std::vector<std::string>& notes) {
+    AnimationStory story;
+    const Node* root = loss.node.get();
+    int64_t pass_first = 0;
+    std::vector<const Node*> plain = story_nodes(loss, &pass_first);
+    story.records = records_of_nodes(plain);
+    StorySteps st = story_steps(story, plain, root, pass_first, watched, notes);
+
+    ViewInput in;
+    in.records = &story.records;
+    in.measure = animation_measure;
+    story.view = view_build(in);
+    story.layout = layout_compute(layout_input_from_view(story.view, true));
+    if (!story.layout.ok) throw std::runtime_error("the layout failed: " + story.layout.error);
+
+    std::string loss_name = label_of(root);
+    story.frames.push_back(story_start_frame(story, plain, root, st));
+    for (size_t i = 0; i < st.forward_ops.size(); ++i) frame_add(story, story_forward_frame(story, st, i));
+    bool freed = false;
+    for (size_t i = 0; i < st.groups.size(); ++i) {
+        AnimationFrame f = story_backward_frame(story, st, i, loss_name, watched);
         if (!f.panel.has_value) freed = true;
-        std::string ran;
-        for (const Ref<Node>& b : n->backward_nodes()) ran += (ran.empty() ? "" : ", ") + op_text(b.get());
-        f.panel.lines.insert(f.panel.lines.begin(), ran.empty() ? "its rule passes it on unchanged" : "its rule ran " + ran);
         frame_add(story, std::move(f));
     }
     if (freed)
         notes.push_back("the backward pass did not keep the gradients' values (only their shapes are shown): add --backward "
                         "({backward = true}) to run " + loss_name + ":backward() with them kept (gradients accumulate into .grad)");
-
-    if (story.has_backward) {
-        AnimationFrame done;
-        done.kind = FRAME_DONE;
-        done.node = root->id;
-        done.forward_done = static_cast<int>(forward_ops.size());
-        done.groups_done = static_cast<int>(groups.size());
-        done.title = "done: the gradient of " + loss_name + " reached every input that requires it";
-        std::string names;
-        for (const Node* n : leaves_with_grad) names += (names.empty() ? "" : ", ") + label_of(n) + ".grad";
-        done.where = names.empty() ? "" : "accumulated into " + names;
-        for (const Node* n : leaves_with_grad) {
-            const Value* grad = nullptr;
-            if (watched) {
-                auto it = watched->of_node.find(n->id);
-                if (it != watched->of_node.end()) grad = &it->second;
-            }
-            if (!grad && n->outputs[0].grad.defined()) grad = &n->outputs[0].grad.value();
-            if (done.panel.heading.empty()) {
-                done.panel.heading = d_over_d(loss_name, label_of(n));
-                done.panel.what = label_of(n) + ".grad   " + shape_text(n->outputs[0].value);
-                panel_set_value(done.panel, grad, "no gradient");
-            } else if (grad && !value_freed(*grad)) {
-                char norm[48];
-                snprintf(norm, sizeof norm, "%.4g", tensor_stats(grad->device() == DEVICE_CPU ? *grad : value_to_host(*grad)).norm);
-                done.panel.lines.push_back(label_of(n) + ".grad " + grad->shape.str() + "  norm " + norm);
-            }
-        }
-        if (done.panel.heading.empty()) done.panel.heading = "no input requires a gradient";
-        story.frames.push_back(done);
-    }
+    if (story.has_backward) story.frames.push_back(story_done_frame(st, root, loss_name, watched));
     return story;
 }
 

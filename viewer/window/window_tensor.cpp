@@ -28,7 +28,7 @@ namespace {
 // "#24 expand, backward of #11 sum"; "the seed of backward() (#30 ones)".
 std::string sender_text(const ViewerState& s, const GradientSender& g) {
     if (g.forward_id == 0) return "the seed of backward() (#" + std::to_string(g.node_id) + " " + g.op + ")";
-    const NodeRecord* named = record_find(s.records, g.forward_id);
+    const NodeRecord* named = record_find(s.model.records, g.forward_id);
     std::string forward = "#" + std::to_string(g.forward_id) + " " + g.forward_op +
                           (!named || named->name.empty() ? "" : " (" + named->name + ")");
     return "#" + std::to_string(g.node_id) + " " + g.op + ", backward of " + forward;
@@ -84,15 +84,6 @@ namespace {
 
 // ============================================================================================
 // [SECTION] heatmap
-
-struct HeatTexture {
-    GLuint id = 0;
-    uint64_t window_serial = 0;
-    std::string key;   // what it shows; re-uploaded when it changes
-    int width = 0, height = 0;
-};
-
-HeatTexture g_textures[3];   // value tab, gradient tab, inputs tab
 
 void texture_upload(HeatTexture& t, const std::vector<uint32_t>& pixels, int width, int height) {
     viewer_texture_upload(&t.id, pixels.data(), width, height);
@@ -197,13 +188,6 @@ void draw_colour_bar(double lo, double hi, const TensorStats& st) {
 // ============================================================================================
 // [SECTION] panel
 
-struct StatsCache {
-    std::string key;
-    TensorStats stats;
-    std::vector<float> histogram;   // stats.histogram as ImGui plots it
-    Value host;                     // a device value's host copy (value_to_host), made once per key; none for a CPU value
-};
-
 std::string value_key(const Value& v, int tab) {
     char key[96];
     snprintf(key, sizeof key, "%d:%p:%u:%s", tab, static_cast<void*>(v.storage.get()), v.storage ? v.storage->version : 0,
@@ -244,18 +228,10 @@ void draw_table(const Value& v, const HeatLayout& h) {
     ImGui::EndTable();
 }
 
-// One value: statistics, histogram, and a heatmap or a table. `tab` picks the texture. A value
-// on another device is read through a host copy, made when the value changes, not every frame.
-void draw_value_panel(ViewerState& s, const Value& value, int tab) {
-    static StatsCache* const caches = new StatsCache[3];   // never destroyed: it holds Values, which no exit frees
-    static std::vector<int> slices[3];
-    static bool as_table = false;
-    if (value_freed(value)) {
-        ImGui::TextDisabled("%s %s: %s", value.shape.str().c_str(), dtype_name(value.dtype), VALUE_FREED_TEXT);
-        return;
-    }
-    std::string key = value_key(value, tab);
-    StatsCache& cache = caches[tab];
+// The statistics of `value` for tab `tab` (cached by `key`: made again only when it changes). A
+// value on another device is read through a host copy, made when the value changes.
+const StatsCache& value_stats(TensorWindowState& w, const Value& value, int tab, const std::string& key) {
+    StatsCache& cache = w.caches[tab];
     bool on_cpu = value.device() == DEVICE_CPU;
     if (cache.key != key) {
         cache.host = on_cpu ? Value() : value_to_host(value);
@@ -263,8 +239,14 @@ void draw_value_panel(ViewerState& s, const Value& value, int tab) {
         cache.histogram.assign(cache.stats.histogram.begin(), cache.stats.histogram.end());
         cache.key = key;
     }
-    const Value& v = on_cpu ? value : cache.host;   // what is read below: on the host
+    return cache;
+}
+
+// The value's shape, dtype, statistics and histogram (`v`: it on the host). True when that is all
+// there is to show (a single element).
+bool draw_value_stats(const Value& value, const Value& v, const StatsCache& cache) {
     const TensorStats& st = cache.stats;
+    bool on_cpu = value.device() == DEVICE_CPU;
     std::string device = on_cpu ? "" : std::string(" ") + device_name(value.device());
     ImGui::Text("%s %s%s   %lld element%s", v.shape.str().c_str(), dtype_name(v.dtype), device.c_str(),
                 static_cast<long long>(st.count), st.count == 1 ? "" : "s");
@@ -280,7 +262,7 @@ void draw_value_panel(ViewerState& s, const Value& value, int tab) {
     ImGui::TextDisabled("  zeros %lld", static_cast<long long>(st.zeros));
     if (st.count == 1) {
         ImGui::Text("value: %.6g", value_get(v, 0));
-        return;
+        return true;
     }
     if (!st.histogram.empty()) {
         char overlay[64];
@@ -288,10 +270,13 @@ void draw_value_panel(ViewerState& s, const Value& value, int tab) {
         ImGui::PlotHistogram("##histogram", cache.histogram.data(), static_cast<int>(cache.histogram.size()), 0, overlay, 0.0f,
                              FLT_MAX, ImVec2(ImGui::GetContentRegionAvail().x, 48));
     }
+    return false;
+}
 
-    // Slices: the batch index of a 4-D tensor, the leading indices past 4 dims.
+// Slices: the batch index of a 4-D tensor, the leading indices past 4 dims (sliders, kept in
+// `slice`).
+void draw_slice_sliders(const Value& v, std::vector<int>& slice) {
     int nd = v.shape.ndim;
-    std::vector<int>& slice = slices[tab];
     int n_sliders = nd == 4 ? 1 : nd > 4 ? nd - 2 : 0;
     slice.resize(n_sliders, 0);
     for (int d = 0; d < n_sliders; ++d) {
@@ -302,26 +287,35 @@ void draw_value_panel(ViewerState& s, const Value& value, int tab) {
             ImGui::SliderInt(("dim " + std::to_string(d)).c_str(), &slice[d], 0, top);
         }
     }
-    HeatLayout h = heat_layout(v.shape, slice);
-    ImGui::RadioButton("heatmap", reinterpret_cast<int*>(&as_table), 0);
-    ImGui::SameLine();
-    ImGui::RadioButton("table", reinterpret_cast<int*>(&as_table), 1);
-    if (nd >= 3 && nd <= 4) {
-        ImGui::SameLine();
-        ImGui::TextDisabled("%lld channel%s of %lldx%lld", static_cast<long long>(h.images), h.images == 1 ? "" : "s",
-                            static_cast<long long>(h.rows), static_cast<long long>(h.cols));
-    }
-    if (as_table) {
-        draw_table(v, h);
-        return;
-    }
+}
 
+// The element under the mouse over a heatmap drawn at `at`, `size` pixels, in a tooltip.
+void heatmap_tooltip(const HeatTexture& t, const Value& v, const HeatLayout& h, ImVec2 at, ImVec2 size) {
+    ImVec2 m = ImGui::GetIO().MousePos;
+    int px = static_cast<int>((m.x - at.x) / size.x * t.width), py = static_cast<int>((m.y - at.y) / size.y * t.height);
+    int img_w = static_cast<int>((h.cols + h.step - 1) / h.step), img_h = static_cast<int>((h.rows + h.step - 1) / h.step);
+    int gap = h.images > 1 ? 1 : 0;
+    int gx = px / (img_w + gap), gy = py / (img_h + gap);
+    int x = px % (img_w + gap), y = py % (img_h + gap);
+    int64_t image = static_cast<int64_t>(gy) * h.grid_cols + gx;
+    if (x < img_w && y < img_h && image < h.images) {
+        int64_t row = static_cast<int64_t>(y) * h.step, col = static_cast<int64_t>(x) * h.step;
+        int64_t i = h.offset + image * h.rows * h.cols + row * h.cols + col;
+        ImGui::BeginTooltip();
+        if (h.images > 1) ImGui::Text("channel %lld [%lld, %lld] = %.6g", static_cast<long long>(image), static_cast<long long>(row), static_cast<long long>(col), value_get(v, i));
+        else ImGui::Text("[%lld, %lld] = %.6g", static_cast<long long>(row), static_cast<long long>(col), value_get(v, i));
+        ImGui::EndTooltip();
+    }
+}
+
+// The heatmap of `v` (its texture, tab `tab`'s, uploaded when `image_key` changes), sized to the
+// room left; the element under the mouse; the colour bar.
+void draw_heatmap(ViewerState& s, int tab, const std::string& image_key, const Value& v, const HeatLayout& h,
+                  const TensorStats& st) {
     double lo = st.finite ? st.min : 0, hi = st.finite ? st.max : 1;
-    HeatTexture& t = g_textures[tab];
-    if (t.window_serial != s.window_serial) t = HeatTexture();   // made in a closed window's GL context: gone
-    t.window_serial = s.window_serial;
-    std::string image_key = key;
-    for (int i : slice) image_key += ":" + std::to_string(i);
+    HeatTexture& t = s.tensor.textures[tab];
+    if (t.window_serial != s.app.serial) t = HeatTexture();   // made in a closed window's GL context: gone
+    t.window_serial = s.app.serial;
     heat_texture_update(t, image_key, v, h, lo, hi);
 
     ImVec2 avail = ImGui::GetContentRegionAvail();
@@ -334,26 +328,43 @@ void draw_value_panel(ViewerState& s, const Value& value, int tab) {
     ImVec2 at = ImGui::GetCursorScreenPos();
     ImGui::Image(reinterpret_cast<ImTextureID>(static_cast<intptr_t>(t.id)), size);
     viewer_note_item("heatmap");
-    s.heatmap_drawn = true;
-    if (ImGui::IsItemHovered()) {   // the element under the mouse
-        ImVec2 m = ImGui::GetIO().MousePos;
-        int px = static_cast<int>((m.x - at.x) / size.x * t.width), py = static_cast<int>((m.y - at.y) / size.y * t.height);
-        int img_w = static_cast<int>((h.cols + h.step - 1) / h.step), img_h = static_cast<int>((h.rows + h.step - 1) / h.step);
-        int gap = h.images > 1 ? 1 : 0;
-        int gx = px / (img_w + gap), gy = py / (img_h + gap);
-        int x = px % (img_w + gap), y = py % (img_h + gap);
-        int64_t image = static_cast<int64_t>(gy) * h.grid_cols + gx;
-        if (x < img_w && y < img_h && image < h.images) {
-            int64_t row = static_cast<int64_t>(y) * h.step, col = static_cast<int64_t>(x) * h.step;
-            int64_t i = h.offset + image * h.rows * h.cols + row * h.cols + col;
-            ImGui::BeginTooltip();
-            if (h.images > 1) ImGui::Text("channel %lld [%lld, %lld] = %.6g", static_cast<long long>(image), static_cast<long long>(row), static_cast<long long>(col), value_get(v, i));
-            else ImGui::Text("[%lld, %lld] = %.6g", static_cast<long long>(row), static_cast<long long>(col), value_get(v, i));
-            ImGui::EndTooltip();
-        }
-    }
+    s.tensor.heatmap_drawn = true;
+    if (ImGui::IsItemHovered()) heatmap_tooltip(t, v, h, at, size);
     if (h.step > 1) ImGui::TextDisabled("every %d-th element shown", h.step);
     draw_colour_bar(lo, hi, st);
+}
+
+// One value: statistics, histogram, and a heatmap or a table. `tab` picks the texture. A value
+// on another device is read through a host copy, made when the value changes, not every frame.
+void draw_value_panel(ViewerState& s, const Value& value, int tab) {
+    TensorWindowState& w = s.tensor;
+    if (value_freed(value)) {
+        ImGui::TextDisabled("%s %s: %s", value.shape.str().c_str(), dtype_name(value.dtype), VALUE_FREED_TEXT);
+        return;
+    }
+    std::string key = value_key(value, tab);
+    const StatsCache& cache = value_stats(w, value, tab, key);
+    const Value& v = value.device() == DEVICE_CPU ? value : cache.host;   // what is read below: on the host
+    if (draw_value_stats(value, v, cache)) return;
+    std::vector<int>& slice = w.slices[tab];
+    draw_slice_sliders(v, slice);
+    HeatLayout h = heat_layout(v.shape, slice);
+    ImGui::RadioButton("heatmap", &w.as_table, 0);
+    ImGui::SameLine();
+    ImGui::RadioButton("table", &w.as_table, 1);
+    int nd = v.shape.ndim;
+    if (nd >= 3 && nd <= 4) {
+        ImGui::SameLine();
+        ImGui::TextDisabled("%lld channel%s of %lldx%lld", static_cast<long long>(h.images), h.images == 1 ? "" : "s",
+                            static_cast<long long>(h.rows), static_cast<long long>(h.cols));
+    }
+    if (w.as_table) {
+        draw_table(v, h);
+        return;
+    }
+    std::string image_key = key;
+    for (int i : slice) image_key += ":" + std::to_string(i);
+    draw_heatmap(s, tab, image_key, v, h, cache.stats);
 }
 
 // ============================================================================================
@@ -368,7 +379,7 @@ void node_button(const Node* n) {
 // (Backward nodes do not hold their producers: the records say which pass made an input.)
 const char* input_role(const ViewerState& s, const Node* n, const Edge& e) {
     if (n->phase != PHASE_BACKWARD) return "input";
-    const NodeRecord* producer = record_find(s.records, e.id);
+    const NodeRecord* producer = record_find(s.model.records, e.id);
     if (producer && producer->phase == PHASE_BACKWARD) return "gradient";
     return producer ? "saved forward value" : "input";
 }
@@ -376,16 +387,15 @@ const char* input_role(const ViewerState& s, const Node* n, const Edge& e) {
 // The Inputs tab: each input (its values are held by the node even when its producer is gone),
 // one shown at a time. Stopped before a node runs, this is what it is about to read.
 void draw_inputs_panel(ViewerState& s, Node* n) {
-    static int chosen = 0;
-    static int64_t chosen_for = 0;
-    if (chosen_for != n->id) {   // a new node: its first gradient input, else its first input
+    int& chosen = s.tensor.input_chosen;
+    if (s.tensor.input_chosen_for != n->id) {   // a new node: its first gradient input, else its first input
         chosen = 0;
         for (int i = 0; i < n->inputs.size(); ++i)
             if (std::string(input_role(s, n, n->inputs[i])) == "gradient") {
                 chosen = i;
                 break;
             }
-        chosen_for = n->id;
+        s.tensor.input_chosen_for = n->id;
     }
     if (n->inputs.size() == 0) {
         ImGui::TextDisabled("no inputs: a leaf made from its arguments");
@@ -393,7 +403,7 @@ void draw_inputs_panel(ViewerState& s, Node* n) {
     }
     for (int i = 0; i < n->inputs.size(); ++i) {
         const Edge& e = n->inputs[i];
-        const NodeRecord* r = record_find(s.records, e.id);
+        const NodeRecord* r = record_find(s.model.records, e.id);
         std::string label = "#" + std::to_string(e.id) + " " + (r ? r->op : std::string("(freed)")) + "  " +
                             e.value().shape.str() + "  " + input_role(s, n, e);
         ImGui::PushID(i);
@@ -428,26 +438,15 @@ static bool rewound_value(ViewerState& s, const HistoryEvent& e, HistoryValues v
     return true;
 }
 
-void draw_tensor_window(ViewerState& s, const Tile& tile) {
-    ImGui::SetNextWindowPos(tile.pos);
-    ImGui::SetNextWindowSize(tile.size);
-    ImGui::Begin("Tensor", nullptr, ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse);
-    s.heatmap_drawn = false;
-    if (s.selected == 0) {
-        ImGui::TextDisabled("Click a node in the graph to see its tensor.");
-        ImGui::End();
-        return;
-    }
-    Node* n = viewer_node(s, s.selected);
-    if (!n) {
-        ImGui::Text("#%lld is freed: no tensor reaches it any more.", static_cast<long long>(s.selected));
-        ImGui::End();
-        return;
-    }
+namespace {
+
+// The node's title, its script name, phase and source line; its forward node or backward nodes,
+// one click apart.
+void draw_node_header(ViewerState& s, Node* n) {
     std::string title = "#" + std::to_string(n->id) + " " + n->name();
     ImGui::TextUnformatted(title.c_str());
     ImGui::SameLine();
-    const NodeRecord* r = record_find(s.records, n->id);
+    const NodeRecord* r = record_find(s.model.records, n->id);
     if (r && !r->name.empty()) {
         ImGui::TextColored(ImVec4(0.55f, 0.8f, 1, 1), "%s", r->name.c_str());
         ImGui::SameLine();
@@ -469,51 +468,65 @@ void draw_tensor_window(ViewerState& s, const Tile& tile) {
         if (forward) node_button(forward);
         else ImGui::Text("#%lld (freed)", static_cast<long long>(n->group));
     }
-    if (n->outputs.size() == 0) {
-        ImGui::End();
-        return;
+}
+
+// The tabs: Value, Gradient, Inputs. A new node opens on Inputs when it has not run yet (and leaves
+// Inputs for Value when it has); a script may ask for a tab (s.tensor.tab_request). With the
+// timeline at this node's event (history.h), its values as they were then.
+void draw_tensor_tabs(ViewerState& s, Node* n) {
+    TensorWindowState& w = s.tensor;
+    bool not_run = s.engine.running.count(n->id) > 0;
+    const HistoryEvent* rewound = s.timeline.serial && s.timeline.node == n->id ? history_event(s.timeline.serial) : nullptr;
+    if (n->id != w.last_node && w.tab_request < 0) w.tab_request = not_run ? 2 : w.tab == 2 ? 0 : -1;
+    w.last_node = n->id;
+    if (!ImGui::BeginTabBar("tensor_tabs")) return;
+    ImGuiTabItemFlags value_flags = w.tab_request == 0 ? ImGuiTabItemFlags_SetSelected : 0;
+    ImGuiTabItemFlags grad_flags = w.tab_request == 1 ? ImGuiTabItemFlags_SetSelected : 0;
+    ImGuiTabItemFlags inputs_flags = w.tab_request == 2 ? ImGuiTabItemFlags_SetSelected : 0;
+    w.tab_request = -1;
+    if (ImGui::BeginTabItem("Value", nullptr, value_flags)) {
+        w.tab = 0;
+        if (rewound && rewound_value(s, *rewound, rewound->outputs(), "value")) {
+        } else if (not_run)
+            ImGui::TextColored(ImVec4(0.95f, 0.6f, 0.2f, 1),
+                               "not run yet: its output is computed when it runs (its inputs: the Inputs tab)");
+        else draw_value_panel(s, n->outputs[0].value, 0);
+        ImGui::EndTabItem();
     }
-    bool not_run = s.running.count(n->id) > 0;
-    // The timeline shows this node's event: its values as they were then (history.h).
-    const HistoryEvent* rewound = s.timeline_serial && s.timeline_node == n->id ? history_event(s.timeline_serial) : nullptr;
-    static int64_t last_node = 0;
-    if (n->id != last_node && s.tensor_tab_request < 0) s.tensor_tab_request = not_run ? 2 : s.tensor_tab == 2 ? 0 : -1;
-    last_node = n->id;
-    if (ImGui::BeginTabBar("tensor_tabs")) {
-        ImGuiTabItemFlags value_flags = s.tensor_tab_request == 0 ? ImGuiTabItemFlags_SetSelected : 0;
-        ImGuiTabItemFlags grad_flags = s.tensor_tab_request == 1 ? ImGuiTabItemFlags_SetSelected : 0;
-        ImGuiTabItemFlags inputs_flags = s.tensor_tab_request == 2 ? ImGuiTabItemFlags_SetSelected : 0;
-        s.tensor_tab_request = -1;
-        if (ImGui::BeginTabItem("Value", nullptr, value_flags)) {
-            s.tensor_tab = 0;
-            if (rewound && rewound_value(s, *rewound, rewound->outputs(), "value")) {
-            } else if (not_run)
-                ImGui::TextColored(ImVec4(0.95f, 0.6f, 0.2f, 1),
-                                   "not run yet: its output is computed when it runs (its inputs: the Inputs tab)");
-            else draw_value_panel(s, n->outputs[0].value, 0);
-            ImGui::EndTabItem();
+    if (ImGui::BeginTabItem("Gradient", nullptr, grad_flags)) {
+        w.tab = 1;
+        GradientShown grad = viewer_gradient_of(s, n);
+        if (rewound && rewound->group && rewound_value(s, *rewound, rewound->grad_outputs(), "gradient that arrived")) {
+        } else if (grad.found) {
+            ImGui::PushTextWrapPos(0);
+            ImGui::TextDisabled("gradient: %s", grad.source.c_str());
+            ImGui::PopTextWrapPos();
+            draw_value_panel(s, grad.value, 1);
+        } else {
+            ImGui::TextWrapped("%s", grad.note.c_str());
         }
-        if (ImGui::BeginTabItem("Gradient", nullptr, grad_flags)) {
-            s.tensor_tab = 1;
-            GradientShown grad = viewer_gradient_of(s, n);
-            if (rewound && rewound->group && rewound_value(s, *rewound, rewound->grad_outputs(), "gradient that arrived")) {
-            } else if (grad.found) {
-                ImGui::PushTextWrapPos(0);
-                ImGui::TextDisabled("gradient: %s", grad.source.c_str());
-                ImGui::PopTextWrapPos();
-                draw_value_panel(s, grad.value, 1);
-            } else {
-                ImGui::TextWrapped("%s", grad.note.c_str());
-            }
-            ImGui::EndTabItem();
-        }
-        if (ImGui::BeginTabItem("Inputs", nullptr, inputs_flags)) {
-            s.tensor_tab = 2;
-            draw_inputs_panel(s, n);
-            ImGui::EndTabItem();
-        }
-        ImGui::EndTabBar();
+        ImGui::EndTabItem();
     }
+    if (ImGui::BeginTabItem("Inputs", nullptr, inputs_flags)) {
+        w.tab = 2;
+        draw_inputs_panel(s, n);
+        ImGui::EndTabItem();
+    }
+    ImGui::EndTabBar();
+}
+
+}  // namespace
+
+void draw_tensor_window(ViewerState& s, const Tile& tile) {
+    ImGui::SetNextWindowPos(tile.pos);
+    ImGui::SetNextWindowSize(tile.size);
+    ImGui::Begin("Tensor", nullptr, ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse);
+    s.tensor.heatmap_drawn = false;
+    Node* n = s.selection.node ? viewer_node(s, s.selection.node) : nullptr;
+    if (s.selection.node == 0) ImGui::TextDisabled("Click a node in the graph to see its tensor.");
+    else if (!n) ImGui::Text("#%lld is freed: no tensor reaches it any more.", static_cast<long long>(s.selection.node));
+    if (n) draw_node_header(s, n);
+    if (n && n->outputs.size() != 0) draw_tensor_tabs(s, n);
     ImGui::End();
 }
 

@@ -20,10 +20,10 @@ void draw_timeline(ViewerState& s) {
         return;
     }
     int count = static_cast<int>(newest - oldest + 1);
-    int position = s.timeline_serial ? static_cast<int>(s.timeline_serial - oldest) : count;   // count: live
+    int position = s.timeline.serial ? static_cast<int>(s.timeline.serial - oldest) : count;   // count: live
     ImGui::SetNextItemWidth(260);
     char format[64];
-    if (s.timeline_serial) snprintf(format, sizeof format, "event %llu", static_cast<unsigned long long>(s.timeline_serial));
+    if (s.timeline.serial) snprintf(format, sizeof format, "event %llu", static_cast<unsigned long long>(s.timeline.serial));
     else snprintf(format, sizeof format, "live");
     if (ImGui::SliderInt("##timeline", &position, 0, count, format)) {
         uint64_t serial = position >= count ? 0 : oldest + static_cast<uint64_t>(position);
@@ -31,11 +31,11 @@ void draw_timeline(ViewerState& s) {
     }
     viewer_note_item("timeline");
     ImGui::SameLine();
-    if (!s.timeline_serial) {
+    if (!s.timeline.serial) {
         ImGui::TextDisabled("timeline: %d events (%s held)", count, history_bytes_text(history_bytes_held()).c_str());
         return;
     }
-    const HistoryEvent* e = history_event(s.timeline_serial);
+    const HistoryEvent* e = history_event(s.timeline.serial);
     if (!e) return;
     ImGui::TextColored(ImVec4(0.45f, 0.3f, 0.85f, 1), "rewound %d back: %s #%lld %s%s",
                        static_cast<int>(newest - e->serial), e->group ? "grad of" : "forward", static_cast<long long>(e->node_id),
@@ -49,19 +49,19 @@ void viewer_set_timeline(uint64_t serial) {
     td::ViewerState& s = td::viewer_state();
     const td::HistoryEvent* e = serial ? td::history_event(serial) : nullptr;
     if (!e) serial = 0;
-    if (serial == s.timeline_serial) return;
-    s.timeline_serial = serial;
-    s.timeline_newest_id = e ? e->newest_id : 0;
-    s.timeline_node = e ? e->node_id : 0;
-    s.timeline_backward = e && e->group;
+    if (serial == s.timeline.serial) return;
+    s.timeline.serial = serial;
+    s.timeline.newest_id = e ? e->newest_id : 0;
+    s.timeline.node = e ? e->node_id : 0;
+    s.timeline.backward = e && e->group;
     if (e) {
-        s.selected = e->node_id;   // the Tensor and Source windows follow
-        s.scroll_to_selected = true;
-    } else if (s.stop_node) {
-        s.selected = s.stop_node;
+        s.selection.node = e->node_id;   // the Tensor and Source windows follow
+        s.selection.scroll_to = true;
+    } else if (s.stop.node) {
+        s.selection.node = s.stop.node;
     }
-    s.force_frames = std::max(s.force_frames, 2);
+    s.app.force_frames = std::max(s.app.force_frames, 2);
 }
 
-uint64_t viewer_timeline() { return td::viewer_state().timeline_serial; }
+uint64_t viewer_timeline() { return td::viewer_state().timeline.serial; }
 

@@ -11,8 +11,6 @@
 // with the rest of the viewer's code.
 #include <X11/Xlib.h>
 
-#include <atomic>
-
 #include "viewer_internal.h"
 
 // As <GLFW/glfw3native.h> declares it (GLFW_EXPOSE_NATIVE_X11); that header also includes
@@ -23,19 +21,17 @@ namespace td {
 
 namespace {
 
-std::atomic<bool> g_display_lost{false};
-
 #ifdef TAPEDECK_HAVE_X_IO_ERROR_EXIT_HANDLER
 
 // Xlib calls this first, with the connection already marked broken. Returning is allowed; the
 // default handler would print a two-line "XIO: fatal IO error" report: the viewer prints its own.
 int on_x_io_error(Display*) {
-    g_display_lost = true;
+    viewer_state().app.display_lost = true;
     return 0;
 }
 
 // Then this, instead of exit(1). Returning keeps the process (and the script) going.
-void on_x_io_error_exit(Display*, void*) { g_display_lost = true; }
+void on_x_io_error_exit(Display*, void*) { viewer_state().app.display_lost = true; }
 #endif
 
 }  // namespace
@@ -52,6 +48,6 @@ bool display_watch_install() {
 #endif
 }
 
-bool display_lost() { return g_display_lost.load(); }
+bool display_lost() { return viewer_state().app.display_lost.load(); }
 
 }  // namespace td

@@ -21,27 +21,15 @@ namespace td {
 
 namespace {
 
-struct PlotTexture {
-    GLuint id = 0;
-    uint64_t window_serial = 0;
-    std::string what;          // what it shows
-    uint64_t log_version = ~0ull;
-    int width = 0, height = 0;
-    std::string error;         // why there is no picture ("no series 'loss'...")
-};
-
-PlotTexture g_plots[5];   // loss, flow, grad_norm, update_ratio, the picked series
-std::chrono::steady_clock::time_point g_last_render{};
-
 // Draw `what` into texture t at width x height when the log, the size or `what` changed.
 void plot_texture_update(ViewerState& s, PlotTexture& t, const std::string& what, int width, int height) {
-    if (t.window_serial != s.window_serial) t = PlotTexture(), t.window_serial = s.window_serial;   // GL objects of an older window are gone
+    if (t.window_serial != s.app.serial) t = PlotTexture(), t.window_serial = s.app.serial;   // GL objects of an older window are gone
     uint64_t version = training_log().version;
     bool stale = t.what != what || t.width != width || t.height != height;
     bool changed = t.log_version != version;
     auto now = std::chrono::steady_clock::now();
-    if (!stale && (!changed || (s.live && now - g_last_render < std::chrono::milliseconds(250)))) return;
-    g_last_render = now;
+    if (!stale && (!changed || (s.engine.live && now - s.training.last_render < std::chrono::milliseconds(250)))) return;
+    s.training.last_render = now;
     t.what = what, t.width = width, t.height = height, t.log_version = version;
     std::vector<unsigned char> rgba;
     t.error.clear();
@@ -79,11 +67,11 @@ void draw_training_window(ViewerState& s, const Tile& tile) {
     ImGui::Begin("Training", nullptr, ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse);
     const TrainingLog& log = training_log();
     std::vector<std::string> pickable = pickable_series();
-    if (s.training_pick.empty() || std::find(pickable.begin(), pickable.end(), s.training_pick) == pickable.end()) {
-        s.training_pick.clear();
+    if (s.training.pick.empty() || std::find(pickable.begin(), pickable.end(), s.training.pick) == pickable.end()) {
+        s.training.pick.clear();
         for (const std::string& name : pickable)   // a histogram, else the first series not shown above
             if (name.rfind("hist ", 0) == 0 || (name != "loss" && name.rfind("grad_norm/", 0) != 0 && name.rfind("update_ratio/", 0) != 0)) {
-                s.training_pick = name;
+                s.training.pick = name;
                 break;
             }
     }
@@ -93,32 +81,32 @@ void draw_training_window(ViewerState& s, const Tile& tile) {
                         training_logs_steps() ? "" : " (automatic logging off)");
     ImGui::SameLine(0, 16);
     ImGui::SetNextItemWidth(std::min(320.0f, tile.size.x * 0.35f));
-    if (ImGui::BeginCombo("series", s.training_pick.empty() ? "(none logged)" : s.training_pick.c_str())) {
+    if (ImGui::BeginCombo("series", s.training.pick.empty() ? "(none logged)" : s.training.pick.c_str())) {
         for (const std::string& name : pickable)
-            if (ImGui::Selectable(name.c_str(), name == s.training_pick)) s.training_pick = name;
+            if (ImGui::Selectable(name.c_str(), name == s.training.pick)) s.training.pick = name;
         ImGui::EndCombo();
     }
     viewer_note_item("series");
     ImGui::SameLine(0, 16);
-    if (ImGui::SmallButton("back to the graph")) viewer_defer([] { viewer_state().show_training = false; });
+    if (ImGui::SmallButton("back to the graph")) viewer_defer([] { viewer_state().training.shown = false; });
     viewer_note_item("back to the graph");
 
     ImVec2 avail = ImGui::GetContentRegionAvail();
     float gap = ImGui::GetStyle().ItemSpacing.x;
     ImVec2 cell(std::floor((avail.x - gap) / 2), std::floor((avail.y - 2 * ImGui::GetStyle().ItemSpacing.y) / 3));
-    draw_plot_cell(s, g_plots[0], "loss", cell, "no loss yet: it is logged at each optimizer step (or viewer.log(\"loss\", loss))");
+    draw_plot_cell(s, s.training.plots[0], "loss", cell, "no loss yet: it is logged at each optimizer step (or viewer.log(\"loss\", loss))");
     ImGui::SameLine();
-    draw_plot_cell(s, g_plots[1], "flow", cell, "gradient flow: after the first optimizer step");
-    draw_plot_cell(s, g_plots[2], "grad_norm", cell, "gradient norms: after the first optimizer step");
+    draw_plot_cell(s, s.training.plots[1], "flow", cell, "gradient flow: after the first optimizer step");
+    draw_plot_cell(s, s.training.plots[2], "grad_norm", cell, "gradient norms: after the first optimizer step");
     ImGui::SameLine();
-    draw_plot_cell(s, g_plots[3], "update_ratio", cell, "update ratios: after the first optimizer step");
+    draw_plot_cell(s, s.training.plots[3], "update_ratio", cell, "update ratios: after the first optimizer step");
     ImVec2 wide(avail.x, cell.y);
-    if (s.training_pick.empty()) {
+    if (s.training.pick.empty()) {
         ImGui::BeginChild("pick", wide, true);
         ImGui::TextDisabled("viewer.log(name, tensor) logs a histogram per step; pick it in the combo above");
         ImGui::EndChild();
     } else {
-        draw_plot_cell(s, g_plots[4], s.training_pick, wide, "");
+        draw_plot_cell(s, s.training.plots[4], s.training.pick, wide, "");
     }
     ImGui::End();
 }
@@ -127,7 +115,7 @@ void draw_training_window(ViewerState& s, const Tile& tile) {
 
 void training_view_show(const std::string& what) {
     td::ViewerState& s = td::viewer_state();
-    s.show_training = true;
-    if (what != "loss" && what != "flow" && what != "grad_norm" && what != "update_ratio") s.training_pick = what;
-    s.force_frames = std::max(s.force_frames, 2);
+    s.training.shown = true;
+    if (what != "loss" && what != "flow" && what != "grad_norm" && what != "update_ratio") s.training.pick = what;
+    s.app.force_frames = std::max(s.app.force_frames, 2);
 }

@@ -23,8 +23,8 @@ void control_button(const char* label, const char* key_hint, void (*action)(void
 }
 
 void draw_options(ViewerState& s) {
-    ViewOptions o = s.options;
-    bool backward_up = s.backward_up;
+    ViewOptions o = s.model.options;
+    bool backward_up = s.model.backward_up;
     ImGui::TextDisabled("Layout");
     ImGui::Checkbox("copy shared leaves next to each use (ghosts)", &o.ghosts);
     ImGui::Checkbox("collapse loop iterations", &o.collapse_loops);
@@ -32,12 +32,12 @@ void draw_options(ViewerState& s) {
     ImGui::Checkbox("collapse each node's backward group", &o.collapse_backward);
     ImGui::Checkbox("after backward: only the loss's graph", &o.loss_graph);
     ImGui::Checkbox("backward pass flows upwards (next to its forward)", &backward_up);
-    ImGui::Checkbox("diff: what the newest step changed (new ops, shapes, values that moved)", &s.diff);
+    ImGui::Checkbox("diff: what the newest step changed (new ops, shapes, values that moved)", &s.model.diff);
     ImGui::SetNextItemWidth(200);
     ImGui::SliderInt("node cap", &o.node_cap, 50, 5000);
     ImGui::Separator();
     ImGui::TextDisabled("Drawing");
-    int cross = static_cast<int>(s.cross_edges);
+    int cross = static_cast<int>(s.graph.cross_edges);
     ImGui::Text("forward-to-backward edges:");
     ImGui::SameLine();
     ImGui::RadioButton("none", &cross, CROSS_EDGES_NONE);
@@ -47,28 +47,28 @@ void draw_options(ViewerState& s) {
     ImGui::RadioButton("all", &cross, CROSS_EDGES_ALL);
     ImGui::SameLine();
     ImGui::RadioButton("auto", &cross, CROSS_EDGES_AUTO);
-    s.cross_edges = static_cast<CrossEdgeMode>(cross);
-    int history = static_cast<int>(s.history_cap);
+    s.graph.cross_edges = static_cast<CrossEdgeMode>(cross);
+    int history = static_cast<int>(s.engine.history_cap);
     ImGui::SetNextItemWidth(200);
     ImGui::SliderInt("nodes kept for the window", &history, 0, 20000);
-    s.history_cap = static_cast<size_t>(history);
-    int window = static_cast<int>(std::min<size_t>(s.window_size, 50000));
+    s.engine.history_cap = static_cast<size_t>(history);
+    int window = static_cast<int>(std::min<size_t>(s.tape.size, 50000));
     ImGui::SetNextItemWidth(200);
     if (ImGui::SliderInt("tape window (nodes drawn from)", &window, 100, 20000)) viewer_window_resize(static_cast<size_t>(window));
-    if (!s.user_expanded.empty() && ImGui::Button("forget opened/closed groups")) {
-        s.user_expanded.clear();
+    if (!s.model.user_expanded.empty() && ImGui::Button("forget opened/closed groups")) {
+        s.model.user_expanded.clear();
         viewer_invalidate();
     }
-    if (o != s.options || backward_up != s.backward_up) {
-        s.options = o;
-        s.backward_up = backward_up;
+    if (o != s.model.options || backward_up != s.model.backward_up) {
+        s.model.options = o;
+        s.model.backward_up = backward_up;
         viewer_invalidate();
     }
 }
 
 // "nodes #a..#b of n" and, when the tape is longer than the window, buttons that move it.
 void draw_tape_window(const ViewerState& s) {
-    const TapeWindowSpan& w = s.window_span;
+    const TapeWindowSpan& w = s.tape.span;
     if (w.nodes >= w.live) {
         ImGui::TextDisabled("tape %d nodes", static_cast<int>(w.live));
         return;
@@ -76,7 +76,7 @@ void draw_tape_window(const ViewerState& s) {
     ImGui::Text("showing nodes #%lld..#%lld of %lld live", static_cast<long long>(w.first), static_cast<long long>(w.last),
                 static_cast<long long>(w.live));
     if (ImGui::IsItemHovered())
-        ImGui::SetTooltip("the tape is longer than the window (%d nodes, Options): %s", static_cast<int>(s.window_size),
+        ImGui::SetTooltip("the tape is longer than the window (%d nodes, Options): %s", static_cast<int>(s.tape.size),
                           w.following ? "it follows the newest nodes" : "moved; Newest follows the tape's end again");
     ImGui::SameLine();
     ImGui::BeginDisabled(w.first <= w.oldest);
@@ -109,7 +109,7 @@ void draw_controls_window(ViewerState& s, const Tile& tile) {
     ImGui::Begin("Controls", nullptr, flags);
     ImGuiIO& io = ImGui::GetIO();
     bool keys = !io.WantTextInput;
-    const ViewerControls& c = s.controls;
+    const ViewerControls& c = s.stop.controls;
     control_button("Continue", "F5: run to the next breakpoint", c.continue_run, c.user,
                    keys && ImGui::IsKeyPressed(GLFW_KEY_F5, false));
     ImGui::SameLine();
@@ -122,8 +122,8 @@ void draw_controls_window(ViewerState& s, const Tile& tile) {
     control_button("Finish", "Shift+F11: run to the end of this group", c.finish, c.user,
                    keys && io.KeyShift && ImGui::IsKeyPressed(GLFW_KEY_F11, false));
     ImGui::SameLine(0, 18);
-    if (s.stop_node || s.stop_line) ImGui::TextColored(ImVec4(1.0f, 0.8f, 0.2f, 1), "%s", viewer_stop_text(s).c_str());
-    else ImGui::TextDisabled(s.live ? "running" : "at the prompt");
+    if (s.stop.node || s.stop.line) ImGui::TextColored(ImVec4(1.0f, 0.8f, 0.2f, 1), "%s", viewer_stop_text(s).c_str());
+    else ImGui::TextDisabled(s.engine.live ? "running" : "at the prompt");
 
     if (ImGui::Button("Options")) ImGui::OpenPopup("options");
     viewer_note_item("Options");
@@ -132,14 +132,14 @@ void draw_controls_window(ViewerState& s, const Tile& tile) {
         ImGui::EndPopup();
     }
     ImGui::SameLine();
-    if (ImGui::Button(s.show_training ? "Graph" : "Training")) s.show_training = !s.show_training;   // window_training.cpp
-    viewer_note_item(s.show_training ? "Graph" : "Training");
+    if (ImGui::Button(s.training.shown ? "Graph" : "Training")) s.training.shown = !s.training.shown;   // window_training.cpp
+    viewer_note_item(s.training.shown ? "Graph" : "Training");
     ImGui::SameLine(0, 18);
     draw_tape_window(s);
     ImGui::SameLine(0, 18);
     ImGui::TextDisabled("shown %d boxes   layout %.0f ms   frame %.1f ms   kept %d",
-                        static_cast<int>(s.view.boxes.size()), s.layout.seconds * 1000.0,
-                        median(s.frame_ms), static_cast<int>(s.history.size()));
+                        static_cast<int>(s.model.view.boxes.size()), s.layout.result.seconds * 1000.0,
+                        median(s.frames.ms), static_cast<int>(s.engine.history.size()));
     draw_timeline(s);
     ImGui::End();
 }

@@ -131,17 +131,22 @@ std::vector<bool> longest_path(const LayoutInput& in, Phase phase) {
     return on_path;
 }
 
-// One phase's boxes laid out by dot; rectangles and curves in this graph's own coordinates
-// (origin top-left, y down). False with `error` set when dot fails.
-bool layout_phase(const LayoutInput& in, Phase phase, LayoutResult& out, LayoutRect& bounds, std::string& error) {
-    std::vector<int> boxes;
-    for (size_t i = 0; i < in.boxes.size(); ++i)
-        if (in.boxes[i].phase == phase) boxes.push_back(static_cast<int>(i));
-    bounds = LayoutRect{};
-    if (boxes.empty()) return true;
+// One phase's graph for dot: its dot graph, the node attributes set per box, and which dot node
+// and cluster each box and frame became.
+struct DotGraph {
+    Agraph_t* g = nullptr;
+    Agsym_t* width_sym = nullptr;
+    Agsym_t* height_sym = nullptr;
+    Agsym_t* group_sym = nullptr;
+    std::unordered_map<int, Agraph_t*> frames;   // frame index -> dot cluster
+    std::unordered_map<int, Agnode_t*> nodes;     // box index -> dot node
+    std::vector<std::pair<Agedge_t*, int>> edges;   // dot edge, index into in.edges
+};
 
-    Agraph_t* g = agopen(gv("tapedeck"), Agdirected, nullptr);
-    bool upward = phase == PHASE_BACKWARD && in.backward_up;
+// A dot graph with the viewer's attributes: top to bottom (bottom to top when `upward`), tight
+// spacing, fixed-size boxes, frame titles at the top.
+void dot_graph_open(DotGraph& d, bool upward) {
+    Agraph_t* g = d.g = agopen(gv("tapedeck"), Agdirected, nullptr);
     agattr(g, AGRAPH, gv("rankdir"), gv(upward ? "BT" : "TB"));
     agattr(g, AGRAPH, gv("nodesep"), gv("0.22"));
     agattr(g, AGRAPH, gv("ranksep"), gv("0.32"));
@@ -158,64 +163,63 @@ bool layout_phase(const LayoutInput& in, Phase phase, LayoutResult& out, LayoutR
     agattr(g, AGNODE, gv("shape"), gv("box"));
     agattr(g, AGNODE, gv("fixedsize"), gv("true"));
     agattr(g, AGNODE, gv("label"), gv(""));
-    Agsym_t* width_sym = agattr(g, AGNODE, gv("width"), gv("0.75"));
-    Agsym_t* height_sym = agattr(g, AGNODE, gv("height"), gv("0.5"));
+    d.width_sym = agattr(g, AGNODE, gv("width"), gv("0.75"));
+    d.height_sym = agattr(g, AGNODE, gv("height"), gv("0.5"));
     agattr(g, AGEDGE, gv("arrowsize"), gv("0.6"));
+    d.group_sym = agattr(g, AGNODE, gv("group"), gv(""));
+}
 
-    Agsym_t* group_sym = agattr(g, AGNODE, gv("group"), gv(""));
+// The dot cluster of a frame, inside its parent frame's cluster (made on first use).
+Agraph_t* dot_cluster_of(DotGraph& d, const LayoutInput& in, int frame) {
+    auto it = d.frames.find(frame);
+    if (it != d.frames.end()) return it->second;
+    const LayoutInput::Frame& f = in.frames[frame];
+    Agraph_t* parent = f.parent >= 0 ? dot_cluster_of(d, in, f.parent) : d.g;
+    char cluster_name[32];
+    snprintf(cluster_name, sizeof cluster_name, "cluster_%d", frame);
+    Agraph_t* sub = agsubg(parent, cluster_name, 1);
+    agset(sub, gv("label"), gv(f.title.c_str()));
+    d.frames.emplace(frame, sub);
+    return sub;
+}
+
+// The boxes (in their frames' clusters, sized, the longest path grouped as a spine) and the edges
+// between them.
+void dot_graph_fill(DotGraph& d, const LayoutInput& in, Phase phase, const std::vector<int>& boxes) {
     std::vector<bool> spine = longest_path(in, phase);
-
-    std::unordered_map<int, Agraph_t*> frames;   // frame index -> dot cluster
-    std::unordered_map<int, Agnode_t*> nodes;     // box index -> dot node
     char name[32], value[32];
-    // The dot cluster of a frame, inside its parent frame's cluster.
-    std::function<Agraph_t*(int)> cluster_of = [&](int frame) -> Agraph_t* {
-        auto it = frames.find(frame);
-        if (it != frames.end()) return it->second;
-        const LayoutInput::Frame& f = in.frames[frame];
-        Agraph_t* parent = f.parent >= 0 ? cluster_of(f.parent) : g;
-        char cluster_name[32];
-        snprintf(cluster_name, sizeof cluster_name, "cluster_%d", frame);
-        Agraph_t* sub = agsubg(parent, cluster_name, 1);
-        agset(sub, gv("label"), gv(f.title.c_str()));
-        frames.emplace(frame, sub);
-        return sub;
-    };
     for (int b : boxes) {
         const LayoutInput::Box& box = in.boxes[b];
-        Agraph_t* parent = box.frame >= 0 ? cluster_of(box.frame) : g;
+        Agraph_t* parent = box.frame >= 0 ? dot_cluster_of(d, in, box.frame) : d.g;
         snprintf(name, sizeof name, "b%d", b);
         Agnode_t* n = agnode(parent, name, 1);
         snprintf(value, sizeof value, "%.4f", box.width / 72.0);
-        agxset(n, width_sym, value);
+        agxset(n, d.width_sym, value);
         snprintf(value, sizeof value, "%.4f", box.height / 72.0);
-        agxset(n, height_sym, value);
-        if (spine[b]) agxset(n, group_sym, gv("spine"));
-        nodes[b] = n;
+        agxset(n, d.height_sym, value);
+        if (spine[b]) agxset(n, d.group_sym, gv("spine"));
+        d.nodes[b] = n;
     }
-    std::vector<std::pair<Agedge_t*, int>> edges;   // dot edge, index into in.edges
     for (size_t i = 0; i < in.edges.size(); ++i) {
-        auto tail = nodes.find(in.edges[i].from), head = nodes.find(in.edges[i].to);
-        if (tail == nodes.end() || head == nodes.end()) continue;
-        edges.push_back({agedge(g, tail->second, head->second, nullptr, 1), static_cast<int>(i)});
+        auto tail = d.nodes.find(in.edges[i].from), head = d.nodes.find(in.edges[i].to);
+        if (tail == d.nodes.end() || head == d.nodes.end()) continue;
+        d.edges.push_back({agedge(d.g, tail->second, head->second, nullptr, 1), static_cast<int>(i)});
     }
+}
 
-    if (gvLayout(graphviz_context(), g, "dot") != 0) {
-        error = "Graphviz dot failed to lay out the graph";
-        agclose(g);
-        return false;
-    }
-    boxf bb = GD_bb(g);
+// What dot made of the graph, in this graph's own coordinates (origin top-left, y down): box
+// rectangles, edge curves with their bounds, frame rectangles.
+void dot_graph_read(const DotGraph& d, const LayoutInput& in, LayoutResult& out, LayoutRect& bounds) {
+    boxf bb = GD_bb(d.g);
     auto to_view = [&](pointf p) { return LayoutPoint{static_cast<float>(p.x - bb.LL.x), static_cast<float>(bb.UR.y - p.y)}; };
     bounds = {0, 0, static_cast<float>(bb.UR.x - bb.LL.x), static_cast<float>(bb.UR.y - bb.LL.y)};
-
-    for (const auto& entry : nodes) {
+    for (const auto& entry : d.nodes) {
         Agnode_t* n = entry.second;
         LayoutPoint c = to_view(ND_coord(n));
         float w = static_cast<float>(ND_width(n) * 72.0) * 0.5f, h = static_cast<float>(ND_height(n) * 72.0) * 0.5f;
         out.boxes[in.boxes[entry.first].key] = {c.x - w, c.y - h, c.x + w, c.y + h};
     }
-    for (const auto& entry : edges) {
+    for (const auto& entry : d.edges) {
         splines* spl = ED_spl(entry.first);
         if (!spl || spl->size < 1 || spl->list[0].size < 4) continue;
         const bezier& bz = spl->list[0];
@@ -233,14 +237,33 @@ bool layout_phase(const LayoutInput& in, Phase phase, LayoutResult& out, LayoutR
         const LayoutInput::Edge& e = in.edges[entry.second];
         out.edges[layout_edge_key(in.boxes[e.from].key, in.boxes[e.to].key)] = std::move(path);
     }
-    for (const auto& entry : frames) {
+    for (const auto& entry : d.frames) {
         boxf fb = GD_bb(entry.second);
         LayoutPoint a = to_view(fb.LL), b = to_view(fb.UR);
         out.frames[in.frames[entry.first].key] = {std::min(a.x, b.x), std::min(a.y, b.y), std::max(a.x, b.x),
                                                   std::max(a.y, b.y)};
     }
-    gvFreeLayout(graphviz_context(), g);
-    agclose(g);
+}
+
+// One phase's boxes laid out by dot; rectangles and curves in this graph's own coordinates
+// (origin top-left, y down). False with `error` set when dot fails.
+bool layout_phase(const LayoutInput& in, Phase phase, LayoutResult& out, LayoutRect& bounds, std::string& error) {
+    std::vector<int> boxes;
+    for (size_t i = 0; i < in.boxes.size(); ++i)
+        if (in.boxes[i].phase == phase) boxes.push_back(static_cast<int>(i));
+    bounds = LayoutRect{};
+    if (boxes.empty()) return true;
+    DotGraph d;
+    dot_graph_open(d, phase == PHASE_BACKWARD && in.backward_up);
+    dot_graph_fill(d, in, phase, boxes);
+    if (gvLayout(graphviz_context(), d.g, "dot") != 0) {
+        error = "Graphviz dot failed to lay out the graph";
+        agclose(d.g);
+        return false;
+    }
+    dot_graph_read(d, in, out, bounds);
+    gvFreeLayout(graphviz_context(), d.g);
+    agclose(d.g);
     return true;
 }
 

@@ -3,14 +3,26 @@
 //
 // Everything here lives on the Lua thread. The engine owns the data: the viewer keeps copies of
 // node records (model.h) and looks live nodes up by id (tape_find) when it shows their values.
+//
+// [SECTION] colours    of the graph's boxes, edges and marks
+// [SECTION] state      ViewerState: one struct per window or concern (app, engine, tape, model, layout,
+//                      selection, stop, graph, frames, capture, input, tensor, source, plan, training,
+//                      timeline, lua)
+// [SECTION] windows    the draw_*() of each window and what they share
+// [SECTION] lua        for the `viewer` Lua table (viewer_lua.cpp): scripts and tests
+// [SECTION] display    display_watch.cpp: a lost X connection
 #pragma once
 
 #include <imgui.h>
+#include <lua.hpp>
+
+#include <atomic>
 
 #include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -19,6 +31,7 @@
 #include "layout.h"
 #include "model.h"
 #include "plan_model.h"
+#include "tensor_stats.h"
 #include "viewer.h"
 
 struct GLFWwindow;
@@ -26,6 +39,8 @@ struct GLFWwindow;
 namespace td {
 
 // ---------------------------------------------------------------------------------------------
+// [SECTION] colours
+//
 // Colours of the graph (ImU32 = 0xAABBGGRR). The highlight is a colour no other box uses, so a
 // test can find it in the pixels.
 
@@ -55,7 +70,7 @@ constexpr float GRAPH_FONT_SIZE = 13.0f;   // node labels at zoom 1
 constexpr float LEGIBLE_LABEL_PX = 11.0f;  // the camera fits the graph only while labels stay this big
 
 // ---------------------------------------------------------------------------------------------
-// State
+// [SECTION] state
 
 // What the Graph window's camera does when a new layout arrives.
 enum CameraMode {
@@ -95,10 +110,14 @@ struct Tile {   // a window's place in the GLFW window
     ImVec2 pos, size;
 };
 
-struct ViewerState {
-    // The window.
+// The viewer's state, one struct per window or concern (as Dear ImGui's imgui_demo.cpp keeps one
+// per window), all held in ViewerState. Each draw_*() reads its own struct (s.graph, s.tensor,
+// s.training, s.timeline, s.source) and the shared ones it needs (s.model, s.selection, s.stop).
+
+// The GLFW window, its fonts and its frames.
+struct AppWindowState {
     GLFWwindow* window = nullptr;
-    uint64_t window_serial = 0;      // bumped per window made: GL objects of an older one are gone
+    uint64_t serial = 0;             // bumped per window made: GL objects of an older one are gone
     bool hidden = false;
     bool in_frame = false;
     bool had_event = false;          // input or resize since the last drawn frame
@@ -108,114 +127,230 @@ struct ViewerState {
     ImFont* mono_font = nullptr;
     ImFont* graph_font = nullptr;    // node labels, in graph_atlas (its own texture)
     ImFontAtlas* graph_atlas = nullptr;
+    ImVector<ImWchar> glyph_ranges;  // the fonts' characters (kept while the atlases use them)
+    std::vector<std::function<void()>> deferred;   // run after the frame (buttons, menus)
+    bool glfw_ready = false;         // glfwInit succeeded (once per process)
+    std::string glfw_error;          // GLFW's last error message (its error callback)
+    // The X connection died (display_watch.cpp: set from Xlib's error handlers).
+    std::atomic<bool> display_lost{false};
+};
 
-    // The engine: the node hook, the nodes started but not finished, the retained history.
+// The engine: the node hook, the nodes started but not finished, the retained history.
+struct EngineWatchState {
     int observer = 0;
     std::unordered_set<int64_t> running;
     std::deque<Ref<Node>> history;   // the newest nodes, kept alive for the window (bounded)
     size_t history_cap = 2000;
+    bool live = false;               // drawing from the node hook: a script is running
     std::function<void(Node*, HookEvent)> node_callback;   // viewer.on_node (scripts, tests)
     std::function<void(size_t newest)> namer;   // offers the script's names for tensors (node_names.h),
                                                 // from assignments among the `newest` nodes
     std::chrono::steady_clock::time_point last_naming{};
+};
 
-    // The tape window (model.h): the nodes copied and drawn. A tape of at most `window_above` live
-    // nodes is copied whole (a model's training step, its evaluation after it); a longer one, from
-    // a window of `window_size` nodes, the newest ones unless moved.
-    size_t window_size = 1000;       // nodes (a 1,000-node window is rebuilt in ~4 ms, a 2,000-node one in ~10)
-    size_t window_above = 50000;     // live nodes
-    Ref<Node> window_anchor;         // the window's first node when it does not follow the newest
-    int64_t window_centre = 0;       // centre the window on this node at the next update (0: none)
-    bool window_at_stop = false;     // moved to show a stop: follows the newest again when it ends
-    bool window_moved = false;       // records must be copied again though the tape did not change
-    TapeWindowSpan window_span;      // what the last update covered
+// The tape window (model.h): the nodes copied and drawn. A tape of at most `above` live nodes is
+// copied whole (a model's training step, its evaluation after it); a longer one, from a window of
+// `size` nodes, the newest ones unless moved.
+struct TapeWindowState {
+    size_t size = 1000;              // nodes (a 1,000-node window is rebuilt in ~4 ms, a 2,000-node one in ~10)
+    size_t above = 50000;            // live nodes
+    Ref<Node> anchor;                // the window's first node when it does not follow the newest
+    int64_t centre = 0;              // centre the window on this node at the next update (0: none)
+    bool at_stop = false;            // moved to show a stop: follows the newest again when it ends
+    bool moved = false;              // records must be copied again though the tape did not change
+    TapeWindowSpan span;             // what the last update covered
     std::unordered_map<int64_t, Ref<Node>> nodes_held;   // viewer_node: found once, held while others hold them
     std::unordered_set<int64_t> nodes_gone;              // ... and ids found dead (ids are never reused)
+};
 
-    // The model.
+// The model: the tape window's records and the view (groups, boxes) made from them.
+struct ModelState {
     uint64_t seen_tape_version = ~0ull;
     std::vector<NodeRecord> records;   // the tape window's nodes, by id
     ViewOptions options;
     bool backward_up = true;
     bool diff = false;               // mark what the newest step changed (viewer_set_diff_source)
+    ViewerDiffSource diff_source = nullptr;
     uint64_t diff_version = 0;       // of the marks below, as the source numbers them
     std::unordered_map<int64_t, ViewerDiffMark> diff_marks;   // by node id
-    CrossEdgeMode cross_edges = CROSS_EDGES_AUTO;   // all when few, else those of the selection
     std::unordered_map<std::string, bool> user_expanded;
     GraphView view;
     bool view_dirty = true;
     uint64_t view_serial = 0;        // bumped by each rebuild
+};
 
-    // The layout.
+// The layout (layout.h): the worker thread, its latest result, where each box sits.
+struct LayoutState {
     LayoutWorker worker;
-    LayoutResult layout;             // latest finished
+    LayoutResult result;             // latest finished
     uint64_t requested_signature = 0;
-    bool layout_requested = false;
-    bool layout_pending = false;     // the view changed; its layout is asked for when layout_may_start
+    bool requested = false;
+    bool pending = false;            // the view changed; its layout is asked for when layout_may_start
     Placement placement;
     bool placement_dirty = true;
-    std::chrono::steady_clock::time_point layout_started{};
+    std::chrono::steady_clock::time_point started{};
+};
 
-    // Selection, stop, debugger.
-    int64_t selected = 0;            // node shown in the Tensor window
-    int64_t stop_node = 0;
-    bool stop_backward = false;
-    bool stop_has_run = false;       // stopped after the node ran (the debugger), not before it
-    std::string stop_file;           // stopped at a Lua line with no node: the Source window marks it
-    int stop_line = 0;
-    bool live = false;               // drawing from the node hook: a script is running
-    bool scroll_to_stop = false;
-    bool scroll_to_selected = false;
+// The selected node: the Tensor and Source windows show it.
+struct SelectionState {
+    int64_t node = 0;                // node shown in the Tensor window
+    bool scroll_to = false;          // bring it into view in the Graph window
+};
+
+// The debugger's stop, its controls and breakpoints.
+struct StopState {
+    int64_t node = 0;
+    bool backward = false;
+    bool has_run = false;            // stopped after the node ran (the debugger), not before it
+    std::string file;                // stopped at a Lua line with no node: the Source window marks it
+    int line = 0;
+    bool scroll_to = false;
     ViewerControls controls;
     std::vector<ViewerBreakpoint> breakpoints;
-    std::vector<std::function<void()>> deferred;   // run after the frame (buttons, menus)
+};
 
-    // The Graph window's camera: layout point at the canvas's top-left, pixels per layout unit.
+// The Graph window (window_graph.cpp): its camera (the layout point at the canvas's top-left,
+// pixels per layout unit), its options, and what it drew in the last frame.
+struct GraphWindowState {
     ImVec2 pan{0, 0};
     float zoom = 1.0f;
     CameraMode camera = CAMERA_FOLLOW;
     bool fit_request = false;        // show the whole graph now
     bool follow_request = true;      // the whole graph if legible, else the newest nodes, now
     ImVec2 canvas_size{0, 0};
-
-    // The pictures: frame times, the last capture, the drawn boxes.
-    std::vector<double> frame_ms;    // the last 240 drawn frames
-    std::vector<double> frame_total_ms;   // ... with the model's update before each (frame_step)
-    uint64_t frames_drawn = 0;
-    double update_ms = 0;            // the last model update that changed something (records, view)
-    bool sync_frames = false;        // glFinish before the frame time is taken (benchmarks)
-    std::string capture_path;        // write the next frame as this PNG
-    bool capture_request = false;
-    std::string capture_error;
-    std::vector<unsigned char> captured;   // RGBA, top-left origin
-    int captured_width = 0, captured_height = 0;
+    CrossEdgeMode cross_edges = CROSS_EDGES_AUTO;   // all when few, else those of the selection
+    bool show_legend = true;
+    char find_text[64] = "";        // the toolbar's find field
+    std::string menu_key;           // the box whose context menu is open
     std::vector<DrawnBox> drawn;
+};
 
-    // Scripted input (viewer.click): the mouse as a script puts it, instead of the real one.
-    bool scripted_mouse = false;
+// Frame times (viewer.frame_times, viewer.bench_frames).
+struct FrameTimes {
+    std::vector<double> ms;          // the last 240 drawn frames
+    std::vector<double> total_ms;    // ... with the model's update before each (frame_step)
+    uint64_t drawn = 0;
+    double update_ms = 0;            // the last model update that changed something (records, view)
+    bool sync = false;               // glFinish before the frame time is taken (benchmarks)
+};
+
+// The window's pixels: a screenshot asked for, or the last capture (viewer.capture).
+struct CaptureState {
+    std::string path;                // write the next frame as this PNG
+    bool request = false;
+    std::string error;
+    std::vector<unsigned char> pixels;   // RGBA, top-left origin
+    int width = 0, height = 0;
+};
+
+// Scripted input (viewer.click): the mouse as a script puts it, instead of the real one.
+struct ScriptedInput {
+    bool mouse = false;
     ImVec2 mouse_pos{0, 0};
     bool mouse_down[3] = {false, false, false};
     std::unordered_map<std::string, LayoutRect> item_rects;   // buttons and menu items by label
+};
 
-    // The Tensor window's tab (0 value, 1 gradient) and one a script asked for (-1: none).
-    int tensor_tab = 0;
-    int tensor_tab_request = -1;
+// A heatmap's texture in the Tensor window.
+struct HeatTexture {
+    unsigned int id = 0;             // GL texture
+    uint64_t window_serial = 0;
+    std::string key;                 // what it shows; re-uploaded when it changes
+    int width = 0, height = 0;
+};
+
+// A value's statistics in the Tensor window, made again only when the value changes.
+struct StatsCache {
+    std::string key;
+    TensorStats stats;
+    std::vector<float> histogram;   // stats.histogram as ImGui plots it
+    Value host;                     // a device value's host copy (value_to_host), made once per key; none for a CPU value
+};
+
+// The Tensor window (window_tensor.cpp): its tab (0 value, 1 gradient, 2 inputs) and one a script
+// asked for (-1: none); per tab, the value's statistics, slice and heatmap texture; how values are
+// shown. (ViewerState is never destroyed, so the caches' Values are never freed at exit.)
+struct TensorWindowState {
+    int tab = 0;
+    int tab_request = -1;
+    int64_t last_node = 0;           // the node shown in the last frame
     bool heatmap_drawn = false;      // the last frame drew a heatmap (tests)
+    StatsCache caches[3];            // value tab, gradient tab, inputs tab
+    std::vector<int> slices[3];      // ... the leading indices picked by the sliders
+    HeatTexture textures[3];         // ...
+    int as_table = 0;                // values as a table (1) or a heatmap (0): the radio buttons
+    int input_chosen = 0;            // the Inputs tab's input shown ...
+    int64_t input_chosen_for = 0;    // ... for this node
+};
 
-    // The pass-by-pass mode (window_plan.cpp): a frozen function's recorded graph instead of the
-    // tape, drawn as it is after pass stage `plan_stage` (0: as recorded).
-    std::shared_ptr<PlanModel> plan;
-    int plan_stage = 0;
-    bool plan_records_fresh = false; // `records` holds the plan's records
-    // The Training window (window_training.cpp): shown in the Graph window's place; the series its
-    // combo picked ("hist h", "loss", ...; empty: the first histogram series).
-    bool show_training = false;
-    std::string training_pick;
-    // The timeline (window_timeline.cpp): the history event shown (0: live), and what it hides.
-    uint64_t timeline_serial = 0;
-    int64_t timeline_newest_id = 0;  // nodes with a larger id did not exist at that event (hidden)
-    int64_t timeline_node = 0;       // the event's node (highlighted)
-    bool timeline_backward = false;  // the event is a backward group
+// The Source window (window_source.cpp): the file shown, and the line it last scrolled to.
+struct SourceWindowState {
+    std::string file;
+    int last_target_line = 0;
+    int64_t last_target = -1;
+};
+
+// The pass-by-pass mode (window_plan.cpp): a frozen function's recorded graph instead of the tape,
+// drawn as it is after pass stage `stage` (0: as recorded).
+struct PlanViewState {
+    std::shared_ptr<PlanModel> model;
+    int stage = 0;
+    bool records_fresh = false;      // s.model.records holds the plan's records
+};
+
+// A plot's texture in the Training window.
+struct PlotTexture {
+    unsigned int id = 0;             // GL texture
+    uint64_t window_serial = 0;
+    std::string what;                // what it shows
+    uint64_t log_version = ~0ull;
+    int width = 0, height = 0;
+    std::string error;               // why there is no picture ("no series 'loss'...")
+};
+
+// The Training window (window_training.cpp): shown in the Graph window's place; the series its
+// combo picked ("hist h", "loss", ...; empty: the first histogram series).
+struct TrainingWindowState {
+    bool shown = false;
+    std::string pick;
+    PlotTexture plots[5];            // loss, flow, grad_norm, update_ratio, the picked series
+    std::chrono::steady_clock::time_point last_render{};
+};
+
+// The timeline (window_timeline.cpp): the history event shown (serial 0: live), and what it hides.
+struct TimelineState {
+    uint64_t serial = 0;
+    int64_t newest_id = 0;           // nodes with a larger id did not exist at that event (hidden)
+    int64_t node = 0;                // the event's node (highlighted)
+    bool backward = false;           // the event is a backward group
+};
+
+// The `viewer` Lua table's hold on Lua (viewer_lua.cpp): the main state, and the registry
+// references of viewer.on_node's and viewer.controls' callbacks.
+struct LuaHooksState {
+    lua_State* main_state = nullptr;
+    int node_callback_ref = LUA_NOREF;
+    int controls_ref = LUA_NOREF;
+};
+
+struct ViewerState {
+    AppWindowState app;
+    EngineWatchState engine;
+    TapeWindowState tape;
+    ModelState model;
+    LayoutState layout;
+    SelectionState selection;
+    StopState stop;
+    GraphWindowState graph;
+    FrameTimes frames;
+    CaptureState capture;
+    ScriptedInput input;
+    TensorWindowState tensor;
+    SourceWindowState source;
+    PlanViewState plan;
+    TrainingWindowState training;
+    TimelineState timeline;
+    LuaHooksState lua;
 };
 
 ViewerState& viewer_state();
@@ -228,7 +363,7 @@ Node* viewer_node(ViewerState& s, int64_t id);
 
 
 // ---------------------------------------------------------------------------------------------
-// Shared by the windows
+// [SECTION] windows: shared by the windows
 
 void draw_graph_window(ViewerState& s, const Tile& tile);
 // The diff option's marks brought up to date (window.cpp; cleared while the option is off).
@@ -254,7 +389,7 @@ void draw_training_window(ViewerState& s, const Tile& tile);
 void draw_timeline(ViewerState& s);
 // Whether the timeline hides this node (recorded after the event shown).
 inline bool viewer_timeline_hides(const ViewerState& s, int64_t node_id) {
-    return s.timeline_serial != 0 && node_id > s.timeline_newest_id;
+    return s.timeline.serial != 0 && node_id > s.timeline.newest_id;
 }
 
 // Select a node (0: none): the Tensor and Source windows show it; `scroll` brings it into view.
@@ -275,7 +410,7 @@ std::string viewer_stop_text(const ViewerState& s);
 // Show `model` (null: back to the tape) at `stage`; change the stage (the layout stays).
 void viewer_show_plan(std::shared_ptr<PlanModel> model, int stage);
 void viewer_plan_stage(int stage);
-// In the pass-by-pass mode, `records` are the plan's: true when they were just put there.
+// In the pass-by-pass mode, s.model.records are the plan's: true when they were just put there.
 bool plan_records_refresh(ViewerState& s);
 // The Graph window's pass selector (buttons, keys 0-6) and the stage's summary.
 void draw_plan_toolbar(ViewerState& s);
@@ -284,7 +419,7 @@ void draw_plan_toolbar(ViewerState& s);
 // marks (struck through, dashed).
 void plan_box_fill(const ViewerState& s, const ViewBox& box, const PlanBoxMark& mark, ImU32* fill, float* alpha);
 void draw_plan_box_marks(ImDrawList* dl, const PlanBoxMark& mark, ImVec2 a, ImVec2 c, float zoom);
-// Over the boxes (from s.drawn): fused groups framed as one, merged boxes pointing at the kept one.
+// Over the boxes (from s.graph.drawn): fused groups framed as one, merged boxes pointing at the kept one.
 void draw_plan_overlay(ViewerState& s, ImDrawList* dl);
 // The stage's colours, in the strip along the top of the canvas (instead of the tape's legend).
 void draw_plan_legend(const ViewerState& s, ImDrawList* dl, ImVec2 origin, float width);
@@ -295,7 +430,7 @@ int viewer_lua_plan_pass(lua_State* L);
 void viewer_lua_plan_fields(lua_State* L, const ViewBox& box);
 
 // ---------------------------------------------------------------------------------------------
-// For the `viewer` Lua table (viewer_lua.cpp): scripts and tests
+// [SECTION] lua: for the `viewer` Lua table (viewer_lua.cpp): scripts and tests
 
 // Draw a frame now even when nothing changed (a wait loop may skip frames).
 void viewer_frame_forced();
@@ -303,7 +438,7 @@ void viewer_frame_forced();
 bool viewer_wait_layout(double timeout);
 // Draw `frames` frames with glFinish and return each one's milliseconds.
 std::vector<double> viewer_bench_frames(int frames);
-// Draw one frame and keep its pixels (RGBA) in viewer_state().captured.
+// Draw one frame and keep its pixels (RGBA) in viewer_state().capture.pixels.
 bool viewer_capture(std::string* error);
 // Rebuild the view now and lay it out on this thread: seconds dot took, boxes, edges.
 LayoutResult viewer_layout_now();
@@ -321,6 +456,7 @@ void viewer_set_node_callback(std::function<void(Node*, HookEvent)> callback);
 // Closing the Lua state: close the window and forget every callback into Lua.
 void viewer_shutdown();
 
+// [SECTION] display
 // display_watch.cpp. Install, once GLFW has opened its X connection, the Xlib handlers that mark
 // the display lost instead of ending the process (false where libX11 cannot: before 1.8).
 bool display_watch_install();

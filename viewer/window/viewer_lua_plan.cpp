@@ -80,19 +80,19 @@ int viewer_lua_show_plan(lua_State* L) {
 
 int viewer_lua_plan_pass(lua_State* L) {
     ViewerState& s = viewer_state();
-    if (!s.plan) {
+    if (!s.plan.model) {
         if (lua_isnoneornil(L, 1)) return 0;
         return luaL_error(L, "viewer.plan_pass: no plan is shown (viewer.show_plan(f) or :plan f --passes --view first)");
     }
     if (!lua_isnoneornil(L, 1)) viewer_plan_stage(check_stage(L, 1, "viewer.plan_pass"));
-    lua_pushstring(L, plan_stage_name(s.plan_stage));
+    lua_pushstring(L, plan_stage_name(s.plan.stage));
     return 1;
 }
 
 void viewer_lua_plan_fields(lua_State* L, const ViewBox& box) {
     const ViewerState& s = viewer_state();
-    if (!s.plan || box.kind != BOX_NODE) return;
-    const PlanBoxMark* mark = plan_mark_of(*s.plan, s.plan_stage, box.node_id);
+    if (!s.plan.model || box.kind != BOX_NODE) return;
+    const PlanBoxMark* mark = plan_mark_of(*s.plan.model, s.plan.stage, box.node_id);
     if (!mark) return;
     static const char* const STATES[] = {"kept", "dropped", "merged", "folded"};
     lua_pushstring(L, STATES[mark->state]);

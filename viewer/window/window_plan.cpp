@@ -45,9 +45,9 @@ void dashed_outline(ImDrawList* dl, ImVec2 p0, ImVec2 p1, ImU32 colour, float th
 }
 
 const DrawnBox* drawn_box_of(const ViewerState& s, int64_t id) {
-    int b = s.view.box_of(id);
+    int b = s.model.view.box_of(id);
     if (b < 0) return nullptr;
-    for (const DrawnBox& d : s.drawn)
+    for (const DrawnBox& d : s.graph.drawn)
         if (d.box == b) return &d;
     return nullptr;
 }
@@ -56,44 +56,44 @@ const DrawnBox* drawn_box_of(const ViewerState& s, int64_t id) {
 
 void viewer_show_plan(std::shared_ptr<PlanModel> model, int stage) {
     ViewerState& s = viewer_state();
-    bool was_plan = s.plan != nullptr;
-    s.plan = std::move(model);
-    s.plan_stage = std::clamp(stage, 0, PLAN_STAGES - 1);
-    s.plan_records_fresh = false;
-    s.records.clear();
-    s.selected = 0;
-    s.view_dirty = true;
-    if (!s.plan || !was_plan) {   // a new picture: fit it (a plan after a plan keeps the camera's mode)
-        s.camera = CAMERA_FIT;
-        s.fit_request = true;
+    bool was_plan = s.plan.model != nullptr;
+    s.plan.model = std::move(model);
+    s.plan.stage = std::clamp(stage, 0, PLAN_STAGES - 1);
+    s.plan.records_fresh = false;
+    s.model.records.clear();
+    s.selection.node = 0;
+    s.model.view_dirty = true;
+    if (!s.plan.model || !was_plan) {   // a new picture: fit it (a plan after a plan keeps the camera's mode)
+        s.graph.camera = CAMERA_FIT;
+        s.graph.fit_request = true;
     }
-    if (!s.plan) s.seen_tape_version = ~0ull;   // back to the tape: copy it again
-    s.force_frames = std::max(s.force_frames, 3);
+    if (!s.plan.model) s.model.seen_tape_version = ~0ull;   // back to the tape: copy it again
+    s.app.force_frames = std::max(s.app.force_frames, 3);
 }
 
 void viewer_plan_stage(int stage) {
     ViewerState& s = viewer_state();
-    s.plan_stage = std::clamp(stage, 0, PLAN_STAGES - 1);
-    s.force_frames = std::max(s.force_frames, 2);   // only the drawing changes: no new view, no layout
+    s.plan.stage = std::clamp(stage, 0, PLAN_STAGES - 1);
+    s.app.force_frames = std::max(s.app.force_frames, 2);   // only the drawing changes: no new view, no layout
 }
 
 bool plan_records_refresh(ViewerState& s) {
-    if (s.plan_records_fresh) return false;
-    s.records = s.plan->records;
-    s.window_span = TapeWindowSpan();
-    s.window_span.nodes = s.window_span.live = static_cast<int64_t>(s.records.size());
-    s.window_span.changed = true;
-    s.plan_records_fresh = true;
+    if (s.plan.records_fresh) return false;
+    s.model.records = s.plan.model->records;
+    s.tape.span = TapeWindowSpan();
+    s.tape.span.nodes = s.tape.span.live = static_cast<int64_t>(s.model.records.size());
+    s.tape.span.changed = true;
+    s.plan.records_fresh = true;
     return true;
 }
 
 void draw_plan_toolbar(ViewerState& s) {
-    ImGui::TextColored(ImVec4(0.25f, 0.45f, 0.25f, 1), "plan %s, pass by pass:", s.plan->name.c_str());
+    ImGui::TextColored(ImVec4(0.25f, 0.45f, 0.25f, 1), "plan %s, pass by pass:", s.plan.model->name.c_str());
     for (int stage = 0; stage < PLAN_STAGES; ++stage) {
         ImGui::SameLine();
         char label[32];
         snprintf(label, sizeof label, "%d %s", stage, plan_stage_name(stage));
-        bool current = stage == s.plan_stage;
+        bool current = stage == s.plan.stage;
         if (current) ImGui::PushStyleColor(ImGuiCol_Button, ImGui::GetStyleColorVec4(ImGuiCol_ButtonActive));
         if (ImGui::Button(label)) viewer_plan_stage(stage);
         if (current) ImGui::PopStyleColor();
@@ -107,13 +107,13 @@ void draw_plan_toolbar(ViewerState& s) {
     if (ImGui::SmallButton("back to the tape")) viewer_defer([] { viewer_show_plan(nullptr, 0); });
     viewer_note_item("back to the tape");
     ImGui::SameLine();
-    ImGui::TextDisabled("%s", s.plan->summary[s.plan_stage].c_str());
+    ImGui::TextDisabled("%s", s.plan.model->summary[s.plan.stage].c_str());
 }
 
 constexpr int STAGE_FUSE = 4, STAGE_REUSE = 6;
 
 void plan_box_fill(const ViewerState& s, const ViewBox& box, const PlanBoxMark& mark, ImU32* fill, float* alpha) {
-    if (s.plan_stage == STAGE_REUSE && !box.is_leaf) *fill = COLOUR_OP;   // only buffers coloured
+    if (s.plan.stage == STAGE_REUSE && !box.is_leaf) *fill = COLOUR_OP;   // only buffers coloured
     if (mark.buffer >= 0) *fill = plan_buffer_colour(mark.buffer);
     if (mark.state == PLAN_FOLDED) *fill = COLOUR_DATA;
     if (mark.state == PLAN_DROPPED || mark.state == PLAN_MERGED) *alpha = std::min(*alpha, 0.35f);
@@ -133,11 +133,11 @@ void draw_plan_box_marks(ImDrawList* dl, const PlanBoxMark& mark, ImVec2 a, ImVe
 }
 
 void draw_plan_overlay(ViewerState& s, ImDrawList* dl) {
-    const PlanModel& m = *s.plan;
-    float z = s.zoom;
+    const PlanModel& m = *s.plan.model;
+    float z = s.graph.zoom;
     // Fused groups (from the fuse stage on): one frame around their boxes, titled, as an open
     // group's frame is drawn (an outline only: drawn over the boxes, it leaves their colours be).
-    bool fused_shown = s.plan_stage >= STAGE_FUSE;
+    bool fused_shown = s.plan.stage >= STAGE_FUSE;
     for (size_t g = 0; fused_shown && g < m.fused.size(); ++g) {
         float x0 = 1e30f, y0 = 1e30f, x1 = -1e30f, y1 = -1e30f;
         int boxes = 0;
@@ -160,9 +160,9 @@ void draw_plan_overlay(ViewerState& s, ImDrawList* dl) {
         if (titled) dl->AddText(ImVec2(a.x + 4, a.y + 1), COLOUR_FUSED_FRAME, title);
     }
     // Merged boxes point at the box whose result they reuse.
-    for (const DrawnBox& d : s.drawn) {
+    for (const DrawnBox& d : s.graph.drawn) {
         if (d.kind != BOX_NODE) continue;
-        const PlanBoxMark* mark = plan_mark_of(m, s.plan_stage, d.node_id);
+        const PlanBoxMark* mark = plan_mark_of(m, s.plan.stage, d.node_id);
         if (!mark || mark->state != PLAN_MERGED || !mark->merged_into) continue;
         const DrawnBox* kept = drawn_box_of(s, mark->merged_into);
         if (!kept) continue;
@@ -206,7 +206,7 @@ void draw_plan_legend(const ViewerState& s, ImDrawList* dl, ImVec2 origin, float
         dl->AddText(ImVec2(x + 23, y - 1), COLOUR_TEXT_DIM, text.c_str());
         x += 30 + ImGui::CalcTextSize(text.c_str()).x;
     };
-    int stage = s.plan_stage;
+    int stage = s.plan.stage;
     if (stage == STAGE_REUSE) {   // the buffers, one colour each
         item("own bytes (returned, .grad)", COLOUR_OP, 0);
     } else {
@@ -219,9 +219,9 @@ void draw_plan_legend(const ViewerState& s, ImDrawList* dl, ImVec2 origin, float
         if (stage >= 5) item("in place", COLOUR_OP, 4);
     }
     if (stage == STAGE_REUSE)
-        for (size_t b = 0; b < s.plan->buffer_bytes.size(); ++b) {
+        for (size_t b = 0; b < s.plan.model->buffer_bytes.size(); ++b) {
             char text[48];
-            size_t bytes = s.plan->buffer_bytes[b];
+            size_t bytes = s.plan.model->buffer_bytes[b];
             if (bytes < 1024) snprintf(text, sizeof text, "buf%zu %zu B", b, bytes);
             else snprintf(text, sizeof text, "buf%zu %.1f KiB", b, bytes / 1024.0);
             item(text, plan_buffer_colour(static_cast<int>(b)), 0);

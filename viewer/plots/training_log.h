@@ -69,6 +69,9 @@ struct TrainingLog {
     Automatic automatic = AUTOMATIC_WHEN_WATCHED;
     bool script_logged = false;          // viewer.log was called
     std::vector<std::string> parameters; // parameter names in the order step() logged them first
+    // The host copies of the parameters made by training_step_begin, until training_step_end.
+    std::vector<Value> params_before;
+    uint64_t loss_count_seen = 0;        // engine_last_loss's count at the latest logged loss
 };
 
 TrainingLog& training_log();

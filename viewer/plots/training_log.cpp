@@ -14,10 +14,6 @@ namespace td {
 
 namespace {
 
-// The host copies of the parameters made by training_step_begin, until training_step_end.
-std::vector<Value> g_before;
-uint64_t g_loss_count_seen = 0;   // engine_last_loss's count at the latest logged loss
-
 double step_or_now(double step) {
     return step >= 0 ? step : static_cast<double>(training_log().optimizer_steps);
 }
@@ -227,8 +223,9 @@ double training_diff_norm(const Value& a, const Value& b) {
 }
 
 void training_step_begin(const std::vector<Value>& params) {
-    g_before.clear();
-    g_before.reserve(params.size());
+    std::vector<Value>& before = training_log().params_before;
+    before.clear();
+    before.reserve(params.size());
     for (const Value& p : params) {
         Value host = value_contiguous(value_to_host(p));
         if (host.storage.get() == p.storage.get()) {   // on the CPU and contiguous: copy it
@@ -236,7 +233,7 @@ void training_step_begin(const std::vector<Value>& params) {
             std::memcpy(copy.raw(), host.raw(), static_cast<size_t>(p.numel()) * dtype_size(p.dtype));
             host = copy;
         }
-        g_before.push_back(host);
+        before.push_back(host);
     }
 }
 
@@ -249,16 +246,16 @@ void training_step_end(const std::vector<Value>& params, const std::vector<Value
             log.parameters.push_back(names[i]);
         if (i < grads.size() && !value_freed(grads[i]))
             training_log_scalar("grad_norm/" + names[i], training_norm(grads[i]), step);
-        if (i < g_before.size()) {
+        if (i < log.params_before.size()) {
             double moved = 0, before = 0;
-            training_diff_norms(params[i], g_before[i], &moved, &before);
+            training_diff_norms(params[i], log.params_before[i], &moved, &before);
             training_log_scalar("update_ratio/" + names[i], before > 0 ? moved / before : std::nan(""), step);
         }
     }
-    g_before.clear();
+    log.params_before.clear();
     const LastLoss& loss = engine_last_loss();
-    if (loss.count != g_loss_count_seen) {
-        g_loss_count_seen = loss.count;
+    if (loss.count != log.loss_count_seen) {
+        log.loss_count_seen = loss.count;
         double value = loss.value;
         bool found = loss.node_id == 0;
         if (!found) {   // on a device: read through its node, if it still lives

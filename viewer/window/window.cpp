@@ -40,61 +40,61 @@ ViewerState& viewer_state() {
 
 void viewer_select(int64_t node_id, bool scroll) {
     ViewerState& s = viewer_state();
-    s.selected = node_id;
-    s.scroll_to_selected = scroll;
+    s.selection.node = node_id;
+    s.selection.scroll_to = scroll;
     // Not drawn (the view is capped, or the node is outside the loss's picture): a view that shows it.
-    if (node_id != 0 && s.view.box_of(node_id) < 0) s.view_dirty = true;
+    if (node_id != 0 && s.model.view.box_of(node_id) < 0) s.model.view_dirty = true;
     // Outside the tape window: the window moves to it, and stays there until moved again.
-    if (node_id != 0 && !s.window_span.covers(node_id) && !record_find(s.records, node_id)) {
-        s.window_centre = node_id;
-        s.window_at_stop = false;
+    if (node_id != 0 && !s.tape.span.covers(node_id) && !record_find(s.model.records, node_id)) {
+        s.tape.centre = node_id;
+        s.tape.at_stop = false;
     }
-    s.force_frames = std::max(s.force_frames, 2);
+    s.app.force_frames = std::max(s.app.force_frames, 2);
 }
 
 Node* viewer_node(ViewerState& s, int64_t id) {
-    if (id <= 0 || s.nodes_gone.count(id)) return nullptr;
-    auto held = s.nodes_held.find(id);
-    if (held != s.nodes_held.end()) {
+    if (id <= 0 || s.tape.nodes_gone.count(id)) return nullptr;
+    auto held = s.tape.nodes_held.find(id);
+    if (held != s.tape.nodes_held.end()) {
         if (held->second->refcount > 1) return held->second.get();
-        s.nodes_held.erase(held);   // only the viewer held it: it goes, as it would have
-        s.nodes_gone.insert(id);
+        s.tape.nodes_held.erase(held);   // only the viewer held it: it goes, as it would have
+        s.tape.nodes_gone.insert(id);
         return nullptr;
     }
     Node* n = tape_find(id);
     if (!n) {
-        s.nodes_gone.insert(id);
+        s.tape.nodes_gone.insert(id);
         return nullptr;
     }
-    if (s.nodes_held.size() >= 8) s.nodes_held.clear();
-    s.nodes_held.emplace(id, Ref<Node>(n));
+    if (s.tape.nodes_held.size() >= 8) s.tape.nodes_held.clear();
+    s.tape.nodes_held.emplace(id, Ref<Node>(n));
     return n;
 }
 
 void viewer_set_expanded(const std::string& cluster_key, bool expanded) {
     ViewerState& s = viewer_state();
-    s.user_expanded[cluster_key] = expanded;
-    s.view_dirty = true;
+    s.model.user_expanded[cluster_key] = expanded;
+    s.model.view_dirty = true;
 }
 
-void viewer_defer(std::function<void()> action) { viewer_state().deferred.push_back(std::move(action)); }
+void viewer_defer(std::function<void()> action) { viewer_state().app.deferred.push_back(std::move(action)); }
 
 void viewer_note_item(const std::string& label) {
     ImVec2 a = ImGui::GetItemRectMin(), b = ImGui::GetItemRectMax();
-    viewer_state().item_rects[label] = LayoutRect{a.x, a.y, b.x, b.y};
+    viewer_state().input.item_rects[label] = LayoutRect{a.x, a.y, b.x, b.y};
 }
 
 void viewer_invalidate() {
     ViewerState& s = viewer_state();
-    s.view_dirty = true;
-    s.force_frames = std::max(s.force_frames, 2);
+    s.model.view_dirty = true;
+    s.app.force_frames = std::max(s.app.force_frames, 2);
 }
 
 // An op breakpoint marks the forward nodes of that op (phase forward or both) and, in the
 // backward pass, the nodes of their gradient groups (phase backward or both).
 bool viewer_breakpoint_on_node(const ViewerState& s, const NodeRecord& r) {
-    const NodeRecord* forward = r.phase == PHASE_BACKWARD ? record_find(s.records, r.group) : &r;
-    for (const ViewerBreakpoint& b : s.breakpoints) {
+    const NodeRecord* forward = r.phase == PHASE_BACKWARD ? record_find(s.model.records, r.group) : &r;
+    for (const ViewerBreakpoint& b : s.stop.breakpoints) {
         if (b.node_id > 0 && b.node_id == r.id) return true;
         if (!b.op.empty() && forward && (b.phase < 0 || b.phase == static_cast<int>(r.phase))) {
             const std::string& op = forward->op;
@@ -107,27 +107,27 @@ bool viewer_breakpoint_on_node(const ViewerState& s, const NodeRecord& r) {
 }
 
 bool viewer_breakpoint_on_line(const ViewerState& s, const std::string& file, int line) {
-    for (const ViewerBreakpoint& b : s.breakpoints)
+    for (const ViewerBreakpoint& b : s.stop.breakpoints)
         if (!b.file.empty() && b.line == line && b.file == file) return true;
     return false;
 }
 
 std::string viewer_stop_text(const ViewerState& s) {
-    if (s.stop_node == 0 && s.stop_line > 0) {
-        size_t slash = s.stop_file.find_last_of('/');
-        return "stopped at line " + s.stop_file.substr(slash == std::string::npos ? 0 : slash + 1) + ":" +
-               std::to_string(s.stop_line);
+    if (s.stop.node == 0 && s.stop.line > 0) {
+        size_t slash = s.stop.file.find_last_of('/');
+        return "stopped at line " + s.stop.file.substr(slash == std::string::npos ? 0 : slash + 1) + ":" +
+               std::to_string(s.stop.line);
     }
-    if (s.stop_node == 0) return "";
-    const NodeRecord* r = record_find(s.records, s.stop_node);
-    std::string text = (s.stop_has_run ? "stopped after #" : "stopped before #") + std::to_string(s.stop_node);
+    if (s.stop.node == 0) return "";
+    const NodeRecord* r = record_find(s.model.records, s.stop.node);
+    std::string text = (s.stop.has_run ? "stopped after #" : "stopped before #") + std::to_string(s.stop.node);
     if (r) {
         text += " " + r->op;
         if (r->phase == PHASE_BACKWARD) text += " (backward of #" + std::to_string(r->group) + ")";
-        else if (s.stop_backward) text += " (its gradients, passed on unchanged)";
+        else if (s.stop.backward) text += " (its gradients, passed on unchanged)";
         text += "  " + source_loc_str(r->where);
     } else {
-        text += s.stop_backward ? " (backward)" : " (forward)";
+        text += s.stop.backward ? " (backward)" : " (forward)";
     }
     return text;
 }
@@ -138,32 +138,32 @@ std::string viewer_stop_text(const ViewerState& s) {
 static void on_node_event(Node* node, HookEvent event, void*) {
     ViewerState& s = viewer_state();
     if (event == HOOK_BEFORE) {
-        if (s.window) {
-            s.running.insert(node->id);
-            s.history.emplace_back(node);
-            while (s.history.size() > s.history_cap) s.history.pop_front();
+        if (s.app.window) {
+            s.engine.running.insert(node->id);
+            s.engine.history.emplace_back(node);
+            while (s.engine.history.size() > s.engine.history_cap) s.engine.history.pop_front();
         }
-        if (s.node_callback) s.node_callback(node, event);
+        if (s.engine.node_callback) s.engine.node_callback(node, event);
         return;
     }
-    if (s.window) s.running.erase(node->id);
-    if (s.node_callback) s.node_callback(node, event);
+    if (s.app.window) s.engine.running.erase(node->id);
+    if (s.engine.node_callback) s.engine.node_callback(node, event);
     // While a script runs, show the graph growing: a frame now and then (~30 a second).
-    if (s.window && !s.in_frame && seconds_since(s.last_live_frame) > 0.033) {
-        s.last_live_frame = Clock::now();
-        s.live = true;
+    if (s.app.window && !s.app.in_frame && seconds_since(s.app.last_live_frame) > 0.033) {
+        s.app.last_live_frame = Clock::now();
+        s.engine.live = true;
         viewer_frame();
-        s.live = false;
+        s.engine.live = false;
     }
 }
 
 // The hook is subscribed while the window is open or a script watches nodes.
 static void observer_sync(ViewerState& s) {
-    bool wanted = s.window || s.node_callback;
-    if (wanted && !s.observer) s.observer = engine_observe(on_node_event, nullptr);
-    if (!wanted && s.observer) {
-        engine_unobserve(s.observer);
-        s.observer = 0;
+    bool wanted = s.app.window || s.engine.node_callback;
+    if (wanted && !s.engine.observer) s.engine.observer = engine_observe(on_node_event, nullptr);
+    if (!wanted && s.engine.observer) {
+        engine_unobserve(s.engine.observer);
+        s.engine.observer = 0;
     }
 }
 
@@ -171,8 +171,8 @@ static void observer_sync(ViewerState& s) {
 // [SECTION] model
 
 static TextMeasure measure_for(const ViewerState& s) {
-    if (!s.graph_font) return text_measure_estimate;
-    ImFont* font = s.graph_font;
+    if (!s.app.graph_font) return text_measure_estimate;
+    ImFont* font = s.app.graph_font;
     return [font](const std::string& text, float* width, float* height) {
         ImVec2 size = font->CalcTextSizeA(GRAPH_FONT_SIZE, FLT_MAX, 0.0f, text.c_str());
         *width = size.x;
@@ -183,27 +183,27 @@ static TextMeasure measure_for(const ViewerState& s) {
 static GraphView build_view(const ViewerState& s, const std::vector<NodeRecord>& records) {
     ViewInput in;
     in.records = &records;
-    in.options = s.options;
-    in.user_expanded = s.user_expanded;
-    in.stop_node = s.stop_node;
-    in.focus_node = s.selected;
-    in.window_first = s.window_span.nodes < s.window_span.live ? s.window_span.first : 0;
+    in.options = s.model.options;
+    in.user_expanded = s.model.user_expanded;
+    in.stop_node = s.stop.node;
+    in.focus_node = s.selection.node;
+    in.window_first = s.tape.span.nodes < s.tape.span.live ? s.tape.span.first : 0;
     in.measure = measure_for(s);
-    if (s.plan) {   // the pass-by-pass mode: the whole recorded graph, no groups (window_plan.cpp)
+    if (s.plan.model) {   // the pass-by-pass mode: the whole recorded graph, no groups (window_plan.cpp)
         in.options.loss_graph = in.options.collapse_loops = in.options.collapse_lines = false;
         in.options.collapse_backward = false;
         in.window_first = 0;
     }
     GraphView view = view_build(in);
-    if (s.plan) plan_view_decorate(view, *s.plan, in.measure);
+    if (s.plan.model) plan_view_decorate(view, *s.plan.model, in.measure);
     return view;
 }
 
 // Boxes the layout has not placed yet go below an input that is placed (the graph grows
 // downwards), or in a column right of everything.
 static void placement_compute(ViewerState& s) {
-    const GraphView& v = s.view;
-    Placement& p = s.placement;
+    const GraphView& v = s.model.view;
+    Placement& p = s.layout.placement;
     size_t n = v.boxes.size();
     p.rects.assign(n, LayoutRect{});
     p.provisional.assign(n, true);
@@ -219,8 +219,8 @@ static void placement_compute(ViewerState& s) {
         any = true;
     };
     for (size_t i = 0; i < n; ++i) {
-        auto it = s.layout.boxes.find(v.boxes[i].key);
-        if (it == s.layout.boxes.end()) continue;
+        auto it = s.layout.result.boxes.find(v.boxes[i].key);
+        if (it == s.layout.result.boxes.end()) continue;
         p.rects[i] = it->second;
         p.provisional[i] = false;
         grow(it->second);
@@ -242,7 +242,7 @@ static void placement_compute(ViewerState& s) {
             const LayoutRect& pr = p.rects[parent];
             float x = next_x.count(parent) ? next_x[parent] : (pr.x0 + pr.x1) * 0.5f - b.width * 0.5f;
             float y = pr.y1 + 28;
-            if (b.phase == PHASE_BACKWARD && s.backward_up) y = pr.y0 - 28 - b.height;
+            if (b.phase == PHASE_BACKWARD && s.model.backward_up) y = pr.y0 - 28 - b.height;
             p.rects[i] = {x, y, x + b.width, y + b.height};
             next_x[parent] = x + b.width + 12;
         } else {
@@ -265,8 +265,8 @@ static void placement_compute(ViewerState& s) {
     for (size_t i = 0; i < v.edges.size(); ++i) {
         const ViewEdge& e = v.edges[i];
         if (e.cross || p.provisional[e.from] || p.provisional[e.to]) continue;
-        auto it = s.layout.edges.find(layout_edge_key(v.boxes[e.from].key, v.boxes[e.to].key));
-        if (it != s.layout.edges.end()) p.paths[i] = &it->second;
+        auto it = s.layout.result.edges.find(layout_edge_key(v.boxes[e.from].key, v.boxes[e.to].key));
+        if (it != s.layout.result.edges.end()) p.paths[i] = &it->second;
     }
     p.bounds = bounds;
 }
@@ -290,10 +290,10 @@ static Node* window_anchor_for(int64_t centre, size_t size) {
 
 // Move the window where it was asked to go (window_centre).
 static void window_apply_move(ViewerState& s) {
-    if (!s.window_centre) return;
-    s.window_anchor = Ref<Node>(window_anchor_for(s.window_centre, s.window_size));
-    s.window_centre = 0;
-    s.window_moved = true;
+    if (!s.tape.centre) return;
+    s.tape.anchor = Ref<Node>(window_anchor_for(s.tape.centre, s.tape.size));
+    s.tape.centre = 0;
+    s.tape.moved = true;
 }
 
 // Records: the nodes of the tape window, copied again when the tape changed, the window moved, or
@@ -303,28 +303,28 @@ static bool records_refresh(ViewerState& s) {
     // While a script records nodes, the view follows the tape at most 4 times a second: frames in
     // between only draw (records and view of a 1,000-node window take 2-5 ms, of a 50,000-node
     // tape copied whole, tens of ms).
-    if (s.plan) return plan_records_refresh(s);
-    if (s.live && seconds_since(s.last_live_update) < LIVE_UPDATE_INTERVAL) return false;
-    if (s.live) s.last_live_update = Clock::now();
+    if (s.plan.model) return plan_records_refresh(s);
+    if (s.engine.live && seconds_since(s.app.last_live_update) < LIVE_UPDATE_INTERVAL) return false;
+    if (s.engine.live) s.app.last_live_update = Clock::now();
     window_apply_move(s);
-    bool tape_changed = tape_version() != s.seen_tape_version;
-    bool names_due = s.namer && seconds_since(s.last_naming) > 1.0;
-    if (!tape_changed && !names_due && !s.window_moved) return false;
+    bool tape_changed = tape_version() != s.model.seen_tape_version;
+    bool names_due = s.engine.namer && seconds_since(s.engine.last_naming) > 1.0;
+    if (!tape_changed && !names_due && !s.tape.moved) return false;
     TapeWindow window;
-    bool whole = !s.window_anchor && static_cast<size_t>(tape_live_count()) <= s.window_above;
-    window.size = whole ? SIZE_MAX : s.window_size;
-    if (s.namer && (tape_changed || names_due)) {
-        s.last_naming = Clock::now();
-        s.namer(window.size);
+    bool whole = !s.tape.anchor && static_cast<size_t>(tape_live_count()) <= s.tape.above;
+    window.size = whole ? SIZE_MAX : s.tape.size;
+    if (s.engine.namer && (tape_changed || names_due)) {
+        s.engine.last_naming = Clock::now();
+        s.engine.namer(window.size);
     }
-    s.seen_tape_version = tape_version();
-    s.window_moved = false;
-    window.anchor = s.window_anchor.get();
-    s.window_span = records_update(s.records, s.running, window);
+    s.model.seen_tape_version = tape_version();
+    s.tape.moved = false;
+    window.anchor = s.tape.anchor.get();
+    s.tape.span = records_update(s.model.records, s.engine.running, window);
     // Nodes that died unfinished (those running are the newest: tape_find walks from there).
-    for (auto it = s.running.begin(); it != s.running.end();)
-        it = tape_changed && !tape_find(*it) ? s.running.erase(it) : std::next(it);
-    return s.window_span.changed || tape_changed;
+    for (auto it = s.engine.running.begin(); it != s.engine.running.end();)
+        it = tape_changed && !tape_find(*it) ? s.engine.running.erase(it) : std::next(it);
+    return s.tape.span.changed || tape_changed;
 }
 
 // Whether the view's layout may be asked for now. While a script records nodes, a big view (a long
@@ -334,8 +334,8 @@ static bool records_refresh(ViewerState& s) {
 static bool layout_may_start(const ViewerState& s) {
     const size_t LIVE_LAYOUT_BOXES = 300;          // laid out at once even while a script runs
     const double LIVE_LAYOUT_INTERVAL = 3.0;       // seconds, for bigger views while a script runs
-    return !s.live || s.view.boxes.size() <= LIVE_LAYOUT_BOXES || !s.layout_requested ||
-           seconds_since(s.layout_started) > LIVE_LAYOUT_INTERVAL;
+    return !s.engine.live || s.model.view.boxes.size() <= LIVE_LAYOUT_BOXES || !s.layout.requested ||
+           seconds_since(s.layout.started) > LIVE_LAYOUT_INTERVAL;
 }
 
 // Bring the model up to date: records when the tape changed, names, the view, the layout request,
@@ -343,58 +343,58 @@ static bool layout_may_start(const ViewerState& s) {
 static bool model_update(ViewerState& s) {
     bool changed = false;
     if (records_refresh(s)) {
-        s.view_dirty = true;
+        s.model.view_dirty = true;
         changed = true;
     } else {
-        for (NodeRecord& r : s.records) {   // nodes that finished since (no tape change)
-            bool executed = s.running.count(r.id) == 0;
+        for (NodeRecord& r : s.model.records) {   // nodes that finished since (no tape change)
+            bool executed = s.engine.running.count(r.id) == 0;
             if (r.executed != executed) {
                 r.executed = executed;
-                s.view_dirty = true;
+                s.model.view_dirty = true;
             }
         }
     }
-    if (s.view_dirty) {
-        s.view = build_view(s, s.records);
-        s.view_dirty = false;
-        ++s.view_serial;
-        s.placement_dirty = true;
+    if (s.model.view_dirty) {
+        s.model.view = build_view(s, s.model.records);
+        s.model.view_dirty = false;
+        ++s.model.view_serial;
+        s.layout.placement_dirty = true;
         changed = true;
-        s.layout_pending = true;
+        s.layout.pending = true;
     }
-    if (s.layout_pending && layout_may_start(s)) {
-        s.layout_pending = false;
-        LayoutInput input = layout_input_from_view(s.view, s.backward_up);
-        if (!s.layout_requested || input.signature != s.requested_signature) {
-            s.requested_signature = input.signature;
-            s.layout_requested = true;
-            s.layout_started = Clock::now();
-            s.worker.request(std::move(input));
+    if (s.layout.pending && layout_may_start(s)) {
+        s.layout.pending = false;
+        LayoutInput input = layout_input_from_view(s.model.view, s.model.backward_up);
+        if (!s.layout.requested || input.signature != s.layout.requested_signature) {
+            s.layout.requested_signature = input.signature;
+            s.layout.requested = true;
+            s.layout.started = Clock::now();
+            s.layout.worker.request(std::move(input));
         }
     }
     LayoutResult result;
-    if (s.worker.take_result(&result)) {
+    if (s.layout.worker.take_result(&result)) {
         if (result.ok) {
-            s.layout = std::move(result);
-            if (s.camera == CAMERA_FOLLOW) s.follow_request = true;
-            if (s.camera == CAMERA_FIT) s.fit_request = true;
-            if (s.stop_node) s.scroll_to_stop = true;
+            s.layout.result = std::move(result);
+            if (s.graph.camera == CAMERA_FOLLOW) s.graph.follow_request = true;
+            if (s.graph.camera == CAMERA_FIT) s.graph.fit_request = true;
+            if (s.stop.node) s.stop.scroll_to = true;
         } else {
-            s.layout.error = result.error;
+            s.layout.result.error = result.error;
         }
-        s.placement_dirty = true;
+        s.layout.placement_dirty = true;
         changed = true;
     }
-    if (s.placement_dirty) {
+    if (s.layout.placement_dirty) {
         placement_compute(s);
-        s.placement_dirty = false;
+        s.layout.placement_dirty = false;
     }
     return changed;
 }
 
 static bool layout_current(ViewerState& s) {
-    return !s.view_dirty && !s.layout_pending && s.layout_requested && s.layout.signature == s.requested_signature &&
-           !s.worker.busy();
+    return !s.model.view_dirty && !s.layout.pending && s.layout.requested && s.layout.result.signature == s.layout.requested_signature &&
+           !s.layout.worker.busy();
 }
 
 // ============================================================================================
@@ -402,18 +402,17 @@ static bool layout_current(ViewerState& s) {
 
 namespace {
 
-std::string g_glfw_error;
-bool g_glfw_ready = false;
+void on_glfw_error(int, const char* description) {
+    viewer_state().app.glfw_error = description ? description : "unknown error";
+}
 
-void on_glfw_error(int, const char* description) { g_glfw_error = description ? description : "unknown error"; }
-
-void on_event_cursor(GLFWwindow*, double, double) { viewer_state().had_event = true; }
-void on_event_refresh(GLFWwindow*) { viewer_state().had_event = true; }
-void on_event_size(GLFWwindow*, int, int) { viewer_state().had_event = true; }
-void on_event_button(GLFWwindow*, int, int, int) { viewer_state().had_event = true; }
-void on_event_scroll(GLFWwindow*, double, double) { viewer_state().had_event = true; }
-void on_event_key(GLFWwindow*, int, int, int, int) { viewer_state().had_event = true; }
-void on_event_char(GLFWwindow*, unsigned int) { viewer_state().had_event = true; }
+void on_event_cursor(GLFWwindow*, double, double) { viewer_state().app.had_event = true; }
+void on_event_refresh(GLFWwindow*) { viewer_state().app.had_event = true; }
+void on_event_size(GLFWwindow*, int, int) { viewer_state().app.had_event = true; }
+void on_event_button(GLFWwindow*, int, int, int) { viewer_state().app.had_event = true; }
+void on_event_scroll(GLFWwindow*, double, double) { viewer_state().app.had_event = true; }
+void on_event_key(GLFWwindow*, int, int, int, int) { viewer_state().app.had_event = true; }
+void on_event_char(GLFWwindow*, unsigned int) { viewer_state().app.had_event = true; }
 
 bool file_exists(const char* path) { return access(path, R_OK) == 0; }
 
@@ -421,7 +420,7 @@ bool file_exists(const char* path) { return access(path, R_OK) == 0; }
 // Besides Latin-1: Greek, arrows, maths and the "ᵀ" of op names like "mm(Bᵀ)".
 void fonts_load(ViewerState& s) {
     ImGuiIO& io = ImGui::GetIO();
-    static ImVector<ImWchar> ranges;
+    ImVector<ImWchar>& ranges = s.app.glyph_ranges;
     if (ranges.empty()) {
         ImFontGlyphRangesBuilder builder;
         builder.AddRanges(io.Fonts->GetGlyphRangesDefault());
@@ -432,16 +431,16 @@ void fonts_load(ViewerState& s) {
     const char* sans = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
     const char* mono = "/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf";
     bool have_sans = file_exists(sans);
-    s.ui_font = have_sans ? io.Fonts->AddFontFromFileTTF(sans, 15.0f, nullptr, ranges.Data) : nullptr;
-    if (!s.ui_font) s.ui_font = io.Fonts->AddFontDefault();   // ProggyClean 13 px
-    s.mono_font = file_exists(mono) ? io.Fonts->AddFontFromFileTTF(mono, 14.0f, nullptr, ranges.Data) : nullptr;
-    if (!s.mono_font) s.mono_font = s.ui_font;
+    s.app.ui_font = have_sans ? io.Fonts->AddFontFromFileTTF(sans, 15.0f, nullptr, ranges.Data) : nullptr;
+    if (!s.app.ui_font) s.app.ui_font = io.Fonts->AddFontDefault();   // ProggyClean 13 px
+    s.app.mono_font = file_exists(mono) ? io.Fonts->AddFontFromFileTTF(mono, 14.0f, nullptr, ranges.Data) : nullptr;
+    if (!s.app.mono_font) s.app.mono_font = s.app.ui_font;
     io.Fonts->Build();
     // Node labels are drawn scaled with the zoom: they get an atlas of their own, sampled smoothly.
-    s.graph_atlas = IM_NEW(ImFontAtlas)();
-    s.graph_font = have_sans ? s.graph_atlas->AddFontFromFileTTF(sans, GRAPH_FONT_SIZE, nullptr, ranges.Data) : nullptr;
-    if (!s.graph_font) s.graph_font = s.graph_atlas->AddFontDefault();
-    s.graph_atlas->Build();
+    s.app.graph_atlas = IM_NEW(ImFontAtlas)();
+    s.app.graph_font = have_sans ? s.app.graph_atlas->AddFontFromFileTTF(sans, GRAPH_FONT_SIZE, nullptr, ranges.Data) : nullptr;
+    if (!s.app.graph_font) s.app.graph_font = s.app.graph_atlas->AddFontDefault();
+    s.app.graph_atlas->Build();
 }
 
 // Textures of the two atlases. The UI's is sampled NEAREST: its text is drawn at its own size, and
@@ -454,7 +453,7 @@ void font_textures_create(ViewerState& s) {
     glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
     unsigned char* pixels = nullptr;
     int width = 0, height = 0;
-    s.graph_atlas->GetTexDataAsRGBA32(&pixels, &width, &height);
+    s.app.graph_atlas->GetTexDataAsRGBA32(&pixels, &width, &height);
     GLuint texture = 0;
     glGenTextures(1, &texture);
     glBindTexture(GL_TEXTURE_2D, texture);
@@ -462,8 +461,8 @@ void font_textures_create(ViewerState& s) {
     glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_LINEAR);
     glPixelStorei(GL_UNPACK_ROW_LENGTH, 0);
     glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA, width, height, 0, GL_RGBA, GL_UNSIGNED_BYTE, pixels);
-    s.graph_atlas->SetTexID(reinterpret_cast<ImTextureID>(static_cast<intptr_t>(texture)));
-    s.graph_atlas->ClearTexData();
+    s.app.graph_atlas->SetTexID(reinterpret_cast<ImTextureID>(static_cast<intptr_t>(texture)));
+    s.app.graph_atlas->ClearTexData();
 }
 
 void style_set() {
@@ -483,16 +482,16 @@ bool window_create(ViewerState& s, bool hidden, std::string* error) {
                  "again with a display)";
         return false;
     }
-    g_glfw_error.clear();
+    s.app.glfw_error.clear();
     glfwSetErrorCallback(on_glfw_error);
-    if (!g_glfw_ready) {
+    if (!s.app.glfw_ready) {
         if (!glfwInit()) {
-            *error = "cannot open a window: " + (g_glfw_error.empty() ? std::string("GLFW failed to start") : g_glfw_error);
+            *error = "cannot open a window: " + (s.app.glfw_error.empty() ? std::string("GLFW failed to start") : s.app.glfw_error);
             if (!getenv("DISPLAY") && !getenv("WAYLAND_DISPLAY"))
                 *error += " (no display: run under X11, or `xvfb-run tapedeck ...` for screenshots)";
             return false;
         }
-        g_glfw_ready = true;
+        s.app.glfw_ready = true;
         display_watch_install();   // a dying X server closes the viewer, not the process
     }
     glfwDefaultWindowHints();
@@ -502,7 +501,7 @@ bool window_create(ViewerState& s, bool hidden, std::string* error) {
     glfwWindowHint(GLFW_VISIBLE, hidden ? GLFW_FALSE : GLFW_TRUE);
     GLFWwindow* window = glfwCreateWindow(1280, 800, "tapedeck viewer", nullptr, nullptr);
     if (!window) {
-        *error = "cannot create an OpenGL 3.3 window: " + g_glfw_error;
+        *error = "cannot create an OpenGL 3.3 window: " + s.app.glfw_error;
         return false;
     }
     glfwMakeContextCurrent(window);
@@ -524,54 +523,54 @@ bool window_create(ViewerState& s, bool hidden, std::string* error) {
     ImGui_ImplGlfw_InitForOpenGL(window, true);
     ImGui_ImplOpenGL3_Init("#version 330");
     font_textures_create(s);
-    s.window = window;
-    ++s.window_serial;
-    s.hidden = hidden;
+    s.app.window = window;
+    ++s.app.serial;
+    s.app.hidden = hidden;
     return true;
 }
 
 void window_destroy(ViewerState& s) {
-    if (!s.window) return;
-    glfwMakeContextCurrent(s.window);
-    GLuint texture = static_cast<GLuint>(reinterpret_cast<intptr_t>(s.graph_atlas->TexID));
+    if (!s.app.window) return;
+    glfwMakeContextCurrent(s.app.window);
+    GLuint texture = static_cast<GLuint>(reinterpret_cast<intptr_t>(s.app.graph_atlas->TexID));
     glDeleteTextures(1, &texture);
-    IM_DELETE(s.graph_atlas);
-    s.graph_atlas = nullptr;
+    IM_DELETE(s.app.graph_atlas);
+    s.app.graph_atlas = nullptr;
     ImGui_ImplOpenGL3_Shutdown();
     ImGui_ImplGlfw_Shutdown();
     ImGui::DestroyContext();
-    glfwDestroyWindow(s.window);
-    s.window = nullptr;
-    s.ui_font = s.mono_font = s.graph_font = nullptr;
+    glfwDestroyWindow(s.app.window);
+    s.app.window = nullptr;
+    s.app.ui_font = s.app.mono_font = s.app.graph_font = nullptr;
 }
 
 // Everything the open window held goes; options, groups, stop, controls and breakpoints stay.
 void window_close(ViewerState& s) {
-    s.worker.stop();
+    s.layout.worker.stop();
     window_destroy(s);
-    s.history.clear();   // may free nodes: the tape changes
-    s.running.clear();
-    s.records.clear();
-    s.plan.reset();
-    s.plan_records_fresh = false;
-    s.window_anchor = Ref<Node>();   // may free nodes too
-    s.nodes_held.clear();
-    s.nodes_gone.clear();
-    s.window_centre = 0;
-    s.window_at_stop = false;
-    s.window_span = TapeWindowSpan();
-    s.view = GraphView();
-    s.layout = LayoutResult();
-    s.placement = Placement();
-    s.layout_requested = false;
-    s.layout_pending = false;
-    s.seen_tape_version = ~0ull;
-    s.view_dirty = true;
-    s.drawn.clear();
-    s.captured.clear();
-    s.deferred.clear();
-    s.camera = CAMERA_FOLLOW;
-    s.follow_request = true;
+    s.engine.history.clear();   // may free nodes: the tape changes
+    s.engine.running.clear();
+    s.model.records.clear();
+    s.plan.model.reset();
+    s.plan.records_fresh = false;
+    s.tape.anchor = Ref<Node>();   // may free nodes too
+    s.tape.nodes_held.clear();
+    s.tape.nodes_gone.clear();
+    s.tape.centre = 0;
+    s.tape.at_stop = false;
+    s.tape.span = TapeWindowSpan();
+    s.model.view = GraphView();
+    s.layout.result = LayoutResult();
+    s.layout.placement = Placement();
+    s.layout.requested = false;
+    s.layout.pending = false;
+    s.model.seen_tape_version = ~0ull;
+    s.model.view_dirty = true;
+    s.graph.drawn.clear();
+    s.capture.pixels.clear();
+    s.app.deferred.clear();
+    s.graph.camera = CAMERA_FOLLOW;
+    s.graph.follow_request = true;
     observer_sync(s);
 }
 
@@ -582,32 +581,32 @@ void window_close(ViewerState& s) {
 
 namespace {
 
-// Read the back buffer (before the swap) into s.captured, top row first; write it as a PNG when
+// Read the back buffer (before the swap) into s.capture.pixels, top row first; write it as a PNG when
 // a path was asked for.
 void capture_pixels(ViewerState& s) {
     int w = 0, h = 0;
-    glfwGetFramebufferSize(s.window, &w, &h);
+    glfwGetFramebufferSize(s.app.window, &w, &h);
     if (display_lost() || w <= 0 || h <= 0) {
-        s.capture_error = "the window has no pixels (the X display was lost)";
-        s.capture_path.clear();
-        s.capture_request = false;
+        s.capture.error = "the window has no pixels (the X display was lost)";
+        s.capture.path.clear();
+        s.capture.request = false;
         return;
     }
     std::vector<unsigned char> bottom_up(static_cast<size_t>(w) * h * 4);
     glPixelStorei(GL_PACK_ALIGNMENT, 1);
     glReadBuffer(GL_BACK);
     glReadPixels(0, 0, w, h, GL_RGBA, GL_UNSIGNED_BYTE, bottom_up.data());
-    s.captured.resize(bottom_up.size());
+    s.capture.pixels.resize(bottom_up.size());
     size_t row = static_cast<size_t>(w) * 4;
     for (int y = 0; y < h; ++y)
-        std::copy_n(bottom_up.data() + static_cast<size_t>(h - 1 - y) * row, row, s.captured.data() + y * row);
-    s.captured_width = w;
-    s.captured_height = h;
-    s.capture_error.clear();
-    if (!s.capture_path.empty() && !stbi_write_png(s.capture_path.c_str(), w, h, 4, s.captured.data(), w * 4))
-        s.capture_error = "cannot write '" + s.capture_path + "'";
-    s.capture_path.clear();
-    s.capture_request = false;
+        std::copy_n(bottom_up.data() + static_cast<size_t>(h - 1 - y) * row, row, s.capture.pixels.data() + y * row);
+    s.capture.width = w;
+    s.capture.height = h;
+    s.capture.error.clear();
+    if (!s.capture.path.empty() && !stbi_write_png(s.capture.path.c_str(), w, h, 4, s.capture.pixels.data(), w * 4))
+        s.capture.error = "cannot write '" + s.capture.path + "'";
+    s.capture.path.clear();
+    s.capture.request = false;
 }
 
 // The four windows tile the GLFW window: Controls across the top, Graph (or Training) on the left,
@@ -620,14 +619,14 @@ void frame_draw(ViewerState& s) {
     ImGui_ImplOpenGL3_NewFrame();
     ImGui_ImplGlfw_NewFrame();   // asks X for the window and framebuffer sizes
     if (display_lost()) return;
-    if (s.scripted_mouse) {   // viewer.click: the script's mouse, not the real one
+    if (s.input.mouse) {   // viewer.click: the script's mouse, not the real one
         ImGuiIO& io = ImGui::GetIO();
-        io.MousePos = s.mouse_pos;
-        for (int i = 0; i < 3; ++i) io.MouseDown[i] = s.mouse_down[i];
+        io.MousePos = s.input.mouse_pos;
+        for (int i = 0; i < 3; ++i) io.MouseDown[i] = s.input.mouse_down[i];
     }
-    s.item_rects.clear();
+    s.input.item_rects.clear();
     ImGui::NewFrame();
-    ImGui::PushFont(s.ui_font);
+    ImGui::PushFont(s.app.ui_font);
 
     ImVec2 display = ImGui::GetIO().DisplaySize;
     float top = 88.0f;   // the Controls window: buttons, numbers, the timeline (window_timeline.cpp)
@@ -636,7 +635,7 @@ void frame_draw(ViewerState& s) {
     float rest = std::max(display.y - top, 100.0f);
     float tensor_h = std::floor(rest * 0.58f);
     draw_controls_window(s, {ImVec2(0, 0), ImVec2(display.x, top)});
-    if (s.show_training) draw_training_window(s, {ImVec2(0, top), ImVec2(left, rest)});
+    if (s.training.shown) draw_training_window(s, {ImVec2(0, top), ImVec2(left, rest)});
     else draw_graph_window(s, {ImVec2(0, top), ImVec2(left, rest)});
     draw_tensor_window(s, {ImVec2(left, top), ImVec2(right, tensor_h)});
     draw_source_window(s, {ImVec2(left, top + tensor_h), ImVec2(right, rest - tensor_h)});
@@ -644,29 +643,29 @@ void frame_draw(ViewerState& s) {
     ImGui::PopFont();
     ImGui::Render();
     int w = 0, h = 0;
-    glfwGetFramebufferSize(s.window, &w, &h);
+    glfwGetFramebufferSize(s.app.window, &w, &h);
     if (display_lost() || w <= 0 || h <= 0) return;
     glViewport(0, 0, w, h);
     glClearColor(0.12f, 0.12f, 0.13f, 1.0f);
     glClear(GL_COLOR_BUFFER_BIT);
     ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
-    if (s.capture_request) capture_pixels(s);
-    if (s.sync_frames) glFinish();
-    glfwSwapBuffers(s.window);
+    if (s.capture.request) capture_pixels(s);
+    if (s.frames.sync) glFinish();
+    glfwSwapBuffers(s.app.window);
 
     double ms = seconds_since(start) * 1000.0;
-    s.frame_ms.push_back(ms);
-    if (s.frame_ms.size() > 240) s.frame_ms.erase(s.frame_ms.begin());
-    s.last_draw = Clock::now();
-    ++s.frames_drawn;
-    s.had_event = false;
-    if (s.force_frames > 0) --s.force_frames;
+    s.frames.ms.push_back(ms);
+    if (s.frames.ms.size() > 240) s.frames.ms.erase(s.frames.ms.begin());
+    s.app.last_draw = Clock::now();
+    ++s.frames.drawn;
+    s.app.had_event = false;
+    if (s.app.force_frames > 0) --s.app.force_frames;
 }
 
 void run_deferred(ViewerState& s) {
-    while (!s.deferred.empty()) {
+    while (!s.app.deferred.empty()) {
         std::vector<std::function<void()>> actions;
-        actions.swap(s.deferred);
+        actions.swap(s.app.deferred);
         for (std::function<void()>& action : actions) action();
     }
 }
@@ -681,32 +680,32 @@ void window_close_display_lost(ViewerState& s) {
 // One pass of the frame loop. `force`: draw even when nothing changed.
 void frame_step(bool force) {
     ViewerState& s = viewer_state();
-    if (!s.window || s.in_frame) return;
-    s.in_frame = true;
-    glfwMakeContextCurrent(s.window);
+    if (!s.app.window || s.app.in_frame) return;
+    s.app.in_frame = true;
+    glfwMakeContextCurrent(s.app.window);
     glfwPollEvents();
     if (display_lost()) {
-        s.in_frame = false;
+        s.app.in_frame = false;
         window_close_display_lost(s);
         return;
     }
-    if (glfwWindowShouldClose(s.window)) {
-        s.in_frame = false;
+    if (glfwWindowShouldClose(s.app.window)) {
+        s.app.in_frame = false;
         window_close(s);
         return;
     }
     Clock::time_point update_start = Clock::now();
     bool changed = model_update(s);
-    if (changed) s.update_ms = seconds_since(update_start) * 1000.0;
-    bool waiting_layout = s.layout_requested && s.worker.busy();
-    bool draw = force || changed || s.had_event || s.force_frames > 0 || s.capture_request || waiting_layout ||
-                seconds_since(s.last_draw) > 0.5;
+    if (changed) s.frames.update_ms = seconds_since(update_start) * 1000.0;
+    bool waiting_layout = s.layout.requested && s.layout.worker.busy();
+    bool draw = force || changed || s.app.had_event || s.app.force_frames > 0 || s.capture.request || waiting_layout ||
+                seconds_since(s.app.last_draw) > 0.5;
     if (draw) {
         frame_draw(s);
-        s.frame_total_ms.push_back(seconds_since(update_start) * 1000.0);
-        if (s.frame_total_ms.size() > 240) s.frame_total_ms.erase(s.frame_total_ms.begin());
+        s.frames.total_ms.push_back(seconds_since(update_start) * 1000.0);
+        if (s.frames.total_ms.size() > 240) s.frames.total_ms.erase(s.frames.total_ms.begin());
     }
-    s.in_frame = false;
+    s.app.in_frame = false;
     if (display_lost()) {   // noticed by the buffer swap
         window_close_display_lost(s);
         return;
@@ -725,13 +724,13 @@ using namespace td;
 
 bool viewer_open(std::string* error, bool hidden) {
     ViewerState& s = viewer_state();
-    if (s.window) {
-        if (!hidden && s.hidden) {
-            glfwShowWindow(s.window);
-            s.hidden = false;
+    if (s.app.window) {
+        if (!hidden && s.app.hidden) {
+            glfwShowWindow(s.app.window);
+            s.app.hidden = false;
         }
-        if (!s.hidden) glfwFocusWindow(s.window);
-        s.force_frames = std::max(s.force_frames, 2);
+        if (!s.app.hidden) glfwFocusWindow(s.app.window);
+        s.app.force_frames = std::max(s.app.force_frames, 2);
         return true;
     }
     std::string message;
@@ -740,39 +739,39 @@ bool viewer_open(std::string* error, bool hidden) {
         return false;
     }
     observer_sync(s);
-    s.force_frames = 3;
-    s.last_live_frame = Clock::now();
+    s.app.force_frames = 3;
+    s.app.last_live_frame = Clock::now();
     frame_step(true);
     return true;
 }
 
 void viewer_close() {
     ViewerState& s = viewer_state();
-    if (s.window) window_close(s);
+    if (s.app.window) window_close(s);
 }
 
-bool viewer_is_open() { return viewer_state().window != nullptr; }
+bool viewer_is_open() { return viewer_state().app.window != nullptr; }
 
 void viewer_frame() { frame_step(false); }
 
 bool viewer_screenshot(const std::string& path, int frames, std::string* error) {
     ViewerState& s = viewer_state();
-    if (!s.window) {
+    if (!s.app.window) {
         if (error) *error = "the viewer window is not open";
         return false;
     }
     viewer_wait_layout(60.0);
-    for (int i = 0; i < frames && s.window; ++i) frame_step(true);
-    if (!s.window) {
+    for (int i = 0; i < frames && s.app.window; ++i) frame_step(true);
+    if (!s.app.window) {
         if (error) *error = "the viewer window was closed";
         return false;
     }
-    s.capture_request = true;
-    s.capture_path = path;
+    s.capture.request = true;
+    s.capture.path = path;
     frame_step(true);
-    if (!s.capture_error.empty() || s.capture_request) {
-        if (error) *error = s.capture_error.empty() ? "no frame was drawn" : s.capture_error;
-        s.capture_request = false;
+    if (!s.capture.error.empty() || s.capture.request) {
+        if (error) *error = s.capture.error.empty() ? "no frame was drawn" : s.capture.error;
+        s.capture.request = false;
         return false;
     }
     return true;
@@ -783,69 +782,69 @@ void viewer_set_stop(int64_t node_id, bool backward, bool has_run) {
     // Whichever hook observer (the debugger's or the viewer's) is told first: the newest node,
     // stopped before it runs, has not run yet (the viewer's hook sees it finish); a node the
     // debugger stopped after has run.
-    if (has_run) s.running.erase(node_id);
-    else if (s.window && node_id > 0 && node_id == tape_next_id() - 1 && tape_find(node_id)) s.running.insert(node_id);
-    s.stop_node = node_id;
-    s.stop_backward = backward;
-    s.stop_has_run = has_run;
-    s.stop_file.clear();
-    s.stop_line = 0;
-    s.selected = node_id;
-    s.scroll_to_stop = true;
-    s.view_dirty = true;   // a group hiding the stop opens
+    if (has_run) s.engine.running.erase(node_id);
+    else if (s.app.window && node_id > 0 && node_id == tape_next_id() - 1 && tape_find(node_id)) s.engine.running.insert(node_id);
+    s.stop.node = node_id;
+    s.stop.backward = backward;
+    s.stop.has_run = has_run;
+    s.stop.file.clear();
+    s.stop.line = 0;
+    s.selection.node = node_id;
+    s.stop.scroll_to = true;
+    s.model.view_dirty = true;   // a group hiding the stop opens
     // A stop outside the tape window (a breakpoint on an early step of a long loop): the window
     // moves there while stopped, and follows the newest nodes again once the program runs on.
-    if (node_id > 0 && !s.window_span.covers(node_id) && !record_find(s.records, node_id)) {
-        s.window_centre = node_id;
-        s.window_at_stop = true;
+    if (node_id > 0 && !s.tape.span.covers(node_id) && !record_find(s.model.records, node_id)) {
+        s.tape.centre = node_id;
+        s.tape.at_stop = true;
     }
-    s.force_frames = std::max(s.force_frames, 3);
+    s.app.force_frames = std::max(s.app.force_frames, 3);
 }
 
 void viewer_set_stop_line(const std::string& file, int line) {
     viewer_clear_stop();
     ViewerState& s = viewer_state();
-    s.stop_file = file;
-    s.stop_line = line;
-    s.force_frames = std::max(s.force_frames, 2);
+    s.stop.file = file;
+    s.stop.line = line;
+    s.app.force_frames = std::max(s.app.force_frames, 2);
 }
 
 void viewer_clear_stop() {
     ViewerState& s = viewer_state();
-    s.stop_file.clear();
-    s.stop_line = 0;
-    if (s.window_at_stop) {
-        s.window_at_stop = false;
-        s.window_anchor = Ref<Node>();
-        s.window_moved = true;
+    s.stop.file.clear();
+    s.stop.line = 0;
+    if (s.tape.at_stop) {
+        s.tape.at_stop = false;
+        s.tape.anchor = Ref<Node>();
+        s.tape.moved = true;
     }
-    if (s.stop_node == 0) return;
-    s.stop_node = 0;
-    s.stop_backward = false;
-    s.view_dirty = true;
-    s.force_frames = std::max(s.force_frames, 2);
+    if (s.stop.node == 0) return;
+    s.stop.node = 0;
+    s.stop.backward = false;
+    s.model.view_dirty = true;
+    s.app.force_frames = std::max(s.app.force_frames, 2);
 }
 
 void viewer_select_node(int64_t node_id) { viewer_select(node_id, true); }
 
 void viewer_window_follow() {
     ViewerState& s = viewer_state();
-    s.window_anchor = Ref<Node>();
-    s.window_centre = 0;
-    s.window_at_stop = false;
-    s.window_moved = true;
-    s.force_frames = std::max(s.force_frames, 2);
+    s.tape.anchor = Ref<Node>();
+    s.tape.centre = 0;
+    s.tape.at_stop = false;
+    s.tape.moved = true;
+    s.app.force_frames = std::max(s.app.force_frames, 2);
 }
 
 void viewer_window_centre(int64_t node_id) {
     ViewerState& s = viewer_state();
-    s.window_centre = std::max<int64_t>(node_id, 1);
-    s.window_at_stop = false;
-    s.force_frames = std::max(s.force_frames, 2);
+    s.tape.centre = std::max<int64_t>(node_id, 1);
+    s.tape.at_stop = false;
+    s.app.force_frames = std::max(s.app.force_frames, 2);
 }
 
 void viewer_window_page(int direction) {
-    const TapeWindowSpan& span = viewer_state().window_span;
+    const TapeWindowSpan& span = viewer_state().tape.span;
     if (span.nodes == 0) return;
     if (direction > 0 && span.following) return;
     viewer_window_centre(direction < 0 ? span.first : span.last);
@@ -853,32 +852,32 @@ void viewer_window_page(int direction) {
 
 void viewer_window_resize(size_t nodes) {
     ViewerState& s = viewer_state();
-    s.window_size = std::max<size_t>(nodes, 1);
-    if (s.window_anchor) s.window_centre = s.window_span.first + (s.window_span.last - s.window_span.first) / 2;
-    s.window_moved = true;
-    s.force_frames = std::max(s.force_frames, 2);
+    s.tape.size = std::max<size_t>(nodes, 1);
+    if (s.tape.anchor) s.tape.centre = s.tape.span.first + (s.tape.span.last - s.tape.span.first) / 2;
+    s.tape.moved = true;
+    s.app.force_frames = std::max(s.app.force_frames, 2);
 }
 
 ViewerWindowSpan viewer_window_span() {
     ViewerState& s = viewer_state();
-    if (s.window) model_update(s);
+    if (s.app.window) model_update(s);
     ViewerWindowSpan span;
-    span.first = s.window_span.first;
-    span.last = s.window_span.last;
-    span.nodes = s.window_span.nodes;
-    span.live = s.window_span.live;
-    span.following = s.window_span.following;
-    span.size = s.window_size;
+    span.first = s.tape.span.first;
+    span.last = s.tape.span.last;
+    span.nodes = s.tape.span.nodes;
+    span.live = s.tape.span.live;
+    span.following = s.tape.span.following;
+    span.size = s.tape.size;
     return span;
 }
 
 bool viewer_expand_named(const std::string& name, bool open, std::string* error) {
     ViewerState& s = viewer_state();
     model_update(s);   // the groups of the tape as it is now
-    std::vector<int> found = clusters_named(s.view.clusters, name);
+    std::vector<int> found = clusters_named(s.model.view.clusters, name);
     if (found.empty()) {
         std::string names;
-        for (const Cluster& c : s.view.clusters)
+        for (const Cluster& c : s.model.view.clusters)
             if (c.kind == CLUSTER_MODULE || c.kind == CLUSTER_UPDATE || c.kind == CLUSTER_LOOP || c.kind == CLUSTER_FUNCTION)
                 if (names.find(c.title) == std::string::npos) names += (names.empty() ? "" : ", ") + c.title;
         if (error)
@@ -886,40 +885,36 @@ bool viewer_expand_named(const std::string& name, bool open, std::string* error)
                      (names.empty() ? std::string(" (it has none)") : " (there are: " + names.substr(0, 300) + ")");
         return false;
     }
-    for (int c : found) viewer_set_expanded(cluster_state_key(s.view.clusters[c]), open);
+    for (int c : found) viewer_set_expanded(cluster_state_key(s.model.view.clusters[c]), open);
     return true;
 }
 
 void viewer_set_controls(const ViewerControls* controls) {
     ViewerState& s = viewer_state();
-    s.controls = controls ? *controls : ViewerControls();
-    s.force_frames = std::max(s.force_frames, 2);
+    s.stop.controls = controls ? *controls : ViewerControls();
+    s.app.force_frames = std::max(s.app.force_frames, 2);
 }
 
-namespace {
-ViewerDiffSource g_diff_source = nullptr;
-}
-
-void viewer_set_diff_source(ViewerDiffSource source) { g_diff_source = source; }
+void viewer_set_diff_source(ViewerDiffSource source) { viewer_state().model.diff_source = source; }
 
 // The diff option's marks, asked of the source once per frame (it answers at once when its
 // comparison is the one already here).
 void td::viewer_diff_refresh(ViewerState& s) {
-    if (!s.diff || !g_diff_source) {
-        s.diff_marks.clear();
-        s.diff_version = 0;
+    if (!s.model.diff || !s.model.diff_source) {
+        s.model.diff_marks.clear();
+        s.model.diff_version = 0;
         return;
     }
     std::vector<ViewerDiffMark> marks;
-    if (!g_diff_source(&s.diff_version, &marks)) return;
-    s.diff_marks.clear();
-    for (ViewerDiffMark& m : marks) s.diff_marks[m.node_id] = std::move(m);
+    if (!s.model.diff_source(&s.model.diff_version, &marks)) return;
+    s.model.diff_marks.clear();
+    for (ViewerDiffMark& m : marks) s.model.diff_marks[m.node_id] = std::move(m);
 }
 
 void viewer_set_breakpoints(const std::vector<ViewerBreakpoint>& breakpoints) {
     ViewerState& s = viewer_state();
-    s.breakpoints = breakpoints;
-    s.force_frames = std::max(s.force_frames, 2);
+    s.stop.breakpoints = breakpoints;
+    s.app.force_frames = std::max(s.app.force_frames, 2);
 }
 
 namespace td {
@@ -932,9 +927,9 @@ void viewer_frame_forced() { frame_step(true); }
 bool viewer_wait_layout(double timeout) {
     ViewerState& s = viewer_state();
     Clock::time_point start = Clock::now();
-    while (s.window) {
+    while (s.app.window) {
         frame_step(false);
-        if (s.window && layout_current(s)) {
+        if (s.app.window && layout_current(s)) {
             model_update(s);
             return true;
         }
@@ -947,70 +942,70 @@ bool viewer_wait_layout(double timeout) {
 std::vector<double> viewer_bench_frames(int frames) {
     ViewerState& s = viewer_state();
     std::vector<double> ms;
-    s.sync_frames = true;
-    for (int i = 0; i < frames && s.window; ++i) {
+    s.frames.sync = true;
+    for (int i = 0; i < frames && s.app.window; ++i) {
         frame_step(true);
-        if (!s.frame_ms.empty()) ms.push_back(s.frame_ms.back());
+        if (!s.frames.ms.empty()) ms.push_back(s.frames.ms.back());
     }
-    s.sync_frames = false;
+    s.frames.sync = false;
     return ms;
 }
 
 bool viewer_capture(std::string* error) {
     ViewerState& s = viewer_state();
-    if (!s.window) {
+    if (!s.app.window) {
         if (error) *error = "the viewer window is not open";
         return false;
     }
-    s.capture_request = true;
-    s.capture_path.clear();
+    s.capture.request = true;
+    s.capture.path.clear();
     frame_step(true);
-    return !s.capture_request;
+    return !s.capture.request;
 }
 
 LayoutResult viewer_layout_now() {
     ViewerState& s = viewer_state();
     std::vector<NodeRecord> records;
-    if (s.window) {
+    if (s.app.window) {
         model_update(s);
-        records = s.records;
+        records = s.model.records;
     } else {
         TapeWindow window;
-        if (static_cast<size_t>(tape_live_count()) > s.window_above) window.size = s.window_size;
+        if (static_cast<size_t>(tape_live_count()) > s.tape.above) window.size = s.tape.size;
         records_update(records, {}, window);
     }
     GraphView view = build_view(s, records);
-    return layout_compute(layout_input_from_view(view, s.backward_up));
+    return layout_compute(layout_input_from_view(view, s.model.backward_up));
 }
 
 void viewer_click(float x, float y, int button, bool double_click) {
     ViewerState& s = viewer_state();
-    if (!s.window) return;
+    if (!s.app.window) return;
     button = std::clamp(button, 0, 2);
-    s.scripted_mouse = true;
-    s.mouse_pos = ImVec2(x, y);
-    for (bool& down : s.mouse_down) down = false;
+    s.input.mouse = true;
+    s.input.mouse_pos = ImVec2(x, y);
+    for (bool& down : s.input.mouse_down) down = false;
     frame_step(true);   // hover
     for (int click = 0; click < (double_click ? 2 : 1); ++click) {
-        s.mouse_down[button] = true;
+        s.input.mouse_down[button] = true;
         frame_step(true);
-        s.mouse_down[button] = false;
+        s.input.mouse_down[button] = false;
         frame_step(true);
     }
     frame_step(true);
-    s.scripted_mouse = false;
+    s.input.mouse = false;
 }
 
 void viewer_request_close() {
     ViewerState& s = viewer_state();
-    if (s.window) glfwSetWindowShouldClose(s.window, GLFW_TRUE);
+    if (s.app.window) glfwSetWindowShouldClose(s.app.window, GLFW_TRUE);
 }
 
 void viewer_fit() {
     ViewerState& s = viewer_state();
-    s.fit_request = true;
-    s.camera = CAMERA_FIT;
-    s.force_frames = std::max(s.force_frames, 2);
+    s.graph.fit_request = true;
+    s.graph.camera = CAMERA_FIT;
+    s.app.force_frames = std::max(s.app.force_frames, 2);
 }
 
 // Closing the Lua state: the window, the hook, and every callback into Lua go.
@@ -1022,15 +1017,15 @@ void viewer_fit() {
 void viewer_shutdown() {
     ViewerState& s = viewer_state();
     viewer_close();
-    s.node_callback = nullptr;
-    s.namer = nullptr;
-    s.controls = ViewerControls();
+    s.engine.node_callback = nullptr;
+    s.engine.namer = nullptr;
+    s.stop.controls = ViewerControls();
     observer_sync(s);
 }
 
 void viewer_set_node_callback(std::function<void(Node*, HookEvent)> callback) {
     ViewerState& s = viewer_state();
-    s.node_callback = std::move(callback);
+    s.engine.node_callback = std::move(callback);
     observer_sync(s);
 }
 

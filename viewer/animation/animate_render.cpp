@@ -307,10 +307,10 @@ void draw_edges(cairo_t* cr, const AnimationStory& story, const AnimationFrame& 
     }
 }
 
-void draw_boxes(cairo_t* cr, const AnimationStory& story, const Geometry& g, const std::vector<BoxLook>& looks) {
+// Expanded groups: frames with their titles, under the boxes.
+void draw_group_frames(cairo_t* cr, const AnimationStory& story, const Geometry& g) {
     const GraphView& v = story.view;
     double s = g.scale;
-    // Expanded groups: frames with their titles, under the boxes.
     for (const auto& fr : story.layout.frames) {
         const LayoutRect& r = fr.second;
         set_colour(cr, FRAME, 0.9);
@@ -323,82 +323,104 @@ void draw_boxes(cairo_t* cr, const AnimationStory& story, const Geometry& g, con
                 text_at(cr, g.px(r.x0) + 5 * s, g.py(r.y0) + 2 * s, text_fit(cr, c.title, (r.x1 - r.x0) * s - 10 * s));
             }
     }
+}
+
+// One box's shape at (x0, y0)-(x1, y1): stacked for a collapsed group, its fill (the highlight
+// while its forward op is the current step), its border (thick when current, dashed for ghosts,
+// stubs and pending gradients), and its gradient dot.
+void draw_box_shape(cairo_t* cr, const ViewBox& b, const BoxLook& look, const Geometry& g, double x0, double y0, double x1,
+                    double y1) {
+    double s = g.scale;
+    double round = std::min(4.0 * s, 6.0);
+    bool stacked = b.kind == BOX_CLUSTER && !b.is_function;
+    Colour fill = box_fill(b);
+    bool forward_current = look.current && b.phase == PHASE_FORWARD;
+    if (forward_current) fill = HIGHLIGHT;
+    if (stacked) {
+        double off = std::clamp(3.0 * s, 2.0, 4.0);
+        set_colour(cr, fill, look.alpha);
+        rounded_rect(cr, x0 + off, y0 + off, x1 + off, y1 + off, round);
+        cairo_fill_preserve(cr);
+        set_colour(cr, BORDER, look.alpha);
+        cairo_set_line_width(cr, 1);
+        cairo_stroke(cr);
+    }
+    if (b.kind != BOX_STUB) {
+        set_colour(cr, fill, look.alpha);
+        rounded_rect(cr, x0, y0, x1, y1, round);
+        cairo_fill(cr);
+    }
+    double border = std::clamp(s, 1.0, 1.6);
+    if (look.current) {
+        set_colour(cr, HIGHLIGHT_BORDER);
+        cairo_set_line_width(cr, 3.0 * g.unit);
+        rounded_rect(cr, x0 - 2, y0 - 2, x1 + 2, y1 + 2, round + 2);
+        cairo_stroke(cr);
+    } else if (b.kind == BOX_GHOST || b.kind == BOX_STUB || look.pending) {
+        double dash[] = {4 * g.unit, 3 * g.unit};
+        cairo_set_dash(cr, dash, 2, 0);
+        set_colour(cr, look.pending ? BACKWARD_EDGE : BORDER, look.pending ? std::max(look.alpha, 0.5) : look.alpha);
+        cairo_set_line_width(cr, border);
+        rounded_rect(cr, x0, y0, x1, y1, round);
+        cairo_stroke(cr);
+        cairo_set_dash(cr, nullptr, 0, 0);
+    } else {
+        set_colour(cr, BORDER, look.alpha);
+        cairo_set_line_width(cr, border);
+        rounded_rect(cr, x0, y0, x1, y1, round);
+        cairo_stroke(cr);
+    }
+    if (look.dot) {
+        double mark = std::clamp(4.0 * s, 3.0, 7.0);
+        double cx = x1 - mark - 2, cy = y0 + mark + 2;
+        cairo_arc(cr, cx, cy, mark, 0, 2 * M_PI);
+        if (look.dot == 3) {
+            set_colour(cr, GRAD_PENDING);
+            cairo_set_line_width(cr, 1.5);
+            cairo_stroke(cr);
+        } else {
+            set_colour(cr, look.dot == 1 ? GRAD_DONE : HIGHLIGHT_BORDER);
+            cairo_fill(cr);
+        }
+    }
+}
+
+// A box's labels: the viewer's lines (title, detail, extra), at its padding, clipped to the box.
+void draw_box_labels(cairo_t* cr, const ViewBox& b, const BoxLook& look, const Geometry& g, double x0, double y0, double x1,
+                     double y1) {
+    double s = g.scale;
+    set_font(cr, LABEL_SIZE * s);
+    cairo_font_extents_t fe;
+    cairo_font_extents(cr, &fe);
+    double y = y0 + 4 * s, x = x0 + 8 * s;
+    double text_alpha = std::max(look.alpha, 0.35);
+    bool first = true;
+    for (const std::string* line : {&b.title, &b.detail, &b.extra}) {
+        if (line->empty()) continue;
+        set_colour(cr, first ? TEXT : TEXT_DIM, text_alpha);
+        cairo_save(cr);
+        cairo_rectangle(cr, x0, y0, x1 - x0, y1 - y0);
+        cairo_clip(cr);
+        text_at(cr, x, y, *line);
+        cairo_restore(cr);
+        y += fe.height;
+        first = false;
+    }
+}
+
+// The story's boxes as `looks` has them in this frame (those not shown left out), over the frames
+// of the open groups.
+void draw_boxes(cairo_t* cr, const AnimationStory& story, const Geometry& g, const std::vector<BoxLook>& looks) {
+    const GraphView& v = story.view;
+    draw_group_frames(cr, story, g);
     for (size_t i = 0; i < v.boxes.size(); ++i) {
         const ViewBox& b = v.boxes[i];
         const BoxLook& look = looks[i];
         auto rect = story.layout.boxes.find(b.key);
         if (!look.shown || rect == story.layout.boxes.end()) continue;
         double x0 = g.px(rect->second.x0), y0 = g.py(rect->second.y0), x1 = g.px(rect->second.x1), y1 = g.py(rect->second.y1);
-        double round = std::min(4.0 * s, 6.0);
-        bool stacked = b.kind == BOX_CLUSTER && !b.is_function;
-        Colour fill = box_fill(b);
-        bool forward_current = look.current && b.phase == PHASE_FORWARD;
-        if (forward_current) fill = HIGHLIGHT;
-        if (stacked) {
-            double off = std::clamp(3.0 * s, 2.0, 4.0);
-            set_colour(cr, fill, look.alpha);
-            rounded_rect(cr, x0 + off, y0 + off, x1 + off, y1 + off, round);
-            cairo_fill_preserve(cr);
-            set_colour(cr, BORDER, look.alpha);
-            cairo_set_line_width(cr, 1);
-            cairo_stroke(cr);
-        }
-        if (b.kind != BOX_STUB) {
-            set_colour(cr, fill, look.alpha);
-            rounded_rect(cr, x0, y0, x1, y1, round);
-            cairo_fill(cr);
-        }
-        double border = std::clamp(s, 1.0, 1.6);
-        if (look.current) {
-            set_colour(cr, HIGHLIGHT_BORDER);
-            cairo_set_line_width(cr, 3.0 * g.unit);
-            rounded_rect(cr, x0 - 2, y0 - 2, x1 + 2, y1 + 2, round + 2);
-            cairo_stroke(cr);
-        } else if (b.kind == BOX_GHOST || b.kind == BOX_STUB || look.pending) {
-            double dash[] = {4 * g.unit, 3 * g.unit};
-            cairo_set_dash(cr, dash, 2, 0);
-            set_colour(cr, look.pending ? BACKWARD_EDGE : BORDER, look.pending ? std::max(look.alpha, 0.5) : look.alpha);
-            cairo_set_line_width(cr, border);
-            rounded_rect(cr, x0, y0, x1, y1, round);
-            cairo_stroke(cr);
-            cairo_set_dash(cr, nullptr, 0, 0);
-        } else {
-            set_colour(cr, BORDER, look.alpha);
-            cairo_set_line_width(cr, border);
-            rounded_rect(cr, x0, y0, x1, y1, round);
-            cairo_stroke(cr);
-        }
-        if (look.dot) {
-            double mark = std::clamp(4.0 * s, 3.0, 7.0);
-            double cx = x1 - mark - 2, cy = y0 + mark + 2;
-            cairo_arc(cr, cx, cy, mark, 0, 2 * M_PI);
-            if (look.dot == 3) {
-                set_colour(cr, GRAD_PENDING);
-                cairo_set_line_width(cr, 1.5);
-                cairo_stroke(cr);
-            } else {
-                set_colour(cr, look.dot == 1 ? GRAD_DONE : HIGHLIGHT_BORDER);
-                cairo_fill(cr);
-            }
-        }
-        // Labels: the viewer's lines (title, detail, extra), at its padding.
-        set_font(cr, LABEL_SIZE * s);
-        cairo_font_extents_t fe;
-        cairo_font_extents(cr, &fe);
-        double y = y0 + 4 * s, x = x0 + 8 * s;
-        double text_alpha = std::max(look.alpha, 0.35);
-        bool first = true;
-        for (const std::string* line : {&b.title, &b.detail, &b.extra}) {
-            if (line->empty()) continue;
-            set_colour(cr, first ? TEXT : TEXT_DIM, text_alpha);
-            cairo_save(cr);
-            cairo_rectangle(cr, x0, y0, x1 - x0, y1 - y0);
-            cairo_clip(cr);
-            text_at(cr, x, y, *line);
-            cairo_restore(cr);
-            y += fe.height;
-            first = false;
-        }
+        draw_box_shape(cr, b, look, g, x0, y0, x1, y1);
+        draw_box_labels(cr, b, look, g, x0, y0, x1, y1);
     }
 }
 
@@ -410,6 +432,41 @@ void set_heat(cairo_t* cr, double x, double lo, double hi) {
     cairo_set_source_rgb(cr, (c & 0xFF) / 255.0, ((c >> 8) & 0xFF) / 255.0, ((c >> 16) & 0xFF) / 255.0);
 }
 
+// The panel's heatmap grid at (x, y), `w` wide and at most `room_h` high, and its colour bar
+// (lo .. hi) under it; returns the y below them.
+double draw_panel_grid(cairo_t* cr, const AnimationGrid& grid, double x, double y, double w, double room_h, double u) {
+    double cell = std::min({w / grid.cols, room_h / grid.rows, 26 * u});
+    double gx = x + (w - cell * grid.cols) / 2;
+    for (int r = 0; r < grid.rows; ++r)
+        for (int c = 0; c < grid.cols; ++c) {
+            set_heat(cr, grid.values[static_cast<size_t>(r) * grid.cols + c], grid.lo, grid.hi);
+            cairo_rectangle(cr, gx + c * cell, y + r * cell, cell + 0.5, cell + 0.5);
+            cairo_fill(cr);
+        }
+    set_colour(cr, BORDER);
+    cairo_set_line_width(cr, 1);
+    cairo_rectangle(cr, gx, y, cell * grid.cols, cell * grid.rows);
+    cairo_stroke(cr);
+    y += cell * grid.rows + 10 * u;
+    // The colour bar: lo .. hi.
+    const int steps = 40;
+    double bw = std::min(w, 240 * u), bx = x + (w - bw) / 2;
+    for (int i = 0; i < steps; ++i) {
+        set_heat(cr, grid.lo + (grid.hi - grid.lo) * (i + 0.5) / steps, grid.lo, grid.hi);
+        cairo_rectangle(cr, bx + bw * i / steps, y, bw / steps + 0.5, 9 * u);
+        cairo_fill(cr);
+    }
+    y += 12 * u;
+    set_font(cr, 12 * u);
+    set_colour(cr, TEXT_DIM);
+    text_at(cr, bx, y, number_text(grid.lo));
+    std::string hi = number_text(grid.hi);
+    text_at(cr, bx + bw - text_width(cr, hi), y, hi);
+    return y + 22 * u;
+}
+
+// The frame's panel on the right, its edge in `accent`: heading, what it shows, a note, the value
+// (a number, or statistics and the heatmap grid), then the panel's lines while they fit.
 void draw_panel(cairo_t* cr, const AnimationPanel& p, const Geometry& g, int height, Colour accent) {
     double u = g.unit;
     double x = g.panel_x + 16 * u, w = g.panel_w - 32 * u;
@@ -453,39 +510,8 @@ void draw_panel(cairo_t* cr, const AnimationPanel& p, const Geometry& g, int hei
             text_at(cr, x, y, "NaN " + std::to_string(st.nan) + "   Inf " + std::to_string(st.inf()));
             y += 20 * u;
         }
-        const AnimationGrid& grid = p.grid;
         double room_h = height - y - 130 * u - 20.0 * u * static_cast<double>(p.lines.size());
-        if (grid.rows > 0 && grid.cols > 0 && room_h > 20 * u) {
-            y += 8 * u;
-            double cell = std::min({w / grid.cols, room_h / grid.rows, 26 * u});
-            double gx = x + (w - cell * grid.cols) / 2;
-            for (int r = 0; r < grid.rows; ++r)
-                for (int c = 0; c < grid.cols; ++c) {
-                    set_heat(cr, grid.values[static_cast<size_t>(r) * grid.cols + c], grid.lo, grid.hi);
-                    cairo_rectangle(cr, gx + c * cell, y + r * cell, cell + 0.5, cell + 0.5);
-                    cairo_fill(cr);
-                }
-            set_colour(cr, BORDER);
-            cairo_set_line_width(cr, 1);
-            cairo_rectangle(cr, gx, y, cell * grid.cols, cell * grid.rows);
-            cairo_stroke(cr);
-            y += cell * grid.rows + 10 * u;
-            // The colour bar: lo .. hi.
-            const int steps = 40;
-            double bw = std::min(w, 240 * u), bx = x + (w - bw) / 2;
-            for (int i = 0; i < steps; ++i) {
-                set_heat(cr, grid.lo + (grid.hi - grid.lo) * (i + 0.5) / steps, grid.lo, grid.hi);
-                cairo_rectangle(cr, bx + bw * i / steps, y, bw / steps + 0.5, 9 * u);
-                cairo_fill(cr);
-            }
-            y += 12 * u;
-            set_font(cr, 12 * u);
-            set_colour(cr, TEXT_DIM);
-            text_at(cr, bx, y, number_text(grid.lo));
-            std::string hi = number_text(grid.hi);
-            text_at(cr, bx + bw - text_width(cr, hi), y, hi);
-            y += 22 * u;
-        }
+        if (p.grid.rows > 0 && p.grid.cols > 0 && room_h > 20 * u) y = draw_panel_grid(cr, p.grid, x, y + 8 * u, w, room_h, u);
     }
     set_font(cr, 14 * u);
     set_colour(cr, TEXT);

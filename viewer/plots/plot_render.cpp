@@ -226,13 +226,10 @@ std::string legend_label(const std::string& name, const std::string& prefix) {
     return prefix.empty() ? name : name.substr(prefix.size() + 1);
 }
 
-// One line per series; `prefix` non-empty for a family (legend labels drop it).
-void draw_lines(cairo_t* cr, int width, int height, const std::vector<std::string>& names, const std::string& prefix,
-                const std::string& title, bool force_log, double guide) {
-    const TrainingLog& log = training_log();
-    std::vector<const ScalarSeries*> series;
-    for (const std::string& n : names) series.push_back(&log.scalars.at(n));
-    Axis x, y;
+// The axes' ranges over the series' finite points (step, value); the value axis logarithmic when
+// forced, or when every value is positive and they span more than 100x. `guide` (> 0) stays in
+// range on a log axis. False when there is no finite point.
+bool lines_axes(const std::vector<const ScalarSeries*>& series, bool force_log, double guide, Axis& x, Axis& y) {
     bool any = false, all_positive = true;
     double xlo = 0, xhi = 0, ylo = 0, yhi = 0, pos_lo = 0;
     for (const ScalarSeries* s : series)
@@ -255,6 +252,77 @@ void draw_lines(cairo_t* cr, int width, int height, const std::vector<std::strin
     x.lo = xlo, x.hi = xhi, y.lo = ylo, y.hi = yhi;
     if (!(x.hi > x.lo)) x.lo -= 0.5, x.hi += 0.5;
     pad_range(y);
+    return any;
+}
+
+// The rule of thumb's line at `guide`: dashed across the box, with its value.
+void draw_guide(cairo_t* cr, const Box& box, const Axis& y, double guide) {
+    double py = y.px(guide);
+    cairo_set_source_rgb(cr, 0.35, 0.35, 0.35);
+    double dash[] = {6, 4};
+    cairo_set_dash(cr, dash, 2, 0);
+    cairo_set_line_width(cr, 1.2);
+    cairo_move_to(cr, box.x0, py);
+    cairo_line_to(cr, box.x1, py);
+    cairo_stroke(cr);
+    cairo_set_dash(cr, nullptr, 0, 0);
+    text_at(cr, number_text(guide), box.x0 + 4, py - 4, 10);
+}
+
+// One series as a line in the current colour, broken at values it cannot show (not finite, or not
+// positive on a log axis); one or two points as dots, since a line of one point is invisible.
+void draw_series_line(cairo_t* cr, const ScalarSeries& s, const Axis& x, const Axis& y) {
+    bool down = false;
+    size_t shown = 0;
+    for (size_t i = 0; i < s.values.size(); ++i) {
+        double v = s.values[i];
+        if (!std::isfinite(v) || (y.log && v <= 0)) {
+            down = false;
+            continue;
+        }
+        double px = x.px(s.steps[i]), py = y.px(v);
+        if (down) cairo_line_to(cr, px, py);
+        else cairo_move_to(cr, px, py);
+        down = true;
+        ++shown;
+    }
+    cairo_stroke(cr);
+    if (shown <= 2)
+        for (size_t i = 0; i < s.values.size(); ++i)
+            if (std::isfinite(s.values[i]) && !(y.log && s.values[i] <= 0)) {
+                cairo_arc(cr, x.px(s.steps[i]), y.px(s.values[i]), 3, 0, 2 * M_PI);
+                cairo_fill(cr);
+            }
+}
+
+// The legend right of the box: a swatch and label per series, as many as fit ("... N more").
+void draw_lines_legend(cairo_t* cr, const Box& box, int width, const std::vector<std::string>& labels) {
+    double lx = box.x1 + 10, ly = box.y0 + 6;
+    size_t max_rows = static_cast<size_t>(std::max(1.0, (box.h() - 10) / 15));
+    for (size_t k = 0; k < labels.size() && ly < box.y1; ++k, ly += 15) {
+        if (k + 1 == max_rows && labels.size() > max_rows) {
+            cairo_set_source_rgb(cr, 0.3, 0.3, 0.3);
+            text_at(cr, "... " + std::to_string(labels.size() - k) + " more", lx, ly, 11, 0, 0.5);
+            break;
+        }
+        set_colour(cr, PALETTE[k % 10]);
+        cairo_set_line_width(cr, 2.5);
+        cairo_move_to(cr, lx, ly);
+        cairo_line_to(cr, lx + 18, ly);
+        cairo_stroke(cr);
+        cairo_set_source_rgb(cr, 0.15, 0.15, 0.15);
+        text_at(cr, fit_left(cr, labels[k], width - lx - 28, 11), lx + 24, ly, 11, 0, 0.5);
+    }
+}
+
+// One line per series; `prefix` non-empty for a family (legend labels drop it).
+void draw_lines(cairo_t* cr, int width, int height, const std::vector<std::string>& names, const std::string& prefix,
+                const std::string& title, bool force_log, double guide) {
+    const TrainingLog& log = training_log();
+    std::vector<const ScalarSeries*> series;
+    for (const std::string& n : names) series.push_back(&log.scalars.at(n));
+    Axis x, y;
+    bool any = lines_axes(series, force_log, guide, x, y);
 
     bool legend = names.size() > 1;
     std::vector<std::string> labels;
@@ -278,64 +346,15 @@ void draw_lines(cairo_t* cr, int width, int height, const std::vector<std::strin
     cairo_save(cr);
     cairo_rectangle(cr, box.x0, box.y0, box.w(), box.h());
     cairo_clip(cr);
-    if (guide > 0) {   // the rule of thumb's line
-        double py = y.px(guide);
-        cairo_set_source_rgb(cr, 0.35, 0.35, 0.35);
-        double dash[] = {6, 4};
-        cairo_set_dash(cr, dash, 2, 0);
-        cairo_set_line_width(cr, 1.2);
-        cairo_move_to(cr, box.x0, py);
-        cairo_line_to(cr, box.x1, py);
-        cairo_stroke(cr);
-        cairo_set_dash(cr, nullptr, 0, 0);
-        text_at(cr, number_text(guide), box.x0 + 4, py - 4, 10);
-    }
+    if (guide > 0) draw_guide(cr, box, y, guide);
     cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND);
     cairo_set_line_width(cr, names.size() > 1 ? 1.5 : 2.0);
     for (size_t k = 0; k < series.size(); ++k) {
-        const ScalarSeries* s = series[k];
         set_colour(cr, PALETTE[k % 10]);
-        bool down = false;
-        size_t shown = 0;
-        for (size_t i = 0; i < s->values.size(); ++i) {
-            double v = s->values[i];
-            if (!std::isfinite(v) || (y.log && v <= 0)) {
-                down = false;
-                continue;
-            }
-            double px = x.px(s->steps[i]), py = y.px(v);
-            if (down) cairo_line_to(cr, px, py);
-            else cairo_move_to(cr, px, py);
-            down = true;
-            ++shown;
-        }
-        cairo_stroke(cr);
-        if (shown <= 2)   // one or two points: dots, a line of one point is invisible
-            for (size_t i = 0; i < s->values.size(); ++i)
-                if (std::isfinite(s->values[i]) && !(y.log && s->values[i] <= 0)) {
-                    cairo_arc(cr, x.px(s->steps[i]), y.px(s->values[i]), 3, 0, 2 * M_PI);
-                    cairo_fill(cr);
-                }
+        draw_series_line(cr, *series[k], x, y);
     }
     cairo_restore(cr);
-    if (legend) {
-        double lx = box.x1 + 10, ly = box.y0 + 6;
-        size_t max_rows = static_cast<size_t>(std::max(1.0, (box.h() - 10) / 15));
-        for (size_t k = 0; k < names.size() && ly < box.y1; ++k, ly += 15) {
-            if (k + 1 == max_rows && names.size() > max_rows) {
-                cairo_set_source_rgb(cr, 0.3, 0.3, 0.3);
-                text_at(cr, "... " + std::to_string(names.size() - k) + " more", lx, ly, 11, 0, 0.5);
-                break;
-            }
-            set_colour(cr, PALETTE[k % 10]);
-            cairo_set_line_width(cr, 2.5);
-            cairo_move_to(cr, lx, ly);
-            cairo_line_to(cr, lx + 18, ly);
-            cairo_stroke(cr);
-            cairo_set_source_rgb(cr, 0.15, 0.15, 0.15);
-            text_at(cr, fit_left(cr, labels[k], width - lx - 28, 11), lx + 24, ly, 11, 0, 0.5);
-        }
-    }
+    if (legend) draw_lines_legend(cr, box, width, labels);
 }
 
 // ============================================================================================

@@ -50,13 +50,9 @@ using tdlua::set_integer;
 using tdlua::set_boolean;
 using tdlua::set_string;
 
-lua_State* g_main_state = nullptr;
-int g_node_callback_ref = LUA_NOREF;
-int g_controls_ref = LUA_NOREF;
-
 lua_State* calling_state() {
     lua_State* L = tapedeck_current_state();
-    return L ? L : g_main_state;
+    return L ? L : viewer_state().lua.main_state;
 }
 
 // Fields of the table on top of the stack.
@@ -70,8 +66,8 @@ struct ControlArg {
 // (the viewer calls this after a frame, outside any Lua call that could catch it).
 void call_control(const char* name, std::initializer_list<ControlArg> args) {
     lua_State* L = calling_state();
-    if (!L || g_controls_ref == LUA_NOREF) return;
-    lua_rawgeti(L, LUA_REGISTRYINDEX, g_controls_ref);
+    if (!L || viewer_state().lua.controls_ref == LUA_NOREF) return;
+    lua_rawgeti(L, LUA_REGISTRYINDEX, viewer_state().lua.controls_ref);
     lua_getfield(L, -1, name);
     lua_remove(L, -2);
     if (!lua_isfunction(L, -1)) {
@@ -174,18 +170,18 @@ int l_capture(lua_State* L) {
         lua_pushstring(L, error.c_str());
         return 2;
     }
-    lua_pushinteger(L, viewer_state().captured_width);
-    lua_pushinteger(L, viewer_state().captured_height);
+    lua_pushinteger(L, viewer_state().capture.width);
+    lua_pushinteger(L, viewer_state().capture.height);
     return 2;
 }
 
 int l_pixel(lua_State* L) {
     const ViewerState& s = viewer_state();
     lua_Integer x = luaL_checkinteger(L, 1), y = luaL_checkinteger(L, 2);
-    if (x < 0 || y < 0 || x >= s.captured_width || y >= s.captured_height || s.captured.empty())
+    if (x < 0 || y < 0 || x >= s.capture.width || y >= s.capture.height || s.capture.pixels.empty())
         return luaL_error(L, "pixel (%d, %d) is outside the last capture (%dx%d)", static_cast<int>(x), static_cast<int>(y),
-                          s.captured_width, s.captured_height);
-    const unsigned char* p = &s.captured[(static_cast<size_t>(y) * s.captured_width + static_cast<size_t>(x)) * 4];
+                          s.capture.width, s.capture.height);
+    const unsigned char* p = &s.capture.pixels[(static_cast<size_t>(y) * s.capture.width + static_cast<size_t>(x)) * 4];
     for (int i = 0; i < 4; ++i) lua_pushinteger(L, p[i]);
     return 4;
 }
@@ -227,13 +223,13 @@ int l_zoom(lua_State* L) {
     ViewerState& s = viewer_state();
     if (!lua_isnoneornil(L, 1)) {
         float z = static_cast<float>(luaL_checknumber(L, 1));
-        ImVec2 centre(s.pan.x + s.canvas_size.x * 0.5f / s.zoom, s.pan.y + s.canvas_size.y * 0.5f / s.zoom);
-        s.zoom = z;
-        s.pan = ImVec2(centre.x - s.canvas_size.x * 0.5f / z, centre.y - s.canvas_size.y * 0.5f / z);
-        s.camera = CAMERA_MANUAL;
-        s.force_frames = std::max(s.force_frames, 2);
+        ImVec2 centre(s.graph.pan.x + s.graph.canvas_size.x * 0.5f / s.graph.zoom, s.graph.pan.y + s.graph.canvas_size.y * 0.5f / s.graph.zoom);
+        s.graph.zoom = z;
+        s.graph.pan = ImVec2(centre.x - s.graph.canvas_size.x * 0.5f / z, centre.y - s.graph.canvas_size.y * 0.5f / z);
+        s.graph.camera = CAMERA_MANUAL;
+        s.app.force_frames = std::max(s.app.force_frames, 2);
     }
-    lua_pushnumber(L, s.zoom);
+    lua_pushnumber(L, s.graph.zoom);
     return 1;
 }
 
@@ -243,15 +239,15 @@ int l_show(lua_State* L) {
     static const char* const windows[] = {"graph", "training", nullptr};
     int which = luaL_checkoption(L, 1, nullptr, windows);
     if (which == 1) training_view_show(luaL_optstring(L, 2, "loss"));
-    else viewer_state().show_training = false;
-    viewer_state().force_frames = std::max(viewer_state().force_frames, 2);
+    else viewer_state().training.shown = false;
+    viewer_state().app.force_frames = std::max(viewer_state().app.force_frames, 2);
     return 0;
 }
 
 int l_tab(lua_State* L) {
     const char* name = luaL_checkstring(L, 1);
-    viewer_state().tensor_tab_request = strcmp(name, "gradient") == 0 ? 1 : strcmp(name, "inputs") == 0 ? 2 : 0;
-    viewer_state().force_frames = 2;
+    viewer_state().tensor.tab_request = strcmp(name, "gradient") == 0 ? 1 : strcmp(name, "inputs") == 0 ? 2 : 0;
+    viewer_state().app.force_frames = 2;
     return 0;
 }
 
@@ -260,7 +256,7 @@ const char* const CROSS_NAMES[] = {"none", "selection", "all", "auto", nullptr};
 int l_options(lua_State* L) {
     ViewerState& s = viewer_state();
     if (lua_istable(L, 1)) {
-        ViewOptions o = s.options;
+        ViewOptions o = s.model.options;
         auto flag = [&](const char* name, bool* field) {
             if (lua_getfield(L, 1, name) != LUA_TNIL) *field = lua_toboolean(L, -1);
             lua_pop(L, 1);
@@ -270,11 +266,11 @@ int l_options(lua_State* L) {
         flag("collapse_lines", &o.collapse_lines);
         flag("collapse_backward", &o.collapse_backward);
         flag("loss_graph", &o.loss_graph);
-        flag("backward_up", &s.backward_up);
-        flag("diff", &s.diff);
+        flag("backward_up", &s.model.backward_up);
+        flag("diff", &s.model.diff);
         if (lua_getfield(L, 1, "node_cap") != LUA_TNIL) o.node_cap = static_cast<int>(luaL_checkinteger(L, -1));
         lua_pop(L, 1);
-        if (lua_getfield(L, 1, "history") != LUA_TNIL) s.history_cap = static_cast<size_t>(luaL_checkinteger(L, -1));
+        if (lua_getfield(L, 1, "history") != LUA_TNIL) s.engine.history_cap = static_cast<size_t>(luaL_checkinteger(L, -1));
         lua_pop(L, 1);
         if (lua_getfield(L, 1, "window") != LUA_TNIL) {
             lua_Integer nodes = luaL_checkinteger(L, -1);
@@ -285,28 +281,28 @@ int l_options(lua_State* L) {
         if (lua_getfield(L, 1, "window_above") != LUA_TNIL) {
             lua_Integer nodes = luaL_checkinteger(L, -1);
             if (nodes < 0) luaL_error(L, "viewer.options: window_above must be a number of nodes >= 0, got %d", static_cast<int>(nodes));
-            s.window_above = static_cast<size_t>(nodes);
-            viewer_window_resize(s.window_size);
+            s.tape.above = static_cast<size_t>(nodes);
+            viewer_window_resize(s.tape.size);
         }
         lua_pop(L, 1);
-        if (lua_getfield(L, 1, "cross_edges") != LUA_TNIL) s.cross_edges = static_cast<CrossEdgeMode>(luaL_checkoption(L, -1, nullptr, CROSS_NAMES));
+        if (lua_getfield(L, 1, "cross_edges") != LUA_TNIL) s.graph.cross_edges = static_cast<CrossEdgeMode>(luaL_checkoption(L, -1, nullptr, CROSS_NAMES));
         lua_pop(L, 1);
-        s.options = o;
+        s.model.options = o;
         viewer_invalidate();
     }
     lua_createtable(L, 0, 8);
-    set_boolean(L, "ghosts", s.options.ghosts);
-    set_boolean(L, "collapse_loops", s.options.collapse_loops);
-    set_boolean(L, "collapse_lines", s.options.collapse_lines);
-    set_boolean(L, "collapse_backward", s.options.collapse_backward);
-    set_boolean(L, "loss_graph", s.options.loss_graph);
-    set_boolean(L, "backward_up", s.backward_up);
-    set_boolean(L, "diff", s.diff);
-    set_integer(L, "node_cap", s.options.node_cap);
-    set_integer(L, "history", static_cast<lua_Integer>(s.history_cap));
-    set_integer(L, "window", static_cast<lua_Integer>(s.window_size));
-    set_integer(L, "window_above", static_cast<lua_Integer>(s.window_above));
-    set_string(L, "cross_edges", CROSS_NAMES[s.cross_edges]);
+    set_boolean(L, "ghosts", s.model.options.ghosts);
+    set_boolean(L, "collapse_loops", s.model.options.collapse_loops);
+    set_boolean(L, "collapse_lines", s.model.options.collapse_lines);
+    set_boolean(L, "collapse_backward", s.model.options.collapse_backward);
+    set_boolean(L, "loss_graph", s.model.options.loss_graph);
+    set_boolean(L, "backward_up", s.model.backward_up);
+    set_boolean(L, "diff", s.model.diff);
+    set_integer(L, "node_cap", s.model.options.node_cap);
+    set_integer(L, "history", static_cast<lua_Integer>(s.engine.history_cap));
+    set_integer(L, "window", static_cast<lua_Integer>(s.tape.size));
+    set_integer(L, "window_above", static_cast<lua_Integer>(s.tape.above));
+    set_string(L, "cross_edges", CROSS_NAMES[s.graph.cross_edges]);
     return 1;
 }
 
@@ -318,12 +314,12 @@ void push_window_span(lua_State* L, const TapeWindowSpan& span) {
     set_integer(L, "live", span.live);
     set_integer(L, "newest", span.newest);
     set_boolean(L, "following", span.following);
-    set_integer(L, "size", static_cast<lua_Integer>(viewer_state().window_size));
+    set_integer(L, "size", static_cast<lua_Integer>(viewer_state().tape.size));
 }
 
 TapeWindowSpan current_window_span() {
     viewer_window_span();   // the model brought up to date
-    return viewer_state().window_span;
+    return viewer_state().tape.span;
 }
 
 // viewer.window([where]) -> {first, last, nodes, live, newest, following, size}: the tape window
@@ -367,13 +363,13 @@ int l_timeline(lua_State* L) {
     }
     const ViewerState& s = viewer_state();
     lua_createtable(L, 0, 7);
-    set_integer(L, "serial", static_cast<lua_Integer>(s.timeline_serial));
+    set_integer(L, "serial", static_cast<lua_Integer>(s.timeline.serial));
     set_integer(L, "oldest", static_cast<lua_Integer>(history_oldest_serial()));
     set_integer(L, "newest", static_cast<lua_Integer>(history_newest_serial()));
-    set_integer(L, "node", s.timeline_node);
-    set_integer(L, "newest_id", s.timeline_newest_id);
-    set_boolean(L, "backward", s.timeline_backward);
-    const HistoryEvent* e = s.timeline_serial ? history_event(s.timeline_serial) : nullptr;
+    set_integer(L, "node", s.timeline.node);
+    set_integer(L, "newest_id", s.timeline.newest_id);
+    set_boolean(L, "backward", s.timeline.backward);
+    const HistoryEvent* e = s.timeline.serial ? history_event(s.timeline.serial) : nullptr;
     set_boolean(L, "values_kept", e ? e->values_kept : false);
     return 1;
 }
@@ -391,8 +387,8 @@ int l_frame_times(lua_State* L) {
         }
         lua_setfield(L, -2, key);
     };
-    push_list("draw", s.frame_ms);
-    push_list("total", s.frame_total_ms);
+    push_list("draw", s.frames.ms);
+    push_list("total", s.frames.total_ms);
     return 1;
 }
 
@@ -425,7 +421,7 @@ bool keep_argument(lua_State* L, int* ref, int type) {
 }
 
 int l_set_controls(lua_State* L) {
-    if (!keep_argument(L, &g_controls_ref, LUA_TTABLE)) {
+    if (!keep_argument(L, &viewer_state().lua.controls_ref, LUA_TTABLE)) {
         viewer_set_controls(nullptr);
         return 0;
     }
@@ -468,10 +464,10 @@ int l_set_breakpoints(lua_State* L) {
 }
 
 void call_node_callback(Node* node, HookEvent event) {
-    if (event != HOOK_BEFORE || g_node_callback_ref == LUA_NOREF) return;
+    if (event != HOOK_BEFORE || viewer_state().lua.node_callback_ref == LUA_NOREF) return;
     lua_State* L = calling_state();
     if (!L) return;
-    lua_rawgeti(L, LUA_REGISTRYINDEX, g_node_callback_ref);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, viewer_state().lua.node_callback_ref);
     lua_pushinteger(L, node->id);
     lua_pushstring(L, node->phase == PHASE_BACKWARD ? "backward" : "forward");
     if (lua_pcall(L, 2, 0, 0) != LUA_OK) {
@@ -481,7 +477,7 @@ void call_node_callback(Node* node, HookEvent event) {
 }
 
 int l_on_node(lua_State* L) {
-    bool kept = keep_argument(L, &g_node_callback_ref, LUA_TFUNCTION);
+    bool kept = keep_argument(L, &viewer_state().lua.node_callback_ref, LUA_TFUNCTION);
     viewer_set_node_callback(kept ? call_node_callback : nullptr);
     return 0;
 }
@@ -500,51 +496,57 @@ const char* kind_name(BoxKind kind) {
 
 // The viewer's own model of the last drawn frame: every box (drawn rectangle in window pixels,
 // kind, flags), every edge (laid out by dot or drawn on top), every node's box.
-int l_model(lua_State* L) {
-    ViewerState& s = viewer_state();
-    const GraphView& v = s.view;
-    lua_createtable(L, 0, 12);
-    lua_createtable(L, static_cast<int>(s.drawn.size()), 0);
-    for (size_t i = 0; i < s.drawn.size(); ++i) {
-        const DrawnBox& d = s.drawn[i];
-        lua_createtable(L, 0, 14);
-        set_string(L, "key", d.key);
-        set_integer(L, "node", d.node_id);
-        set_string(L, "kind", kind_name(d.kind));
-        set_number(L, "x0", d.x0);
-        set_number(L, "y0", d.y0);
-        set_number(L, "x1", d.x1);
-        set_number(L, "y1", d.y1);
-        set_boolean(L, "visible", d.visible);
-        set_boolean(L, "highlighted", d.highlighted);
-        set_boolean(L, "selected", d.selected);
-        if (d.has_diff) {   // the diff option: what the newest step changed in this node
-            lua_createtable(L, 0, 3);
-            set_boolean(L, "new", d.diff.is_new);
-            if (!d.diff.shape_before.empty()) set_string(L, "shape_before", d.diff.shape_before);
-            if (d.diff.value_change >= 0) set_number(L, "value_change", d.diff.value_change);
-            lua_setfield(L, -2, "diff");
+// One drawn box as viewer.model() gives it: where the window drew it, its marks, and what the
+// view says of it (phase, members, labels, group, colour inputs, the plan's marks).
+void push_drawn_box(lua_State* L, const ViewerState& s, const DrawnBox& d) {
+    const GraphView& v = s.model.view;
+    lua_createtable(L, 0, 14);
+    set_string(L, "key", d.key);
+    set_integer(L, "node", d.node_id);
+    set_string(L, "kind", kind_name(d.kind));
+    set_number(L, "x0", d.x0);
+    set_number(L, "y0", d.y0);
+    set_number(L, "x1", d.x1);
+    set_number(L, "y1", d.y1);
+    set_boolean(L, "visible", d.visible);
+    set_boolean(L, "highlighted", d.highlighted);
+    set_boolean(L, "selected", d.selected);
+    if (d.has_diff) {   // the diff option: what the newest step changed in this node
+        lua_createtable(L, 0, 3);
+        set_boolean(L, "new", d.diff.is_new);
+        if (!d.diff.shape_before.empty()) set_string(L, "shape_before", d.diff.shape_before);
+        if (d.diff.value_change >= 0) set_number(L, "value_change", d.diff.value_change);
+        lua_setfield(L, -2, "diff");
+    }
+    set_boolean(L, "later", d.later);
+    if (d.box >= 0 && d.box < static_cast<int>(v.boxes.size())) {
+        const ViewBox& b = v.boxes[d.box];
+        set_string(L, "phase", b.phase == PHASE_BACKWARD ? "backward" : "forward");
+        set_integer(L, "members", b.member_count);
+        set_boolean(L, "laid_out", !s.layout.placement.provisional.empty() && !s.layout.placement.provisional[d.box]);
+        if (b.ghost_of >= 0) {
+            set_string(L, "ghost_of", v.boxes[b.ghost_of].key);
         }
-        set_boolean(L, "later", d.later);
-        if (d.box >= 0 && d.box < static_cast<int>(v.boxes.size())) {
-            const ViewBox& b = v.boxes[d.box];
-            set_string(L, "phase", b.phase == PHASE_BACKWARD ? "backward" : "forward");
-            set_integer(L, "members", b.member_count);
-            set_boolean(L, "laid_out", !s.placement.provisional.empty() && !s.placement.provisional[d.box]);
-            if (b.ghost_of >= 0) {
-                set_string(L, "ghost_of", v.boxes[b.ghost_of].key);
-            }
-            set_string(L, "title", b.title);
-            set_string(L, "detail", b.detail);
-            set_string(L, "extra", b.extra);
-            if (b.cluster >= 0) set_string(L, "group", v.clusters[b.cluster].key);
-            if (b.frame >= 0) set_string(L, "frame", v.clusters[b.frame].key);
-            set_boolean(L, "parameter", b.is_leaf && b.requires_grad && b.phase == PHASE_FORWARD);
-            set_boolean(L, "executed", b.executed);
-            set_boolean(L, "leaf", b.is_leaf);                 // with requires_grad: what colours it
-            set_boolean(L, "requires_grad", b.requires_grad);  // (parameter, data, op)
-            viewer_lua_plan_fields(L, b);   // the pass-by-pass mode's marks (viewer_lua_plan.cpp)
-        }
+        set_string(L, "title", b.title);
+        set_string(L, "detail", b.detail);
+        set_string(L, "extra", b.extra);
+        if (b.cluster >= 0) set_string(L, "group", v.clusters[b.cluster].key);
+        if (b.frame >= 0) set_string(L, "frame", v.clusters[b.frame].key);
+        set_boolean(L, "parameter", b.is_leaf && b.requires_grad && b.phase == PHASE_FORWARD);
+        set_boolean(L, "executed", b.executed);
+        set_boolean(L, "leaf", b.is_leaf);                 // with requires_grad: what colours it
+        set_boolean(L, "requires_grad", b.requires_grad);  // (parameter, data, op)
+        viewer_lua_plan_fields(L, b);   // the pass-by-pass mode's marks (viewer_lua_plan.cpp)
+    }
+}
+
+// viewer.model()'s boxes, edges, box_of (node id -> box key) and clusters (key -> state), into the
+// table on top of the stack.
+void set_model_boxes(lua_State* L, const ViewerState& s) {
+    const GraphView& v = s.model.view;
+    lua_createtable(L, static_cast<int>(s.graph.drawn.size()), 0);
+    for (size_t i = 0; i < s.graph.drawn.size(); ++i) {
+        push_drawn_box(L, s, s.graph.drawn[i]);
         lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
     }
     lua_setfield(L, -2, "boxes");
@@ -556,7 +558,7 @@ int l_model(lua_State* L) {
         set_string(L, "from", v.boxes[e.from].key);
         set_string(L, "to", v.boxes[e.to].key);
         set_boolean(L, "cross", e.cross);
-        set_boolean(L, "laid_out", i < s.placement.paths.size() && s.placement.paths[i] != nullptr);
+        set_boolean(L, "laid_out", i < s.layout.placement.paths.size() && s.layout.placement.paths[i] != nullptr);
         lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
     }
     lua_setfield(L, -2, "edges");
@@ -575,8 +577,12 @@ int l_model(lua_State* L) {
         lua_setfield(L, -2, c.key.c_str());
     }
     lua_setfield(L, -2, "clusters");
+}
 
-    // Every group with its kind, title, module path and parent: {key=, kind=, title=, name=, state=, parent=}.
+// viewer.model()'s groups: every group with its kind, title, module path and parent:
+// {key=, kind=, title=, name=, state=, parent=}.
+void set_model_groups(lua_State* L, const ViewerState& s) {
+    const GraphView& v = s.model.view;
     static const char* const CLUSTER_KINDS[] = {"function", "loop", "line", "backward", "module", "update"};
     lua_createtable(L, static_cast<int>(v.clusters.size()), 0);
     for (size_t i = 0; i < v.clusters.size(); ++i) {
@@ -593,41 +599,54 @@ int l_model(lua_State* L) {
         lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
     }
     lua_setfield(L, -2, "groups");
+}
 
+// viewer.model()'s scalars: the stop, the selection, counts, timings, the camera, the tape window,
+// the plan's stage.
+void set_model_state(lua_State* L, const ViewerState& s) {
+    const GraphView& v = s.model.view;
     int highlighted = 0;
-    for (const DrawnBox& d : s.drawn)
+    for (const DrawnBox& d : s.graph.drawn)
         if (d.highlighted) {
             set_integer(L, "highlighted", d.node_id);
             set_string(L, "highlighted_key", d.key);
             ++highlighted;
         }
     set_integer(L, "highlighted_count", highlighted);
-    set_integer(L, "stop", s.stop_node);
-    set_integer(L, "stop_line", s.stop_line);
-    set_boolean(L, "can_step", s.controls.step != nullptr);
-    set_boolean(L, "can_break", s.controls.toggle_node_breakpoint != nullptr);
-    set_string(L, "stop_file", s.stop_file);
-    set_integer(L, "selected", s.selected);
+    set_integer(L, "stop", s.stop.node);
+    set_integer(L, "stop_line", s.stop.line);
+    set_boolean(L, "can_step", s.stop.controls.step != nullptr);
+    set_boolean(L, "can_break", s.stop.controls.toggle_node_breakpoint != nullptr);
+    set_string(L, "stop_file", s.stop.file);
+    set_integer(L, "selected", s.selection.node);
     set_integer(L, "shown", static_cast<lua_Integer>(v.boxes.size()));
     set_integer(L, "total", v.total_boxes);
     set_integer(L, "total_nodes", v.total_nodes);
     set_integer(L, "cap_focus", v.cap_focus);
-    set_integer(L, "records", static_cast<lua_Integer>(s.records.size()));
-    set_number(L, "layout_seconds", s.layout.seconds);
-    set_number(L, "update_ms", s.update_ms);
-    set_number(L, "zoom", s.zoom);
-    set_number(L, "label_px", s.zoom * GRAPH_FONT_SIZE);   // node labels' text height on screen
+    set_integer(L, "records", static_cast<lua_Integer>(s.model.records.size()));
+    set_number(L, "layout_seconds", s.layout.result.seconds);
+    set_number(L, "update_ms", s.frames.update_ms);
+    set_number(L, "zoom", s.graph.zoom);
+    set_number(L, "label_px", s.graph.zoom * GRAPH_FONT_SIZE);   // node labels' text height on screen
     set_integer(L, "loss", v.loss_node);
     set_integer(L, "hidden_records", v.hidden_records);
-    set_integer(L, "history", static_cast<lua_Integer>(s.history.size()));
-    set_integer(L, "frames", static_cast<lua_Integer>(s.frames_drawn));
-    push_window_span(L, s.window_span);
+    set_integer(L, "history", static_cast<lua_Integer>(s.engine.history.size()));
+    set_integer(L, "frames", static_cast<lua_Integer>(s.frames.drawn));
+    push_window_span(L, s.tape.span);
     lua_setfield(L, -2, "window");
-    if (s.plan) {
-        set_string(L, "plan_pass", plan_stage_name(s.plan_stage));
-        set_string(L, "plan_summary", s.plan->summary[s.plan_stage]);
-        set_integer(L, "plan_fused_groups", static_cast<lua_Integer>(s.plan->fused.size()));
+    if (s.plan.model) {
+        set_string(L, "plan_pass", plan_stage_name(s.plan.stage));
+        set_string(L, "plan_summary", s.plan.model->summary[s.plan.stage]);
+        set_integer(L, "plan_fused_groups", static_cast<lua_Integer>(s.plan.model->fused.size()));
     }
+}
+
+int l_model(lua_State* L) {
+    const ViewerState& s = viewer_state();
+    lua_createtable(L, 0, 12);
+    set_model_boxes(L, s);
+    set_model_groups(L, s);
+    set_model_state(L, s);
     return 1;
 }
 
@@ -651,7 +670,7 @@ void push_gradient_shown(lua_State* L, const GradientShown& g) {
 
 int l_inspect(lua_State* L) {
     ViewerState& s = viewer_state();
-    Node* n = s.selected ? viewer_node(s, s.selected) : nullptr;
+    Node* n = s.selection.node ? viewer_node(s, s.selection.node) : nullptr;
     if (!n || n->outputs.size() == 0) return 0;
     TensorStats st = tensor_stats(n->outputs[0].value);
     lua_createtable(L, 0, 12);
@@ -664,8 +683,8 @@ int l_inspect(lua_State* L) {
     set_number(L, "max", st.max);
     set_number(L, "mean", st.mean);
     set_number(L, "std", st.std);
-    set_boolean(L, "heatmap", s.heatmap_drawn);
-    set_string(L, "tab", s.tensor_tab == 1 ? "gradient" : s.tensor_tab == 2 ? "inputs" : "value");
+    set_boolean(L, "heatmap", s.tensor.heatmap_drawn);
+    set_string(L, "tab", s.tensor.tab == 1 ? "gradient" : s.tensor.tab == 2 ? "inputs" : "value");
     push_gradient_shown(L, viewer_gradient_of(s, n));
     lua_setfield(L, -2, "gradient");
     return 1;
@@ -697,8 +716,8 @@ int l_click(lua_State* L) {
     float x, y;
     int next = 3;
     if (lua_type(L, 1) == LUA_TSTRING) {
-        auto it = s.item_rects.find(lua_tostring(L, 1));
-        if (it == s.item_rects.end()) return luaL_error(L, "viewer.click: no item '%s' in the last frame", lua_tostring(L, 1));
+        auto it = s.input.item_rects.find(lua_tostring(L, 1));
+        if (it == s.input.item_rects.end()) return luaL_error(L, "viewer.click: no item '%s' in the last frame", lua_tostring(L, 1));
         x = (it->second.x0 + it->second.x1) * 0.5f;
         y = (it->second.y0 + it->second.y1) * 0.5f;
         next = 2;
@@ -715,8 +734,8 @@ int l_click(lua_State* L) {
 // viewer.item_rect(label) -> x0, y0, x1, y1 of a button, menu item or the heatmap in the last frame.
 int l_item_rect(lua_State* L) {
     const ViewerState& s = viewer_state();
-    auto it = s.item_rects.find(luaL_checkstring(L, 1));
-    if (it == s.item_rects.end()) return 0;
+    auto it = s.input.item_rects.find(luaL_checkstring(L, 1));
+    if (it == s.input.item_rects.end()) return 0;
     lua_pushnumber(L, it->second.x0);
     lua_pushnumber(L, it->second.y0);
     lua_pushnumber(L, it->second.x1);
@@ -732,10 +751,11 @@ int l_request_close(lua_State*) {
 // Closing the Lua state closes the window first (retained nodes may hold Lua functions).
 int sentinel_gc(lua_State* L) {
     viewer_shutdown();
-    if (g_node_callback_ref != LUA_NOREF) luaL_unref(L, LUA_REGISTRYINDEX, g_node_callback_ref);
-    if (g_controls_ref != LUA_NOREF) luaL_unref(L, LUA_REGISTRYINDEX, g_controls_ref);
-    g_node_callback_ref = g_controls_ref = LUA_NOREF;
-    g_main_state = nullptr;
+    LuaHooksState& hooks = viewer_state().lua;
+    if (hooks.node_callback_ref != LUA_NOREF) luaL_unref(L, LUA_REGISTRYINDEX, hooks.node_callback_ref);
+    if (hooks.controls_ref != LUA_NOREF) luaL_unref(L, LUA_REGISTRYINDEX, hooks.controls_ref);
+    hooks.node_callback_ref = hooks.controls_ref = LUA_NOREF;
+    hooks.main_state = nullptr;
     return 0;
 }
 
@@ -780,7 +800,7 @@ const luaL_Reg viewer_functions[] = {
 }  // namespace
 
 void viewer_open_lua(lua_State* L) {
-    g_main_state = L;
+    viewer_state().lua.main_state = L;
     luaL_newlib(L, viewer_functions);
     td::animate_open_lua(L);   // viewer.animate, viewer.gif_info: built either way
     lua_setglobal(L, "viewer");
@@ -791,5 +811,5 @@ void viewer_open_lua(lua_State* L) {
     lua_setfield(L, -2, "__gc");
     lua_setmetatable(L, -2);
     lua_setfield(L, LUA_REGISTRYINDEX, "tapedeck.viewer_sentinel");
-    viewer_state().namer = lua_tensor_names;
+    viewer_state().engine.namer = lua_tensor_names;
 }
