@@ -10,6 +10,7 @@
 
 #include "block_slabs.h"
 #include "device.h"
+#include "backend.h"
 #include "function.h"
 #include "history.h"
 #include "node_names.h"
