@@ -100,7 +100,7 @@ struct Storage {
     uint32_t version;
     uint32_t history_version;   // `version` after the latest in-place write autograd recorded (0: none)
     uint32_t history_refs;      // values the rewind history (history.h) holds on it: a node writing it
-                                // first copies the old bytes (history_before_write)
+                                // first copies the old bytes (at HOOK_BEFORE_WRITE, tape.h)
     uint64_t serial;     // allocation order, so a backward pass can tell the storages it made
     size_t bytes;
     void* data;

@@ -9,8 +9,6 @@
 #include "plan.h"
 #include "plan_log.h"
 
-#include "history.h"
-
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -411,7 +409,14 @@ bool group_ended_after_last_step(const Plan& plan) {
     return plan_last_group_end(plan) == static_cast<int>(plan_step_count(plan));
 }
 
+void record_grad(Node* node, int output, const Tensor& grad, int64_t first_id, int64_t end_id);
+
 void record_node(Node* node, HookEvent event, void*) {
+    if (event == HOOK_GRAD_STORED) {   // a leaf's .grad (made before the recording, often)
+        const GradStored& stored = engine_backward_pass()->stored;
+        record_grad(node, stored.output, *stored.grad, stored.first_id, stored.end_id);
+        return;
+    }
     Recorder& r = *g_recorder;
     if (node->id < r.first_id) return;
     if (event == HOOK_GROUP_DONE) {
@@ -498,7 +503,7 @@ bool made_by_recording(const Recorder& r, const Node* node) { return node->id >=
 
 // backward() stored a gradient: for a leaf from outside, the add_ (or clone) it recorded becomes one
 // accumulation step, which at run time adds into .grad or creates it, whatever its state then.
-void record_grad(Node* node, int output, const Tensor& grad, int64_t first_id, int64_t end_id, void*) {
+void record_grad(Node* node, int output, const Tensor& grad, int64_t first_id, int64_t end_id) {
     Recorder& r = *g_recorder;
     if (made_by_recording(r, node)) return;   // a fresh node each call: its recorded steps are right as they are
     Plan& plan = *r.plan;
@@ -567,9 +572,9 @@ void plan_record_begin(const std::string& name, const std::vector<Tensor>& input
     storage_peak_reset();
     r->attrs = std::make_unique<PlanAttrsTable>(plan);
     g_recorder = r.release();
-    g_recorder->observer = engine_observe(record_node, nullptr, hook_bit(HOOK_AFTER) | hook_bit(HOOK_GROUP_DONE),
-                                              OBSERVER_RECORDS);
-    engine_observe_grads(record_grad, nullptr);
+    g_recorder->observer = engine_observe(record_node, nullptr,
+                                          hook_bit(HOOK_AFTER) | hook_bit(HOOK_GROUP_DONE) | hook_bit(HOOK_GRAD_STORED),
+                                          OBSERVER_RECORDS);
 }
 
 bool plan_recording() { return g_recorder != nullptr; }
@@ -644,7 +649,6 @@ namespace {
 
 void record_stop() {
     engine_unobserve(g_recorder->observer);
-    engine_observe_grads(nullptr, nullptr);
 }
 
 // Drop captured tensors nothing reads any more (a gradient's old tensor, replaced by its target).
@@ -1866,9 +1870,8 @@ struct PlanCall {
     void run_op(OpId op, const OpAttrs& attrs, const Value* const* in, const int* in_values, int n_in, Value* const* out,
                 const int* out_values, int n_out, const PlanStep& s) {
         if (!observed) {
-            if (!(op_info(op).flags & OPF_VIEW))   // as exec_node: the rewind history keeps what it holds as it was
-                for (int i = 0; i < n_out; ++i)
-                    if (out[i]->storage && out[i]->storage->history_refs) history_before_write(out[i]->storage.get());
+            if (!(op_info(op).flags & OPF_VIEW))   // as exec_node: observers hear of a storage before it is written
+                for (int i = 0; i < n_out; ++i) engine_notify_before_write(nullptr, out[i]->storage.get());
             KernelCall call{in, n_in, out, n_out, attrs};
             kernel_run(op, call);
             if (op_info(op).flags & OPF_INPLACE) ++out[0]->storage->version;
@@ -2087,8 +2090,7 @@ struct PlanCall {
             case STEP_KERNEL: run_kernel(s, x); break;
             case STEP_FUSED:
                 if (x.is_fresh(0)) give_fresh_bytes(*x.outputs[0], plan.values[s.outputs[0]].device);
-                if (!observed && x.outputs[0]->storage && x.outputs[0]->storage->history_refs)
-                    history_before_write(x.outputs[0]->storage.get());   // as exec_node (history.h)
+                if (!observed) engine_notify_before_write(nullptr, x.outputs[0]->storage.get());   // as exec_node
                 if (observed) run_fused_observed(s, x);
                 else if (x.outputs[0]->dtype == DTYPE_F32) run_fused<float>(plan, s, x, e);
                 else run_fused<double>(plan, s, x, e);
