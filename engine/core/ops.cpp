@@ -8,9 +8,7 @@
 
 #include <cstring>
 
-#include "backend.h"
 #include "elementwise.h"
-#include "kernels_cpu.h"
 #include "tape.h"
 
 namespace td {
