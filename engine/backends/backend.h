@@ -1,7 +1,7 @@
 // backend.h: the kernel tables, one per device, and the one lookup every kernel call goes through.
 //
 // The op row (ops.def) is device-free. Each backend fills its own table, indexed by OpId:
-//   CPU   cpu_kernels: the row's kernel column (kernels_cpu.cpp, view_ops.cpp)
+//   CPU   cpu_kernels: the row's kernel column (kernels_cpu*.cpp, view_ops.cpp)
 //   CUDA  cuda_kernel_table(): filled by the kernels_cuda*.cu files when the build has CUDA
 //         (engine/cuda/), each entry null otherwise
 // A null entry means "not on this device": kernel_for says so, naming the op and the device
@@ -24,6 +24,15 @@ bool kernel_is_device_free(OpId op);
 
 // The CUDA table (OP_COUNT entries). Without CUDA in the build every entry is null.
 const KernelFn* cuda_kernel_table();
+
+// Runs op's kernel on `call` on the call's device (kernel_for): the one way kernels are called
+// (exec_node; a plan's fold and replay; kernel_run.cpp). A kernel that reads contiguous values (not
+// OPF_VIEW or OPF_STRIDED) gets contiguous copies of strided inputs; an in-place op writing through
+// a strided view runs on a copy written back, and reads an input sharing the written storage from
+// a copy. When every output is empty there is nothing to write and no kernel runs: a kernel could
+// still walk the rows of an empty result (an expand to [2^32,1,4,0] looped for minutes). Custom
+// functions have no kernel (exec_node runs them).
+void kernel_run(OpId op, const KernelCall& call);
 
 // op's kernel on `device`; an EngineError "<op>: no kernel for cuda tensors ..." when that backend
 // has none (the Lua layer adds the user's file:line). Inline for the CPU, per op of every loop.

@@ -15,9 +15,13 @@ namespace td {
 
 namespace {
 
-uint32_t g_walk_mark = 0;
-BackwardPass* g_pass = nullptr;   // the pass backward() is running
-uint64_t g_passes_started = 0;    // numbers the passes (BackwardPass::serial)
+struct AutogradState {
+    uint32_t walk_mark = 0;         // Node::walk_mark of the latest walk
+    BackwardPass* pass = nullptr;   // the pass backward() is running
+    uint64_t passes_started = 0;    // numbers the passes (BackwardPass::serial)
+    LastLoss last_loss;             // engine_last_loss
+};
+AutogradState autograd;   // constant-initialized, so usable from any static initializer
 
 // Every node reachable from `root` through held input edges (the autograd graph), by decreasing
 // id: the order backward visits them. Sorted as (id, node) pairs, so that the sort reads no node
@@ -29,7 +33,7 @@ void collect_graph_by_walk_and_sort(Node* root, std::vector<Node*>& out) {
     static std::vector<Node*>& stack = *new std::vector<Node*>;
     found.clear();
     stack.assign(1, root);
-    uint32_t mark = ++g_walk_mark;
+    uint32_t mark = ++autograd.walk_mark;
     root->walk_mark = mark;
     while (!stack.empty()) {
         Node* n = stack.back();
@@ -62,7 +66,7 @@ constexpr size_t SWEEP_READS = 3 * 64;   // the sweep reads a node's first line 
 // outnumber the graph's (another graph kept alive, a model's parameters far down the tape), it
 // gives up, so it never costs more than a few times the walk: false, `out` emptied.
 bool collect_graph_by_tape_sweep(Node* root, std::vector<Node*>& out) {
-    uint32_t mark = ++g_walk_mark;
+    uint32_t mark = ++autograd.walk_mark;
     root->walk_mark = mark;
     size_t marked_below = 1;   // marked nodes the sweep has not reached yet
     size_t passed = 0;         // live nodes passed that are not in the graph
@@ -101,24 +105,24 @@ void prefetch_visits_ahead(const std::vector<Node*>& order, size_t k) {
 // The pass's state, restored on every exit (an error in a rule or an observer included).
 struct BackwardScope {
     bool saved_grad_mode = grad_enabled();
-    RecordingContext saved_context = g_recording;
+    RecordingContext saved_context = engine_recording();
     std::vector<Node*>& order;
     BackwardPass pass;
 
     BackwardScope(std::vector<Node*>& o, Node* root, bool create_graph) : order(o) {
         set_grad_enabled(create_graph);
-        g_recording.phase = PHASE_BACKWARD;
-        pass.serial = ++g_passes_started;
+        engine_recording().phase = PHASE_BACKWARD;
+        pass.serial = ++autograd.passes_started;
         pass.root = root;
         pass.order = &order;
-        g_pass = &pass;
+        autograd.pass = &pass;
     }
     ~BackwardScope() {
-        g_pass = nullptr;
+        autograd.pass = nullptr;
         for (Node* n : order)
             for (Output& out : n->outputs) out.pending = Tensor();
         set_grad_enabled(saved_grad_mode);
-        g_recording = saved_context;
+        engine_recording() = saved_context;
     }
 };
 
@@ -130,7 +134,7 @@ void fail_if_saved_changed(Node* n) {
     uint32_t flags = n->info().flags;
     const char* what = nullptr;
     uint32_t then = 0, now = 0;
-    for (size_t i = 0; i < 4 && i < n->inputs.size(); ++i) {
+    for (int i = 0; i < 4 && i < n->inputs.size(); ++i) {
         const Edge& e = n->inputs[i];
         if ((flags & SAVES_INPUT[i]) && e.value().storage->version != e.version) {
             what = INPUT_NAMES[i];
@@ -138,7 +142,7 @@ void fail_if_saved_changed(Node* n) {
             now = e.value().storage->version;
         }
     }
-    for (size_t i = 0; i < 2 && i < n->outputs.size(); ++i) {
+    for (int i = 0; i < 2 && i < n->outputs.size(); ++i) {
         const Output& out = n->outputs[i];
         if ((flags & SAVES_OUTPUT[i]) && out.value.storage->version != out.version) {
             what = OUTPUT_NAMES[i];
@@ -363,33 +367,32 @@ void grad_hooks_drop(Node* node) {
     node->has_grad_hooks = false;
 }
 
-const BackwardPass* engine_backward_pass() { return g_pass; }
+const BackwardPass* engine_backward_pass() { return autograd.pass; }
 
 void engine_backward_pass_replay(BackwardPass* pass) {
-    if (pass && g_pass) engine_fail("backward: a replayed group inside a running backward pass");
-    g_pass = pass;
+    if (pass && autograd.pass) engine_fail("backward: a replayed group inside a running backward pass");
+    autograd.pass = pass;
 }
 
 Node* backward_pass_find(int64_t id) {
-    if (!g_pass || !g_pass->order) return nullptr;
-    const std::vector<Node*>& order = *g_pass->order;   // ids decreasing
+    if (!autograd.pass || !autograd.pass->order) return nullptr;
+    const std::vector<Node*>& order = *autograd.pass->order;   // ids decreasing
     auto at = std::lower_bound(order.begin(), order.end(), id, [](const Node* n, int64_t want) { return n->id > want; });
     return at != order.end() && (*at)->id == id ? *at : nullptr;
 }
 
+const LastLoss& engine_last_loss() { return autograd.last_loss; }
+
 namespace {
-LastLoss g_last_loss;
-}  // namespace
 
-const LastLoss& engine_last_loss() { return g_last_loss; }
-
-void backward(const Tensor& root, const Tensor* grad, const BackwardOptions& options) {
+// backward()'s errors for what it was called with (before anything runs).
+void check_backward_call(const Tensor& root, const Tensor* grad) {
     if (!root.defined()) engine_fail("backward: not a tensor");
-    if (g_pass)   // pending gradients live on the nodes: two passes at once would mix them
+    if (const BackwardPass* running = autograd.pass)   // pending gradients live on the nodes: two passes would mix them
         engine_fail("backward: the backward pass from #%lld has not finished (it is paused at #%lld); a second "
                     "pass can start when it ends",
-                    static_cast<long long>(g_pass->root->id),
-                    static_cast<long long>(g_pass->group.node ? g_pass->group.node->id : g_pass->root->id));
+                    static_cast<long long>(running->root->id),
+                    static_cast<long long>(running->group.node ? running->group.node->id : running->root->id));
     if (!root.requires_grad())
         engine_fail("backward: tensor #%lld does not require grad (nothing that made it has requires_grad=true)",
                     static_cast<long long>(root.id()));
@@ -401,15 +404,98 @@ void backward(const Tensor& root, const Tensor* grad, const BackwardOptions& opt
         engine_fail("backward: tensor #%lld has shape %s; backward() without a gradient needs a single element "
                     "(pass a gradient of the same shape)",
                     static_cast<long long>(root.id()), root.shape().str().c_str());
+}
 
-    if (!has_grad) {   // a loss: the training log reads it at the optimizer's step
-        const Value& v = root.value();
-        bool on_cpu = !value_freed(v) && v.device() == DEVICE_CPU;
-        g_last_loss.value = on_cpu ? value_get(v, 0) : 0;
-        g_last_loss.node_id = on_cpu ? 0 : root.id();
-        g_last_loss.output = root.output;
-        ++g_last_loss.count;
+// A loss (backward() without a gradient): the training log reads it at the optimizer's step.
+void note_last_loss(const Tensor& root) {
+    const Value& v = root.value();
+    bool on_cpu = !value_freed(v) && v.device() == DEVICE_CPU;
+    autograd.last_loss.value = on_cpu ? value_get(v, 0) : 0;
+    autograd.last_loss.node_id = on_cpu ? 0 : root.id();
+    autograd.last_loss.output = root.output;
+    ++autograd.last_loss.count;
+}
+
+// At n's visit its outputs' gradients are complete: they go to its hooks, to the viewer's record
+// of what arrived, to a capture (torch.autograd.grad) or else to .grad (a leaf's, or a retained
+// one; observers of HOOK_GRAD_STORED hear of each).
+void hand_over_complete_gradients(Node* n, BackwardPass& pass, const BackwardOptions& options,
+                                  uint64_t first_serial, const GradientFreeing& freeing) {
+    for (Output& out : n->outputs)   // the visit hands its sums to hooks, .grad and the rule
+        if (out.pending.defined()) out.pending.node->pass_made_sum = false;
+    if (n->has_grad_hooks) run_grad_hooks(n, freeing);
+    for (int i = 0; i < n->outputs.size(); ++i) arrived_gradient_complete(n, i, n->outputs[i].pending);
+
+    if (options.capture) {   // torch.autograd.grad: the wanted gradients are complete at their node's visit
+        for (size_t c = 0; c < options.capture->size(); ++c) {
+            const Tensor& want = (*options.capture)[c];
+            if (want.node.get() == n) (*options.captured)[c] = n->outputs[want.output].pending;
+        }
+        return;
     }
+    for (int i = 0; i < n->outputs.size(); ++i) {
+        Output& out = n->outputs[i];
+        if (!out.pending.defined() || !out.requires_grad || !(n->is_leaf() || n->retains_grad)) continue;
+        int64_t first_id = tape_next_id();
+        accumulate_grad(out, out.pending, first_serial);
+        pass.stored = GradStored{i, &out.pending, first_id, tape_next_id()};
+        engine_notify(n, HOOK_GRAD_STORED);
+        pass.stored = GradStored();
+    }
+}
+
+// The lists a node's rule fills, kept between visits (no allocation per node).
+struct RuleCall {
+    std::vector<Tensor> grad_outputs, grad_inputs;
+    std::vector<GradSlice> slices;
+};
+
+// Run n's backward rule on the gradients that arrived at its outputs (taken from them), then
+// HOOK_GROUP_DONE, where observers see (and may replace) grad_inputs before they flow on. Slices
+// are taken only where nobody can look at the gradients (sums_in_place).
+BackwardCall run_backward_rule(Node* n, BackwardPass& pass, RuleCall& r, bool sums_in_place) {
+    fail_if_saved_changed(n);
+    r.grad_outputs.assign(n->outputs.size(), Tensor());
+    for (int i = 0; i < n->outputs.size(); ++i) r.grad_outputs[i] = n->outputs[i].pending;
+    r.grad_inputs.assign(n->inputs.size(), Tensor());
+    r.slices.assign(n->inputs.size(), GradSlice());
+    BackwardCall call{n, r.grad_outputs.data(), r.grad_inputs.data(), sums_in_place ? r.slices.data() : nullptr};
+    pass.group = BackwardGroup{n, r.grad_outputs.data(), r.grad_inputs.data()};
+    n->info().backward_rule(call);
+    for (Output& out : n->outputs) out.pending = Tensor();
+    for (int i = 0; i < n->inputs.size(); ++i) {   // an observer attached during the rule sees whole gradients
+        if (!r.slices[i].set || !engine_values_watched() || !r.grad_inputs[i].defined()) continue;
+        r.grad_inputs[i] = ops::narrow_backward(r.grad_inputs[i], r.slices[i].dim, r.slices[i].start, call.input_shape(i));
+        r.slices[i] = GradSlice();
+    }
+    engine_notify(n, HOOK_GROUP_DONE);   // observers see (and may replace) grad_inputs before it flows
+    pass.group = BackwardGroup();
+    return call;
+}
+
+// n's rule's gradients flow on: each is added to the pending gradient of the input it is for
+// (a tensor used twice: its gradients add up, recorded in its own group).
+void send_gradients(Node* n, const BackwardCall& call, RuleCall& r, bool sums_in_place, const GradientFreeing& freeing) {
+    for (int i = 0; i < n->inputs.size(); ++i) {
+        if (!r.grad_inputs[i].defined() || !call.needs_grad(i)) continue;
+        Edge& e = n->inputs[i];
+        if (!gradient_fits(r.grad_inputs[i], r.slices[i], e.value().shape))
+            engine_fail("backward: the rule of %s gave a gradient of shape %s for an input of shape %s",
+                        n->name(), r.grad_inputs[i].shape().str().c_str(), e.value().shape.str().c_str());
+        engine_recording().group_node = e.node();
+        arrived_gradient_sent(e.node(), e.output, r.grad_inputs[i], n);
+        add_to_pending(e.node()->outputs[e.output], r.grad_inputs[i], r.slices[i], e.value().shape, sums_in_place,
+                       freeing.first_id, freeing);
+        engine_recording().group_node = n;
+    }
+}
+
+}  // namespace
+
+void backward(const Tensor& root, const Tensor* grad, const BackwardOptions& options) {
+    check_backward_call(root, grad);
+    bool has_grad = grad && grad->defined();
+    if (!has_grad) note_last_loss(root);
 
     std::vector<Node*> order;
     collect_graph_by_id_descending(root.node.get(), order);
@@ -423,13 +509,12 @@ void backward(const Tensor& root, const Tensor* grad, const BackwardOptions& opt
     freeing.create_graph = options.create_graph;
     freeing.first_id = tape_next_id();
 
-    g_recording.group_node = root.node.get();
+    engine_recording().group_node = root.node.get();
     Tensor seed = has_grad ? *grad : ops::create(OP_ones, root.shape(), root.dtype(), 1, root.value().device());
     root.node->outputs[root.output].pending = seed;
     arrived_gradient_sent(root.node.get(), root.output, seed, nullptr);
 
-    std::vector<Tensor> grad_outputs, grad_inputs;
-    std::vector<GradSlice> slices;
+    RuleCall rule;
     for (size_t k = 0; k < order.size(); ++k) {
         Node* n = order[k];
         pass.position = k;
@@ -437,63 +522,17 @@ void backward(const Tensor& root, const Tensor* grad, const BackwardOptions& opt
         bool any = false;
         for (const Output& out : n->outputs) any = any || out.pending.defined();
         if (!any) continue;
-        g_recording.group_node = n;
-        for (Output& out : n->outputs)   // the visit hands its sums to hooks, .grad and the rule
-            if (out.pending.defined()) out.pending.node->pass_made_sum = false;
-        if (n->has_grad_hooks) run_grad_hooks(n, freeing);
-        for (int i = 0; i < n->outputs.size(); ++i) arrived_gradient_complete(n, i, n->outputs[i].pending);
-
-        if (options.capture) {   // torch.autograd.grad: the wanted gradients are complete at their node's visit
-            for (size_t c = 0; c < options.capture->size(); ++c) {
-                const Tensor& want = (*options.capture)[c];
-                if (want.node.get() == n) (*options.captured)[c] = n->outputs[want.output].pending;
-            }
-        }
-        for (int i = 0; i < n->outputs.size() && !options.capture; ++i) {
-            Output& out = n->outputs[i];
-            if (!out.pending.defined() || !out.requires_grad || !(n->is_leaf() || n->retains_grad)) continue;
-            int64_t first_id = tape_next_id();
-            accumulate_grad(out, out.pending, first_serial);
-            engine_notify_grad(n, i, out.pending, first_id, tape_next_id());
-        }
+        engine_recording().group_node = n;
+        hand_over_complete_gradients(n, pass, options, first_serial, freeing);
         if (!n->tracks_grad) {   // a leaf: its gradient has reached .grad (or a capture)
             for (Output& out : n->outputs) freeing.let_go(out.pending);
             continue;
         }
-
-        fail_if_saved_changed(n);
-        grad_outputs.assign(n->outputs.size(), Tensor());
-        for (int i = 0; i < n->outputs.size(); ++i) grad_outputs[i] = n->outputs[i].pending;
-        grad_inputs.assign(n->inputs.size(), Tensor());
-        slices.assign(n->inputs.size(), GradSlice());
         bool sums_in_place = !options.create_graph && !engine_values_watched();   // and slices are taken
-        BackwardCall call{n, grad_outputs.data(), grad_inputs.data(), sums_in_place ? slices.data() : nullptr};
-        pass.group = BackwardGroup{n, grad_outputs.data(), grad_inputs.data()};
-        n->info().backward_rule(call);
-        for (Output& out : n->outputs) out.pending = Tensor();
-        for (int i = 0; i < n->inputs.size(); ++i) {   // an observer attached during the rule sees whole gradients
-            if (!slices[i].set || !engine_values_watched() || !grad_inputs[i].defined()) continue;
-            grad_inputs[i] = ops::narrow_backward(grad_inputs[i], slices[i].dim, slices[i].start, call.input_shape(i));
-            slices[i] = GradSlice();
-        }
-        engine_notify(n, HOOK_GROUP_DONE);   // observers see (and may replace) grad_inputs before it flows
-        pass.group = BackwardGroup();
-
-        for (int i = 0; i < n->inputs.size(); ++i) {
-            if (!grad_inputs[i].defined() || !call.needs_grad(i)) continue;
-            Edge& e = n->inputs[i];
-            if (!gradient_fits(grad_inputs[i], slices[i], e.value().shape))
-                engine_fail("backward: the rule of %s gave a gradient of shape %s for an input of shape %s",
-                            n->name(), grad_inputs[i].shape().str().c_str(), e.value().shape.str().c_str());
-            // a tensor used twice: its gradients add up (recorded in its own group)
-            g_recording.group_node = e.node();
-            arrived_gradient_sent(e.node(), e.output, grad_inputs[i], n);
-            add_to_pending(e.node()->outputs[e.output], grad_inputs[i], slices[i], e.value().shape, sums_in_place, freeing.first_id,
-                           freeing);
-            g_recording.group_node = n;
-        }
-        for (Tensor& g : grad_outputs) freeing.let_go(g);   // n's rule has used them
-        for (Tensor& g : grad_inputs) freeing.let_go(g);    // each is a pending gradient now, or added into one
+        BackwardCall call = run_backward_rule(n, pass, rule, sums_in_place);
+        send_gradients(n, call, rule, sums_in_place, freeing);
+        for (Tensor& g : rule.grad_outputs) freeing.let_go(g);   // n's rule has used them
+        for (Tensor& g : rule.grad_inputs) freeing.let_go(g);    // each is a pending gradient now, or added into one
         for (const Ref<Node>& b : n->backward_nodes()) freeing.check(b.get());   // the rule's intermediates
     }
     pass.position = order.size();
@@ -510,7 +549,7 @@ NodeList graph_collect(const Tensor& t) {
     if (!t.defined()) return NodeList();
     std::unordered_map<int64_t, Node*> live;
     for (Node* n = tape_first(); n; n = n->tape_next) live[n->id] = n;
-    uint32_t mark = ++g_walk_mark;
+    uint32_t mark = ++autograd.walk_mark;
     std::vector<Node*> stack{t.node.get()};
     t.node->walk_mark = mark;
     while (!stack.empty()) {

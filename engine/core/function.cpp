@@ -9,16 +9,16 @@ namespace {
 // While a custom function runs: its ops join `node`'s group with their own lines, grad is off,
 // and everything is restored however it ends.
 struct InnerCallScope {
-    RecordingContext saved_context = g_recording;
+    RecordingContext saved_context = engine_recording();
     bool saved_grad_mode = grad_enabled();
 
     explicit InnerCallScope(Node* node) {
-        g_recording.group_node = node;
-        g_recording.inner_call = true;
+        engine_recording().group_node = node;
+        engine_recording().inner_call = true;
         set_grad_enabled(false);
     }
     ~InnerCallScope() {
-        g_recording = saved_context;
+        engine_recording() = saved_context;
         set_grad_enabled(saved_grad_mode);
     }
 };
@@ -85,7 +85,7 @@ void shape_custom(ShapeCall& c) { c.n_outputs = 0; }   // the function itself sa
 void function_run(Node* node) {
     if (!node->custom()) engine_fail("%s: runs only through a custom function", node->info().name);
     if (node->op == OP_function) run_forward(node);
-    else run_backward(node, g_recording.group_node);
+    else run_backward(node, engine_recording().group_node);
 }
 
 void backward_function(BackwardCall& c) {

@@ -1,6 +1,8 @@
 // gradcheck.cpp: finite differences against computed gradients (gradcheck.h).
 #include "gradcheck.h"
 
+#include "backend.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>

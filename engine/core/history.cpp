@@ -1,9 +1,10 @@
-// history.cpp: the rewind history (history.h): events recorded from the engine's hook, the values
-// they hold, copies before in-place writes, and the budget.
+// history.cpp: the rewind history (history.h): events recorded from the engine's hook (an
+// OBSERVER_FOLLOWS observer, called first), the values they hold, copies before in-place writes,
+// and the budget.
 //
 // [SECTION] state      the events, the storages they hold (counted once), the copies
 // [SECTION] holding    hold / let go of a value; an event's values falling out; the budget
-// [SECTION] recording  history_on_event (forward nodes, backward groups)
+// [SECTION] recording  the observer: forward nodes, backward groups
 // [SECTION] writes     copy-on-write before an in-place op, and reading a value as it was
 // [SECTION] api        budget, pause, counts, parsing "200MB"
 #include "history.h"
@@ -51,9 +52,40 @@ struct HistoryState {
     std::deque<CopyOrder> copy_order;
     size_t held_bytes = 0;             // bytes of the storages held (Storage::history_refs > 0)
     size_t copy_bytes = 0;             // bytes of the copies
+    int observer = 0;                  // the engine hook's handle
+    uint8_t observed_events = 0;       // the events it asked for (subscribe_wanted_events)
 };
 
-HistoryState& h = *new HistoryState;   // immortal, as the engine's other singletons
+void on_engine_event(Node* node, HookEvent event, void*);
+
+// The events the history needs: a node that ran and a backward group, while it records (a
+// budget, not paused; the engine gives them only while someone looks at values: OBSERVER_FOLLOWS);
+// a storage about to be written, while some event holds values (paused too: ops typed at a stop
+// may write what it holds).
+uint8_t wanted_events(size_t budget, int paused, size_t with_values) {
+    uint8_t events = 0;
+    if (budget > 0 && paused == 0) events |= hook_bit(HOOK_AFTER) | hook_bit(HOOK_GROUP_DONE);
+    if (with_values > 0) events |= hook_bit(HOOK_BEFORE_WRITE);
+    return events;
+}
+
+// Immortal, as the engine's other singletons. Subscribed first (OBSERVER_FIRST), so that a
+// debugger's stop finds its own event recorded.
+HistoryState& history_state_made() {
+    HistoryState* state = new HistoryState;
+    state->observed_events = wanted_events(state->budget, state->paused, state->with_values);
+    state->observer = engine_observe(on_engine_event, nullptr, state->observed_events, OBSERVER_FOLLOWS, OBSERVER_FIRST);
+    return *state;
+}
+HistoryState& h = history_state_made();
+
+// After a change of the budget, the pause or the events holding values.
+void subscribe_wanted_events() {
+    uint8_t events = wanted_events(h.budget, h.paused, h.with_values);
+    if (events == h.observed_events) return;
+    h.observed_events = events;
+    engine_observe_events(h.observer, events);
+}
 
 uint64_t oldest_kept() {
     if (h.with_values == 0) return 0;
@@ -124,6 +156,7 @@ void trim() {
         h.events.pop_front();
     }
     drop_unneeded_copies();
+    subscribe_wanted_events();
 }
 
 HistoryValue value_of(const Value& v, int64_t node_id, int output) {
@@ -147,7 +180,10 @@ HistoryValue value_of_tensor(const Tensor& t) {
 // ============================================================================================
 // [SECTION] recording
 
-void history_on_event(Node* node, HookEvent event) {
+namespace {
+
+// HOOK_AFTER of a forward node, or HOOK_GROUP_DONE: a new event holding the values it shows.
+void record_event(Node* node, HookEvent event) {
     if (h.paused || h.budget == 0) return;
     bool group = event == HOOK_GROUP_DONE;
     if (!group && (event != HOOK_AFTER || node->phase != PHASE_FORWARD)) return;   // a backward group's own ops: its group is the event
@@ -178,6 +214,15 @@ void history_on_event(Node* node, HookEvent event) {
     trim();
 }
 
+void copy_before_write(Storage* storage);
+
+void on_engine_event(Node* node, HookEvent event, void*) {
+    if (event == HOOK_BEFORE_WRITE) copy_before_write(engine_storage_to_write());
+    else record_event(node, event);
+}
+
+}  // namespace
+
 void history_note_group_edited(const Node* node) {
     const BackwardPass* pass = engine_backward_pass();
     if (h.events.empty() || h.with_values == 0 || !pass || pass->group.node != node) return;
@@ -195,8 +240,12 @@ void history_note_group_edited(const Node* node) {
 // ============================================================================================
 // [SECTION] writes
 
-void history_before_write(Storage* storage) {
-    if (storage->history_refs == 0 || h.with_values == 0) return;
+namespace {
+
+// A storage is about to be written: when an event holds it, its bytes as they are now are kept
+// (once per event interval), for history_value_as_of.
+void copy_before_write(Storage* storage) {
+    if (!storage || storage->history_refs == 0 || h.with_values == 0) return;
     uint64_t after = h.next_serial - 1;   // the write comes after this event (and before the next)
     StorageCopies& entry = h.copied[storage];
     if (!storage->history_copied) {
@@ -224,6 +273,8 @@ void history_before_write(Storage* storage) {
     trim();
 }
 
+}  // namespace
+
 Value history_value_as_of(const Value& v, uint64_t serial) {
     Storage* s = v.storage.get();
     if (!s || !s->history_copied) return v;
@@ -241,31 +292,30 @@ Value history_value_as_of(const Value& v, uint64_t serial) {
 // ============================================================================================
 // [SECTION] api
 
-bool history_wanted() { return h.budget > 0 && h.paused == 0; }
-
 void history_clear() {
     while (h.with_values > 0) drop_oldest_values();
     h.events.clear();
     h.copy_order.clear();
+    subscribe_wanted_events();
 }
 
 void history_set_budget(size_t bytes) {
     h.budget = bytes;
     if (bytes == 0) history_clear();
     else trim();
-    engine_history_changed();
+    subscribe_wanted_events();
 }
 
 size_t history_budget() { return h.budget; }
 
-bool history_recording() { return engine_values_watched() && history_wanted(); }
+bool history_recording() { return engine_values_watched() && h.budget > 0 && h.paused == 0; }
 
 void history_pause() {
-    if (h.paused++ == 0) engine_history_changed();
+    if (h.paused++ == 0) subscribe_wanted_events();
 }
 
 void history_resume() {
-    if (h.paused > 0 && --h.paused == 0) engine_history_changed();
+    if (h.paused > 0 && --h.paused == 0) subscribe_wanted_events();
 }
 
 size_t history_bytes_held() { return h.held_bytes + h.copy_bytes; }

@@ -8,9 +8,12 @@
 // and outputs; a backward group's forward inputs and outputs, the gradients that arrived at the
 // node (grad_output) and those its rule sent on (grad_input). Nothing re-runs.
 //
-// In-place writes: a storage the history holds is copied before a node writes it (copy-on-write:
-// exec_node calls history_before_write for an in-place op's storage, or a buffer a frozen call's
-// replay reuses), once per event interval, so a rewound view reads the bytes as they were
+// The history is an observer of the engine's hook (tape.h): OBSERVER_FOLLOWS, so it gets node
+// events only while something looks at values, and OBSERVER_FIRST, so a stop finds its own event.
+//
+// In-place writes: a storage the history holds is copied before a node writes it (copy-on-write,
+// at HOOK_BEFORE_WRITE: an in-place op's storage, or a buffer a frozen call's replay reuses),
+// once per event interval, so a rewound view reads the bytes as they were
 // (history_value_as_of). Debugger edits at the live stop change the live event itself: `out = t`
 // writes the values the event holds, `grad_input[i] = t` is noted (history_note_group_edited).
 //
@@ -109,10 +112,6 @@ Value history_value_as_of(const Value& v, uint64_t serial);
 // The debugger replaced a gradient at the live stop of `node`'s backward group: the newest event,
 // when it is that group, holds the new grad_input.
 void history_note_group_edited(const Node* node);
-// exec_node, before an in-place op writes `storage` (called only when storage->history_refs).
-void history_before_write(Storage* storage);
-// tape.cpp's observer dispatch: record the event (called first, before the observers).
-void history_on_event(Node* node, HookEvent event);
 
 // Parse "200MB", "1 GB", "512KB", "1000" (bytes), "off"/"0" into bytes. False when it is not one.
 bool history_parse_bytes(const std::string& text, size_t* bytes);

@@ -183,11 +183,6 @@ struct OpInfo {
 
 extern const OpInfo op_table[OP_COUNT];
 
-// Runs op's kernel on `call` on the call's device (kernel_for, backend.h): the one way kernels
-// are called (exec_node; a plan's fold and replay). When every output is empty there is nothing
-// to write and no kernel runs: a kernel could still walk the rows of an empty result (an expand
-// to [2^32,1,4,0] looped for minutes). Custom functions have no kernel (exec_node runs them).
-void kernel_run(OpId op, const KernelCall& call);
 inline const OpInfo& op_info(OpId op) { return op_table[op]; }
 // Whether Lua gets x:name() and torch.name(x) for `op` from the table itself: an elementwise op
 // (elementwise.def) of one tensor, without attributes, not OPF_INTERNAL.

@@ -10,8 +10,8 @@
 
 #include "block_slabs.h"
 #include "device.h"
+#include "backend.h"
 #include "function.h"
-#include "history.h"
 #include "node_names.h"
 
 #include <algorithm>
@@ -32,8 +32,10 @@ struct Observer {
     int handle;
     NodeObserver fn;
     void* user;
-    uint8_t events;   // hook_bit()s it asked for
+    uint8_t events;     // hook_bit()s it asked for
+    uint8_t receives;   // those it gets now (an OBSERVER_FOLLOWS one: its node events only while watched)
     ObserverRole role;
+    ObserverOrder order;
 };
 
 struct EngineState {
@@ -43,50 +45,62 @@ struct EngineState {
     int64_t tape_count = 0;
     uint64_t tape_version = 0;
     bool grad_enabled = true;
-    std::vector<Observer> observers;
-    uint8_t events_wanted = 0;   // the union of the observers' events: what exec_node checks
-    uint8_t events_watched = 0;  // the same for OBSERVER_LOOKS observers only
-    bool history_active = false; // the rewind history records (history.h): it follows the watchers
+    std::vector<Observer> observers;   // OBSERVER_FIRST ones first, each kind in the order they subscribed
+    uint8_t events_wanted = 0;   // the union of what the observers receive: what exec_node checks
+    uint8_t events_watched = 0;  // the node events OBSERVER_LOOKS observers want
     int next_observer_handle = 1;
+    Storage* storage_to_write = nullptr;   // at HOOK_BEFORE_WRITE
     bool keep_backward_graph = true;    // engine_keep_backward_graph (the program turns it off for scripts)
-    GradObserver grad_observer = nullptr;
-    void* grad_observer_user = nullptr;
     SourceLocator locator = nullptr;
     void* locator_user = nullptr;
     std::mt19937_64 rng{5489u};
     std::vector<Node*> dying;   // nodes whose last reference went away, destroyed iteratively
     bool destroying = false;
+    size_t node_bytes_made = 0;   // engine_bytes_allocated_total's share of nodes (SpareBlocks)
+    size_t node_bytes_live = 0;   // engine_bytes_live's
+    RecordingContext recording;   // engine_recording
 };
 
 // Immortal, as every engine singleton: never destroyed, so a node that dies during static
-// destruction (see SpareBlocks) still finds the tape and the work list.
-EngineState& g = *new EngineState;
+// destruction (see SpareBlocks) still finds the tape and the work list. Made on first use: the
+// rewind history subscribes from its static initializer (history.cpp), which may run before this
+// file's; engine_observe reaches the state through engine_state(), the rest through g.
+EngineState& engine_state() {
+    static EngineState* state = new EngineState;
+    return *state;
+}
+EngineState& g = engine_state();
 
 }  // namespace
 
-RecordingContext g_recording;
+RecordingContext& engine_recording() { return g.recording; }
 
 bool grad_enabled() { return g.grad_enabled; }
 void set_grad_enabled(bool enabled) { g.grad_enabled = enabled; }
 
+// What each observer receives, and their union. An OBSERVER_FOLLOWS observer (the rewind history)
+// receives its node events only while an OBSERVER_LOOKS one wants a node event.
 static void update_events_wanted() {
-    g.events_wanted = 0;
-    g.events_watched = 0;
-    for (const Observer& o : g.observers) {
-        g.events_wanted |= o.events;
-        if (o.role == OBSERVER_LOOKS) g.events_watched |= o.events;
+    EngineState& state = engine_state();
+    state.events_watched = 0;
+    for (const Observer& o : state.observers)
+        if (o.role == OBSERVER_LOOKS) state.events_watched |= o.events & HOOK_NODE_EVENTS;
+    state.events_wanted = 0;
+    for (Observer& o : state.observers) {
+        bool follows_unwatched = o.role == OBSERVER_FOLLOWS && state.events_watched == 0;
+        o.receives = follows_unwatched ? static_cast<uint8_t>(o.events & ~HOOK_NODE_EVENTS) : o.events;
+        state.events_wanted |= o.receives;
     }
-    // The rewind history records while someone looks at values (a debugger that can stop, the
-    // viewer): every event they could stop at, whichever ones they asked for.
-    g.history_active = g.events_watched != 0 && history_wanted();
-    if (g.history_active) g.events_wanted |= hook_bit(HOOK_AFTER) | hook_bit(HOOK_GROUP_DONE);
 }
 
-void engine_history_changed() { update_events_wanted(); }
-
-int engine_observe(NodeObserver observer, void* user, uint8_t events, ObserverRole role) {
-    int handle = g.next_observer_handle++;
-    g.observers.push_back({handle, observer, user, events, role});
+int engine_observe(NodeObserver observer, void* user, uint8_t events, ObserverRole role, ObserverOrder order) {
+    EngineState& state = engine_state();
+    int handle = state.next_observer_handle++;
+    auto at = state.observers.end();
+    if (order == OBSERVER_FIRST)   // after the OBSERVER_FIRST ones already there
+        at = std::find_if(state.observers.begin(), state.observers.end(),
+                          [](const Observer& o) { return o.order != OBSERVER_FIRST; });
+    state.observers.insert(at, {handle, observer, user, events, events, role, order});
     update_events_wanted();
     return handle;
 }
@@ -109,7 +123,7 @@ void engine_unobserve(int handle) {
 
 // An attached observer that wants no event (an idle debugger) does not count: plans keep their
 // fast loop until a breakpoint (or a Ctrl-C request) needs the hook.
-bool engine_observed() { return g.events_wanted != 0 || engine_interrupt_pending(); }
+bool engine_observed() { return (g.events_wanted & HOOK_NODE_EVENTS) != 0 || engine_interrupt_pending(); }
 bool engine_values_watched() { return g.events_watched != 0 || engine_interrupt_pending(); }
 bool engine_steps_watched() { return g.keep_backward_graph || engine_values_watched(); }
 
@@ -118,14 +132,6 @@ bool engine_keeps_backward_graph_setting() { return g.keep_backward_graph; }
 // A pass with create_graph runs with autograd on: its nodes are a graph of their own.
 bool engine_backward_graph_kept() { return g.keep_backward_graph || engine_values_watched() || g.grad_enabled; }
 
-void engine_observe_grads(GradObserver observer, void* user) {
-    g.grad_observer = observer;
-    g.grad_observer_user = user;
-}
-
-void engine_notify_grad(Node* node, int output, const Tensor& grad, int64_t first_id, int64_t end_id) {
-    if (g.grad_observer) g.grad_observer(node, output, grad, first_id, end_id, g.grad_observer_user);
-}
 volatile sig_atomic_t g_interrupt_requested = 0;
 
 void engine_interrupt_request() { g_interrupt_requested = 1; }
@@ -255,9 +261,6 @@ static void tape_unlink(Node* node) {
 }
 
 namespace {
-size_t g_node_bytes_made = 0;   // engine_bytes_allocated_total's share of nodes
-size_t g_node_bytes_live = 0;   // engine_bytes_live's
-
 constexpr size_t MAX_SPARE_BLOCKS = 1 << 18;   // per kind: ~90 MB of spare nodes at most (the storage pool keeps 256 MB)
 
 // Memory blocks of one size, kept for reuse (BlockSlabs: laid out in the order they are taken):
@@ -273,12 +276,12 @@ public:
     explicit SpareBlocks(size_t block_bytes)
         : bytes_(block_bytes), budget_{MAX_SPARE_BLOCKS * block_bytes / BLOCK_SLAB_BYTES}, slabs_(block_bytes, budget_) {}
     void* take() {
-        g_node_bytes_made += bytes_;
-        g_node_bytes_live += bytes_;
+        g.node_bytes_made += bytes_;
+        g.node_bytes_live += bytes_;
         return slabs_.take();
     }
     void give(void* block) {
-        g_node_bytes_live -= bytes_;
+        g.node_bytes_live -= bytes_;
         slabs_.give(block);
     }
     void release() { slabs_.release_spares(); }
@@ -315,8 +318,8 @@ void engine_release_spares() {
     strides_release_spares();
 }
 
-size_t engine_bytes_allocated_total() { return storage_bytes_allocated_total() + g_node_bytes_made; }
-size_t engine_bytes_live() { return storage_bytes_live() + g_node_bytes_live; }
+size_t engine_bytes_allocated_total() { return storage_bytes_allocated_total() + g.node_bytes_made; }
+size_t engine_bytes_live() { return storage_bytes_live() + g.node_bytes_live; }
 
 void* Node::operator new(size_t) { return node_blocks().take(); }   // Node is final: always sizeof(Node)
 
@@ -613,6 +616,107 @@ static Device op_device(OpId op, const Tensor* const* inputs, int n_inputs, cons
     return device;
 }
 
+// An op on another device than the CPU: the 0-d CPU inputs moved there (each move a recorded
+// to_device node); `inputs` itself when there are none. `moved` and `pointers` hold what the
+// result points to.
+static const Tensor* const* inputs_moved_to(OpId op, Device device, const Tensor* const* inputs, int n_inputs,
+                                            std::vector<Tensor>& moved, std::vector<const Tensor*>& pointers) {
+    const OpInfo& info = op_table[op];
+    cuda_require(info.name);
+    bool any_scalar = false;
+    for (int i = 0; i < n_inputs && !(info.flags & OPF_CREATE) && op != OP_to_device; ++i)
+        any_scalar = any_scalar || inputs[i]->value().device() != device;
+    if (!any_scalar) return inputs;
+    for (int i = 0; i < n_inputs; ++i)
+        moved.push_back(inputs[i]->value().device() == device ? *inputs[i] : ops::to_device(*inputs[i], device));
+    for (const Tensor& t : moved) pointers.push_back(&t);
+    return pointers.data();
+}
+
+// The inputs converted to the dtypes the op takes (each conversion a recorded `to` node: see
+// OPF_PROMOTE, OPF_FLOAT_ONLY, OPF_INPLACE); `inputs` itself when none needs it. `converted` and
+// `pointers` hold what the result points to.
+static const Tensor* const* inputs_converted(const OpInfo& info, const Tensor* const* inputs, int n_inputs,
+                                             std::vector<Tensor>& converted, std::vector<const Tensor*>& pointers) {
+    bool same_dtypes = true;   // the usual case: nothing to convert unless a float-only op meets int64
+    for (int i = 1; i < n_inputs && same_dtypes; ++i) same_dtypes = inputs[i]->dtype() == inputs[0]->dtype();
+    bool convert = !same_dtypes || ((info.flags & OPF_FLOAT_ONLY) && n_inputs > 0 && inputs[0]->dtype() == DTYPE_I64);
+    if (!convert || !(info.flags & (OPF_PROMOTE | OPF_FLOAT_ONLY | OPF_INPLACE))) return inputs;
+    DType promoted = (info.flags & OPF_PROMOTE) ? promoted_dtype(inputs, n_inputs) : DTYPE_F32;   // once, not per input
+    for (int i = 0; i < n_inputs; ++i) {
+        DType want = required_dtype(info, inputs, i, promoted);
+        if (want == inputs[i]->dtype()) continue;
+        if (converted.empty()) {
+            converted.reserve(n_inputs);
+            for (int j = 0; j < n_inputs; ++j) converted.push_back(*inputs[j]);
+        }
+        converted[i] = ops::to(*inputs[i], want);
+    }
+    if (converted.empty()) return inputs;
+    for (const Tensor& t : converted) pointers.push_back(&t);
+    return pointers.data();
+}
+
+// A new node's place in the recording: its id, op and attributes, its phase, scope and group, and
+// its source line (the locator's; in a backward pass its forward node's, which keeps it when the
+// backward graph is kept; inside a custom function the function node keeps it).
+static void node_place(Node* node, OpId op, const OpAttrs& attrs, bool track,
+                       const std::shared_ptr<CustomFunction>* custom) {
+    node->id = g.next_id++;
+    node->op = op;
+    node->phase = g.recording.phase;
+    node->tracks_grad = track;
+    node->set_attrs(attrs);
+    node->scope = scopes().current;
+    node->history_start = g.recording.phase == PHASE_FORWARD && !g.recording.inner_call &&
+                          (!g.grad_enabled || op == OP_detach);
+    if (custom) node->group_records_made().custom = *custom;
+    if (g.recording.group_node && g.recording.inner_call) {
+        node->group = g.recording.group_node->id;
+        if (g.locator) node->where = g.locator(g.locator_user);
+        g.recording.group_node->group_records_made().inner_nodes.push_back(Ref<Node>(node));
+        node->held_by_record = true;
+    } else if (g.recording.group_node) {
+        node->group = g.recording.group_node->id;
+        node->where = g.recording.group_node->where;
+        if (engine_backward_graph_kept()) {
+            g.recording.group_node->group_records_made().backward_nodes.push_back(Ref<Node>(node));
+            node->held_by_record = true;
+        }
+    } else if (g.locator) {
+        node->where = g.locator(g.locator_user);
+    }
+}
+
+// A new node's input edges (holding the producing nodes when autograd tracks it or a custom
+// function reads its inputs as tensors, else only their values) and its outputs: a view's and an
+// in-place op's output 0 shares input 0's layout, the others are allocated on `device`.
+static void node_connect(Node* node, const Tensor* const* inputs, int n_inputs, const ShapeCall& shape_call,
+                         Device device, bool hold_inputs) {
+    const OpInfo& info = node->info();
+    node->inputs.resize(n_inputs);
+    for (int i = 0; i < n_inputs; ++i) {
+        Edge& e = node->inputs[i];
+        e.id = inputs[i]->node->id;
+        e.output = inputs[i]->output;
+        if (hold_inputs) e.set_node(inputs[i]->node, inputs[i]->output);
+        else e.set_value(inputs[i]->value());
+        e.version = e.value().storage->version;
+    }
+    node->outputs.resize(shape_call.n_outputs);
+    for (int i = 0; i < shape_call.n_outputs; ++i) {
+        Output& out = node->outputs[i];
+        if (i == 0 && (info.flags & (OPF_VIEW | OPF_INPLACE))) {
+            value_share_layout(out.value, inputs[0]->value());   // a view's kernel then sets its own
+            out.value.shape = shape_call.shapes[0];
+            out.value.dtype = shape_call.dtypes[0];
+        } else {
+            allocate_output(info, shape_call.shapes[i], shape_call.dtypes[i], device, &out.value);
+        }
+        out.requires_grad = node->tracks_grad && dtype_is_float(shape_call.dtypes[i]);
+    }
+}
+
 Tensor op_call(OpId op, const Tensor* const* inputs, int n_inputs, const OpAttrs& attrs,
                const std::shared_ptr<CustomFunction>* custom) {
     const OpInfo& info = op_table[op];
@@ -625,18 +729,7 @@ Tensor op_call(OpId op, const Tensor* const* inputs, int n_inputs, const OpAttrs
     Device device = op_device(op, inputs, n_inputs, attrs);
     std::vector<Tensor> moved;   // 0-d CPU inputs of an op on another device, moved there (recorded)
     std::vector<const Tensor*> moved_ptrs;
-    if (device != DEVICE_CPU) {
-        cuda_require(info.name);
-        bool any_scalar = false;
-        for (int i = 0; i < n_inputs && !(info.flags & OPF_CREATE) && op != OP_to_device; ++i)
-            any_scalar = any_scalar || inputs[i]->value().device() != device;
-        if (any_scalar) {
-            for (int i = 0; i < n_inputs; ++i)
-                moved.push_back(inputs[i]->value().device() == device ? *inputs[i] : ops::to_device(*inputs[i], device));
-            for (const Tensor& t : moved) moved_ptrs.push_back(&t);
-            inputs = moved_ptrs.data();
-        }
-    }
+    if (device != DEVICE_CPU) inputs = inputs_moved_to(op, device, inputs, n_inputs, moved, moved_ptrs);
 
     // In place, a float value cannot go into an int64 tensor (PyTorch refuses too: no silent truncation).
     if ((info.flags & OPF_INPLACE) && n_inputs > 1 && inputs[0]->dtype() == DTYPE_I64 &&
@@ -645,28 +738,9 @@ Tensor op_call(OpId op, const Tensor* const* inputs, int n_inputs, const OpAttrs
                     "numbers only (use the op out of place, or a float tensor)",
                     info.name, dtype_name(inputs[1]->dtype()));
 
-    // Convert inputs whose dtype the op does not take (each conversion is a recorded `to` node).
     std::vector<Tensor> converted;
     std::vector<const Tensor*> converted_ptrs;
-    bool same_dtypes = true;   // the usual case: nothing to convert unless a float-only op meets int64
-    for (int i = 1; i < n_inputs && same_dtypes; ++i) same_dtypes = inputs[i]->dtype() == inputs[0]->dtype();
-    bool convert = !same_dtypes || ((info.flags & OPF_FLOAT_ONLY) && n_inputs > 0 && inputs[0]->dtype() == DTYPE_I64);
-    if (convert && (info.flags & (OPF_PROMOTE | OPF_FLOAT_ONLY | OPF_INPLACE))) {
-        DType promoted = (info.flags & OPF_PROMOTE) ? promoted_dtype(inputs, n_inputs) : DTYPE_F32;   // once, not per input
-        for (int i = 0; i < n_inputs; ++i) {
-            DType want = required_dtype(info, inputs, i, promoted);
-            if (want == inputs[i]->dtype()) continue;
-            if (converted.empty()) {
-                converted.reserve(n_inputs);
-                for (int j = 0; j < n_inputs; ++j) converted.push_back(*inputs[j]);
-            }
-            converted[i] = ops::to(*inputs[i], want);
-        }
-        if (!converted.empty()) {
-            for (const Tensor& t : converted) converted_ptrs.push_back(&t);
-            inputs = converted_ptrs.data();
-        }
-    }
+    inputs = inputs_converted(info, inputs, n_inputs, converted, converted_ptrs);
 
     // Shape rule: output shapes and dtypes, or an error.
     const Value* input_values_local[4];
@@ -686,54 +760,11 @@ Tensor op_call(OpId op, const Tensor* const* inputs, int n_inputs, const OpAttrs
     if (info.flags & OPF_INPLACE) check_inplace_target(info, *inputs[0], track);
     if (g.grad_enabled) check_history_current(info, inputs, n_inputs);
 
-    // Record the node.
+    // Record the node, and run it.
     Node* node = new Node();
     Tensor result(node, 0);   // owns the node from here on, so an error below frees it
-    node->id = g.next_id++;
-    node->op = op;
-    node->phase = g_recording.phase;
-    node->tracks_grad = track;
-    node->set_attrs(attrs);
-    node->scope = scopes().current;
-    node->history_start = g_recording.phase == PHASE_FORWARD && !g_recording.inner_call &&
-                          (!g.grad_enabled || op == OP_detach);
-    if (custom) node->group_records_made().custom = *custom;
-    if (g_recording.group_node && g_recording.inner_call) {
-        node->group = g_recording.group_node->id;
-        if (g.locator) node->where = g.locator(g.locator_user);
-        g_recording.group_node->group_records_made().inner_nodes.push_back(Ref<Node>(node));
-        node->held_by_record = true;
-    } else if (g_recording.group_node) {
-        node->group = g_recording.group_node->id;
-        node->where = g_recording.group_node->where;
-        if (engine_backward_graph_kept()) {
-            g_recording.group_node->group_records_made().backward_nodes.push_back(Ref<Node>(node));
-            node->held_by_record = true;
-        }
-    } else if (g.locator) {
-        node->where = g.locator(g.locator_user);
-    }
-    node->inputs.resize(n_inputs);
-    for (int i = 0; i < n_inputs; ++i) {
-        Edge& e = node->inputs[i];
-        e.id = inputs[i]->node->id;
-        e.output = inputs[i]->output;
-        if (track || custom) e.set_node(inputs[i]->node, inputs[i]->output);   // a custom function reads its inputs as tensors
-        else e.set_value(inputs[i]->value());
-        e.version = e.value().storage->version;
-    }
-    node->outputs.resize(shape_call.n_outputs);
-    for (int i = 0; i < shape_call.n_outputs; ++i) {
-        Output& out = node->outputs[i];
-        if (i == 0 && (info.flags & (OPF_VIEW | OPF_INPLACE))) {
-            value_share_layout(out.value, *input_values[0]);   // a view's kernel then sets its own
-            out.value.shape = shape_call.shapes[0];
-            out.value.dtype = shape_call.dtypes[0];
-        } else {
-            allocate_output(info, shape_call.shapes[i], shape_call.dtypes[i], device, &out.value);
-        }
-        out.requires_grad = track && dtype_is_float(shape_call.dtypes[i]);
-    }
+    node_place(node, op, attrs, track, custom);
+    node_connect(node, inputs, n_inputs, shape_call, device, track || custom);
     tape_append(node);
 
     exec_node(node);
@@ -770,37 +801,54 @@ Tensor tape_record_prepared(OpId op, const OpAttrs& attrs, const Value* inputs, 
 // ============================================================================================
 // [SECTION] exec_node
 
-// Call the observers that asked for `event` (all of them for HOOK_AFTER while an interrupt is
-// pending, so that one can take it).
+// Call the observers that receive `event` (for HOOK_AFTER while an interrupt is pending, every one
+// but an OBSERVER_FOLLOWS, so that one can take it), in their order (OBSERVER_FIRST first).
 static void notify_observers(Node* node, HookEvent event) {
     // An observer may unsubscribe (or subscribe) while being called: iterate over a copy. A few
     // observers are copied onto the stack: this runs twice per node, so no allocation.
     constexpr size_t INLINE_OBSERVERS = 8;
-    if (g.history_active && event != HOOK_BEFORE) history_on_event(node, event);   // first: a stop sees its event
     uint8_t bit = hook_bit(event);
     bool interrupt = event == HOOK_AFTER && engine_interrupt_pending();
+    auto receives = [bit, interrupt](const Observer& o) {
+        return (o.receives & bit) || (interrupt && o.role != OBSERVER_FOLLOWS);
+    };
     size_t n = g.observers.size();
     if (n == 1) {   // the usual case (the debugger): a copy of the one entry is enough
         Observer o = g.observers[0];
-        if ((o.events & bit) || interrupt) o.fn(node, event, o.user);
+        if (receives(o)) o.fn(node, event, o.user);
         return;
     }
     if (n > INLINE_OBSERVERS) {
         std::vector<Observer> current = g.observers;
         for (const Observer& o : current)
-            if ((o.events & bit) || interrupt) o.fn(node, event, o.user);
+            if (receives(o)) o.fn(node, event, o.user);
         return;
     }
     Observer current[INLINE_OBSERVERS];
     std::copy(g.observers.begin(), g.observers.end(), current);
     for (size_t i = 0; i < n; ++i)
-        if ((current[i].events & bit) || interrupt) current[i].fn(node, event, current[i].user);
+        if (receives(current[i])) current[i].fn(node, event, current[i].user);
 }
 
 void engine_notify(Node* node, HookEvent event) {
     if ((g.events_wanted & hook_bit(event)) || (event == HOOK_AFTER && engine_interrupt_pending()))
         notify_observers(node, event);
 }
+
+void engine_notify_before_write(Node* node, Storage* storage) {
+    if (!(g.events_wanted & hook_bit(HOOK_BEFORE_WRITE)) || !storage) return;
+    Storage* outer = g.storage_to_write;   // an observer's own writes may notify again
+    g.storage_to_write = storage;
+    try {
+        notify_observers(node, HOOK_BEFORE_WRITE);
+    } catch (...) {
+        g.storage_to_write = outer;
+        throw;
+    }
+    g.storage_to_write = outer;
+}
+
+Storage* engine_storage_to_write() { return g.storage_to_write; }
 
 void exec_node(Node* node) {
     if (g.events_wanted & hook_bit(HOOK_BEFORE)) notify_observers(node, HOOK_BEFORE);
@@ -818,11 +866,11 @@ void exec_node(Node* node) {
     int n_outputs = node->outputs.size();
     for (int i = 0; i < n_outputs; ++i) outputs[i] = &node->outputs[i].value;
 
-    // The rewind history keeps the bytes of a storage it holds as they were before anything writes
-    // it: an in-place op's input, or a buffer a frozen call's replay reuses (a view writes nothing).
-    if (!(node->info().flags & OPF_VIEW))
-        for (Output& out : node->outputs)
-            if (out.value.storage && out.value.storage->history_refs) history_before_write(out.value.storage.get());
+    // Observers hear of each storage before it is written (the rewind history keeps the bytes of
+    // one it holds as they were): an in-place op's input, or a buffer a frozen call's replay reuses.
+    // A view writes nothing.
+    if ((g.events_wanted & hook_bit(HOOK_BEFORE_WRITE)) && !(node->info().flags & OPF_VIEW))
+        for (Output& out : node->outputs) engine_notify_before_write(node, out.value.storage.get());
     if (node->info().flags & OPF_CUSTOM) {
         function_run(node);
     } else {

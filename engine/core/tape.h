@@ -283,7 +283,9 @@ inline int64_t Tensor::id() const { return node ? node->id : 0; }
 
 // ---------------------------------------------------------------------------------------------
 // Observers: the one hook. Called before and after every node runs, forward and backward, and in
-// backward once per group (after a forward node's rule, before its gradients flow on).
+// backward once per group (after a forward node's rule, before its gradients flow on); also before
+// a storage is written and when backward stores a gradient. The rewind history (history.h) and
+// freeze's recorder are observers like the debugger and the viewer.
 
 enum HookEvent : uint8_t {
     HOOK_BEFORE,       // `node` is about to run: its inputs are ready
@@ -293,23 +295,38 @@ enum HookEvent : uint8_t {
                        // node and those leaving it, which an observer may replace before they flow on
     HOOK_PASS_DONE,    // backward: the pass from root `node` has finished (every .grad set); engine_backward_pass()
                        // still describes it. Only to observers that ask for it: not in HOOK_ALL_EVENTS
+    HOOK_BEFORE_WRITE, // a storage someone may hold is about to be written: engine_storage_to_write(). `node`
+                       // writes it (null from a frozen plan's loop). exec_node says so for every output of
+                       // a node that is not a view, a plan's loop for each buffer it writes. Only to
+                       // observers that ask for it (the rewind history copies what it holds)
+    HOOK_GRAD_STORED,  // backward: output engine_backward_pass()->stored.output of `node` (a leaf, or one
+                       // that retains grad) received a gradient in .grad. Only to observers that ask
+                       // for it (freeze's recorder turns it into a step of its own)
 };
 typedef void (*NodeObserver)(Node* node, HookEvent event, void* user);
 inline uint8_t hook_bit(HookEvent event) { return static_cast<uint8_t>(1u << event); }
 constexpr uint8_t HOOK_ALL_EVENTS = (1u << HOOK_BEFORE) | (1u << HOOK_AFTER) | (1u << HOOK_GROUP_DONE);
+// The events about nodes running, which a frozen plan's fast loop does not give (engine_observed).
+constexpr uint8_t HOOK_NODE_EVENTS = HOOK_ALL_EVENTS | (1u << HOOK_PASS_DONE);
 // Subscribe to the events in `events` (hook_bit()s). Returns a handle for unobserve.
-// An observer either looks at values (the debugger, the viewer: OBSERVER_LOOKS) or only notes
-// which ops ran (freeze's recorder: OBSERVER_RECORDS). Backward keeps every gradient whole and
-// apart only for one that looks (engine_values_watched); for one that records, it may add a
-// slice's gradient in place into its sum, which the recorded ops then replay as they ran.
-enum ObserverRole : uint8_t { OBSERVER_LOOKS, OBSERVER_RECORDS };
+// An observer either looks at values (the debugger, the viewer: OBSERVER_LOOKS), or only notes
+// which ops ran (freeze's recorder: OBSERVER_RECORDS), or keeps what the lookers could look back
+// at (the rewind history: OBSERVER_FOLLOWS): its node events (HOOK_NODE_EVENTS) reach it only
+// while an OBSERVER_LOOKS observer wants one, and an interrupt's HOOK_AFTER (below) never does.
+// Backward keeps every gradient whole and apart only for one that looks (engine_values_watched);
+// for one that records, it may add a slice's gradient in place into its sum, which the recorded
+// ops then replay as they ran.
+// Observers are called in the order they subscribed, except that OBSERVER_FIRST ones come before
+// every other: the rewind history records an event before a debugger's stop at it looks back.
+enum ObserverRole : uint8_t { OBSERVER_LOOKS, OBSERVER_RECORDS, OBSERVER_FOLLOWS };
+enum ObserverOrder : uint8_t { OBSERVER_IN_TURN, OBSERVER_FIRST };
 int engine_observe(NodeObserver observer, void* user, uint8_t events = HOOK_ALL_EVENTS,
-                   ObserverRole role = OBSERVER_LOOKS);
+                   ObserverRole role = OBSERVER_LOOKS, ObserverOrder order = OBSERVER_IN_TURN);
 // Change which events an observer gets. With none it costs nothing: a debugger with no
 // breakpoint stays subscribed this way (an interrupt still reaches it, see below).
 void engine_observe_events(int handle, uint8_t events);
 void engine_unobserve(int handle);
-bool engine_observed();   // whether any observer wants an event (plan_run then goes through exec_node)
+bool engine_observed();   // whether any observer gets a node event (plan_run then goes through exec_node)
 // Whether someone may look inside a layer's steps: the backward graph is kept (-i, the REPL,
 // keep_backward_graph(true)), or an OBSERVER_LOOKS wants events (the viewer, a breakpoint; not
 // freeze's recorder). nn.LSTM then records each step as ops; otherwise it runs its fused layer
@@ -329,19 +346,12 @@ void engine_keep_backward_graph(bool keep);
 bool engine_keeps_backward_graph_setting();
 bool engine_backward_graph_kept();
 bool engine_values_watched();   // whether an OBSERVER_LOOKS wants an event (or an interrupt is pending)
-// The rewind history (history.h) says whether it wants to record (a budget, not paused); the
-// engine records for it while someone looks at values. It calls engine_history_changed when that
-// changes.
-bool history_wanted();
-void engine_history_changed();
-
-// Gradient accumulation can be watched too (freeze turns it into a step of its own). Called by
-// backward() right after node->outputs[output].grad received `grad`; the nodes with ids in
-// [first_id, end_id) were recorded by that accumulation itself (an add_, or a clone).
-typedef void (*GradObserver)(Node* node, int output, const Tensor& grad, int64_t first_id, int64_t end_id,
-                             void* user);
-void engine_observe_grads(GradObserver observer, void* user);   // one at a time; nullptr stops
-void engine_notify_grad(Node* node, int output, const Tensor& grad, int64_t first_id, int64_t end_id);
+// A storage is about to be written (an op's output; a view writes nothing): observers of
+// HOOK_BEFORE_WRITE hear of it first, `node` being the node that writes it (null from a plan's
+// loop). Nothing (one bit test) when none listens. engine_storage_to_write() is the storage while
+// they are called, null otherwise.
+void engine_notify_before_write(Node* node, Storage* storage);
+Storage* engine_storage_to_write();
 // Call the observers with `event` for `node` (exec_node and backward do; nothing when none).
 void engine_notify(Node* node, HookEvent event);
 
@@ -383,7 +393,7 @@ struct RecordingContext {
     Node* group_node = nullptr;
     bool inner_call = false;
 };
-extern RecordingContext g_recording;
+RecordingContext& engine_recording();   // the current one (backward, function.cpp and the debugger set it)
 
 bool grad_enabled();
 void set_grad_enabled(bool enabled);
@@ -442,12 +452,22 @@ struct BackwardGroup {
                                            // (same shape, and only for inputs that need a gradient).
 };
 
+// At HOOK_GRAD_STORED: the gradient backward() just put into .grad of output `output` of the node
+// (added, or kept as the first one). The nodes with ids in [first_id, end_id) were recorded by
+// that storing itself (an add_, or a clone).
+struct GradStored {
+    int output = 0;
+    const Tensor* grad = nullptr;   // what arrived (the pass's sum), not .grad itself
+    int64_t first_id = 0, end_id = 0;
+};
+
 struct BackwardPass {
     uint64_t serial = 0;                      // passes are numbered 1, 2, ... as they start
     Node* root = nullptr;                     // backward() was called on an output of this node
     const std::vector<Node*>* order = nullptr;   // the nodes the pass visits, in that order (ids decreasing)
     size_t position = 0;                      // index in *order of the node being visited
     BackwardGroup group;                      // set while a node's rule runs and at HOOK_GROUP_DONE
+    GradStored stored;                        // set at HOOK_GRAD_STORED
 };
 
 // Gradient hooks (PyTorch's Tensor.register_hook): functions of the gradient of one output of a

@@ -136,6 +136,7 @@ struct StoragePool {
     size_t live_bytes = 0;
     size_t peak_bytes = 0;
     uint64_t next_serial = 1;
+    size_t memory_limit = 0;   // memory_limit_bytes; 0: the default
 
     BlockSlabs& small_class(size_t rounded) {
         BlockSlabs*& slabs = small_slabs[rounded / 64];
@@ -159,8 +160,6 @@ StoragePool& pool() {
 
 size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
-size_t g_memory_limit = 0;   // 0: the default
-
 size_t default_memory_limit() {
     long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGE_SIZE);
     if (pages <= 0 || page_size <= 0) return size_t(8) << 30;
@@ -172,11 +171,12 @@ double gigabytes(size_t bytes) { return static_cast<double>(bytes) / (1u << 30);
 }  // namespace
 
 size_t memory_limit_bytes() {
-    if (g_memory_limit == 0) g_memory_limit = default_memory_limit();
-    return g_memory_limit;
+    StoragePool& p = pool();
+    if (p.memory_limit == 0) p.memory_limit = default_memory_limit();
+    return p.memory_limit;
 }
 
-void memory_set_limit_bytes(size_t bytes) { g_memory_limit = bytes; }
+void memory_set_limit_bytes(size_t bytes) { pool().memory_limit = bytes; }
 
 size_t storage_rounded_bytes(size_t bytes, Device device) {
     return round_up(bytes == 0 ? 1 : bytes, device == DEVICE_CPU ? 64 : 256);

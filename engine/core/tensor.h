@@ -100,7 +100,7 @@ struct Storage {
     uint32_t version;
     uint32_t history_version;   // `version` after the latest in-place write autograd recorded (0: none)
     uint32_t history_refs;      // values the rewind history (history.h) holds on it: a node writing it
-                                // first copies the old bytes (history_before_write)
+                                // first copies the old bytes (at HOOK_BEFORE_WRITE, tape.h)
     uint64_t serial;     // allocation order, so a backward pass can tell the storages it made
     size_t bytes;
     void* data;
@@ -182,7 +182,7 @@ private:
 // A value made by an op is contiguous (row-major from `offset`, no strides block);
 // views (narrow, transpose, expand, ...) share their input's storage with another layout, and are
 // strided only when that layout is not row-major (view_set_layout decides). Kernels read
-// contiguous values only: kernel_run (ops.cpp) makes strided inputs contiguous for the ops that
+// contiguous values only: kernel_run (kernel_run.cpp) makes strided inputs contiguous for the ops that
 // do not take them as they are (OPF_STRIDED), and writes an in-place result back through a
 // strided view. Host code reads elements through value_to_host (below), then value_get or
 // value_contiguous; it writes them through value_write_from_host.

@@ -219,7 +219,14 @@ bool group_ended_after_last_step(const Plan& plan) {
     return plan_last_group_end(plan) == static_cast<int>(plan_step_count(plan));
 }
 
+void record_grad(Node* node, int output, const Tensor& grad, int64_t first_id, int64_t end_id);
+
 void record_node(Node* node, HookEvent event, void*) {
+    if (event == HOOK_GRAD_STORED) {   // a leaf's .grad (made before the recording, often)
+        const GradStored& stored = engine_backward_pass()->stored;
+        record_grad(node, stored.output, *stored.grad, stored.first_id, stored.end_id);
+        return;
+    }
     Recorder& r = *freeze_state().recorder;
     if (node->id < r.first_id) return;
     if (event == HOOK_GROUP_DONE) {
@@ -306,7 +313,7 @@ bool made_by_recording(const Recorder& r, const Node* node) { return node->id >=
 
 // backward() stored a gradient: for a leaf from outside, the add_ (or clone) it recorded becomes one
 // accumulation step, which at run time adds into .grad or creates it, whatever its state then.
-void record_grad(Node* node, int output, const Tensor& grad, int64_t first_id, int64_t end_id, void*) {
+void record_grad(Node* node, int output, const Tensor& grad, int64_t first_id, int64_t end_id) {
     Recorder& r = *freeze_state().recorder;
     if (made_by_recording(r, node)) return;   // a fresh node each call: its recorded steps are right as they are
     Plan& plan = *r.plan;
@@ -378,9 +385,8 @@ void plan_record_begin(const std::string& name, const std::vector<Tensor>& input
     storage_peak_reset();
     r->attrs = std::make_unique<PlanAttrsTable>(plan);
     freeze_state().recorder = r.release();
-    freeze_state().recorder->observer = engine_observe(record_node, nullptr, hook_bit(HOOK_AFTER) | hook_bit(HOOK_GROUP_DONE),
-                                              OBSERVER_RECORDS);
-    engine_observe_grads(record_grad, nullptr);
+    freeze_state().recorder->observer = engine_observe(
+        record_node, nullptr, hook_bit(HOOK_AFTER) | hook_bit(HOOK_GROUP_DONE) | hook_bit(HOOK_GRAD_STORED), OBSERVER_RECORDS);
 }
 
 bool plan_recording() { return freeze_state().recorder != nullptr; }
@@ -457,7 +463,6 @@ namespace {
 
 void record_stop() {
     engine_unobserve(freeze_state().recorder->observer);
-    engine_observe_grads(nullptr, nullptr);
 }
 
 // Drop captured tensors nothing reads any more (a gradient's old tensor, replaced by its target).

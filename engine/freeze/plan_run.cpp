@@ -9,8 +9,6 @@
 #include "plan.h"
 #include "plan_internal.h"
 
-#include "history.h"
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -340,9 +338,8 @@ struct PlanCall {
     void run_op(OpId op, const OpAttrs& attrs, const Value* const* in, const int* in_values, int n_in, Value* const* out,
                 const int* out_values, int n_out, const PlanStep& s) {
         if (!observed) {
-            if (!(op_info(op).flags & OPF_VIEW))   // as exec_node: the rewind history keeps what it holds as it was
-                for (int i = 0; i < n_out; ++i)
-                    if (out[i]->storage && out[i]->storage->history_refs) history_before_write(out[i]->storage.get());
+            if (!(op_info(op).flags & OPF_VIEW))   // as exec_node: observers hear of a storage before it is written
+                for (int i = 0; i < n_out; ++i) engine_notify_before_write(nullptr, out[i]->storage.get());
             KernelCall call{in, n_in, out, n_out, attrs};
             kernel_run(op, call);
             if (op_info(op).flags & OPF_INPLACE) ++out[0]->storage->version;
@@ -561,8 +558,7 @@ struct PlanCall {
             case STEP_KERNEL: run_kernel(s, x); break;
             case STEP_FUSED:
                 if (x.is_fresh(0)) give_fresh_bytes(*x.outputs[0], plan.values[s.outputs[0]].device);
-                if (!observed && x.outputs[0]->storage && x.outputs[0]->storage->history_refs)
-                    history_before_write(x.outputs[0]->storage.get());   // as exec_node (history.h)
+                if (!observed) engine_notify_before_write(nullptr, x.outputs[0]->storage.get());   // as exec_node
                 if (observed) run_fused_observed(s, x);
                 else if (x.outputs[0]->dtype == DTYPE_F32) run_fused<float>(plan, s, x, e);
                 else run_fused<double>(plan, s, x, e);

@@ -237,14 +237,14 @@ void on_lua_hook(lua_State* T, lua_Debug* ar) {
 // however the stop ends (an :abort unwinds through here as a Lua error).
 struct StopScope {
     DebugStop* saved_stop = g.stop;
-    RecordingContext saved_recording = g_recording;
+    RecordingContext saved_recording = engine_recording();
     lua_State* thread;
 
     StopScope(DebugStop& stop, lua_State* T) : thread(T) {
         g.stop = &stop;
         g.busy = true;
         g.resume = RESUME_NONE;
-        g_recording = RecordingContext();
+        engine_recording() = RecordingContext();
         history_pause();   // ops typed at the prompt are no events of the run
         if (lua_gethook(T) == on_lua_hook) lua_sethook(T, nullptr, 0, 0);
         rewind_stop_begin(stop);
@@ -253,7 +253,7 @@ struct StopScope {
         rewind_stop_end(*g.stop);   // resuming returns to the live stop first
         history_resume();
         viewer_show_stop_end(saved_stop);
-        g_recording = saved_recording;
+        engine_recording() = saved_recording;
         g.stop = saved_stop;
         g.busy = false;
         refresh();

@@ -553,15 +553,15 @@ double stat_of(const TensorStats& s, const std::string& stat) {
 
 // While a condition runs: no stops, no graph, and its ops are not part of a backward group.
 struct ConditionScope {
-    RecordingContext saved_recording = g_recording;
+    RecordingContext saved_recording = engine_recording();
     bool saved_busy = g.busy;
     NoGradGuard no_grad;
     ConditionScope() {
         g.busy = true;
-        g_recording = RecordingContext();
+        engine_recording() = RecordingContext();
     }
     ~ConditionScope() {
-        g_recording = saved_recording;
+        engine_recording() = saved_recording;
         g.busy = saved_busy;
     }
 };

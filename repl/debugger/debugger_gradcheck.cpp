@@ -254,11 +254,11 @@ std::vector<Tensor> rule_in_float64(const Node* node, const FunctionCall* functi
         if (grad_outputs[j].storage) grad_output[j] = leaf_of(grad_outputs[j]);
     std::vector<Tensor> grad_input(inputs.size());
     struct Context {   // backward() runs a rule with autograd off, its group set
-        RecordingContext saved = g_recording;
+        RecordingContext saved = engine_recording();
         NoGradGuard no_grad;
-        ~Context() { g_recording = saved; }
+        ~Context() { engine_recording() = saved; }
     } context;
-    g_recording.group_node = forward;
+    engine_recording().group_node = forward;
     BackwardCall call{forward, grad_output.data(), grad_input.data(), nullptr};
     forward->info().backward_rule(call);
     return grad_input;

@@ -302,8 +302,8 @@ TEST_CASE("error: an error inside backward restores the grad mode and leaves no 
     }
     CHECK_THROWS(backward(loss, nullptr));
     CHECK(grad_enabled());
-    CHECK(g_recording.phase == PHASE_FORWARD);
-    CHECK(g_recording.group_node == nullptr);
+    CHECK(engine_recording().phase == PHASE_FORWARD);
+    CHECK(engine_recording().group_node == nullptr);
     for (Node* n = tape_first(); n; n = n->tape_next)
         for (const Output& out : n->outputs) CHECK_FALSE(out.pending.defined());
     // A new graph from the same leaf still works.

@@ -139,3 +139,71 @@ TEST_CASE("hook: two observers both see every event, an observer may unsubscribe
     for (size_t k = 0; k < first.size(); ++k) CHECK(first[k].id == second[k].id);
     check_values(b, {3, 6});
 }
+
+namespace {
+
+// What one observer heard, in order: the events with the node's id (0: none), and for
+// HOOK_BEFORE_WRITE the storage, for HOOK_GRAD_STORED the output.
+struct Heard {
+    const char* name = "";
+    std::vector<std::string>* log = nullptr;
+    std::vector<Storage*> written;
+    std::vector<int> stored_outputs;
+};
+
+void note_heard(Node* node, HookEvent event, void* user) {
+    Heard& h = *static_cast<Heard*>(user);
+    if (h.log) h.log->push_back(std::string(h.name) + " " + std::to_string(static_cast<int>(event)));
+    if (event == HOOK_BEFORE_WRITE) h.written.push_back(engine_storage_to_write());
+    if (event == HOOK_GRAD_STORED) {
+        REQUIRE(engine_backward_pass());
+        const GradStored& stored = engine_backward_pass()->stored;
+        REQUIRE(stored.grad);
+        CHECK(node->outputs[stored.output].grad.defined());
+        CHECK(stored.end_id >= stored.first_id);
+        h.stored_outputs.push_back(stored.output);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("hook: HOOK_BEFORE_WRITE names each storage before it is written, HOOK_GRAD_STORED each .grad stored") {
+    Heard heard;
+    int handle = engine_observe(note_heard, &heard, hook_bit(HOOK_BEFORE_WRITE) | hook_bit(HOOK_GRAD_STORED),
+                                OBSERVER_RECORDS);
+    CHECK_FALSE(engine_observed());   // not node events: a frozen plan keeps its fast loop
+    Tensor w = make_leaf(Shape{2}, {1, 2});
+    Tensor y = ops::mul_scalar(w, 3);
+    Storage* y_storage = y.value().storage.get();
+    Tensor view = ops::reshape(y, Shape{2, 1});   // a view writes nothing
+    Tensor written = y;
+    {
+        NoGradGuard no_grad;
+        ops::add_(written, y, 1);
+    }
+    CHECK(std::count(heard.written.begin(), heard.written.end(), y_storage) == 2);   // made, then added into
+    backward(ops::reduce_all(OP_sum, ops::mul_scalar(w, 2)), nullptr);
+    engine_unobserve(handle);
+    CHECK(heard.stored_outputs == std::vector<int>{0});
+    CHECK(engine_storage_to_write() == nullptr);
+}
+
+TEST_CASE("hook: an OBSERVER_FIRST observer is called before those subscribed earlier") {
+    std::vector<std::string> log;
+    Heard early, first;
+    early.name = "early";
+    early.log = &log;
+    first.name = "first";
+    first.log = &log;
+    int h1 = engine_observe(note_heard, &early, hook_bit(HOOK_AFTER));
+    int h2 = engine_observe(note_heard, &first, hook_bit(HOOK_AFTER), OBSERVER_LOOKS, OBSERVER_FIRST);
+    make_tensor(Shape{1}, {1});
+    engine_unobserve(h1);
+    engine_unobserve(h2);
+    std::string after = std::to_string(static_cast<int>(HOOK_AFTER));
+    REQUIRE(log.size() >= 2);   // per node: the OBSERVER_FIRST one, then the other
+    for (size_t k = 0; k + 1 < log.size(); k += 2) {
+        CHECK(log[k] == "first " + after);
+        CHECK(log[k + 1] == "early " + after);
+    }
+}

@@ -1,5 +1,5 @@
 // kernels_cuda_other.cu: the CUDA kernels of the ops that are neither elementwise, products nor
-// reductions (see cuda_common.h). Semantics are kernels_cpu.cpp's and view_ops.cpp's.
+// reductions (see cuda_common.h). Semantics are kernels_cpu*.cpp's and view_ops.cpp's.
 //
 // [SECTION] helpers        launches, dtype dispatch, device-side error slots, the RNG, block sums
 // [SECTION] creation       tensor zeros ones full eye arange linspace rand randn randint randperm
@@ -634,7 +634,7 @@ __device__ int64_t label_column(AnyValues labels, int64_t i, int64_t classes, un
     return static_cast<int64_t>(label) - 1;
 }
 
-// The CPU's error (kernels_cpu.cpp's label_column) for the first bad label, if a kernel found one.
+// The CPU's error (kernels_cpu_reduce.cpp's label_column) for the first bad label, if a kernel found one.
 void check_labels(const ErrorSlot& errors, const Value& labels, int64_t classes, const char* op_name) {
     int64_t i = errors.first_bad();
     if (i < 0) return;

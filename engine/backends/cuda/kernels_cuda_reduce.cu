@@ -1,7 +1,7 @@
 // kernels_cuda_reduce.cu: the CUDA kernels of the reductions: sum mean prod max min amax amin
 // sum_to cumsum softmax log_softmax sort topk. See cuda_common.h.
 //
-// Semantics are the CPU's (kernels_cpu.cpp, [SECTION] reductions, and cpu_sum_to):
+// Semantics are the CPU's (kernels_cpu_reduce.cpp, [SECTION] reductions, and cpu_sum_to):
 //   - float32 accumulates in float32, float64 in float64, int64 in int64 (wrapping), as the CPU
 //     does. The order of the additions differs where the GPU splits a reduction over threads (a
 //     tree), so a float sum can differ from the CPU's in its last bits; where one thread walks the
@@ -127,7 +127,7 @@ __device__ T extreme_identity() {
 }
 
 // max, min, amax, amin: the value and its position (the first NaN, else the first of the tied
-// winners: what kernels_cpu.cpp's is_new_max / is_new_min keep, walking in order). amax and amin carry the position too (no indices stored): a tree of blocks folds the
+// winners: what kernels_cpu_common.h's is_new_max / is_new_min keep, walking in order). amax and amin carry the position too (no indices stored): a tree of blocks folds the
 // elements out of order, and without the position a tie between -0.0 and 0.0, or between two
 // NaNs, would go to whichever came last in the tree, where the CPU keeps the first (its bits).
 template <class T>
