@@ -7,7 +7,7 @@
 #     found at configure time (headers, pkg-config) and loaded at run time (libopenblas0-pthread).
 #     Optional: without it every product runs in Eigen.
 #   libx11-dev: the viewer sets Xlib's I/O error handlers (a lost X display closes the viewer).
-#   libonnx-dev, libprotobuf-dev: ONNX export (engine/onnx_export.h): ONNX's protobuf classes
+#   libonnx-dev, libprotobuf-dev: ONNX export (engine/io/onnx/onnx_export.h): ONNX's protobuf classes
 #     (onnx.proto compiled), its checker and shape inference.
 #   libcairo2-dev: headless pictures (plots of the Training window, :plot PNGs, :animate frames):
 #     lines, text and PNG files without a window. libgif-dev: giflib, the GIF encoder of :animate.

@@ -1,7 +1,7 @@
 // gemm_choice: times the CPU mm kernel on the products the benchmark's workloads run (W4-W8),
 // once with every product in Eigen and once with every product in the BLAS, samples interleaved,
 // and prints per shape the minimum µs of each, their ratio and what the rule (blas_prefers,
-// engine/blas.cpp) picks, so that the rule can be re-checked on another machine.
+// engine/backends/blas.cpp) picks, so that the rule can be re-checked on another machine.
 //   build/gemm_choice [samples]     (default 15 samples of ~2 ms per shape and backend)
 // The shapes are m n k as mm sees them (op(A) m x k, op(B) k x n), with their transposes and
 // whether they add into the output (freeze's in-place gradients), found by logging every product

@@ -7,7 +7,7 @@
 //   }
 //   y = MyReLU.apply(x)      -- or MyReLU(x)
 //
-// Each apply is one node on the tape named after the function (engine/function.h); the ops inside
+// Each apply is one node on the tape named after the function (engine/core/function.h); the ops inside
 // forward and backward are recorded in its group with their own lines. ctx is a plain Lua table
 // (keep anything on it) with save_for_backward(...), saved_tensors and needs_input_grad.
 //

@@ -4,7 +4,7 @@
 //   local x = torch.randn(3, 4, {dtype = torch.float64, requires_grad = true})
 //   torch.autograd.gradcheck(function(x) return x:tanh() end, {x})      -- true, or an error
 //
-// The numerical Jacobian is made of central differences (engine/gradcheck.h): each element of
+// The numerical Jacobian is made of central differences (engine/core/gradcheck.h): each element of
 // each input that requires grad is moved by +-eps in place and the function called again, with
 // autograd off. The analytical one row by row: one backward pass per output element, seeded with
 // a one-hot gradient, capturing the inputs' gradients (as torch.autograd.grad). Both are compared

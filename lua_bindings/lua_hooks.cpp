@@ -4,7 +4,7 @@
 //   loss:backward()     -- fn sees dloss/dh once it is complete; what it returns flows on instead
 //   handle:remove()
 //
-// The engine keeps the hook with the tensor's node (grad_hook_add, engine/tape.h): it lives as long
+// The engine keeps the hook with the tensor's node (grad_hook_add, engine/core/tape.h): it lives as long
 // as the node, also when no Lua variable names the tensor any more, and is called by backward()
 // in the node's backward group, so the ops it calls are recorded (and drawn, stepped, frozen) there.
 // The Lua function is held in the registry until the hook goes.

@@ -1,4 +1,4 @@
-// lua_names.cpp: offers the engine the names the script gave its tensors (engine/node_names.h).
+// lua_names.cpp: offers the engine the names the script gave its tensors (engine/core/node_names.h).
 //
 // Lua has no hook on assignment, so names are found by looking: at what the globals, and the
 // locals of the script's frames running now, hold. A tensor held directly is named after the

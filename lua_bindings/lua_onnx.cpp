@@ -1,4 +1,4 @@
-// lua_onnx.cpp: torch.onnx.export, a frozen function's plan as an ONNX model (engine/onnx_export.h,
+// lua_onnx.cpp: torch.onnx.export, a frozen function's plan as an ONNX model (engine/io/onnx/onnx_export.h,
 // docs/onnx.md).
 //
 //   f = torch.freeze(step, x, y)

@@ -1,5 +1,5 @@
 // lua_plan_log.cpp: f:passes([pass]), what each pass of a frozen function's plan decided
-// (engine/plan_log.h), as a table for scripts and tests; its `text` is what `:plan f --passes`
+// (engine/freeze/plan_log.h), as a table for scripts and tests; its `text` is what `:plan f --passes`
 // prints. The recording is compiled again with a log (the plan keeps none): O(steps).
 #include <memory>
 #include <string>

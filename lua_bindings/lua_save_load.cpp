@@ -1,5 +1,5 @@
-// lua_save_load.cpp: torch.save and torch.load (the files: engine/state_file.h), and
-// torch.save_png (engine/png_write.h).
+// lua_save_load.cpp: torch.save and torch.load (the files: engine/io/state_file.h), and
+// torch.save_png (engine/io/png_write.h).
 //
 //   torch.save({fc = {weight = w, bias = b}, step = 3, note = "run 1"}, "model.npz" [, {compress = true}])
 //   sd = torch.load("model.npz")   -- {["fc.weight"] = w, ["fc.bias"] = b, step = 3, note = "run 1"}

@@ -74,7 +74,7 @@ std::shared_ptr<const td::Plan> tapedeck_frozen_plan(lua_State* L, int idx);
 int tapedeck_frozen_passes(lua_State* L);
 // Whether the value at idx is a frozen function (from torch.freeze or torch.load_plan).
 bool tapedeck_is_frozen(lua_State* L, int idx);
-// Offers the engine the names the script gives its tensors now (engine/node_names.h): the
+// Offers the engine the names the script gives its tensors now (engine/core/node_names.h): the
 // variables of the script's running frames and the globals, modules' parameters by their paths.
 // Called when names are about to be shown: a debugger stop, a viewer redraw, a graph printed.
 // `newest`: names from assignments are looked for among at most that many newest nodes

@@ -373,7 +373,7 @@ int parse_options(int argc, char** argv, ProgramOptions& options) {
             options.code.push_back(argv[i]);
         } else if (strcmp(argv[i], "-v") == 0 || strcmp(argv[i], "--version") == 0) {
             printf("tapedeck %s\n", TAPEDECK_VERSION);
-            printf("GEMM: %s\n", td::blas_describe().c_str());   // which products run where (engine/blas.h)
+            printf("GEMM: %s\n", td::blas_describe().c_str());   // which products run where (engine/backends/blas.h)
             printf("GPU: %s\n", td::cuda_available() ? td::cuda_device_name().c_str() : td::cuda_unavailable_reason().c_str());
             return 0;
         } else if (strcmp(argv[i], "--ops") == 0) {

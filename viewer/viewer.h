@@ -80,7 +80,7 @@ void viewer_set_stop_line(const std::string& file, int line);
 // Running again (or back at the prompt): no node is highlighted, no line marked.
 void viewer_clear_stop();
 // The timeline (window_timeline.cpp): show the graph as it stood at history event `serial`
-// (engine/history.h; the debugger's :back), or live (0). Nodes recorded later are hidden (the
+// (engine/core/history.h; the debugger's :back), or live (0). Nodes recorded later are hidden (the
 // layout stays), the event's node is highlighted and its line marked.
 void viewer_set_timeline(uint64_t serial);
 uint64_t viewer_timeline();
@@ -117,7 +117,7 @@ struct ViewerBreakpoint {
 void viewer_set_breakpoints(const std::vector<ViewerBreakpoint>& breakpoints);
 
 // What the newest training step changed, per node of it (the Options' "diff" checkbox,
-// viewer.options{diff = true}; repl/debugger_diff.cpp computes it, as :diff does).
+// viewer.options{diff = true}; repl/debugger/debugger_diff.cpp computes it, as :diff does).
 struct ViewerDiffMark {
     int64_t node_id = 0;
     bool is_new = false;          // no node of the step before matches it (a branch that changed)

@@ -3,7 +3,7 @@
 // The op row (ops.def) is device-free. Each backend fills its own table, indexed by OpId:
 //   CPU   cpu_kernels: the row's kernel column (kernels_cpu*.cpp, view_ops.cpp)
 //   CUDA  cuda_kernel_table(): filled by the kernels_cuda*.cu files when the build has CUDA
-//         (engine/cuda/), each entry null otherwise
+//         (engine/backends/cuda/), each entry null otherwise
 // A null entry means "not on this device": kernel_for says so, naming the op and the device
 // (never a silent fallback to the CPU). Views only set a layout and copy nothing: their kernels
 // (view_*) are device-free, and every backend's table holds them.

@@ -1,7 +1,7 @@
 // device.h: the GPU runtime as the engine sees it: whether there is a device, its memory, copies.
 //
-// Built with CUDA (TAPEDECK_CUDA, CMakeLists.txt) this is engine/cuda/device_cuda.cu; without it,
-// engine/device_none.cpp, where no device is ever available and every call that needs one fails
+// Built with CUDA (TAPEDECK_CUDA, CMakeLists.txt) this is engine/backends/cuda/device_cuda.cu; without it,
+// engine/backends/device_none.cpp, where no device is ever available and every call that needs one fails
 // with the reason. Any CUDA error at start-up (no driver, no device) counts as "no device":
 // cuda_available() is false and says why; nothing crashes.
 #pragma once
@@ -47,7 +47,7 @@ void device_copy_bytes(void* dst, Device dst_device, const void* src, Device src
 // value_copy_elements for device values).
 void cuda_copy_elements(const Value& dst, const Value& src);
 
-// Stream capture (CUDA graphs), for a frozen plan's replay (plan.cpp): the kernels queued between
+// Stream capture (CUDA graphs), for a frozen plan's replay (freeze/plan_run.cpp): the kernels queued between
 // begin and end are recorded, not run, and the graph replays them with one launch. Memory the
 // captured kernels allocate for themselves (scratch) stays reserved for the graph until it is freed.
 // Host synchronisation inside a capture fails it (cuda_capture_end then gives nullptr).

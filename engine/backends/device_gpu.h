@@ -1,5 +1,5 @@
-// device_gpu.h: the real GPU runtime behind device.h (engine/cuda/device_cuda.cu, or
-// engine/device_none.cpp in a build without CUDA). device.cpp calls these unless the GPU is
+// device_gpu.h: the real GPU runtime behind device.h (engine/backends/cuda/device_cuda.cu, or
+// engine/backends/device_none.cpp in a build without CUDA). device.cpp calls these unless the GPU is
 // emulated (device_emulated.h); nothing else should.
 #pragma once
 

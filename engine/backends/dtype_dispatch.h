@@ -1,5 +1,5 @@
 // dtype_dispatch.h: run a statement with T bound to the element type of a dtype, in the CPU
-// kernels (kernels_cpu.cpp) and the CUDA ones (engine/cuda/) alike.
+// kernels (kernels_cpu.cpp) and the CUDA ones (engine/backends/cuda/) alike.
 //   DISPATCH_FLOAT(op_name, dtype, stmt)   float32, float64; other dtypes are an error naming op_name
 //   DISPATCH_ALL(dtype, stmt)              float32, float64, int64
 //   DISPATCH_BY_SIZE(dtype, stmt)          uint32_t or uint64_t: for moving elements, only the size matters

@@ -1,6 +1,6 @@
 // elementwise.h: the math of the elementwise ops over contiguous spans, written once.
 //
-// The op kernels (kernels_cpu.cpp) run it over whole tensors; freeze's fused loops (plan.cpp) run
+// The op kernels (kernels_cpu.cpp) run it over whole tensors; freeze's fused loops (freeze/plan_run.cpp) run
 // several of these span functions chunk by chunk over registers. The same code both ways, so a
 // fused chain computes exactly what the ops compute one by one (no second copy of the math).
 #pragma once

@@ -45,7 +45,7 @@ TD_NO_FP_CONTRACT void add_products(T* c, T s, const T* row, int64_t n) {
     for (int64_t j = 0; j < n; ++j) c[j] += s * row[j];
 }
 
-// A float or double product through the BLAS when blas_gemm takes it (engine/blas.h: not a
+// A float or double product through the BLAS when blas_gemm takes it (engine/backends/blas.h: not a
 // matrix-vector product, with OpenBLAS's AVX-512 kernels loaded); false, having done nothing, for
 // int64 and for the products that stay in Eigen. Row-major operands with their row strides.
 template <class T>

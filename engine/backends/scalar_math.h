@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <type_traits>
 
-// Every function here is callable from CUDA device code too (engine/cuda/kernels_cuda_elementwise.cu
+// Every function here is callable from CUDA device code too (engine/backends/cuda/kernels_cuda_elementwise.cu
 // compiles the same lines with nvcc): TD_HOST_DEVICE.
 #include "host_device.h"
 

@@ -536,7 +536,7 @@ void backward(const Tensor& root, const Tensor* grad, const BackwardOptions& opt
         for (const Ref<Node>& b : n->backward_nodes()) freeing.check(b.get());   // the rule's intermediates
     }
     pass.position = order.size();
-    engine_notify(root.node.get(), HOOK_PASS_DONE);   // a step's end, for its summary (repl/debugger_diff.cpp)
+    engine_notify(root.node.get(), HOOK_PASS_DONE);   // a step's end, for its summary (repl/debugger/debugger_diff.cpp)
 }
 
 // The autograd graph of t, plus ancestors it does not hold but that are still alive (inputs that

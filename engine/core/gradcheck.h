@@ -1,6 +1,6 @@
 // gradcheck.h: finite differences in float64 against computed gradients, the numbers behind
 // torch.autograd.gradcheck (lua_bindings/lua_gradcheck.cpp) and the debugger's :gradcheck at a
-// backward stop (repl/debugger_gradcheck.cpp). Nothing here records a node or calls Lua: the
+// backward stop (repl/debugger/debugger_gradcheck.cpp). Nothing here records a node or calls Lua: the
 // caller gives the function to differentiate as an evaluation of its inputs' current values.
 #pragma once
 

@@ -495,7 +495,7 @@ const LastLoss& engine_last_loss();
 
 // The pass backward() is running, or null. One at a time: backward() while one runs is an error.
 const BackwardPass* engine_backward_pass();
-// A frozen plan's debug replay announces a recorded backward group (plan.cpp): `pass` stands for
+// A frozen plan's debug replay announces a recorded backward group (freeze/plan_run.cpp): `pass` stands for
 // the running pass while its observers see HOOK_GROUP_DONE; null ends it. Not while backward() runs.
 void engine_backward_pass_replay(BackwardPass* pass);
 // The node with this id among those the running pass visits (O(log n)); null when none is.

@@ -355,7 +355,7 @@ bool resolve_op(lua_State* L, Breakpoint& bp, std::string& error) {
         for (size_t i = 0; i < near.size(); ++i) error += std::string(i ? "," : "") + " " + near[i];
         error += "?)";
     } else {
-        error += " (the ops are the rows of engine/ops.def; a torch.Function not defined yet: fn " + name + ")";
+        error += " (the ops are the rows of engine/core/ops.def; a torch.Function not defined yet: fn " + name + ")";
     }
     return false;
 }

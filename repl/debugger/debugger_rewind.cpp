@@ -1,5 +1,5 @@
 // debugger_rewind.cpp: rewinding at a stop — :back, :forward, :history, and what the prompt sees
-// while the view is rewound (engine/history.h keeps the events and their values).
+// while the view is rewound (engine/core/history.h keeps the events and their values).
 //
 // [SECTION] view       the event a stop is, moving the view, tensors of values as they were
 // [SECTION] names      node, inputs, out, outputs, grad_output, grad_input, stop of a rewound event

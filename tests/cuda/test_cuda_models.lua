@@ -8,7 +8,7 @@
 -- each tensor's largest value).
 --
 -- Without a usable GPU it prints why and exits 77 (CTest: skipped). With TAPEDECK_EMULATE_GPU=1
--- it runs on the emulated GPU (engine/device_emulated.h), as CI does; TAPEDECK_TEST_DEVICE=cpu
+-- it runs on the emulated GPU (engine/backends/device_emulated.h), as CI does; TAPEDECK_TEST_DEVICE=cpu
 -- runs it CPU against CPU.
 local here = arg[0]:match("^(.*[/\\])") or "./"
 local models_dir = here .. "../../scripts/models/"

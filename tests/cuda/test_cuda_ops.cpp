@@ -6,7 +6,7 @@
 //
 // The device under test is TAPEDECK_TEST_DEVICE ("cuda" unless set; "cpu" runs it CPU against
 // CPU). Without a usable GPU the program prints why and exits 77, which CTest reports as skipped.
-// With TAPEDECK_EMULATE_GPU=1 "cuda" is the emulated GPU (engine/device_emulated.h: host memory,
+// With TAPEDECK_EMULATE_GPU=1 "cuda" is the emulated GPU (engine/backends/device_emulated.h: host memory,
 // the CPU's kernels): CI runs it so on every run, which checks the device plumbing (creation on a
 // device, to_device, the host boundary, autograd there) and this harness, not the CUDA kernels.
 #define CATCH_CONFIG_RUNNER

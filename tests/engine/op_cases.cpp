@@ -1,4 +1,4 @@
-// op_cases.cpp: one or more test rows per op of engine/ops.def, in the table's order.
+// op_cases.cpp: one or more test rows per op of engine/core/ops.def, in the table's order.
 //
 // Expected values are written by hand, or computed here from the inputs with the standard library
 // and the plain loops of test_helpers.h — never by calling the engine. Inputs for the gradient

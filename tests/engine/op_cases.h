@@ -1,6 +1,6 @@
 // op_cases.h: the test rows of the op table (rule 6: one test drives every op from the table).
 //
-// Each row names an op of engine/ops.def by its name string, gives its inputs and attributes and
+// Each row names an op of engine/core/ops.def by its name string, gives its inputs and attributes and
 // the outputs expected, computed independently of the kernels (by hand, closed forms, or plain
 // loops in test_helpers.h). test_op_table.cpp runs every row, then checks the gradients of every
 // differentiable op against finite differences. An op with no row fails the suite.

@@ -1,4 +1,4 @@
-// The BLAS path of the CPU products (engine/blas.cpp): mm through OpenBLAS gives what Eigen and a
+// The BLAS path of the CPU products (engine/backends/blas.cpp): mm through OpenBLAS gives what Eigen and a
 // plain triple loop give, for every transpose, accumulate, float and double; the library loads
 // with its AVX-512 kernels and one thread and leaves the environment as it was; the rule keeps
 // matrix-vector products in Eigen. Without the BLAS (not built, not installed) the comparisons

@@ -1,4 +1,4 @@
-// test_function.cpp: custom functions (engine/function.h), the `function` and `function_backward`
+// test_function.cpp: custom functions (engine/core/function.h), the `function` and `function_backward`
 // ops. The op table test skips them (they run what they are given); this file is their test row.
 #include <catch2/catch.hpp>
 

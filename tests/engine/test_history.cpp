@@ -1,4 +1,4 @@
-// test_history.cpp: the rewind history (engine/history.h). It records while an observer that looks
+// test_history.cpp: the rewind history (engine/core/history.h). It records while an observer that looks
 // at values is attached: forward nodes and backward groups are events holding their values; an
 // in-place write to a held storage is copied first, so the value reads as it was; the budget bounds
 // the bytes held and the oldest values fall out; off lets everything go.

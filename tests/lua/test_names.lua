@@ -1,4 +1,4 @@
--- The script's names for its tensors (engine/node_names.h, lua_bindings/lua_names.cpp): what
+-- The script's names for its tensors (engine/core/node_names.h, lua_bindings/lua_names.cpp): what
 -- torch.graph's records, :graph, DOT and the debugger show. Variables (globals and the running
 -- frames' locals), modules' parameters by their PyTorch paths, fields of plain tables; the best
 -- kind of name wins (module path, then variable, then field), then the first seen.

@@ -1,4 +1,4 @@
--- The rewind history (engine/history.h, docs/debugger.md "Rewind") on the 500-step RNN with its
+-- The rewind history (engine/core/history.h, docs/debugger.md "Rewind") on the 500-step RNN with its
 -- backward pass: the bytes it holds stay within its budget at every stop, the tensor memory of the
 -- run with the history stays within the run's own peak plus the budget, the oldest events' values
 -- fall out (and :back to one says so), and rewinding still shows the values kept as they were.

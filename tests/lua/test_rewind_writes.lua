@@ -1,4 +1,4 @@
--- The rewind history keeps a value it holds as it was, whoever writes it afterwards (engine/history.h):
+-- The rewind history keeps a value it holds as it was, whoever writes it afterwards (engine/core/history.h):
 -- an eager in-place op goes through exec_node, a frozen call's compiled steps (run when nothing
 -- observes) through plan.cpp's own kernel calls; both copy the held storage first.
 local check = dofile((arg[0]:match("^(.*[/\\])") or "") .. "check.lua")

@@ -1,6 +1,6 @@
 -- A loop that reads a tensor slice by slice (x[t], the way a sequence is walked) gives x one
 -- gradient buffer that each step's slice is added into, not a whole-size zero-padded gradient
--- per step (engine/autograd.cpp, BackwardCall::grad_input_slice). The backward pass of 64 slices of
+-- per step (engine/core/autograd.cpp, BackwardCall::grad_input_slice). The backward pass of 64 slices of
 -- a 1 MiB tensor peaks at 2 MiB beyond what was live (the summed gradient and x.grad made from
 -- it); padding every slice peaked at 5 MiB (padded gradients and running sums too), and made 64
 -- whole-size additions where these add 16 KiB each.

@@ -1,4 +1,4 @@
-// test_onnx_ops.cpp: the ONNX mapping table (engine/onnx_ops.cpp) against the op table.
+// test_onnx_ops.cpp: the ONNX mapping table (engine/io/onnx/onnx_ops.cpp) against the op table.
 //
 //   - every op of ops.def maps to ONNX or says why it is not exported;
 //   - every test row (tests/engine/op_cases.h) of an op that maps is recorded as a plan (its inputs

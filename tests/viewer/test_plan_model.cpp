@@ -1,4 +1,4 @@
-// test_plan_model.cpp: the freeze compiler's per-pass log (engine/plan_log.h) and the viewer's
+// test_plan_model.cpp: the freeze compiler's per-pass log (engine/freeze/plan_log.h) and the viewer's
 // pass-by-pass model made from it (viewer/model/plan_model.h), with no display: a recording where dce,
 // cse, fuse, inplace and reuse each decide something; each stage marks the records the pass
 // decided about, the marks carry on to later stages, and the view's boxes have room for every

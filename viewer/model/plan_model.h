@@ -5,7 +5,7 @@
 // one per tensor from outside (argument, parameter), laid out once like any tape. Each pass stage
 // -- recorded, dce, cse, fold, fuse, inplace, reuse -- is a list of marks over those records
 // (dropped, merged into another, folded, in a fused group, written in place, its buffer), made
-// from the compiler's log (engine/plan_log.h). Stepping through the stages changes how boxes are
+// from the compiler's log (engine/freeze/plan_log.h). Stepping through the stages changes how boxes are
 // drawn, never the boxes: the student sees the same picture change.
 #pragma once
 

@@ -1,5 +1,5 @@
 // window_timeline.cpp: the timeline — the graph as it stood at one event of the rewind history
-// (engine/history.h), moved by the Controls window's slider, the debugger's :back / :forward, or
+// (engine/core/history.h), moved by the Controls window's slider, the debugger's :back / :forward, or
 // viewer.timeline(pos).
 //
 // Moving it changes no layout: the Graph window hides the boxes of nodes recorded after the event

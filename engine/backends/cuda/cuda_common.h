@@ -1,4 +1,4 @@
-// cuda_common.h: what the CUDA kernels share (engine/cuda/*.cu only; compiled by nvcc).
+// cuda_common.h: what the CUDA kernels share (engine/backends/cuda/*.cu only; compiled by nvcc).
 //
 // The stream every kernel is queued on, the cuBLAS and cuDNN handles, launch sizes, the check that
 // turns a CUDA error into an EngineError naming the op, and how each kernels_cuda_*.cu file puts

@@ -291,7 +291,7 @@ uint64_t cuda_rng_take(uint64_t count) {
 // ============================================================================================
 // [SECTION] capture
 //
-// A frozen plan's replay captures runs of its steps as CUDA graphs (plan.cpp, GraphSegment): the
+// A frozen plan's replay captures runs of its steps as CUDA graphs (freeze/plan_run.cpp, GraphSegment): the
 // stream is captured in relaxed mode (the caching allocator may still cudaMalloc), the graph is
 // instantiated once and launched on the same stream, so it stays in order with everything else.
 

@@ -1,5 +1,5 @@
 -- a .npy file whose shape's element count overflows int64: signed overflow in Shape::numel()
--- (engine/tensor.h:44) while loading. Expected: an error naming load_npy and the file.
+-- (engine/core/tensor.h:44) while loading. Expected: an error naming load_npy and the file.
 local path = os.tmpname()
 local header = "{'descr': '<f8', 'fortran_order': False, 'shape': (4294967296, 4294967296), }"
 header = header .. string.rep(" ", 127 - 10 - #header) .. "\n"

@@ -1,6 +1,6 @@
 -- A breakpoint that stops at every backward node of a long chain: each stop's names (the table an
--- action or on_stop gets) look up the node's forward group with tape_find (engine/tape.cpp, from
--- push_new_names in repl/debugger_stop.cpp), a linear scan from the tape's tail past every backward
+-- action or on_stop gets) look up the node's forward group with tape_find (engine/core/tape.cpp, from
+-- push_new_names in repl/debugger/debugger_stop.cpp), a linear scan from the tape's tail past every backward
 -- node made so far, so a backward pass with n stops costs O(n^2) (rule 13 of docs/design.md). Release:
 -- 2000 stops 0.02 s, 4000 0.09 s, 8000 0.43 s, 16000 2.05 s. Usage: tapedeck this.lua [N]
 -- Found as a 90 s "hang" of the sanitizer build on a 20,000-step chain (seed 7103).
