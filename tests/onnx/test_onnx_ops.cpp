@@ -1,4 +1,4 @@
-// test_onnx_ops.cpp: the ONNX mapping table (engine/onnx_ops.cpp) against the op table.
+// test_onnx_ops.cpp: the ONNX mapping table (engine/io/onnx/onnx_ops.cpp) against the op table.
 //
 //   - every op of ops.def maps to ONNX or says why it is not exported;
 //   - every test row (tests/engine/op_cases.h) of an op that maps is recorded as a plan (its inputs
@@ -101,13 +101,20 @@ void export_row(const OpCase& c, int row, const std::string& dir) {
 
 }  // namespace
 
+// A mapping names the ONNX ops it becomes (an elementwise op of one tensor forgotten in
+// unary_type names none); a refusal has no emit function.
 TEST_CASE("every op maps to ONNX or says why it is not exported") {
     for (int i = 0; i < OP_COUNT; ++i) {
         OpId op = static_cast<OpId>(i);
         const OnnxOpMapping& m = onnx_op_mapping(op);
-        INFO(op_info(op).name);
-        CHECK((m.emit != nullptr) != (std::string(m.refusal) != ""));
-        if (m.emit) CHECK(std::string(m.onnx) != "");
+        std::string name = op_info(op).name, onnx = m.onnx, refusal = m.refusal;
+        if (!m.emit && refusal.empty())
+            FAIL_CHECK("op " << name << " has no ONNX mapping and no reason why it cannot have one "
+                       "(mapping_of, engine/io/onnx/onnx_ops.cpp)");
+        if (m.emit && !refusal.empty()) FAIL_CHECK("op " << name << " both maps to ONNX and is refused: " << refusal);
+        if (m.emit && onnx.empty())
+            FAIL_CHECK("op " << name << " maps to ONNX but names no ONNX op (for an elementwise op of one "
+                       "tensor: its ONNX name in unary_type, engine/io/onnx/onnx_ops.cpp)");
     }
 }
 
