@@ -1,4 +1,4 @@
-// test_op_table.cpp: the one test that drives every op of engine/ops.def from its rows in
+// test_op_table.cpp: the one test that drives every op of engine/core/ops.def from its rows in
 // op_cases.cpp (rule 6 of docs/design.md), plus the statistics of the random creation ops.
 //
 // For every OpId: its rows must exist; each row's outputs must have the expected shapes, dtypes and
@@ -317,7 +317,7 @@ TEST_CASE("op table: every differentiable op has its gradient rule as text, one 
     for (int i = 0; i < OP_COUNT; ++i) {
         OpId op = static_cast<OpId>(i);
         const OpInfo& info = op_info(op);
-        INFO("op '" << info.name << "' (engine/grad_rules.def)");
+        INFO("op '" << info.name << "' (engine/core/grad_rules.def)");
         int count = op_grad_rule_count(op);
         if (!info.backward_rule) {
             CHECK(count == 0);   // a rule for an op without a backward would be a lie
