@@ -1,22 +1,30 @@
 #!/usr/bin/python3
 """make_oracle.py: PyTorch's values and gradients for tapedeck's Lua functions, as Lua data.
 
-    /usr/bin/python3 tests/oracle/make_oracle.py     (Debian's python3-torch, or pip's torch)
+Run from the repository root, with any Python that has PyTorch (pip's torch, or Debian's
+python3-torch; the first line of the data file records the version that made it):
 
-writes tests/oracle/oracle_data.lua, which tests/lua/test_oracle.lua checks tapedeck against.
-Each row is one call written twice: as PyTorch (a Python function of the inputs) and as tapedeck's
-Lua (an expression over the same input names). Inputs are float64, seeded (or given: an int64
-tensor is an index, 0-based here and 1-based in Lua); the row stores the outputs (a PyTorch tuple
-is several Lua returns; int64 outputs are indices, stored 1-based) and the gradient of the sum of
-sum(output * w) over the float outputs for each input (w: random weights, stored too), so a wrong
-value or a wrong gradient anywhere in the output fails the Lua test.
+    python3 tests/oracle/make_oracle.py
 
-A new function gets a row here, then the script is run again and its output committed.
+It writes tests/oracle/oracle_data.lua, which tests/lua/test_oracle.lua checks tapedeck against
+(`ctest -R lua.test_oracle`). Each row is one call written twice: as PyTorch (a Python function of
+the inputs) and as tapedeck's Lua (an expression over the same input names). Inputs are float64,
+drawn at random (or given: an int64 tensor is an index, 0-based here and 1-based in Lua); the row
+stores the outputs (a PyTorch tuple is several Lua returns; int64 outputs are indices, stored
+1-based) and the gradient of the sum of sum(output * w) over the float outputs for each input (w:
+random weights, stored too), so a wrong value or a wrong gradient anywhere in the output fails the
+Lua test.
+
+Each row draws its numbers from a seed made from the row itself (its name, Lua text and inputs:
+row_key), not from one seed for the whole file, so adding, removing or moving a row changes that
+row's data only and the diff of oracle_data.lua shows just it. Two rows may not have the same key.
+
+A new function gets a row here (test_oracle fails for an op of the op table without one), then the
+script is run again and its output committed (docs/design.md, "Adding an op").
 """
+import hashlib
 import os
 import torch
-
-torch.manual_seed(0)
 
 # Input domains: where the function and its gradient are defined and smooth.
 def any_values(shape):       # away from 0 (abs, sign) and from whole numbers and halves (floor, round)
@@ -462,7 +470,24 @@ def lua_tensor(t, indices=True):
     return "{shape = {%s}, values = {%s}%s}" % (shape, values, dtype)
 
 
+def row_key(name, lua, inputs):
+    """The row as text: its name, its Lua and its inputs (name, shape, domain; a given tensor's
+    values). Unique per row; the seed of its random numbers."""
+    parts = []
+    for input_name, shape, domain in inputs:
+        given = isinstance(shape, torch.Tensor)
+        parts.append("%s %s %s" % (input_name, shape.tolist() if given else list(shape), "given" if given else domain))
+    return "%s | %s | %s" % (name, lua, ", ".join(parts))
+
+
+def seed_row(key):
+    """Seeds PyTorch's generator from the row's key alone (a stable hash, not Python's hash(),
+    which changes from run to run), so a row's numbers do not depend on the rows before it."""
+    torch.manual_seed(int.from_bytes(hashlib.sha256(key.encode("utf-8")).digest()[:7], "little"))
+
+
 def make_row(name, lua, fn, inputs):
+    seed_row(row_key(name, lua, inputs))
     tensors = {}
     for input_name, shape, domain in inputs:
         if isinstance(shape, torch.Tensor):   # given: an index
@@ -493,6 +518,9 @@ def make_row(name, lua, fn, inputs):
 
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
+    keys = [row_key(name, lua, inputs) for name, lua, _, inputs in ROWS]
+    twice = sorted({k for k in keys if keys.count(k) > 1})
+    assert not twice, "rows with the same key (and so the same numbers): %s" % twice
     body = "\n".join(make_row(*row) for row in ROWS)
     text = ("-- oracle_data.lua: made by tests/oracle/make_oracle.py with PyTorch %s; do not edit.\n"
             "-- Each row: a Lua expression, its inputs (float64; int64 indices 1-based), PyTorch's outputs\n"
