@@ -40,6 +40,7 @@ struct LoadedBlas {
     std::string description;   // "OpenBLAS 0.3.21, SkylakeX kernels, 1 thread", or why not loaded
 };
 
+#if TAPEDECK_BLAS
 // OpenBLAS's AVX-512 cores, which share the SkylakeX SGEMM/DGEMM kernels (openblas_get_corename).
 bool is_avx512_core(const char* name) {
     for (const char* core : {"SkylakeX", "Cooperlake", "SapphireRapids"})
@@ -55,7 +56,6 @@ bool cpu_has_avx512f() {
 #endif
 }
 
-#if TAPEDECK_BLAS
 // Sets an environment variable for the time of one load, then puts back what was there.
 class ScopedEnvironment {
   public:

@@ -355,8 +355,8 @@ struct LoadContext {
 #define DECLARE_ITEM(type, fields, what, min_bytes)                  \
     void write_item(Writer& w, const SaveContext& c, const type& x); \
     void read_item(Reader& r, LoadContext& c, type& x);              \
-    constexpr const char* list_what(const type*) { return what; }    \
-    constexpr size_t list_min_bytes(const type*) { return min_bytes; }
+    [[maybe_unused]] constexpr const char* list_what(const type*) { return what; } \
+    [[maybe_unused]] constexpr size_t list_min_bytes(const type*) { return min_bytes; }
 PLAN_FILE_STRUCTS(DECLARE_ITEM)
 #undef DECLARE_ITEM
 // Constants are tensors.
