@@ -346,6 +346,7 @@ struct ProgramOptions {
     bool post_mortem = false;          // --pm
     std::vector<const char*> code;     // -e chunks, in order
     int script = 0;                    // index of the script in argv; 0: none
+    ViewerOptions viewer;              // --view, --screenshot FILE, --frames N
 };
 
 constexpr int OPTIONS_GO_ON = -1;
@@ -356,7 +357,7 @@ int parse_options(int argc, char** argv, ProgramOptions& options) {
     std::string option_error;
     int i = 1;
     for (; i < argc && argv[i][0] == '-' && argv[i][1] != '\0'; ++i) {   // "-" alone is a script: stdin
-        if (viewer_parse_option(argc, argv, &i, &option_error)) {   // --view, --screenshot FILE, --frames N
+        if (viewer_parse_option(argc, argv, &i, &options.viewer, &option_error)) {   // --view, --screenshot FILE, --frames N
             if (!option_error.empty()) {
                 fprintf(stderr, "tapedeck: %s\n%s", option_error.c_str(), USAGE);
                 return 1;
@@ -412,7 +413,7 @@ int run_program(lua_State* L, int argc, char** argv, const ProgramOptions& optio
     // script run on its own frees it as it goes, as PyTorch does (engine_backward_graph_kept).
     td::engine_keep_backward_graph(options.interactive);
     set_arg_table(L, argv, argc, script);
-    viewer_start_from_options();
+    viewer_start_from_options(options.viewer);
 
     for (const char* chunk : options.code) {
         if (repl_run_chunk(L, chunk, "=command line", false) != LUA_OK) return 1;
@@ -427,7 +428,7 @@ int run_program(lua_State* L, int argc, char** argv, const ProgramOptions& optio
     if (repl_quit_requested()) {   // :quit at a debugger stop; the script's failure when --pm showed it
         return debugger_input_ended() || (options.post_mortem && status != 0) ? 1 : 0;
     }
-    if (viewer_finish_from_options(options.interactive, repl_take_interrupt) != 0) status = 1;
+    if (viewer_finish_from_options(options.viewer, options.interactive, repl_take_interrupt) != 0) status = 1;
     if (options.interactive) {   // after a script that failed too: its globals are there to inspect
         repl_loop(L, stdin_source());
         status = debugger_input_ended() ? 1 : 0;

@@ -133,16 +133,22 @@ void viewer_set_diff_source(ViewerDiffSource source);
 // ---------------------------------------------------------------------------------------------
 // The program's command line and the REPL
 
-// Consume a viewer option at argv[*i] (--view, --screenshot FILE, --frames N), moving *i past its
-// argument. False when argv[*i] is not one (or lacks its argument: then *error says so).
-bool viewer_parse_option(int argc, char** argv, int* i, std::string* error);
+// The viewer's part of the program's command line (the program keeps it with its other options).
+struct ViewerOptions {
+    bool view = false;
+    std::string screenshot;   // write this PNG after the script
+    int frames = 3;           // frames drawn before the screenshot
+};
+// Consume a viewer option at argv[*i] (--view, --screenshot FILE, --frames N) into *options, moving
+// *i past its argument. False when argv[*i] is not one (or lacks its argument: then *error says so).
+bool viewer_parse_option(int argc, char** argv, int* i, ViewerOptions* options, std::string* error);
 // Before the script runs: open the window when an option asked for it (a failure is reported and
 // the program goes on without it).
-void viewer_start_from_options();
+void viewer_start_from_options(const ViewerOptions& options);
 // After the script ran: write the --screenshot, or, with --view and no REPL to follow, keep drawing
 // until the window is closed or `interrupted()` says Ctrl-C came. Returns the exit status to add
 // (1 when the screenshot failed).
-int viewer_finish_from_options(bool interactive, bool (*interrupted)());
+int viewer_finish_from_options(const ViewerOptions& options, bool interactive, bool (*interrupted)());
 // The ':view' command: "" open, "close", "screenshot FILE", or a Lua expression (open and select
 // that tensor's node). Prints its messages.
 void viewer_command(lua_State* L, const std::string& args);

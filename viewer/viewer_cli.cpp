@@ -12,14 +12,6 @@
 
 namespace {
 
-struct ViewerOptions {
-    bool view = false;
-    std::string screenshot;   // write this PNG after the script
-    int frames = 3;           // frames drawn before the screenshot
-};
-
-ViewerOptions g_options;
-
 std::string trim(const std::string& s) {
     size_t a = s.find_first_not_of(" \t"), b = s.find_last_not_of(" \t");
     return a == std::string::npos ? "" : s.substr(a, b - a + 1);
@@ -27,10 +19,10 @@ std::string trim(const std::string& s) {
 
 }  // namespace
 
-bool viewer_parse_option(int argc, char** argv, int* i, std::string* error) {
+bool viewer_parse_option(int argc, char** argv, int* i, ViewerOptions* options, std::string* error) {
     const char* arg = argv[*i];
     if (strcmp(arg, "--view") == 0) {
-        g_options.view = true;
+        options->view = true;
         return true;
     }
     bool screenshot = strcmp(arg, "--screenshot") == 0;
@@ -42,8 +34,8 @@ bool viewer_parse_option(int argc, char** argv, int* i, std::string* error) {
     }
     const char* value = argv[++*i];
     if (screenshot) {
-        g_options.screenshot = value;
-        g_options.view = true;
+        options->screenshot = value;
+        options->view = true;
     } else {
         char* end = nullptr;
         long n = strtol(value, &end, 10);
@@ -51,33 +43,33 @@ bool viewer_parse_option(int argc, char** argv, int* i, std::string* error) {
             *error = std::string("--frames needs a number of frames, not '") + value + "'";
             return true;
         }
-        g_options.frames = static_cast<int>(n);
+        options->frames = static_cast<int>(n);
     }
     return true;
 }
 
-void viewer_start_from_options() {
-    if (!g_options.view) return;
+void viewer_start_from_options(const ViewerOptions& options) {
+    if (!options.view) return;
     std::string error;
-    if (!viewer_open(&error, !g_options.screenshot.empty()))
+    if (!viewer_open(&error, !options.screenshot.empty()))
         fprintf(stderr, "viewer: %s\n", error.c_str());   // the program goes on without the window
 }
 
-int viewer_finish_from_options(bool interactive, bool (*interrupted)()) {
-    if (!g_options.screenshot.empty()) {
+int viewer_finish_from_options(const ViewerOptions& options, bool interactive, bool (*interrupted)()) {
+    if (!options.screenshot.empty()) {
         std::string error;
         if (!viewer_is_open()) {
-            fprintf(stderr, "viewer: no screenshot written to %s: the window is not open\n", g_options.screenshot.c_str());
+            fprintf(stderr, "viewer: no screenshot written to %s: the window is not open\n", options.screenshot.c_str());
             return 1;
         }
-        if (!viewer_screenshot(g_options.screenshot, g_options.frames, &error)) {
-            fprintf(stderr, "viewer: no screenshot written to %s: %s\n", g_options.screenshot.c_str(), error.c_str());
+        if (!viewer_screenshot(options.screenshot, options.frames, &error)) {
+            fprintf(stderr, "viewer: no screenshot written to %s: %s\n", options.screenshot.c_str(), error.c_str());
             return 1;
         }
-        fprintf(stderr, "viewer: wrote %s\n", g_options.screenshot.c_str());
+        fprintf(stderr, "viewer: wrote %s\n", options.screenshot.c_str());
         return 0;
     }
-    if (g_options.view && !interactive && viewer_is_open()) {   // a script to look at: until the window closes
+    if (options.view && !interactive && viewer_is_open()) {   // a script to look at: until the window closes
         fprintf(stderr, "viewer: close the window (or press Ctrl-C) to quit\n");
         while (viewer_is_open() && !(interrupted && interrupted())) {
             viewer_frame();

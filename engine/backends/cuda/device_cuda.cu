@@ -152,11 +152,18 @@ double gigabytes(size_t bytes) { return static_cast<double>(bytes) / (1u << 30);
 // While a capture is on (capture section below): the blocks allocated since it began. A captured
 // kernel's scratch block is freed during the capture, but every launch of the graph writes it
 // again: it must not go back to the cache, where a tensor could get it between two launches.
-GpuGraph* g_capturing = nullptr;
-std::set<void*> g_allocated_in_capture;
+struct CaptureState {
+    GpuGraph* graph = nullptr;               // the graph being captured; null: no capture is on
+    std::set<void*> allocated;               // the blocks allocated since it began
+};
+CaptureState& capture_state() {
+    static CaptureState state;
+    return state;
+}
 
 void note_allocated_in_capture(void* p) {
-    if (g_capturing) g_allocated_in_capture.insert(p);
+    CaptureState& c = capture_state();
+    if (c.graph) c.allocated.insert(p);
 }
 bool keep_for_capture(void* p, size_t size);
 
@@ -305,8 +312,8 @@ struct GpuGraph {
 namespace {
 
 bool keep_for_capture(void* p, size_t size) {
-    if (!g_capturing || !g_allocated_in_capture.erase(p)) return false;
-    g_capturing->reserved.emplace_back(p, size);
+    if (!capture_state().graph || !capture_state().allocated.erase(p)) return false;
+    capture_state().graph->reserved.emplace_back(p, size);
     allocator().graph_reserved += size;
     return true;
 }
@@ -326,21 +333,21 @@ void release_reserved(GpuGraph* graph) {
 }  // namespace
 
 bool gpu_capture_begin() {
-    if (!gpu_available() || g_capturing) return false;
+    if (!gpu_available() || capture_state().graph) return false;
     if (cudaStreamBeginCapture(cuda_stream(), cudaStreamCaptureModeRelaxed) != cudaSuccess) {
         cudaGetLastError();
         return false;
     }
-    g_capturing = new GpuGraph;
-    g_allocated_in_capture.clear();
+    capture_state().graph = new GpuGraph;
+    capture_state().allocated.clear();
     return true;
 }
 
 GpuGraph* gpu_capture_end() {
-    GpuGraph* graph = g_capturing;
+    GpuGraph* graph = capture_state().graph;
     if (!graph) return nullptr;
-    g_capturing = nullptr;
-    g_allocated_in_capture.clear();
+    capture_state().graph = nullptr;
+    capture_state().allocated.clear();
     cudaGraph_t captured = nullptr;
     cudaError_t status = cudaStreamEndCapture(cuda_stream(), &captured);
     if (status == cudaSuccess && captured) status = cudaGraphInstantiate(&graph->exec, captured, 0);
