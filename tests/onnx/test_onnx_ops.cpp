@@ -111,7 +111,7 @@ TEST_CASE("every op maps to ONNX or says why it is not exported") {
         std::string name = op_info(op).name, onnx = m.onnx, refusal = m.refusal;
         if (!m.emit && refusal.empty())
             problems.push_back("op " + name + " has no ONNX mapping and no reason why it cannot have one "
-                               "(mapping_of, engine/io/onnx/onnx_ops.cpp)");
+                               "(MAPPING_ROWS, engine/io/onnx/onnx_ops.cpp)");
         if (m.emit && !refusal.empty()) problems.push_back("op " + name + " both maps to ONNX and is refused: " + refusal);
         if (m.emit && onnx.empty())
             problems.push_back("op " + name + " maps to ONNX but names no ONNX op (for an elementwise op of one "

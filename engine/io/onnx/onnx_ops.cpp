@@ -309,7 +309,7 @@ void emit_randint(OnnxOpCall& c) {
 
 // --- elementwise ------------------------------------------------------------------------------
 
-const char* binary_type(OpId op) {
+constexpr const char* binary_type(OpId op) {
     switch (op) {
     case OP_add: return "Add";
     case OP_sub: return "Sub";
@@ -371,7 +371,7 @@ void emit_scalar_op(OnnxOpCall& c) {
     }
 }
 
-const char* unary_type(OpId op) {
+constexpr const char* unary_type(OpId op) {
     switch (op) {
     case OP_neg: return "Neg";
     case OP_exp: return "Exp";
@@ -787,7 +787,7 @@ void emit_region_scatter(OnnxOpCall& c) {   // region_scatter and assign_: x wit
 
 // --- reductions ---------------------------------------------------------------------------
 
-const char* reduce_type(OpId op) {
+constexpr const char* reduce_type(OpId op) {
     switch (op) {
     case OP_sum: return "ReduceSum";
     case OP_mean: return "ReduceMean";
@@ -948,122 +948,165 @@ void emit_inplace(OnnxOpCall& c) {
 
 namespace {
 
-// Every op of ops.def has a case: its mapping, or {nullptr, "", why it cannot be exported}.
-OnnxOpMapping mapping_of(OpId op) {
-    switch (op) {
-    case OP_tensor: return {nullptr, "", "never a step: a plan holds torch.tensor's values as a constant (an initializer)"};
-    case OP_zeros: case OP_ones: case OP_full: case OP_eye: case OP_arange: case OP_linspace:
-        return {emit_created, "Constant (values made at export)"};
-    case OP_rand: return {emit_random, "RandomUniform (the runtime's generator; a warning)"};
-    case OP_randn: return {emit_random, "RandomNormal (the runtime's generator; a warning)"};
-    case OP_randint: return {emit_randint, "Floor(RandomUniform) (the runtime's generator; a warning)"};
-    case OP_randperm: return {nullptr, "", "no ONNX op draws a permutation"};
-    case OP_multinomial: return {nullptr, "", "ONNX's Multinomial draws with replacement only, from log-probabilities; not exported"};
-    case OP_add: case OP_sub: case OP_mul: case OP_div: case OP_pow_tensor: case OP_clamp_min: case OP_clamp_max:
-        return {emit_binary, binary_type(op)};
-    case OP_maximum: return {emit_binary, "Max; NaN where either is (Where(IsNaN)), as PyTorch"};
-    case OP_minimum: return {emit_binary, "Min; NaN where either is (Where(IsNaN)), as PyTorch"};
-    case OP_eq: return {emit_compare, "Equal, Cast"};
-    case OP_ne: return {emit_compare, "Not(Equal), Cast"};
-    case OP_lt: return {emit_compare, "Less, Cast"};
-    case OP_le: return {emit_compare, "LessOrEqual, Cast"};
-    case OP_gt: return {emit_compare, "Greater, Cast"};
-    case OP_ge: return {emit_compare, "GreaterOrEqual, Cast"};
-    case OP_masked_fill: return {emit_masked_fill, "Where(Not(Equal(mask, 0)), s, x)"};
-    case OP_where: return {emit_where, "Where(Not(Equal(condition, 0)), a, b)"};
-    case OP_add_scalar: return {emit_scalar_op, "Add(x, s)"};
-    case OP_mul_scalar: return {emit_scalar_op, "Mul(x, s)"};
-    case OP_div_scalar: return {emit_scalar_op, "Div(x, s)"};
-    case OP_rsub_scalar: return {emit_scalar_op, "Sub(s, x)"};
-    case OP_rdiv_scalar: return {emit_scalar_op, "Div(s, x)"};
-    case OP_pow: return {emit_scalar_op, "Pow(x, p)"};
-    case OP_neg: case OP_exp: case OP_log: case OP_sqrt: case OP_abs: case OP_sign: case OP_tanh: case OP_sigmoid:
-    case OP_relu: case OP_sin: case OP_cos: case OP_reciprocal: case OP_floor: case OP_ceil: case OP_round:
-        return {emit_unary, unary_type(op)};
-    case OP_log1p: return {emit_unary_composed, "Log(Add(x, 1))"};
-    case OP_expm1: return {emit_unary_composed, "Sub(Exp(x), 1)"};
-    case OP_rsqrt: return {emit_unary_composed, "Reciprocal(Sqrt(x))"};
-    case OP_square: return {emit_unary_composed, "Mul(x, x)"};
-    case OP_trunc: return {emit_unary_composed, "Mul(Sign(x), Floor(Abs(x)))"};
-    case OP_clamp: return {emit_clamp, "Clip (bounds as inputs)"};
-    case OP_isnan: return {emit_float_test, "IsNaN, Cast"};
-    case OP_isinf: return {emit_float_test, "IsInf, Cast"};
-    case OP_isfinite: return {emit_float_test, "Not(Or(IsNaN, IsInf)), Cast"};
-    case OP_leaky_relu: return {emit_activation, "LeakyRelu"};
-    case OP_elu: return {emit_activation, "Elu"};
-    case OP_gelu: return {emit_activation, "x/2 (1 + Erf(x/sqrt 2)), or the tanh form (Gelu is opset 20)"};
-    case OP_silu: return {emit_activation, "Mul(x, Sigmoid(x))"};
-    case OP_softplus: return {emit_activation, "Where(s x > threshold, x, Softplus(s x) / s)"};
-    case OP_tril: case OP_triu: return {emit_triangle, "Trilu"};
-    case OP_tanh_backward: return {emit_activation_backward, "g (1 - y^2)"};
-    case OP_sigmoid_backward: return {emit_activation_backward, "g y (1 - y)"};
-    case OP_relu_backward: return {emit_activation_backward, "Where(y > 0, g, 0)"};
-    case OP_clamp_backward: return {emit_activation_backward, "Where(lo <= x <= hi, g, 0)"};
-    case OP_gelu_backward: return {emit_activation_backward, "g gelu'(x) with Erf, Exp (or Tanh)"};
-    case OP_mm: return {emit_mm, "Gemm (transA, transB); MatMul for int64"};
-    case OP_bmm: return {emit_bmm, "MatMul (Transpose for a transposed operand)"};
-    case OP_conv2d: return {emit_conv2d, "Conv"};
-    case OP_conv2d_backward_input: return {emit_conv2d_backward_input, "ConvTranspose (output_padding to X's size)"};
-    case OP_conv2d_backward_weight:
-        return {emit_conv2d_backward_weight, "Conv over X's channels by G's (grouped), Slice, Transpose"};
-    case OP_lstm: return {emit_lstm, "unrolled: per step MatMul, Split, Sigmoid/Tanh, Mul, Add; Concat"};
-    case OP_lstm_backward: return {emit_lstm_backward, "unrolled: the steps back, per step Split, Mul, Add, MatMul; Concat"};
-    case OP_max_pool2d: return {emit_max_pool2d, "MaxPool (its indices: Mod(i, H*W) + 1)"};
-    case OP_max_pool2d_backward: return {emit_max_pool2d_backward, "ScatterElements (add) over each H*W plane"};
-    case OP_transpose: case OP_permute: return {emit_transpose, "Transpose"};
-    case OP_reshape: case OP_unsqueeze: case OP_squeeze: return {emit_reshape, "Reshape (to the known shape)"};
-    case OP_expand: return {emit_expand, "Expand"};
-    case OP_narrow: return {emit_narrow, "Slice"};
-    case OP_select: return {emit_select, "Gather (a 0-d index)"};
-    case OP_as_strided: return {emit_as_strided, "Gather of the flat elements at the region's indices"};
-    case OP_contiguous: case OP_clone: case OP_detach: case OP_to_device: return {emit_identity, "Identity"};
-    case OP_sum_to: return {emit_sum_to, "ReduceSum (keepdims), Reshape"};
-    case OP_cat: return {emit_cat, "Concat"};
-    case OP_narrow_backward: return {emit_narrow_backward, "Pad (zeros)"};
-    case OP_flip: return {emit_flip, "Slice (steps -1)"};
-    case OP_region_scatter: return {emit_region_scatter, "ScatterND of the flat elements"};
-    case OP_sum: case OP_mean: case OP_prod: case OP_amax: case OP_amin: return {emit_reduce, reduce_type(op)};
-    case OP_max: return {emit_max, "ReduceMax; ArgMax + 1"};
-    case OP_min: return {emit_max, "ReduceMin; ArgMin + 1"};
-    case OP_cumsum: return {emit_cumsum, "CumSum"};
-    case OP_sort: case OP_topk: return {emit_sort, "TopK (its indices + 1)"};
-    case OP_softmax: return {emit_softmax, "Softmax"};
-    case OP_log_softmax: return {emit_softmax, "LogSoftmax"};
-    case OP_gather: return {emit_gather, "GatherElements (index - 1)"};
-    case OP_scatter_add: return {emit_scatter_add, "ScatterElements (reduction add) into zeros"};
-    case OP_scatter: return {emit_scatter, "ScatterElements"};
-    case OP_to: return {emit_to, "Cast"};
-    case OP_mse_loss: return {emit_mse_loss, "Sub, Mul, ReduceMean / ReduceSum"};
-    case OP_cross_entropy: return {emit_class_loss, "LogSoftmax, GatherElements, Neg, ReduceMean / ReduceSum"};
-    case OP_nll_loss: return {emit_class_loss, "GatherElements, Neg, ReduceMean / ReduceSum"};
-    case OP_multi_margin_loss: return {emit_class_loss, "GatherElements, Relu, ReduceSum, ..."};
-    case OP_cross_entropy_backward: return {emit_class_loss_backward, "(Softmax(x) - one-hot) g s"};
-    case OP_nll_loss_backward: return {emit_class_loss_backward, "-(one-hot) g s"};
-    case OP_multi_margin_loss_backward: return {emit_class_loss_backward, "Greater, Cast, ReduceSum, ..."};
-    case OP_add_: return {emit_inplace, "Add(x, alpha y), the new x (later reads see it)"};
-    case OP_sub_: return {emit_inplace, "Sub(x, alpha y), the new x (later reads see it)"};
-    case OP_mul_: return {emit_inplace, "Mul(x, y), the new x (later reads see it)"};
-    case OP_zero_: return {emit_inplace, "ConstantOfShape 0, the new x"};
-    case OP_fill_: return {emit_inplace, "ConstantOfShape s, the new x"};
-    case OP_copy_: return {emit_inplace, "Expand(Cast(y)), the new x"};
-    case OP_masked_fill_: return {emit_inplace, "Where(Not(Equal(mask, 0)), s, x), the new x"};
-    case OP_assign_: return {emit_inplace, "ScatterND of the flat elements"};
-    case OP_function: case OP_function_backward:
-        return {nullptr, "", "never a step: a custom function's own ops are recorded, and exported instead"};
-    case OP_COUNT: break;
+// One row per op of ops.def: its mapping, or {nullptr, "", why it cannot be exported}. A table, so
+// that adding an op is adding a row; the static_assert below fails the build when an op has none.
+struct OnnxMappingRow {
+    OpId op;
+    OnnxOpMapping mapping;
+};
+constexpr OnnxMappingRow MAPPING_ROWS[] = {
+    {OP_tensor, {nullptr, "", "never a step: a plan holds torch.tensor's values as a constant (an initializer)"}},
+    {OP_zeros, {emit_created, "Constant (values made at export)"}},
+    {OP_ones, {emit_created, "Constant (values made at export)"}},
+    {OP_full, {emit_created, "Constant (values made at export)"}},
+    {OP_eye, {emit_created, "Constant (values made at export)"}},
+    {OP_arange, {emit_created, "Constant (values made at export)"}},
+    {OP_linspace, {emit_created, "Constant (values made at export)"}},
+    {OP_rand, {emit_random, "RandomUniform (the runtime's generator; a warning)"}},
+    {OP_randn, {emit_random, "RandomNormal (the runtime's generator; a warning)"}},
+    {OP_randint, {emit_randint, "Floor(RandomUniform) (the runtime's generator; a warning)"}},
+    {OP_randperm, {nullptr, "", "no ONNX op draws a permutation"}},
+    {OP_multinomial, {nullptr, "", "ONNX's Multinomial draws with replacement only, from log-probabilities; not exported"}},
+    {OP_add, {emit_binary, binary_type(OP_add)}},
+    {OP_sub, {emit_binary, binary_type(OP_sub)}},
+    {OP_mul, {emit_binary, binary_type(OP_mul)}},
+    {OP_div, {emit_binary, binary_type(OP_div)}},
+    {OP_pow_tensor, {emit_binary, binary_type(OP_pow_tensor)}},
+    {OP_clamp_min, {emit_binary, binary_type(OP_clamp_min)}},
+    {OP_clamp_max, {emit_binary, binary_type(OP_clamp_max)}},
+    {OP_maximum, {emit_binary, "Max; NaN where either is (Where(IsNaN)), as PyTorch"}},
+    {OP_minimum, {emit_binary, "Min; NaN where either is (Where(IsNaN)), as PyTorch"}},
+    {OP_eq, {emit_compare, "Equal, Cast"}},
+    {OP_ne, {emit_compare, "Not(Equal), Cast"}},
+    {OP_lt, {emit_compare, "Less, Cast"}},
+    {OP_le, {emit_compare, "LessOrEqual, Cast"}},
+    {OP_gt, {emit_compare, "Greater, Cast"}},
+    {OP_ge, {emit_compare, "GreaterOrEqual, Cast"}},
+    {OP_masked_fill, {emit_masked_fill, "Where(Not(Equal(mask, 0)), s, x)"}},
+    {OP_where, {emit_where, "Where(Not(Equal(condition, 0)), a, b)"}},
+    {OP_add_scalar, {emit_scalar_op, "Add(x, s)"}},
+    {OP_mul_scalar, {emit_scalar_op, "Mul(x, s)"}},
+    {OP_div_scalar, {emit_scalar_op, "Div(x, s)"}},
+    {OP_rsub_scalar, {emit_scalar_op, "Sub(s, x)"}},
+    {OP_rdiv_scalar, {emit_scalar_op, "Div(s, x)"}},
+    {OP_pow, {emit_scalar_op, "Pow(x, p)"}},
+    {OP_neg, {emit_unary, unary_type(OP_neg)}},
+    {OP_exp, {emit_unary, unary_type(OP_exp)}},
+    {OP_log, {emit_unary, unary_type(OP_log)}},
+    {OP_sqrt, {emit_unary, unary_type(OP_sqrt)}},
+    {OP_abs, {emit_unary, unary_type(OP_abs)}},
+    {OP_sign, {emit_unary, unary_type(OP_sign)}},
+    {OP_tanh, {emit_unary, unary_type(OP_tanh)}},
+    {OP_sigmoid, {emit_unary, unary_type(OP_sigmoid)}},
+    {OP_relu, {emit_unary, unary_type(OP_relu)}},
+    {OP_sin, {emit_unary, unary_type(OP_sin)}},
+    {OP_cos, {emit_unary, unary_type(OP_cos)}},
+    {OP_reciprocal, {emit_unary, unary_type(OP_reciprocal)}},
+    {OP_floor, {emit_unary, unary_type(OP_floor)}},
+    {OP_ceil, {emit_unary, unary_type(OP_ceil)}},
+    {OP_round, {emit_unary, unary_type(OP_round)}},
+    {OP_log1p, {emit_unary_composed, "Log(Add(x, 1))"}},
+    {OP_expm1, {emit_unary_composed, "Sub(Exp(x), 1)"}},
+    {OP_rsqrt, {emit_unary_composed, "Reciprocal(Sqrt(x))"}},
+    {OP_square, {emit_unary_composed, "Mul(x, x)"}},
+    {OP_trunc, {emit_unary_composed, "Mul(Sign(x), Floor(Abs(x)))"}},
+    {OP_clamp, {emit_clamp, "Clip (bounds as inputs)"}},
+    {OP_isnan, {emit_float_test, "IsNaN, Cast"}},
+    {OP_isinf, {emit_float_test, "IsInf, Cast"}},
+    {OP_isfinite, {emit_float_test, "Not(Or(IsNaN, IsInf)), Cast"}},
+    {OP_leaky_relu, {emit_activation, "LeakyRelu"}},
+    {OP_elu, {emit_activation, "Elu"}},
+    {OP_gelu, {emit_activation, "x/2 (1 + Erf(x/sqrt 2)), or the tanh form (Gelu is opset 20)"}},
+    {OP_silu, {emit_activation, "Mul(x, Sigmoid(x))"}},
+    {OP_softplus, {emit_activation, "Where(s x > threshold, x, Softplus(s x) / s)"}},
+    {OP_tril, {emit_triangle, "Trilu"}},
+    {OP_triu, {emit_triangle, "Trilu"}},
+    {OP_tanh_backward, {emit_activation_backward, "g (1 - y^2)"}},
+    {OP_sigmoid_backward, {emit_activation_backward, "g y (1 - y)"}},
+    {OP_relu_backward, {emit_activation_backward, "Where(y > 0, g, 0)"}},
+    {OP_clamp_backward, {emit_activation_backward, "Where(lo <= x <= hi, g, 0)"}},
+    {OP_gelu_backward, {emit_activation_backward, "g gelu'(x) with Erf, Exp (or Tanh)"}},
+    {OP_mm, {emit_mm, "Gemm (transA, transB); MatMul for int64"}},
+    {OP_bmm, {emit_bmm, "MatMul (Transpose for a transposed operand)"}},
+    {OP_conv2d, {emit_conv2d, "Conv"}},
+    {OP_conv2d_backward_input, {emit_conv2d_backward_input, "ConvTranspose (output_padding to X's size)"}},
+    {OP_conv2d_backward_weight, {emit_conv2d_backward_weight, "Conv over X's channels by G's (grouped), Slice, Transpose"}},
+    {OP_lstm, {emit_lstm, "unrolled: per step MatMul, Split, Sigmoid/Tanh, Mul, Add; Concat"}},
+    {OP_lstm_backward, {emit_lstm_backward, "unrolled: the steps back, per step Split, Mul, Add, MatMul; Concat"}},
+    {OP_max_pool2d, {emit_max_pool2d, "MaxPool (its indices: Mod(i, H*W) + 1)"}},
+    {OP_max_pool2d_backward, {emit_max_pool2d_backward, "ScatterElements (add) over each H*W plane"}},
+    {OP_transpose, {emit_transpose, "Transpose"}},
+    {OP_permute, {emit_transpose, "Transpose"}},
+    {OP_reshape, {emit_reshape, "Reshape (to the known shape)"}},
+    {OP_unsqueeze, {emit_reshape, "Reshape (to the known shape)"}},
+    {OP_squeeze, {emit_reshape, "Reshape (to the known shape)"}},
+    {OP_expand, {emit_expand, "Expand"}},
+    {OP_narrow, {emit_narrow, "Slice"}},
+    {OP_select, {emit_select, "Gather (a 0-d index)"}},
+    {OP_as_strided, {emit_as_strided, "Gather of the flat elements at the region's indices"}},
+    {OP_contiguous, {emit_identity, "Identity"}},
+    {OP_clone, {emit_identity, "Identity"}},
+    {OP_detach, {emit_identity, "Identity"}},
+    {OP_to_device, {emit_identity, "Identity"}},
+    {OP_sum_to, {emit_sum_to, "ReduceSum (keepdims), Reshape"}},
+    {OP_cat, {emit_cat, "Concat"}},
+    {OP_narrow_backward, {emit_narrow_backward, "Pad (zeros)"}},
+    {OP_flip, {emit_flip, "Slice (steps -1)"}},
+    {OP_region_scatter, {emit_region_scatter, "ScatterND of the flat elements"}},
+    {OP_sum, {emit_reduce, reduce_type(OP_sum)}},
+    {OP_mean, {emit_reduce, reduce_type(OP_mean)}},
+    {OP_prod, {emit_reduce, reduce_type(OP_prod)}},
+    {OP_amax, {emit_reduce, reduce_type(OP_amax)}},
+    {OP_amin, {emit_reduce, reduce_type(OP_amin)}},
+    {OP_max, {emit_max, "ReduceMax; ArgMax + 1"}},
+    {OP_min, {emit_max, "ReduceMin; ArgMin + 1"}},
+    {OP_cumsum, {emit_cumsum, "CumSum"}},
+    {OP_sort, {emit_sort, "TopK (its indices + 1)"}},
+    {OP_topk, {emit_sort, "TopK (its indices + 1)"}},
+    {OP_softmax, {emit_softmax, "Softmax"}},
+    {OP_log_softmax, {emit_softmax, "LogSoftmax"}},
+    {OP_gather, {emit_gather, "GatherElements (index - 1)"}},
+    {OP_scatter_add, {emit_scatter_add, "ScatterElements (reduction add) into zeros"}},
+    {OP_scatter, {emit_scatter, "ScatterElements"}},
+    {OP_to, {emit_to, "Cast"}},
+    {OP_mse_loss, {emit_mse_loss, "Sub, Mul, ReduceMean / ReduceSum"}},
+    {OP_cross_entropy, {emit_class_loss, "LogSoftmax, GatherElements, Neg, ReduceMean / ReduceSum"}},
+    {OP_nll_loss, {emit_class_loss, "GatherElements, Neg, ReduceMean / ReduceSum"}},
+    {OP_multi_margin_loss, {emit_class_loss, "GatherElements, Relu, ReduceSum, ..."}},
+    {OP_cross_entropy_backward, {emit_class_loss_backward, "(Softmax(x) - one-hot) g s"}},
+    {OP_nll_loss_backward, {emit_class_loss_backward, "-(one-hot) g s"}},
+    {OP_multi_margin_loss_backward, {emit_class_loss_backward, "Greater, Cast, ReduceSum, ..."}},
+    {OP_add_, {emit_inplace, "Add(x, alpha y), the new x (later reads see it)"}},
+    {OP_sub_, {emit_inplace, "Sub(x, alpha y), the new x (later reads see it)"}},
+    {OP_mul_, {emit_inplace, "Mul(x, y), the new x (later reads see it)"}},
+    {OP_zero_, {emit_inplace, "ConstantOfShape 0, the new x"}},
+    {OP_fill_, {emit_inplace, "ConstantOfShape s, the new x"}},
+    {OP_copy_, {emit_inplace, "Expand(Cast(y)), the new x"}},
+    {OP_masked_fill_, {emit_inplace, "Where(Not(Equal(mask, 0)), s, x), the new x"}},
+    {OP_assign_, {emit_inplace, "ScatterND of the flat elements"}},
+    {OP_function, {nullptr, "", "never a step: a custom function's own ops are recorded, and exported instead"}},
+    {OP_function_backward, {nullptr, "", "never a step: a custom function's own ops are recorded, and exported instead"}},
+};
+
+// The first op with no row in MAPPING_ROWS (or with two), OP_COUNT when every op has exactly one.
+constexpr int first_op_without_one_row() {
+    for (int op = 0; op < OP_COUNT; ++op) {
+        int rows = 0;
+        for (const OnnxMappingRow& row : MAPPING_ROWS) rows += row.op == op;
+        if (rows != 1) return op;
     }
-    // No answer (neither a mapping nor a refusal): test_onnx_ops rejects it. An op of ops.def with
-    // no case above does not get here: the switch has no default, so the build fails first
-    // (-Werror=switch on engine_onnx).
-    return {};
+    return OP_COUNT;
 }
+static_assert(first_op_without_one_row() == OP_COUNT,
+              "every op of ops.def has exactly one row in MAPPING_ROWS (onnx_ops.cpp): its ONNX mapping, "
+              "or {nullptr, \"\", why it cannot be exported}; the number is the op's OpId");
 
 }  // namespace
 
 const OnnxOpMapping& onnx_op_mapping(OpId op) {
     static const std::vector<OnnxOpMapping> table = [] {
         std::vector<OnnxOpMapping> rows(OP_COUNT);
-        for (int op = 0; op < OP_COUNT; ++op) rows[op] = mapping_of(static_cast<OpId>(op));
+        for (const OnnxMappingRow& row : MAPPING_ROWS) rows[row.op] = row.mapping;
         return rows;
     }();
     return table[op];
