@@ -13,6 +13,8 @@
 
 namespace tdlua {
 
+struct LuaValueRecorder;   // lua_plan_values.cpp
+
 struct BindingsState {
     // Metatables compared by address: a binding tells a tensor (a frozen function) from other
     // userdata without a registry lookup by name (tapedeck_test_udata).
@@ -35,6 +37,9 @@ struct BindingsState {
     // The source locator's cache (locate_in_lua): the file name it interned last, and its id.
     std::string locator_file_name;
     int locator_file = -1;
+    // While torch.freeze records a call: what it notes of the Lua values the call reads
+    // (lua_plan_values.cpp; its call hook and globals proxy find it here). Null otherwise.
+    LuaValueRecorder* lua_value_recorder = nullptr;
 };
 
 extern BindingsState& bindings_state;

@@ -10,8 +10,10 @@
 #include <string>
 
 #include "bindings_state.h"
+#include "lua_source_text.h"
 #include "lua_tensor.h"
 #include "plan.h"
+#include "source_cache.h"
 
 using namespace td;
 using namespace tdlua;
@@ -27,12 +29,20 @@ void push_element(lua_State* L, const Value& v, int64_t i) {
     else lua_pushnumber(L, value_get(v, i));
 }
 
+// While freezing: the code read x's values with x:method(); the guard is named by the call as
+// the user wrote it ("loss:sum():item()"), or "item()" when the line does not say.
+void note_values_read(const Tensor& x, const char* method) {
+    SourceLoc where = locate_in_lua(nullptr);
+    std::string text = source_method_call(where, method);
+    plan_record_note_values(x, where, text.empty() ? std::string(method) + "()" : text);
+}
+
 int l_item(lua_State* L) {
     Tensor& x = check_tensor(L, 1);
     if (x.numel() != 1)
         engine_fail("item: tensor #%lld has %lld elements (shape %s); item() needs exactly one",
                     static_cast<long long>(x.id()), static_cast<long long>(x.numel()), x.shape().str().c_str());
-    if (plan_recording()) plan_record_note_values(x, locate_in_lua(nullptr), "item()");
+    if (plan_recording()) note_values_read(x, "item");
     push_element(L, value_to_host(x.value()), 0);
     return 1;
 }
@@ -53,7 +63,7 @@ void push_nested(lua_State* L, const Value& v, int dim, int64_t offset) {
 
 int l_totable(lua_State* L) {
     Tensor& x = check_tensor(L, 1);
-    if (plan_recording()) plan_record_note_values(x, locate_in_lua(nullptr), "totable()");
+    if (plan_recording()) note_values_read(x, "totable");
     push_nested(L, value_to_host(x.value()), 0, 0);   // one host copy for a device tensor
     return 1;
 }
@@ -75,16 +85,25 @@ int compare_scalars(lua_State* L, CompareOp op) {
     double x = scalar(1, a), y = scalar(2, b);
     bool truth = op == COMPARE_LT ? x < y : x <= y;
     if (plan_recording()) {
-        auto side = [&](Tensor* t, double v) {
-            if (t) return "#" + std::to_string(t->id());
-            char buffer[32];
-            snprintf(buffer, sizeof buffer, "%.6g", v);
-            return std::string(buffer);
-        };
-        std::string text = side(a, x) + " " + symbol + " " + side(b, y);
+        SourceLoc where = locate_in_lua(nullptr);
+        // As written on the line (`b:norm() > 1000`; Lua calls that 1000 < b:norm()); else the
+        // tensor first, with the operator turned as Lua turned it.
+        std::string text = source_comparison(where);
+        if (text.empty()) {
+            auto side = [&](Tensor* t, double v) {
+                if (t) return "#" + std::to_string(t->id());
+                char buffer[32];
+                snprintf(buffer, sizeof buffer, "%.6g", v);
+                return std::string(buffer);
+            };
+            if (a) text = side(a, x) + " " + symbol + " " + side(b, y);
+            else text = side(b, y) + (op == COMPARE_LT ? " > " : " >= ") + side(a, x);
+            std::string line = where.file >= 0 ? source_line_text(source_file_name(where.file), where.line) : "";
+            if (!line.empty()) text += " in `" + line + "`";   // a line with several comparisons
+        }
         Tensor* subject = a ? a : b;
         Tensor* other = a ? b : nullptr;
-        plan_record_note_compare(*subject, op, a == nullptr, other, a ? y : x, truth, locate_in_lua(nullptr), text);
+        plan_record_note_compare(*subject, op, a == nullptr, other, a ? y : x, truth, where, text);
     }
     lua_pushboolean(L, truth);
     return 1;

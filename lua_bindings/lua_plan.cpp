@@ -27,6 +27,7 @@
 #include "device.h"
 #include "plan.h"
 #include "plan_timeit.h"
+#include "lua_plan_values.h"
 #include "lua_util.h"
 #include "tapedeck_lua.h"
 
@@ -48,6 +49,7 @@ struct CacheEntry {
     std::shared_ptr<Plan> plan;       // compiled
     int args_ref = LUA_NOREF;         // {n = N, ...}: the non-tensor arguments (tensors: the marker)
     int results_ref = LUA_NOREF;      // {n = N, ...}: what fn returned, tensors as {[marker] = k}
+    tdlua::LuaValueGuards lua_values; // the Lua values fn read, as recorded (lua_plan_values.h)
 };
 
 struct Frozen {
@@ -70,6 +72,7 @@ struct Frozen {
     // function runs eagerly, until `f.eager = false` (or a new torch.freeze).
     std::string failing_guard;        // "item() at file:line": the value guard that failed last call, "" none
     int failures_in_row = 0;
+    std::vector<std::string> told;    // the Lua values whose change has been said (once each)
     bool eager = false;
     int eager_calls = 0;
 
@@ -80,6 +83,7 @@ struct Frozen {
     void drop_entry(CacheEntry& e) {
         unref(e.args_ref);
         unref(e.results_ref);
+        tdlua::lua_values_release(main, e.lua_values);
     }
     ~Frozen() {
         for (CacheEntry& e : cache) drop_entry(e);
@@ -253,7 +257,8 @@ int push_results(lua_State* L, const CacheEntry& e, const std::vector<Tensor>& o
 // upvalues of functions it calls, fields of tables), or globals; the shortest path wins, except
 // that a module's parameters and buffers take the module's own names (model.fc1.weight, however
 // deep) and an optimizer's state is named after its parameter (optimizer.state.model.fc1.weight.exp_avg).
-// Written in Lua; data only.
+// Written in Lua; data only. Tables are walked raw (no __pairs runs); an error a metamethod raises
+// is taken as "no such field", but Ctrl-C's "interrupted!" goes on up: an interrupt interrupts.
 const char* const NAME_CAPTURED_LUA = R"(
 local fn, ids = ...
 local names, want, seen = {}, {}, {}
@@ -261,15 +266,18 @@ local by_module, optimizers = {}, {}
 for i, id in ipairs(ids) do want[id] = i end
 local queue = {}
 local function push(value, path, depth) queue[#queue + 1] = {value, path, depth} end
-local function field(t, key)   -- t[key] through its metatable, nil when that raises
-  local ok, v = pcall(function() return t[key] end)
+local function checked(ok, v)   -- pcall's answer: v, or nil when it raised (an interrupt raises again)
+  if not ok and type(v) == "string" and v:find("interrupted!", 1, true) then error(v, 0) end
   return ok and v or nil
+end
+local function field(t, key)   -- t[key] through its metatable, nil when that raises
+  return checked(pcall(function() return t[key] end))
 end
 -- A module's parameters and buffers by their names in it (named_parameters, named_buffers).
 local function name_module(module, path)
   for _, getter in ipairs({"named_parameters", "named_buffers"}) do
-    local ok, list = pcall(module[getter], module)
-    if ok and type(list) == "table" then
+    local list = checked(pcall(module[getter], module))
+    if type(list) == "table" then
       for _, pair in ipairs(list) do
         local at = torch.is_tensor(pair[2]) and want[pair[2].node]
         if at and not by_module[at] then names[at], by_module[at] = path .. "." .. pair[1], true end
@@ -284,7 +292,7 @@ while true do
   if name ~= "_ENV" then push(value, name, 0) end
   n = n + 1
 end
-for k, v in pairs(_G) do if type(k) == "string" then push(v, k, 1) end end
+for k, v in next, _G do if type(k) == "string" then push(v, k, 1) end end
 local i = 1
 while i <= #queue do
   local value, path, depth = queue[i][1], queue[i][2], queue[i][3]
@@ -301,7 +309,7 @@ while i <= #queue do
       if type(rawget(value, "state")) == "table" and type(rawget(value, "param_groups")) == "table" then
         optimizers[#optimizers + 1] = {value, path}
       end
-      for k, v in pairs(value) do
+      for k, v in next, value do
         if type(k) == "string" or math.type(k) == "integer" then push(v, path .. "." .. tostring(k), depth + 1) end
       end
     elseif type(value) == "function" then
@@ -317,10 +325,10 @@ while i <= #queue do
 end
 for _, o in ipairs(optimizers) do   -- state[p] = {exp_avg = ..., ...}: named after p
   local optimizer, path = o[1], o[2]
-  for p, state in pairs(optimizer.state) do
+  for p, state in next, optimizer.state do
     local p_at = torch.is_tensor(p) and want[p.node]
     if p_at and names[p_at] and type(state) == "table" then
-      for key, v in pairs(state) do
+      for key, v in next, state do
         local at = torch.is_tensor(v) and want[v.node]
         if at and not by_module[at] then names[at] = path .. ".state." .. names[p_at] .. "." .. tostring(key) end
       end
@@ -330,12 +338,15 @@ end
 return names
 )";
 
-void name_captured(lua_State* L, Frozen& f, Plan& plan) {
-    if (plan.captured.empty() || f.fn_ref == LUA_NOREF) return;
+// Names plan's captured tensors (NAME_CAPTURED_LUA). Returns "" or the error that stopped it
+// (Ctrl-C's "interrupted!", memory): the caller raises it once its own state is put back.
+std::string name_captured(lua_State* L, Frozen& f, Plan& plan) {
+    if (plan.captured.empty() || f.fn_ref == LUA_NOREF) return "";
     int top = lua_gettop(L);
     if (luaL_loadstring(L, NAME_CAPTURED_LUA) != LUA_OK) {
+        std::string error = lua_tostring(L, -1);
         lua_settop(L, top);
-        return;
+        return error;
     }
     lua_rawgeti(L, LUA_REGISTRYINDEX, f.fn_ref);
     lua_createtable(L, static_cast<int>(plan.captured.size()), 0);
@@ -343,20 +354,25 @@ void name_captured(lua_State* L, Frozen& f, Plan& plan) {
         lua_pushinteger(L, plan.captured[i].tensor.id());
         lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
     }
-    if (lua_pcall(L, 2, 1, 0) == LUA_OK && lua_istable(L, -1)) {
+    if (lua_pcall(L, 2, 1, 0) != LUA_OK) {
+        std::string error = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "error naming the captured tensors";
+        lua_settop(L, top);
+        return error;
+    }
+    if (lua_istable(L, -1)) {
         for (size_t i = 0; i < plan.captured.size(); ++i) {
             if (lua_rawgeti(L, -1, static_cast<lua_Integer>(i + 1)) == LUA_TSTRING) plan.captured[i].name = lua_tostring(L, -1);
             lua_pop(L, 1);
         }
     }
     lua_settop(L, top);
+    return "";
 }
 
-// The parameter names of the function, for its tensor arguments' names.
-std::vector<std::string> input_names(lua_State* L, Frozen& f, int first, int n) {
+// The parameter names of the function for its n arguments ("argument 3" past its parameters).
+std::vector<std::string> argument_names(lua_State* L, Frozen& f, int n) {
     std::vector<std::string> names;
     for (int i = 0; i < n; ++i) {
-        if (!tapedeck_test_tensor(L, first + i)) continue;
         std::string name = "argument " + std::to_string(i + 1);
         if (f.fn_ref != LUA_NOREF) {
             lua_rawgeti(L, LUA_REGISTRYINDEX, f.fn_ref);
@@ -367,6 +383,14 @@ std::vector<std::string> input_names(lua_State* L, Frozen& f, int first, int n) 
         names.push_back(name);
     }
     return names;
+}
+
+// The names of the tensor arguments among those at [first, first + n).
+std::vector<std::string> input_names(lua_State* L, const std::vector<std::string>& names, int first) {
+    std::vector<std::string> inputs;
+    for (size_t i = 0; i < names.size(); ++i)
+        if (tapedeck_test_tensor(L, first + static_cast<int>(i))) inputs.push_back(names[i]);
+    return inputs;
 }
 
 // torch.freeze(fn, args...) records by running fn once, and nobody sees that run's results: its
@@ -380,6 +404,20 @@ void release_recorded_run(lua_State* L, int top, std::vector<Tensor>& outputs) {
     malloc_trim(0);   // glibc: free pages amid the heap too, not only at its top
 }
 
+// The Lua values the recorded call changed itself (lua_values_record_end): said once each, as a
+// replay will not change them.
+void say_changed_by_call(Frozen& f, const std::vector<std::string>& changed) {
+    for (const std::string& what : changed) {
+        std::string key = "changed " + what.substr(0, what.find(';'));
+        if (!f.verbose || std::find(f.told.begin(), f.told.end(), key) != f.told.end()) continue;
+        f.told.push_back(key);
+        fflush(stdout);
+        fprintf(stderr, "freeze: %s changes the Lua value %s: a replay runs no Lua code, so it will not change it "
+                        "(and it is not guarded); keep such state in tensors, or outside the frozen function\n",
+                f.name.c_str(), what.c_str());
+    }
+}
+
 // Runs fn on the arguments at [first, first + n) under the recorder, compiles what it recorded and
 // puts the plan first in f's cache. With results_wanted, fn's results are left on the stack and
 // their count returned (the first call of a frozen function returns them); without, they are
@@ -389,7 +427,8 @@ int record_call(lua_State* L, Frozen& f, int first, int n, bool results_wanted) 
         raise(L, f.name + ": cannot record while another function is being frozen (call the eager function inside it)");
     CacheEntry e;
     std::vector<Tensor> tensors = split_args(L, first, n, &e.args_ref);
-    std::vector<std::string> names = input_names(L, f, first, n);
+    std::vector<std::string> arg_names = argument_names(L, f, n);
+    std::vector<std::string> names = input_names(L, arg_names, first);
     int top = lua_gettop(L);
     std::string error;
     try {
@@ -400,14 +439,18 @@ int record_call(lua_State* L, Frozen& f, int first, int n, bool results_wanted) 
     }
     lua_rawgeti(L, LUA_REGISTRYINDEX, f.fn_ref);
     for (int i = 0; i < n; ++i) lua_pushvalue(L, first + i);
+    tdlua::lua_values_record_begin(L, first, n, arg_names);
     int status = lua_pcall(L, n, LUA_MULTRET, 0);
+    std::vector<std::string> changed_by_call;
+    e.lua_values = tdlua::lua_values_record_end(L, &changed_by_call);
     if (status != LUA_OK) {
         plan_record_abort();
-        f.unref(e.args_ref);
+        f.drop_entry(e);
         return lua_error(L);   // the function's own error, unchanged (the caller's traceback shows where)
     }
     int n_results = lua_gettop(L) - top;
     std::vector<Tensor> outputs;
+    std::string naming_error;   // raised as it is (an interrupt): not the freeze's message
     try {
         lua_createtable(L, n_results, 1);
         for (int i = 1; i <= n_results; ++i) {
@@ -417,7 +460,8 @@ int record_call(lua_State* L, Frozen& f, int first, int n, bool results_wanted) 
         set_integer(L, "n", n_results);
         e.results_ref = luaL_ref(L, LUA_REGISTRYINDEX);
         e.recorded = std::shared_ptr<Plan>(plan_record_end(outputs));
-        name_captured(L, f, *e.recorded);
+        naming_error = name_captured(L, f, *e.recorded);
+        if (!naming_error.empty()) throw std::runtime_error(naming_error);
         if (!results_wanted) {
             release_recorded_run(L, top, outputs);
             n_results = 0;
@@ -429,6 +473,10 @@ int record_call(lua_State* L, Frozen& f, int first, int n, bool results_wanted) 
         f.drop_entry(e);
         error = x.what();
     }
+    if (!naming_error.empty()) {
+        lua_pushstring(L, naming_error.c_str());
+        return lua_error(L);
+    }
     if (!error.empty()) raise(L, error);
     f.cache.insert(f.cache.begin(), e);
     while (static_cast<int>(f.cache.size()) > std::max(1, f.cache_size)) {
@@ -436,6 +484,7 @@ int record_call(lua_State* L, Frozen& f, int first, int n, bool results_wanted) 
         f.cache.pop_back();
     }
     ++f.records;
+    say_changed_by_call(f, changed_by_call);
     return n_results;
 }
 
@@ -478,21 +527,110 @@ int call_eagerly(lua_State* L, Frozen& f, int first, int n) {
     return lua_gettop(L) - top;
 }
 
-// A call found no plan; `guard` is the first plan's failed guard (or null: the inputs did not fit).
+// Why a call found no plan, from the first cached plan that did not fit: the reason, and for a
+// value the code read (a tensor's value, a Lua value) the key that counts its failures in a row
+// ("item() at step.lua:6", "lr at step.lua:9") and what to do about it.
+struct CallMiss {
+    std::string reason;
+    std::string key;          // "" when the miss is not on a value the code read
+    std::string hint;
+    std::string lua_name;     // a Lua value's name ("lr"), "" for a tensor's value
+};
+
+CallMiss miss_on_guard(const Plan& plan, int guard, const std::string& reason) {
+    CallMiss miss;
+    miss.reason = reason;
+    if (guard < 0 || !plan_guard_reads_value(plan, guard)) return miss;
+    const PlanGuard& g = plan.guards[guard];
+    miss.key = g.text + " at " + source_loc_str(g.where);
+    miss.hint = plan_guard_advice(plan, guard);
+    return miss;
+}
+
+CallMiss miss_on_lua_value(lua_State* L, const CacheEntry& e, int guard) {
+    const tdlua::LuaValueGuard& g = e.lua_values.list[static_cast<size_t>(guard)];
+    CallMiss miss;
+    miss.reason = tdlua::lua_values_describe_change(L, e.lua_values, guard);
+    miss.key = g.name + " at " + source_loc_str(g.where);
+    miss.lua_name = g.name;
+    miss.hint = "pass " + g.name + " as a tensor argument (torch.tensor(" + g.name +
+                ")) and compute with it in tensors: one plan then serves every value";
+    return miss;
+}
+
 // Counts a value guard failing call after call; after EAGER_AFTER_FAILURES the function goes
-// eager, said once. Returns the message's hint ("" when none).
-std::string note_failed_guard(Frozen& f, const Plan* plan, int guard) {
-    if (!plan || guard < 0 || !plan_guard_reads_value(*plan, guard)) {
+// eager (said once, by the caller).
+void note_miss(Frozen& f, const CallMiss& miss) {
+    if (miss.key.empty()) {
         f.failing_guard.clear();
         f.failures_in_row = 0;
-        return "";
+        return;
     }
-    const PlanGuard& g = plan->guards[guard];
-    std::string key = g.text + " at " + source_loc_str(g.where);
-    f.failures_in_row = key == f.failing_guard ? f.failures_in_row + 1 : 1;
-    f.failing_guard = key;
+    f.failures_in_row = miss.key == f.failing_guard ? f.failures_in_row + 1 : 1;
+    f.failing_guard = miss.key;
     if (f.failures_in_row >= EAGER_AFTER_FAILURES) f.eager = true;
-    return plan_guard_advice(*plan, guard);
+}
+
+// The messages of a call that re-records (or, when it made f go eager, says so once). A Lua
+// value's change is said once per value: a new value is a new plan, as a new argument is.
+void say_miss(Frozen& f, const CallMiss& miss) {
+    fflush(stdout);   // the message after what the program printed before
+    if (!f.eager) {
+        if (!miss.lua_name.empty()) {
+            if (std::find(f.told.begin(), f.told.end(), miss.key) != f.told.end()) return;
+            f.told.push_back(miss.key);
+        }
+        fprintf(stderr, "freeze: re-recording %s: %s\n", f.name.c_str(), miss.reason.c_str());
+        if (!miss.lua_name.empty())
+            fprintf(stderr, "  a plan keeps the Lua values its function read: a new value means a new recording (said "
+                            "once for %s). If it changes every call, %s\n", miss.lua_name.c_str(), miss.hint.c_str());
+        else if (!miss.hint.empty())
+            fprintf(stderr, "  %s reads a tensor's value, so a new value means a new recording: %s\n",
+                    f.failing_guard.c_str(), miss.hint.c_str());
+        return;
+    }
+    std::string what = miss.lua_name.empty() ? "the guard on " + f.failing_guard + " failed"
+                                             : "the Lua value " + f.failing_guard + " changed";
+    fprintf(stderr,
+            "freeze: %s: %s %d calls in a row: from now on it runs eagerly, without recording. To freeze it, %s; "
+            "then freeze it again (or set its eager = false)\n",
+            f.name.c_str(), what.c_str(), f.failures_in_row, miss.hint.c_str());
+}
+
+// The first cached plan that fits the call at [first, first + n) runs: its results are pushed and
+// their count returned; -1 when none fits (`miss` says why the first one did not).
+int run_cached_plan(lua_State* L, Frozen& f, int first, int n, const std::vector<Tensor>& tensors, CallMiss& miss) {
+    for (size_t c = 0; c < f.cache.size(); ++c) {
+        CacheEntry& e = f.cache[c];
+        std::string why = f.fn_ref == LUA_NOREF ? "" : args_mismatch(L, e, first, n);
+        int changed = why.empty() ? tdlua::lua_values_check(L, e.lua_values) : -1;
+        if (changed >= 0) {
+            if (miss.reason.empty()) miss = miss_on_lua_value(L, e, changed);
+            continue;
+        }
+        if (why.empty()) why = plan_check_inputs(*e.plan, tensors);
+        if (why.empty()) {
+            PlanRunResult result;
+            std::string error;
+            try {
+                result = plan_run(*e.plan, tensors, true);
+            } catch (const std::exception& x) {
+                error = x.what();
+            }
+            if (!error.empty()) raise(L, error);
+            if (result.completed) {
+                ++f.replays;
+                f.failures_in_row = 0;
+                f.failing_guard.clear();
+                if (c > 0) std::rotate(f.cache.begin(), f.cache.begin() + static_cast<long>(c), f.cache.begin() + static_cast<long>(c) + 1);
+                remember_args(L, f, first, n);
+                return push_results(L, f.cache.front(), result.outputs);
+            }
+            if (miss.reason.empty()) miss = miss_on_guard(*e.plan, result.failed_guard, result.reason);
+        }
+        if (miss.reason.empty()) miss.reason = why;
+    }
+    return -1;
 }
 
 // f(...): the first cached plan that fits runs; else re-record (or refuse when strict).
@@ -515,61 +653,18 @@ int frozen_call(lua_State* L) {
     std::vector<Tensor>& tensors = borrowed.tensors;
     for (int i = 0; i < n; ++i)
         if (Tensor* t = tapedeck_test_tensor(L, first + i)) tensors.push_back(*t);
-    std::string reason;
-    const Plan* failed_plan = nullptr;   // the plan whose guard gave `reason` (null: the inputs did not fit)
-    int failed_guard = -1;
-    for (size_t c = 0; c < f.cache.size(); ++c) {
-        CacheEntry& e = f.cache[c];
-        std::string why = f.fn_ref == LUA_NOREF ? "" : args_mismatch(L, e, first, n);
-        if (why.empty()) why = plan_check_inputs(*e.plan, tensors);
-        if (why.empty()) {
-            PlanRunResult result;
-            std::string error;
-            try {
-                result = plan_run(*e.plan, tensors, true);
-            } catch (const std::exception& x) {
-                error = x.what();
-            }
-            if (!error.empty()) raise(L, error);
-            if (result.completed) {
-                ++f.replays;
-                f.failures_in_row = 0;
-                f.failing_guard.clear();
-                if (c > 0) std::rotate(f.cache.begin(), f.cache.begin() + static_cast<long>(c), f.cache.begin() + static_cast<long>(c) + 1);
-                remember_args(L, f, first, n);
-                return push_results(L, f.cache.front(), result.outputs);
-            }
-            why = result.reason;
-            if (reason.empty()) {
-                failed_plan = e.plan.get();
-                failed_guard = result.failed_guard;
-            }
-        }
-        if (reason.empty()) reason = why;
-    }
-    if (!reason.empty()) f.last_reason = reason;
+    CallMiss miss;
+    int n_results = run_cached_plan(L, f, first, n, tensors, miss);
+    if (n_results >= 0) return n_results;
+    if (!miss.reason.empty()) f.last_reason = miss.reason;
     std::string frozen_at = f.where.file >= 0 ? " (frozen at " + source_loc_str(f.where) + ")" : "";
-    if (f.fn_ref == LUA_NOREF) raise(L, f.name + ": " + reason + frozen_at);
+    if (f.fn_ref == LUA_NOREF) raise(L, f.name + ": " + miss.reason + frozen_at);
     if (f.strict && !f.cache.empty())
-        raise(L, f.name + ": guard failed: " + reason + "; strict mode does not re-record" + frozen_at);
-    std::string hint = f.cache.empty() ? "" : note_failed_guard(f, failed_plan, failed_guard);
-    if (f.verbose && !f.cache.empty()) fflush(stdout);   // the message after what the program printed before
-    if (f.verbose && !f.cache.empty() && !f.eager) {
-        fprintf(stderr, "freeze: re-recording %s: %s\n", f.name.c_str(), reason.c_str());
-        if (!hint.empty())
-            fprintf(stderr, "  %s reads a tensor's value, so a new value means a new recording: %s\n",
-                    f.failing_guard.c_str(), hint.c_str());
-    }
-    if (f.eager) {   // said once: from now on calls do not get here
-        if (f.verbose)
-            fprintf(stderr,
-                    "freeze: %s: the guard on %s failed %d calls in a row: %s runs eagerly from now on, without "
-                    "recording. To freeze it, %s; then freeze it again (or set %s.eager = false)\n",
-                    f.name.c_str(), f.failing_guard.c_str(), f.failures_in_row, f.name.c_str(), hint.c_str(),
-                    f.name.c_str());
-        return call_eagerly(L, f, first, n);
-    }
-    int n_results = record_call(L, f, first, n, true);
+        raise(L, f.name + ": guard failed: " + miss.reason + "; strict mode does not re-record" + frozen_at);
+    if (!f.cache.empty()) note_miss(f, miss);
+    if (f.verbose && !f.cache.empty()) say_miss(f, miss);
+    if (f.eager) return call_eagerly(L, f, first, n);   // said once: from now on calls do not get here
+    n_results = record_call(L, f, first, n, true);
     remember_args(L, f, first, n);
     return n_results;
 }
@@ -831,6 +926,11 @@ int frozen_with_passes(lua_State* L) {
         c.args_ref = luaL_ref(L, LUA_REGISTRYINDEX);
         lua_rawgeti(L, LUA_REGISTRYINDEX, e.results_ref);
         c.results_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+        if (!e.lua_values.list.empty()) {   // the same guards, held by g's own reference
+            lua_rawgeti(L, LUA_REGISTRYINDEX, e.lua_values.values_ref);
+            c.lua_values.values_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+            c.lua_values.list = e.lua_values.list;
+        }
         g.cache.push_back(c);
     }
     return 1;

@@ -69,8 +69,9 @@ std::string plan_guard_describe(const Plan& plan, int guard) {
             std::string values;
             for (size_t i = 0; i < g.expected.size() && i < 4; ++i) values += (i ? ", " : "") + number_str(g.expected[i]);
             if (g.expected.size() > 4) values += ", ...";
-            return g.text + " read " + (g.expected.size() == 1 ? values : "{" + values + "}") + " from " +
-                   plan_value_name(plan, g.value) + where;
+            // "loss:item() read 2": the call as written names the tensor; a bare "item()" does not
+            std::string from = g.text.find(':') == std::string::npos ? " from " + plan_value_name(plan, g.value) : "";
+            return g.text + " read " + (g.expected.size() == 1 ? values : "{" + values + "}") + from + where;
         }
         case GUARD_COMPARE: return g.text + " was " + (g.truth ? "true" : "false") + where;
         case GUARD_GRAD_STATE:
