@@ -434,8 +434,9 @@ bool same_value(lua_State* L, int a, int b);
 std::string value_text(lua_State* L, int idx);
 
 // The guards whose value the call itself changed (a counter it increments) are dropped, each
-// said in `changed`: the function changes them, so they differ at every call, and a replay runs
-// no Lua code to change them. The rest go into a table of their own (LuaValueGuards::values_ref).
+// said in `changed` when it is now a number, boolean or string: the function changes them, so
+// they differ at every call, and a replay runs no Lua code to change them (a tensor the call
+// stored in a nil upvalue, `loss = ...`, is one of its results: dropped, not said). The rest go into a table of their own (LuaValueGuards::values_ref).
 LuaValueGuards keep_unchanged(lua_State* L, LuaValueRecorder& r, std::vector<std::string>* changed) {
     LuaValueGuards out;
     push_work(L, r, WORK_VALUES);
@@ -448,7 +449,7 @@ LuaValueGuards keep_unchanged(lua_State* L, LuaValueRecorder& r, std::vector<std
         lua_rawgeti(L, values, at + 3);
         if (!same_value(L, -1, -2)) {
             const LuaValueGuard& g = r.guards[k];
-            if (changed)
+            if (changed && is_scalar(lua_type(L, -2)))   // a tensor put in a nil upvalue is a result, not state
                 changed->push_back(g.name + " (" + g.kind + ", " + td::source_loc_str(g.where) + "; " + value_text(L, -1) +
                                    " when the call began, " + value_text(L, -2) + " after it)");
             lua_pop(L, 2);

@@ -49,8 +49,9 @@ struct LuaValueGuards {
 void lua_values_record_begin(lua_State* L, int first, int n, const std::vector<std::string>& names);
 // Stops: the hook and the swapped _ENVs are put back (a hook set meanwhile by someone else, such
 // as Ctrl-C's, is left in place). Returns the guards noted, but for the values the call itself
-// changed (a counter it increments: a replay runs no Lua code, so it would not change them), which
-// are said in `changed` ("calls (an upvalue, step.lua:4; 0 when the call began, 1 after it)").
+// changed (a counter it increments: a replay runs no Lua code, so it would not change them); those
+// that are now numbers, booleans or strings are said in `changed` ("calls (an upvalue,
+// step.lua:4; 0 when the call began, 1 after it)").
 LuaValueGuards lua_values_record_end(lua_State* L, std::vector<std::string>* changed);
 // -1 when every guard holds, else the index of the first that does not.
 int lua_values_check(lua_State* L, const LuaValueGuards& guards);
