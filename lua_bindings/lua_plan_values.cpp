@@ -47,6 +47,7 @@ struct LuaValueRecorder {
     int old_mask = 0, old_count = 0;
     int work_ref = LUA_NOREF;
     int swapped = 0;                                  // entries (function, index) in WORK_SWAPPED
+    int base_depth = 0;                               // frames on the stack when the recording began
     std::unordered_set<const void*> seen_functions, seen_cells, seen_tables, library_tables;
     std::unordered_set<std::string> seen_globals;
     std::vector<LuaValueGuard> guards;
@@ -247,16 +248,43 @@ void swap_env(lua_State* L, LuaValueRecorder& r, int fn_idx, int index) {
     ++r.swapped;
 }
 
+int stack_depth(lua_State* L) {
+    lua_Debug ar;
+    int depth = 0;
+    while (lua_getstack(L, depth, &ar)) ++depth;
+    return depth;
+}
+
+// Whether the function called (level 0, `callee` its "S" info) is a closure written inside a
+// function that runs in the recording, below it on the stack (`torch.no_grad(function() ... end)`
+// inside the frozen function). Its upvalues are then that function's locals, which live for one
+// call (nothing outside changes them between calls), or that function's own upvalues, noted when
+// it was called: none is guarded again.
+bool nested_in_recorded_frame(lua_State* L, const LuaValueRecorder& r, const lua_Debug& callee) {
+    int inside = stack_depth(L) - r.base_depth;   // the frames the recording made, the callee's first
+    lua_Debug ar;
+    for (int level = 1; level < inside && lua_getstack(L, level, &ar); ++level) {
+        lua_getinfo(L, "S", &ar);
+        if (ar.what[0] == 'C' || strcmp(ar.source, callee.source) != 0) continue;
+        bool around = ar.linedefined <= callee.linedefined && ar.lastlinedefined >= callee.lastlinedefined;
+        bool same = ar.linedefined == callee.linedefined && ar.lastlinedefined == callee.lastlinedefined;
+        if (around && !same) return true;
+    }
+    return false;
+}
+
 // A Lua function of the user's is called for the first time in this recording (it is at fn_idx,
-// `ar` its "S" info): its upvalues are noted.
+// `ar` its "S" info): its upvalues are noted, but for those of a closure written inside a function
+// running in the recording (nested_in_recorded_frame), of which only _ENV is.
 void note_function(lua_State* L, LuaValueRecorder& r, int fn_idx, const lua_Debug& ar) {
+    bool nested = nested_in_recorded_frame(L, r, ar);
     for (int i = 1;; ++i) {
         const char* name = lua_getupvalue(L, fn_idx, i);
         if (!name) break;
         int type = lua_type(L, -1);
         if (strcmp(name, "_ENV") == 0) {
             swap_env(L, r, fn_idx, i);
-        } else if ((is_scalar(type) || type == LUA_TNIL || type == LUA_TTABLE) &&
+        } else if (!nested && (is_scalar(type) || type == LUA_TNIL || type == LUA_TTABLE) &&
                    r.seen_cells.insert(lua_upvalueid(L, fn_idx, i)).second) {
             td::SourceLoc where = first_use(ar, name);
             if (type == LUA_TTABLE) {
@@ -420,6 +448,7 @@ void lua_values_record_begin(lua_State* L, int first, int n, const std::vector<s
         if (lua_istable(L, first + i))
             guard_fields(L, *r, first + i, i < static_cast<int>(names.size()) ? names[i] : "argument " + std::to_string(i + 1),
                          where);
+    r->base_depth = stack_depth(L);
     r->old_hook = lua_gethook(L);
     r->old_mask = lua_gethookmask(L);
     r->old_count = lua_gethookcount(L);
