@@ -938,7 +938,7 @@ int frozen_with_passes(lua_State* L) {
 
 int frozen_stats(lua_State* L) {
     Frozen& f = check_frozen(L, 1);
-    lua_createtable(L, 0, 16);
+    lua_createtable(L, 0, 20);
     set_integer(L, "calls", f.calls);
     set_integer(L, "replays", f.replays);
     set_integer(L, "records", f.records);
@@ -962,6 +962,15 @@ int frozen_stats(lua_State* L) {
         set_integer(L, "guards", f.cache.front().plan->guards.size());
         set_number(L, "record_seconds", s.record_seconds);
         set_number(L, "compile_seconds", s.compile_seconds);
+        const std::vector<tdlua::LuaValueGuard>& lua_values = f.cache.front().lua_values.list;
+        lua_createtable(L, static_cast<int>(lua_values.size()), 0);   // "lr (an upvalue, step.lua:9)"
+        for (size_t i = 0; i < lua_values.size(); ++i) {
+            const tdlua::LuaValueGuard& g = lua_values[i];
+            std::string text = g.name + " (" + g.kind + (g.where.file >= 0 ? ", " + source_loc_str(g.where) : "") + ")";
+            lua_pushstring(L, text.c_str());
+            lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
+        }
+        lua_setfield(L, -2, "lua_values");
     }
     return 1;
 }
