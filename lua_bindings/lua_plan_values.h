@@ -6,9 +6,11 @@
 // its upvalues that are numbers, booleans or strings are guarded, and so are those at the top
 // level of the tables its upvalues hold; its _ENV, when it is the globals table, is swapped for a
 // proxy that notes each global read (and its line) and forwards reads and writes to the globals.
-// Table arguments' top-level numbers, booleans and strings are guarded too. A call of a function
-// whose result varies from call to call (math.random, os.time, os.clock, os.date, io.read, a
-// file's read) refuses the recording, naming the call and its line.
+// Table arguments' top-level numbers, booleans and strings are guarded too. A closure written
+// inside a function that runs in the recording reads that function's locals (fresh each call) or
+// its upvalues (noted with it): only its _ENV is taken. A call of a function whose result varies
+// from call to call (math.random, os.time, os.clock, os.date, io.read, a file's read) refuses the
+// recording, naming the call and its line. docs/freeze.md ("Lua values") says what is not seen.
 //
 // A guard compares the current value with the recorded one (Lua's raw equality, NaN equal to
 // NaN): a few API calls per guard, none when the plan has no guard.
