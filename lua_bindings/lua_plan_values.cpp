@@ -131,16 +131,18 @@ void guard_fields(lua_State* L, LuaValueRecorder& r, int idx, const std::string&
     }
 }
 
-// The tables of the library (package.loaded's, their tables, the globals): not the user's values.
+// The tables of the library (package.loaded's and their tables, the globals): not the user's
+// values. The globals' own tables (package.loaded._G's) are the user's.
 void collect_library_tables(lua_State* L, LuaValueRecorder& r) {
     lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
-    r.library_tables.insert(lua_topointer(L, -1));
+    const void* globals = lua_topointer(L, -1);
+    r.library_tables.insert(globals);
     lua_pop(L, 1);
     luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
     int loaded = lua_gettop(L);
     lua_pushnil(L);
     while (lua_next(L, loaded)) {
-        if (lua_istable(L, -1)) {
+        if (lua_istable(L, -1) && lua_topointer(L, -1) != globals) {
             r.library_tables.insert(lua_topointer(L, -1));
             int module = lua_gettop(L);
             lua_pushnil(L);

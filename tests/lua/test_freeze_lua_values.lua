@@ -187,6 +187,12 @@ for call, change in ipairs({{}, {scale = 3}, {mode = "mean"}, {}, {mode = "sum"}
 end
 check.equal(r:stats().records, 3, "scale 2 sum, 3 sum, 3 mean recorded; 3 sum again replayed")
 
+settings = {gain = 2}   -- a global table's field
+local gained = torch.freeze{function(z) return z * settings.gain end, logits, verbose = false}
+settings.gain = 5
+check.close(gained(logits), logits * 5, 0, "a global table's field")
+check.equal(gained:stats().records, 2)
+
 local Scaled = nn.Module:extend("Scaled")
 function Scaled:init() self.factor = 2; self.inner = nn.Linear(5, 1) end
 function Scaled:forward(z) return self.inner(z) * self.factor end
