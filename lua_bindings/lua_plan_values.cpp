@@ -131,26 +131,41 @@ void guard_fields(lua_State* L, LuaValueRecorder& r, int idx, const std::string&
     }
 }
 
-// The tables of the library (package.loaded's and their tables, the globals): not the user's
-// values. The globals' own tables (package.loaded._G's) are the user's.
+// Adds the table on top and its tables (one level) to the library's.
+void add_library_table(lua_State* L, LuaValueRecorder& r) {
+    if (!lua_istable(L, -1)) return;
+    r.library_tables.insert(lua_topointer(L, -1));
+    int t = lua_gettop(L);
+    lua_pushnil(L);
+    while (lua_next(L, t)) {
+        if (lua_istable(L, -1)) r.library_tables.insert(lua_topointer(L, -1));
+        lua_pop(L, 1);
+    }
+}
+
+// The tables of Lua's and tapedeck's libraries (math, torch, nn, F, dbg, viewer, the globals
+// themselves, and their tables one level down): not the user's values. A module the user loads
+// with require, and the globals' other tables, are the user's.
 void collect_library_tables(lua_State* L, LuaValueRecorder& r) {
+    static const char* const libraries[] = {"package", "coroutine", "table", "io",  "os",    "string",
+                                            "math",    "utf8",      "debug", "nn",  "optim"};
+    static const char* const globals[] = {"torch", "F", "dbg", "viewer"};
     lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
-    const void* globals = lua_topointer(L, -1);
-    r.library_tables.insert(globals);
+    r.library_tables.insert(lua_topointer(L, -1));
+    for (const char* name : globals) {
+        lua_getfield(L, -1, name);
+        add_library_table(L, r);
+        lua_settop(L, lua_gettop(L) - 1);
+    }
     lua_pop(L, 1);
     luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
     int loaded = lua_gettop(L);
     lua_pushnil(L);
     while (lua_next(L, loaded)) {
-        if (lua_istable(L, -1) && lua_topointer(L, -1) != globals) {
-            r.library_tables.insert(lua_topointer(L, -1));
-            int module = lua_gettop(L);
-            lua_pushnil(L);
-            while (lua_next(L, module)) {
-                if (lua_istable(L, -1)) r.library_tables.insert(lua_topointer(L, -1));
-                lua_pop(L, 1);
-            }
-        }
+        const char* key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "";
+        bool library = strncmp(key, "tapedeck", 8) == 0;
+        for (const char* name : libraries) library = library || strcmp(key, name) == 0;
+        if (library) add_library_table(L, r);
         lua_pop(L, 1);
     }
     lua_pop(L, 1);

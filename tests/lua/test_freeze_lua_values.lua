@@ -193,6 +193,15 @@ settings.gain = 5
 check.close(gained(logits), logits * 5, 0, "a global table's field")
 check.equal(gained:stats().records, 2)
 
+package.preload.test_config = function() return {gain = 2} end
+local required = require "test_config"   -- a module the user requires is the user's table
+local by_module = torch.freeze{function(z) return z * required.gain end, logits, verbose = false}
+required.gain = 6
+check.close(by_module(logits), logits * 6, 0, "a required module's field")
+-- The libraries' tables (torch, math, nn, F) are not the user's values: nothing to compare per call.
+local plain = torch.freeze(function(z) return torch.relu(z) * math.pi + F.relu(z) end, logits)
+check.equal(#plain:stats().lua_values, 0, "torch, math and F are not guarded")
+
 local Scaled = nn.Module:extend("Scaled")
 function Scaled:init() self.factor = 2; self.inner = nn.Linear(5, 1) end
 function Scaled:forward(z) return self.inner(z) * self.factor end
