@@ -498,6 +498,8 @@ void fill_torch_table(lua_State* L) {
     lua_newtable(L);   // torch.autograd
     register_bindings(L, autograd_functions);
     tapedeck_open_gradcheck(L);
+    lua_getfield(L, -2, "Function");   // torch.autograd.Function, PyTorch's spelling: the same torch.Function
+    lua_setfield(L, -2, "Function");
     lua_setfield(L, -2, "autograd");
     lua_newtable(L);   // torch.backends: fused_lstm (nil: decided per call, nn_recurrent.lua)
     lua_setfield(L, -2, "backends");
