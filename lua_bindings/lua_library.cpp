@@ -62,6 +62,7 @@ void open_terminal_module(lua_State* L) {
 
 void tapedeck_open_library(lua_State* L) {
     open_terminal_module(L);
+    tapedeck_open_hints(L);
     for (const LibraryModule& module : library) {
         std::string chunk_name = std::string(TAPEDECK_LIBRARY_CHUNK) + module.name + ".lua";
         if (luaL_loadbuffer(L, module.source, strlen(module.source), chunk_name.c_str()) != LUA_OK)

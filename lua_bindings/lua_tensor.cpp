@@ -301,6 +301,32 @@ int size_tostring(lua_State* L) {
     return 1;
 }
 
+// x.T, x.mT, x.H, x.mH: PyTorch's transposes as views (real tensors: H is T, mH is mT). T reverses
+// every dim (a 0-d or 1-d tensor is itself); mT swaps the last two (a 0-d tensor is itself); H
+// needs a matrix, mH a matrix or a batch of them, as PyTorch. False when key is none of them.
+bool push_transpose_field(lua_State* L, const Tensor& t, const char* key) {
+    int ndim = t.shape().ndim;
+    bool matrix_only = strcmp(key, "H") == 0, reverse_all = strcmp(key, "T") == 0 || matrix_only;
+    if (!reverse_all && strcmp(key, "mT") != 0 && strcmp(key, "mH") != 0) return false;
+    if (ndim == 0 || (ndim == 1 && strcmp(key, "T") == 0)) {
+        lua_pushvalue(L, 1);
+        return true;
+    }
+    if (matrix_only && ndim != 2)
+        engine_fail("x.H is only for matrices (2-d tensors), got a %d-d tensor%s", ndim,
+                    ndim > 2 ? "; for a batch of matrices use x.mH" : "");
+    if (!reverse_all && ndim < 2) engine_fail("x.%s is only for matrices or batches of them, got a 1-d tensor", key);
+    if (!reverse_all || ndim == 2) {
+        push_view(L, ops::transpose(t, ndim - 2, ndim - 1), 1);
+        return true;
+    }
+    Shape order;
+    order.ndim = ndim;
+    for (int i = 0; i < ndim; ++i) order.dims[i] = ndim - 1 - i;
+    push_view(L, ops::permute(t, order), 1);
+    return true;
+}
+
 int tensor_field(lua_State* L) {
     Tensor& t = check_tensor(L, 1);
     if (lua_isinteger(L, 2) || lua_istable(L, 2) || test_tensor(L, 2)) return index_read(L);   // t[i], t[{i, {a, b}}]: views
@@ -332,18 +358,19 @@ int tensor_field(lua_State* L) {
         lua_pushboolean(L, t.value().device() == DEVICE_CUDA);
     } else if (strcmp(key, "data") == 0) {
         push_tensor(L, ops::unary(OP_detach, t));
-    } else {
-        lua_pushnil(L);   // as Lua does for a missing field; calling it gets a hint (tapedeck_name_hint)
+    } else if (!push_transpose_field(L, t, key)) {   // a PyTorch spelling that would be nil: an error that says what is
+        engine_fail("a tensor has no field or method '%s'%s", key, tapedeck_tensor_name_hint(L, key).c_str());
     }
     return 1;
 }
 
-// t.key: methods first (the fast path of every t:method() call), then fields.
+// t.key: methods first (the fast path of every t:method() call), then fields; an error names the
+// field the user wrote (x.mT on a vector: "mT: ...").
 int tensor_index(lua_State* L) {
     lua_pushvalue(L, 2);
     if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1;
     lua_pop(L, 1);
-    return run_guarded(L, tensor_field, "index");
+    return run_guarded(L, tensor_field, lua_type(L, 2) == LUA_TSTRING ? lua_tostring(L, 2) : "index");
 }
 
 // x[mask] = value, as PyTorch's grad_input[x < 0] = 0
@@ -498,6 +525,8 @@ void fill_torch_table(lua_State* L) {
     lua_newtable(L);   // torch.autograd
     register_bindings(L, autograd_functions);
     tapedeck_open_gradcheck(L);
+    lua_getfield(L, -2, "Function");   // torch.autograd.Function, PyTorch's spelling: the same torch.Function
+    lua_setfield(L, -2, "Function");
     lua_setfield(L, -2, "autograd");
     lua_newtable(L);   // torch.backends: fused_lstm (nil: decided per call, nn_recurrent.lua)
     lua_setfield(L, -2, "backends");
@@ -512,6 +541,9 @@ void fill_torch_table(lua_State* L) {
 
 // ------------------------------------------------------------------------------------------
 // public
+
+const char* const TAPEDECK_TENSOR_FIELDS[] = {"shape", "grad", "requires_grad", "grad_fn", "node", "is_leaf", "dtype", "ndim",
+                                              "device", "is_cuda", "data", "T", "mT", "H", "mH", nullptr};
 
 td::Tensor* tapedeck_test_tensor(lua_State* L, int idx) { return test_tensor(L, idx); }
 bool tapedeck_is_finalised_tensor(lua_State* L, int idx) {

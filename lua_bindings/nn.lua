@@ -121,11 +121,80 @@ local function register_member(self, key, value, kind)
   rawset(self, key, value)
 end
 
--- __newindex: assigning a module, a parameter or a plain table registers it.
+-- __newindex: assigning a module, a parameter or a plain table registers it; any other value (nil
+-- too: self.cache = nil declares an optional field) makes the name known, so reading it later is
+-- never the unknown-field error (module_index).
 local function register_field(self, key, value)
   local kind = is_module(value) and "module" or is_parameter(value) and "parameter" or is_plain_table(value) and "list"
   if kind then return register_member(self, key, value, kind) end
+  local declared = rawget(self, "_declared")
+  if declared then declared[key] = true end
   rawset(self, key, value)
+end
+
+-- The names a module answers to: its own string fields (members first) and its classes' methods.
+local function known_names(self)
+  local names, seen = {}, {}
+  local function add(key)
+    if type(key) == "string" and key:sub(1, 1) ~= "_" and not seen[key] then seen[key], names[#names + 1] = true, key end
+  end
+  for _, key in ipairs(rawget(self, "_order") or {}) do add(key) end
+  for key in pairs(rawget(self, "_declared") or {}) do add(key) end
+  for key in next, self do add(key) end
+  local class = getmetatable(self)
+  while type(class) == "table" do
+    for key, value in next, class do if type(value) == "function" then add(key) end end
+    local meta = getmetatable(class)
+    class = meta and meta.__index
+  end
+  return names
+end
+
+local hints = require "tapedeck.hints"
+
+-- A read of a name the module does not have, from the user's code: an error that names it, as
+-- PyTorch's AttributeError / IndexError (never a nil that fails later, far away). Lists count from
+-- 1 in Lua: model[0] says model[1]. Integers past the end are nil for ipairs (a C function).
+local function missing_member(self, key)
+  local name = rawget(getmetatable(self), "__name") or "Module"
+  if math.type(key) == "integer" then
+    local n = rawlen(self)
+    if key < 1 then
+      fail(string.format("%s: no module [%d]: modules are numbered from 1 in Lua: model[1] is PyTorch's model[0], " ..
+                         "model[#model] its model[-1]%s", name, key, n > 0 and string.format(" (this one holds %d)", n) or ""))
+    end
+    fail(string.format("%s: no module [%d]: it holds %d (model[1] .. model[%d])", name, key, n, n))
+  end
+  local names = known_names(self)
+  local hint = hints.close_names(key, names)
+  if hint == "" and #names > 0 then
+    local members = {}
+    for _, k in ipairs(rawget(self, "_order") or {}) do if type(k) == "string" then members[#members + 1] = k end end
+    if #members > 0 then hint = " (its members: " .. table.concat(members, ", ") .. ")" end
+  end
+  fail(string.format("%s: no field, member or method '%s'%s", name, key, hint))
+end
+
+local getinfo = debug.getinfo
+
+-- The __index of a module class's instances: the class's fields and methods; then nil for a name
+-- the module knows (a member set to nil, an optional field declared as nil, a private _name) or a
+-- read from the library's own code or from C (ipairs, the bindings); else missing_member's error.
+local function module_index(class)
+  return function(self, key)
+    local value = class[key]
+    if value ~= nil then return value end
+    if type(key) == "string" then
+      if key:sub(1, 1) == "_" then return nil end
+      local kinds, declared = rawget(self, "_kinds"), rawget(self, "_declared")
+      if not kinds or kinds[key] or (declared and declared[key]) then return nil end
+    elseif math.type(key) ~= "integer" then
+      return nil
+    end
+    local caller = getinfo(2, "S")
+    if not caller or caller.what == "C" or caller.source:sub(1, 10) == "=tapedeck/" then return nil end
+    missing_member(self, key)
+  end
 end
 
 -- module(...) runs module:forward(...) inside a scope named after the module ("linear1:Linear",
@@ -144,7 +213,7 @@ function Module:extend(name)
     fail("Module:extend: give the class a name, e.g. nn.Module:extend(\"TwoLayerNet\"), got " .. describe(name))
   end
   local class = setmetatable({__name = name}, {__index = self, __call = function(class, ...) return class:new(...) end})
-  class.__index = class
+  class.__index = module_index(class)
   class.__newindex = register_field
   class.__call = call_in_scope
   class.__tostring = function(module) return module_repr(module) end
@@ -154,7 +223,7 @@ end
 
 -- Class:new(...): an instance, set up, then the class's init(...) runs.
 function Module:new(...)
-  local module = setmetatable({_order = {}, _kinds = {}, training = true}, self)
+  local module = setmetatable({_order = {}, _kinds = {}, _declared = {}, training = true}, self)
   module:init(...)
   return module
 end

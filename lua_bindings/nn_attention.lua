@@ -54,6 +54,9 @@ function nn.MultiheadAttention:init(embed_dim, num_heads, opts)
     self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, {bias = bias, dtype = dtype})
     if bias then torch.no_grad(function() self.out_proj.bias:zero_() end) end
   end)
+  for _, key in ipairs({"in_proj_weight", "q_proj_weight", "k_proj_weight", "v_proj_weight", "in_proj_bias"}) do
+    if self[key] == nil then self:register_parameter(key, nil) end   -- PyTorch's None: reads nil
+  end
 end
 
 -- A mask as the float tensor added to the attention scores, PyTorch's two kinds: a boolean mask

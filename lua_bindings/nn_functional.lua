@@ -112,12 +112,34 @@ function F.binary_cross_entropy_with_logits(...)
   end)
 end
 
--- The class dim of scores: [N, C] (2) or one example [C] (1).
+-- The class dim of scores: [N, C] (2) or one example [C] (1) (nll_loss and cross_entropy take
+-- [N, C, d1, ...] too, flattened first: flatten_class_dims).
 local function class_scores(fname, input)
   if input:dim() ~= 1 and input:dim() ~= 2 then
     fail(string.format("%s: input must be [N, C] or [C], got %s", fname, tostring(input.shape)))
   end
   return input:dim()
+end
+
+-- Scores [N, C, d1, ...] (a sequence model's, PyTorch's K-dim form) as [N * d1 * ..., C]: the class
+-- dim moved last, then flattened; the target alike (class labels [N, d1, ...] to [N * d1 * ...],
+-- probabilities of the input's shape as the input). Also returns the shape a "none" reduction has
+-- ([N, d1, ...]). The losses then are the [M, C] ones, and so are their means and gradients.
+local function flatten_class_dims(fname, input, target)
+  local C, order, kept = input:size(2), {1}, {input:size(1)}
+  for d = 3, input:dim() do order[#order + 1], kept[#kept + 1] = d, input:size(d) end
+  order[#order + 1] = 2
+  if target.dtype ~= "int64" and same_shape(input, target) then
+    return input:permute(order):reshape(-1, C), target:permute(order):reshape(-1, C), kept
+  end
+  local labels_ok = target:dim() == #kept
+  for i, n in ipairs(kept) do labels_ok = labels_ok and target:size(i) == n end
+  if not labels_ok then
+    fail(string.format("%s: for input %s ([N, C, d1, ...]) the target must be class labels [N, d1, ...] = [%s] or " ..
+                       "probabilities of the input's shape, got %s", fname, tostring(input.shape), table.concat(kept, ","),
+                       tostring(target.shape)))
+  end
+  return input:permute(order):reshape(-1, C), target:reshape(-1), kept
 end
 
 -- -sum over examples of weight[label] * logp[i, label] with PyTorch's nll_loss semantics: a label
@@ -153,6 +175,11 @@ function F.nll_loss(...)
   local weight = check_tensor("nll_loss", "weight", a.weight, true)
   local ignore_index = check_number("nll_loss", "ignore_index", a.ignore_index, -100)
   local reduction = check_reduction("nll_loss", a.reduction)
+  if input:dim() > 2 then   -- [N, C, d1, ...] with labels [N, d1, ...]
+    local logp, labels, kept = flatten_class_dims("nll_loss", input, target)
+    local loss = F.nll_loss(logp, labels, {weight = weight, ignore_index = a.ignore_index, reduction = reduction})
+    return reduction == "none" and loss:reshape(kept) or loss
+  end
   class_scores("nll_loss", input)
   if not weight and a.ignore_index == nil and reduction ~= "none" then
     return torch.nll_loss(input, target, reduction)   -- the op row
@@ -171,6 +198,12 @@ function F.cross_entropy(...)
   local reduction = check_reduction(fname, a.reduction)
   local smoothing = check_number(fname, "label_smoothing", a.label_smoothing, 0)
   if smoothing < 0 or smoothing > 1 then fail(fname .. ": label_smoothing must be in [0, 1], got " .. describe(smoothing)) end
+  if input:dim() > 2 then   -- [N, C, d1, ...] with labels [N, d1, ...] (or probabilities of the input's shape)
+    local scores, labels, kept = flatten_class_dims(fname, input, target)
+    local loss = F.cross_entropy(scores, labels, {weight = weight, ignore_index = a.ignore_index, reduction = reduction,
+                                                  label_smoothing = a.label_smoothing})
+    return reduction == "none" and loss:reshape(kept) or loss
+  end
   local class_dim = class_scores(fname, input)
   local probabilities = target.dtype ~= "int64" and same_shape(input, target)
   if probabilities and a.ignore_index ~= nil then

@@ -30,6 +30,7 @@ function nn.Linear:init(in_features, out_features, opts)
   local bound = 1 / math.sqrt(in_features)
   self.weight = named("Linear", uniform_parameter, {out_features, in_features}, bound, opts.dtype)
   if opts.bias ~= false then self.bias = named("Linear", uniform_parameter, {out_features}, bound, opts.dtype) end
+  if self.bias == nil then self:register_parameter("bias", nil) end   -- PyTorch's None: lin.bias reads nil
 end
 function nn.Linear:forward(x) return torch.linear(x, self.weight, self.bias) end
 function nn.Linear:extra_repr()
@@ -70,6 +71,7 @@ function nn.Conv2d:init(in_channels, out_channels, kernel_size, opts)
   local bound = 1 / math.sqrt(in_channels // self.groups * kh * kw)
   self.weight = named("Conv2d", uniform_parameter, {out_channels, in_channels // self.groups, kh, kw}, bound, opts.dtype)
   if opts.bias ~= false then self.bias = named("Conv2d", uniform_parameter, {out_channels}, bound, opts.dtype) end
+  if self.bias == nil then self:register_parameter("bias", nil) end
 end
 function nn.Conv2d:forward(x)
   return torch.conv2d(x, self.weight, self.bias,
@@ -230,6 +232,11 @@ local function batch_norm_class(name, accepted_dims)
       self:register_buffer("running_var", torch.ones(num_features, {dtype = dtype}))
       self:register_buffer("num_batches_tracked", torch.zeros({}, {dtype = "int64"}))
     end
+    -- PyTorch's None for what the options leave out: bn.weight, bn.running_mean read nil
+    for _, key in ipairs({"weight", "bias"}) do if self[key] == nil then self:register_parameter(key, nil) end end
+    for _, key in ipairs({"running_mean", "running_var", "num_batches_tracked"}) do
+      if self[key] == nil then self:register_buffer(key, nil) end
+    end
   end
   function class:forward(x)
     if not torch.is_tensor(x) or not accepted_dims[x:dim()] then
@@ -271,6 +278,7 @@ function nn.LayerNorm:init(normalized_shape, opts)
       self.bias = init_parameter("LayerNorm", function() return torch.zeros(shape, {dtype = dtype}) end)
     end
   end
+  for _, key in ipairs({"weight", "bias"}) do if self[key] == nil then self:register_parameter(key, nil) end end
 end
 function nn.LayerNorm:forward(x) return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps) end
 function nn.LayerNorm:extra_repr()

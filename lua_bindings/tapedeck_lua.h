@@ -23,9 +23,23 @@ void* tapedeck_test_udata(lua_State* L, int idx, const void* metatable);
 // " (did you mean x:sum, torch.stack?)": tensor methods and torch, nn, F functions whose names
 // are close to `name`; empty when none is. For errors about a missing name.
 std::string tapedeck_name_hint(lua_State* L, const char* name);
+// The same for a tensor's missing field or method x.name: the close tensor methods (x:sum) and
+// fields (x.grad). For a PyTorch name tapedeck spells otherwise (numpy, astype, ...), both give
+// tapedeck's spelling instead: " (in tapedeck: x:totable() ...)".
+std::string tapedeck_tensor_name_hint(lua_State* L, const char* name);
+// The fields a tensor has besides its methods (x.grad, x.shape, x.T, ...), nullptr-ended.
+extern const char* const TAPEDECK_TENSOR_FIELDS[];
+// package.loaded["tapedeck.hints"]: close_names(name, candidates) -> " (did you mean a, b?)" or "",
+// for the Lua-written library's errors (a module's missing field).
+void tapedeck_open_hints(lua_State* L);
 // Adds a hint to Lua's own errors about a nil that was called or indexed ("attempt to call a nil
 // value (method 'sume')"): the close names, and for x.mm(w) that Lua calls a method with `:`.
 std::string tapedeck_error_hint(lua_State* L, const char* message);
+// One line ("hint: ...") saying the Lua spelling of the Python habit that made Lua's syntax error
+// `message` in `chunk` (keyword arguments, w -= v, x[3:5], import torch, **, @, !=), or "" when
+// the line it points at holds none (lua_syntax_hints.cpp). The REPL and the script loader print
+// it below the message.
+std::string tapedeck_syntax_hint(const std::string& chunk, const std::string& message);
 // Push t as a Lua Tensor; returns 1.
 int tapedeck_push_tensor(lua_State* L, td::Tensor t);
 // Push a Lua table describing a node: id, op, phase, group, inputs, shape, dtype, where, math.

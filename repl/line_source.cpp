@@ -17,6 +17,7 @@
 #include "commands.h"
 #include "repl.h"
 #include "repl_state.h"
+#include "tapedeck_lua.h"
 
 namespace {
 
@@ -83,9 +84,24 @@ void add_keys(lua_State* L, const std::string& head, const std::string& prefix, 
     }
 }
 
-// The fields a tensor answers besides its methods (lua_bindings' tensor_field), for "x.<Tab>".
-const char* const TENSOR_FIELDS[] = {"shape", "grad", "requires_grad", "grad_fn", "node", "is_leaf", "dtype",
-                                     "device", "data", nullptr};
+// The keys an object's metatable (on top of the stack) answers through __index: its __index table,
+// or, when __index is a function (an nn module's class), the metatable itself and the tables its
+// own metatables' __index fields chain to (the base classes' methods).
+void add_index_keys(lua_State* L, const std::string& head, const std::string& prefix, bool method) {
+    int type = lua_getfield(L, -1, "__index");
+    if (type == LUA_TTABLE) add_keys(L, head, prefix, method);
+    lua_pop(L, 1);
+    if (type != LUA_TFUNCTION) return;
+    lua_pushvalue(L, -1);
+    for (int depth = 0; depth < 16 && lua_istable(L, -1); ++depth) {   // a class chain is short; a cycle stops
+        add_keys(L, head, prefix, method);
+        if (!lua_getmetatable(L, -1)) break;
+        lua_getfield(L, -1, "__index");
+        lua_replace(L, -3);
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+}
 
 // `text` is the word before the cursor; `line_start` says it begins the line (':' commands).
 void collect_matches(const std::string& text, bool line_start) {
@@ -113,14 +129,15 @@ void collect_matches(const std::string& text, bool line_start) {
     push_path(L, object);
     add_keys(L, head, prefix, method);
     if (lua_getmetatable(L, -1)) {   // tensors: their methods table (and fields); tables: __index tables
-        if (lua_getfield(L, -1, "methods") == LUA_TTABLE) {
+        bool tensor = lua_getfield(L, -1, "methods") == LUA_TTABLE;
+        if (tensor) {
             add_keys(L, head, prefix, method);
-            for (const char* const* f = TENSOR_FIELDS; *f && !method; ++f)
+            for (const char* const* f = TAPEDECK_TENSOR_FIELDS; *f && !method; ++f)
                 if (strncmp(*f, prefix.c_str(), prefix.size()) == 0) repl_state.matches.push_back(head + *f);
         }
         lua_pop(L, 1);
-        if (lua_getfield(L, -1, "__index") == LUA_TTABLE) add_keys(L, head, prefix, method);
-        lua_pop(L, 2);
+        if (!tensor) add_index_keys(L, head, prefix, method);
+        lua_pop(L, 1);
     }
     lua_pop(L, 1);
 }

@@ -9,7 +9,9 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <fstream>
 #include <lua.hpp>
+#include <sstream>
 #include <string>
 
 #include "commands.h"
@@ -135,6 +137,25 @@ struct InnermostLoop {
     ~InnermostLoop() { repl_state.innermost_loop = saved; }
 };
 
+// A syntax error's message on top of the stack gets tapedeck_syntax_hint's line below it, when
+// the chunk's line it names is a Python habit (x[3:5], w -= 0.1).
+void add_syntax_hint(lua_State* L, const std::string& chunk) {
+    const char* message = lua_tostring(L, -1);
+    if (!message) return;
+    std::string hint = tapedeck_syntax_hint(chunk, message);
+    if (hint.empty()) return;
+    lua_pushfstring(L, "%s\n%s", message, hint.c_str());
+    lua_replace(L, -2);
+}
+
+// The text of a script file (for the syntax hint); empty when it cannot be read again.
+std::string file_text(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
 }  // namespace
 
 void repl_push_env_names(lua_State* L) {
@@ -206,6 +227,7 @@ void repl_report(lua_State* L) {
 int repl_run_chunk(lua_State* L, const std::string& source, const std::string& chunk_name, bool is_file, int nargs) {
     int status = is_file ? luaL_loadfile(L, source == "-" ? nullptr : source.c_str())
                          : luaL_loadbuffer(L, source.data(), source.size(), chunk_name.c_str());
+    if (status == LUA_ERRSYNTAX) add_syntax_hint(L, is_file ? (source == "-" ? "" : file_text(source)) : source);
     if (status == LUA_OK) {
         if (nargs > 0) lua_insert(L, -(nargs + 1));
         status = repl_docall(L, nargs, 0);
@@ -248,9 +270,9 @@ ReplEnd repl_loop(lua_State* L, LineSource& source, const ReplLoopOptions& optio
         std::string with_return = "return " + line;
         int status = repl_load(L, with_return, "=stdin");
         bool dropped = false;
+        std::string chunk = line;
         if (status != LUA_OK) {
             lua_pop(L, 1);
-            std::string chunk = line;
             for (;;) {   // a statement, maybe spanning lines
                 status = repl_load(L, chunk, "=stdin");
                 if (!is_incomplete(L, status)) break;
@@ -265,6 +287,7 @@ ReplEnd repl_loop(lua_State* L, LineSource& source, const ReplLoopOptions& optio
             }
         }
         if (!dropped) {
+            if (status == LUA_ERRSYNTAX) add_syntax_hint(L, chunk);
             if (status == LUA_OK) status = repl_docall(L, 0, LUA_MULTRET);
             if (status == LUA_OK) print_results(L, base);
             else repl_report(L);

@@ -40,13 +40,11 @@ check.fails("graphviz", "file name", function() torch.graphviz(w) end)
 check.fails("item", "exactly one", function() return torch.ones(2):item() end)
 check.fails("manual_seed", "integer", function() torch.manual_seed("x") end)
 
--- unknown method or field
--- a name that does not exist is nil, as Lua's tables give (the REPL and script runner add a
--- "did you mean" hint to the error of calling it: tests/repl/bad_input)
-local ok, unknown = pcall(function() return torch.ones(2):foo() end)
-check.equal(ok, false)
-assert(unknown:find("attempt to call a nil value (method 'foo')", 1, true), unknown)
-check.equal(torch.ones(2).nosuchfield, nil, "a missing field is nil")
+-- unknown method or field: a tensor's is an error naming it (never a nil that fails later); a
+-- missing torch function is nil, as Lua's tables give (the REPL and script runner add a "did you
+-- mean" hint to the error of calling it: tests/repl/bad_input)
+check.fails("foo", "a tensor has no field or method 'foo'", function() return torch.ones(2):foo() end)
+check.fails("nosuchfield", "a tensor has no field or method 'nosuchfield'", function() return torch.ones(2).nosuchfield end)
 check.equal(torch.no_such_function, nil, "a missing torch function is nil")
 check.fails("tensor", "cannot set field 'foo'", function() torch.ones(2).foo = 1 end)
 

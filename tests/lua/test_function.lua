@@ -67,6 +67,14 @@ local a = torch.ones(2, {requires_grad = true})
 Scale.apply(a, 5):sum():backward()
 check.close(a.grad, {5, 5})
 
+-- PyTorch's spelling torch.autograd.Function is the same function, and works the same.
+check.equal(torch.autograd.Function, torch.Function, "torch.autograd.Function")
+local Double = torch.autograd.Function{name = "Double", forward = function(ctx, t) return t * 2 end,
+                                       backward = function(ctx, g) return g * 2 end}
+local d = torch.ones(3, {requires_grad = true})
+Double.apply(d):sum():backward()
+check.close(d.grad, {2, 2, 2})
+
 -- Bad definitions and results are errors naming the function and the line.
 local ok, message = pcall(torch.Function, {forward = function() end})
 assert(not ok and message:find("backward function", 1, true), message)

@@ -102,3 +102,17 @@ check.fails("mse_loss", "unknown reduction 'none'", function() return two:mse_lo
 check.fails("mse_loss", "unknown option 'reduce'", function() return two:mse_loss(two, {reduce = "sum"}) end)
 check.fails("cross_entropy", "argument 2: tensor expected, got table", function() return two:cross_entropy({1, 2}) end)
 check.fails("cross_entropy", "argument 3", function() return two:cross_entropy(torch.tensor({1, 2}), 1) end)
+
+-- F.cross_entropy / F.nll_loss on [N, C, d1, ...] scores (a sequence model's [batch, vocab, time]):
+-- the same numbers as the [N * d1, C] flattening (PyTorch's values: tests/oracle rows), and a
+-- target of another shape is an error naming both shapes
+local scores = torch.randn(2, 5, 3, {dtype = "float64", requires_grad = true})
+local labels = torch.tensor({{1, 5, 2}, {3, 3, 4}}, {dtype = "int64"})
+local flat = scores:permute(1, 3, 2):reshape(6, 5)
+check.close(F.cross_entropy(scores, labels), F.cross_entropy(flat, labels:reshape(6)), 1e-12, "K-dim cross_entropy")
+check.close(F.cross_entropy(scores, labels, {reduction = "none"}), F.cross_entropy(flat, labels:reshape(6), {reduction = "none"}):reshape(2, 3),
+            1e-12, "K-dim cross_entropy, reduction none: [N, d1]")
+check.close(nn.NLLLoss()(scores:log_softmax(2), labels), F.cross_entropy(scores, labels), 1e-12, "K-dim nll_loss")
+local ce_shape = "for input [2,5,3] ([N, C, d1, ...]) the target must be class labels [N, d1, ...] = [2,3] or probabilities of the input's shape, got [2,5]"
+check.fails("cross_entropy", ce_shape, function() local l = F.cross_entropy(scores, torch.ones(2, 5, {dtype = "int64"})); return l end)
+check.fails("nll_loss", "the target must be class labels [N, d1, ...] = [2,3]", function() local l = F.nll_loss(scores, torch.ones(6, {dtype = "int64"})); return l end)

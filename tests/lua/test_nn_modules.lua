@@ -75,4 +75,46 @@ for name, expected in pairs(oracle.models) do
   check.equal(tostring(model), printed, name .. ": printed")
 end
 
+-- A name a module does not have is an error naming it (PyTorch's AttributeError / IndexError),
+-- never a nil that fails later: containers count from 1, a misspelt member gets the close names.
+-- Optional members PyTorch sets to None (Linear's bias without bias, BatchNorm's affine and
+-- running stats, LayerNorm's) read nil, as do fields the module assigned, even to nil.
+local seq = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1))
+local one_based = "no module [0]: modules are numbered from 1 in Lua: model[1] is PyTorch's model[0]"
+check.fails("Sequential", one_based, function() return seq[0] end)
+check.fails("Sequential", "no module [-1]", function() return seq[-1] end)
+check.fails("Sequential", "no module [4]: it holds 3 (model[1] .. model[3])", function() return seq[4] end)
+check.fails("ModuleList", "no module [0]", function() return nn.ModuleList({nn.ReLU()})[0] end)
+check.equal(seq[3].out_features, 1, "model[3]")
+local visited = 0
+for _ in ipairs(seq) do visited = visited + 1 end
+check.equal(visited, 3, "ipairs stops at the end without an error")
+check.equal(#seq, 3)
+local Net = nn.Module:extend("FieldsNet")
+function Net:init() self.fc1 = nn.Linear(2, 2); self.fc2 = nn.Linear(2, 1); self.cache = nil; self.steps = 0 end
+function Net:forward(x)
+  if self.cache then return self.cache end   -- an optional field declared as nil reads nil
+  return self.fc2(self.fc1(x))
+end
+local net = Net()
+check.equal(tostring(net(torch.ones(1, 2)).shape), "[1,1]", "a module reading its optional field")
+check.equal(net.cache, nil, "a field assigned nil in init reads nil")
+net.steps = nil
+check.equal(net.steps, nil, "a field set to nil later reads nil")
+check.fails("FieldsNet", "no field, member or method 'fc3' (did you mean fc1, fc2?)", function() return net.fc3 end)
+check.fails("FieldsNet", "no field, member or method 'paramters' (did you mean parameters?)", function() return net:paramters() end)
+check.fails("FieldsNet", "no field, member or method 'zzz' (its members: fc1, fc2)", function() return net.zzz end)
+local dict = nn.ModuleDict({decoder = nn.ReLU()})
+check.fails("ModuleDict", "no field, member or method 'decodr' (did you mean decoder?)", function() return dict.decodr end)
+check.equal(nn.Linear(2, 2, {bias = false}).bias, nil, "Linear without bias: bias is nil, as PyTorch's None")
+check.equal(nn.Conv2d(1, 1, 3, {bias = false}).bias, nil, "Conv2d without bias")
+local bn = nn.BatchNorm1d(3, {affine = false, track_running_stats = false})
+check.equal(bn.weight == nil and bn.bias == nil and bn.running_mean == nil and bn.running_var == nil, true, "BatchNorm's Nones")
+check.equal(#bn:parameters(), 0)
+check.equal(next(bn:state_dict()), nil, "no state without affine and running stats, as PyTorch")
+local ln = nn.LayerNorm(4, {elementwise_affine = false})
+check.equal(ln.weight == nil and ln.bias == nil, true, "LayerNorm without affine")
+check.equal(nn.MultiheadAttention(4, 2).q_proj_weight, nil, "MultiheadAttention's q_proj_weight is None with one in_proj")
+check.equal(nn.Linear(2, 2, {bias = false}):extra_repr(), "in_features=2, out_features=2, bias=False")
+
 print("test_nn_modules: ok")

@@ -80,11 +80,47 @@ for _, op in ipairs(torch.ops()) do
   if op.functional then
     check.equal(type(F[op.name]), "function", "op " .. op.name .. " is F." .. op.name)
     check.equal(torch[op.name], nil, "op " .. op.name .. " is not torch." .. op.name)
-  elseif not op.internal then
-    local method = pcall(function() return t[op.name] end)
+  elseif not op.internal and op.name ~= "to_device" then   -- to_device is x:to(device), x:cuda(), x:cpu()
+    local method = pcall(function() return t[op.name] end)   -- an unknown field is an error
     check.equal(torch[op.name] ~= nil or method, true, "op " .. op.name .. " has a Lua name")
   end
 end
+check.equal(type(t.to), "function", "x:to")
+
+-- PyTorch's fields and spellings: x.T, x.mT, x.H, x.mH are views as PyTorch's (real tensors: H is
+-- T); a name tensors do not have is an error naming it, with tapedeck's spelling of a PyTorch one
+local m = torch.arange(1, 7):reshape(2, 3)
+check.close(m.T, m:t(), 0, "x.T of a matrix is x:t()")
+check.close(m.mT, m:t(), 0, "x.mT of a matrix")
+check.close(m.H, m:t(), 0, "x.H of a real matrix")
+local b3 = torch.arange(1, 25):reshape(2, 3, 4)
+check.equal(tostring(b3.T.shape), "[4,3,2]", "x.T reverses every dim")
+check.close(b3.T, b3:permute(3, 2, 1), 0, "x.T is permute(n, ..., 1)")
+check.close(b3.mT, b3:transpose(2, 3), 0, "x.mT swaps the last two dims")
+check.close(b3.mH, b3:transpose(2, 3), 0, "x.mH of a real batch")
+local v = torch.tensor({1, 2, 3})
+check.equal(rawequal(v.T, v), true, "x.T of a vector is x, as PyTorch")
+check.equal(tostring(torch.tensor(5).mT.shape), "[]", "x.mT of a 0-d tensor is itself")
+check.fails("mT", "x.mT is only for matrices or batches of them, got a 1-d tensor", function() return v.mT end)
+check.fails("mH", "x.mH is only for matrices or batches of them, got a 1-d tensor", function() return v.mH end)
+local batch_h = "x.H is only for matrices (2-d tensors), got a 3-d tensor; for a batch of matrices use x.mH"
+check.fails("H", batch_h, function() return b3.H end)
+local leaf = torch.randn(3, 4, {requires_grad = true})
+local weights = torch.randn(4, 3)
+local product = leaf.T * weights
+product:sum():backward()
+check.close(leaf.grad, weights:t(), 0, "x.T is a view the gradient flows through")
+m.T[1][2] = 100
+check.equal(m[2][1]:item(), 100, "x.T shares x's storage")
+local numpy_hint = "a tensor has no field or method 'numpy' (in tapedeck: x:totable() gives the values as a Lua table, " ..
+                   "torch.save_npy(path, x) writes a .npy file NumPy reads)"
+check.fails("numpy", numpy_hint, function() return m:numpy() end)
+check.fails("astype", "(in tapedeck: x:to(dtype)", function() return m:astype("float64") end)
+local gard_hint = "a tensor has no field or method 'requires_gard' (did you mean x.requires_grad?)"
+check.fails("requires_gard", gard_hint, function() return leaf.requires_gard end)
+check.fails("sum_", "x:sum,", function() return m:sum_() end)
+check.fails("silu", "(F.silu(x): PyTorch has it in torch.nn.functional only)", function() return m:silu() end)
+check.fails("no_such_field", "a tensor has no field or method 'no_such_field'", function() return m.no_such_field end)
 
 -- sign and the rounding ops pass a zero gradient, as PyTorch (not "no gradient")
 local w = torch.tensor({0.3, -1.7}, {requires_grad = true})

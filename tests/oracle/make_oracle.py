@@ -375,6 +375,14 @@ ROWS = [
     ("cross_entropy", "F.cross_entropy(x, p)", lambda x, p: F.cross_entropy(x, p), [("x", (4, 3), "any"), ("p", (4, 3), "unit")]),
     ("cross_entropy", "F.cross_entropy(x, p, w, {label_smoothing = 0.2, reduction = 'sum'})", lambda x, p, w: F.cross_entropy(x, p, w, label_smoothing=0.2, reduction="sum"), [("x", (4, 3), "any"), ("p", (4, 3), "unit"), ("w", weights(0.5, 1.5, 2.0), None)]),
     ("cross_entropy", "F.cross_entropy(x, p, {reduction = 'none'})", lambda x, p: F.cross_entropy(x, p, reduction="none"), [("x", (4, 3), "any"), ("p", (4, 3), "unit")]),
+    # [N, C, d1, ...] scores with [N, d1, ...] labels (sequence models), or probabilities of the scores' shape
+    ("cross_entropy", "F.cross_entropy(x, t)", lambda x, t: F.cross_entropy(x, t), [("x", (2, 3, 4), "any"), ("t", index([2, 0, 1, 0], [1, 1, 2, 0]), None)]),
+    ("cross_entropy", "F.cross_entropy(x, t, w, {ignore_index = 2, label_smoothing = 0.2})", lambda x, t, w: F.cross_entropy(x, t, w, ignore_index=1, label_smoothing=0.2), [("x", (2, 3, 4), "any"), ("t", index([2, 0, 1, 0], [1, 1, 2, 0]), None), ("w", weights(0.5, 1.5, 2.0), None)]),
+    ("cross_entropy", "F.cross_entropy(x, t, {reduction = 'none', label_smoothing = 0.1})", lambda x, t: F.cross_entropy(x, t, reduction="none", label_smoothing=0.1), [("x", (2, 3, 2, 2), "any"), ("t", index([[0, 2], [1, 1]], [[2, 0], [0, 1]]), None)]),
+    ("cross_entropy", "F.cross_entropy(x, p, {reduction = 'sum'})", lambda x, p: F.cross_entropy(x, p, reduction="sum"), [("x", (2, 3, 4), "any"), ("p", (2, 3, 4), "unit")]),
+    ("cross_entropy", "nn.CrossEntropyLoss({ignore_index = 1})(x, t)", lambda x, t: torch.nn.CrossEntropyLoss(ignore_index=0)(x, t), [("x", (3, 4, 2), "any"), ("t", index([0, 3], [1, 0], [2, 2]), None)]),
+    ("nll_loss", "F.nll_loss(x, t, w, {ignore_index = 3})", lambda x, t, w: F.nll_loss(x, t, w, ignore_index=2), [("x", (2, 3, 4), "any"), ("t", index([2, 0, 1, 0], [1, 1, 2, 0]), None), ("w", weights(0.5, 1.5, 2.0), None)]),
+    ("nll_loss", "F.nll_loss(x, t, {reduction = 'none'})", lambda x, t: F.nll_loss(x, t, reduction="none"), [("x", (2, 3, 4), "any"), ("t", index([2, 0, 1, 0], [1, 1, 2, 0]), None)]),
     ("multi_margin_loss", "F.multi_margin_loss(x, t, 2, 0.5)", lambda x, t: F.multi_margin_loss(x, t, 2, 0.5), [("x", (4, 3), "any"), ("t", index(2, 0, 1, 0), None)]),
     ("multi_margin_loss", "F.multi_margin_loss(x, t, {weight = w, reduction = 'none'})", lambda x, t, w: F.multi_margin_loss(x, t, weight=w, reduction="none"), [("x", (4, 3), "any"), ("t", index(2, 0, 1, 0), None), ("w", weights(0.5, 1.5, 2.0), None)]),
     # --- F's NN functions ---------------------------------------------------------------
