@@ -141,7 +141,7 @@ do
   local partial = a:load_state_dict({["3.bias"] = torch.zeros(2), extra = torch.zeros(1)}, {strict = false})
   check.equal(#partial.missing_keys, 8); check.equal(partial.unexpected_keys[1], "extra")
   check.close(a[4].bias, {0, 0}, 0, "strict = false loads what matches")
-  check.fails("load_state_dict", "unknown option 'strct'", function() a:load_state_dict(sd, {strct = false}) end)
+  check.fails("m:load_state_dict", "unknown option 'strct'", function() a:load_state_dict(sd, {strct = false}) end)
   -- freezing: requires_grad_(false) keeps them parameters
   a[1]:requires_grad_(false)
   check.equal(#a:parameters(), 6); check.equal(a[1].weight.requires_grad, false)
