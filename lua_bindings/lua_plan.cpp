@@ -1022,7 +1022,7 @@ const tdlua::Binding frozen_metamethods[] = {
 const tdlua::Binding torch_plan_functions[] = {
     {"freeze", l_freeze, FREEZE_OPTIONS}, {"save_plan", l_save_plan}, {"load_plan", l_load_plan, "max_bytes " PLAN_PASS_OPTIONS},
     {"save_npy", l_save_npy},
-    {"load_npy", l_load_npy}, {"is_frozen", l_is_frozen}, {nullptr, nullptr},
+    {"load_npy", l_load_npy}, {"is_frozen", l_is_frozen, tdlua::OPTIONS_TABLE_IS_VALUE}, {nullptr, nullptr},
 };
 
 }  // namespace

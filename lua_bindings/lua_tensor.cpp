@@ -428,7 +428,7 @@ const Binding userdata_method_only[] = {
     {"size", l_size}, {"dim", l_dim}, {"numel", l_numel}, {"nelement", l_numel}, {nullptr, nullptr},
 };
 const Binding userdata_torch_only[] = {
-    {"is_tensor", l_is_tensor}, {nullptr, nullptr},
+    {"is_tensor", l_is_tensor, OPTIONS_TABLE_IS_VALUE}, {nullptr, nullptr},
 };
 const Binding userdata_metamethods[] = {
     {"__tostring", tensor_tostring, nullptr, "tostring"}, {"__len", tensor_len, nullptr, "len"}, {nullptr, nullptr},

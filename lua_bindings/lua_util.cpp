@@ -65,14 +65,11 @@ int run_guarded(lua_State* L, lua_CFunction fn, const char* name) {
 
 // A binding reached through a table with a prefix: its trailing options table (the last argument
 // that is not nil, when it has a named field) is checked against the keys it declares, then it runs.
-// A lone argument is the function's value (torch.is_tensor(t)) unless the binding takes options
-// (torch.freeze{f, strict = true}).
 static int call_checked(lua_State* L) {
     const Binding* b = static_cast<const Binding*>(lua_touserdata(L, lua_upvalueindex(1)));
     int top = lua_gettop(L);
     while (top > 0 && lua_isnil(L, top)) --top;
-    bool may_be_options = top > 1 || (top == 1 && b->options);
-    if (may_be_options && b->options != OPTIONS_TABLE_IS_VALUE && is_options_table(L, top)) options_check(L, top, b->options);
+    if (top > 0 && b->options != OPTIONS_TABLE_IS_VALUE && is_options_table(L, top)) options_check(L, top, b->options);
     return b->fn(L);
 }
 
