@@ -197,3 +197,37 @@ assert(#failures == 0, #failures .. " functions do not check their options:\n  "
 local count = 0
 for _ in pairs(walked) do count = count + 1 end
 print("test_options: ok (" .. count .. " functions walked)")
+
+-- add and sub's alpha: keyword-only as PyTorch (its values and gradients: test_oracle's rows).
+local a, b = torch.tensor({1, 2}), torch.tensor({10, 20})
+check.close(torch.add(a, b, {alpha = 5}), {51, 102}, 0, "torch.add alpha")
+check.close(a:sub(b, {alpha = 0.5}), {-4, -8}, 0, "x:sub alpha")
+check.close(a:clone():add_(b, {alpha = 2}), {21, 42}, 0, "x:add_ {alpha =}")
+check.close(a:clone():add_(b, 2), {21, 42}, 0, "x:add_ positional alpha")
+check.fails("add", "alpha is keyword-only, as in PyTorch: torch.add(a, b, {alpha = 2}), got number", function() return torch.add(a, b, 5) end)
+check.fails("mul", "mul takes two operands, got a number after them", function() return a:mul(b, 5) end)
+check.fails("x:add", "unknown option 'alpah' (did you mean 'alpha'? it takes alpha)", function() return a:add(b, {alpah = 5}) end)
+local ia, ib = torch.tensor({1, 2}, {dtype = torch.int64}), torch.tensor({3, 4}, {dtype = torch.int64})
+check.equal(torch.add(ia, ib, {alpha = 2}).dtype, "int64", "int64 + integer alpha stays int64")
+check.fails("add", "alpha must be an integer when both operands are integers, got 0.5", function() return torch.add(ia, ib, {alpha = 0.5}) end)
+
+-- device on module constructors, as PyTorch's factory kwargs; "cuda" without a GPU is torch.zeros's error.
+local on_cpu = nn.Linear(4, 4, {device = "cpu", dtype = "float64"})
+check.equal(on_cpu.weight.device, "cpu", "nn.Linear device")
+check.equal(on_cpu.weight.dtype, "float64", "nn.Linear dtype with device")
+for _, make in ipairs({function(o) return nn.Conv2d(1, 2, 3, o) end, function(o) return nn.BatchNorm1d(3, o) end,
+                       function(o) return nn.LayerNorm(3, o) end, function(o) return nn.Embedding(5, 3, o) end,
+                       function(o) return nn.MultiheadAttention(4, 2, o) end, function(o) return nn.LSTM(3, 4, o) end,
+                       function(o) return nn.GRUCell(3, 4, o) end}) do
+  for _, p in ipairs(make({device = "cpu"}):parameters()) do check.equal(p.device, "cpu", "device = cpu") end
+end
+if not torch.cuda.is_available() then
+  local _, zeros_error = pcall(torch.zeros, 1, {device = "cuda"})
+  local reason = zeros_error:match("^zeros: (.-) %(")
+  check.fails("Linear", reason, function() local _ = nn.Linear(4, 4, {device = "cuda"}) end)
+  check.fails("LSTM", reason, function() local _ = nn.LSTM(3, 4, {device = "cuda"}) end)
+else
+  check.equal(nn.Linear(4, 4, {device = "cuda"}).weight.device, "cuda", "nn.Linear on the GPU")
+end
+check.fails("Linear", "unknown device 'tpu'", function() local _ = nn.Linear(4, 4, {device = "tpu"}) end)
+print("test_options: alpha and device ok")
