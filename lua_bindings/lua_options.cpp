@@ -58,9 +58,11 @@ std::string called_name(lua_State* L) {
     return std::string(prefix) + (b ? b->name : "?");
 }
 
+}  // namespace
+
 // Checks the keys of the table at idx (absolute); integer keys are its list part (positional
 // values, as torch.freeze{f, strict = true} has). Throws OptionError with `where` after the name.
-void check_keys(lua_State* L, int idx, const std::string& called, const std::string& where, const char* accepted) {
+static void check_keys(lua_State* L, int idx, const std::string& called, const std::string& where, const char* accepted) {
     std::vector<std::string> keys = split_keys(accepted);
     lua_pushnil(L);
     while (lua_next(L, idx)) {
@@ -73,6 +75,8 @@ void check_keys(lua_State* L, int idx, const std::string& called, const std::str
         throw OptionError(where.empty() ? message : called + ": " + where + message.substr(called.size() + 2));
     }
 }
+
+namespace {
 
 // torch._options.check(called, opts, accepted): opts nil or a table whose keys are all accepted
 // (a list of names, or one space-separated string); returns opts, or {} for nil.
@@ -180,3 +184,21 @@ void open_options(lua_State* L) {
 }
 
 }  // namespace tdlua
+
+// The error is raised after the catch block has ended (it unwinds as an exception of its own).
+void tapedeck_check_options(lua_State* L, int idx, const char* called, const char* accepted) {
+    idx = lua_absindex(L, idx);
+    std::string message;
+    try {
+        tdlua::check_keys(L, idx, called, "", accepted);
+        return;
+    } catch (const tdlua::OptionError& e) {
+        message = e.what();
+    }
+    std::string where = tdlua::where_at(L, 1);
+    if (!where.empty()) message += " (" + where + ")";
+    lua_pushstring(L, message.c_str());
+    lua_error(L);
+}
+
+void tapedeck_declare_options(lua_State* L, const char* called, const char* accepted) { tdlua::options_declare(L, called, accepted); }

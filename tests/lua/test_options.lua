@@ -27,6 +27,8 @@ local frozen = torch.freeze(function(v) return v * 2 end, torch.ones(2))
 -- C bindings check the table before anything else, so one tensor will do).
 local CANDIDATES = {{}, {x}, {x, x}, {x, 1}, {sq, sq, sq}, {x, 1, 1}, {2}, {2, 2}, {2, 2, 2}, {{x, x}}}
 local SAMPLES = {
+  ["viewer.plot"] = {"loss", os.tmpname() .. ".png"}, ["viewer.log_options"] = {}, ["viewer.options"] = {},
+  ["dbg.break_on"] = {},
   ["optim.lr_scheduler.StepLR"] = {opt, 2}, ["optim.lr_scheduler.CosineAnnealingLR"] = {opt, 2},
   ["optim.lr_scheduler.LambdaLR"] = {opt, function() return 1 end},
   ["nn.Conv2d"] = {1, 1, 1}, ["nn.MaxPool2d"] = {2}, ["nn.AvgPool2d"] = {2}, ["nn.LayerNorm"] = {3},
@@ -143,7 +145,7 @@ end
 local OBJECTS = {
   ["m:"] = model, ["mha:"] = mha, ["f:"] = frozen,
   ["handle:"] = torch.rand(2):requires_grad_(true):register_hook(function() end),
-  ["progress."] = require "tapedeck.progress", ["viewer."] = viewer,
+  ["progress."] = require "tapedeck.progress", ["viewer."] = viewer, ["dbg."] = dbg,
 }
 for _, called in ipairs(sorted_keys(registry)) do
   if not walked[called] then
