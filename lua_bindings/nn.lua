@@ -340,8 +340,10 @@ function Module:apply(fn)
 end
 
 -- Gradients are dropped (PyTorch's set_to_none, its default): the next backward starts them afresh.
--- zero_grad(false) zeroes them in place instead.
+-- zero_grad(false) or zero_grad{set_to_none = false} zeroes them in place instead.
+local ZERO_GRAD_OPTIONS = declare_options("m:zero_grad", {"set_to_none"})
 function Module:zero_grad(set_to_none)
+  if type(set_to_none) == "table" then set_to_none = check_options(ZERO_GRAD_OPTIONS, set_to_none).set_to_none end
   for _, p in ipairs(self:parameters()) do
     if set_to_none == false then
       if p.grad then torch.no_grad(function() p.grad:zero_() end) end

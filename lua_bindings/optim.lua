@@ -268,8 +268,10 @@ end
 
 -- Drops every parameter's gradient (PyTorch 2's default, set_to_none = true). With
 -- {set_to_none = false} the gradients are zeroed in place instead.
+torch._options.declare("opt:zero_grad", "set_to_none")
 function Optimizer:zero_grad(opts)
   check_self(self, "zero_grad")
+  if opts ~= nil then torch._options.check("opt:zero_grad", opts, "set_to_none") end
   local to_none = not (type(opts) == "table" and opts.set_to_none == false)
   for _, p in ipairs(self:_parameters()) do
     if to_none then

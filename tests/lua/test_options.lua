@@ -47,7 +47,8 @@ local TABLE_IS_VALUE = {
 
 -- Functions not called without the table (they would change the process's state for the rest).
 local CHANGES_STATE = {["torch.set_memory_limit"] = true, ["torch.set_default_device"] = true,
-                       ["torch.set_grad_enabled"] = true, ["torch.autograd.keep_backward_graph"] = true}
+                       ["torch.set_grad_enabled"] = true, ["torch.autograd.keep_backward_graph"] = true,
+                       ["torch.no_grad"] = true, ["torch.enable_grad"] = true}
 
 -- Calls fn(args..., BOGUS): the message, or nil when the call returned.
 local function call_with_bogus(fn, args)
@@ -145,7 +146,7 @@ end
 local OBJECTS = {
   ["m:"] = model, ["mha:"] = mha, ["f:"] = frozen,
   ["handle:"] = torch.rand(2):requires_grad_(true):register_hook(function() end),
-  ["progress."] = require "tapedeck.progress", ["viewer."] = viewer, ["dbg."] = dbg,
+  ["opt:"] = opt, ["progress."] = require "tapedeck.progress", ["viewer."] = viewer, ["dbg."] = dbg,
 }
 for _, called in ipairs(sorted_keys(registry)) do
   if not walked[called] then
@@ -170,7 +171,8 @@ for called in pairs(registry) do assert(walked[called], called .. " (in the regi
 
 -- The registry is complete: a library function with a parameter named opts or options reads an
 -- options table, so it is registered under the name the user calls it by. The library's classes
--- (init) and F's functions, found by their parameters' names.
+-- (init), nn.Module's and optim.Optimizer's methods and F's functions, found by their parameters'
+-- names.
 local function reads_options(fn)
   if type(fn) ~= "function" or debug.getinfo(fn, "S").what == "C" then return false end
   for i = 1, debug.getinfo(fn, "u").nparams do
@@ -188,6 +190,11 @@ end
 for _, name in ipairs(sorted_keys(nn.Module)) do
   if reads_options(nn.Module[name]) then
     assert(registry["m:" .. name] ~= nil, "m:" .. name .. " reads opts: it is in the options registry")
+  end
+end
+for _, name in ipairs(sorted_keys(optim.Optimizer)) do
+  if reads_options(optim.Optimizer[name]) then
+    assert(registry["opt:" .. name] ~= nil, "opt:" .. name .. " reads opts: it is in the options registry")
   end
 end
 for _, name in ipairs(sorted_keys(F)) do
@@ -231,5 +238,15 @@ if not torch.cuda.is_available() then
 else
   check.equal(nn.Linear(4, 4, {device = "cuda"}).weight.device, "cuda", "nn.Linear on the GPU")
 end
+
+-- zero_grad{set_to_none = false}, as PyTorch's keyword, on modules and optimizers.
+local zl = nn.Linear(2, 1)
+zl(torch.ones(1, 2)):sum():backward()
+zl:zero_grad{set_to_none = false}
+check.close(zl.weight.grad, {{0, 0}}, 0, "m:zero_grad{set_to_none = false} zeroes in place")
+zl:zero_grad{}
+check.equal(zl.weight.grad, nil, "m:zero_grad{} drops the gradients")
+check.fails("m:zero_grad", "unknown option 'set_to_nne' (did you mean 'set_to_none'?", function() zl:zero_grad{set_to_nne = false} end)
+check.fails("opt:zero_grad", "unknown option 'set_to_nne' (did you mean 'set_to_none'?", function() opt:zero_grad{set_to_nne = false} end)
 check.fails("Linear", "unknown device 'tpu'", function() local _ = nn.Linear(4, 4, {device = "tpu"}) end)
 print("test_options: alpha and device ok")
