@@ -60,19 +60,36 @@ std::string called_name(lua_State* L) {
 
 }  // namespace
 
+// Whether `key` (len bytes) is one of the space-separated `accepted` keys; no allocation, as every
+// call with an options table runs it.
+static bool is_accepted(const char* accepted, const char* key, size_t len) {
+    for (const char* p = accepted ? accepted : ""; *p;) {
+        while (*p == ' ') ++p;
+        const char* start = p;
+        while (*p && *p != ' ') ++p;
+        if (static_cast<size_t>(p - start) == len && len && memcmp(start, key, len) == 0) return true;
+    }
+    return false;
+}
+
 // Checks the keys of the table at idx (absolute); integer keys are its list part (positional
-// values, as torch.freeze{f, strict = true} has). Throws OptionError with `where` after the name.
-static void check_keys(lua_State* L, int idx, const std::string& called, const std::string& where, const char* accepted) {
-    std::vector<std::string> keys = split_keys(accepted);
+// values, as torch.freeze{f, strict = true} has). The first unknown one: an OptionError naming
+// called() (computed only then), and argument `arg` after the name unless it is 0.
+template <class Called>
+static void check_keys(lua_State* L, int idx, Called called, int arg, const char* accepted) {
     lua_pushnil(L);
     while (lua_next(L, idx)) {
         lua_pop(L, 1);
         if (lua_isinteger(L, -1)) continue;
-        if (lua_type(L, -1) == LUA_TSTRING && std::find(keys.begin(), keys.end(), lua_tostring(L, -1)) != keys.end()) continue;
+        size_t len = 0;
+        const char* name = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &len) : nullptr;
+        if (name && is_accepted(accepted, name, len)) continue;
         std::string key = key_text(L, -1);
         lua_pop(L, 1);
-        std::string message = options_unknown_message(called, key, accepted);
-        throw OptionError(where.empty() ? message : called + ": " + where + message.substr(called.size() + 2));
+        std::string who = called();
+        std::string message = options_unknown_message(who, key, accepted);
+        if (arg) message = who + ": argument " + std::to_string(arg) + ": " + message.substr(who.size() + 2);
+        throw OptionError(message);
     }
 }
 
@@ -95,7 +112,7 @@ int l_options_check(lua_State* L) {
     } else {
         accepted = check_string(L, 3, "the accepted keys");
     }
-    check_keys(L, 2, called, "", accepted.c_str());
+    check_keys(L, 2, [&] { return std::string(called); }, 0, accepted.c_str());
     lua_settop(L, 2);
     return 1;
 }
@@ -163,7 +180,7 @@ std::string options_unknown_message(const std::string& called, const std::string
 
 void options_check(lua_State* L, int idx, const char* accepted) {
     idx = lua_absindex(L, idx);
-    check_keys(L, idx, called_name(L), "argument " + std::to_string(idx) + ": ", accepted);
+    check_keys(L, idx, [L] { return called_name(L); }, idx, accepted);
 }
 
 void options_declare(lua_State* L, const char* called, const char* accepted) {
@@ -190,7 +207,7 @@ void tapedeck_check_options(lua_State* L, int idx, const char* called, const cha
     idx = lua_absindex(L, idx);
     std::string message;
     try {
-        tdlua::check_keys(L, idx, called, "", accepted);
+        tdlua::check_keys(L, idx, [called] { return std::string(called); }, 0, accepted);
         return;
     } catch (const tdlua::OptionError& e) {
         message = e.what();

@@ -55,9 +55,6 @@ std::vector<Slot> read_params(lua_State* L, const char* fn, int first, const std
         if (!lua_isnil(L, at)) slots[i].at = at;
     }
     if (!options) return slots;
-    std::string accepted;
-    for (const Param& p : params) accepted += std::string(" ") + p.name + (p.alias ? std::string(" ") + p.alias : "");
-    options_check(L, options, accepted.c_str());
     lua_checkstack(L, static_cast<int>(params.size()) + 4);
     lua_pushnil(L);
     while (lua_next(L, options)) {
@@ -66,8 +63,11 @@ std::vector<Slot> read_params(lua_State* L, const char* fn, int first, const std
         while (i < params.size() && !(key && (strcmp(key, params[i].name) == 0 ||
                                               (params[i].alias && strcmp(key, params[i].alias) == 0))))
             ++i;
-        if (i == params.size()) {
-            std::string shown = key ? key : (lua_isinteger(L, -2) ? "[" + std::to_string(lua_tointeger(L, -2)) + "]" : "?");
+        if (i == params.size()) {   // the bindings' check names it (a string key: an unknown option)
+            std::string accepted;
+            for (const Param& p : params) accepted += std::string(" ") + p.name + (p.alias ? std::string(" ") + p.alias : "");
+            options_check(L, options, accepted.c_str());
+            std::string shown = lua_isinteger(L, -2) ? "[" + std::to_string(lua_tointeger(L, -2)) + "]" : "?";
             arg_fail(options, "%s does not take '%s' (it takes %s)", fn, shown.c_str(), param_list(params).c_str());
         }
         if (slots[i].given()) arg_fail(options, "%s is given twice (by position and by name)", params[i].name);
