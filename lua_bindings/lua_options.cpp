@@ -146,7 +146,11 @@ int l_options_registry(lua_State* L) {
 }  // namespace
 
 bool is_options_table(lua_State* L, int idx) {
-    if (!lua_istable(L, idx) || tapedeck_test_tensor(L, idx)) return false;
+    if (!lua_istable(L, idx)) return false;
+    if (lua_getmetatable(L, idx)) {   // an object (a module, an optimizer), not options
+        lua_pop(L, 1);
+        return false;
+    }
     idx = lua_absindex(L, idx);
     lua_pushnil(L);
     while (lua_next(L, idx)) {

@@ -64,8 +64,8 @@ std::string options_unknown_message(const std::string& called, const std::string
 // Checks every key of the table at idx against `accepted` (space-separated; nullptr: none) for
 // the binding running now (named as the user reached it, e.g. "torch.add"); throws OptionError.
 void options_check(lua_State* L, int idx, const char* accepted);
-// Whether the value at idx is an options table: a table (not a tensor) with a field that is not a
-// list element ({1, 2} is a value, {stride = 2} options).
+// Whether the value at idx is an options table: a plain table (no metatable: not a module or an
+// optimizer) with a field that is not a list element ({1, 2} is a value, {stride = 2} options).
 bool is_options_table(lua_State* L, int idx);
 // Enters `called` (e.g. "nn.Linear") with its accepted keys in the options registry.
 void options_declare(lua_State* L, const char* called, const char* accepted);
