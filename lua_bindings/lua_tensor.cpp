@@ -477,14 +477,18 @@ void open_size_metatable(lua_State* L) {
     lua_pop(L, 1);
 }
 
+// The tables of bindings whose functions are torch.f.
+std::vector<const Binding*> torch_binding_tables() {
+    return {tensor_op_functions, nn_op_functions, elementwise_tensor_functions, table_unary_bindings(),
+            tensor_op_torch_only, nn_op_torch_only, userdata_torch_only, conversion_torch_only,
+            autograd_torch_only, tape_torch_only, elementwise_torch_only, reduce_shape_functions,
+            reduce_shape_torch_functions, view_tensor_functions, view_torch_only};
+}
+
 // The functions of the torch table on top of the stack, its subtables (autograd, backends) and
 // its constants (version, the dtypes).
 void fill_torch_table(lua_State* L) {
-    for (const Binding* table : {tensor_op_functions, nn_op_functions, elementwise_tensor_functions, table_unary_bindings(),
-                                 tensor_op_torch_only, nn_op_torch_only, userdata_torch_only, conversion_torch_only,
-                                 autograd_torch_only, tape_torch_only, elementwise_torch_only, reduce_shape_functions,
-                                 reduce_shape_torch_functions, view_tensor_functions, view_torch_only})
-        register_bindings(L, table, "torch.");
+    for (const Binding* table : torch_binding_tables()) register_bindings(L, table, "torch.");
     tapedeck_open_function(L);
     tapedeck_open_plan(L);
     tapedeck_open_save_load(L);
@@ -505,6 +509,26 @@ void fill_torch_table(lua_State* L) {
 }
 
 }  // namespace
+
+// F's functions that are torch's (the library sets F.relu = torch.relu): the same bindings
+// registered again into F (on top of the stack), so that their errors say F.relu, as called.
+// The rows are found once (every state's F is the same library's) and live as long as the process.
+void register_functional_aliases(lua_State* L) {
+    static std::vector<Binding> aliases;
+    if (aliases.empty()) {
+        lua_getglobal(L, "torch");
+        for (const Binding* table : torch_binding_tables())
+            for (const Binding* b = table; b->name; ++b) {
+                lua_getfield(L, -2, b->name);
+                lua_getfield(L, -2, b->name);
+                if (lua_iscfunction(L, -1) && lua_rawequal(L, -1, -2)) aliases.push_back(*b);
+                lua_pop(L, 2);
+            }
+        lua_pop(L, 1);
+        aliases.push_back({nullptr, nullptr});
+    }
+    register_bindings(L, aliases.data(), "F.");
+}
 
 // ------------------------------------------------------------------------------------------
 // public
@@ -548,5 +572,6 @@ void tapedeck_open(lua_State* L) {
     tapedeck_open_library(L);
     lua_getglobal(L, "F");   // torch.nn.functional, made by the library just opened
     register_bindings(L, elementwise_functional, "F.");
+    register_functional_aliases(L);
     lua_pop(L, 1);
 }

@@ -125,11 +125,8 @@ local methods = debug.getregistry()["tapedeck.Tensor"].methods
 for _, name in ipairs(sorted_keys(methods)) do
   walk("x:" .. name, function(...) return methods[name](x, ...) end, {"x:" .. name})
 end
--- F.f: a function F shares with torch names itself torch.f (it is that function)
-for _, name in ipairs(sorted_keys(F)) do
-  local shared = F[name] == torch[name]
-  walk("F." .. name, F[name], shared and {"F." .. name, "torch." .. name} or {"F." .. name}, shared and "torch." .. name or nil)
-end
+-- F.f (F's functions that are torch's are registered under F too: their errors say F.f)
+for _, name in ipairs(sorted_keys(F)) do walk("F." .. name, F[name], {"F." .. name}) end
 -- nn's module classes, optim's optimizers and schedulers
 for _, name in ipairs(sorted_keys(nn)) do
   local class = nn[name]
