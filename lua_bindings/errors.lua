@@ -6,12 +6,15 @@ local errors = {}
 
 local getinfo = debug.getinfo
 
+-- Whether a chunk's source (debug.getinfo's `source`) is the library's own code (nn, optim).
+function errors.is_library_source(source) return source:sub(1, 10) == "=tapedeck/" end
+
 -- "file.lua:12" of the innermost frame that is neither the library (nn, optim) nor a C function.
 local function user_line()
   for level = 3, 60 do
     local info = getinfo(level, "Sl")
     if not info then return nil end
-    if info.currentline > 0 and info.source:sub(1, 10) ~= "=tapedeck/" then return info.short_src .. ":" .. info.currentline end
+    if info.currentline > 0 and not errors.is_library_source(info.source) then return info.short_src .. ":" .. info.currentline end
   end
 end
 

@@ -21,22 +21,20 @@ const char* const GRAD_MODE_TYPE = "tapedeck.GradMode";
 // ============================================================================================
 // [SECTION] backward
 
+const char BACKWARD_OPTIONS[] = "create_graph retain_graph";
+const char GRAD_OPTIONS[] = "create_graph retain_graph grad_outputs allow_unused";
+
 // {create_graph =, retain_graph =} at idx into options (retain_graph is accepted: the recorded
 // graph is kept anyway, nodes live while something reaches them).
 void backward_options_from(lua_State* L, int idx, BackwardOptions* options, bool* allow_unused) {
     if (lua_isnoneornil(L, idx)) return;
     if (!lua_istable(L, idx)) arg_fail(idx, "options must be a table like {create_graph = true}, got %s", type_name_of(L, idx));
-    lua_pushnil(L);
-    while (lua_next(L, idx)) {
-        const char* key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
-        if (strcmp(key, "create_graph") == 0) options->create_graph = lua_toboolean(L, -1);
-        else if (strcmp(key, "retain_graph") == 0) {}
-        else if (allow_unused && strcmp(key, "allow_unused") == 0) *allow_unused = lua_toboolean(L, -1);
-        else if (allow_unused && strcmp(key, "grad_outputs") == 0) {}   // read by the caller
-        else arg_fail(idx, "unknown option '%s' (expected create_graph or retain_graph%s)", key,
-                      allow_unused ? ", grad_outputs or allow_unused" : "");
-        lua_pop(L, 1);
-    }
+    options_check(L, idx, allow_unused ? GRAD_OPTIONS : BACKWARD_OPTIONS);   // grad_outputs: read by the caller
+    lua_getfield(L, idx, "create_graph");
+    options->create_graph = lua_toboolean(L, -1);
+    lua_getfield(L, idx, "allow_unused");
+    if (allow_unused) *allow_unused = lua_toboolean(L, -1);
+    lua_pop(L, 2);
 }
 
 // x:backward(), x:backward(grad), x:backward(grad, {create_graph = true}), x:backward{create_graph = true}
@@ -198,18 +196,18 @@ int l_keep_backward_graph(lua_State* L) {
 namespace tdlua {
 
 const Binding autograd_method_only[] = {
-    {"backward", l_backward}, {"retain_grad", l_retain_grad}, {"requires_grad_", l_requires_grad_},
+    {"backward", l_backward, BACKWARD_OPTIONS}, {"retain_grad", l_retain_grad}, {"requires_grad_", l_requires_grad_},
     {nullptr, nullptr},
 };
 
 const Binding autograd_torch_only[] = {
-    {"backward", l_backward}, {"no_grad", l_no_grad}, {"enable_grad", l_enable_grad},
+    {"backward", l_backward, BACKWARD_OPTIONS}, {"no_grad", l_no_grad}, {"enable_grad", l_enable_grad},
     {"is_grad_enabled", l_is_grad_enabled}, {"set_grad_enabled", l_set_grad_enabled},
     {nullptr, nullptr},
 };
 
 const Binding autograd_functions[] = {
-    {"grad", l_autograd_grad}, {"backward", l_backward}, {"keep_backward_graph", l_keep_backward_graph},
+    {"grad", l_autograd_grad, GRAD_OPTIONS}, {"backward", l_backward, BACKWARD_OPTIONS}, {"keep_backward_graph", l_keep_backward_graph},
     {nullptr, nullptr},
 };
 

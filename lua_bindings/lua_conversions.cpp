@@ -208,7 +208,7 @@ int l_bool(lua_State* L) {
 namespace tdlua {
 
 const Binding conversion_method_only[] = {
-    {"item", l_item}, {"totable", l_totable}, {"tolist", l_totable}, {"to", l_to}, {"cpu", l_cpu}, {"cuda", l_cuda},
+    {"item", l_item}, {"totable", l_totable}, {"tolist", l_totable}, {"to", l_to, "dtype device"}, {"cpu", l_cpu}, {"cuda", l_cuda},
     {"float", l_float}, {"double", l_double}, {"long", l_long}, {"int", l_int}, {"bool", l_bool}, {"type_as", l_type_as},
     {nullptr, nullptr},
 };
@@ -220,7 +220,7 @@ const Binding conversion_torch_only[] = {
 
 // a < b is "compare" in errors, as a <= b (and a > b, a >= b, which Lua turns around).
 const Binding conversion_metamethods[] = {
-    {"__lt", l_less, "compare"}, {"__le", l_less_equal, "compare"},
+    {"__lt", l_less, nullptr, "compare"}, {"__le", l_less_equal, nullptr, "compare"},
     {nullptr, nullptr},
 };
 

@@ -75,6 +75,6 @@ const Binding cuda_functions[] = {
 
 void tapedeck_open_cuda(lua_State* L) {
     lua_newtable(L);
-    register_bindings(L, cuda_functions);
+    register_bindings(L, cuda_functions, "torch.cuda.");
     lua_setfield(L, -2, "cuda");
 }

@@ -55,26 +55,15 @@ OptionalArgs optional_args(lua_State* L, int first, std::initializer_list<const 
         a.arg[i - first] = i;
     }
     if (!options) return a;
-    lua_pushnil(L);
-    while (lua_next(L, options)) {
-        const char* key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : nullptr;
-        int found = -1, i = 0;
-        for (const char* name : names) {
-            if (key && strcmp(key, name) == 0) found = i;
-            ++i;
-        }
-        if (found < 0) {
-            std::string list;
-            for (const char* name : names) list += std::string(list.empty() ? "" : ", ") + name;
-            arg_fail(options, "unknown option '%s' (expected %s)", key ? key : luaL_typename(L, -2), list.c_str());
-        }
-        if (a.at[found]) arg_fail(options, "%s is given twice: as argument %d and as an option", key, a.at[found]);
-        lua_pop(L, 1);
-    }
+    std::string accepted;
+    for (const char* name : names) accepted += std::string(accepted.empty() ? "" : " ") + name;
+    options_check(L, options, accepted.c_str());
     int i = 0;
     for (const char* name : names) {
         if (lua_getfield(L, options, name) == LUA_TNIL) {
             lua_pop(L, 1);
+        } else if (a.at[i]) {
+            arg_fail(options, "%s is given twice: as argument %d and as an option", name, a.at[i]);
         } else {
             a.at[i] = lua_gettop(L);
             a.arg[i] = options;
@@ -370,16 +359,18 @@ int l_softplus(lua_State* L) {
 namespace tdlua {
 
 const Binding elementwise_tensor_functions[] = {   // torch.f(x, ...) and x:f(...)
-    {"maximum", l_maximum}, {"minimum", l_minimum}, {"ne", l_ne}, {"clamp", l_clamp},
-    {"clamp_min", l_clamp_min}, {"clamp_max", l_clamp_max}, {"tril", l_tril}, {"triu", l_triu},
-    {"multinomial", l_multinomial},
+    {"maximum", l_maximum}, {"minimum", l_minimum}, {"ne", l_ne}, {"clamp", l_clamp, "min max"},
+    {"clamp_min", l_clamp_min, "min"}, {"clamp_max", l_clamp_max, "max"}, {"tril", l_tril, "diagonal"},
+    {"triu", l_triu, "diagonal"}, {"multinomial", l_multinomial, "num_samples replacement"},
     {nullptr, nullptr},
 };
 
 const Binding elementwise_torch_only[] = {
-    {"arange", l_arange}, {"linspace", l_linspace}, {"empty", l_empty}, {"zeros_like", l_zeros_like},
-    {"ones_like", l_ones_like}, {"full_like", l_full_like}, {"rand_like", l_rand_like},
-    {"randn_like", l_randn_like}, {"randperm", l_randperm}, {"randint", l_randint}, {"where", l_where},
+    {"arange", l_arange, CREATE_OPTIONS}, {"linspace", l_linspace, CREATE_OPTIONS}, {"empty", l_empty, CREATE_OPTIONS},
+    {"zeros_like", l_zeros_like, CREATE_OPTIONS}, {"ones_like", l_ones_like, CREATE_OPTIONS},
+    {"full_like", l_full_like, CREATE_OPTIONS}, {"rand_like", l_rand_like, CREATE_OPTIONS},
+    {"randn_like", l_randn_like, CREATE_OPTIONS}, {"randperm", l_randperm, CREATE_OPTIONS},
+    {"randint", l_randint, CREATE_OPTIONS}, {"where", l_where},
     {nullptr, nullptr},
 };
 
@@ -389,7 +380,8 @@ const Binding elementwise_method_only[] = {
 };
 
 const Binding elementwise_functional[] = {   // F.f (torch.nn.functional) only, as in PyTorch
-    {"leaky_relu", l_leaky_relu}, {"elu", l_elu}, {"gelu", l_gelu}, {"silu", l_silu}, {"softplus", l_softplus},
+    {"leaky_relu", l_leaky_relu, "negative_slope"}, {"elu", l_elu, "alpha"}, {"gelu", l_gelu, "approximate"},
+    {"silu", l_silu}, {"softplus", l_softplus, "beta threshold"},
     {nullptr, nullptr},
 };
 

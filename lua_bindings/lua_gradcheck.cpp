@@ -37,40 +37,34 @@ struct Options {
     int64_t max_evaluations = GRADCHECK_MAX_EVALUATIONS;
 };
 
+const char GRADCHECK_OPTIONS[] = "eps atol rtol raise_exception max_evaluations";
+const char JACOBIAN_OPTIONS[] = "eps max_evaluations";
+
 // {eps =, atol =, rtol =, raise_exception =, max_evaluations =} at idx (nil: the defaults); a key
-// not among `known` is an error naming it.
+// the function does not take is an error naming it (options_check).
 Options options_from(lua_State* L, int idx, bool jacobian_only) {
     Options o;
     if (lua_isnoneornil(L, idx)) return o;
     if (!lua_istable(L, idx)) arg_fail(idx, "options must be a table, got %s", type_name_of(L, idx));
-    const char* known = jacobian_only ? "eps, max_evaluations" : "eps, atol, rtol, raise_exception, max_evaluations";
-    lua_pushnil(L);
-    while (lua_next(L, idx)) {
-        std::string key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
-        int at = lua_gettop(L);
-        auto number = [&](const char* what) {
-            if (!lua_isnumber(L, at)) arg_fail(idx, "option %s must be a number, got %s", what, type_name_of(L, at));
-            double v = lua_tonumber(L, at);
+    options_check(L, idx, jacobian_only ? JACOBIAN_OPTIONS : GRADCHECK_OPTIONS);
+    auto number = [&](const char* what, double fallback) {
+        double v = fallback;
+        if (lua_getfield(L, idx, what) != LUA_TNIL) {
+            if (!lua_isnumber(L, -1)) arg_fail(idx, "option %s must be a number, got %s", what, type_name_of(L, -1));
+            v = lua_tonumber(L, -1);
             if (!(v >= 0)) arg_fail(idx, "option %s must be >= 0, got %g", what, v);
-            return v;
-        };
-        if (key == "eps") {
-            o.eps = number("eps");
-            if (o.eps == 0) arg_fail(idx, "option eps must be > 0");
-        } else if (key == "atol" && !jacobian_only) {
-            o.tolerance.atol = number("atol");
-        } else if (key == "rtol" && !jacobian_only) {
-            o.tolerance.rtol = number("rtol");
-        } else if (key == "raise_exception" && !jacobian_only) {
-            o.raise_exception = lua_toboolean(L, at);
-        } else if (key == "max_evaluations") {
-            o.max_evaluations = static_cast<int64_t>(number("max_evaluations"));
-            if (o.max_evaluations < 3) arg_fail(idx, "option max_evaluations must be at least 3");
-        } else {
-            arg_fail(idx, "unknown option '%s' (known: %s)", key.c_str(), known);
         }
         lua_pop(L, 1);
-    }
+        return v;
+    };
+    o.eps = number("eps", o.eps);
+    if (o.eps == 0) arg_fail(idx, "option eps must be > 0");
+    o.tolerance.atol = number("atol", o.tolerance.atol);
+    o.tolerance.rtol = number("rtol", o.tolerance.rtol);
+    o.max_evaluations = static_cast<int64_t>(number("max_evaluations", static_cast<double>(o.max_evaluations)));
+    if (o.max_evaluations < 3) arg_fail(idx, "option max_evaluations must be at least 3");
+    if (lua_getfield(L, idx, "raise_exception") != LUA_TNIL) o.raise_exception = lua_toboolean(L, -1);
+    lua_pop(L, 1);
     return o;
 }
 
@@ -449,8 +443,8 @@ int l_numerical_jacobian(lua_State* L) {
 
 // Adds gradcheck and numerical_jacobian to the torch.autograd table on top of the stack.
 void tapedeck_open_gradcheck(lua_State* L) {
-    static const Binding functions[] = {{"gradcheck", l_gradcheck},
-                                        {"numerical_jacobian", l_numerical_jacobian},
+    static const Binding functions[] = {{"gradcheck", l_gradcheck, GRADCHECK_OPTIONS},
+                                        {"numerical_jacobian", l_numerical_jacobian, JACOBIAN_OPTIONS},
                                         {nullptr, nullptr}};
-    register_bindings(L, functions);
+    register_bindings(L, functions, "torch.autograd.");
 }

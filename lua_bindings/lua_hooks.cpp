@@ -108,9 +108,9 @@ void tdlua::open_hook_handles(lua_State* L) {
     static const Binding handle_methods[] = {{"remove", l_handle_remove}, {nullptr, nullptr}};
     luaL_newmetatable(L, HOOK_HANDLE_TYPE);
     lua_newtable(L);
-    register_bindings(L, handle_methods);
+    register_bindings(L, handle_methods, "handle:");
     lua_setfield(L, -2, "__index");
-    static const Binding metamethods[] = {{"__tostring", l_handle_tostring, "tostring"}, {nullptr, nullptr}};
-    register_bindings(L, metamethods);
+    static const Binding metamethods[] = {{"__tostring", l_handle_tostring, nullptr, "tostring"}, {nullptr, nullptr}};
+    register_bindings(L, metamethods, nullptr);
     lua_pop(L, 1);
 }

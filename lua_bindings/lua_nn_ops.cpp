@@ -116,16 +116,11 @@ Reduction reduction_from_arg(lua_State* L, int idx) {
     if (lua_type(L, idx) == LUA_TSTRING) {
         name = lua_tostring(L, idx);
     } else if (lua_istable(L, idx)) {
-        lua_pushnil(L);
-        while (lua_next(L, idx)) {
-            const char* key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
-            if (strcmp(key, "reduction") != 0) arg_fail(idx, "unknown option '%s' (expected reduction)", key);
-            if (lua_type(L, -1) != LUA_TSTRING)
-                arg_fail(idx, "reduction must be \"mean\" or \"sum\", got %s", type_name_of(L, -1));
-            name = lua_tostring(L, -1);
-            lua_pop(L, 1);
-        }
-        if (!name) return REDUCTION_MEAN;
+        options_check(L, idx, "reduction");
+        if (lua_getfield(L, idx, "reduction") == LUA_TNIL) return REDUCTION_MEAN;
+        if (lua_type(L, -1) != LUA_TSTRING) arg_fail(idx, "reduction must be \"mean\" or \"sum\", got %s", type_name_of(L, -1));
+        name = lua_tostring(L, -1);
+        lua_pop(L, 1);   // the string stays alive in the options table
     } else {
         arg_fail(idx, "expected \"mean\", \"sum\" or {reduction = \"sum\"}, got %s", type_name_of(L, idx));
     }
@@ -173,10 +168,11 @@ int l_steps_watched(lua_State* L) {
 namespace tdlua {
 
 const Binding nn_op_functions[] = {
-    {"linear", l_linear}, {"conv2d", l_conv2d}, {"max_pool2d", l_max_pool2d},
+    {"linear", l_linear}, {"conv2d", l_conv2d, "bias stride padding dilation groups"},
+    {"max_pool2d", l_max_pool2d, "kernel_size stride padding dilation ceil_mode return_indices"},
     {"softmax", l_softmax}, {"log_softmax", l_log_softmax},
-    {"mse_loss", l_mse_loss}, {"cross_entropy", l_cross_entropy}, {"nll_loss", l_nll_loss},
-    {"multi_margin_loss", l_multi_margin_loss},
+    {"mse_loss", l_mse_loss, "reduction"}, {"cross_entropy", l_cross_entropy, "reduction"},
+    {"nll_loss", l_nll_loss, "reduction"}, {"multi_margin_loss", l_multi_margin_loss, "reduction"},
     {nullptr, nullptr},
 };
 

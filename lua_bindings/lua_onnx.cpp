@@ -24,29 +24,26 @@ using namespace tdlua;
 
 namespace {
 
+const char ONNX_EXPORT_OPTIONS[] = "opset inline strict quiet";
+
 void read_options(lua_State* L, int idx, OnnxExportOptions& options, bool& quiet) {
     if (lua_isnoneornil(L, idx)) return;
     if (!lua_istable(L, idx))
         arg_fail(idx, "options must be a table like {opset = 17, inline = true, strict = true}, got %s", type_name_of(L, idx));
-    lua_pushnil(L);
-    while (lua_next(L, idx)) {
-        const char* key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
-        if (strcmp(key, "opset") == 0) {
-            int is_integer = 0;
-            lua_Integer n = lua_tointegerx(L, -1, &is_integer);
-            if (!is_integer) arg_fail(idx, "opset must be a whole number, got %s", luaL_tolstring(L, -1, nullptr));
-            options.opset = static_cast<int>(n);
-        } else if (strcmp(key, "inline") == 0) {
-            options.inline_backward = lua_toboolean(L, -1);
-        } else if (strcmp(key, "strict") == 0) {
-            options.strict = lua_toboolean(L, -1);
-        } else if (strcmp(key, "quiet") == 0) {
-            quiet = lua_toboolean(L, -1);
-        } else {
-            arg_fail(idx, "unknown option '%s' (expected opset, inline, strict or quiet)", key);
-        }
-        lua_pop(L, 1);
+    options_check(L, idx, ONNX_EXPORT_OPTIONS);
+    if (lua_getfield(L, idx, "opset") != LUA_TNIL) {
+        int is_integer = 0;
+        lua_Integer n = lua_tointegerx(L, -1, &is_integer);
+        if (!is_integer) arg_fail(idx, "opset must be a whole number, got %s", luaL_tolstring(L, -1, nullptr));
+        options.opset = static_cast<int>(n);
     }
+    lua_getfield(L, idx, "inline");
+    lua_getfield(L, idx, "strict");
+    lua_getfield(L, idx, "quiet");
+    if (!lua_isnil(L, -3)) options.inline_backward = lua_toboolean(L, -3);
+    if (!lua_isnil(L, -2)) options.strict = lua_toboolean(L, -2);
+    quiet = lua_toboolean(L, -1);
+    lua_pop(L, 4);
 }
 
 void push_strings(lua_State* L, const std::vector<std::string>& list, const char* field) {
@@ -108,8 +105,8 @@ int l_onnx_ops(lua_State* L) {
 }
 
 const Binding onnx_functions[] = {
-    {"export", l_onnx_export, "onnx.export"},
-    {"ops", l_onnx_ops, "onnx.ops"},
+    {"export", l_onnx_export, ONNX_EXPORT_OPTIONS, "onnx.export"},
+    {"ops", l_onnx_ops, nullptr, "onnx.ops"},
     {nullptr, nullptr},
 };
 
@@ -117,6 +114,6 @@ const Binding onnx_functions[] = {
 
 void tapedeck_open_onnx(lua_State* L) {
     lua_newtable(L);
-    register_bindings(L, onnx_functions);
+    register_bindings(L, onnx_functions, "torch.onnx.");
     lua_setfield(L, -2, "onnx");
 }

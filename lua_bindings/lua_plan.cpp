@@ -760,8 +760,10 @@ int frozen_timeit(lua_State* L) {
 
 // Reads {dce=, cse=, fold=, fuse=, inplace=, reuse=} into passes; unknown keys are errors, but for
 // `also` (an option the caller reads itself: load_plan's max_bytes), which is skipped.
+#define PLAN_PASS_OPTIONS "dce cse fold fuse inplace reuse all"
 void passes_from_table(lua_State* L, int idx, PlanPasses& passes, const char* also = nullptr) {
     idx = lua_absindex(L, idx);
+    tdlua::options_check(L, idx, also ? "max_bytes " PLAN_PASS_OPTIONS : PLAN_PASS_OPTIONS);
     lua_pushnil(L);
     while (lua_next(L, idx)) {
         const char* key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
@@ -777,8 +779,6 @@ void passes_from_table(lua_State* L, int idx, PlanPasses& passes, const char* al
         else if (strcmp(key, "inplace") == 0) passes.inplace = on;
         else if (strcmp(key, "reuse") == 0) passes.reuse = on;
         else if (strcmp(key, "all") == 0) passes = on ? PlanPasses() : PlanPasses{false, false, false, false, false, false};
-        else if (also) tdlua::arg_fail(idx, "unknown option '%s' (%s, or a pass: dce, cse, fold, fuse, inplace, reuse, all)", key, also);
-        else tdlua::arg_fail(idx, "unknown pass '%s' (dce, cse, fold, fuse, inplace, reuse, all)", key);
         lua_pop(L, 1);
     }
 }
@@ -794,7 +794,9 @@ constexpr int MAX_FREEZE_ARGS = 200;
 
 // The options of torch.freeze{fn, args..., name=, strict=, verbose=, cache=, passes=}, read into
 // f; unknown keys are errors (a typo must not pass silently).
+#define FREEZE_OPTIONS "name strict verbose cache passes"
 void freeze_options(lua_State* L, int idx, Frozen& f) {
+    tdlua::options_check(L, idx, FREEZE_OPTIONS);
     lua_Integer count = static_cast<lua_Integer>(lua_rawlen(L, idx));
     lua_pushnil(L);
     while (lua_next(L, idx)) {
@@ -818,8 +820,6 @@ void freeze_options(lua_State* L, int idx, Frozen& f) {
         } else if (strcmp(key, "passes") == 0) {
             if (!lua_istable(L, -1)) tdlua::arg_fail(idx, "passes must be a table like {fuse = false}, got %s", tdlua::type_name_of(L, -1));
             passes_from_table(L, lua_gettop(L), f.passes);
-        } else {
-            tdlua::arg_fail(idx, "unknown option '%s' (expected name, strict, verbose, cache or passes)", key);
         }
         lua_pop(L, 1);
     }
@@ -1120,17 +1120,18 @@ int l_is_frozen(lua_State* L) {
 }
 
 const tdlua::Binding frozen_methods[] = {
-    {"plan", frozen_plan}, {"passes", tapedeck_frozen_passes}, {"with_passes", frozen_with_passes}, {"stats", frozen_stats},
+    {"plan", frozen_plan}, {"passes", tapedeck_frozen_passes}, {"with_passes", frozen_with_passes, PLAN_PASS_OPTIONS}, {"stats", frozen_stats},
     {"timeit", frozen_timeit}, {"params", frozen_params}, {nullptr, nullptr},
 };
 
 const tdlua::Binding frozen_metamethods[] = {
-    {"__index", frozen_index, "frozen function"}, {"__newindex", frozen_newindex, "frozen function"}, {nullptr, nullptr},
+    {"__index", frozen_index, nullptr, "frozen function"}, {"__newindex", frozen_newindex, nullptr, "frozen function"}, {nullptr, nullptr},
 };
 
 const tdlua::Binding torch_plan_functions[] = {
-    {"freeze", l_freeze}, {"save_plan", l_save_plan}, {"load_plan", l_load_plan}, {"save_npy", l_save_npy},
-    {"load_npy", l_load_npy}, {"is_frozen", l_is_frozen}, {nullptr, nullptr},
+    {"freeze", l_freeze, FREEZE_OPTIONS}, {"save_plan", l_save_plan}, {"load_plan", l_load_plan, "max_bytes " PLAN_PASS_OPTIONS},
+    {"save_npy", l_save_npy},
+    {"load_npy", l_load_npy}, {"is_frozen", l_is_frozen, tdlua::OPTIONS_TABLE_IS_VALUE}, {nullptr, nullptr},
 };
 
 }  // namespace
@@ -1146,12 +1147,12 @@ void tapedeck_open_plan(lua_State* L) {
     lua_setfield(L, -2, "__call");
     lua_pushcfunction(L, frozen_tostring);
     lua_setfield(L, -2, "__tostring");
-    tdlua::register_bindings(L, frozen_metamethods);
+    tdlua::register_bindings(L, frozen_metamethods, nullptr);
     lua_newtable(L);
-    tdlua::register_bindings(L, frozen_methods);
+    tdlua::register_bindings(L, frozen_methods, "f:");
     lua_setfield(L, -2, "methods");
     lua_pop(L, 1);
-    tdlua::register_bindings(L, torch_plan_functions);   // into the torch table on top of the stack
+    tdlua::register_bindings(L, torch_plan_functions, "torch.");   // into the torch table on top of the stack
 }
 
 bool tapedeck_is_frozen(lua_State* L, int idx) { return test_frozen(L, idx) != nullptr; }

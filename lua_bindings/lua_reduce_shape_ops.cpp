@@ -31,20 +31,6 @@ using namespace tdlua;
 // Declared in lua_tensor.h (the bindings of conv2d and max_pool2d read their arguments so too).
 namespace tdlua {
 
-bool is_options_table(lua_State* L, int idx) {
-    if (!lua_istable(L, idx) || tapedeck_test_tensor(L, idx)) return false;
-    lua_pushnil(L);
-    while (lua_next(L, idx)) {
-        bool named = !lua_isinteger(L, -2);
-        lua_pop(L, 1);
-        if (named) {
-            lua_pop(L, 1);
-            return true;
-        }
-    }
-    return false;
-}
-
 static std::string param_list(const std::vector<Param>& params) {
     std::string s;
     for (size_t i = 0; i < params.size(); ++i) s += (i ? ", " : "") + std::string(params[i].name);
@@ -77,8 +63,11 @@ std::vector<Slot> read_params(lua_State* L, const char* fn, int first, const std
         while (i < params.size() && !(key && (strcmp(key, params[i].name) == 0 ||
                                               (params[i].alias && strcmp(key, params[i].alias) == 0))))
             ++i;
-        if (i == params.size()) {
-            std::string shown = key ? key : (lua_isinteger(L, -2) ? "[" + std::to_string(lua_tointeger(L, -2)) + "]" : "?");
+        if (i == params.size()) {   // the bindings' check names it (a string key: an unknown option)
+            std::string accepted;
+            for (const Param& p : params) accepted += std::string(" ") + p.name + (p.alias ? std::string(" ") + p.alias : "");
+            options_check(L, options, accepted.c_str());
+            std::string shown = lua_isinteger(L, -2) ? "[" + std::to_string(lua_tointeger(L, -2)) + "]" : "?";
             arg_fail(options, "%s does not take '%s' (it takes %s)", fn, shown.c_str(), param_list(params).c_str());
         }
         if (slots[i].given()) arg_fail(options, "%s is given twice (by position and by name)", params[i].name);
@@ -574,25 +563,33 @@ int l_einsum(lua_State* L) {
 namespace tdlua {
 
 // Both torch.f(x, ...) and x:f(...).
+#define DIM_KEEPDIM "dim keepdim keepdims"
 const Binding reduce_shape_functions[] = {
-    {"sum", l_sum}, {"mean", l_mean}, {"prod", l_prod}, {"max", l_max}, {"min", l_min}, {"amax", l_amax},
-    {"amin", l_amin}, {"argmax", l_argmax}, {"argmin", l_argmin}, {"var", l_var}, {"std", l_std}, {"norm", l_norm},
-    {"logsumexp", l_logsumexp}, {"cumsum", l_cumsum}, {"topk", l_topk}, {"sort", l_sort},
-    {"split", l_split}, {"chunk", l_chunk}, {"unbind", l_unbind}, {"flip", l_flip}, {"roll", l_roll},
-    {"tile", l_tile}, {"unflatten", l_unflatten}, {"index_select", l_index_select}, {"scatter", l_scatter},
-    {"scatter_add", l_scatter_add}, {"diag", l_diag}, {"dot", l_dot}, {"outer", l_outer}, {"addmm", l_addmm},
+    {"sum", l_sum, DIM_KEEPDIM " dtype"}, {"mean", l_mean, DIM_KEEPDIM " dtype"}, {"prod", l_prod, DIM_KEEPDIM " dtype"},
+    {"max", l_max, DIM_KEEPDIM}, {"min", l_min, DIM_KEEPDIM}, {"amax", l_amax, DIM_KEEPDIM}, {"amin", l_amin, DIM_KEEPDIM},
+    {"argmax", l_argmax, DIM_KEEPDIM}, {"argmin", l_argmin, DIM_KEEPDIM},
+    {"var", l_var, "dim unbiased keepdim keepdims correction"}, {"std", l_std, "dim unbiased keepdim keepdims correction"},
+    {"norm", l_norm, "p " DIM_KEEPDIM " dtype"}, {"logsumexp", l_logsumexp, DIM_KEEPDIM}, {"cumsum", l_cumsum, "dim dtype"},
+    {"topk", l_topk, "k dim largest sorted"}, {"sort", l_sort, "dim descending stable"},
+    {"split", l_split, "split_size_or_sections dim"}, {"chunk", l_chunk, "chunks dim"}, {"unbind", l_unbind, "dim"},
+    {"flip", l_flip, "dims"}, {"roll", l_roll, "shifts dims"}, {"tile", l_tile}, {"unflatten", l_unflatten, "dim sizes"},
+    {"index_select", l_index_select, "dim index"}, {"scatter", l_scatter, "dim index src value"},
+    {"scatter_add", l_scatter_add, "dim index src"}, {"diag", l_diag, "diagonal"}, {"dot", l_dot, "other tensor"},
+    {"outer", l_outer, "vec2"}, {"addmm", l_addmm, "mat1 mat2 beta alpha"},
     {nullptr, nullptr},
 };
+#undef DIM_KEEPDIM
 
 // Only x:f(...), as in PyTorch (x:repeat is x["repeat"](x, ...) in Lua, `repeat` being a keyword).
 const Binding reduce_shape_methods[] = {
-    {"repeat", l_repeat}, {"expand_as", l_expand_as}, {"view_as", l_view_as}, {"reshape_as", l_reshape_as},
+    {"repeat", l_repeat}, {"expand_as", l_expand_as, "other"}, {"view_as", l_view_as, "other"},
+    {"reshape_as", l_reshape_as, "other"},
     {nullptr, nullptr},
 };
 
 // Only torch.f(...).
 const Binding reduce_shape_torch_functions[] = {
-    {"stack", l_stack}, {"einsum", l_einsum},
+    {"stack", l_stack, "dim"}, {"einsum", l_einsum},
     {nullptr, nullptr},
 };
 

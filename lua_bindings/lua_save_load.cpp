@@ -133,16 +133,11 @@ void refuse_module(lua_State* L) {
 bool compress_option(lua_State* L, int idx) {
     if (lua_isnoneornil(L, idx)) return false;
     if (lua_type(L, idx) != LUA_TTABLE) tdlua::arg_fail(idx, "options must be a table ({compress = true}), got %s", tdlua::type_name_of(L, idx));
-    bool compress = false;
-    lua_pushnil(L);
-    while (lua_next(L, idx)) {
-        if (lua_type(L, -2) != LUA_TSTRING) tdlua::arg_fail(idx, "option names are strings, got a %s key", luaL_typename(L, -2));
-        const char* key = lua_tostring(L, -2);
-        if (strcmp(key, "compress") != 0) tdlua::arg_fail(idx, "unknown option '%s' (expected compress)", key);
-        if (!lua_isboolean(L, -1)) tdlua::arg_fail(idx, "compress must be true or false, got %s", tdlua::type_name_of(L, -1));
-        compress = lua_toboolean(L, -1);
-        lua_pop(L, 1);
-    }
+    tdlua::options_check(L, idx, "compress");
+    lua_getfield(L, idx, "compress");
+    if (!lua_isnil(L, -1) && !lua_isboolean(L, -1)) tdlua::arg_fail(idx, "compress must be true or false, got %s", tdlua::type_name_of(L, -1));
+    bool compress = lua_toboolean(L, -1);
+    lua_pop(L, 1);
     return compress;
 }
 
@@ -188,10 +183,9 @@ PngLayout png_layout_option(lua_State* L, int idx) {
     if (lua_isnoneornil(L, idx)) return PNG_LAYOUT_AUTO;
     if (lua_type(L, idx) != LUA_TTABLE) tdlua::arg_fail(idx, "options must be a table ({layout = \"HWC\"}), got %s", tdlua::type_name_of(L, idx));
     PngLayout layout = PNG_LAYOUT_AUTO;
+    tdlua::options_check(L, idx, "layout");
     lua_pushnil(L);
-    while (lua_next(L, idx)) {
-        if (lua_type(L, -2) != LUA_TSTRING || strcmp(lua_tostring(L, -2), "layout") != 0)
-            tdlua::arg_fail(idx, "unknown option %s (expected layout)", lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : luaL_typename(L, -2));
+    while (lua_next(L, idx)) {   // only layout, after options_check
         const char* value = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "";
         if (strcmp(value, "CHW") == 0) layout = PNG_LAYOUT_CHW;
         else if (strcmp(value, "HWC") == 0) layout = PNG_LAYOUT_HWC;
@@ -211,9 +205,10 @@ int l_save_png(lua_State* L) {
 }
 
 const tdlua::Binding save_load_functions[] = {
-    {"save", l_save, "torch.save"}, {"load", l_load, "torch.load"}, {"save_png", l_save_png}, {nullptr, nullptr},
+    {"save", l_save, "compress", "torch.save"}, {"load", l_load, nullptr, "torch.load"}, {"save_png", l_save_png, "layout"},
+    {nullptr, nullptr},
 };
 
 }  // namespace
 
-void tapedeck_open_save_load(lua_State* L) { tdlua::register_bindings(L, save_load_functions); }
+void tapedeck_open_save_load(lua_State* L) { tdlua::register_bindings(L, save_load_functions, "torch."); }

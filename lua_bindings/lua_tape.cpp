@@ -168,7 +168,7 @@ void tapedeck_push_node_record(lua_State* L, const td::Node* n) {
 namespace tdlua {
 
 const Binding tape_torch_only[] = {
-    {"graph", l_graph}, {"tape", l_tape}, {"graphviz", l_graphviz}, {"scope", l_scope}, {"ops", l_ops},
+    {"graph", l_graph}, {"tape", l_tape}, {"graphviz", l_graphviz}, {"scope", l_scope, OPTIONS_TABLE_IS_VALUE}, {"ops", l_ops},
     {"memory", l_memory}, {"reset_peak_memory", l_reset_peak_memory}, {"set_memory_limit", l_set_memory_limit},
     {"memory_limit", l_memory_limit}, {"perf_counter", l_perf_counter},
     {nullptr, nullptr},

@@ -180,29 +180,24 @@ Device device_from_arg(lua_State* L, int idx, int arg) {
 
 Device default_device() { return bindings_state.default_device; }
 
-// {requires_grad=true, dtype="float64", device="cpu"}; unknown keys are errors (a typo must not pass silently).
+// {requires_grad=true, dtype="float64", device="cpu"}; unknown keys are errors (options_check).
 CreateOptions options_from_arg(lua_State* L, int idx, DType default_dtype, Device default_device) {
     CreateOptions o;
     o.dtype = default_dtype;
     o.device = default_device;
     if (lua_isnoneornil(L, idx)) return o;
     if (!lua_istable(L, idx)) arg_fail(idx, "options must be a table like {dtype=\"float64\"}, got %s", type_name_of(L, idx));
-    lua_pushnil(L);
-    while (lua_next(L, idx)) {
-        const char* key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
-        if (strcmp(key, "requires_grad") == 0) {
-            o.requires_grad = lua_toboolean(L, -1);
-        } else if (strcmp(key, "dtype") == 0) {
-            const char* name = lua_tostring(L, -1);
-            if (!name || !dtype_parse(name, &o.dtype))
-                arg_fail(idx, "unknown dtype '%s' (use float32, float64 or int64)", name ? name : type_name_of(L, -1));
-        } else if (strcmp(key, "device") == 0) {
-            o.device = device_from_arg(L, lua_gettop(L), idx);
-        } else {
-            arg_fail(idx, "unknown option '%s' (expected requires_grad, dtype or device)", key);
-        }
-        lua_pop(L, 1);
+    idx = lua_absindex(L, idx);
+    options_check(L, idx, CREATE_OPTIONS);
+    lua_getfield(L, idx, "requires_grad");
+    o.requires_grad = lua_toboolean(L, -1);
+    if (lua_getfield(L, idx, "dtype") != LUA_TNIL) {
+        const char* name = lua_tostring(L, -1);
+        if (!name || !dtype_parse(name, &o.dtype))
+            arg_fail(idx, "unknown dtype '%s' (use float32, float64 or int64)", name ? name : type_name_of(L, -1));
     }
+    if (lua_getfield(L, idx, "device") != LUA_TNIL) o.device = device_from_arg(L, lua_gettop(L), idx);
+    lua_pop(L, 3);
     return o;
 }
 
@@ -460,10 +455,10 @@ const Binding userdata_method_only[] = {
     {"size", l_size}, {"dim", l_dim}, {"numel", l_numel}, {"nelement", l_numel}, {nullptr, nullptr},
 };
 const Binding userdata_torch_only[] = {
-    {"is_tensor", l_is_tensor}, {nullptr, nullptr},
+    {"is_tensor", l_is_tensor, OPTIONS_TABLE_IS_VALUE}, {nullptr, nullptr},
 };
 const Binding userdata_metamethods[] = {
-    {"__tostring", tensor_tostring, "tostring"}, {"__len", tensor_len, "len"}, {nullptr, nullptr},
+    {"__tostring", tensor_tostring, nullptr, "tostring"}, {"__len", tensor_len, nullptr, "len"}, {nullptr, nullptr},
 };
 
 int open_torch_table(lua_State* L) {
@@ -479,9 +474,9 @@ void open_tensor_metatable(lua_State* L) {
     lua_pushvalue(L, -1);
     lua_rawsetp(L, LUA_REGISTRYINDEX, &bindings_state.tensor_metatable_key);
     // Errors name the operation as the user wrote it: `a + b` is add, `x[k] = v` is index assignment.
-    register_bindings(L, tensor_op_metamethods);
-    register_bindings(L, conversion_metamethods);
-    register_bindings(L, userdata_metamethods);
+    register_bindings(L, tensor_op_metamethods, nullptr);
+    register_bindings(L, conversion_metamethods, nullptr);
+    register_bindings(L, userdata_metamethods, nullptr);
     lua_pushcfunction(L, tensor_gc);
     lua_setfield(L, -2, "__gc");
     lua_pushcfunction(L, tensor_newindex);
@@ -493,7 +488,7 @@ void open_tensor_metatable(lua_State* L) {
                                  tensor_op_method_only, userdata_method_only, conversion_method_only, autograd_method_only,
                                  elementwise_method_only, reduce_shape_functions, reduce_shape_methods,
                                  view_tensor_functions, view_method_only, hook_method_only})
-        register_bindings(L, table);
+        register_bindings(L, table, "x:");
     lua_pushvalue(L, -1);
     lua_setfield(L, -3, "methods");   // metatable.methods, for tab completion
     lua_pushcclosure(L, tensor_index, 1);
@@ -509,21 +504,26 @@ void open_size_metatable(lua_State* L) {
     lua_pop(L, 1);
 }
 
+// The tables of bindings whose functions are torch.f.
+std::vector<const Binding*> torch_binding_tables() {
+    return {tensor_op_functions, nn_op_functions, elementwise_tensor_functions, table_unary_bindings(),
+            tensor_op_torch_only, nn_op_torch_only, userdata_torch_only, conversion_torch_only,
+            autograd_torch_only, tape_torch_only, elementwise_torch_only, reduce_shape_functions,
+            reduce_shape_torch_functions, view_tensor_functions, view_torch_only};
+}
+
 // The functions of the torch table on top of the stack, its subtables (autograd, backends) and
 // its constants (version, the dtypes).
 void fill_torch_table(lua_State* L) {
-    for (const Binding* table : {tensor_op_functions, nn_op_functions, elementwise_tensor_functions, table_unary_bindings(),
-                                 tensor_op_torch_only, nn_op_torch_only, userdata_torch_only, conversion_torch_only,
-                                 autograd_torch_only, tape_torch_only, elementwise_torch_only, reduce_shape_functions,
-                                 reduce_shape_torch_functions, view_tensor_functions, view_torch_only})
-        register_bindings(L, table);
+    for (const Binding* table : torch_binding_tables()) register_bindings(L, table, "torch.");
     tapedeck_open_function(L);
     tapedeck_open_plan(L);
     tapedeck_open_save_load(L);
     tapedeck_open_cuda(L);
     tapedeck_open_onnx(L);
+    open_options(L);   // torch._options: the options check and registry, for the Lua-written library
     lua_newtable(L);   // torch.autograd
-    register_bindings(L, autograd_functions);
+    register_bindings(L, autograd_functions, "torch.autograd.");
     tapedeck_open_gradcheck(L);
     lua_getfield(L, -2, "Function");   // torch.autograd.Function, PyTorch's spelling: the same torch.Function
     lua_setfield(L, -2, "Function");
@@ -538,6 +538,26 @@ void fill_torch_table(lua_State* L) {
 }
 
 }  // namespace
+
+// F's functions that are torch's (the library sets F.relu = torch.relu): the same bindings
+// registered again into F (on top of the stack), so that their errors say F.relu, as called.
+// The rows are found once (every state's F is the same library's) and live as long as the process.
+void register_functional_aliases(lua_State* L) {
+    static std::vector<Binding> aliases;
+    if (aliases.empty()) {
+        lua_getglobal(L, "torch");
+        for (const Binding* table : torch_binding_tables())
+            for (const Binding* b = table; b->name; ++b) {
+                lua_getfield(L, -2, b->name);
+                lua_getfield(L, -2, b->name);
+                if (lua_iscfunction(L, -1) && lua_rawequal(L, -1, -2)) aliases.push_back(*b);
+                lua_pop(L, 2);
+            }
+        lua_pop(L, 1);
+        aliases.push_back({nullptr, nullptr});
+    }
+    register_bindings(L, aliases.data(), "F.");
+}
 
 // ------------------------------------------------------------------------------------------
 // public
@@ -583,6 +603,7 @@ void tapedeck_open(lua_State* L) {
     engine_set_locator(locate_in_lua, nullptr);
     tapedeck_open_library(L);
     lua_getglobal(L, "F");   // torch.nn.functional, made by the library just opened
-    register_bindings(L, elementwise_functional);
+    register_bindings(L, elementwise_functional, "F.");
+    register_functional_aliases(L);
     lua_pop(L, 1);
 }

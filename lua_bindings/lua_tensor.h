@@ -37,6 +37,8 @@ struct CreateOptions {
     bool requires_grad = false;
     td::Device device = td::DEVICE_CPU;
 };
+// The keys of a creation function's options table (torch.zeros, x:new_zeros, torch.arange, ...).
+inline constexpr char CREATE_OPTIONS[] = "dtype device requires_grad";
 // {requires_grad=, dtype=, device=} at idx (nil: the defaults); unknown keys are errors.
 // Where tensors are made when no device is given: torch.set_default_device (cpu unless set).
 td::Device default_device();
@@ -75,9 +77,6 @@ struct Slot {
     const char* name = "";
     bool given() const { return at != 0; }
 };
-// Whether the value at idx is an options table: a table with a field that is not a list element
-// ({1, 2} is a value, {stride = 2} options).
-bool is_options_table(lua_State* L, int idx);
 // The parameters of `fn` from stack slot `first` on: positional values in order, then an optional
 // trailing options table with values by name. More positional values than parameters, a name the
 // function does not take, or a value given both ways is an error naming it.

@@ -136,10 +136,34 @@ Tensor promoted_for_number(lua_State* L, int number_idx, const Tensor& t) {
 
 namespace {
 
-// a (+ - * /) b where either side may be a number.
+// add and sub's alpha (a + alpha b) from the options table at idx: keyword-only, as in PyTorch
+// (torch.add(a, b, {alpha = 2})); 1 when not given. mul and div take nothing after their operands.
+// An integer alpha is required when both operands are integers (int64 tensors or Lua integers).
+double alpha_option(lua_State* L, int idx, Arith kind, const char* name) {
+    if (lua_isnoneornil(L, idx)) return 1.0;
+    bool takes_alpha = kind == ARITH_ADD || kind == ARITH_SUB;
+    if (!takes_alpha) arg_fail(idx, "%s takes two operands, got a %s after them", name, type_name_of(L, idx));
+    if (!lua_istable(L, idx) || test_tensor(L, idx))
+        arg_fail(idx, "alpha is keyword-only, as in PyTorch: torch.%s(a, b, {alpha = 2}), got %s", name, type_name_of(L, idx));
+    lua_getfield(L, idx, "alpha");
+    int is_number = 0;
+    double alpha = lua_isnil(L, -1) ? 1.0 : lua_tonumberx(L, -1, &is_number);
+    bool integer = lua_isnil(L, -1) || lua_isinteger(L, -1);
+    if (!lua_isnil(L, -1) && !is_number) arg_fail(idx, "alpha must be a number, got %s", type_name_of(L, -1));
+    lua_pop(L, 1);
+    auto integral = [&](int i) { return test_tensor(L, i) ? test_tensor(L, i)->dtype() == DTYPE_I64 : lua_isinteger(L, i); };
+    if (!integer && integral(1) && integral(2))
+        arg_fail(idx, "alpha must be an integer when both operands are integers, got %g (as PyTorch)", alpha);
+    return alpha;
+}
+
+// a (+ - * /) b where either side may be a number; add and sub scale b by alpha.
 int arith(lua_State* L, Arith kind, const char* name) {
     Tensor* a = test_tensor(L, 1);
     Tensor* b = test_tensor(L, 2);
+    double alpha = alpha_option(L, 3, kind, name);
+    Tensor scaled_b = b && alpha != 1.0 ? ops::mul_scalar(*b, alpha) : Tensor();
+    if (scaled_b.defined()) b = &scaled_b;
     if (a && b) {
         switch (kind) {
             case ARITH_ADD: return push_tensor(L, ops::add(*a, *b));
@@ -149,7 +173,7 @@ int arith(lua_State* L, Arith kind, const char* name) {
         }
     }
     if (a && lua_type(L, 2) == LUA_TNUMBER) {
-        double s = lua_tonumber(L, 2);
+        double s = lua_tonumber(L, 2) * alpha;
         Tensor x = promoted_for_number(L, 2, *a);
         switch (kind) {
             case ARITH_ADD: return push_tensor(L, ops::add_scalar(x, s));
@@ -316,7 +340,17 @@ int l_gather(lua_State* L) {
 // ============================================================================================
 // [SECTION] in-place
 
-double alpha_of(lua_State* L, int idx) { return lua_isnoneornil(L, idx) ? 1.0 : check_number(L, idx, "alpha"); }
+// add_ and sub_'s alpha: a number (x:add_(y, 0.5), tapedeck's spelling) or {alpha = 0.5} (PyTorch's).
+double alpha_of(lua_State* L, int idx) {
+    if (lua_isnoneornil(L, idx)) return 1.0;
+    if (!lua_istable(L, idx) || test_tensor(L, idx)) return check_number(L, idx, "alpha");
+    lua_getfield(L, idx, "alpha");
+    int is_number = 0;
+    double alpha = lua_isnil(L, -1) ? 1.0 : lua_tonumberx(L, -1, &is_number);
+    if (!lua_isnil(L, -1) && !is_number) arg_fail(idx, "alpha must be a number, got %s", type_name_of(L, -1));
+    lua_pop(L, 1);
+    return alpha;
+}
 
 int l_add_(lua_State* L) {
     Tensor& x = check_tensor(L, 1);
@@ -395,7 +429,7 @@ const Binding* table_unary_bindings() {
     static const std::vector<Binding> bindings = [] {
         std::vector<Binding> list;
         for (int i = 0; i < OP_COUNT; ++i)
-            if (op_is_simple_method(static_cast<OpId>(i))) list.push_back({op_table[i].name, l_table_unary, nullptr, i});
+            if (op_is_simple_method(static_cast<OpId>(i))) list.push_back({op_table[i].name, l_table_unary, nullptr, nullptr, i});
         list.push_back({nullptr, nullptr});
         return list;
     }();
@@ -403,7 +437,7 @@ const Binding* table_unary_bindings() {
 }
 
 const Binding tensor_op_functions[] = {
-    {"add", l_add}, {"sub", l_sub}, {"mul", l_mul}, {"div", l_div}, {"pow", l_pow}, {"eq", l_eq},
+    {"add", l_add, "alpha"}, {"sub", l_sub, "alpha"}, {"mul", l_mul}, {"div", l_div}, {"pow", l_pow}, {"eq", l_eq},
     {"lt", l_lt}, {"le", l_le}, {"gt", l_gt}, {"ge", l_ge}, {"masked_fill", l_masked_fill},
     {"mm", l_mm}, {"bmm", l_bmm}, {"matmul", l_matmul},
     {"t", l_t}, {"transpose", l_transpose}, {"reshape", l_reshape}, {"flatten", l_flatten},
@@ -414,22 +448,23 @@ const Binding tensor_op_functions[] = {
 };
 
 const Binding tensor_op_method_only[] = {
-    {"add_", l_add_}, {"sub_", l_sub_}, {"mul_", l_mul_}, {"masked_fill_", l_masked_fill_}, {"zero_", l_zero_}, {"fill_", l_fill_},
-    {"copy_", l_copy_}, {"new_zeros", l_new_zeros}, {"new_ones", l_new_ones}, {"new_empty", l_new_zeros},
-    {"new_full", l_new_full},
+    {"add_", l_add_, "alpha"}, {"sub_", l_sub_, "alpha"}, {"mul_", l_mul_}, {"masked_fill_", l_masked_fill_}, {"zero_", l_zero_}, {"fill_", l_fill_},
+    {"copy_", l_copy_}, {"new_zeros", l_new_zeros, CREATE_OPTIONS}, {"new_ones", l_new_ones, CREATE_OPTIONS},
+    {"new_empty", l_new_zeros, CREATE_OPTIONS}, {"new_full", l_new_full, CREATE_OPTIONS},
     {nullptr, nullptr},
 };
 
 const Binding tensor_op_torch_only[] = {
-    {"tensor", l_tensor}, {"zeros", l_zeros}, {"ones", l_ones}, {"full", l_full}, {"rand", l_rand},
-    {"randn", l_randn}, {"eye", l_eye}, {"manual_seed", l_manual_seed}, {"cat", l_cat},
+    {"tensor", l_tensor, CREATE_OPTIONS}, {"zeros", l_zeros, CREATE_OPTIONS}, {"ones", l_ones, CREATE_OPTIONS},
+    {"full", l_full, CREATE_OPTIONS}, {"rand", l_rand, CREATE_OPTIONS}, {"randn", l_randn, CREATE_OPTIONS},
+    {"eye", l_eye, CREATE_OPTIONS}, {"manual_seed", l_manual_seed}, {"cat", l_cat},
     {nullptr, nullptr},
 };
 
 // Errors name the operation as the user wrote it: `a + b` is add, `-a` neg.
 const Binding tensor_op_metamethods[] = {
-    {"__add", l_add, "add"}, {"__sub", l_sub, "sub"}, {"__mul", l_mul, "mul"}, {"__div", l_div, "div"},
-    {"__pow", l_pow, "pow"}, {"__unm", l_neg, "neg"},
+    {"__add", l_add, nullptr, "add"}, {"__sub", l_sub, nullptr, "sub"}, {"__mul", l_mul, nullptr, "mul"}, {"__div", l_div, nullptr, "div"},
+    {"__pow", l_pow, nullptr, "pow"}, {"__unm", l_neg, nullptr, "neg"},
     {nullptr, nullptr},
 };
 

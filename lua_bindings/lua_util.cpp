@@ -43,6 +43,8 @@ int run_guarded(lua_State* L, lua_CFunction fn, const char* name) {
     tapedeck_set_current_state(L);
     try {
         return fn(L);
+    } catch (const OptionError& e) {   // names the function as the user called it already
+        message = e.what();
     } catch (const ArgError& e) {
         message = std::string(name) + ": " + e.what();
         // x.mm(w) (Python's habit) passes w alone: the missing argument is the other tensor
@@ -61,21 +63,35 @@ int run_guarded(lua_State* L, lua_CFunction fn, const char* name) {
     return lua_error(L);
 }
 
-// Every binding is a closure over its Binding record, called through here.
+// A binding reached through a table with a prefix: its trailing options table (the last argument
+// that is not nil, when it has a named field) is checked against the keys it declares, then it runs.
+static int call_checked(lua_State* L) {
+    const Binding* b = static_cast<const Binding*>(lua_touserdata(L, lua_upvalueindex(1)));
+    int top = lua_gettop(L);
+    while (top > 0 && lua_isnil(L, top)) --top;
+    if (top > 0 && b->options != OPTIONS_TABLE_IS_VALUE && is_options_table(L, top)) options_check(L, top, b->options);
+    return b->fn(L);
+}
+
+// Every binding is a closure over its Binding record (and its table's prefix), called through here.
 static int call_binding(lua_State* L) {
     const Binding* b = static_cast<const Binding*>(lua_touserdata(L, lua_upvalueindex(1)));
-    return run_guarded(L, b->fn, b->call_name ? b->call_name : b->name);
+    bool checked = lua_type(L, lua_upvalueindex(2)) == LUA_TSTRING;
+    return run_guarded(L, checked ? call_checked : b->fn, b->call_name ? b->call_name : b->name);
 }
 
 int binding_data(lua_State* L) {   // fn runs inside call_binding's C call: its upvalue is the Binding
     return static_cast<const Binding*>(lua_touserdata(L, lua_upvalueindex(1)))->data;
 }
 
-void register_bindings(lua_State* L, const Binding* bindings) {
+void register_bindings(lua_State* L, const Binding* bindings, const char* prefix) {
     for (const Binding* b = bindings; b->name; ++b) {
         lua_pushlightuserdata(L, const_cast<Binding*>(b));
-        lua_pushcclosure(L, call_binding, 1);
+        if (prefix) lua_pushstring(L, prefix);
+        lua_pushcclosure(L, call_binding, prefix ? 2 : 1);
         lua_setfield(L, -2, b->name);
+        if (prefix && b->options && b->options != OPTIONS_TABLE_IS_VALUE)
+            options_declare(L, (std::string(prefix) + b->name).c_str(), b->options);
     }
 }
 

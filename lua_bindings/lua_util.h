@@ -22,21 +22,56 @@ struct ArgError : std::runtime_error {
 };
 [[noreturn]] __attribute__((format(printf, 2, 3))) void arg_fail(int index, const char* format, ...);
 
+// A binding's `options` when its last argument may be a table with named fields that is a value,
+// not options (a dict of tensors to save): such a table is not checked.
+inline constexpr char OPTIONS_TABLE_IS_VALUE[] = "(a value)";
+
 struct Binding {
     const char* name;                   // the field: the name the user calls it by ("save_npy", "timeit")
     lua_CFunction fn;
+    const char* options = nullptr;      // the keys its options table takes, space-separated ("alpha",
+                                        // "dim keepdim dtype"): the trailing table with a named field is
+                                        // checked against them before fn runs (nullptr: it takes none)
     const char* call_name = nullptr;    // what errors start with when not `name` (metamethods: "__add" -> "add")
     int data = 0;                       // for a function serving several bindings (the op of a
                                         // binding made from the op table): binding_data(L) inside fn
 };
 // Sets each binding (up to the {nullptr, nullptr} row) as a field of the table on top of the stack.
-void register_bindings(lua_State* L, const Binding* bindings);
+// `prefix` is how the user reaches the table ("torch.", "x:", "F.", "torch.onnx."): option errors
+// name the function so ("x:add"), and each binding is entered in the options registry under that
+// name. nullptr (metamethods, a fixed arity): no options check.
+void register_bindings(lua_State* L, const Binding* bindings, const char* prefix);
 // The `data` of the binding running now (call from inside its fn).
 int binding_data(lua_State* L);
 // Runs fn(L) guarded as `name` (what register_bindings does for each call): an ArgError becomes
 // "name: argument N: ... (file.lua:12)", another std::exception "its message (file.lua:12)",
 // prefixed with "name: " unless it starts so already. Lua errors fn raises pass through unchanged.
 int run_guarded(lua_State* L, lua_CFunction fn, const char* name);
+
+// ------------------------------------------------------------------------------------------
+// Options tables: the one check (lua_options.cpp). Every options table is checked by its keys
+// against the keys its function declares (a Binding's `options`; the Lua-written library declares
+// its own through torch._options), with one message:
+//   "x:add: argument 3: unknown option 'alpah' (did you mean 'alpha'? it takes alpha) (x.lua:3)"
+
+// An options error: the whole message, the function named as the user called it.
+struct OptionError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+// The message for an unknown `key` of `called`'s options (accepted: space-separated, or nullptr
+// for none), without the file:line: "called: unknown option 'key' (did you mean ...? it takes ...)".
+std::string options_unknown_message(const std::string& called, const std::string& key, const char* accepted);
+// Checks every key of the table at idx against `accepted` (space-separated; nullptr: none) for
+// the binding running now (named as the user reached it, e.g. "torch.add"); throws OptionError.
+void options_check(lua_State* L, int idx, const char* accepted);
+// Whether the value at idx is an options table: a plain table (no metatable: not a module or an
+// optimizer) with a field that is not a list element ({1, 2} is a value, {stride = 2} options).
+bool is_options_table(lua_State* L, int idx);
+// Enters `called` (e.g. "nn.Linear") with its accepted keys in the options registry.
+void options_declare(lua_State* L, const char* called, const char* accepted);
+// torch._options: check(called, opts, accepted), declare(called, accepted), registry() for the
+// Lua-written library and the tests; into the table on top of the stack.
+void open_options(lua_State* L);
 
 // Whether a frame runs code of the Lua-written library (nn, optim): positions skip those frames to
 // name the user's line that called the library.

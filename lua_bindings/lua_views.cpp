@@ -347,13 +347,13 @@ int l_allclose(lua_State* L) {
     bool equal_nan = false;
     if (!lua_isnoneornil(L, 3)) {
         if (!lua_istable(L, 3)) arg_fail(3, "options must be a table like {rtol = 1e-4}, got %s", type_name_of(L, 3));
+        options_check(L, 3, "rtol atol equal_nan");
         lua_pushnil(L);
         while (lua_next(L, 3)) {
             const char* key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
             if (strcmp(key, "rtol") == 0) rtol = check_number(L, -1, "rtol");
             else if (strcmp(key, "atol") == 0) atol = check_number(L, -1, "atol");
             else if (strcmp(key, "equal_nan") == 0) equal_nan = lua_toboolean(L, -1);
-            else arg_fail(3, "unknown option '%s' (expected rtol, atol or equal_nan)", key);
             lua_pop(L, 1);
         }
     }
@@ -381,7 +381,7 @@ const Binding view_method_only[] = {
     {"storage_offset", l_storage_offset}, {nullptr, nullptr},
 };
 const Binding view_torch_only[] = {
-    {"equal", l_equal}, {"allclose", l_allclose}, {nullptr, nullptr},
+    {"equal", l_equal}, {"allclose", l_allclose, "rtol atol equal_nan"}, {nullptr, nullptr},
 };
 
 }  // namespace tdlua

@@ -54,21 +54,6 @@ local function pair_repr(v)
   return string.format("(%d, %d)", v, v)
 end
 
--- opts is nil or a table with only the known keys (a typo must not pass silently); returns a table.
-local function check_options(class, opts, known, example)
-  if opts == nil then return {} end
-  if type(opts) ~= "table" then fail(string.format("%s: options must be a table like %s, got %s", class, example, describe(opts))) end
-  for key in pairs(opts) do
-    if not known[key] then
-      local names = {}
-      for name in pairs(known) do names[#names + 1] = name end
-      table.sort(names)
-      fail(string.format("%s: unknown option '%s' (expected %s)", class, tostring(key), table.concat(names, ", ")))
-    end
-  end
-  return opts
-end
-
 -- fn(...), an error from it named after the class ("Linear: rand: ..."), with the user's line.
 local function named(class, fn, ...)
   local results = table.pack(pcall(fn, ...))
@@ -218,11 +203,56 @@ function Module:extend(name)
   class.__call = call_in_scope
   class.__tostring = function(module) return module_repr(module) end
   class.__is_module = true
+  class.__library = errors.is_library_source(debug.getinfo(2, "S").source)
   return class
 end
 
+-- A table with a named field is an options table; a plain list ({1, 2}) is a value.
+local function is_options(v)
+  if type(v) ~= "table" or getmetatable(v) ~= nil then return false end
+  for key in pairs(v) do if type(key) == "string" then return true end end
+  return false
+end
+
+-- The options a function of the library takes, declared when its file loads: the list of keys in
+-- PyTorch's order, entered in the options registry under the name the user calls it by ("nn.Linear",
+-- "F.l1_loss", "m:load_state_dict"), as every C binding's is (torch._options.registry()).
+local declared_names = {}   -- called name -> true, for Module:new
+local function declare_options(called, keys)
+  torch._options.declare(called, table.concat(keys, " "))
+  declared_names[called] = true
+  local declared = {called = called}
+  for i, key in ipairs(keys) do declared[i] = key end
+  return declared
+end
+
+-- opts is nil or a table whose keys are all declared (a typo must not pass silently): the C
+-- bindings' check and message ("nn.Linear: unknown option 'biass' (did you mean 'bias'? it takes
+-- bias, device, dtype)"), with the user's file:line; returns opts, or {} for nil.
+local function check_options(declared, opts, example)
+  if opts ~= nil and (type(opts) ~= "table" or torch.is_tensor(opts)) then
+    fail(string.format("%s: options must be a table like %s, got %s", declared.called, example, describe(opts)))
+  end
+  return torch._options.check(declared.called, opts, declared)
+end
+
 -- Class:new(...): an instance, set up, then the class's init(...) runs.
+-- A class of the library that declares no options (nn.ReLU, nn.Flatten) refuses a trailing
+-- options table, as PyTorch's constructors refuse an unknown keyword, instead of dropping it.
+local function takes_options(class)
+  for _ = 1, 100 do
+    if class == nil or class == Module then return false end
+    if rawget(class, "__table_is_value") or declared_names["nn." .. tostring(rawget(class, "__name"))] then return true end
+    class = (getmetatable(class) or {}).__index
+  end
+  return false
+end
 function Module:new(...)
+  local n = select("#", ...)
+  if n > 0 and rawget(self, "__library") and not takes_options(self) then
+    local last = select(n, ...)
+    if is_options(last) then torch._options.check("nn." .. tostring(rawget(self, "__name")), last, "") end
+  end
   local module = setmetatable({_order = {}, _kinds = {}, _declared = {}, training = true}, self)
   module:init(...)
   return module
@@ -360,8 +390,9 @@ function Module:buffers() return values_of(named_tensors(self, "buffer")) end
 
 -- The number of parameter elements (PyTorch users write sum(p.numel() for p in model.parameters())),
 -- or only those that require grad with {only_trainable = true}.
+local NUM_PARAMETERS_OPTIONS = declare_options("m:num_parameters", {"only_trainable"})
 function Module:num_parameters(opts)
-  opts = check_options("num_parameters", opts, {only_trainable = true}, "{only_trainable = true}")
+  opts = check_options(NUM_PARAMETERS_OPTIONS, opts, "{only_trainable = true}")
   local n = 0
   for _, p in ipairs(self:parameters()) do
     if not opts.only_trainable or p.requires_grad then n = n + p:numel() end
@@ -378,8 +409,10 @@ function Module:apply(fn)
 end
 
 -- Gradients are dropped (PyTorch's set_to_none, its default): the next backward starts them afresh.
--- zero_grad(false) zeroes them in place instead.
+-- zero_grad(false) or zero_grad{set_to_none = false} zeroes them in place instead.
+local ZERO_GRAD_OPTIONS = declare_options("m:zero_grad", {"set_to_none"})
 function Module:zero_grad(set_to_none)
+  if type(set_to_none) == "table" then set_to_none = check_options(ZERO_GRAD_OPTIONS, set_to_none).set_to_none end
   for _, p in ipairs(self:parameters()) do
     if set_to_none == false then
       if p.grad then torch.no_grad(function() p.grad:zero_() end) end
@@ -458,6 +491,7 @@ function Module:cpu() return convert_module(self, nil, "cpu") end
 local device_names = {cpu = "cpu", cuda = "cuda", ["cuda:0"] = "cuda"}
 
 -- to(dtype), to(device), to(device, dtype) or to{dtype =, device =}.
+local TO_OPTIONS = declare_options("m:to", {"dtype", "device"})
 function Module:to(...)
   local args = table.pack(...)
   local dtype, device
@@ -466,7 +500,7 @@ function Module:to(...)
     if dtype_names[v] then dtype = dtype_names[v]; return end
     if device_names[v] then device = device_names[v]; return end
     if type(v) == "table" and not is_module(v) then
-      check_options("to", v, {dtype = true, device = true}, "{dtype = \"float64\"}")
+      check_options(TO_OPTIONS, v, "{dtype = \"float64\"}")
       take(v.dtype); take(v.device)
       return
     end
@@ -533,9 +567,10 @@ end
 -- in sd), unexpected keys and shape mismatches are one error listing them all; with
 -- strict = false only shape mismatches are, and the result lists the others:
 -- {missing_keys = {...}, unexpected_keys = {...}} (PyTorch's named tuple).
+local LOAD_STATE_DICT_OPTIONS = declare_options("m:load_state_dict", {"strict"})
 function Module:load_state_dict(sd, opts)
   if type(sd) ~= "table" then fail("load_state_dict: expects a table of name -> tensor, got " .. describe(sd)) end
-  opts = check_options("load_state_dict", opts, {strict = true}, "{strict = false}")
+  opts = check_options(LOAD_STATE_DICT_OPTIONS, opts, "{strict = false}")
   local strict = opts.strict ~= false
   local entries = state_entries(self, "", {})
   local expected, missing, unexpected, mismatched = {}, {}, {}, {}
@@ -655,13 +690,21 @@ function nn.Parameter(t, requires_grad)
   end)
 end
 
--- The dtype option of a constructor: nil (float32) or a floating dtype's name.
-local function check_dtype(class, dtype)
+-- The dtype option of a constructor: nil (float32) or a floating dtype's name. With `device` (the
+-- device option), that device is checked too: an unknown one or "cuda" without a GPU is torch.zeros's
+-- error, before anything is made.
+local function check_dtype(class, dtype, device)
+  if device ~= nil then named(class, torch.zeros, 0, {device = device}) end
   if dtype == nil then return nil end
   if dtype ~= "float32" and dtype ~= "float64" and dtype ~= "float" and dtype ~= "double" then
     fail(string.format("%s: dtype must be \"float32\" or \"float64\", got %s", class, describe(dtype)))
   end
   return dtype
+end
+
+-- A constructor's device option: its parameters and buffers moved there (nil: where they are).
+local function place_on_device(module, device)
+  if device ~= nil then convert_module(module, nil, device) end
 end
 
 -- A parameter with the values fn() computes under no_grad (an initialisation, never on a graph).
@@ -683,16 +726,10 @@ end
 -- name. An unknown name, a parameter given twice or one argument too many is an error naming the
 -- function and the argument.
 
--- A table with a named field is an options table; a plain list ({1, 2}) is a value.
-local function is_options(v)
-  if type(v) ~= "table" or getmetatable(v) ~= nil then return false end
-  for key in pairs(v) do if type(key) == "string" then return true end end
-  return false
-end
 
 -- The parameters of fname(...) by name: after n_fixed leading arguments, the first n_positional of
 -- `names` may come by position; all of them by name in a trailing options table.
-local function parse_args(fname, n_fixed, names, n_positional, ...)
+local function parse_args(fname, n_fixed, names, n_positional, ...)   -- names: from declare_options
   local args = table.pack(...)
   local n = args.n
   local opts
@@ -714,13 +751,8 @@ local function parse_args(fname, n_fixed, names, n_positional, ...)
     end
   end
   if opts then
-    local known = {}
-    for _, name in ipairs(names) do known[name] = true end
+    torch._options.check(names.called, opts, names)
     for key, value in pairs(opts) do
-      if not known[key] then
-        fail(string.format("%s: argument %d: %s does not take '%s' (it takes %s)", fname, n + 1, fname, tostring(key),
-                           table.concat(names, ", ")))
-      end
       if given_at[key] then fail(string.format("%s: %s is given twice: as argument %d and as an option", fname, key, given_at[key])) end
       values[key] = value
     end
@@ -810,6 +842,7 @@ end
 -- {name = module, ...} (sorted by name: a Lua table has no order). d.name, d["name"],
 -- d:keys(), d:values(), d:items(), #d. A name must not hide a method (d:train()).
 nn.ModuleDict = Module:extend("ModuleDict")
+nn.ModuleDict.__table_is_value = true   -- its argument may be a table of name -> module
 function nn.ModuleDict:init(modules)
   if modules ~= nil and not is_plain_table(modules) then
     fail("ModuleDict: expects {{\"name\", module}, ...} or {name = module, ...}, got " .. describe(modules))
@@ -898,7 +931,8 @@ end
 -- They take this file's helpers from nn._helpers, so their checks and errors read as this file's.
 
 nn._helpers = {check_integer = check_integer, check_pair = check_pair, pair_repr = pair_repr,
-               check_options = check_options, named = named, check_dtype = check_dtype,
+               declare_options = declare_options, check_options = check_options, named = named, check_dtype = check_dtype,
+               place_on_device = place_on_device,
                init_parameter = init_parameter, uniform_parameter = uniform_parameter, py_repr = py_repr,
                py_size = py_size, is_options = is_options, parse_args = parse_args, check_tensor = check_tensor,
                check_number = check_number, check_boolean = check_boolean, check_reduction = check_reduction,

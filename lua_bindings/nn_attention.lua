@@ -8,6 +8,7 @@ local helpers = nn._helpers
 local check_integer, check_options, named, check_dtype = helpers.check_integer, helpers.check_options, helpers.named, helpers.check_dtype
 local uniform_parameter, parse_args, check_tensor = helpers.uniform_parameter, helpers.parse_args, helpers.check_tensor
 local check_number, check_boolean = helpers.check_number, helpers.check_boolean
+local declare_options, place_on_device = helpers.declare_options, helpers.place_on_device
 local Module, F = nn.Module, nn.functional
 
 -- PyTorch's out_proj is this Linear subclass (its name is what print(model) shows).
@@ -24,13 +25,16 @@ end
 -- differ from E), out_proj.weight and out_proj.bias; PyTorch's init (xavier uniform for the input
 -- projections, zeros for the biases, Linear's for out_proj.weight).
 nn.MultiheadAttention = Module:extend("MultiheadAttention")
+local MHA_OPTIONS = declare_options("nn.MultiheadAttention", {"dropout", "bias", "kdim", "vdim", "batch_first", "device",
+                                                              "dtype"})
+local MHA_FORWARD_OPTIONS = declare_options("mha:forward", {"key_padding_mask", "need_weights", "attn_mask",
+                                                            "average_attn_weights", "is_causal"})
 function nn.MultiheadAttention:init(embed_dim, num_heads, opts)
   local class = "MultiheadAttention"
   embed_dim = check_integer(class, "embed_dim", embed_dim, 1)
   num_heads = check_integer(class, "num_heads", num_heads, 1)
-  opts = check_options(class, opts, {dropout = true, bias = true, batch_first = true, kdim = true, vdim = true, dtype = true},
-                       "{batch_first = true}")
-  local dtype = check_dtype(class, opts.dtype)
+  opts = check_options(MHA_OPTIONS, opts, "{batch_first = true}")
+  local dtype = check_dtype(class, opts.dtype, opts.device)
   if embed_dim % num_heads ~= 0 then
     fail(string.format("%s: embed_dim (%d) must be divisible by num_heads (%d)", class, embed_dim, num_heads))
   end
@@ -57,6 +61,7 @@ function nn.MultiheadAttention:init(embed_dim, num_heads, opts)
   for _, key in ipairs({"in_proj_weight", "q_proj_weight", "k_proj_weight", "v_proj_weight", "in_proj_bias"}) do
     if self[key] == nil then self:register_parameter(key, nil) end   -- PyTorch's None: reads nil
   end
+  place_on_device(self, opts.device)
 end
 
 -- A mask as the float tensor added to the attention scores, PyTorch's two kinds: a boolean mask
@@ -155,7 +160,7 @@ end
 function nn.MultiheadAttention:forward(...)
   local fname = "MultiheadAttention"
   local query, key, value = ...
-  local a = parse_args(fname, 3, {"key_padding_mask", "need_weights", "attn_mask", "average_attn_weights", "is_causal"}, 5, ...)
+  local a = parse_args(fname, 3, MHA_FORWARD_OPTIONS, 5, ...)
   check_tensor(fname, "query", query)
   check_tensor(fname, "key", key)
   check_tensor(fname, "value", value)

@@ -12,6 +12,7 @@ local errors = require "tapedeck.errors"
 local fail, describe = errors.fail, errors.describe
 local helpers = nn._helpers
 local named, check_integer, parse_args = helpers.named, helpers.check_integer, helpers.parse_args
+local declare_options = helpers.declare_options
 local check_tensor, check_number, check_boolean = helpers.check_tensor, helpers.check_number, helpers.check_boolean
 local check_reduction, size_list = helpers.check_reduction, helpers.size_list
 
@@ -43,18 +44,20 @@ local function reduce_loss(loss, reduction)
   return loss
 end
 
+local L1_LOSS_OPTIONS = declare_options("F.l1_loss", {"reduction"})
 function F.l1_loss(...)
   local input, target = ...
-  local a = parse_args("l1_loss", 2, {"reduction"}, 0, ...)
+  local a = parse_args("l1_loss", 2, L1_LOSS_OPTIONS, 0, ...)
   check_tensor("l1_loss", "input", input)
   check_tensor("l1_loss", "target", target)
   local reduction = check_reduction("l1_loss", a.reduction)
   return named("l1_loss", function() return reduce_loss((input - target):abs(), reduction) end)
 end
 
+local SMOOTH_L1_LOSS_OPTIONS = declare_options("F.smooth_l1_loss", {"reduction", "beta"})
 function F.smooth_l1_loss(...)
   local input, target = ...
-  local a = parse_args("smooth_l1_loss", 2, {"reduction", "beta"}, 0, ...)
+  local a = parse_args("smooth_l1_loss", 2, SMOOTH_L1_LOSS_OPTIONS, 0, ...)
   check_tensor("smooth_l1_loss", "input", input)
   check_tensor("smooth_l1_loss", "target", target)
   local reduction = check_reduction("smooth_l1_loss", a.reduction)
@@ -67,9 +70,10 @@ function F.smooth_l1_loss(...)
   end)
 end
 
+local BINARY_CROSS_ENTROPY_OPTIONS = declare_options("F.binary_cross_entropy", {"weight", "reduction"})
 function F.binary_cross_entropy(...)
   local input, target = ...
-  local a = parse_args("binary_cross_entropy", 2, {"weight", "reduction"}, 1, ...)
+  local a = parse_args("binary_cross_entropy", 2, BINARY_CROSS_ENTROPY_OPTIONS, 1, ...)
   check_tensor("binary_cross_entropy", "input", input)
   check_tensor("binary_cross_entropy", "target", target)
   local weight = check_tensor("binary_cross_entropy", "weight", a.weight, true)
@@ -85,10 +89,11 @@ function F.binary_cross_entropy(...)
   end)
 end
 
+local BINARY_CROSS_ENTROPY_WITH_LOGITS_OPTIONS = declare_options("F.binary_cross_entropy_with_logits", {"weight", "reduction", "pos_weight"})
 function F.binary_cross_entropy_with_logits(...)
   local input, target = ...
   local fname = "binary_cross_entropy_with_logits"
-  local a = parse_args(fname, 2, {"weight", "reduction", "pos_weight"}, 1, ...)
+  local a = parse_args(fname, 2, BINARY_CROSS_ENTROPY_WITH_LOGITS_OPTIONS, 1, ...)
   check_tensor(fname, "input", input)
   check_tensor(fname, "target", target)
   local weight = check_tensor(fname, "weight", a.weight, true)
@@ -167,9 +172,10 @@ local function legacy_reduction(...)
   return ...
 end
 
+local NLL_LOSS_OPTIONS = declare_options("F.nll_loss", {"weight", "ignore_index", "reduction"})
 function F.nll_loss(...)
   local input, target = ...
-  local a = parse_args("nll_loss", 2, {"weight", "ignore_index", "reduction"}, 1, legacy_reduction(...))
+  local a = parse_args("nll_loss", 2, NLL_LOSS_OPTIONS, 1, legacy_reduction(...))
   check_tensor("nll_loss", "input", input)
   check_tensor("nll_loss", "target", target)
   local weight = check_tensor("nll_loss", "weight", a.weight, true)
@@ -187,10 +193,11 @@ function F.nll_loss(...)
   return named("nll_loss", nll_composed, input, target, weight, ignore_index, reduction)
 end
 
+local CROSS_ENTROPY_OPTIONS = declare_options("F.cross_entropy", {"weight", "ignore_index", "reduction", "label_smoothing"})
 function F.cross_entropy(...)
   local input, target = ...
   local fname = "cross_entropy"
-  local a = parse_args(fname, 2, {"weight", "ignore_index", "reduction", "label_smoothing"}, 1, legacy_reduction(...))
+  local a = parse_args(fname, 2, CROSS_ENTROPY_OPTIONS, 1, legacy_reduction(...))
   check_tensor(fname, "input", input)
   check_tensor(fname, "target", target)
   local weight = check_tensor(fname, "weight", a.weight, true)
@@ -246,9 +253,10 @@ function F.cross_entropy(...)
   end)
 end
 
+local MSE_LOSS_OPTIONS = declare_options("F.mse_loss", {"reduction"})
 function F.mse_loss(...)
   local input, target = ...
-  local a = parse_args("mse_loss", 2, {"reduction"}, 0, legacy_reduction(...))
+  local a = parse_args("mse_loss", 2, MSE_LOSS_OPTIONS, 0, legacy_reduction(...))
   check_tensor("mse_loss", "input", input)
   check_tensor("mse_loss", "target", target)
   local reduction = check_reduction("mse_loss", a.reduction)
@@ -256,10 +264,11 @@ function F.mse_loss(...)
   return named("mse_loss", function() return (input - target):square() end)
 end
 
+local MULTI_MARGIN_LOSS_OPTIONS = declare_options("F.multi_margin_loss", {"p", "margin", "weight", "reduction"})
 function F.multi_margin_loss(...)
   local input, target = ...
   local fname = "multi_margin_loss"
-  local a = parse_args(fname, 2, {"p", "margin", "weight", "reduction"}, 3, legacy_reduction(...))
+  local a = parse_args(fname, 2, MULTI_MARGIN_LOSS_OPTIONS, 3, legacy_reduction(...))
   check_tensor(fname, "input", input)
   check_tensor(fname, "target", target)
   local p = check_number(fname, "p", a.p, 1)
@@ -290,9 +299,10 @@ end
 -- ============================================================================================
 -- F's NN functions
 
+local DROPOUT_OPTIONS = declare_options("F.dropout", {"p", "training"})
 function F.dropout(...)
   local input = ...
-  local a = parse_args("dropout", 1, {"p", "training"}, 2, ...)
+  local a = parse_args("dropout", 1, DROPOUT_OPTIONS, 2, ...)
   check_tensor("dropout", "input", input)
   local p = check_number("dropout", "p", a.p, 0.5)
   if p < 0 or p > 1 then fail("dropout: p must be in [0, 1], got " .. describe(p)) end
@@ -306,9 +316,10 @@ function F.dropout(...)
   end)
 end
 
+local LAYER_NORM_OPTIONS = declare_options("F.layer_norm", {"weight", "bias", "eps"})
 function F.layer_norm(...)
   local input, normalized_shape = ...
-  local a = parse_args("layer_norm", 2, {"weight", "bias", "eps"}, 3, ...)
+  local a = parse_args("layer_norm", 2, LAYER_NORM_OPTIONS, 3, ...)
   check_tensor("layer_norm", "input", input)
   local shape = size_list("layer_norm", "normalized_shape", normalized_shape)
   local weight = check_tensor("layer_norm", "weight", a.weight, true)
@@ -333,10 +344,11 @@ function F.layer_norm(...)
   end)
 end
 
+local BATCH_NORM_OPTIONS = declare_options("F.batch_norm", {"weight", "bias", "training", "momentum", "eps"})
 function F.batch_norm(...)
   local input, running_mean, running_var = ...
   local fname = "batch_norm"
-  local a = parse_args(fname, 3, {"weight", "bias", "training", "momentum", "eps"}, 5, ...)
+  local a = parse_args(fname, 3, BATCH_NORM_OPTIONS, 5, ...)
   check_tensor(fname, "input", input)
   check_tensor(fname, "running_mean", running_mean, true)
   check_tensor(fname, "running_var", running_var, true)
@@ -384,9 +396,10 @@ function F.batch_norm(...)
   end)
 end
 
+local EMBEDDING_OPTIONS = declare_options("F.embedding", {})
 function F.embedding(...)
   local input, weight = ...
-  parse_args("embedding", 2, {}, 0, ...)
+  parse_args("embedding", 2, EMBEDDING_OPTIONS, 0, ...)
   check_tensor("embedding", "input", input)
   check_tensor("embedding", "weight", weight)
   if input.dtype ~= "int64" then fail("embedding: input must be int64 indices (1-based), got " .. input.dtype) end
@@ -399,9 +412,10 @@ function F.embedding(...)
   end)
 end
 
+local ONE_HOT_OPTIONS = declare_options("F.one_hot", {"num_classes"})
 function F.one_hot(...)
   local labels = ...
-  local a = parse_args("one_hot", 1, {"num_classes"}, 1, ...)
+  local a = parse_args("one_hot", 1, ONE_HOT_OPTIONS, 1, ...)
   check_tensor("one_hot", "tensor", labels)
   if labels.dtype ~= "int64" then fail("one_hot: tensor must be int64 (1-based labels), got " .. labels.dtype) end
   local num_classes = a.num_classes == nil and -1 or check_integer("one_hot", "num_classes", a.num_classes, -1)
@@ -418,9 +432,10 @@ function F.one_hot(...)
   end)
 end
 
+local NORMALIZE_OPTIONS = declare_options("F.normalize", {"p", "dim", "eps"})
 function F.normalize(...)
   local input = ...
-  local a = parse_args("normalize", 1, {"p", "dim", "eps"}, 3, ...)
+  local a = parse_args("normalize", 1, NORMALIZE_OPTIONS, 3, ...)
   check_tensor("normalize", "input", input)
   local p = check_number("normalize", "p", a.p, 2)
   local dim = a.dim == nil and 2 or check_integer("normalize", "dim", a.dim, math.mininteger)
@@ -447,9 +462,10 @@ local function pad_indices(mode, n, before, after)
   return torch.tensor(index, {dtype = "int64"})
 end
 
+local PAD_OPTIONS = declare_options("F.pad", {"mode", "value"})
 function F.pad(...)
   local input, pad = ...
-  local a = parse_args("pad", 2, {"mode", "value"}, 2, ...)
+  local a = parse_args("pad", 2, PAD_OPTIONS, 2, ...)
   check_tensor("pad", "input", input)
   local pads = size_list("pad", "pad", pad)
   local mode = a.mode == nil and "constant" or a.mode
@@ -503,10 +519,11 @@ local function size_pair(fname, what, v, min)
   fail(string.format("%s: %s must be an integer >= %d or a list of two, got %s", fname, what, min, describe(v)))
 end
 
+local AVG_POOL2D_OPTIONS = declare_options("F.avg_pool2d", {"stride", "padding", "ceil_mode", "count_include_pad", "divisor_override"})
 function F.avg_pool2d(...)
   local input, kernel_size = ...
   local fname = "avg_pool2d"
-  local a = parse_args(fname, 2, {"stride", "padding", "ceil_mode", "count_include_pad", "divisor_override"}, 5, ...)
+  local a = parse_args(fname, 2, AVG_POOL2D_OPTIONS, 5, ...)
   check_tensor(fname, "input", input)
   local kh, kw = size_pair(fname, "kernel_size", kernel_size, 1)
   local sh, sw = kh, kw
@@ -555,10 +572,11 @@ end
 -- of a rectangle is the mean over its rows of the means over its columns, so this is oh row means
 -- (narrow, mean) joined by cat, then ow column means: oh + ow means, not oh * ow. A size nil (or
 -- a missing entry) keeps the input's.
+local ADAPTIVE_AVG_POOL2D_OPTIONS = declare_options("F.adaptive_avg_pool2d", {})
 function F.adaptive_avg_pool2d(...)
   local input, output_size = ...
   local fname = "adaptive_avg_pool2d"
-  parse_args(fname, 2, {}, 0, ...)
+  parse_args(fname, 2, ADAPTIVE_AVG_POOL2D_OPTIONS, 0, ...)
   check_tensor(fname, "input", input)
   if input:dim() ~= 3 and input:dim() ~= 4 then fail(fname .. ": input must be [N, C, H, W] or [C, H, W], got " .. tostring(input.shape)) end
   local sizes = type(output_size) == "table" and output_size or {output_size, output_size}

@@ -11,6 +11,7 @@ local fail, describe = errors.fail, errors.describe
 local helpers = nn._helpers
 local check_integer, check_pair, pair_repr = helpers.check_integer, helpers.check_pair, helpers.pair_repr
 local check_options, named, check_dtype = helpers.check_options, helpers.named, helpers.check_dtype
+local declare_options, place_on_device = helpers.declare_options, helpers.place_on_device
 local init_parameter, uniform_parameter = helpers.init_parameter, helpers.uniform_parameter
 local py_repr, py_size, is_options, parse_args = helpers.py_repr, helpers.py_size, helpers.is_options, helpers.parse_args
 local check_tensor, check_number, check_boolean = helpers.check_tensor, helpers.check_number, helpers.check_boolean
@@ -21,16 +22,18 @@ local Module, F = nn.Module, nn.functional
 -- Layers
 
 nn.Linear = Module:extend("Linear")
+local LINEAR_OPTIONS = declare_options("nn.Linear", {"bias", "device", "dtype"})
 function nn.Linear:init(in_features, out_features, opts)
   in_features = check_integer("Linear", "in_features", in_features, 0)
   out_features = check_integer("Linear", "out_features", out_features, 0)
-  opts = check_options("Linear", opts, {bias = true, dtype = true}, "{bias = false}")
-  check_dtype("Linear", opts.dtype)
+  opts = check_options(LINEAR_OPTIONS, opts, "{bias = false}")
+  check_dtype("Linear", opts.dtype, opts.device)
   self.in_features, self.out_features = in_features, out_features
   local bound = 1 / math.sqrt(in_features)
   self.weight = named("Linear", uniform_parameter, {out_features, in_features}, bound, opts.dtype)
   if opts.bias ~= false then self.bias = named("Linear", uniform_parameter, {out_features}, bound, opts.dtype) end
   if self.bias == nil then self:register_parameter("bias", nil) end   -- PyTorch's None: lin.bias reads nil
+  place_on_device(self, opts.device)
 end
 function nn.Linear:forward(x) return torch.linear(x, self.weight, self.bias) end
 function nn.Linear:extra_repr()
@@ -42,13 +45,14 @@ end
 -- sizes as a number or {h, w}; padding also "valid" or "same" (stride 1 only, as PyTorch).
 -- PyTorch's init: weight and bias uniform in ±1/sqrt(fan_in), fan_in = in/groups * kH * kW.
 nn.Conv2d = Module:extend("Conv2d")
+local CONV2D_OPTIONS = declare_options("nn.Conv2d", {"stride", "padding", "dilation", "groups", "bias", "padding_mode",
+                                                     "device", "dtype"})
 function nn.Conv2d:init(in_channels, out_channels, kernel_size, opts)
   in_channels = check_integer("Conv2d", "in_channels", in_channels, 1)
   out_channels = check_integer("Conv2d", "out_channels", out_channels, 1)
   local kh, kw = check_pair("Conv2d", "kernel_size", kernel_size, 1)
-  opts = check_options("Conv2d", opts, {stride = true, padding = true, dilation = true, groups = true, bias = true,
-                                        dtype = true, padding_mode = true}, "{stride = 1, padding = 0}")
-  check_dtype("Conv2d", opts.dtype)
+  opts = check_options(CONV2D_OPTIONS, opts, "{stride = 1, padding = 0}")
+  check_dtype("Conv2d", opts.dtype, opts.device)
   -- sizes are stored as given (a number or {h, w}); rawset: a {h, w} is not a list of modules to register
   self.in_channels, self.out_channels = in_channels, out_channels
   rawset(self, "kernel_size", kernel_size)
@@ -72,6 +76,7 @@ function nn.Conv2d:init(in_channels, out_channels, kernel_size, opts)
   self.weight = named("Conv2d", uniform_parameter, {out_channels, in_channels // self.groups, kh, kw}, bound, opts.dtype)
   if opts.bias ~= false then self.bias = named("Conv2d", uniform_parameter, {out_channels}, bound, opts.dtype) end
   if self.bias == nil then self:register_parameter("bias", nil) end
+  place_on_device(self, opts.device)
 end
 function nn.Conv2d:forward(x)
   return torch.conv2d(x, self.weight, self.bias,
@@ -92,11 +97,11 @@ end
 -- nn.MaxPool2d(kernel_size [, stride] [, {stride =, padding =, dilation =, ceil_mode =, return_indices =}]):
 -- sizes as a number or {h, w}; stride defaults to kernel_size.
 nn.MaxPool2d = Module:extend("MaxPool2d")
+local MAX_POOL2D_OPTIONS = declare_options("nn.MaxPool2d", {"stride", "padding", "dilation", "return_indices", "ceil_mode"})
 function nn.MaxPool2d:init(kernel_size, stride, opts)
   if opts == nil and type(stride) == "table" and type(next(stride)) == "string" then stride, opts = nil, stride end
   check_pair("MaxPool2d", "kernel_size", kernel_size, 1)
-  opts = check_options("MaxPool2d", opts, {stride = true, padding = true, dilation = true, ceil_mode = true,
-                                           return_indices = true}, "{stride = 2, padding = 1}")
+  opts = check_options(MAX_POOL2D_OPTIONS, opts, "{stride = 2, padding = 1}")
   if stride ~= nil and opts.stride ~= nil then fail("MaxPool2d: stride is given twice: as argument 2 and as an option") end
   -- sizes are stored as given (a number or {h, w}); rawset: a {h, w} is not a list of modules to register
   rawset(self, "kernel_size", kernel_size)
@@ -166,8 +171,9 @@ function nn.SiLU:forward(x) return F.silu(x) end
 
 -- nn.LeakyReLU([negative_slope = 0.01]) or {negative_slope =}
 nn.LeakyReLU = Module:extend("LeakyReLU")
+local LEAKY_RELU_OPTIONS = declare_options("nn.LeakyReLU", {"negative_slope"})
 function nn.LeakyReLU:init(...)
-  local a = parse_args("LeakyReLU", 0, {"negative_slope"}, 1, ...)
+  local a = parse_args("LeakyReLU", 0, LEAKY_RELU_OPTIONS, 1, ...)
   self.negative_slope = check_number("LeakyReLU", "negative_slope", a.negative_slope, 0.01)
 end
 function nn.LeakyReLU:forward(x) return F.leaky_relu(x, self.negative_slope) end
@@ -175,8 +181,9 @@ function nn.LeakyReLU:extra_repr() return "negative_slope=" .. py_repr(self.nega
 
 -- nn.GELU([approximate = "none"]) or {approximate = "tanh"}
 nn.GELU = Module:extend("GELU")
+local GELU_OPTIONS = declare_options("nn.GELU", {"approximate"})
 function nn.GELU:init(...)
-  local a = parse_args("GELU", 0, {"approximate"}, 1, ...)
+  local a = parse_args("GELU", 0, GELU_OPTIONS, 1, ...)
   local approximate = a.approximate == nil and "none" or a.approximate
   if approximate ~= "none" and approximate ~= "tanh" then
     fail("GELU: approximate must be \"none\" or \"tanh\", got " .. describe(approximate))
@@ -197,8 +204,9 @@ end
 
 -- nn.Dropout([p = 0.5]) or {p =}: F.dropout in training, the input itself in eval().
 nn.Dropout = Module:extend("Dropout")
+local DROPOUT_OPTIONS = declare_options("nn.Dropout", {"p"})
 function nn.Dropout:init(...)
-  local a = parse_args("Dropout", 0, {"p"}, 1, ...)
+  local a = parse_args("Dropout", 0, DROPOUT_OPTIONS, 1, ...)
   self.p = check_number("Dropout", "p", a.p, 0.5)
   if self.p < 0 or self.p > 1 then fail("Dropout: p must be in [0, 1], got " .. describe(self.p)) end
 end
@@ -213,11 +221,11 @@ function nn.Dropout:extra_repr() return "p=" .. py_repr(self.p) .. ", inplace=Fa
 -- running stats are updated; in eval() the running stats normalise.
 local function batch_norm_class(name, accepted_dims)
   local class = Module:extend(name)
+  local declared = declare_options("nn." .. name, {"eps", "momentum", "affine", "track_running_stats", "device", "dtype"})
   function class:init(num_features, opts)
     num_features = check_integer(name, "num_features", num_features, 1)
-    opts = check_options(name, opts, {eps = true, momentum = true, affine = true, track_running_stats = true, dtype = true},
-                         "{momentum = 0.01}")
-    local dtype = check_dtype(name, opts.dtype)
+    opts = check_options(declared, opts, "{momentum = 0.01}")
+    local dtype = check_dtype(name, opts.dtype, opts.device)
     self.num_features = num_features
     self.eps = check_number(name, "eps", opts.eps, 1e-5)
     if opts.momentum == false then self.momentum = false else self.momentum = check_number(name, "momentum", opts.momentum, 0.1) end
@@ -237,6 +245,7 @@ local function batch_norm_class(name, accepted_dims)
     for _, key in ipairs({"running_mean", "running_var", "num_batches_tracked"}) do
       if self[key] == nil then self:register_buffer(key, nil) end
     end
+    place_on_device(self, opts.device)
   end
   function class:forward(x)
     if not torch.is_tensor(x) or not accepted_dims[x:dim()] then
@@ -265,10 +274,11 @@ batch_norm_class("BatchNorm2d", {[4] = true, text = "4D ([N, C, H, W])"})
 -- nn.LayerNorm(normalized_shape [, {eps = 1e-5, elementwise_affine = true, bias = true, dtype =}]):
 -- over the last dims; weight ones, bias zeros, of normalized_shape.
 nn.LayerNorm = Module:extend("LayerNorm")
+local LAYER_NORM_OPTIONS = declare_options("nn.LayerNorm", {"eps", "elementwise_affine", "bias", "device", "dtype"})
 function nn.LayerNorm:init(normalized_shape, opts)
   local shape = size_list("LayerNorm", "normalized_shape", normalized_shape)
-  opts = check_options("LayerNorm", opts, {eps = true, elementwise_affine = true, bias = true, dtype = true}, "{eps = 1e-6}")
-  local dtype = check_dtype("LayerNorm", opts.dtype)
+  opts = check_options(LAYER_NORM_OPTIONS, opts, "{eps = 1e-6}")
+  local dtype = check_dtype("LayerNorm", opts.dtype, opts.device)
   rawset(self, "normalized_shape", shape)
   self.eps = check_number("LayerNorm", "eps", opts.eps, 1e-5)
   self.elementwise_affine = check_boolean("LayerNorm", "elementwise_affine", opts.elementwise_affine, true)
@@ -279,6 +289,7 @@ function nn.LayerNorm:init(normalized_shape, opts)
     end
   end
   for _, key in ipairs({"weight", "bias"}) do if self[key] == nil then self:register_parameter(key, nil) end end
+  place_on_device(self, opts.device)
 end
 function nn.LayerNorm:forward(x) return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps) end
 function nn.LayerNorm:extra_repr()
@@ -289,11 +300,12 @@ end
 -- nn.Embedding(num_embeddings, embedding_dim [, {padding_idx =, dtype =}]): weight N(0, 1); the
 -- row padding_idx (1-based) starts at zero and gets no gradient, as PyTorch's.
 nn.Embedding = Module:extend("Embedding")
+local EMBEDDING_OPTIONS = declare_options("nn.Embedding", {"padding_idx", "device", "dtype"})
 function nn.Embedding:init(num_embeddings, embedding_dim, opts)
   num_embeddings = check_integer("Embedding", "num_embeddings", num_embeddings, 1)
   embedding_dim = check_integer("Embedding", "embedding_dim", embedding_dim, 1)
-  opts = check_options("Embedding", opts, {padding_idx = true, dtype = true}, "{padding_idx = 1}")
-  local dtype = check_dtype("Embedding", opts.dtype)
+  opts = check_options(EMBEDDING_OPTIONS, opts, "{padding_idx = 1}")
+  local dtype = check_dtype("Embedding", opts.dtype, opts.device)
   self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
   if opts.padding_idx ~= nil then
     local index = check_integer("Embedding", "padding_idx", opts.padding_idx, -num_embeddings)
@@ -307,6 +319,7 @@ function nn.Embedding:init(num_embeddings, embedding_dim, opts)
     if self.padding_idx then w[self.padding_idx]:fill_(0) end
     return w
   end)
+  place_on_device(self, opts.device)
 end
 function nn.Embedding:forward(input)
   local weight = self.weight
@@ -324,11 +337,12 @@ end
 -- nn.AvgPool2d(kernel_size [, stride] [, {stride =, padding = 0, ceil_mode =, count_include_pad = true,
 -- divisor_override =}]): F.avg_pool2d.
 nn.AvgPool2d = Module:extend("AvgPool2d")
+local AVG_POOL2D_OPTIONS = declare_options("nn.AvgPool2d", {"stride", "padding", "ceil_mode", "count_include_pad",
+                                                            "divisor_override"})
 function nn.AvgPool2d:init(kernel_size, stride, opts)
   if opts == nil and is_options(stride) then stride, opts = nil, stride end
   check_pair("AvgPool2d", "kernel_size", kernel_size, 1)
-  opts = check_options("AvgPool2d", opts, {stride = true, padding = true, ceil_mode = true, count_include_pad = true,
-                                           divisor_override = true}, "{stride = 2, padding = 1}")
+  opts = check_options(AVG_POOL2D_OPTIONS, opts, "{stride = 2, padding = 1}")
   if stride ~= nil and opts.stride ~= nil then fail("AvgPool2d: stride is given twice: as argument 2 and as an option") end
   rawset(self, "kernel_size", kernel_size)
   rawset(self, "stride", stride or opts.stride or kernel_size)
@@ -379,6 +393,7 @@ local loss_modules = {
 for _, spec in ipairs(loss_modules) do
   local name, fname, n_positional, names = table.unpack(spec)
   local class = Module:extend(name)
+  names = declare_options("nn." .. name, names)
   function class:init(...)
     local first = ...
     if n_positional == 0 and first ~= nil and type(first) ~= "table" then

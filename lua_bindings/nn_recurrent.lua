@@ -24,6 +24,7 @@ local helpers = nn._helpers
 local check_integer, check_options, check_dtype = helpers.check_integer, helpers.check_options, helpers.check_dtype
 local check_boolean, check_number, py_repr = helpers.check_boolean, helpers.check_number, helpers.py_repr
 local named, uniform_parameter = helpers.named, helpers.uniform_parameter
+local declare_options, place_on_device = helpers.declare_options, helpers.place_on_device
 
 -- Gates per kind, stacked along the rows of weight_ih / weight_hh.
 local GATES = {RNN = 1, LSTM = 4, GRU = 3}
@@ -115,17 +116,18 @@ end
 local function define_cell(class, kind)
   local Cell = nn.Module:extend(class)
   nn[class] = Cell
-  local known = {bias = true, dtype = true}
-  if kind == "RNN" then known.nonlinearity = true end
+  local known = declare_options("nn." .. class, kind == "RNN" and {"bias", "nonlinearity", "device", "dtype"} or
+                                                  {"bias", "device", "dtype"})
 
   function Cell:init(input_size, hidden_size, opts)
     input_size, hidden_size = check_sizes(class, input_size, hidden_size)
-    opts = check_options(class, opts, known, "{bias = false}")
-    local dtype = check_dtype(class, opts.dtype)
+    opts = check_options(known, opts, "{bias = false}")
+    local dtype = check_dtype(class, opts.dtype, opts.device)
     self.input_size, self.hidden_size = input_size, hidden_size
     self.bias = check_boolean(class, "bias", opts.bias, true)
     if kind == "RNN" then self.nonlinearity = check_nonlinearity(class, opts.nonlinearity) end
     add_weights(self, class, "", input_size, GATES[kind] * hidden_size, hidden_size, self.bias, dtype)
+    place_on_device(self, opts.device)
   end
 
   -- The state given for a cell: h, or {h, c} for LSTMCell; checked against x's batch.
@@ -258,14 +260,14 @@ end
 local function define_rnn(class, kind)
   local Module = nn.Module:extend(class)
   nn[class] = Module
-  local known = {num_layers = true, bias = true, batch_first = true, dropout = true, bidirectional = true,
-                 proj_size = true, dtype = true}
-  if kind == "RNN" then known.nonlinearity = true end
+  local keys = {"num_layers", "bias", "batch_first", "dropout", "bidirectional", "proj_size", "device", "dtype"}
+  if kind == "RNN" then table.insert(keys, 2, "nonlinearity") end
+  local known = declare_options("nn." .. class, keys)
 
   function Module:init(input_size, hidden_size, opts)
     input_size, hidden_size = check_sizes(class, input_size, hidden_size)
-    opts = check_options(class, opts, known, "{num_layers = 2, batch_first = true}")
-    local dtype = check_dtype(class, opts.dtype)
+    opts = check_options(known, opts, "{num_layers = 2, batch_first = true}")
+    local dtype = check_dtype(class, opts.dtype, opts.device)
     if check_boolean(class, "bidirectional", opts.bidirectional, false) then
       fail(class .. ": bidirectional = true is not supported (only one direction)")
     end
@@ -281,6 +283,7 @@ local function define_rnn(class, kind)
       local in_size = layer == 0 and input_size or hidden_size
       add_weights(self, class, "_l" .. layer, in_size, GATES[kind] * hidden_size, hidden_size, self.bias, dtype)
     end
+    place_on_device(self, opts.device)
   end
 
   -- output, h_n (LSTM: output, {h_n, c_n}).

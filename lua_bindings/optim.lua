@@ -79,9 +79,25 @@ local function did_you_mean(name, known)
   return " (did you mean '" .. best .. "'?)"
 end
 
+-- The keys of `known` (a table key -> anything), sorted, as one space-separated string.
+local function key_list(known)
+  local keys = {}
+  for key in pairs(known) do keys[#keys + 1] = key end
+  table.sort(keys)
+  return table.concat(keys, " ")
+end
+
+-- Fails with the options check's message (torch._options, the C bindings' check) when `key` is not
+-- among `known`'s keys; `called` is the name the user called ("optim.SGD").
+local function check_known_key(called, known, key)
+  if known[key] ~= nil then return end
+  if type(key) ~= "string" then fail(called .. ": unknown option " .. describe(key) .. did_you_mean(key, known)) end
+  torch._options.check(called, {[key] = true}, key_list(known))
+end
+
 -- Fails unless `value` is a valid `key` option of optimizer `name`.
 local function check_option(name, defaults, key, value)
-  if defaults[key] == nil then fail(name .. ": unknown option '" .. tostring(key) .. "'" .. did_you_mean(key, defaults)) end
+  check_known_key("optim." .. name, defaults, key)
   local rule = OPTION_RULES[key]
   if rule and not rule[1](value) then fail(name .. ": " .. key .. " must be " .. rule[2] .. ", got " .. describe(value)) end
 end
@@ -252,8 +268,10 @@ end
 
 -- Drops every parameter's gradient (PyTorch 2's default, set_to_none = true). With
 -- {set_to_none = false} the gradients are zeroed in place instead.
+torch._options.declare("opt:zero_grad", "set_to_none")
 function Optimizer:zero_grad(opts)
   check_self(self, "zero_grad")
+  if opts ~= nil then torch._options.check("opt:zero_grad", opts, "set_to_none") end
   local to_none = not (type(opts) == "table" and opts.set_to_none == false)
   for _, p in ipairs(self:_parameters()) do
     if to_none then
@@ -379,6 +397,7 @@ local function define_optimizer(name, spec)
   class.__tostring = Optimizer.__tostring
   class.new = function(params, opts) return new_optimizer(class, params, opts) end
   setmetatable(class, {__index = Optimizer, __call = function(_, ...) return class.new(...) end})
+  torch._options.declare("optim." .. name, key_list(spec.defaults))
   optim[name] = class
   return class
 end
@@ -788,7 +807,8 @@ local function each_group_lr(self, fn)
   return out
 end
 
-local function define_scheduler(name, make)
+local function define_scheduler(name, make, option_keys)
+  torch._options.declare("optim.lr_scheduler." .. name, option_keys or "")
   local class = setmetatable({}, {__index = Scheduler})
   class.__index = class
   lr_scheduler[name] = setmetatable(class, {__index = Scheduler, __call = function(_, ...) return make(class, ...) end})
@@ -799,9 +819,7 @@ end
 local function scheduler_options(name, opts, known)
   if opts == nil then return {} end
   if type(opts) ~= "table" then fail(name .. ": options must be a table like {gamma = 0.1}, got " .. describe(opts)) end
-  for key in pairs(opts) do
-    if known[key] == nil then fail(name .. ": unknown option '" .. tostring(key) .. "'" .. did_you_mean(key, known)) end
-  end
+  for key in pairs(opts) do check_known_key("optim.lr_scheduler." .. name, known, key) end
   return opts
 end
 
@@ -812,7 +830,7 @@ local StepLR = define_scheduler("StepLR", function(class, opt, step_size, opts)
   local gamma = opts.gamma == nil and 0.1 or opts.gamma
   if type(gamma) ~= "number" or gamma < 0 then fail("StepLR: gamma must be a number >= 0, got " .. describe(gamma)) end
   return new_scheduler(class, "StepLR", opt, {step_size = step_size, gamma = gamma})
-end)
+end, "gamma")
 function StepLR:get_lr()
   if self.last_epoch == 0 or self.last_epoch % self.step_size ~= 0 then return each_group_lr(self, function(lr) return lr end) end
   return each_group_lr(self, function(lr) return lr * self.gamma end)
@@ -826,7 +844,7 @@ local CosineAnnealingLR = define_scheduler("CosineAnnealingLR", function(class, 
   local eta_min = opts.eta_min or 0
   if type(eta_min) ~= "number" or eta_min < 0 then fail("CosineAnnealingLR: eta_min must be a number >= 0, got " .. describe(eta_min)) end
   return new_scheduler(class, "CosineAnnealingLR", opt, {T_max = T_max, eta_min = eta_min})
-end)
+end, "eta_min")
 function CosineAnnealingLR:get_lr()
   local epoch, T_max, eta_min, pi = self.last_epoch, self.T_max, self.eta_min, math.pi
   if epoch == 0 then return each_group_lr(self, function(lr) return lr end) end
@@ -840,7 +858,8 @@ end
 
 -- LambdaLR(opt, fn) or LambdaLR(opt, {fn1, fn2, ...}) (one per group): lr = base lr * fn(epoch),
 -- epoch counted from 0 as PyTorch's.
-local LambdaLR = define_scheduler("LambdaLR", function(class, opt, lr_lambda)
+local LambdaLR = define_scheduler("LambdaLR", function(class, opt, lr_lambda, opts)
+  scheduler_options("LambdaLR", opts, {})
   local lambdas = {}
   if is_optimizer(opt) then
     for i = 1, #opt.param_groups do

@@ -34,7 +34,8 @@ Bar.__index = Bar
 
 local function is_count(v, min) return math.type(v) == "integer" and v >= min end
 
-local KNOWN_OPTIONS = {total = true, every = true, out = true, terminal = true, clock = true, label = true}
+local OPTION_KEYS = "total every label out terminal clock"
+torch._options.declare("progress.new", OPTION_KEYS)
 
 -- progress.new{total = N, every = K, label = "train", out = io.stdout, terminal = bool, clock = fn}
 --   total     the last step (an integer >= 1), for "step i/N" and the ETA; nil: no ETA
@@ -46,11 +47,7 @@ local KNOWN_OPTIONS = {total = true, every = true, out = true, terminal = true, 
 function progress.new(opts)
   opts = opts or {}
   if type(opts) ~= "table" then fail("progress.new: options must be a table ({total = 100}), got " .. describe(opts)) end
-  for key in pairs(opts) do
-    if not KNOWN_OPTIONS[key] then
-      fail("progress.new: unknown option " .. describe(key) .. " (expected total, every, label, out, terminal, clock)")
-    end
-  end
+  torch._options.check("progress.new", opts, OPTION_KEYS)
   if opts.total ~= nil and not is_count(opts.total, 1) then
     fail("progress.new: total must be an integer >= 1, got " .. describe(opts.total))
   end

@@ -57,6 +57,13 @@ void tapedeck_open_function(lua_State* L);
 // Registry field: a set (name -> true) of the torch.Function names defined so far (the debugger's
 // breakpoint names and suggestions).
 constexpr const char* TAPEDECK_FUNCTION_NAMES = "tapedeck.function_names";
+// The options check (lua_options.cpp) for a function registered without the bindings' guard
+// (luaL_Reg: dbg, viewer): the keys of the table at idx against `accepted` (space-separated), an
+// unknown one raised as a Lua error naming `called`, the key, a near miss and the keys, with the
+// user's file:line.
+void tapedeck_check_options(lua_State* L, int idx, const char* called, const char* accepted);
+// Enters `called` with its accepted keys in the options registry (when its table is opened).
+void tapedeck_declare_options(lua_State* L, const char* called, const char* accepted);
 // "file.lua:12" of the innermost Lua frame at or above `level` (empty when none).
 std::string tapedeck_where(lua_State* L, int level);
 // Adds torch.freeze, save_plan, load_plan, save_npy, load_npy to the torch table on top of the

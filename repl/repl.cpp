@@ -66,6 +66,22 @@ void on_sigint(int) {
     }
 }
 
+// The level the traceback of an error starts at: 1, or past the frames of tapedeck's own Lua
+// library (nn, optim) and the C calls between them when the error was raised inside it, so that a
+// mistake of the user's (model[0]) shows the user's frames, not nn.lua's lines.
+int first_user_level(lua_State* L) {
+    lua_Debug ar;
+    int first = 1;
+    for (int level = 1; lua_getstack(L, level, &ar); ++level) {
+        lua_getinfo(L, "S", &ar);
+        bool in_c = ar.what[0] == 'C';
+        bool in_library = strncmp(ar.source, TAPEDECK_LIBRARY_CHUNK, strlen(TAPEDECK_LIBRARY_CHUNK)) == 0;
+        if (!in_c && !in_library) break;
+        if (in_library) first = level + 1;
+    }
+    return first;
+}
+
 int message_handler(lua_State* L) {
     const char* message = lua_tostring(L, 1);
     if (!message) {
@@ -75,13 +91,14 @@ int message_handler(lua_State* L) {
     std::string hint = tapedeck_error_hint(L, message);   // "attempt to call a nil value (method 'sume')"
     if (!hint.empty()) message = lua_pushfstring(L, "%s%s", message, hint.c_str());
     if (repl_state.error_observer) repl_state.error_observer(L, message);   // the post-mortem, before the stack unwinds
-    luaL_traceback(L, L, message, 1);
+    int first_level = first_user_level(L);
+    luaL_traceback(L, L, message, first_level);
     if (repl_state.innermost_loop && repl_state.innermost_loop->stack_base > 0) {
         // At a debugger stop: the frames of the stopped program are :where's, not this error's.
         lua_Debug ar;
         int depth = 0;
         while (lua_getstack(L, depth, &ar)) ++depth;
-        int keep = depth - 1 - repl_state.innermost_loop->stack_base;   // frames from level 1 up to the prompt's chunk
+        int keep = depth - first_level - repl_state.innermost_loop->stack_base;   // frames from first_level up to the prompt's chunk
         std::string text = lua_tostring(L, -1);
         size_t at = text.find("\nstack traceback:");
         for (int frame = 0; at != std::string::npos && frame <= keep; ++frame) at = text.find('\n', at + 1);

@@ -44,19 +44,12 @@ int function_field(lua_State* L, const char* field) {
     return luaL_ref(L, LUA_REGISTRYINDEX);
 }
 
-const char* const BREAK_FIELDS[] = {"op", "fn", "phase", "node", "line", "file", "when", "once", "action", nullptr};
+const char BREAK_FIELDS[] = "op fn phase node line file when once action";
 
 // dbg.break_on{op=, phase=, node=, line=, file=, when=, once=, action=} -> id
 int l_break_on(lua_State* L) {
     luaL_checktype(L, 1, LUA_TTABLE);
-    lua_pushnil(L);
-    while (lua_next(L, 1)) {
-        bool known = false;
-        const char* key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
-        for (const char* const* f = BREAK_FIELDS; *f && !known; ++f) known = strcmp(key, *f) == 0;
-        if (!known) return luaL_error(L, "dbg.break_on: unknown field '%s' (op, fn, phase, node, line, file, when, once, action)", key);
-        lua_pop(L, 1);
-    }
+    tapedeck_check_options(L, 1, "dbg.break_on", BREAK_FIELDS);
     Breakpoint bp;
     lua_getfield(L, 1, "op");
     lua_getfield(L, 1, "node");
@@ -322,5 +315,6 @@ const luaL_Reg dbg_functions[] = {
 
 void debugger_open_lua(lua_State* L) {
     luaL_newlib(L, dbg_functions);
+    tapedeck_declare_options(L, "dbg.break_on", BREAK_FIELDS);
     lua_setglobal(L, "dbg");
 }

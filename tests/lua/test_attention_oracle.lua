@@ -90,7 +90,7 @@ assert((w_train:sum(4) - 1):abs():max():item() > 1e-3, "training weights are dro
 -- Errors name MultiheadAttention and the user's line.
 local E = "MultiheadAttention"
 check.fails(E, "embed_dim (6) must be divisible by num_heads (4)", function() local _ = nn.MultiheadAttention(6, 4) end)
-check.fails(E, "unknown option 'add_bias_kv'", function() local _ = nn.MultiheadAttention(6, 2, {add_bias_kv = true}) end)
+check.fails("nn.MultiheadAttention", "unknown option 'add_bias_kv'", function() local _ = nn.MultiheadAttention(6, 2, {add_bias_kv = true}) end)
 check.fails(E, "query must be 3-D (batched) or 2-D (unbatched)", function() local _ = mha(torch.randn(6), x, x) end)
 check.fails(E, "must be 3-D as the query", function() local _ = mha(x, torch.randn(3, 6), x) end)
 check.fails(E, "must end in embed_dim 6", function() local _ = mha(torch.randn(3, 2, 5), x, x) end)
@@ -101,6 +101,6 @@ check.fails(E, "key_padding_mask must be [2, 3]", function() local _ = mha(x, x,
 check.fails(E, "key_padding_mask must be 2-D", function() local _ = mha(x, x, x, {key_padding_mask = torch.zeros(3)}) end)
 check.fails(E, "float mask of 0s and 1s", function() local _ = mha(x, x, x, {attn_mask = torch.ones(3, 3):triu(1)}) end)
 check.fails(E, "give it as int64", function() local _ = mha(x, x, x, {key_padding_mask = torch.ones(2, 3)}) end)
-check.fails(E, "does not take 'causal'", function() local _ = mha(x, x, x, {causal = true}) end)
+check.fails("mha:forward", "unknown option 'causal' (did you mean 'is_causal'?", function() local _ = mha(x, x, x, {causal = true}) end)
 check.fails(E, "need_weights must be true or false", function() local _ = mha(x, x, x, nil, 1) end)
 print("test_attention_oracle: ok")

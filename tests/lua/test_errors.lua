@@ -59,10 +59,10 @@ check.fails("max", "out of range", function() return torch.ones(2):max(2) end)
 check.fails("gather", "out of range", function() return torch.ones(2):gather(2, torch.arange(2)) end)
 
 -- unknown option keys and values
-check.fails("ones", "unknown option 'requires_grd'", function() return torch.ones(2, {requires_grd = true}) end)
-check.fails("tensor", "unknown option 'dtpye'", function() return torch.tensor({1}, {dtpye = "float64"}) end)
+check.fails("torch.ones", "unknown option 'requires_grd' (did you mean 'requires_grad'?", function() return torch.ones(2, {requires_grd = true}) end)
+check.fails("torch.tensor", "unknown option 'dtpye'", function() return torch.tensor({1}, {dtpye = "float64"}) end)
 check.fails("zeros", "unknown dtype 'float16'", function() return torch.zeros(2, {dtype = "float16"}) end)
-check.fails("clamp", "unknown option 'mn'", function() return torch.ones(2):clamp{mn = 0} end)
+check.fails("x:clamp", "unknown option 'mn'", function() return torch.ones(2):clamp{mn = 0} end)
 check.fails("clamp", "give min, max or both", function() return torch.ones(2):clamp() end)
 check.fails("to", "dtype", function() return torch.ones(2):to("half") end)
 

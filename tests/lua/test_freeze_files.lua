@@ -136,7 +136,7 @@ arg_error(torch.save_plan, "save_plan: argument 2: path must be a string, got bo
 torch.save_plan(f, path .. ".tdp")
 arg_error(torch.load_plan, "load_plan: argument 2: options must be a table like {max_bytes = 2^30, fuse = false}, got number",
           path .. ".tdp", 3)
-arg_error(torch.load_plan, "load_plan: argument 2: unknown option 'maxbytes' (max_bytes, or a pass: dce, cse, fold, fuse",
+arg_error(torch.load_plan, "load_plan: argument 2: unknown option 'maxbytes' (did you mean 'max_bytes'? it takes max_bytes, dce, cse, fold, fuse",
           path .. ".tdp", {maxbytes = 10})
 arg_error(torch.load_plan, "load_plan: argument 2: max_bytes must be a positive whole number of bytes, got -1",
           path .. ".tdp", {max_bytes = -1})

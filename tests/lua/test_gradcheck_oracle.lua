@@ -96,7 +96,7 @@ check.equal(torch.autograd.gradcheck(BadCube.apply, big, {max_evaluations = 2000
 check.fails("gradcheck", "at least one input tensor to require grad", function() torch.autograd.gradcheck(torch.exp, torch.randn(3)) end)
 check.fails("gradcheck", "must return a tensor or a table of tensors", function() torch.autograd.gradcheck(function() return 1 end, x) end)
 check.fails("gradcheck", "the function failed", function() torch.autograd.gradcheck(function() error("boom") end, x) end)
-check.fails("gradcheck", "unknown option 'fast_mode'", function() torch.autograd.gradcheck(torch.exp, x, {fast_mode = true}) end)
+check.fails("torch.autograd.gradcheck", "unknown option 'fast_mode'", function() torch.autograd.gradcheck(torch.exp, x, {fast_mode = true}) end)
 check.fails("gradcheck", "fn must be a function", function() torch.autograd.gradcheck(3, x) end)
 check.fails("gradcheck", "inputs must be a tensor or a table", function() torch.autograd.gradcheck(torch.exp, "x") end)
 check.fails("numerical_jacobian", "max_evaluations", function() torch.autograd.numerical_jacobian(torch.exp, big, {max_evaluations = 10}) end)

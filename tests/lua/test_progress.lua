@@ -88,7 +88,7 @@ check.equal(progress.isatty(io.stderr) == true or progress.isatty(io.stderr) == 
 -- Errors name the function and the user's line.
 check.fails("progress.new", "total must be an integer >= 1, got 0", function() progress.new{total = 0} end)
 check.fails("progress.new", "every must be an integer >= 1, got 1.5", function() progress.new{every = 1.5} end)
-check.fails("progress.new", "unknown option \"totl\"", function() progress.new{totl = 5} end)
+check.fails("progress.new", "unknown option 'totl' (did you mean 'total'?", function() progress.new{totl = 5} end)
 check.fails("progress.new", "options must be a table", function() progress.new(5) end)
 check.fails("progress.isatty", "expected an open file such as io.stdout, got \"x\"", function() progress.isatty("x") end)
 bar = progress.new{total = 2, out = recorder(), terminal = false}

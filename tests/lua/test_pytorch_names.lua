@@ -41,7 +41,7 @@ end
 check.equal(x.is_cuda, false)
 check.equal(x:cpu(), x)
 check.fails("device", "unknown device 'tpu'", function() return torch.device("tpu") end)
-check.fails("zeros", "unknown option 'devcie'", function() return torch.zeros(2, {devcie = "cpu"}) end)
+check.fails("torch.zeros", "unknown option 'devcie' (did you mean 'device'?", function() return torch.zeros(2, {devcie = "cpu"}) end)
 check.fails("zeros", "argument 2: unknown device 'tpu'", function() return torch.zeros(2, {device = "tpu"}) end)
 
 -- x:to(...): a dtype, a device, both, an options table, another tensor
@@ -52,7 +52,7 @@ check.equal(x:to({dtype = torch.float32}).dtype, "float32")
 check.equal(x:to(torch.zeros(1, {dtype = "int64"})).dtype, "int64")
 check.equal(x:cpu(), x)
 check.fails("to", "a dtype (float32, float64, int64) or a device (cpu, cuda), got float16", function() return x:to("float16") end)
-check.fails("to", "does not take requires_grad", function() return x:to({requires_grad = true}) end)
+check.fails("x:to", "unknown option 'requires_grad' (it takes dtype, device)", function() return x:to({requires_grad = true}) end)
 
 -- elementwise functions from the op table: both spellings, and an extra argument is an error
 local v = torch.tensor({0.25, -1.5, 2.75})
@@ -149,9 +149,9 @@ check.close(a1, {2, 2}, 0); check.close(a2, {3}, 0)
 check.fails("grad", "was not used", function() return torch.autograd.grad((p * 2):sum(), {p, q}) end)
 local _, none = torch.autograd.grad((p * 2):sum(), {p, q}, {allow_unused = true})
 check.equal(none, nil, "allow_unused gives nil")
-check.fails("grad", "unknown option 'create'", function() return torch.autograd.grad(p:sum(), p, {create = true}) end)
+check.fails("torch.autograd.grad", "unknown option 'create'", function() return torch.autograd.grad(p:sum(), p, {create = true}) end)
 check.fails("grad", "does not require grad", function() return torch.autograd.grad(p:sum(), torch.ones(2)) end)
 local r = (p:sin() * p):sum()
 r:backward{create_graph = true}
 check.equal(p.grad.requires_grad, true, "create_graph: the gradient has a graph")
-check.fails("backward", "unknown option 'graph'", function() r:backward({graph = true}) end)
+check.fails("x:backward", "unknown option 'graph'", function() r:backward({graph = true}) end)

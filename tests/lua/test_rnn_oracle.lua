@@ -110,7 +110,7 @@ check.equal(scoped_ops(stepped, "sigmoid"), 3 * 6, "sigmoid nodes in the LSTM's 
 
 -- Errors name the module, the values and the user's line.
 check.fails("LSTM", "bidirectional = true is not supported", function() nn.LSTM(3, 4, {bidirectional = true}) end)
-check.fails("GRU", "unknown option 'num_layer'", function() nn.GRU(3, 4, {num_layer = 2}) end)
+check.fails("nn.GRU", "unknown option 'num_layer' (did you mean 'num_layers'?", function() nn.GRU(3, 4, {num_layer = 2}) end)
 check.fails("RNN", "nonlinearity must be \"tanh\" or \"relu\"", function() nn.RNN(3, 4, {nonlinearity = "gelu"}) end)
 check.fails("LSTM", "hidden_size must be an integer >= 1", function() nn.LSTM(3, 0) end)
 check.fails("LSTM", "input must be [seq, batch, 3] or [seq, 3], got [6,2,4]", function() lstm_small(torch.randn(6, 2, 4)) end)

@@ -157,7 +157,7 @@ check.fails("torch.save", "the key 'fc.weight' is given twice", function() torch
 check.fails("torch.save", "the key '__tapedeck_numbers__' is reserved", function() torch.save({__tapedeck_numbers__ = "x"}, st) end)
 check.fails("torch.save", "the key '__metadata__' is reserved", function() torch.save({__metadata__ = w}, st) end)
 check.fails("torch.save", "compress is for .npz files", function() torch.save({}, st, {compress = true}) end)
-check.fails("torch.save", "unknown option 'level' (expected compress)", function() torch.save({}, npz, {level = 9}) end)
+check.fails("torch.save", "unknown option 'level' (it takes compress)", function() torch.save({}, npz, {level = 9}) end)
 check.fails("torch.save", "is not UTF-8 (safetensors metadata is JSON text): use .npz", function() torch.save({s = "\xff"}, st) end)
 check.fails("torch.save", "ends with a NUL byte", function() torch.save({s = "a\0"}, npz) end)
 local module = setmetatable({}, {__index = {state_dict = function() return {} end}})

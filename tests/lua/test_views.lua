@@ -94,7 +94,7 @@ check.equal(torch.equal(base(), torch.zeros(3, 4)), false)
 check.equal(torch.allclose(torch.tensor({1, 2}), torch.tensor({1, 2 + 1e-7})), true)
 check.equal(torch.allclose(torch.tensor({1, 2}), torch.tensor({1, 2.1}), {atol = 0.05}), false)
 check.equal(torch.allclose(torch.tensor({1, 2}), torch.tensor({1, 2.1}), {atol = 0.2}), true)
-check.fails("allclose", "unknown option 'tol'", function() torch.allclose(base(), base(), {tol = 1}) end)
+check.fails("torch.allclose", "unknown option 'tol'", function() torch.allclose(base(), base(), {tol = 1}) end)
 
 -- Bad indices say what is wrong.
 check.fails("index", "out of range for dim 1 of size 3", function() return base()[4] end)

@@ -160,11 +160,11 @@ const char* const USAGE = "as in  :animate loss out.gif [--size 1920x1080] [--de
 
 void animate_open_lua(lua_State* L) {
     static const tdlua::Binding functions[] = {
-        {"animate", l_animate, "viewer.animate"},
-        {"gif_info", l_gif_info, "viewer.gif_info"},
+        {"animate", l_animate, "size delay backward", "viewer.animate"},
+        {"gif_info", l_gif_info, nullptr, "viewer.gif_info"},
         {nullptr, nullptr},
     };
-    tdlua::register_bindings(L, functions);   // guarded: errors name the function and the caller's line
+    tdlua::register_bindings(L, functions, "viewer.");   // guarded: errors name the function and the caller's line
 }
 
 void animate_command(lua_State* L, const std::string& args) {

@@ -79,6 +79,7 @@ int l_plot(lua_State* L) {
     int width = PLOT_DEFAULT_WIDTH, height = PLOT_DEFAULT_HEIGHT;
     if (!lua_isnoneornil(L, 3)) {
         luaL_checktype(L, 3, LUA_TTABLE);
+        tapedeck_check_options(L, 3, "viewer.plot", "width height");
         lua_getfield(L, 3, "width");
         if (!lua_isnil(L, -1)) width = static_cast<int>(luaL_checkinteger(L, -1));
         lua_getfield(L, 3, "height");
@@ -176,10 +177,9 @@ int l_step(lua_State* L) {
 int l_log_options(lua_State* L) {
     if (!lua_isnoneornil(L, 1)) {
         luaL_checktype(L, 1, LUA_TTABLE);
+        tapedeck_check_options(L, 1, "viewer.log_options", "automatic");
         lua_pushnil(L);
-        while (lua_next(L, 1)) {
-            std::string key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
-            if (key != "automatic") return luaL_error(L, "viewer.log_options: unknown option '%s' (options: automatic)", key.c_str());
+        while (lua_next(L, 1)) {   // only automatic, after the check
             if (lua_isboolean(L, -1))
                 training_log().automatic = lua_toboolean(L, -1) ? TrainingLog::AUTOMATIC_ALWAYS : TrainingLog::AUTOMATIC_NEVER;
             else if (lua_type(L, -1) == LUA_TSTRING && std::string(lua_tostring(L, -1)) == "watched")
@@ -330,6 +330,8 @@ void training_open_lua(lua_State* L) {
     }
     luaL_setfuncs(L, training_functions, 0);
     lua_pop(L, 1);
+    tapedeck_declare_options(L, "viewer.plot", "width height");
+    tapedeck_declare_options(L, "viewer.log_options", "automatic");
 }
 
 void training_plot_command(lua_State*, const std::string& args) {

@@ -253,9 +253,13 @@ int l_tab(lua_State* L) {
 
 const char* const CROSS_NAMES[] = {"none", "selection", "all", "auto", nullptr};
 
+const char VIEWER_OPTIONS[] = "ghosts collapse_loops collapse_lines collapse_backward loss_graph backward_up diff node_cap "
+                             "history window window_above cross_edges";
+
 int l_options(lua_State* L) {
     ViewerState& s = viewer_state();
     if (lua_istable(L, 1)) {
+        tapedeck_check_options(L, 1, "viewer.options", VIEWER_OPTIONS);
         ViewOptions o = s.model.options;
         auto flag = [&](const char* name, bool* field) {
             if (lua_getfield(L, 1, name) != LUA_TNIL) *field = lua_toboolean(L, -1);
@@ -802,6 +806,7 @@ const luaL_Reg viewer_functions[] = {
 void viewer_open_lua(lua_State* L) {
     viewer_state().lua.main_state = L;
     luaL_newlib(L, viewer_functions);
+    tapedeck_declare_options(L, "viewer.options", VIEWER_OPTIONS);
     td::animate_open_lua(L);   // viewer.animate, viewer.gif_info: built either way
     lua_setglobal(L, "viewer");
     training_open_lua(L);   // viewer.log, viewer.plot, ... (training_lua.cpp)
