@@ -5,7 +5,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -98,14 +97,6 @@ StateEntries with_numbers_read(StateEntries entries, const std::string& name) {
     return entries;
 }
 
-void file_write_bytes(const std::string& bytes, const std::string& path) {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    if (!out) engine_fail("torch.save: cannot write %s: %s", path.c_str(), std::strerror(errno));
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.close();
-    if (!out) engine_fail("torch.save: cannot write %s: %s", path.c_str(), std::strerror(errno));
-}
-
 }  // namespace
 
 void state_save(const StateEntries& entries, const std::string& path, bool compress) {
@@ -114,8 +105,8 @@ void state_save(const StateEntries& entries, const std::string& path, bool compr
         engine_fail("torch.save: %s: compress is for .npz files (safetensors stores raw bytes)", path.c_str());
     check_keys(entries, path);
     StateEntries stored = with_numbers_listed(entries);
-    // The whole file is made in memory first: an error leaves no half-written file behind.
-    file_write_bytes(format == STATE_NPZ ? npz_bytes(stored, compress, path) : safetensors_bytes(stored, path), path);
+    // The whole file is made in memory first, then written whole or not at all (file_whole.h).
+    file_write_whole(path, format == STATE_NPZ ? npz_bytes(stored, compress, path) : safetensors_bytes(stored, path), "torch.save");
 }
 
 StateEntries state_load_bytes(const std::string& bytes, const std::string& name, StateFormat format) {

@@ -91,7 +91,26 @@ std::string deflate_raw(const std::string& data, const std::string& name) {
 
 }  // namespace
 
+namespace {
+
+// The zip format's limits, checked before anything is made: an entry's name ("<key>.npy") is at
+// most 65,535 bytes (a 16-bit field) and an archive without ZIP64 holds at most 65,535 entries.
+void check_zip_limits(const StateEntries& entries, const std::string& name) {
+    constexpr size_t MAX_NAME = 0xFFFF, MAX_ENTRIES = 0xFFFF;
+    if (entries.size() > MAX_ENTRIES)
+        engine_fail("torch.save: %s: %zu entries are more than a .npz file written here holds (%zu, no ZIP64): use .safetensors",
+                    name.c_str(), entries.size(), MAX_ENTRIES);
+    for (const StateEntry& e : entries)
+        if (e.key.size() + 4 > MAX_NAME)
+            engine_fail("torch.save: %s: the key '%.40s...' is %zu bytes long: a .npz entry's name (the key and \".npy\") is at most "
+                        "%zu bytes, so a key at most %zu",
+                        name.c_str(), e.key.c_str(), e.key.size(), MAX_NAME, MAX_NAME - 4);
+}
+
+}  // namespace
+
 std::string npz_bytes(const StateEntries& entries, bool compress, const std::string& name) {
+    check_zip_limits(entries, name);
     std::string file, directory;
     for (const StateEntry& e : entries) {
         std::string npy = e.kind == STATE_STRING ? npy_bytes_of_string(e.text, "torch.save") : npy_bytes_of(e.value);
