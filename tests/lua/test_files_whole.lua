@@ -164,6 +164,10 @@ check.fails("load_npy", dir .. " is a directory, not a file", function() torch.l
 check.fails("save_npy", "cannot write /dev/null: it is a character device, not a regular file", function() torch.save_npy(torch.ones(1), "/dev/null") end)
 check.fails("save_npy", "cannot write " .. dir .. "/fifo.npy: it is a fifo (named pipe)", function() torch.save_npy(torch.ones(1), dir .. "/fifo.npy") end)
 assert(os.clock() - t < 1, "refusing devices and fifos takes no time")
+-- Every writer says why it cannot write (export_onnx said only "cannot write").
+local frozen = torch.freeze(function(x) return x * 2 end, torch.ones(2))
+check.fails("onnx.export", "export_onnx: cannot write " .. dir .. "/no/x.onnx: No such file or directory", function() torch.onnx.export(frozen, dir .. "/no/x.onnx") end)
+check.fails("graphviz", "cannot write " .. dir .. "/no/x.dot: No such file or directory", function() torch.graphviz(frozen(torch.ones(2)), dir .. "/no/x.dot") end)
 -- A header that claims 10^12 elements in a 128-byte file, or a tensor past the end.
 local header = "{'descr': '<f4', 'fortran_order': False, 'shape': (1000000000000,), }"
 header = header .. string.rep(" ", 117 - #header) .. "\n"
