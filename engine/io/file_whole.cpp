@@ -162,6 +162,8 @@ void file_write_whole(const std::string& path, std::string_view bytes, const cha
     if (existed && !S_ISREG(old.st_mode))
         engine_fail("%scannot write %s: it is %s, not a regular file", function, path.c_str(), file_type_text(old.st_mode));
     std::string unchanged = existed ? " (the file there is unchanged)" : "";
+    if (existed && access(target.c_str(), W_OK) != 0)   // a read-only file stays protected, as a write in place would leave it
+        engine_fail("%scannot write %s: %s%s", function, path.c_str(), std::strerror(errno), unchanged.c_str());
     TempFile temp;
     temp_open(temp, target, function, unchanged);
     try {

@@ -8,7 +8,9 @@
 // kill leaves the old file or the whole new one, never a part. A named temporary file a killed
 // process left behind is removed by the next save to the same target (when its process is gone).
 // The new file gets the old one's permission bits, or a normal new file's (0666 less the umask);
-// a symbolic link is followed (the file it points to is replaced, the link stays).
+// a file the user may not write is refused as a write in place would refuse it; a symbolic link
+// is followed (the file it points to is replaced, the link stays); a hard link to the old file
+// keeps the old file.
 //
 // Reading (file_read_bytes): only a regular file is read; a directory, a device (/dev/zero), a
 // fifo or a socket is refused by its type and name before it is opened for reading, and exactly

@@ -115,8 +115,9 @@ std::string npz_bytes(const StateEntries& entries, bool compress, const std::str
     for (const StateEntry& e : entries) {
         std::string npy = e.kind == STATE_STRING ? npy_bytes_of_string(e.text, "torch.save") : npy_bytes_of(e.value);
         if (npy.size() >= 0xFFFFFFFFu || file.size() >= 0xFFFFFFFFu)
-            engine_fail("torch.save: %s: more than 4 GB is too much for a .npz file written here (no ZIP64): use .safetensors",
-                        name.c_str());
+            engine_fail("torch.save: %s: at the key '%s' the file passes 4 GB, the most a .npz file written here holds (no ZIP64): "
+                        "use .safetensors",
+                        name.c_str(), e.key.c_str());
         std::string data = compress ? deflate_raw(npy, name) : npy;
         std::string entry_name = e.key + ".npy";
         bool ascii = true;
