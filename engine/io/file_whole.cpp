@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -80,12 +80,13 @@ struct TempFile {
     }
 };
 
-// A name that is free in the target's folder: ".<name>.tmp-<pid>-<n>".
-std::string temp_name(const std::string& target) {
-    static std::atomic<unsigned> counter{0};
+// A name for a temporary file in the target's folder: ".<name>.tmp-<pid>-<n>", n from the clock and
+// the attempt (the caller tries again when the name is taken).
+std::string temp_name(const std::string& target, int attempt) {
+    auto ticks = static_cast<unsigned long long>(std::chrono::steady_clock::now().time_since_epoch().count());
     std::string folder = folder_of(target);
     return (folder == "/" ? "" : folder) + "/" + temp_prefix(target) + std::to_string(getpid()) + "-" +
-           std::to_string(counter++);
+           std::to_string((ticks + static_cast<unsigned long long>(attempt)) % 1000000000ull);
 }
 
 // Opens the temporary file beside `target` (unnamed when the filesystem and /proc allow it).
@@ -97,7 +98,7 @@ void temp_open(TempFile& temp, const std::string& target, const char* function, 
         close(temp.fd);
     }
     for (int attempt = 0; attempt < 100; ++attempt) {
-        std::string name = temp_name(target);
+        std::string name = temp_name(target, attempt);
         temp.fd = open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (temp.fd >= 0) {
             temp.name = name;
@@ -125,7 +126,7 @@ void write_all(int fd, std::string_view bytes) {
 void temp_link(TempFile& temp, const std::string& target) {
     std::string self = "/proc/self/fd/" + std::to_string(temp.fd);
     for (int attempt = 0; attempt < 100; ++attempt) {
-        std::string name = temp_name(target);
+        std::string name = temp_name(target, attempt);
         if (linkat(AT_FDCWD, self.c_str(), AT_FDCWD, name.c_str(), AT_SYMLINK_FOLLOW) == 0) {
             temp.name = name;
             return;
