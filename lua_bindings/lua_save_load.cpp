@@ -9,6 +9,7 @@
 // sorted; a value that is not a table is saved as "arr_0", the name
 // numpy.savez gives an unnamed array. Loading gives the flat table, keys always strings.
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -29,14 +30,14 @@ constexpr int MAX_NESTING = 64;
 std::string at_key(const std::string& key) { return key.empty() ? "the value" : "the value at '" + key + "'"; }
 
 // The key part a table key gives: a string as it is, an integer as its decimal digits.
-std::string key_part(lua_State* L, int idx, const std::string& parent) {
+StateKeyPart key_part(lua_State* L, int idx, const std::string& parent) {
     if (lua_type(L, idx) == LUA_TSTRING) {
         size_t n = 0;
         const char* s = lua_tolstring(L, idx, &n);
         if (n == 0) tdlua::arg_fail(1, "%s holds an empty key", parent.empty() ? "the table" : ("the table at '" + parent + "'").c_str());
-        return std::string(s, n);
+        return StateKeyPart{std::string(s, n), false};
     }
-    if (lua_isinteger(L, idx)) return std::to_string(lua_tointeger(L, idx));
+    if (lua_isinteger(L, idx)) return StateKeyPart{std::to_string(lua_tointeger(L, idx)), true};
     tdlua::arg_fail(1, "%s has a key of type %s (keys are strings or integers)",
                     parent.empty() ? "the table" : ("the table at '" + parent + "'").c_str(), luaL_typename(L, idx));
 }
@@ -44,7 +45,7 @@ std::string key_part(lua_State* L, int idx, const std::string& parent) {
 // The entries of the table at idx as (key part, position of its value in `list`): in the order
 // of its __pairs metamethod when it has one (a state_dict keeps PyTorch's key order), else
 // sorted by key, so that a file does not depend on the order Lua happens to walk a table in.
-std::vector<std::pair<std::string, int>> table_order(lua_State* L, int idx, int list, const std::string& parent) {
+std::vector<std::pair<StateKeyPart, int>> table_order(lua_State* L, int idx, int list, const std::string& parent) {
     luaL_checkstack(L, 6, "torch.save");
     bool has_pairs = luaL_getmetafield(L, idx, "__pairs") != LUA_TNIL;
     if (has_pairs) {   // __pairs(t) -> next, state, control
@@ -55,7 +56,7 @@ std::vector<std::pair<std::string, int>> table_order(lua_State* L, int idx, int 
         lua_pushvalue(L, idx);
         lua_pushnil(L);
     }
-    std::vector<std::pair<std::string, int>> order;
+    std::vector<std::pair<StateKeyPart, int>> order;
     while (true) {   // stack: next, state, control
         lua_pushvalue(L, -3);
         lua_pushvalue(L, -3);
@@ -71,36 +72,40 @@ std::vector<std::pair<std::string, int>> table_order(lua_State* L, int idx, int 
         lua_replace(L, -2);             // the key is the next control
     }
     if (!has_pairs)
-        std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+        std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first.text < b.first.text; });
     return order;
 }
 
-// Appends the value at idx (a tensor, number, string or table of them) to `out` under `key`;
-// `open` holds the tables being walked, so a table that holds itself is an error, not a loop.
-void flatten(lua_State* L, int idx, const std::string& key, StateEntries& out, std::vector<const void*>& open) {
+// Appends the value at idx (a tensor, number, boolean, string or table of them) to `out` under
+// `key`, reached through the table keys `path`; `open` holds the tables being walked, so a table
+// that holds itself is an error, not a loop. An empty table is an entry of its own (its path).
+void flatten(lua_State* L, int idx, const std::string& key, std::vector<StateKeyPart>& path, StateEntries& out,
+             std::vector<const void*>& open) {
     idx = lua_absindex(L, idx);
     if (Tensor* t = tapedeck_test_tensor(L, idx)) {
-        out.push_back(StateEntry{key, STATE_TENSOR, t->value(), ""});
+        out.push_back(StateEntry{key, STATE_TENSOR, t->value(), "", path});
         return;
     }
     switch (lua_type(L, idx)) {
-        case LUA_TNUMBER: {
-            bool integer = lua_isinteger(L, idx);
+        case LUA_TNUMBER:
+        case LUA_TBOOLEAN: {
+            bool integer = lua_isinteger(L, idx) || lua_isboolean(L, idx);
             Value v = value_new(Shape{}, integer ? DTYPE_I64 : DTYPE_F64);
-            if (integer) *v.data<int64_t>() = lua_tointeger(L, idx);
+            if (lua_isboolean(L, idx)) *v.data<int64_t>() = lua_toboolean(L, idx);
+            else if (integer) *v.data<int64_t>() = lua_tointeger(L, idx);
             else *v.data<double>() = lua_tonumber(L, idx);
-            out.push_back(StateEntry{key, STATE_NUMBER, v, ""});
+            out.push_back(StateEntry{key, lua_isboolean(L, idx) ? STATE_BOOLEAN : STATE_NUMBER, v, "", path});
             return;
         }
         case LUA_TSTRING: {
             size_t n = 0;
             const char* s = lua_tolstring(L, idx, &n);
-            out.push_back(StateEntry{key, STATE_STRING, Value(), std::string(s, n)});
+            out.push_back(StateEntry{key, STATE_STRING, Value(), std::string(s, n), path});
             return;
         }
         case LUA_TTABLE: break;
         default:
-            tdlua::arg_fail(1, "%s is a %s (tensors, numbers, strings and tables of them are saved)", at_key(key).c_str(),
+            tdlua::arg_fail(1, "%s is a %s (tensors, numbers, booleans, strings and tables of them are saved)", at_key(key).c_str(),
                             tdlua::type_name_of(L, idx));
     }
     const void* table = lua_topointer(L, idx);
@@ -110,10 +115,13 @@ void flatten(lua_State* L, int idx, const std::string& key, StateEntries& out, s
     open.push_back(table);
     lua_newtable(L);   // the values, in the order the keys were walked
     int list = lua_gettop(L);
-    std::vector<std::pair<std::string, int>> order = table_order(L, idx, list, key);
+    std::vector<std::pair<StateKeyPart, int>> order = table_order(L, idx, list, key);
+    if (order.empty() && !path.empty()) out.push_back(StateEntry{"", STATE_TABLE, Value(), "", path});
     for (const auto& [part, at] : order) {
         lua_rawgeti(L, list, at + 1);
-        flatten(L, -1, key.empty() ? part : key + "." + part, out, open);
+        path.push_back(part);
+        flatten(L, -1, key.empty() ? part.text : key + "." + part.text, path, out, open);
+        path.pop_back();
         lua_pop(L, 1);
     }
     lua_pop(L, 1);
@@ -148,18 +156,23 @@ int l_save(lua_State* L) {
     if (lua_isnone(L, 1)) tdlua::arg_fail(1, "the value to save is missing");
     StateEntries entries;
     std::vector<const void*> open;
-    flatten(L, 1, lua_type(L, 1) == LUA_TTABLE && !tapedeck_test_tensor(L, 1) ? "" : "arr_0", entries, open);
+    std::vector<StateKeyPart> path_parts;
+    flatten(L, 1, lua_type(L, 1) == LUA_TTABLE && !tapedeck_test_tensor(L, 1) ? "" : "arr_0", path_parts, entries, open);
     state_save(entries, path, compress);
     return 0;
 }
 
+// Pushes the entry's value: a tensor (a fresh leaf), a number, a boolean, a string, an empty table.
 int push_entry(lua_State* L, const StateEntry& e) {
     switch (e.kind) {
         case STATE_NUMBER:
             if (e.value.dtype == DTYPE_I64) lua_pushinteger(L, *e.value.data<int64_t>());
             else lua_pushnumber(L, *e.value.data<double>());
             return 1;
-        case STATE_STRING: lua_pushlstring(L, e.text.data(), e.text.size()); return 1;
+        case STATE_BOOLEAN: lua_pushboolean(L, *e.value.data<int64_t>() != 0); return 1;
+        case STATE_STRING:
+        case STATE_METADATA: lua_pushlstring(L, e.text.data(), e.text.size()); return 1;
+        case STATE_TABLE: lua_newtable(L); return 1;
         case STATE_TENSOR: break;
     }
     Tensor t = ops::create(OP_zeros, e.value.shape, e.value.dtype);
@@ -167,12 +180,77 @@ int push_entry(lua_State* L, const StateEntry& e) {
     return tapedeck_push_tensor(L, t);
 }
 
+// Pushes a key part: an integer key as the integer it was.
+void push_key_part(lua_State* L, const StateKeyPart& part) {
+    long long value = 0;
+    auto [stop, error] = std::from_chars(part.text.data(), part.text.data() + part.text.size(), value);
+    if (part.integer && error == std::errc() && stop == part.text.data() + part.text.size()) lua_pushinteger(L, value);
+    else lua_pushlstring(L, part.text.data(), part.text.size());
+}
+
+std::string key_of(const std::vector<StateKeyPart>& path) {
+    std::string key;
+    for (const StateKeyPart& part : path) key += (key.empty() ? "" : ".") + part.text;
+    return key;
+}
+
+// Puts the entry into the table at `top` where its path says (making the tables on the way), or
+// under its key when it has no path.
+void place_entry(lua_State* L, int top, const StateEntry& e, const char* file) {
+    lua_pushvalue(L, top);
+    size_t last = e.path.empty() ? 0 : e.path.size() - 1;
+    std::string where;
+    for (size_t i = 0; i < last; ++i) {   // stack: the table the next part is looked up in
+        where += (where.empty() ? "" : ".") + e.path[i].text;
+        push_key_part(L, e.path[i]);
+        lua_pushvalue(L, -1);
+        int type = lua_rawget(L, -3);
+        if (type == LUA_TNIL) {
+            lua_pop(L, 1);
+            lua_newtable(L);
+            lua_pushvalue(L, -2);
+            lua_pushvalue(L, -2);
+            lua_rawset(L, -5);   // table[part] = the new table
+        } else if (type != LUA_TTABLE || tapedeck_test_tensor(L, -1)) {
+            engine_fail("torch.load: %s: the file's nesting record puts '%s' inside '%s', which is not a table", file,
+                        e.key.c_str(), where.c_str());
+        }
+        lua_replace(L, -3);
+        lua_pop(L, 1);
+    }
+    if (e.path.empty()) lua_pushlstring(L, e.key.data(), e.key.size());
+    else push_key_part(L, e.path[last]);
+    lua_pushvalue(L, -1);
+    if (lua_rawget(L, -3) != LUA_TNIL)
+        engine_fail("torch.load: %s: the entry '%s' is in the file twice (by the nesting record)", file,
+                    e.key.empty() ? key_of(e.path).c_str() : e.key.c_str());
+    lua_pop(L, 1);
+    push_entry(L, e);
+    lua_rawset(L, -3);
+    lua_pop(L, 1);
+}
+
+// torch.load(path) -> the saved table, nested as it was saved (a .safetensors file's own
+// metadata is not in it: torch.load_metadata).
 int l_load(lua_State* L) {
-    StateEntries entries = state_load(tdlua::check_string(L, 1, "path"));
+    const char* path = tdlua::check_string(L, 1, "path");
+    StateEntries entries = state_load(path);
     lua_createtable(L, 0, static_cast<int>(entries.size()));
+    int top = lua_gettop(L);
+    for (const StateEntry& e : entries)
+        if (e.kind != STATE_METADATA) place_entry(L, top, e, path);
+    return 1;
+}
+
+// torch.load_metadata(path) -> the file's own metadata: the "__metadata__" strings of a .safetensors
+// file that tapedeck did not write as entries ({format = "pt"}); an empty table otherwise.
+int l_load_metadata(lua_State* L) {
+    StateEntries entries = state_load(tdlua::check_string(L, 1, "path"));
+    lua_newtable(L);
     for (const StateEntry& e : entries) {
+        if (e.kind != STATE_METADATA) continue;
         lua_pushlstring(L, e.key.data(), e.key.size());
-        push_entry(L, e);
+        lua_pushlstring(L, e.text.data(), e.text.size());
         lua_rawset(L, -3);
     }
     return 1;
@@ -205,7 +283,8 @@ int l_save_png(lua_State* L) {
 }
 
 const tdlua::Binding save_load_functions[] = {
-    {"save", l_save, "compress", "torch.save"}, {"load", l_load, nullptr, "torch.load"}, {"save_png", l_save_png, "layout"},
+    {"save", l_save, "compress", "torch.save"}, {"load", l_load, nullptr, "torch.load"},
+    {"load_metadata", l_load_metadata, nullptr, "torch.load_metadata"}, {"save_png", l_save_png, "layout"},
     {nullptr, nullptr},
 };
 

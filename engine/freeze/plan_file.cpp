@@ -28,7 +28,6 @@
 #include <cstdio>
 #include <cstring>
 #include <string_view>
-#include <fstream>
 #include <iterator>
 #include <type_traits>
 
@@ -490,11 +489,7 @@ std::string plan_payload_bytes(const Plan& plan, const PlanPasses& passes) {
 }
 
 void plan_save(const Plan& plan, const PlanPasses& passes, const std::string& path) {
-    std::string bytes = plan_save_bytes(plan, passes);
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    if (!out) engine_fail("save_plan: cannot write %s: %s", path.c_str(), std::strerror(errno));
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out) engine_fail("save_plan: cannot write %s", path.c_str());
+    file_write_whole(path, plan_save_bytes(plan, passes), "save_plan");
 }
 
 // ============================================================================================

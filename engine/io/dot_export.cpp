@@ -1,5 +1,6 @@
 // dot_export.cpp: DOT text for a graph, rendered with Graphviz's libgvc (dot layout).
 #include "dot_export.h"
+#include "file_whole.h"
 #include "node_names.h"
 
 #include <graphviz/cgraph.h>
@@ -98,9 +99,9 @@ GVC_t* graphviz_context() {
     return context;
 }
 
-// Writes the graph to `path`, as DOT text (.dot, .gv) or rendered by Graphviz (.svg, .png, .pdf).
-// The file is opened here first, so an unwritable path is an error naming it (Graphviz itself
-// would only print to stderr); a file left half-written by a failed render is removed.
+// Writes the graph to `path`, as DOT text (.dot, .gv) or rendered by Graphviz (.svg, .png, .pdf),
+// whole or not at all (file_whole.h): Graphviz renders into memory first, so a failed render leaves
+// no file, and an unwritable path is an error naming it and the reason.
 void graph_write(const NodeList& nodes, const std::string& path) {
     size_t dot_at = path.rfind('.');
     std::string format = dot_at == std::string::npos ? "" : path.substr(dot_at + 1);
@@ -109,26 +110,30 @@ void graph_write(const NodeList& nodes, const std::string& path) {
         engine_fail("graphviz: '%s' needs one of the extensions .dot, .gv, .svg, .png or .pdf", path.c_str());
 
     std::string dot = graph_to_dot(nodes);
-    FILE* f = fopen(path.c_str(), "wb");
-    if (!f) engine_fail("graphviz: cannot write '%s': %s", path.c_str(), strerror(errno));
-    bool failed = false;
     if (is_text) {
-        failed = fputs(dot.c_str(), f) < 0;
-    } else {
+        file_write_whole(path, dot, "graphviz");
+        return;
+    }
+    std::string rendered;
+    bool failed = false;
+    {
         std::lock_guard<std::mutex> lock(graphviz_mutex());
         GVC_t* gvc = graphviz_context();
         Agraph_t* g = agmemread(dot.c_str());
-        failed = !g || gvLayout(gvc, g, "dot") != 0 || gvRender(gvc, g, format.c_str(), f) != 0;
+        char* data = nullptr;
+        unsigned int length = 0;
+        failed = !g || gvLayout(gvc, g, "dot") != 0 || gvRenderData(gvc, g, format.c_str(), &data, &length) != 0;
+        if (data) {
+            rendered.assign(data, length);
+            gvFreeRenderData(data);
+        }
         if (g) {
             gvFreeLayout(gvc, g);
             agclose(g);
         }
     }
-    failed = (fclose(f) != 0) || failed;
-    if (failed) {
-        remove(path.c_str());
-        engine_fail("graphviz: could not write '%s' as %s", path.c_str(), format.c_str());
-    }
+    if (failed) engine_fail("graphviz: could not render '%s' as %s", path.c_str(), format.c_str());
+    file_write_whole(path, rendered, "graphviz");
 }
 
 }  // namespace td

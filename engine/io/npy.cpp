@@ -9,7 +9,6 @@
 // The header is parsed by a small strict grammar, not searched for keys: a header NumPy would not
 // have written is an error that says what is wrong, never a tensor of some other shape.
 //
-// [SECTION] files     file_read_bytes, bytes_text
 // [SECTION] save      npy_save
 // [SECTION] header    the header parser
 // [SECTION] load      npy_load_bytes, npy_load
@@ -18,45 +17,11 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <vector>
 
 namespace td {
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "npy.cpp reads and writes little-endian data as it is");
-
-// ============================================================================================
-// [SECTION] files
-
-std::string bytes_text(size_t bytes) {
-    char buffer[64];
-    if (bytes >= (size_t(1) << 30)) snprintf(buffer, sizeof buffer, "%.2f GB", static_cast<double>(bytes) / (1u << 30));
-    else if (bytes >= (size_t(1) << 20)) snprintf(buffer, sizeof buffer, "%.1f MB", static_cast<double>(bytes) / (1u << 20));
-    else snprintf(buffer, sizeof buffer, "%zu bytes", bytes);
-    return buffer;
-}
-
-std::string file_read_bytes(const std::string& path, const char* function, size_t max_bytes) {
-    std::error_code error;
-    if (std::filesystem::is_directory(path, error))
-        engine_fail("%s: %s is a directory, not a file", function, path.c_str());
-    std::ifstream in(path, std::ios::binary);
-    if (!in) engine_fail("%s: cannot open %s: %s", function, path.c_str(), std::strerror(errno));
-    std::string bytes;
-    std::streamoff size = in.seekg(0, std::ios::end) ? static_cast<std::streamoff>(in.tellg()) : -1;
-    in.clear();
-    in.seekg(0, std::ios::beg);
-    if (size > 0 && static_cast<uint64_t>(size) <= max_bytes) bytes.reserve(static_cast<size_t>(size));
-    char chunk[1 << 16];
-    while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
-        bytes.append(chunk, static_cast<size_t>(in.gcount()));
-        if (bytes.size() > max_bytes)
-            engine_fail("%s: %s: the file is larger than the bound of %s", function, path.c_str(), bytes_text(max_bytes).c_str());
-    }
-    if (in.bad()) engine_fail("%s: cannot read %s: %s", function, path.c_str(), std::strerror(errno));
-    return bytes;
-}
 
 // ============================================================================================
 // [SECTION] save
@@ -134,11 +99,7 @@ std::string npy_bytes_of_string(const std::string& text, const char* function) {
 }
 
 void npy_save(const Value& value, const std::string& path) {
-    std::string bytes = npy_bytes_of(value);
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    if (!out) engine_fail("save_npy: cannot write %s: %s", path.c_str(), std::strerror(errno));
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out) engine_fail("save_npy: cannot write %s", path.c_str());
+    file_write_whole(path, npy_bytes_of(value), "save_npy");
 }
 
 // ============================================================================================
@@ -159,6 +120,7 @@ struct NpyHeader {
     NpyElement element;
     DType dtype = DTYPE_F32;
     Shape shape;
+    bool fortran_order = false;   // the data is column-major (the first index varies fastest)
 };
 
 // The header text for a message: printable ASCII, the rest escaped, at most 120 characters.
@@ -303,10 +265,8 @@ struct HeaderParser {
             if (*seen) bad("the key '" + key + "' is given twice");
             *seen = true;
             if (key == "descr") h.element = descr_of(string_literal("'descr'"));
-            else if (key == "fortran_order") {
-                if (boolean_literal())
-                    engine_fail("%s: %s: Fortran-order arrays are not supported (save with order='C')", function, name.c_str());
-            } else h.shape = shape_literal();
+            else if (key == "fortran_order") h.fortran_order = boolean_literal();
+            else h.shape = shape_literal();
             if (!take(',')) {
                 expect('}', "after the last entry of the header dict");
                 break;
@@ -403,6 +363,21 @@ std::string string_element(const unsigned char* src, const NpyElement& e, const 
     return text;
 }
 
+// The tensor whose column-major elements `v` holds in row-major order (as NumPy reads a file
+// with fortran_order True): a transposing view of them, made contiguous.
+Value from_fortran_order(const Value& v) {
+    if (v.shape.ndim < 2) return v;
+    Shape reversed;
+    reversed.ndim = v.shape.ndim;
+    for (int d = 0; d < v.shape.ndim; ++d) reversed.dims[d] = v.shape.dims[v.shape.ndim - 1 - d];
+    int64_t reversed_strides[MAX_DIMS], strides[MAX_DIMS];
+    shape_contiguous_strides(reversed, reversed_strides);
+    for (int d = 0; d < v.shape.ndim; ++d) strides[d] = reversed_strides[v.shape.ndim - 1 - d];
+    Value view = v;
+    view_set_layout(view, v.offset, strides);
+    return value_contiguous(view);
+}
+
 }  // namespace
 
 // ============================================================================================
@@ -453,6 +428,7 @@ NpyContent npy_parse_bytes(const std::string& bytes, const std::string& name, co
         engine_fail("%s: %s: %s", function, p, e.what());
     }
     convert_elements(u + at, numel, h.element, content.tensor, name, function);
+    if (h.fortran_order) content.tensor = from_fortran_order(content.tensor);
     return content;
 }
 

@@ -6,15 +6,10 @@
 
 #include <string>
 
+#include "file_whole.h"
 #include "tensor.h"
 
 namespace td {
-
-// The whole file at `path`. An error naming `function` ("load_npy") and the file when it cannot
-// be opened, is a directory, or is larger than `max_bytes`.
-std::string file_read_bytes(const std::string& path, const char* function, size_t max_bytes);
-// "64.0 MB", "8.00 GB", "512 bytes": a size for a message.
-std::string bytes_text(size_t bytes);
 
 // Write `value` as a format 1.0 .npy file, C order, little-endian ('<f4', '<f8' or '<i8'); a
 // view's elements in row-major order.
@@ -28,7 +23,8 @@ std::string npy_bytes_of_string(const std::string& text, const char* function);
 // Whether `text` is well-formed UTF-8.
 bool utf8_valid(const std::string& text);
 
-// Read a .npy file (format 1.0, 2.0 or 3.0; C order; either byte order). float32, float64 and
+// Read a .npy file (format 1.0, 2.0 or 3.0; C or Fortran order, a Fortran-order array read into
+// row-major order as NumPy reads it; either byte order). float32, float64 and
 // int64 load as they are; float16 loads as float32; bool, int8..int32 and uint8..uint64 as int64
 // (a uint64 above 2^63-1 is an error). The header must be the dict NumPy writes: exactly the keys
 // 'descr', 'fortran_order' and 'shape', the shape a tuple of non-negative decimal integers whose

@@ -2,6 +2,8 @@
 // libpng reports errors in png_image.message and returns 0).
 #include "png_write.h"
 
+#include "file_whole.h"
+
 #include <png.h>
 
 #include <cerrno>
@@ -67,14 +69,22 @@ void png_write_pixels(const std::string& path, const uint8_t* pixels, int width,
     image.width = static_cast<png_uint_32>(width);
     image.height = static_cast<png_uint_32>(height);
     image.format = png_format_of(channels);
-    FILE* file = std::fopen(path.c_str(), "wb");
-    if (!file) engine_fail("%s: cannot write %s: %s", function, path.c_str(), std::strerror(errno));
-    int ok = png_image_write_to_stdio(&image, file, 0, pixels, 0, nullptr);
+    // Into memory (a first guess at the size, then the size libpng says it needs), then whole to the file.
+    png_alloc_size_t size = static_cast<png_alloc_size_t>(width) * static_cast<png_alloc_size_t>(height) * static_cast<png_alloc_size_t>(channels) / 4 + 4096;
+    std::string bytes;
+    int ok = 0;
+    for (int attempt = 0; attempt < 2 && !ok; ++attempt) {
+        bytes.resize(size);
+        png_alloc_size_t written = size;
+        ok = png_image_write_to_memory(&image, bytes.data(), &written, 0, pixels, 0, nullptr);
+        if (ok) bytes.resize(written);
+        else if (written > size) size = written;   // too small: written is the size it needs
+        else break;
+    }
     std::string message = image.message;
     png_image_free(&image);
-    bool closed = std::fclose(file) == 0;
-    if (!ok) engine_fail("%s: cannot write %s: %s", function, path.c_str(), message.c_str());
-    if (!closed) engine_fail("%s: cannot write %s: %s", function, path.c_str(), std::strerror(errno));
+    if (!ok) engine_fail("%s: cannot write %s: %s", function, path.c_str(), message.empty() ? "libpng failed" : message.c_str());
+    file_write_whole(path, bytes, function);
 }
 
 void png_save(const Value& value, const std::string& path, PngLayout hint) {

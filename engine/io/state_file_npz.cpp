@@ -91,13 +91,33 @@ std::string deflate_raw(const std::string& data, const std::string& name) {
 
 }  // namespace
 
+namespace {
+
+// The zip format's limits, checked before anything is made: an entry's name ("<key>.npy") is at
+// most 65,535 bytes (a 16-bit field) and an archive without ZIP64 holds at most 65,535 entries.
+void check_zip_limits(const StateEntries& entries, const std::string& name) {
+    constexpr size_t MAX_NAME = 0xFFFF, MAX_ENTRIES = 0xFFFF;
+    if (entries.size() > MAX_ENTRIES)
+        engine_fail("torch.save: %s: %zu entries are more than a .npz file written here holds (%zu, no ZIP64): use .safetensors",
+                    name.c_str(), entries.size(), MAX_ENTRIES);
+    for (const StateEntry& e : entries)
+        if (e.key.size() + 4 > MAX_NAME)
+            engine_fail("torch.save: %s: the key '%.40s...' is %zu bytes long: a .npz entry's name (the key and \".npy\") is at most "
+                        "%zu bytes, so a key at most %zu",
+                        name.c_str(), e.key.c_str(), e.key.size(), MAX_NAME, MAX_NAME - 4);
+}
+
+}  // namespace
+
 std::string npz_bytes(const StateEntries& entries, bool compress, const std::string& name) {
+    check_zip_limits(entries, name);
     std::string file, directory;
     for (const StateEntry& e : entries) {
         std::string npy = e.kind == STATE_STRING ? npy_bytes_of_string(e.text, "torch.save") : npy_bytes_of(e.value);
         if (npy.size() >= 0xFFFFFFFFu || file.size() >= 0xFFFFFFFFu)
-            engine_fail("torch.save: %s: more than 4 GB is too much for a .npz file written here (no ZIP64): use .safetensors",
-                        name.c_str());
+            engine_fail("torch.save: %s: at the key '%s' the file passes 4 GB, the most a .npz file written here holds (no ZIP64): "
+                        "use .safetensors",
+                        name.c_str(), e.key.c_str());
         std::string data = compress ? deflate_raw(npy, name) : npy;
         std::string entry_name = e.key + ".npy";
         bool ascii = true;

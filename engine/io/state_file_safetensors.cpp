@@ -27,6 +27,8 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "safetensors data is li
 
 namespace {
 
+constexpr uint64_t SAFETENSORS_MAX_HEADER = 100000000;   // the safetensors library's bound on the header
+
 const char* safetensors_dtype(DType d) { return d == DTYPE_F32 ? "F32" : d == DTYPE_F64 ? "F64" : "I64"; }
 
 }  // namespace
@@ -57,6 +59,10 @@ std::string safetensors_bytes(const StateEntries& entries, const std::string& na
     else if (!tensors.empty()) tensors.erase(0, 1);   // no leading comma
     header += tensors + "}";
     header.append((8 - header.size() % 8) % 8, ' ');   // the data starts 8-byte aligned
+    if (header.size() > SAFETENSORS_MAX_HEADER)
+        engine_fail("torch.save: %s: the safetensors header (keys, shapes and strings) would be %s, over the format's bound of "
+                    "100,000,000 bytes (the safetensors library refuses more): use .npz",
+                    name.c_str(), bytes_text(header.size()).c_str());
     std::string file(8, '\0');
     uint64_t length = header.size();
     std::memcpy(file.data(), &length, 8);
@@ -200,10 +206,9 @@ StateEntries safetensors_load_bytes(const std::string& bytes, const std::string&
     if (bytes.size() < 8) engine_fail("torch.load: %s: not a .safetensors file (%zu bytes, shorter than its header length)", p, bytes.size());
     uint64_t header_length = 0;
     std::memcpy(&header_length, bytes.data(), 8);
-    constexpr uint64_t MAX_HEADER = 100000000;   // the safetensors library's bound
     if (header_length > bytes.size() - 8)
         engine_fail("torch.load: %s: the header length (%llu bytes) is larger than the file", p, static_cast<unsigned long long>(header_length));
-    if (header_length > MAX_HEADER)
+    if (header_length > SAFETENSORS_MAX_HEADER)
         engine_fail("torch.load: %s: the header length (%llu bytes) is over the bound of 100 MB", p, static_cast<unsigned long long>(header_length));
     std::string header = bytes.substr(8, header_length);
     HeaderReader reader{JsonReader{header, "torch.load: " + name + ": the JSON header"}, name, {}, {}};

@@ -80,7 +80,6 @@ TEST_CASE("npy: the header dict has exactly descr, fortran_order and shape, and 
     check_error(npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'extra': 1, }", two), "unknown key 'extra'");
     check_error(npy_bytes("{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", two),
                 "the key 'descr' is given twice");
-    check_error(npy_bytes("{'descr': '<f4', 'fortran_order': True, 'shape': (2,), }", two), "Fortran-order arrays are not supported");
     check_error(npy_bytes("{'descr': '<f4', 'fortran_order': maybe, 'shape': (2,), }", two), "not True or False");
     check_error(npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), } trailing", two),
                 "something follows the header dict");
@@ -141,4 +140,20 @@ TEST_CASE("npy: npy_save then npy_load give the tensor back; file errors name th
     } catch (const EngineError& e) {
         CHECK(std::string(e.what()) == "load_npy: cannot open no/such/file.npy: No such file or directory");
     }
+}
+
+TEST_CASE("npy: a Fortran-order array (numpy.save of a transposed array) loads in row-major order") {
+    // A[i][j] = 10 i + j, shape (2, 3), stored column by column: A00 A10 A01 A11 A02 A12
+    Value a = npy_load_bytes(npy_bytes("{'descr': '<f8', 'fortran_order': True, 'shape': (2, 3), }", raw_of<double>({0, 10, 1, 11, 2, 12})),
+                             "fortran.npy");
+    REQUIRE(a.shape == Shape{2, 3});
+    for (int64_t k = 0; k < 6; ++k) CHECK(a.data<double>()[k] == 10 * (k / 3) + k % 3);
+    // 3-d, int16 widened to int64: B[i][j][k] = 100 i + 10 j + k, shape (2, 2, 2), the first index fastest
+    Value b = npy_load_bytes(npy_bytes("{'descr': '<i2', 'fortran_order': True, 'shape': (2, 2, 2), }",
+                                       raw_of<int16_t>({0, 100, 10, 110, 1, 101, 11, 111})), "fortran3.npy");
+    REQUIRE(b.shape == Shape{2, 2, 2});
+    for (int64_t k = 0; k < 8; ++k) CHECK(b.data<int64_t>()[k] == 100 * (k / 4) + 10 * (k / 2 % 2) + k % 2);
+    // 1-d and 0-d arrays are the same in both orders
+    Value c = npy_load_bytes(npy_bytes("{'descr': '<f4', 'fortran_order': True, 'shape': (2,), }", raw_of<float>({1, 2})), "f1.npy");
+    CHECK(c.data<float>()[1] == 2);
 }

@@ -22,8 +22,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     try {
         StateEntries entries = state_load_bytes(std::string(reinterpret_cast<const char*>(data), size), FUZZ_FILE_NAME, FUZZ_FORMAT);
         for (const StateEntry& e : entries) {
-            if (e.kind == STATE_STRING) continue;
-            if (e.kind == STATE_NUMBER && e.value.shape.ndim != 0) abort();
+            if (e.kind == STATE_STRING || e.kind == STATE_METADATA) continue;
+            if (e.kind == STATE_TABLE) {   // an empty table: a path and nothing else
+                if (e.path.empty() || e.value.storage) abort();
+                continue;
+            }
+            if ((e.kind == STATE_NUMBER || e.kind == STATE_BOOLEAN) && e.value.shape.ndim != 0) abort();
+            if (e.kind == STATE_BOOLEAN && (e.value.dtype != DTYPE_I64 || *e.value.data<int64_t>() > 1 || *e.value.data<int64_t>() < 0)) abort();
             td_fuzz::check_loaded_value(e.value);
         }
     } catch (const EngineError&) {

@@ -54,8 +54,20 @@ if mode == "save" then
   return
 end
 
+-- The loaded table's nesting as dotted keys.
+local function dotted(t, prefix, out)
+  out = out or {}
+  for k, v in pairs(t) do
+    local key = (prefix and prefix .. "." or "") .. tostring(k)
+    if type(v) == "table" and not torch.is_tensor(v) then dotted(v, key, out) else out[key] = v end
+  end
+  return out
+end
+
 for _, name in ipairs({"back.npz", "back.safetensors"}) do
-  local loaded = torch.load(dir .. "/" .. name)
+  local nested = torch.load(dir .. "/" .. name)
+  assert(torch.is_tensor(nested["0"].weight) and torch.is_tensor(nested.bn.running_mean), name .. ": the nesting comes back")
+  local loaded = dotted(nested)
   local count = 0
   for key, v in pairs(loaded) do
     count = count + 1

@@ -55,16 +55,22 @@ def write_safetensors(path, tensors, metadata):
     open(path, "wb").write(struct.pack("<Q", len(text)) + text + body)
 
 
+def is_record(key):
+    """tapedeck's own string entries: which keys are numbers, booleans, strings, how they nest."""
+    return key.startswith("__tapedeck_")
+
+
 for name in ["saved.npz", "saved_compressed.npz"]:
     with np.load(f"{directory}/{name}") as z:   # allow_pickle stays False: no pickles inside
         entries = {k: z[k] for k in z.files}
-    numbers = json.loads(str(entries.pop(NUMBERS)))
-    check(entries, numbers, name)
-# Back, unchanged, as numpy.savez writes it (the numbers list is a string entry like any other).
-np.savez(f"{directory}/back.npz", **entries, **{NUMBERS: json.dumps(numbers)})
+    records = {k: str(entries.pop(k)) for k in list(entries) if is_record(k)}
+    assert "__tapedeck_nesting__" in records, f"{name}: the nesting is recorded"
+    check(entries, json.loads(records[NUMBERS]), name)
+# Back, unchanged, as numpy.savez writes it (the records are string entries like any other).
+np.savez(f"{directory}/back.npz", **entries, **records)
 
 tensors, metadata = read_safetensors(f"{directory}/saved.safetensors")
 numbers = json.loads(metadata[NUMBERS])
-check({**tensors, **{k: v for k, v in metadata.items() if k != NUMBERS}}, numbers, "saved.safetensors")
+check({**tensors, **{k: v for k, v in metadata.items() if not is_record(k)}}, numbers, "saved.safetensors")
 write_safetensors(f"{directory}/back.safetensors", tensors, metadata)
 print("numpy read tapedeck's files: ok")

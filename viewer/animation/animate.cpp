@@ -21,6 +21,7 @@
 #include <unordered_set>
 
 #include "animate_internal.h"
+#include "file_whole.h"
 #include "node_names.h"
 #include "source_cache.h"
 
@@ -438,13 +439,13 @@ void gif_write(const std::string& path, int count, const FrameRenderer& render, 
                int height) {
     Palette palette = palette_make(count, render, width, height);
     int error = 0;
-    int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0666);   // (EGifOpenFileName would make it 0600)
-    if (fd < 0) throw std::runtime_error("cannot write " + path + ": " + strerror(errno));
-    GifFileType* gif = EGifOpenFileHandle(fd, &error);
-    if (!gif) {
-        close(fd);
-        throw std::runtime_error("cannot write " + path + ": " + GifErrorString(error));
-    }
+    std::string bytes;   // the GIF in memory, then written whole or not at all (file_whole.h)
+    auto append = [](GifFileType* file, const GifByteType* data, int length) {
+        static_cast<std::string*>(file->UserData)->append(reinterpret_cast<const char*>(data), static_cast<size_t>(length));
+        return length;
+    };
+    GifFileType* gif = EGifOpen(&bytes, append, &error);
+    if (!gif) throw std::runtime_error("cannot write " + path + ": " + GifErrorString(error));
     GifCloser closer{gif};
     auto check = [&](int rc, const char* what) {
         if (rc == GIF_ERROR) throw std::runtime_error(std::string("writing ") + path + " failed (" + what + "): " + GifErrorString(gif->Error));
@@ -493,6 +494,7 @@ void gif_write(const std::string& path, int count, const FrameRenderer& render, 
     }
     closer.gif = nullptr;
     if (EGifCloseFile(gif, &error) == GIF_ERROR) throw std::runtime_error("writing " + path + " failed: " + GifErrorString(error));
+    td::file_write_whole(path, bytes, nullptr);
 }
 
 // ============================================================================================
@@ -550,8 +552,14 @@ AnimateResult animate_write(const Tensor& loss, const std::string& path, const A
             char name[32];
             snprintf(name, sizeof name, "frame_%04d.png", i + 1);
             std::string file = path + (ends_with(path, "/") ? "" : "/") + name;
-            cairo_status_t st = cairo_surface_write_to_png(Surface(render(i)).get(), file.c_str());
+            std::string bytes;   // in memory, then written whole or not at all (file_whole.h)
+            auto append = [](void* out, const unsigned char* data, unsigned int length) {
+                static_cast<std::string*>(out)->append(reinterpret_cast<const char*>(data), length);
+                return CAIRO_STATUS_SUCCESS;
+            };
+            cairo_status_t st = cairo_surface_write_to_png_stream(Surface(render(i)).get(), append, &bytes);
             if (st != CAIRO_STATUS_SUCCESS) throw std::runtime_error("cannot write " + file + ": " + cairo_status_to_string(st));
+            td::file_write_whole(file, bytes, nullptr);
         }
     }
     result.frames = n;

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "file_whole.h"
 #include "heat_colour.h"
 #include "training_log.h"
 
@@ -622,12 +623,18 @@ bool plot_render_rgba(const std::string& what, int width, int height, std::vecto
 bool plot_write_png(const std::string& what, const std::string& path, int width, int height, std::string* error) {
     cairo_surface_t* surface = plot_surface(what, width, height, error);
     if (!surface) return false;
-    errno = 0;
-    cairo_status_t status = cairo_surface_write_to_png(surface, path.c_str());
+    std::string bytes;   // the PNG in memory, then written whole or not at all (file_whole.h)
+    auto append = [](void* out, const unsigned char* data, unsigned int length) {
+        static_cast<std::string*>(out)->append(reinterpret_cast<const char*>(data), length);
+        return CAIRO_STATUS_SUCCESS;
+    };
+    cairo_status_t status = cairo_surface_write_to_png_stream(surface, append, &bytes);
     cairo_surface_destroy(surface);
-    if (status != CAIRO_STATUS_SUCCESS) {
-        *error = "plot: cannot write '" + path + "' (" +
-                 (errno ? std::string(strerror(errno)) : std::string(cairo_status_to_string(status))) + ")";
+    try {
+        if (status != CAIRO_STATUS_SUCCESS) td::engine_fail("plot: cannot write %s: %s", path.c_str(), cairo_status_to_string(status));
+        td::file_write_whole(path, bytes, "plot");
+    } catch (const td::EngineError& e) {
+        *error = e.what();
         return false;
     }
     return true;

@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "file_whole.h"
 #include "viewer_internal.h"
 
 namespace td {
@@ -603,8 +604,17 @@ void capture_pixels(ViewerState& s) {
     s.capture.width = w;
     s.capture.height = h;
     s.capture.error.clear();
-    if (!s.capture.path.empty() && !stbi_write_png(s.capture.path.c_str(), w, h, 4, s.capture.pixels.data(), w * 4))
-        s.capture.error = "cannot write '" + s.capture.path + "'";
+    if (!s.capture.path.empty()) {   // the PNG in memory, then written whole or not at all (file_whole.h)
+        std::string bytes;
+        auto append = [](void* out, void* data, int length) { static_cast<std::string*>(out)->append(static_cast<const char*>(data), static_cast<size_t>(length)); };
+        try {
+            if (!stbi_write_png_to_func(append, &bytes, w, h, 4, s.capture.pixels.data(), w * 4))
+                td::engine_fail("cannot write %s: the PNG encoder failed", s.capture.path.c_str());
+            td::file_write_whole(s.capture.path, bytes, nullptr);
+        } catch (const td::EngineError& e) {
+            s.capture.error = e.what();
+        }
+    }
     s.capture.path.clear();
     s.capture.request = false;
 }

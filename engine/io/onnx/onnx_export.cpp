@@ -10,11 +10,11 @@
 #include <onnx/checker.h>
 #include <onnx/shape_inference/implementation.h>
 
-#include <fstream>
 #include <map>
 #include <set>
 
 #include "backend.h"
+#include "file_whole.h"
 #include "onnx_builder.h"
 
 namespace td {
@@ -492,11 +492,7 @@ std::string onnx_export_bytes(std::shared_ptr<const Plan> recorded, const OnnxEx
 
 OnnxExportResult onnx_export(std::shared_ptr<const Plan> recorded, const OnnxExportOptions& options, const std::string& path) {
     OnnxExportResult result;
-    std::string bytes = onnx_export_bytes(std::move(recorded), options, &result);
-    std::ofstream out(path, std::ios::binary);
-    if (!out) engine_fail("export_onnx: cannot write %s", path.c_str());
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out) engine_fail("export_onnx: writing %s failed", path.c_str());
+    file_write_whole(path, onnx_export_bytes(std::move(recorded), options, &result), "export_onnx");
     return result;
 }
 
