@@ -7,6 +7,9 @@
 // them ("cache.h", "hs[3]"), two tables deep. A node keeps the first name of the best kind it was
 // offered (node_names.h), so the globals go first, then the frames from the outermost in. Frames of the Lua-written library (nn, optim) are
 // not looked at: their locals are the library's names ("input", "self"), not the user's.
+// The variables that hold tensors and modules are looked at before any plain table is walked,
+// and each table gives at most FIELDS_PER_TABLE of its fields: a script's 20,000 character codes
+// in a table cannot use up the walk before the model after them is named.
 #include <lua.hpp>
 
 #include <string>
@@ -33,9 +36,15 @@ bool is_library_global(const std::string& key) {
 // WALK_BUDGET values: a script holding a million-entry table costs a bounded walk.
 constexpr int TABLE_DEPTH = 2;
 constexpr int WALK_BUDGET = 4000;
+constexpr int FIELDS_PER_TABLE = 256;
+
+// Which variables one pass over the globals and the frames names: those holding a tensor or a
+// module, then those holding a plain table.
+enum WalkPass { PASS_DIRECT, PASS_TABLES };
 
 struct Walk {
     lua_State* L;
+    WalkPass pass = PASS_DIRECT;
     int budget = WALK_BUDGET;
 };
 
@@ -97,8 +106,9 @@ void name_fields(Walk& w, int table, const std::string& prefix, int depth) {
     lua_State* L = w.L;
     table = lua_absindex(L, table);
     lua_pushnil(L);
+    int fields = 0;
     while (lua_next(L, table) != 0) {
-        if (--w.budget < 0) {
+        if (--w.budget < 0 || ++fields > FIELDS_PER_TABLE) {
             lua_pop(L, 2);
             return;
         }
@@ -122,6 +132,12 @@ void name_value(Walk& w, int idx, const std::string& name, NameRank rank, int de
     }
 }
 
+// A variable `name` holding the value at idx, named in the pass that takes its kind of value.
+void name_variable(Walk& w, int idx, const std::string& name) {
+    bool direct = tapedeck_test_tensor(w.L, idx) || is_module(w.L, idx);
+    if (direct == (w.pass == PASS_DIRECT)) name_value(w, idx, name, NAME_VARIABLE, TABLE_DEPTH);
+}
+
 void name_globals(Walk& w) {
     lua_State* L = w.L;
     lua_pushglobaltable(L);
@@ -129,7 +145,7 @@ void name_globals(Walk& w) {
     lua_pushnil(L);
     while (lua_next(L, globals) != 0 && --w.budget >= 0) {
         if (lua_type(L, -2) == LUA_TSTRING && !is_library_global(lua_tostring(L, -2)))
-            name_value(w, lua_gettop(L), lua_tostring(L, -2), NAME_VARIABLE, TABLE_DEPTH);
+            name_variable(w, lua_gettop(L), lua_tostring(L, -2));
         lua_pop(L, 1);
     }
     lua_settop(L, globals - 1);
@@ -150,7 +166,7 @@ void name_frame_locals(Walk& w) {
             const char* local = lua_getlocal(L, &ar, i);
             if (!local) break;
             std::string name = local;
-            if (name[0] != '(' && name != "self") name_value(w, lua_gettop(L), name, NAME_VARIABLE, TABLE_DEPTH);
+            if (name[0] != '(' && name != "self") name_variable(w, lua_gettop(L), name);
             lua_pop(L, 1);
         }
     }
@@ -162,8 +178,11 @@ void tapedeck_name_tensors(lua_State* L, size_t newest) {
     if (!L || !lua_checkstack(L, 40)) return;
     int top = lua_gettop(L);
     Walk w{L};
-    name_globals(w);
-    name_frame_locals(w);
+    for (WalkPass pass : {PASS_DIRECT, PASS_TABLES}) {
+        w.pass = pass;
+        name_globals(w);
+        name_frame_locals(w);
+    }
     lua_settop(L, top);
     node_names_from_assignments(newest);   // what no variable holds any more: the line that assigned it
 }

@@ -439,14 +439,23 @@ TEST_CASE("loss's picture: the last pass's loss graph, its backward pass, the up
     CHECK(v.box_of(loss1.id()) < 0);                      // an earlier step
     CHECK(v.box_of(keep[0].id()) < 0);
     for (const Tensor& t : init) CHECK(v.box_of(t.id()) < 0);   // the initialisation chain
+    // W is used only inside fc's call: it is drawn in fc's collapsed box, and opened, fc frames
+    // W's own box, titled "parameter".
     REQUIRE(v.box_of(W.id()) >= 0);
-    const ViewBox& w = v.boxes[v.box_of(W.id())];
+    CHECK(v.box_of(W.id()) == v.box_of(keep[first_step].id()));
+    const Cluster* fc = cluster_titled(v, "fc (Linear)", CLUSTER_MODULE);
+    REQUIRE(fc);
+    GraphView open = build(records, ViewOptions(), 0, {{cluster_state_key(*fc), true}});
+    REQUIRE(open.box_of(W.id()) >= 0);
+    const ViewBox& w = open.boxes[open.box_of(W.id())];
     CHECK(w.kind == BOX_NODE);
     CHECK(w.title == "#" + std::to_string(W.id()) + " parameter");
     CHECK(w.detail == "[2,3]");
+    REQUIRE(w.frame >= 0);
+    CHECK(open.clusters[w.frame].title == "fc (Linear)");
     // No stub for what made the parameter: the edges into W's box come from nowhere.
-    for (const ViewEdge& e : v.edges) CHECK(v.boxes[e.to].key != w.key);
-    for (const ViewBox& b : v.boxes)
+    for (const ViewEdge& e : open.edges) CHECK(open.boxes[e.to].key != w.key);
+    for (const ViewBox& b : open.boxes)
         for (const Tensor& t : init) CHECK(b.node_id != t.id());
 
     const Cluster* update = cluster_titled(v, "update under no_grad (optimizer step)", CLUSTER_UPDATE);
@@ -536,6 +545,68 @@ TEST_CASE("module groups: nested from scopes, open or collapsed by name, their b
     CHECK(inner.x1 <= outer.x1);
     CHECK(inner.y0 >= outer.y0);
     CHECK(inner.y1 <= outer.y1);
+}
+
+// The first picture after a training step: the parameters in their module calls' boxes, the
+// model's scope (what the camera fits) without the data preparation or the optimizer's step,
+// laid out with the backward pass right beside it.
+TEST_CASE("model's scope: parameters in their module call, the scope without data preparation, the backward pass beside it") {
+    int64_t first = tape_next_id();
+    std::vector<Tensor> init, keep, shared_init;
+    Tensor W = parameter_like_nn(Shape{2, 3}, &init);
+    Tensor shared = parameter_like_nn(Shape{2, 4}, &shared_init);   // used inside fc and outside it
+    Tensor raw = leaf(Shape{3, 4}, false);
+    Tensor x = ops::mul_scalar(ops::add_scalar(raw, 1.0), 0.5);     // data preparation
+    Tensor loss = train_step(W, x, keep);
+    Tensor loss_shared = ops::reduce_all(OP_sum, ops::mul(keep[2], shared));
+    backward(loss_shared, nullptr);
+    std::vector<NodeRecord> records = records_since(first);
+
+    std::vector<Cluster> clusters = clusters_detect(records, true, false);
+    std::unordered_map<int64_t, int> group_of;
+    for (size_t c = 0; c < clusters.size(); ++c)
+        for (int64_t id : clusters[c].members) group_of[id] = static_cast<int>(c);
+    std::unordered_map<int64_t, int> owned = parameters_owned(records, clusters, group_of);
+    REQUIRE(owned.count(W.id()) == 1);
+    CHECK(clusters[owned[W.id()]].title == "fc (Linear)");
+    CHECK(owned.count(shared.id()) == 0);   // its one use is outside every module call
+
+    GraphView v = build(records);
+    REQUIRE(v.loss_node == loss_shared.id());
+    REQUIRE(v.in_scope.size() == v.boxes.size());
+    auto scoped = [&](int64_t id) {
+        int b = v.box_of(id);
+        return b >= 0 && v.in_scope[b] != 0;
+    };
+    CHECK(scoped(loss_shared.id()));
+    CHECK(scoped(keep[0].id()));      // fc's box (and W in it)
+    CHECK(scoped(W.id()));
+    CHECK(scoped(shared.id()));
+    CHECK_FALSE(scoped(x.id()));       // data preparation: nothing there needs a gradient
+    CHECK_FALSE(scoped(raw.id()));
+    int backward_boxes = 0;
+    for (size_t i = 0; i < v.boxes.size(); ++i)
+        if (v.boxes[i].phase == PHASE_BACKWARD && v.boxes[i].kind != BOX_STUB) {
+            const NodeRecord* r = record_find(records, v.boxes[i].node_id);
+            if (r && r->id > loss_shared.id()) {   // the newest pass
+                CHECK(v.in_scope[i]);
+                ++backward_boxes;
+            }
+        }
+    CHECK(backward_boxes >= 2);
+
+    // Laid out: the scope's forward part, the backward pass right after it, nothing between.
+    LayoutInput in = layout_input_from_view(v, true);
+    LayoutResult placed = layout_compute(in);
+    REQUIRE(placed.ok);
+    float forward_right = -1e9f, backward_left = 1e9f;
+    for (size_t i = 0; i < v.boxes.size(); ++i) {
+        const LayoutRect& r = placed.boxes[v.boxes[i].key];
+        if (v.boxes[i].phase == PHASE_BACKWARD) backward_left = std::min(backward_left, r.x0);
+        else if (v.in_scope[i]) forward_right = std::max(forward_right, r.x1);
+    }
+    CHECK(backward_left > forward_right);
+    CHECK(backward_left - forward_right < 200.0f);
 }
 
 TEST_CASE("module groups: a loop that straddles a module call is dropped, one inside it nests") {

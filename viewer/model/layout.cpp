@@ -65,6 +65,8 @@ LayoutInput layout_input_from_view(const GraphView& view, bool backward_up) {
         box.height = b.height;
         box.phase = b.phase;
         if (b.frame >= 0) box.frame = frame_of(b.frame);
+        size_t index = in.boxes.size();
+        box.in_scope = index < view.in_scope.size() && view.in_scope[index];
         in.boxes.push_back(std::move(box));
     }
     for (const ViewEdge& e : view.edges)
@@ -77,6 +79,7 @@ LayoutInput layout_input_from_view(const GraphView& view, bool backward_up) {
         h = hash_value(h, static_cast<int>(std::lround(b.width)));
         h = hash_value(h, static_cast<int>(std::lround(b.height)));
         h = hash_value(h, b.frame);
+        h = hash_value(h, b.in_scope);
     }
     for (const LayoutInput::Edge& e : in.edges) {
         h = hash_value(h, e.from);
@@ -245,12 +248,10 @@ void dot_graph_read(const DotGraph& d, const LayoutInput& in, LayoutResult& out,
     }
 }
 
-// One phase's boxes laid out by dot; rectangles and curves in this graph's own coordinates
-// (origin top-left, y down). False with `error` set when dot fails.
-bool layout_phase(const LayoutInput& in, Phase phase, LayoutResult& out, LayoutRect& bounds, std::string& error) {
-    std::vector<int> boxes;
-    for (size_t i = 0; i < in.boxes.size(); ++i)
-        if (in.boxes[i].phase == phase) boxes.push_back(static_cast<int>(i));
+// Boxes of one phase (indices) laid out by dot; rectangles and curves in this graph's own
+// coordinates (origin top-left, y down). False with `error` set when dot fails.
+bool layout_part(const LayoutInput& in, Phase phase, const std::vector<int>& boxes, LayoutResult& out, LayoutRect& bounds,
+                 std::string& error) {
     bounds = LayoutRect{};
     if (boxes.empty()) return true;
     DotGraph d;
@@ -267,6 +268,64 @@ bool layout_phase(const LayoutInput& in, Phase phase, LayoutResult& out, LayoutR
     return true;
 }
 
+// The layout's parts (layout_compute): the forward boxes of the model's scope with the small
+// islands of data around it (the batch and its indexing, the labels, a loop's x_t: at most
+// SMALL_ISLAND boxes joined by edges outside the scope) and the boxes drawn in a frame with one
+// (a module call's ops that need no gradient); the backward boxes; the other forward boxes (a
+// dataset built op by op, the optimizer's step, an evaluation). Frames (and frames nested in one
+// another) are never split between parts.
+constexpr size_t SMALL_ISLAND = 12;
+
+struct LayoutParts {
+    std::vector<int> scope_forward, backward, other_forward;
+};
+
+struct UnionFind {
+    std::vector<size_t> root, size;
+    explicit UnionFind(size_t n) : root(n), size(n, 1) {
+        for (size_t i = 0; i < n; ++i) root[i] = i;
+    }
+    size_t find(size_t i) {
+        while (root[i] != i) i = root[i] = root[root[i]];
+        return i;
+    }
+    void join(size_t a, size_t b) {
+        a = find(a);
+        b = find(b);
+        if (a == b) return;
+        root[a] = b;
+        size[b] += size[a];
+    }
+};
+
+LayoutParts layout_parts(const LayoutInput& in) {
+    size_t n = in.boxes.size();
+    auto scoped = [&](int b) { return in.boxes[b].in_scope && in.boxes[b].phase == PHASE_FORWARD; };
+    UnionFind islands(n);   // forward boxes outside the scope, joined by their edges
+    for (const LayoutInput::Edge& e : in.edges)
+        if (!scoped(e.from) && !scoped(e.to)) islands.join(e.from, e.to);
+    auto small = [&](int b) { return !scoped(b) && islands.size[islands.find(b)] <= SMALL_ISLAND; };
+    UnionFind parts_of(n + in.frames.size());   // boxes, then frames
+    for (const LayoutInput::Edge& e : in.edges)
+        if ((scoped(e.from) || small(e.from)) && (scoped(e.to) || small(e.to))) parts_of.join(e.from, e.to);
+    for (size_t i = 0; i < n; ++i)
+        if (in.boxes[i].frame >= 0) parts_of.join(i, n + static_cast<size_t>(in.boxes[i].frame));
+    for (size_t f = 0; f < in.frames.size(); ++f)
+        if (in.frames[f].parent >= 0) parts_of.join(n + f, n + static_cast<size_t>(in.frames[f].parent));
+    std::vector<char> joined(parts_of.root.size(), 0);
+    bool any_scope = false;
+    for (size_t i = 0; i < n; ++i)
+        if (scoped(static_cast<int>(i))) joined[parts_of.find(i)] = any_scope = true;
+    LayoutParts parts;
+    for (size_t i = 0; i < n; ++i) {
+        int b = static_cast<int>(i);
+        if (in.boxes[i].phase == PHASE_BACKWARD) parts.backward.push_back(b);
+        else if (!any_scope || joined[parts_of.find(i)]) parts.scope_forward.push_back(b);
+        else parts.other_forward.push_back(b);
+    }
+    return parts;
+}
+
 void shift_rect(LayoutRect& r, float dx, float dy) {
     r.x0 += dx;
     r.x1 += dx;
@@ -279,17 +338,45 @@ void shift_rect(LayoutRect& r, float dx, float dy) {
 // ============================================================================================
 // [SECTION] compute
 
+namespace {
+
+// Shift one part's boxes, curves and frames by (dx, dy) into `result`.
+void layout_merge(LayoutResult& result, LayoutResult& part, float dx, float dy) {
+    for (auto& entry : part.boxes) {
+        shift_rect(entry.second, dx, dy);
+        result.boxes.emplace(entry.first, entry.second);
+    }
+    for (auto& entry : part.edges) {
+        for (LayoutPoint& p : entry.second.bezier) {
+            p.x += dx;
+            p.y += dy;
+        }
+        entry.second.tip.x += dx;
+        entry.second.tip.y += dy;
+        shift_rect(entry.second.bounds, dx, dy);
+        result.edges.emplace(entry.first, std::move(entry.second));
+    }
+    for (auto& entry : part.frames) {
+        shift_rect(entry.second, dx, dy);
+        result.frames.emplace(entry.first, entry.second);
+    }
+}
+
+}  // namespace
+
 LayoutResult layout_compute(const LayoutInput& in) {
     auto start = std::chrono::steady_clock::now();
-    LayoutResult forward, backward;
-    LayoutRect forward_bounds, backward_bounds;
+    LayoutParts parts = layout_parts(in);
+    const Phase phases[3] = {PHASE_FORWARD, PHASE_FORWARD, PHASE_BACKWARD};
+    const std::vector<int>* boxes[3] = {&parts.other_forward, &parts.scope_forward, &parts.backward};
+    LayoutResult laid[3];
+    LayoutRect bounds[3];
     std::string error;
-    bool ok;
+    bool ok = true;
     {
         std::lock_guard<std::mutex> lock(graphviz_mutex());
         agerrlevel_t saved = agseterr(AGMAX);   // no warnings on the REPL's terminal
-        ok = layout_phase(in, PHASE_FORWARD, forward, forward_bounds, error) &&
-             layout_phase(in, PHASE_BACKWARD, backward, backward_bounds, error);
+        for (int k = 0; k < 3 && ok; ++k) ok = layout_part(in, phases[k], *boxes[k], laid[k], bounds[k], error);
         agseterr(saved);
     }
     LayoutResult result;
@@ -299,36 +386,20 @@ LayoutResult layout_compute(const LayoutInput& in) {
     result.box_count = static_cast<int>(in.boxes.size());
     result.edge_count = static_cast<int>(in.edges.size());
     if (ok) {
-        // Side by side: the backward graph to the right; bottoms aligned when it flows upwards
-        // (the seed of the gradient next to the loss), tops aligned otherwise.
+        // Side by side: the rest of the forward graph (data preparation, the optimizer's step,
+        // tops aligned), the forward part with the model's scope, and the backward graph right of
+        // it, bottoms aligned when it flows upwards (the seed of the gradient next to the loss),
+        // tops aligned otherwise.
         const float gap = 60.0f;
-        float height = std::max(forward_bounds.y1, backward_bounds.y1);
-        float forward_dy = in.backward_up ? height - forward_bounds.y1 : 0;
-        float backward_dy = in.backward_up ? height - backward_bounds.y1 : 0;
-        float backward_dx = forward_bounds.x1 > 0 ? forward_bounds.x1 + gap : 0;
-        auto merge = [&](LayoutResult& part, float dx, float dy) {
-            for (auto& entry : part.boxes) {
-                shift_rect(entry.second, dx, dy);
-                result.boxes.emplace(entry.first, entry.second);
-            }
-            for (auto& entry : part.edges) {
-                for (LayoutPoint& p : entry.second.bezier) {
-                    p.x += dx;
-                    p.y += dy;
-                }
-                entry.second.tip.x += dx;
-                entry.second.tip.y += dy;
-                shift_rect(entry.second.bounds, dx, dy);
-                result.edges.emplace(entry.first, std::move(entry.second));
-            }
-            for (auto& entry : part.frames) {
-                shift_rect(entry.second, dx, dy);
-                result.frames.emplace(entry.first, entry.second);
-            }
-        };
-        merge(forward, 0, forward_dy);
-        merge(backward, backward_dx, backward_dy);
-        result.bounds = {0, 0, std::max(forward_bounds.x1, backward_dx + backward_bounds.x1), height};
+        float height = std::max({bounds[0].y1, bounds[1].y1, bounds[2].y1});
+        float x = 0;
+        for (int k = 0; k < 3; ++k) {
+            if (boxes[k]->empty()) continue;
+            bool bottom = in.backward_up && k > 0;
+            layout_merge(result, laid[k], x, bottom ? height - bounds[k].y1 : 0);
+            x += bounds[k].x1 + gap;
+        }
+        result.bounds = {0, 0, std::max(0.0f, x - gap), height};
     }
     result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return result;

@@ -27,6 +27,7 @@ struct LayoutInput {
         float width = 0, height = 0;
         Phase phase = PHASE_FORWARD;
         int frame = -1;   // index into frames, or -1
+        bool in_scope = false;   // GraphView::in_scope: the model's scope of the loss's picture
     };
     struct Edge {
         int from = 0, to = 0;
@@ -72,7 +73,12 @@ struct LayoutResult {
 LayoutInput layout_input_from_view(const GraphView& view, bool backward_up);
 std::string layout_edge_key(const std::string& from, const std::string& to);
 
-// Run dot now, on this thread. Holds graphviz_mutex() while Graphviz runs.
+// Run dot now, on this thread. Holds graphviz_mutex() while Graphviz runs. Left to right: the
+// forward boxes outside the model's scope (data preparation, the optimizer's step, an evaluation
+// after training), the forward boxes of the scope (with their direct inputs and the ops drawn in
+// a frame with them), the backward pass: the scope's forward and backward parts lie next to each
+// other. An edge from one part to another is drawn straight, not by dot. With no scope, the
+// forward pass and the backward pass.
 LayoutResult layout_compute(const LayoutInput& input);
 
 // One worker thread that lays out the latest request; older pending requests are dropped.

@@ -803,6 +803,7 @@ void Builder::build_forward() {
         int index = add_cluster(std::move(c), fallback);
         for (int64_t id : view.clusters[index].members) container_of[id] = index;   // the innermost wins
     }
+    for (const auto& owned : parameters_owned(records, view.clusters, container_of)) container_of[owned.first] = owned.second;
     for (const NodeRecord& r : records)
         if (r.is_function && r.phase == PHASE_FORWARD) add_function_cluster(r);
 
@@ -1151,6 +1152,7 @@ GraphView view_build(const ViewInput& input) {
     for (size_t i = 0; i < b.view.boxes.size(); ++i) b.view.box_by_key[b.view.boxes[i].key] = static_cast<int>(i);
     b.view.total_nodes = static_cast<int>(all.size());
     b.view.loss_node = pass.root;
+    view_mark_scope(b.view, b.records, pass);
     b.view.hidden_records = static_cast<int>(all.size() - std::count(shown.begin(), shown.end(), 1));
     if (cut && !b.view.cap_focus) b.view.cap_focus = focus;
     return std::move(b.view);

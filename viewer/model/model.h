@@ -151,6 +151,15 @@ struct Cluster {
 // CLUSTER_UPDATE, the outermost group.
 std::vector<Cluster> clusters_detect(const std::vector<NodeRecord>& records, bool loops, bool lines,
                                      int64_t after = 0);
+// The module call that owns each parameter (record_is_parameter) made outside any module call
+// (a loop that built the model may group it, as a plain group): the
+// innermost module call (index into clusters) that holds every forward use of it but the
+// optimizer's step's (`group_of`: a record's innermost group). A parameter used by two module
+// calls (a tied embedding, an RNN cell called at every step) belongs to the call around both, or
+// to none. O(records x depth of nesting).
+std::unordered_map<int64_t, int> parameters_owned(const std::vector<NodeRecord>& records, const std::vector<Cluster>& clusters,
+                                                  const std::unordered_map<int64_t, int>& group_of);
+
 // The groups `name` names (indices): a group's key ("loop:12", "update"), a module call's path
 // ("Sequential/0:Linear"), its last part ("0:Linear"), field ("0", "fc1"), class ("Linear") or
 // title ("fc1 (Linear)"). Backward mirrors are not named: they follow their forward group.
@@ -226,6 +235,8 @@ struct GraphView {
     int64_t cap_focus = 0;           // node the capped view is centred on; 0 when not capped
     int64_t loss_node = 0;           // the loss's picture is drawn: its root (the camera starts there)
     int hidden_records = 0;          // records left out (other histories, earlier steps)
+    std::vector<char> in_scope;      // per box: in the model's scope (view_mark_scope), which the
+                                     // first picture after a training step fits
     int box_of(int64_t node_id) const;   // -1 when not shown
 };
 
@@ -234,6 +245,14 @@ struct GraphView {
 // picked first (records_near), so that a huge tape costs what the cap costs; inputs left out are drawn
 // as stubs ("not shown").
 GraphView view_build(const ViewInput& input);
+
+// The model's scope of the loss's picture (`pass`): GraphView::in_scope marks the boxes of the
+// forward records a gradient flows through on the way to the loss (records that require one,
+// reached from the root along inputs, parameters included: the model's module calls, the loss)
+// and of the pass's backward records, with the copies of shared parameters beside such uses. Not
+// data preparation (records that need no gradient), not the optimizer's step. None without a
+// pass. O(records).
+void view_mark_scope(GraphView& view, const std::vector<NodeRecord>& records, const LossPass& pass);
 
 // At most `limit` records nearest `focus` (breadth first along inputs, uses, and from a backward
 // node to the forward node it differentiates, never from a node to its uses when it has more than

@@ -218,6 +218,8 @@ struct GraphWindowState {
     bool fit_request = false;        // show the whole graph now
     bool follow_request = true;      // the whole graph if legible, else the newest nodes, now
     ImVec2 canvas_size{0, 0};
+    ImVec2 canvas_origin{0, 0};      // its top-left in window pixels (the legend strip inside it)
+    bool side_panes = false;         // the Tensor and Source windows were shown in the last frame
     CrossEdgeMode cross_edges = CROSS_EDGES_AUTO;   // all when few, else those of the selection
     bool show_legend = true;
     char find_text[64] = "";        // the toolbar's find field
@@ -366,6 +368,10 @@ Node* viewer_node(ViewerState& s, int64_t id);
 // [SECTION] windows: shared by the windows
 
 void draw_graph_window(ViewerState& s, const Tile& tile);
+// The Tensor and Source windows have something to show (a selected node: the timeline's event
+// selects its node; a stop at a node or a Lua line): they take the right 38% of the window, else
+// the Graph (or Training) window has the whole width (window.cpp).
+bool side_panes_shown(const ViewerState& s);
 // The diff option's marks brought up to date (window.cpp; cleared while the option is off).
 void viewer_diff_refresh(ViewerState& s);
 void draw_tensor_window(ViewerState& s, const Tile& tile);

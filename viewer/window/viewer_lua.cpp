@@ -537,6 +537,7 @@ void push_drawn_box(lua_State* L, const ViewerState& s, const DrawnBox& d) {
         if (b.cluster >= 0) set_string(L, "group", v.clusters[b.cluster].key);
         if (b.frame >= 0) set_string(L, "frame", v.clusters[b.frame].key);
         set_boolean(L, "parameter", b.is_leaf && b.requires_grad && b.phase == PHASE_FORWARD);
+        set_boolean(L, "in_scope", d.box < static_cast<int>(v.in_scope.size()) && v.in_scope[d.box]);
         set_boolean(L, "executed", b.executed);
         set_boolean(L, "leaf", b.is_leaf);                 // with requires_grad: what colours it
         set_boolean(L, "requires_grad", b.requires_grad);  // (parameter, data, op)
@@ -633,6 +634,13 @@ void set_model_state(lua_State* L, const ViewerState& s) {
     set_number(L, "zoom", s.graph.zoom);
     set_number(L, "label_px", s.graph.zoom * GRAPH_FONT_SIZE);   // node labels' text height on screen
     set_integer(L, "loss", v.loss_node);
+    lua_createtable(L, 0, 4);   // the Graph window's canvas, window pixels (the legend strip at its top)
+    set_number(L, "x0", s.graph.canvas_origin.x);
+    set_number(L, "y0", s.graph.canvas_origin.y);
+    set_number(L, "x1", s.graph.canvas_origin.x + s.graph.canvas_size.x);
+    set_number(L, "y1", s.graph.canvas_origin.y + s.graph.canvas_size.y);
+    lua_setfield(L, -2, "canvas");
+    set_boolean(L, "side_panes", side_panes_shown(s));
     set_integer(L, "hidden_records", v.hidden_records);
     set_integer(L, "history", static_cast<lua_Integer>(s.engine.history.size()));
     set_integer(L, "frames", static_cast<lua_Integer>(s.frames.drawn));

@@ -620,7 +620,8 @@ void capture_pixels(ViewerState& s) {
 }
 
 // The four windows tile the GLFW window: Controls across the top, Graph (or Training) on the left,
-// Tensor and Source on the right.
+// Tensor and Source on the right while they have something to show (side_panes_shown), else the
+// Graph (or Training) window takes the whole width.
 // Every GLFW call that asks the X server something can be the one that finds the connection dead:
 // then its answer (a window size) is garbage, so the frame stops there (frame_step closes the
 // window after it).
@@ -640,15 +641,24 @@ void frame_draw(ViewerState& s) {
 
     ImVec2 display = ImGui::GetIO().DisplaySize;
     float top = 88.0f;   // the Controls window: buttons, numbers, the timeline (window_timeline.cpp)
-    float left = std::floor(display.x * 0.62f);
+    bool panes = side_panes_shown(s);
+    if (panes != s.graph.side_panes) {   // the Graph window's width changes: keep its view
+        s.graph.side_panes = panes;
+        if (s.graph.camera == CAMERA_FIT) s.graph.fit_request = true;
+        if (panes && s.selection.node) s.selection.scroll_to = true;   // not under the Tensor window
+        if (panes && s.stop.node) s.stop.scroll_to = true;
+    }
+    float left = panes ? std::floor(display.x * 0.62f) : display.x;
     float right = display.x - left;
     float rest = std::max(display.y - top, 100.0f);
     float tensor_h = std::floor(rest * 0.58f);
     draw_controls_window(s, {ImVec2(0, 0), ImVec2(display.x, top)});
     if (s.training.shown) draw_training_window(s, {ImVec2(0, top), ImVec2(left, rest)});
     else draw_graph_window(s, {ImVec2(0, top), ImVec2(left, rest)});
-    draw_tensor_window(s, {ImVec2(left, top), ImVec2(right, tensor_h)});
-    draw_source_window(s, {ImVec2(left, top + tensor_h), ImVec2(right, rest - tensor_h)});
+    if (right > 0) {
+        draw_tensor_window(s, {ImVec2(left, top), ImVec2(right, tensor_h)});
+        draw_source_window(s, {ImVec2(left, top + tensor_h), ImVec2(right, rest - tensor_h)});
+    }
 
     ImGui::PopFont();
     ImGui::Render();
@@ -724,6 +734,8 @@ void frame_step(bool force) {
 }
 
 }  // namespace
+
+bool side_panes_shown(const ViewerState& s) { return s.selection.node || s.stop.node || s.stop.line > 0; }
 
 // ============================================================================================
 // [SECTION] api

@@ -44,14 +44,33 @@ constexpr float MIN_ZOOM = 0.02f, MAX_ZOOM = 4.0f;
 
 constexpr float LEGEND_HEIGHT = 20.0f;   // the legend strip along the canvas top
 
-void camera_fit(ViewerState& s, ImVec2 canvas) {
-    const LayoutRect& b = s.layout.placement.bounds;
+// Fit rectangle b (layout units) to the canvas, at most `most` (150%: a small graph is drawn big).
+void camera_fit_rect(ViewerState& s, const LayoutRect& b, ImVec2 canvas, float most = 1.5f) {
     float w = b.x1 - b.x0 + 40, h = b.y1 - b.y0 + 40;
     if (w <= 40 && h <= 40) return;
     float top = LEGEND_HEIGHT;   // keep the graph clear of the legend
-    s.graph.zoom = std::clamp(std::min(canvas.x / w, (canvas.y - top) / h), MIN_ZOOM, 1.5f);
+    s.graph.zoom = std::clamp(std::min(canvas.x / w, (canvas.y - top) / h), MIN_ZOOM, most);
     s.graph.pan = ImVec2((b.x0 + b.x1) * 0.5f - canvas.x * 0.5f / s.graph.zoom,
                    (b.y0 + b.y1) * 0.5f - (canvas.y + top) * 0.5f / s.graph.zoom);
+}
+
+void camera_fit(ViewerState& s, ImVec2 canvas) { camera_fit_rect(s, s.layout.placement.bounds, canvas); }
+
+// The bounds of the model's scope (GraphView::in_scope: the loss's forward pass through the model
+// and its backward pass), false when the view has none.
+bool scope_bounds(const ViewerState& s, LayoutRect* out) {
+    const GraphView& v = s.model.view;
+    const Placement& p = s.layout.placement;
+    bool any = false;
+    LayoutRect b{FLT_MAX, FLT_MAX, -FLT_MAX, -FLT_MAX};
+    for (size_t i = 0; i < v.in_scope.size() && i < p.rects.size(); ++i) {
+        if (!v.in_scope[i]) continue;
+        const LayoutRect& r = p.rects[i];
+        b = LayoutRect{std::min(b.x0, r.x0), std::min(b.y0, r.y0), std::max(b.x1, r.x1), std::max(b.y1, r.y1)};
+        any = true;
+    }
+    if (any) *out = b;
+    return any;
 }
 
 // Keep the camera over the graph: no more empty canvas than needed on any side.
@@ -65,12 +84,33 @@ void camera_clamp(ViewerState& s, ImVec2 canvas) {
     else s.graph.pan.y = std::clamp(s.graph.pan.y, b.y0 - margin - top, b.y1 + margin - view_h);
 }
 
+// The model's scope on the canvas, legible: all of it; else its bottom (the loss, and the seed of
+// its gradient: the backward pass flows upwards from beside it) on the canvas's bottom edge, its
+// whole width when that fits at a legible size, else from its left edge (the forward pass, then
+// the backward pass next to it).
+void camera_fit_scope(ViewerState& s, const LayoutRect& scope, ImVec2 canvas) {
+    camera_fit_rect(s, scope, canvas, 1.0f);   // a part of the graph: no bigger than its own size
+    if (s.graph.zoom * GRAPH_FONT_SIZE >= LEGIBLE_LABEL_PX) return;
+    float width = scope.x1 - scope.x0 + 40;
+    float zoom = std::clamp(canvas.x / width, (LEGIBLE_LABEL_PX + 0.01f) / GRAPH_FONT_SIZE, 1.0f);
+    float left = zoom * width <= canvas.x ? (scope.x0 + scope.x1) * 0.5f - canvas.x * 0.5f / zoom : scope.x0 - 20;
+    s.graph.zoom = zoom;
+    s.graph.pan = ImVec2(left, scope.y1 + 20 - canvas.y / zoom);
+}
+
 // After a new layout, unless the user moved the camera: the whole graph when its labels stay
-// legible (LEGIBLE_LABEL_PX), else labels at their own size centred on the node of interest (the
-// stop, the selection, the loss of the loss's picture, or the newest node: where the graph grows).
+// legible (LEGIBLE_LABEL_PX); else, for the loss's picture with nothing stopped or selected, the
+// model's scope (forward and backward, not the data preparation: camera_fit_scope); else labels at
+// their own size centred on the node of interest (the stop, the selection, the loss of the loss's
+// picture, or the newest node: where the graph grows).
 void camera_follow(ViewerState& s, ImVec2 canvas) {
     camera_fit(s, canvas);
     if (s.graph.zoom * GRAPH_FONT_SIZE >= LEGIBLE_LABEL_PX) return;
+    LayoutRect scope;
+    if (!s.stop.node && !s.selection.node && scope_bounds(s, &scope)) {
+        camera_fit_scope(s, scope, canvas);
+        return;
+    }
     const GraphView& v = s.model.view;
     int focus = s.stop.node ? v.box_of(s.stop.node) : s.selection.node ? v.box_of(s.selection.node) : -1;
     if (focus < 0 && v.loss_node) focus = v.box_of(v.loss_node);
@@ -297,6 +337,10 @@ void draw_toolbar(ViewerState& s) {
     int nodes = static_cast<int>(s.model.records.size());
     ImGui::TextDisabled("%d node%s, %d box%s", nodes, nodes == 1 ? "" : "s", static_cast<int>(s.model.view.boxes.size()),
                         s.model.view.boxes.size() == 1 ? "" : "es");
+    if (!side_panes_shown(s)) {
+        ImGui::SameLine();
+        ImGui::TextDisabled(" click a node: its tensor and source open at the right ");
+    }
     ImGui::SameLine();
     if (s.layout.requested && s.layout.worker.busy())
         ImGui::TextColored(ImVec4(0.95f, 0.75f, 0.3f, 1), "laying out... %.1f s",
@@ -411,6 +455,7 @@ GraphFrame graph_canvas(ViewerState& s, const Tile& tile, ImDrawList* window_dl)
     f.size.x = std::max(f.size.x, 50.0f);
     f.size.y = std::max(f.size.y, 50.0f);
     s.graph.canvas_size = f.size;
+    s.graph.canvas_origin = f.origin;
     ImGui::InvisibleButton("canvas", f.size,
                            ImGuiButtonFlags_MouseButtonLeft | ImGuiButtonFlags_MouseButtonRight |
                                ImGuiButtonFlags_MouseButtonMiddle);
