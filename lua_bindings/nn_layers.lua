@@ -390,6 +390,8 @@ local loss_modules = {
   {"NLLLoss", "nll_loss", 1, {"weight", "ignore_index", "reduction"}},
   {"MultiMarginLoss", "multi_margin_loss", 3, {"p", "margin", "weight", "reduction"}},
 }
+-- PyTorch's defaults of the options that are fields of a loss module (crit.ignore_index is -100).
+local LOSS_DEFAULTS = {ignore_index = -100, label_smoothing = 0.0, beta = 1.0, p = 1, margin = 1}
 for _, spec in ipairs(loss_modules) do
   local name, fname, n_positional, names = table.unpack(spec)
   local class = Module:extend(name)
@@ -401,23 +403,23 @@ for _, spec in ipairs(loss_modules) do
     end
     local a = parse_args(name, 0, names, n_positional, ...)
     self.reduction = check_reduction(name, a.reduction)
-    local given = {}
     for _, key in ipairs(names) do
       local value = a[key]
       if key == "weight" or key == "pos_weight" then
         check_tensor(name, key, value, true)
         self:register_buffer(key, value)
-      elseif value ~= nil then
-        given[key] = value
+      elseif key ~= "reduction" then
+        self[key] = value == nil and LOSS_DEFAULTS[key] or value
       end
     end
-    rawset(self, "given_options", given)
   end
+  -- The fields as they are now (crit.ignore_index = 0 after construction counts, as in PyTorch);
+  -- a field at PyTorch's default is left out, so that F takes its own fast path.
   function class:forward(input, target)
-    local opts = {reduction = self.reduction}
-    for key, value in pairs(self.given_options) do opts[key] = value end
-    if self.weight then opts.weight = self.weight end
-    if self.pos_weight then opts.pos_weight = self.pos_weight end
+    local opts = {reduction = self.reduction, weight = self.weight, pos_weight = self.pos_weight}
+    for _, key in ipairs(names) do
+      if LOSS_DEFAULTS[key] ~= nil and self[key] ~= LOSS_DEFAULTS[key] then opts[key] = self[key] end
+    end
     return F[fname](input, target, opts)
   end
   nn[name] = class

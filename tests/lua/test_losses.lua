@@ -116,3 +116,22 @@ check.close(nn.NLLLoss()(scores:log_softmax(2), labels), F.cross_entropy(scores,
 local ce_shape = "for input [2,5,3] ([N, C, d1, ...]) the target must be class labels [N, d1, ...] = [2,3] or probabilities of the input's shape, got [2,5]"
 check.fails("cross_entropy", ce_shape, function() local l = F.cross_entropy(scores, torch.ones(2, 5, {dtype = "int64"})); return l end)
 check.fails("nll_loss", "the target must be class labels [N, d1, ...] = [2,3]", function() local l = F.nll_loss(scores, torch.ones(6, {dtype = "int64"})); return l end)
+
+-- A loss module's options are its fields, with PyTorch's defaults (crit.ignore_index is -100),
+-- and a field changed after construction counts, as in PyTorch (it was ignored: the constructor's
+-- options were kept apart).
+local lecture_labels = torch.tensor({1, 2, 3}, {dtype = "int64"})
+local crit = nn.CrossEntropyLoss()
+check.equal(crit.ignore_index, -100, "CrossEntropyLoss().ignore_index")
+check.equal(crit.label_smoothing, 0.0, "CrossEntropyLoss().label_smoothing")
+check.equal(crit.reduction, "mean", "CrossEntropyLoss().reduction")
+check.equal(nn.NLLLoss().ignore_index, -100, "NLLLoss().ignore_index")
+check.equal(nn.SmoothL1Loss({beta = 0.5}).beta, 0.5, "SmoothL1Loss{beta = 0.5}.beta")
+check.equal(nn.MultiMarginLoss().margin, 1, "MultiMarginLoss().margin")
+crit.ignore_index = 2
+check.close(crit(lecture_scores(), lecture_labels), F.cross_entropy(lecture_scores(), lecture_labels, {ignore_index = 2}), 1e-12,
+            "crit.ignore_index = 2 after construction")
+crit.label_smoothing = 0.1
+check.close(crit(lecture_scores(), lecture_labels),
+            F.cross_entropy(lecture_scores(), lecture_labels, {ignore_index = 2, label_smoothing = 0.1}), 1e-12,
+            "crit.label_smoothing = 0.1 after construction")
