@@ -56,7 +56,8 @@ Options options_from(lua_State* L, int idx, bool jacobian_only) {
         };
         if (key == "eps") {
             o.eps = number("eps");
-            if (o.eps == 0) arg_fail(idx, "option eps must be > 0");
+            std::string refused = gradcheck_eps_refusal(o.eps);
+            if (!refused.empty()) arg_fail(idx, "option %s", refused.c_str());
         } else if (key == "atol" && !jacobian_only) {
             o.tolerance.atol = number("atol");
         } else if (key == "rtol" && !jacobian_only) {
