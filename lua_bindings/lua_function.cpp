@@ -60,6 +60,16 @@ public:
         luaL_unref(main_, LUA_REGISTRYINDEX, args_ref_);
     }
 
+    // ctx.saved_tensors holds something (save_for_backward was called).
+    bool saves_tensors() const override {
+        lua_State* L = main_;
+        int top = lua_gettop(L);
+        lua_rawgeti(L, LUA_REGISTRYINDEX, ctx_ref_);
+        bool saves = lua_istable(L, -1) && lua_getfield(L, -1, "saved_tensors") == LUA_TTABLE && lua_rawlen(L, -1) > 0;
+        lua_settop(L, top);
+        return saves;
+    }
+
     std::vector<Tensor> forward(const std::vector<Tensor>&) override {
         lua_State* L = tapedeck_current_state();
         int top = lua_gettop(L);

@@ -309,6 +309,7 @@ void fill_analytic_rows(const Tensor& out, const std::vector<Tensor>& inputs, co
         BackwardOptions options;
         options.capture = &inputs;
         options.captured = &captured;
+        options.retain_graph = true;   // one pass per row through the same graph
         backward(out, &seed, options);
         for (size_t i = 0; i < inputs.size(); ++i) {
             if (!captured[i].defined()) continue;
