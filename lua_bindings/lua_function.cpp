@@ -324,6 +324,7 @@ void tapedeck_open_function(lua_State* L) {
     lua_setfield(L, -2, "save_for_backward");
     lua_setfield(L, -2, "__index");
     lua_pop(L, 1);
-    static const tdlua::Binding function_binding[] = {{"Function", torch_function, "torch.Function"}, {nullptr, nullptr}};
+    static const tdlua::Binding function_binding[] = {{.name = "Function", .fn = torch_function, .call_name = "torch.Function"},
+                                                      {nullptr, nullptr}};
     tdlua::register_bindings(L, function_binding);   // into the torch table on top of the stack
 }
