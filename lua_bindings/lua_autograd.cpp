@@ -6,6 +6,7 @@
 // [SECTION] backward     x:backward, torch.autograd.grad, retain_grad, requires_grad_
 // [SECTION] grad mode    no_grad (a function's call or a <close> guard), enable_grad, ...
 // [SECTION] tables
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -24,17 +25,44 @@ const char* const GRAD_MODE_TYPE = "tapedeck.GradMode";
 const char BACKWARD_OPTIONS[] = "create_graph retain_graph";
 const char GRAD_OPTIONS[] = "create_graph retain_graph grad_outputs allow_unused";
 
-// {create_graph =, retain_graph =} at idx into options (retain_graph is accepted: the recorded
-// graph is kept anyway, nodes live while something reaches them).
+// {create_graph =, retain_graph =} at idx into options (retain_graph: a later pass may go through
+// the graph again; without it a second pass through a node whose rule reads saved values fails,
+// as in PyTorch).
 void backward_options_from(lua_State* L, int idx, BackwardOptions* options, bool* allow_unused) {
     if (lua_isnoneornil(L, idx)) return;
     if (!lua_istable(L, idx)) arg_fail(idx, "options must be a table like {create_graph = true}, got %s", type_name_of(L, idx));
     options_check(L, idx, allow_unused ? GRAD_OPTIONS : BACKWARD_OPTIONS);   // grad_outputs: read by the caller
     lua_getfield(L, idx, "create_graph");
     options->create_graph = lua_toboolean(L, -1);
+    lua_getfield(L, idx, "retain_graph");
+    options->retain_graph = lua_toboolean(L, -1);
     lua_getfield(L, idx, "allow_unused");
     if (allow_unused) *allow_unused = lua_toboolean(L, -1);
-    lua_pop(L, 2);
+    lua_pop(L, 3);
+}
+
+// A backward() typed at a prompt (the REPL's or a stop's: chunk "=stdin") may go again through a
+// graph an earlier pass released, as the debugger's workflow does (run the script, set a backward
+// breakpoint, backward() again): tapedeck kept the saved values. It runs, with a note, where a
+// script's backward() fails as PyTorch's does. Sets options->released_rerun to *released.
+bool allow_rerun_at_prompt(lua_State* L, BackwardOptions* options, int64_t* released) {
+    lua_Debug ar;
+    if (!find_user_frame(L, 1, &ar) || strcmp(ar.source, "=stdin") != 0) return false;
+    options->released_rerun = released;
+    return true;
+}
+
+// The note for a backward() at the prompt that went through a released graph (node `id`).
+void note_rerun(lua_State* L, const char* function, int64_t id) {
+    if (id == 0) return;
+    Node* n = tape_find(id);
+    fprintf(stderr,
+            "note: %s went through the graph a second time: %s%s%s was gone through by an earlier backward() without "
+            "{retain_graph = true}. PyTorch raises here (it frees saved tensors), as a script's %s does; at the prompt "
+            "tapedeck runs it (it kept them), and .grad accumulates again (%s)\n",
+            function, n ? ("#" + std::to_string(id) + " " + n->name()).c_str() : ("#" + std::to_string(id)).c_str(),
+            n ? " at " : "", n ? source_loc_str(n->where).c_str() : "", function, where_at(L, 1).c_str());
+    fflush(stderr);
 }
 
 // x:backward(), x:backward(grad), x:backward(grad, {create_graph = true}), x:backward{create_graph = true}
@@ -47,7 +75,10 @@ int l_backward(lua_State* L) {
     if (!lua_isnone(L, options_at + 1)) arg_fail(options_at + 1, "backward takes a gradient and an options table, got more");
     BackwardOptions options;
     backward_options_from(L, options_at, &options, nullptr);
+    int64_t released = 0;
+    allow_rerun_at_prompt(L, &options, &released);
     backward(root, grad, options);
+    note_rerun(L, "backward()", released);
     return 0;
 }
 
@@ -106,6 +137,8 @@ int l_autograd_grad(lua_State* L) {
     std::vector<Tensor> captured;
     options.capture = &inputs;
     options.captured = &captured;
+    int64_t released = 0;   // at the prompt: runs (the values are right, and no .grad changes)
+    allow_rerun_at_prompt(L, &options, &released);
     backward(root, seed, options);
     for (size_t i = 0; i < inputs.size(); ++i) {
         if (captured[i].defined()) {

@@ -60,6 +60,16 @@ public:
         luaL_unref(main_, LUA_REGISTRYINDEX, args_ref_);
     }
 
+    // ctx.saved_tensors holds something (save_for_backward was called).
+    bool saves_tensors() const override {
+        lua_State* L = main_;
+        int top = lua_gettop(L);
+        lua_rawgeti(L, LUA_REGISTRYINDEX, ctx_ref_);
+        bool saves = lua_istable(L, -1) && lua_getfield(L, -1, "saved_tensors") == LUA_TTABLE && lua_rawlen(L, -1) > 0;
+        lua_settop(L, top);
+        return saves;
+    }
+
     std::vector<Tensor> forward(const std::vector<Tensor>&) override {
         lua_State* L = tapedeck_current_state();
         int top = lua_gettop(L);
@@ -266,11 +276,14 @@ int function_call_lua(lua_State* L) {
 }
 
 // torch.Function{name = "MyReLU", forward = function(ctx, ...) end, backward = function(ctx, ...) end}
+// (run guarded as torch.Function: its errors name the call and the user's line)
 int torch_function(lua_State* L) {
-    luaL_checktype(L, 1, LUA_TTABLE);
+    if (!lua_istable(L, 1))
+        tdlua::arg_fail(1, "takes a table {forward = function(ctx, ...), backward = function(ctx, ...) [, name =]}, got %s",
+                        tdlua::type_name_of(L, 1));
     for (const char* method : {"forward", "backward"})
         if (lua_getfield(L, 1, method) != LUA_TFUNCTION)
-            return luaL_error(L, "torch.Function: the table needs a %s function (ctx, ...)", method);
+            engine_fail("torch.Function: the table needs a %s function (ctx, ...), got %s", method, luaL_typename(L, -1));
     lua_settop(L, 1);
     if (lua_getfield(L, 1, "name") == LUA_TNIL) {
         lua_pop(L, 1);
@@ -278,7 +291,7 @@ int torch_function(lua_State* L) {
         lua_pushvalue(L, -1);
         lua_setfield(L, 1, "name");   // the name stays on the stack: it is registered below
     } else if (lua_type(L, -1) != LUA_TSTRING) {
-        return luaL_error(L, "torch.Function: name must be a string");
+        engine_fail("torch.Function: name must be a string, got %s", luaL_typename(L, -1));
     }
     luaL_getsubtable(L, LUA_REGISTRYINDEX, TAPEDECK_FUNCTION_NAMES);
     lua_pushvalue(L, -2);
@@ -311,6 +324,8 @@ void tapedeck_open_function(lua_State* L) {
     lua_setfield(L, -2, "save_for_backward");
     lua_setfield(L, -2, "__index");
     lua_pop(L, 1);
-    lua_pushcfunction(L, torch_function);
-    lua_setfield(L, -2, "Function");   // into the torch table on top of the stack
+    static const tdlua::Binding function_binding[] = {{.name = "Function", .fn = torch_function, .options = tdlua::OPTIONS_TABLE_IS_VALUE,
+                                                       .call_name = "torch.Function"},
+                                                      {nullptr, nullptr}};
+    tdlua::register_bindings(L, function_binding, "torch.");   // into the torch table on top of the stack
 }

@@ -58,7 +58,8 @@ Options options_from(lua_State* L, int idx, bool jacobian_only) {
         return v;
     };
     o.eps = number("eps", o.eps);
-    if (o.eps == 0) arg_fail(idx, "option eps must be > 0");
+    std::string refused = gradcheck_eps_refusal(o.eps);
+    if (!refused.empty()) arg_fail(idx, "option %s", refused.c_str());
     o.tolerance.atol = number("atol", o.tolerance.atol);
     o.tolerance.rtol = number("rtol", o.tolerance.rtol);
     o.max_evaluations = static_cast<int64_t>(number("max_evaluations", static_cast<double>(o.max_evaluations)));
@@ -302,6 +303,7 @@ void fill_analytic_rows(const Tensor& out, const std::vector<Tensor>& inputs, co
         BackwardOptions options;
         options.capture = &inputs;
         options.captured = &captured;
+        options.retain_graph = true;   // one pass per row through the same graph
         backward(out, &seed, options);
         for (size_t i = 0; i < inputs.size(); ++i) {
             if (!captured[i].defined()) continue;

@@ -111,12 +111,14 @@ int l_memory(lua_State* L) {
     return 3;
 }
 
-// torch.set_memory_limit(bytes): the most bytes tensor data may take at once (nil or 0: the
-// default, 3/4 of physical memory); torch.memory_limit() reads it. Creating a tensor past it is an
-// error naming the op and the sizes in GB.
+// torch.set_memory_limit(bytes): the most bytes tensor data may take at once (nil: the default,
+// 3/4 of physical memory; 0, which would refuse every tensor, is an error); torch.memory_limit()
+// reads it. Creating a tensor past it is an error naming the op and the sizes.
 int l_set_memory_limit(lua_State* L) {
     int64_t bytes = lua_isnoneornil(L, 1) ? 0 : check_integer(L, 1, "bytes");
     if (bytes < 0) arg_fail(1, "bytes must not be negative, got %lld", static_cast<long long>(bytes));
+    if (bytes == 0 && !lua_isnoneornil(L, 1))
+        arg_fail(1, "a limit of 0 bytes would refuse every tensor; nil restores the default (3/4 of physical memory)");
     memory_set_limit_bytes(static_cast<size_t>(bytes));
     return 0;
 }

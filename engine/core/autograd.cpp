@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "function.h"
 #include "tape.h"
 
 namespace td {
@@ -406,6 +407,34 @@ void check_backward_call(const Tensor& root, const Tensor* grad) {
                     static_cast<long long>(root.id()), root.shape().str().c_str());
 }
 
+// Whether n's rule reads values saved in the forward: an op flagged OPF_SAVES_*, or a
+// torch.Function whose forward called save_for_backward.
+bool rule_reads_saved(const Node* n) {
+    constexpr uint32_t SAVES = OPF_SAVES_IN0 | OPF_SAVES_IN1 | OPF_SAVES_IN2 | OPF_SAVES_IN3 | OPF_SAVES_OUT0 | OPF_SAVES_OUT1;
+    if (n->info().flags & SAVES) return true;
+    return n->op == OP_function && n->custom() && n->custom()->saves_tensors();
+}
+
+// PyTorch's error for a second pass through a graph whose saved values an earlier pass released
+// (backward() without retain_graph): checked for every node of the pass before any gradient
+// moves, so a refused pass changes no .grad. With released_rerun, no error: the first such node's
+// id goes there (0: none).
+void fail_if_released(const std::vector<Node*>& order, int64_t* released_rerun) {
+    if (released_rerun) *released_rerun = 0;
+    for (const Node* n : order) {
+        if (!n->saved_released || !n->tracks_grad) continue;
+        if (released_rerun) {
+            *released_rerun = n->id;
+            return;
+        }
+        engine_fail("backward: trying to backward through the graph a second time: #%lld %s (%s) saved values for its "
+                    "rule, and an earlier backward() through it released them (as PyTorch frees saved tensors). Pass "
+                    "{retain_graph = true} to the earlier backward() to go through the graph again, or compute the "
+                    "forward again",
+                    static_cast<long long>(n->id), n->name(), source_loc_str(n->where).c_str());
+    }
+}
+
 // A loss (backward() without a gradient): the training log reads it at the optimizer's step.
 void note_last_loss(const Tensor& root) {
     const Value& v = root.value();
@@ -495,10 +524,15 @@ void send_gradients(Node* n, const BackwardCall& call, RuleCall& r, bool sums_in
 void backward(const Tensor& root, const Tensor* grad, const BackwardOptions& options) {
     check_backward_call(root, grad);
     bool has_grad = grad && grad->defined();
-    if (!has_grad) note_last_loss(root);
 
     std::vector<Node*> order;
     collect_graph_by_id_descending(root.node.get(), order);
+    fail_if_released(order, options.released_rerun);
+    if (!has_grad) {
+        note_last_loss(root);
+        engine_notify(root.node.get(), HOOK_LOSS);
+    }
+    bool release = !options.retain_graph && !options.create_graph;
     BackwardScope scope(order, root.node.get(), options.create_graph);
     if (options.captured) options.captured->assign(options.capture->size(), Tensor());
     BackwardPass& pass = scope.pass;
@@ -530,6 +564,7 @@ void backward(const Tensor& root, const Tensor* grad, const BackwardOptions& opt
         }
         bool sums_in_place = !options.create_graph && !engine_values_watched();   // and slices are taken
         BackwardCall call = run_backward_rule(n, pass, rule, sums_in_place);
+        if (release && rule_reads_saved(n)) n->saved_released = true;
         send_gradients(n, call, rule, sums_in_place, freeing);
         for (Tensor& g : rule.grad_outputs) freeing.let_go(g);   // n's rule has used them
         for (Tensor& g : rule.grad_inputs) freeing.let_go(g);    // each is a pending gradient now, or added into one

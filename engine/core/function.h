@@ -26,6 +26,10 @@ struct CustomFunction {
     // gradient for that input. A result count other than the inputs' is an error (checked here).
     virtual std::vector<Tensor> backward(const std::vector<Tensor>& grad_outputs) = 0;
 
+    // Whether backward reads tensors the forward saved (ctx:save_for_backward): then a second pass
+    // through the graph without retain_graph is an error, as for an op that saves its inputs.
+    virtual bool saves_tensors() const { return false; }
+
     const std::string name;
     const std::string backward_name;
 };

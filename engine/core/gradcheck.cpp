@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <random>
 #include <unordered_set>
@@ -26,6 +27,27 @@ std::vector<int64_t> gradcheck_sample(int64_t numel, int64_t limit) {
     picked.assign(chosen.begin(), chosen.end());
     std::sort(picked.begin(), picked.end());
     return picked;
+}
+
+std::string gradcheck_eps_refusal(double eps) {
+    char range[96];
+    snprintf(range, sizeof range, "use an eps from %.2g to %g (the default 1e-6 suits float64)", GRADCHECK_MIN_EPS, GRADCHECK_MAX_EPS);
+    char text[400];
+    if (!(eps > 0) || !std::isfinite(eps))
+        snprintf(text, sizeof text, "eps %g is not a step: it must be a positive number; %s", eps, range);
+    else if (eps < GRADCHECK_MIN_EPS)
+        snprintf(text, sizeof text,
+                 "eps %g is too small for float64, the dtype the differences are taken in: x + eps keeps too few of eps's "
+                 "digits (float64 has about 16), so f(x + eps) - f(x - eps) is rounding error; %s",
+                 eps, range);
+    else if (eps > GRADCHECK_MAX_EPS)
+        snprintf(text, sizeof text,
+                 "eps %g is too large: a central difference over +-%g measures a secant, not the derivative (its error "
+                 "grows as eps^2); %s",
+                 eps, eps, range);
+    else
+        return "";
+    return text;
 }
 
 std::vector<double> gradcheck_flatten_outputs(const std::vector<Value>& outputs) {

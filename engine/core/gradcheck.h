@@ -19,6 +19,17 @@ struct GradcheckTolerance {
     double rtol = 1e-3;
 };
 
+// The eps a check accepts: central differences taken in float64 (what :gradcheck and PyTorch's
+// gradcheck compute in). Below GRADCHECK_MIN_EPS, x ± eps keeps fewer than ~4 digits of eps for an
+// x near 1, so a difference is mostly rounding error (float64 has ~16 digits); above
+// GRADCHECK_MAX_EPS the difference measures a secant, whose error grows as eps².
+constexpr double GRADCHECK_MIN_EPS = 1e4 * 2.220446049250313e-16;
+constexpr double GRADCHECK_MAX_EPS = 0.1;
+
+// Why `eps` cannot be a check's step ("" when it can): not a number, <= 0, or outside
+// [GRADCHECK_MIN_EPS, GRADCHECK_MAX_EPS], with the reason and the range.
+std::string gradcheck_eps_refusal(double eps);
+
 // The default budget: at most this many evaluations of the function for one check (each checked
 // input element costs two; beyond it a sample of the elements is checked, gradcheck_sample).
 constexpr int64_t GRADCHECK_MAX_EVALUATIONS = 1000000;

@@ -50,8 +50,9 @@ struct HistoryState {
     size_t with_values = 0;            // the newest `with_values` events still hold their values
     std::unordered_map<Storage*, StorageCopies> copied;   // only storages written since an event held them
     std::deque<CopyOrder> copy_order;
-    size_t held_bytes = 0;             // bytes of the storages held (Storage::history_refs > 0)
-    size_t copy_bytes = 0;             // bytes of the copies
+    size_t held_bytes = 0;             // bytes of the storages held (Storage::history_refs > 0), headers too
+    size_t copy_bytes = 0;             // bytes of the copies, headers too
+    size_t event_bytes = 0;            // the events' own bookkeeping: each event and its block of values
     int observer = 0;                  // the engine hook's handle
     uint8_t observed_events = 0;       // the events it asked for (subscribe_wanted_events)
 };
@@ -87,6 +88,17 @@ void subscribe_wanted_events() {
     engine_observe_events(h.observer, events);
 }
 
+// What the history is charged for: the storages it holds and the copies, each with its header
+// (tensor.cpp's 64-byte header on the CPU, a host record for a device's), and the events
+// themselves. A budget of 64 MB holds about 64 MB then, however small the values.
+constexpr size_t STORAGE_HEADER_BYTES = 64;
+size_t storage_charge(const Storage* s) { return s->bytes + (s->device == DEVICE_CPU ? STORAGE_HEADER_BYTES : sizeof(Storage)); }
+size_t event_charge(const HistoryEvent& e) {
+    size_t op_heap = e.op.capacity() > 15 ? e.op.capacity() + 1 : 0;   // past the string's inline buffer
+    return sizeof(HistoryEvent) + e.values.capacity() * sizeof(HistoryValue) + op_heap;
+}
+size_t charged_bytes() { return h.held_bytes + h.copy_bytes + h.event_bytes; }
+
 uint64_t oldest_kept() {
     if (h.with_values == 0) return 0;
     return h.events[h.events.size() - h.with_values].serial;
@@ -98,13 +110,13 @@ uint64_t oldest_kept() {
 // Values are counted on their storage (Storage::history_refs): holding one costs no lookup.
 void hold(const Value& v) {
     Storage* s = v.storage.get();
-    if (s && s->history_refs++ == 0) h.held_bytes += s->bytes;
+    if (s && s->history_refs++ == 0) h.held_bytes += storage_charge(s);
 }
 
 void forget_copies(Storage* s) {
     auto it = h.copied.find(s);
     if (it != h.copied.end()) {
-        for (const StorageCopy& c : it->second.copies) h.copy_bytes -= c.copy->bytes;
+        for (const StorageCopy& c : it->second.copies) h.copy_bytes -= storage_charge(c.copy.get());
         h.copied.erase(it);
     }
     s->history_copied = false;
@@ -113,7 +125,7 @@ void forget_copies(Storage* s) {
 void let_go(HistoryValue& hv) {
     Storage* s = hv.value.storage.get();
     if (s && --s->history_refs == 0) {
-        h.held_bytes -= s->bytes;
+        h.held_bytes -= storage_charge(s);
         if (s->history_copied) forget_copies(s);
     }
     hv.value = Value();
@@ -127,7 +139,9 @@ void let_go_all(std::vector<HistoryValue>& values) {
 // The oldest event that still holds values lets them go (it stays listed).
 void drop_oldest_values() {
     HistoryEvent& e = h.events[h.events.size() - h.with_values];
+    h.event_bytes -= event_charge(e);
     let_go_all(e.values);
+    h.event_bytes += event_charge(e);
     e.values_kept = false;
     --h.with_values;
 }
@@ -142,19 +156,29 @@ void drop_unneeded_copies() {
         if (it == h.copied.end() || it->second.serial != c.storage_serial || it->second.copies.empty()) continue;
         std::vector<StorageCopy>& copies = it->second.copies;
         if (copies.front().after_serial != c.after_serial) continue;
-        h.copy_bytes -= copies.front().copy->bytes;
+        h.copy_bytes -= storage_charge(copies.front().copy.get());
         copies.erase(copies.begin());
         if (copies.empty()) forget_copies(c.storage);
     }
 }
 
-// Within the budget and the event cap: the oldest values fall out first, then the oldest events.
+// Forget the oldest listed event (its values first, when it still holds them).
+void forget_oldest_event() {
+    if (h.with_values == h.events.size()) drop_oldest_values();
+    h.event_bytes -= event_charge(h.events.front());
+    h.events.pop_front();
+}
+
+// Within the budget and the event cap. Over the budget, events whose values fell out are forgotten
+// first (oldest first: their records cost what values would), then the oldest values fall out;
+// the newest event stays listed.
 void trim() {
-    while (h.held_bytes + h.copy_bytes > h.budget && h.with_values > 0) drop_oldest_values();
-    while (h.events.size() > HISTORY_MAX_EVENTS) {
-        if (h.with_values == h.events.size()) drop_oldest_values();
-        h.events.pop_front();
+    while (charged_bytes() > h.budget) {
+        if (h.events.size() > h.with_values && h.events.size() > 1) forget_oldest_event();
+        else if (h.with_values > 0) drop_oldest_values();
+        else break;
     }
+    while (h.events.size() > HISTORY_MAX_EVENTS) forget_oldest_event();
     drop_unneeded_copies();
     subscribe_wanted_events();
 }
@@ -209,6 +233,7 @@ void record_event(Node* node, HookEvent event) {
         for (int i = 0; i < node->outputs.size(); ++i) e.values.push_back(value_of_tensor(pass->group.grad_outputs[i]));
         for (int i = 0; i < node->inputs.size(); ++i) e.values.push_back(value_of_tensor(pass->group.grad_inputs[i]));
     }
+    h.event_bytes += event_charge(e);
     h.events.push_back(std::move(e));
     ++h.with_values;
     trim();
@@ -267,7 +292,7 @@ void copy_before_write(Storage* storage) {
         to.storage = copy;
         value_copy_elements(to, from);
     }
-    h.copy_bytes += copy->bytes;
+    h.copy_bytes += storage_charge(copy.get());
     copies.push_back({after, copy});
     h.copy_order.push_back({after, storage, storage->serial});
     trim();
@@ -295,6 +320,7 @@ Value history_value_as_of(const Value& v, uint64_t serial) {
 void history_clear() {
     while (h.with_values > 0) drop_oldest_values();
     h.events.clear();
+    h.event_bytes = 0;
     h.copy_order.clear();
     subscribe_wanted_events();
 }
@@ -318,7 +344,7 @@ void history_resume() {
     if (h.paused > 0 && --h.paused == 0) subscribe_wanted_events();
 }
 
-size_t history_bytes_held() { return h.held_bytes + h.copy_bytes; }
+size_t history_bytes_held() { return charged_bytes(); }
 size_t history_copy_bytes() { return h.copy_bytes; }
 size_t history_events_listed() { return h.events.size(); }
 size_t history_events_with_values() { return h.with_values; }
@@ -331,7 +357,7 @@ const HistoryEvent* history_event(uint64_t serial) {
     return &h.events[static_cast<size_t>(serial - h.events.front().serial)];
 }
 
-bool history_parse_bytes(const std::string& text, size_t* bytes) {
+bool history_parse_bytes(const std::string& text, size_t* bytes, std::string* why) {
     std::string t;
     for (char c : text)
         if (!isspace(static_cast<unsigned char>(c))) t += static_cast<char>(tolower(static_cast<unsigned char>(c)));
@@ -349,6 +375,10 @@ bool history_parse_bytes(const std::string& text, size_t* bytes) {
     else if (unit == "m" || unit == "mb") scale = 1024.0 * 1024;
     else if (unit == "g" || unit == "gb") scale = 1024.0 * 1024 * 1024;
     else return false;
+    if (x * scale > static_cast<double>(HISTORY_MAX_BUDGET)) {   // also before the cast to size_t overflows
+        if (why) *why = "'" + text + "' is more than a budget can be (at most " + history_bytes_text(HISTORY_MAX_BUDGET) + ")";
+        return false;
+    }
     *bytes = static_cast<size_t>(x * scale);
     return true;
 }

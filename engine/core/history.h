@@ -19,9 +19,10 @@
 //
 // The budget bounds the bytes the history holds: every storage an event references (counted once
 // however many events share it, and whether or not something else holds it too: an upper bound
-// of what the history keeps alive) plus the copies. Over it, the oldest events' values are let go
-// (the events stay listed, `values_kept` false: they "fell out"). The listed events themselves are
-// at most HISTORY_MAX_EVENTS (120 bytes each once their values fell out); older ones are forgotten.
+// of what the history keeps alive), with its header, plus the copies, plus the events' own
+// records (an event and its block of values: ~120 bytes, and ~100 per value). Over it, the oldest
+// events' values are let go (the events stay listed, `values_kept` false: they "fell out"); still
+// over it, the oldest events are forgotten. The listed events are also at most HISTORY_MAX_EVENTS.
 #pragma once
 
 #include <cstdint>
@@ -94,7 +95,7 @@ void history_resume();
 // Forget every event (keeps the budget).
 void history_clear();
 
-size_t history_bytes_held();           // charged bytes: held storages + copies
+size_t history_bytes_held();           // charged bytes: held storages + copies (headers too) + the events' records
 size_t history_copy_bytes();           // of which copies made before in-place writes
 size_t history_events_listed();
 size_t history_events_with_values();
@@ -113,8 +114,12 @@ Value history_value_as_of(const Value& v, uint64_t serial);
 // when it is that group, holds the new grad_input.
 void history_note_group_edited(const Node* node);
 
-// Parse "200MB", "1 GB", "512KB", "1000" (bytes), "off"/"0" into bytes. False when it is not one.
-bool history_parse_bytes(const std::string& text, size_t* bytes);
+// The largest budget history_parse_bytes accepts (1 PiB: more than any machine holds, far below
+// what a size_t counts).
+constexpr size_t HISTORY_MAX_BUDGET = size_t(1) << 50;
+// Parse "200MB", "1 GB", "512KB", "1000" (bytes), "off"/"0" into bytes. False when it is not one;
+// then *why (when given) says why when it is a size but too large (above HISTORY_MAX_BUDGET).
+bool history_parse_bytes(const std::string& text, size_t* bytes, std::string* why = nullptr);
 // "200 MB", "1.5 GB", "512 KB", "300 bytes".
 std::string history_bytes_text(size_t bytes);
 

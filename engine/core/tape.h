@@ -202,6 +202,9 @@ struct Node final {
                                  // engine_backward_graph_kept) or in inner_nodes
     bool pass_made_sum = false;  // a backward pass made it to hold a gradient being summed: until
                                  // that gradient's target is visited, only the pass reaches it
+    bool saved_released = false; // a backward pass without retain_graph ran its rule, which reads
+                                 // saved values: a later pass through it fails (PyTorch's "backward
+                                 // through the graph a second time")
     SourceLoc where;
     SmallList<Edge, 2> inputs;
     SmallList<Output, 1> outputs;
@@ -302,6 +305,9 @@ enum HookEvent : uint8_t {
     HOOK_GRAD_STORED,  // backward: output engine_backward_pass()->stored.output of `node` (a leaf, or one
                        // that retains grad) received a gradient in .grad. Only to observers that ask
                        // for it (freeze's recorder turns it into a step of its own)
+    HOOK_LOSS,         // backward() was called on root `node`, one element, without a gradient (a loss):
+                       // engine_last_loss() holds it; the pass has not run yet. Only to observers that
+                       // ask for it (the training log's `loss` series, when no optimizer logs it)
 };
 typedef void (*NodeObserver)(Node* node, HookEvent event, void* user);
 inline uint8_t hook_bit(HookEvent event) { return static_cast<uint8_t>(1u << event); }
@@ -436,6 +442,14 @@ uint64_t engine_random_u64();
 // changed.
 struct BackwardOptions {
     bool create_graph = false;
+    // Keep the graph for another pass. Without it (and without create_graph, which implies it), a
+    // pass releases what each node it runs saved for its rule, as PyTorch frees saved tensors: a
+    // later pass through such a node is an error (Node::saved_released), not a silent second sum.
+    bool retain_graph = false;
+    // Non-null: a pass through nodes an earlier pass released runs anyway (tapedeck keeps saved
+    // values: the prompt's backward(), a tool re-running a pass) and sets *released_rerun to the id
+    // of one such node (0 when none). Null: such a pass is an error.
+    int64_t* released_rerun = nullptr;
     const std::vector<Tensor>* capture = nullptr;
     std::vector<Tensor>* captured = nullptr;
 };

@@ -82,13 +82,27 @@ bool Shape::operator==(const Shape& o) const {
     return true;
 }
 
+namespace {
+
+// Whether the row-major strides of `shape` fit in int64, counted as PyTorch counts them (a dim of
+// size 0 counts as 1, so [0, 2^40, 2^40] has a stride of 2^80 and is refused as PyTorch refuses it,
+// while [2^40, 0, 2^40] is accepted).
+bool shape_strides_fit(const Shape& shape) {
+    int64_t stride = 1;
+    for (int i = shape.ndim - 1; i > 0; --i)
+        if (__builtin_mul_overflow(stride, std::max<int64_t>(shape.dims[i], 1), &stride)) return false;
+    return true;
+}
+
+}  // namespace
+
 bool shape_numel_fits(const Shape& shape, int64_t* numel) {
     int64_t n = 1;
     for (int i = 0; i < shape.ndim; ++i) {
         if (shape.dims[i] < 0 || __builtin_mul_overflow(n, shape.dims[i], &n)) return false;
     }
     int64_t bytes;
-    if (__builtin_mul_overflow(n, int64_t(8), &bytes)) return false;
+    if (__builtin_mul_overflow(n, int64_t(8), &bytes) || !shape_strides_fit(shape)) return false;
     *numel = n;
     return true;
 }
@@ -98,6 +112,10 @@ int64_t shape_checked_numel(const Shape& shape, const char* what) {
     if (shape_numel_fits(shape, &numel)) return numel;
     for (int i = 0; i < shape.ndim; ++i)
         if (shape.dims[i] < 0) engine_fail("%s: negative size %lld in shape %s", what, static_cast<long long>(shape.dims[i]), shape.str().c_str());
+    if (!shape_strides_fit(shape))
+        engine_fail("%s: shape %s cannot be laid out: its strides overflow 64 bits (a size-0 dim counts as 1 in a "
+                    "stride, as in PyTorch)",
+                    what, shape.str().c_str());
     engine_fail("%s: shape %s has more elements than a tensor can hold (its element count overflows 64 bits)", what,
                 shape.str().c_str());
 }
@@ -166,7 +184,17 @@ size_t default_memory_limit() {
     return static_cast<size_t>(pages) / 4 * 3 * static_cast<size_t>(page_size);
 }
 
-double gigabytes(size_t bytes) { return static_cast<double>(bytes) / (1u << 30); }
+// "4 MB", "1.5 GB", "16 KB", "300 bytes": a size in the unit that shows it (the memory-limit error).
+std::string bytes_text(size_t bytes) {
+    char text[48];
+    double x = static_cast<double>(bytes);
+    if (bytes >= (size_t(100) << 30)) snprintf(text, sizeof text, "%.0f GB", x / static_cast<double>(size_t(1) << 30));
+    else if (bytes >= (size_t(1) << 30)) snprintf(text, sizeof text, "%.3g GB", x / static_cast<double>(size_t(1) << 30));
+    else if (bytes >= (size_t(1) << 20)) snprintf(text, sizeof text, "%.3g MB", x / static_cast<double>(size_t(1) << 20));
+    else if (bytes >= 1024) snprintf(text, sizeof text, "%.3g KB", x / 1024);
+    else snprintf(text, sizeof text, "%zu bytes", bytes);
+    return text;
+}
 
 }  // namespace
 
@@ -209,9 +237,9 @@ Storage* storage_new(size_t bytes, Device device) {
     StoragePool& p = pool();
     size_t limit = memory_limit_bytes();
     if (bytes > limit || p.live_bytes > limit - bytes)
-        engine_fail("out of memory: %.2f GB asked for, with %.2f GB of the %.2f GB memory limit in use "
+        engine_fail("out of memory: %s asked for, with %s of the %s memory limit in use "
                     "(torch.set_memory_limit changes it)",
-                    gigabytes(bytes), gigabytes(p.live_bytes), gigabytes(limit));
+                    bytes_text(bytes).c_str(), bytes_text(p.live_bytes).c_str(), bytes_text(limit).c_str());
     size_t rounded = storage_rounded_bytes(bytes, DEVICE_CPU);
     Storage* s = nullptr;
     if (rounded <= SMALL_LIMIT) {

@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cstring>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "debugger.h"
 #include "debugger_internal.h"
@@ -20,6 +22,39 @@ using namespace dbg;
 
 // ============================================================================================
 // [SECTION] frames
+
+namespace {
+
+// "att, q" : the names of a backward stop's forward tensors (push_forward_names), sorted.
+std::string forward_names_list(const DebugStop& stop) {
+    lua_State* L = g.L;
+    int top = lua_gettop(L);
+    push_forward_names(L, stop);
+    std::vector<std::string> names;
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+        names.push_back(lua_tostring(L, -2));
+        lua_pop(L, 1);
+    }
+    lua_settop(L, top);
+    std::sort(names.begin(), names.end());
+    std::string list;
+    for (const std::string& name : names) list += (list.empty() ? "" : ", ") + name;
+    return list;
+}
+
+// Why :up cannot reach the frame that made a backward stop's node: it has returned.
+std::string forward_frame_gone(const DebugStop& stop, const td::Node* forward) {
+    std::string names = forward_names_list(stop);
+    return "at the outermost frame of backward()'s caller: this is a backward stop, and the forward frame that made #" +
+           std::to_string(forward->id) + " " + forward->name() + " (" + td::source_loc_str(forward->where) +
+           ") has returned, so its locals are gone. " +
+           (names.empty() ? std::string("No tensor of this stop has a variable's name; inputs[i], out, saved.x and grad_output hold them")
+                          : "The names the banner gives its tensors print them here (" + names +
+                                ": :p " + names.substr(0, names.find(',')) + "), as do inputs[i], out and grad_output");
+}
+
+}  // namespace
 
 bool debugger_select_frame(int count, std::string* why) {
     DebugStop* stop = g.stop;
@@ -34,7 +69,8 @@ bool debugger_select_frame(int count, std::string* why) {
         while (next >= 0 && next < static_cast<int>(stop->frames.size()) && stop->frames[next].what == "C") next += step;
         if (next < 0 || next >= static_cast<int>(stop->frames.size())) {
             if (moved == 0) {
-                *why = count > 0 ? "at the outermost frame" : "at the innermost frame";
+                td::Node* forward = count > 0 ? stop_forward_node(*stop) : nullptr;
+                *why = forward ? forward_frame_gone(*stop, forward) : count > 0 ? "at the outermost frame" : "at the innermost frame";
                 return false;
             }
             break;   // as far as it goes
@@ -173,5 +209,31 @@ std::string debugger_locals(lua_State* L) {
         format_entries(L, lua_gettop(L), out);
     }
     lua_settop(L, vars - 1);
+    if (td::Node* forward = stop_forward_node(*stop)) {   // the names that come before the frame's (env_index)
+        push_forward_names(L, *stop);
+        lua_newtable(L);
+        int list = lua_gettop(L), n = 0;
+        std::vector<std::string> names;
+        lua_pushnil(L);
+        while (lua_next(L, list - 1)) {
+            names.push_back(lua_tostring(L, -2));
+            lua_pop(L, 1);
+        }
+        std::sort(names.begin(), names.end());
+        for (const std::string& name : names) {
+            lua_createtable(L, 2, 0);
+            lua_pushstring(L, name.c_str());
+            lua_rawseti(L, -2, 1);
+            lua_getfield(L, list - 1, name.c_str());
+            lua_rawseti(L, -2, 2);
+            lua_rawseti(L, list, ++n);
+        }
+        if (n > 0) {
+            out += "the forward tensors of #" + std::to_string(forward->id) + " " + forward->name() + " (" +
+                   td::source_loc_str(forward->where) + "; its frame has returned), by the banner's names, before the locals above:\n";
+            format_entries(L, list, out);
+        }
+        lua_settop(L, vars - 1);
+    }
     return out;
 }

@@ -68,8 +68,13 @@ bool parse_options(const std::string& args, CheckOptions& o) {
         double value = equals == std::string::npos ? NAN : strtod(word.c_str() + equals + 1, &stop);
         bool number = equals != std::string::npos && stop && *stop == '\0' && value >= 0 && std::isfinite(value);
         if (!number || (key != "eps" && key != "atol" && key != "rtol" && key != "max_evaluations") ||
-            (key == "eps" && value == 0) || (key == "max_evaluations" && value < 2)) {
+            (key == "max_evaluations" && value < 2)) {
             fail("'" + word + "' is not an option: it takes eps=E, atol=A, rtol=R, max_evaluations=N (as in :gradcheck eps=1e-4)");
+            return false;
+        }
+        std::string refused = key == "eps" ? gradcheck_eps_refusal(value) : "";
+        if (!refused.empty()) {
+            fail(refused);
             return false;
         }
         if (key == "eps") o.eps = value;
@@ -315,6 +320,9 @@ struct Report {
     bool float32 = false;           // some recorded gradient is not float64 (its looser atol applies)
     bool edited = false;            // a grad_input was replaced at a stop
     std::string sample_reason;      // the bound a sample keeps within: "1e+06 evaluations (max_evaluations)"
+    int64_t outputs_total = 0;      // float output elements
+    int64_t outputs_not_finite = 0; // of those, not finite at the recorded inputs: left out of the sum
+    int64_t outputs_not_finite_with_gradient = 0;   // of those, where grad_output is not 0
     bool ok = true;
 };
 
@@ -335,16 +343,34 @@ std::vector<bool> inputs_with_gradient(const Node* node, const BackwardGroup& gr
 }
 
 // grad_output flattened as the numerical columns are (over the float outputs of `first`, one
-// evaluation's outputs): the weights of sum(grad_output * output). 0 where no gradient arrived.
-std::vector<double> grad_output_weights(const std::vector<Value>& first, const std::vector<Value>& grad_outputs) {
+// evaluation's outputs): the weights of sum(grad_output * output), 0 where no gradient arrived.
+// An output element that is not finite at the inputs' own values (a mask's -Inf, a NaN) has no
+// finite difference (-Inf - -Inf is NaN): it is left out of the sum, and counted.
+struct OutputWeights {
     std::vector<double> weights;
+    std::vector<char> used;              // per element: 1 when it is in the sum
+    int64_t total = 0;                   // float output elements
+    int64_t not_finite = 0;              // of those, left out
+    int64_t not_finite_with_gradient = 0;// of those, where grad_output is not 0
+};
+
+OutputWeights grad_output_weights(const std::vector<Value>& first, const std::vector<Value>& grad_outputs) {
+    OutputWeights w;
     for (size_t j = 0; j < first.size(); ++j) {
         if (!dtype_is_float(first[j].dtype)) continue;
-        int64_t n = first[j].numel();
+        Value host = value_to_host(first[j]);
+        int64_t n = host.numel();
         bool has = j < grad_outputs.size() && grad_outputs[j].storage && grad_outputs[j].numel() == n;
-        for (int64_t e = 0; e < n; ++e) weights.push_back(has ? value_get(grad_outputs[j], e) : 0.0);
+        for (int64_t e = 0; e < n; ++e) {
+            double weight = has ? value_get(grad_outputs[j], e) : 0.0;
+            bool finite = std::isfinite(value_get(host, e));
+            w.weights.push_back(weight);
+            w.used.push_back(finite ? 1 : 0);
+            ++w.total;
+            if (!finite) ++w.not_finite, w.not_finite_with_gradient += weight != 0;
+        }
     }
-    return weights;
+    return w;
 }
 
 // The share of the wanted inputs' elements checked: 1 (all), or a sample within the budget (the
@@ -373,7 +399,7 @@ double sample_share(const Node* node, const std::vector<Value>& inputs, const st
 // the share of elements checked.
 struct Numerics {
     const GradcheckEvaluate& evaluate;
-    const std::vector<double>& weights;
+    const OutputWeights& weights;
     double share;
 };
 
@@ -390,9 +416,11 @@ InputCheck check_input(const Node* node, int i, Value& x, const Numerics& numeri
     double largest = 0;
     for (int64_t k : elements) {
         std::vector<double> column = gradcheck_numeric_column(numerics.evaluate, x, k, o.eps);
-        if (column.size() != numerics.weights.size()) engine_fail("the outputs changed size between evaluations");
+        const OutputWeights& w = numerics.weights;
+        if (column.size() != w.weights.size()) engine_fail("the outputs changed size between evaluations");
         double sum = 0;
-        for (size_t e = 0; e < column.size(); ++e) sum += numerics.weights[e] * column[e];
+        for (size_t e = 0; e < column.size(); ++e)
+            if (w.used[e]) sum += w.weights[e] * column[e];
         numeric.push_back(sum);
         largest = std::max(largest, std::fabs(sum));
     }
@@ -448,7 +476,10 @@ Report run_check(lua_State* L, const DebugStop& stop, const CheckOptions& o) {
         for (const Tensor& t : function.call()) values.push_back(t.value());
         return values;
     };
-    std::vector<double> weights = grad_output_weights(evaluate(), grad_outputs);   // the first evaluation: the outputs' layout
+    OutputWeights weights = grad_output_weights(evaluate(), grad_outputs);   // the first evaluation: the outputs' layout
+    report.outputs_total = weights.total;
+    report.outputs_not_finite = weights.not_finite;
+    report.outputs_not_finite_with_gradient = weights.not_finite_with_gradient;
     double share = sample_share(node, inputs, wanted, custom, o, report);
 
     bool all_float64 = true;
@@ -505,6 +536,14 @@ void print_report(const Report& r, const CheckOptions& o) {
         print_comparison("recorded", line.recorded_dtype, line.recorded, line.shape, r.edited ? "  (grad_input edited at a stop)" : "");
         if (line.has_rule) print_comparison("rule", DTYPE_F64, line.rule, line.shape, "  (run again on float64 copies)");
     }
+    if (r.outputs_not_finite > 0)
+        printf("  output: %lld of its %lld elements not finite (NaN or ±Inf, as a mask's -Inf: no finite difference there), "
+               "left out of sum(grad_output * output)%s\n",
+               static_cast<long long>(r.outputs_not_finite), static_cast<long long>(r.outputs_total),
+               r.outputs_not_finite_with_gradient == 0
+                   ? "; grad_output is 0 at all of them"
+                   : ("; grad_output is not 0 at " + std::to_string(r.outputs_not_finite_with_gradient) +
+                      " of them: what they send back is not checked").c_str());
     if (!r.rule_failed.empty()) printf("  (the rule could not run again in float64: %s)\n", r.rule_failed.c_str());
     printf("%s (tolerance: atol %s + rtol %s * |numeric|%s)\n",
            r.ok ? "ok: grad_input agrees with finite differences" : "MISMATCH: grad_input differs from finite differences",
@@ -582,8 +621,10 @@ int dbg::lua_gradcheck(lua_State* L) {
             double value = lua_isnumber(L, -1) ? lua_tonumber(L, -1) : -1;
             bool known = key == "eps" || key == "atol" || key == "rtol" || key == "max_evaluations";
             if (!known) return luaL_error(L, "dbg.gradcheck: unknown option '%s' (eps, atol, rtol, max_evaluations)", key.c_str());
-            if (!(value >= 0) || (key == "eps" && value == 0) || (key == "max_evaluations" && value < 2))
+            if (!(value >= 0) || (key == "max_evaluations" && value < 2))
                 return luaL_error(L, "dbg.gradcheck: option %s must be a number > 0", key.c_str());
+            std::string refused = key == "eps" ? gradcheck_eps_refusal(value) : "";
+            if (!refused.empty()) return luaL_error(L, "dbg.gradcheck: %s", refused.c_str());
             if (key == "eps") options.eps = value;
             else if (key == "atol") options.tolerance.atol = value;
             else if (key == "rtol") options.tolerance.rtol = value;
@@ -621,5 +662,7 @@ int dbg::lua_gradcheck(lua_State* L) {
         lua_rawseti(L, -2, static_cast<lua_Integer>(k + 1));
     }
     lua_setfield(L, -2, "inputs");
+    tdlua::set_integer(L, "outputs_not_finite", report.outputs_not_finite);
+    tdlua::set_integer(L, "outputs_not_finite_with_gradient", report.outputs_not_finite_with_gradient);
     return 1;
 }

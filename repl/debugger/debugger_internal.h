@@ -94,6 +94,7 @@ struct State {
     // Tables of names the stop's prompt sees, made on first use and released when it ends.
     StopTableRef stop_names;                  // the stop's names (debugger_stop.cpp)
     StopTableRef rewound_names;               // the rewound view's names, per (stop, event) (debugger_rewind.cpp)
+    StopTableRef forward_names;               // a backward stop's forward tensors by the banner's names (debugger_stop.cpp)
 
     // The breakpoints the viewer's window was last sent (debugger_viewer.cpp): sent again only on change.
     std::vector<ViewerBreakpoint> shown_breakpoints;
@@ -149,6 +150,13 @@ void env_release(lua_State* L, int ref);
 void stop_names_release(lua_State* L);
 // Push a plain table of the stopped frame's locals and the stop's names (Tab completion).
 void push_env_names(lua_State* L);
+// The forward node a backward stop is about (the group's node; for a node inside a group, the node
+// it differentiates); null at a forward, line or post-mortem stop, and in a rewound view.
+td::Node* stop_forward_node(const DebugStop& stop);
+// A backward stop's forward tensors by the names its banner gives them ({att = tensor, ...}): the
+// forward node's outputs, then its inputs, by the names bound to them (Lua names only; an output
+// keeps a name an input shares). An empty table at other stops. Made once per stop.
+void push_forward_names(lua_State* L, const DebugStop& stop);
 // Push the stop's names as one table (what dbg.stopped() returns and an action receives).
 void push_stop_names(lua_State* L);
 // The watch `id` evaluated now, in the innermost loop's _ENV, as print_stop prints it ("" if none).

@@ -8,6 +8,8 @@
 #include <lua.hpp>
 
 #include <cstring>
+#include <stdexcept>
+#include <string>
 
 #include "debugger.h"
 #include "debugger_internal.h"
@@ -23,15 +25,25 @@ using tdlua::set_integer;
 using tdlua::set_number;
 using tdlua::set_boolean;
 
+// dbg.break_on's errors: thrown, so that run_guarded names the call and the user's line.
+[[noreturn]] void break_fail(const std::string& message) { throw std::runtime_error("dbg.break_on: " + message); }
+
+// Field `field` of the table (its value at idx) as a string: an error naming the field otherwise.
+const char* field_string(lua_State* L, int idx, const char* field) {
+    if (lua_type(L, idx) != LUA_TSTRING && lua_type(L, idx) != LUA_TNUMBER)
+        break_fail(std::string(field) + " must be a string, got " + luaL_typename(L, idx));
+    return lua_tostring(L, idx);
+}
+
 // The phase field: "fwd", "forward", "bwd", "backward", "both", "line".
 uint8_t check_phase(lua_State* L, int idx, uint8_t fallback) {
     if (lua_isnil(L, idx)) return fallback;
-    const char* p = luaL_checkstring(L, idx);
+    const char* p = field_string(L, idx, "phase");
     if (!strcmp(p, "fwd") || !strcmp(p, "forward")) return BREAK_FORWARD;
     if (!strcmp(p, "bwd") || !strcmp(p, "backward")) return BREAK_BACKWARD;
     if (!strcmp(p, "both")) return BREAK_BOTH;
     if (!strcmp(p, "line")) return BREAK_LINE;
-    return static_cast<uint8_t>(luaL_error(L, "dbg.break_on: phase must be \"fwd\", \"bwd\", \"both\" or \"line\", not \"%s\"", p));
+    break_fail(std::string("phase must be \"fwd\", \"bwd\", \"both\" or \"line\", not \"") + p + "\"");
 }
 
 // A registry ref to the function in field `field` of the table at 1, or LUA_NOREF.
@@ -40,15 +52,45 @@ int function_field(lua_State* L, const char* field) {
         lua_pop(L, 1);
         return LUA_NOREF;
     }
-    if (!lua_isfunction(L, -1)) luaL_error(L, "dbg.break_on: %s must be a function", field);
+    if (!lua_isfunction(L, -1)) break_fail(std::string(field) + " must be a function, got " + luaL_typename(L, -1));
     return luaL_ref(L, LUA_REGISTRYINDEX);
 }
 
 const char BREAK_FIELDS[] = "op fn phase node line file when once action";
 
-// dbg.break_on{op=, phase=, node=, line=, file=, when=, once=, action=} -> id
-int l_break_on(lua_State* L) {
-    luaL_checktype(L, 1, LUA_TTABLE);
+// The breakpoint's target from the fields op (2), node (3), line (4), file (5), fn (7).
+void break_target(lua_State* L, Breakpoint& bp) {
+    if (!lua_isnil(L, 2)) {
+        bp.target = TARGET_OP;
+        bp.function_name = field_string(L, 2, "op");
+    } else if (!lua_isnil(L, 7)) {
+        bp.target = TARGET_OP;
+        bp.op = td::OP_function;
+        bp.function_name = field_string(L, 7, "fn");
+    } else if (!lua_isnil(L, 3)) {
+        bp.target = TARGET_NODE;
+        if (!lua_isinteger(L, 3)) break_fail(std::string("node must be an integer (a node id), got ") + luaL_typename(L, 3));
+        bp.node_id = lua_tointeger(L, 3);
+    } else if (!lua_isnil(L, 4)) {
+        bp.target = TARGET_LINE;
+        if (lua_isinteger(L, 4)) {
+            bp.line = static_cast<int>(lua_tointeger(L, 4));
+            bp.file = lua_isnil(L, 5) ? "" : field_string(L, 5, "file");
+        } else {
+            std::string spec = field_string(L, 4, "line");
+            size_t colon = spec.rfind(':');
+            if (colon == std::string::npos) break_fail("line must be a number or \"file.lua:12\"");
+            bp.file = spec.substr(0, colon);
+            bp.line = atoi(spec.c_str() + colon + 1);
+        }
+    }
+}
+
+// dbg.break_on{op=, phase=, node=, line=, file=, when=, once=, action=} -> id (run guarded: l_break_on)
+int break_on(lua_State* L) {
+    if (!lua_istable(L, 1))
+        tdlua::arg_fail(1, "takes a table {op =, fn =, node =, line =, phase =, when =, once =, action =}, got %s",
+                        tdlua::type_name_of(L, 1));
     tapedeck_check_options(L, 1, "dbg.break_on", BREAK_FIELDS);
     Breakpoint bp;
     lua_getfield(L, 1, "op");
@@ -57,29 +99,7 @@ int l_break_on(lua_State* L) {
     lua_getfield(L, 1, "file");
     lua_getfield(L, 1, "phase");   // 6
     lua_getfield(L, 1, "fn");      // 7: a torch.Function by name, maybe not defined yet
-    if (!lua_isnil(L, 2)) {
-        bp.target = TARGET_OP;
-        bp.function_name = luaL_checkstring(L, 2);
-    } else if (!lua_isnil(L, 7)) {
-        bp.target = TARGET_OP;
-        bp.op = td::OP_function;
-        bp.function_name = luaL_checkstring(L, 7);
-    } else if (!lua_isnil(L, 3)) {
-        bp.target = TARGET_NODE;
-        bp.node_id = luaL_checkinteger(L, 3);
-    } else if (!lua_isnil(L, 4)) {
-        bp.target = TARGET_LINE;
-        if (lua_type(L, 4) == LUA_TNUMBER) {
-            bp.line = static_cast<int>(luaL_checkinteger(L, 4));
-            bp.file = lua_isnil(L, 5) ? "" : luaL_checkstring(L, 5);
-        } else {
-            std::string spec = luaL_checkstring(L, 4);
-            size_t colon = spec.rfind(':');
-            if (colon == std::string::npos) return luaL_error(L, "dbg.break_on: line must be a number or \"file.lua:12\"");
-            bp.file = spec.substr(0, colon);
-            bp.line = atoi(spec.c_str() + colon + 1);
-        }
-    }
+    break_target(L, bp);
     bp.phases = check_phase(L, 6, bp.target == TARGET_LINE ? BREAK_LINE : BREAK_BOTH);
     lua_getfield(L, 1, "once");
     bp.once = lua_toboolean(L, -1);
@@ -90,18 +110,18 @@ int l_break_on(lua_State* L) {
         lua_pushvalue(L, -1);
         bp.function_ref = luaL_ref(L, LUA_REGISTRYINDEX);
     } else if (!lua_isnil(L, -1)) {   // as ':break ... if' takes it: "nan", "max > 1e3", Lua of t
-        if (!dbg::parse_condition(luaL_checkstring(L, -1), bp))
-            return luaL_error(L, "dbg.break_on: bad condition '%s'", lua_tostring(L, -1));
+        if (!dbg::parse_condition(field_string(L, -1, "when"), bp)) break_fail(std::string("bad condition '") + lua_tostring(L, -1) + "'");
     }
-    if (bp.target == TARGET_ANY && bp.condition == CONDITION_NONE)
-        return luaL_error(L, "dbg.break_on: give op, fn, node, line or when");
+    if (bp.target == TARGET_ANY && bp.condition == CONDITION_NONE) break_fail("give op, fn, node, line or when");
     bp.action_ref = function_field(L, "action");
     std::string error;
     int id = debugger_break_add(L, bp, error);
-    if (!id) return luaL_error(L, "dbg.break_on: %s", error.c_str());
+    if (!id) break_fail(error);
     lua_pushinteger(L, id);
     return 1;
 }
+
+int l_break_on(lua_State* L) { return tdlua::run_guarded(L, break_on, "dbg.break_on"); }
 
 // Fields of the table on top of the stack.
 int l_breaks(lua_State* L) {
@@ -273,8 +293,11 @@ int l_attached(lua_State* L) {
 int l_history(lua_State* L) {
     if (!lua_isnoneornil(L, 1)) {
         size_t bytes = 0;
-        if (!td::history_parse_bytes(luaL_checkstring(L, 1), &bytes))
+        std::string why;
+        if (!td::history_parse_bytes(luaL_checkstring(L, 1), &bytes, &why)) {
+            if (!why.empty()) return luaL_error(L, "dbg.history: %s", why.c_str());
             return luaL_error(L, "dbg.history: give a size (\"200MB\", \"1GB\", \"512KB\") or \"off\", not '%s'", lua_tostring(L, 1));
+        }
         td::history_set_budget(bytes);
     }
     dbg::rewind_push_history_table(L);

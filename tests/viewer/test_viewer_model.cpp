@@ -559,7 +559,10 @@ TEST_CASE("model's scope: parameters in their module call, the scope without dat
     Tensor x = ops::mul_scalar(ops::add_scalar(raw, 1.0), 0.5);     // data preparation
     Tensor loss = train_step(W, x, keep);
     Tensor loss_shared = ops::reduce_all(OP_sum, ops::mul(keep[2], shared));
-    backward(loss_shared, nullptr);
+    int64_t released = 0;   // this pass goes again through train_step's graph, which its pass released
+    BackwardOptions again;
+    again.released_rerun = &released;
+    backward(loss_shared, nullptr, again);
     std::vector<NodeRecord> records = records_since(first);
 
     std::vector<Cluster> clusters = clusters_detect(records, true, false);

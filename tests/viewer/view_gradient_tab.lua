@@ -38,7 +38,7 @@ loss = next_h:sum()
 local g = gradient_tab(next_h)
 assert(g.note and g.note:find("No gradient", 1, true), "before backward the tab says there is no gradient")
 
-loss:backward()
+loss:backward{retain_graph = true}   -- loss2 below goes through next_h's tanh again
 -- next_h (a non-leaf): ones, sent by sum's backward.
 g = gradient_tab(next_h)
 print("next_h: " .. tostring(g.source or g.note))
@@ -77,7 +77,7 @@ dbg.on_stop(function(stop)
   dbg.continue()
 end)
 local loss2 = (next_h * 3):sum()
-loss2:backward()
+loss2:backward{retain_graph = true}   -- total below goes through it too
 dbg.on_stop(nil)
 dbg.delete(brk)
 assert(stops == 1, "one stop")

@@ -29,12 +29,16 @@ AnimateResult animate_run(lua_State* L, int index, const std::string& path, cons
     if (loss.node->phase != PHASE_FORWARD || loss.node->is_leaf())
         return animate_write(loss, path, options);   // says why there is nothing to animate
     AnimateBackwardWatch watch;
-    lua_getfield(L, index, "backward");
-    lua_pushvalue(L, index);
-    if (lua_pcall(L, 1, 0, 0) != LUA_OK) {
-        std::string message = lua_tostring(L, -1) ? lua_tostring(L, -1) : "(no message)";
-        lua_pop(L, 1);
-        throw std::runtime_error("loss:backward() failed: " + message);
+    // A tool's pass: it may go again through a graph a script's backward() released (tapedeck keeps
+    // saved values), and it releases nothing itself.
+    BackwardOptions backward_options;
+    backward_options.retain_graph = true;
+    int64_t released = 0;
+    backward_options.released_rerun = &released;
+    try {
+        backward(loss, nullptr, backward_options);
+    } catch (const std::exception& e) {
+        throw std::runtime_error(std::string("loss:backward() failed: ") + e.what());
     }
     watch.finish(loss);
     tapedeck_name_tensors(L);

@@ -115,6 +115,51 @@ void training_log_clear() {
     log.histograms.clear();
     log.parameters.clear();
     log.optimizer_steps = 0;
+    log.backward_losses = 0;
+    log.loss_from_backward = false;
+    log.script_logged_loss = false;
+    ++log.version;
+}
+
+namespace {
+
+// The value of the latest loss (engine_last_loss): read at once on the CPU, else through its node
+// while it lives. False when it cannot be read.
+bool last_loss_value(double* value) {
+    const LastLoss& loss = engine_last_loss();
+    *value = loss.value;
+    if (loss.node_id == 0) return true;
+    Node* n = tape_find(loss.node_id);
+    if (!n || loss.output >= static_cast<int>(n->outputs.size()) || value_freed(n->outputs[loss.output].value)) return false;
+    *value = value_get(value_to_host(n->outputs[loss.output].value), 0);
+    return true;
+}
+
+// HOOK_LOSS: a backward() from a loss. Logged here only while no optimizer has counted a step (a
+// hand-written update loop); step() logs the loss otherwise (training_step_end).
+void on_loss(Node*, HookEvent event, void*) {
+    TrainingLog& log = training_log();
+    if (event != HOOK_LOSS || log.optimizer_steps > 0 || log.script_logged_loss || !training_logs_steps()) return;
+    double value = 0;
+    if (!last_loss_value(&value)) return;
+    log.loss_count_seen = engine_last_loss().count;   // step() does not log this one again
+    log.loss_from_backward = true;
+    training_log_scalar("loss", value, static_cast<double>(log.backward_losses++));
+}
+
+}  // namespace
+
+void training_follow_losses() {
+    TrainingLog& log = training_log();
+    if (log.loss_observer == 0) log.loss_observer = engine_observe(on_loss, nullptr, hook_bit(HOOK_LOSS), OBSERVER_RECORDS);
+}
+
+void training_note_script_loss() {
+    TrainingLog& log = training_log();
+    if (log.script_logged_loss) return;
+    log.script_logged_loss = true;
+    if (log.loss_from_backward) log.scalars.erase("loss");
+    log.loss_from_backward = false;
     ++log.version;
 }
 
@@ -256,18 +301,14 @@ void training_step_end(const std::vector<Value>& params, const std::vector<Value
     const LastLoss& loss = engine_last_loss();
     if (loss.count != log.loss_count_seen) {
         log.loss_count_seen = loss.count;
-        double value = loss.value;
-        bool found = loss.node_id == 0;
-        if (!found) {   // on a device: read through its node, if it still lives
-            Node* n = tape_find(loss.node_id);
-            if (n && loss.output < static_cast<int>(n->outputs.size()) && !value_freed(n->outputs[loss.output].value)) {
-                value = value_get(value_to_host(n->outputs[loss.output].value), 0);
-                found = true;
-            }
-        }
+        double value = 0;
+        bool found = last_loss_value(&value);   // on a device: read through its node, if it still lives
         auto it = log.scalars.find("loss");
         bool logged_by_script = it != log.scalars.end() && it->second.last_step == step;
-        if (found && !logged_by_script) training_log_scalar("loss", value, step);
+        if (found && !logged_by_script) {
+            training_log_scalar("loss", value, step);
+            log.loss_from_backward = false;   // the optimizer's series now: a script's own `loss` adds to it
+        }
     }
     ++log.optimizer_steps;
     ++log.version;

@@ -72,6 +72,13 @@ struct TrainingLog {
     // The host copies of the parameters made by training_step_begin, until training_step_end.
     std::vector<Value> params_before;
     uint64_t loss_count_seen = 0;        // engine_last_loss's count at the latest logged loss
+    // The `loss` of a loop with no optimizer (a hand-written update, p:sub_(lr * p.grad)): until an
+    // optimizer's step() has counted a step, every backward() from a loss logs it (HOOK_LOSS), at
+    // step 0, 1, 2, ... (the losses so logged); from then on step() logs it, as above.
+    int loss_observer = 0;               // the engine_observe handle (0: not yet subscribed)
+    int64_t backward_losses = 0;         // losses logged at backward()
+    bool loss_from_backward = false;     // series `loss` holds only points logged at backward()
+    bool script_logged_loss = false;     // viewer.log("loss", ...) was called: the script's own wins
 };
 
 TrainingLog& training_log();
@@ -85,6 +92,11 @@ void training_log_scalar(const std::string& name, double value, double step = -1
 void training_log_tensor(const std::string& name, const Value& value, double step = -1);
 // Forget every series and set the step counter to 0.
 void training_log_clear();
+// Subscribe to the engine's HOOK_LOSS (once): a backward() from a loss logs `loss` while no
+// optimizer has stepped and the script logs no `loss` itself (TrainingLog::backward_losses).
+void training_follow_losses();
+// The script logs `loss` itself (viewer.log("loss", ...)): points logged at backward() go, and no more come.
+void training_note_script_loss();
 // Whether `name` is a scalar series, a histogram series, or the prefix of scalar series
 // (`grad_norm` for `grad_norm/fc1.weight`, ...): the names `:plot` takes.
 bool training_is_scalar(const std::string& name);

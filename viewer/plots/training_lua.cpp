@@ -25,8 +25,11 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <sstream>
+#include <stdexcept>
 
+#include "lua_util.h"
 #include "node_names.h"
 #include "plot_render.h"
 #include "tapedeck_lua.h"
@@ -59,6 +62,7 @@ int l_log(lua_State* L) {
     training_log().script_logged = true;   // a script that logs looks: the optimizers log too
     double step = optional_step(L, 3, "viewer.log");
     if (lua_type(L, 2) == LUA_TNUMBER) {
+        if (strcmp(name, "loss") == 0) training_note_script_loss();
         training_log_scalar(name, lua_tonumber(L, 2), step);
         return 0;
     }
@@ -67,30 +71,36 @@ int l_log(lua_State* L) {
         return luaL_error(L, "viewer.log: the value of '%s' must be a number or a tensor, got %s", name, luaL_typename(L, 2));
     const td::Value& v = t->value();
     if (value_freed(v)) return luaL_error(L, "viewer.log: the tensor of '%s' has no values (%s)", name, VALUE_FREED_TEXT);
+    if (v.numel() == 1 && strcmp(name, "loss") == 0) training_note_script_loss();
     if (v.numel() == 1) training_log_scalar(name, value_get(value_to_host(v), 0), step);
     else if (v.numel() == 0) return luaL_error(L, "viewer.log: the tensor of '%s' is empty (shape %s)", name, v.shape.str().c_str());
     else training_log_tensor(name, v, step);
     return 0;
 }
 
-int l_plot(lua_State* L) {
-    std::string what = luaL_checkstring(L, 1);
-    const char* path = luaL_checkstring(L, 2);
+// viewer.plot(name, path [, {width =, height =}]), run guarded (l_plot): its errors name the call
+// and the user's line.
+int plot_checked(lua_State* L) {
+    std::string what = tdlua::check_string(L, 1, "name");
+    const char* path = tdlua::check_string(L, 2, "path");
     int width = PLOT_DEFAULT_WIDTH, height = PLOT_DEFAULT_HEIGHT;
     if (!lua_isnoneornil(L, 3)) {
-        luaL_checktype(L, 3, LUA_TTABLE);
+        if (!lua_istable(L, 3)) tdlua::arg_fail(3, "options must be a table like {width = 800, height = 450}, got %s", tdlua::type_name_of(L, 3));
         tapedeck_check_options(L, 3, "viewer.plot", "width height");
-        lua_getfield(L, 3, "width");
-        if (!lua_isnil(L, -1)) width = static_cast<int>(luaL_checkinteger(L, -1));
-        lua_getfield(L, 3, "height");
-        if (!lua_isnil(L, -1)) height = static_cast<int>(luaL_checkinteger(L, -1));
-        lua_pop(L, 2);
+        for (const char* key : {"width", "height"}) {
+            lua_getfield(L, 3, key);
+            if (!lua_isnil(L, -1) && !lua_isinteger(L, -1)) tdlua::arg_fail(3, "%s must be an integer, got %s", key, tdlua::type_name_of(L, -1));
+            if (!lua_isnil(L, -1)) (strcmp(key, "width") == 0 ? width : height) = static_cast<int>(lua_tointeger(L, -1));
+            lua_pop(L, 1);
+        }
     }
     std::string error;
-    if (!plot_write_png(what, path, width, height, &error)) return luaL_error(L, "viewer.%s", error.c_str());
+    if (!plot_write_png(what, path, width, height, &error)) throw std::runtime_error("viewer." + error);
     lua_pushboolean(L, 1);
     return 1;
 }
+
+int l_plot(lua_State* L) { return tdlua::run_guarded(L, plot_checked, "viewer.plot"); }
 
 // values as Lua numbers; `steps`: whole ones as integers (step 3, not 3.0; a folded point's mean
 // step may be 2.5).
@@ -332,6 +342,7 @@ void training_open_lua(lua_State* L) {
     lua_pop(L, 1);
     tapedeck_declare_options(L, "viewer.plot", "width height");
     tapedeck_declare_options(L, "viewer.log_options", "automatic");
+    training_follow_losses();
 }
 
 void training_plot_command(lua_State*, const std::string& args) {
