@@ -553,8 +553,15 @@ CallMiss miss_on_lua_value(lua_State* L, const CacheEntry& e, int guard) {
     miss.reason = tdlua::lua_values_describe_change(L, e.lua_values, guard);
     miss.key = g.name + " at " + source_loc_str(g.where);
     miss.lua_name = g.name;
-    miss.hint = "pass " + g.name + " as a tensor argument (torch.tensor(" + g.name +
-                ")) and compute with it in tensors: one plan then serves every value";
+    lua_rawgeti(L, LUA_REGISTRYINDEX, e.lua_values.values_ref);
+    bool number = lua_rawgeti(L, -1, 3 * static_cast<lua_Integer>(guard) + 3) == LUA_TNUMBER;   // as recorded
+    lua_pop(L, 2);
+    if (number)
+        miss.hint = "pass " + g.name + " as a tensor argument (torch.tensor(" + g.name +
+                    ")) and compute with it in tensors: one plan then serves every value";
+    else   // a flag or a string chooses code: one frozen function per choice, or the choice outside
+        miss.hint = "make the choice " + g.name + " stands for outside the frozen function (one frozen function "
+                    "per value of it)";
     return miss;
 }
 

@@ -26,7 +26,7 @@ namespace tdlua {
 
 namespace {
 
-constexpr int MAX_GUARDS = 64;           // per plan: more is said on stderr, not guarded
+constexpr int MAX_GUARDS = 256;          // per plan: more is said on stderr, not guarded
 constexpr int MAX_TABLE_FIELDS = 32;     // a table with more values is said on stderr, not guarded
 
 // The work table's slots (a registry table for the recording's Lua values).
@@ -332,6 +332,41 @@ void note_c_call(lua_State* L, LuaValueRecorder& r, lua_CFunction fn) {
     }
 }
 
+// Whether the value at idx is an nn.Module instance (the fields Module:new gives every one).
+bool is_module(lua_State* L, int idx) {
+    if (lua_type(L, idx) != LUA_TTABLE) return false;
+    bool order = lua_getfield(L, idx, "_order") == LUA_TTABLE;   // raw fields: no __index runs
+    lua_pop(L, 1);
+    if (!order) return false;
+    lua_pushstring(L, "training");
+    bool training = lua_rawget(L, idx) == LUA_TBOOLEAN;
+    lua_pop(L, 1);
+    return training;
+}
+
+// A call whose first argument (self) is an nn.Module (Module:__call, a forward, the library's or
+// the user's): the module's own numbers, booleans and strings are guarded (its training flag, a
+// Dropout's p, a LeakyReLU's negative_slope), named by its class, at the user's line that led to
+// the call. Each module once.
+void note_module_self(lua_State* L, LuaValueRecorder& r, lua_Debug* event) {
+    const char* local = lua_getlocal(L, event, 1);
+    if (!local) return;
+    int self = lua_gettop(L);
+    if (is_module(L, self) && !r.seen_tables.count(lua_topointer(L, self))) {
+        std::string name = "a module";
+        if (lua_getmetatable(L, self)) {
+            lua_pushstring(L, "__name");
+            if (lua_rawget(L, -2) == LUA_TSTRING) name = lua_tostring(L, -1);
+            lua_pop(L, 2);
+        }
+        td::SourceLoc where;
+        lua_Debug user;
+        if (find_user_frame(L, 1, &user)) where = td::SourceLoc{td::source_file_intern(user.short_src), user.currentline};
+        guard_fields(L, r, self, name, where);
+    }
+    lua_settop(L, self - 1);
+}
+
 void note_call(lua_State* L, LuaValueRecorder& r, lua_Debug* event) {
     if (!lua_checkstack(L, 12)) return;
     lua_Debug ar = *event;
@@ -339,10 +374,13 @@ void note_call(lua_State* L, LuaValueRecorder& r, lua_Debug* event) {
     int fn = lua_gettop(L);
     if (lua_iscfunction(L, fn)) {
         note_c_call(L, r, lua_tocfunction(L, fn));
-    } else if (r.seen_functions.insert(lua_topointer(L, fn)).second) {
-        lua_pushvalue(L, fn);
-        lua_getinfo(L, ">S", &ar);
-        if (!is_library_frame(ar)) note_function(L, r, fn, ar);
+    } else {
+        note_module_self(L, r, event);
+        if (r.seen_functions.insert(lua_topointer(L, fn)).second) {
+            lua_pushvalue(L, fn);
+            lua_getinfo(L, ">S", &ar);
+            if (!is_library_frame(ar)) note_function(L, r, fn, ar);
+        }
     }
     lua_settop(L, fn - 1);
 }

@@ -210,6 +210,20 @@ local sm = torch.freeze{function(z) return scaled(z) end, logits, verbose = fals
 scaled.factor = 5
 check.close(sm(logits), scaled(logits), 1e-6, "a module's field (self.factor)")
 
+-- The fields of every module the call runs, however deep in the model (a module's self, seen by
+-- the call hook): a sub-module's training flag (model[2]:eval() alone), a LeakyReLU's slope or a
+-- Dropout's p changed after freezing re-record; the replay equals eager.
+torch.manual_seed(3)
+local net = nn.Sequential(nn.Linear(5, 4), nn.Dropout(0.5), nn.LeakyReLU(0.1))
+local frozen_net = torch.freeze{function(z) return net(z) end, logits, verbose = false}
+net[2]:eval()
+check.close(frozen_net(logits), net(logits), 1e-6, "model[2]:eval() alone (a sub-module's training flag)")
+net[3].negative_slope = 0.5
+check.close(frozen_net(logits), net(logits), 1e-6, "model[3].negative_slope changed after freezing")
+check.equal(frozen_net:stats().records, 3, "each change re-recorded")
+local said = table.concat(frozen_net:stats().lua_values, "; ")
+check.equal(said:find("LeakyReLU.negative_slope", 1, true) ~= nil, true, "the slope is listed: " .. said)
+
 local function by_options(z, options) return z * options.gain end
 local opts = {gain = 2}
 local bo = torch.freeze{by_options, logits, opts, verbose = false}
