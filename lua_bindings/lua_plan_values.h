@@ -6,7 +6,8 @@
 // its upvalues that are numbers, booleans or strings are guarded, and so are those at the top
 // level of the tables its upvalues hold; its _ENV, when it is the globals table, is swapped for a
 // proxy that notes each global read (and its line) and forwards reads and writes to the globals.
-// Table arguments' top-level numbers, booleans and strings are guarded too. A closure written
+// Table arguments' top-level numbers, booleans and strings are guarded too, and so are those of
+// every nn module a call receives as its self (a library forward's too). A closure written
 // inside a function that runs in the recording reads that function's locals (fresh each call) or
 // its upvalues (noted with it): only its _ENV is taken. A call of a function whose result varies
 // from call to call (math.random, os.time, os.clock, os.date, io.read, a file's read) refuses the
