@@ -923,6 +923,33 @@ function nn.utils.clip_grad_norm_(parameters, max_norm, norm_type)
 end
 
 -- ============================================================================================
+-- Methods that take no arguments: PyTorch's keywords and positional values given to them
+-- (m:parameters{recurse = false}, m:state_dict{keep_vars = true}, m:cuda(1)) are errors naming
+-- them, not dropped (tapedeck's forms: all parameters, recursively; the tensors themselves).
+
+-- Wraps class[name] for each of `names`: any argument is an error; an options table gets the
+-- options check's message ("m:parameters: unknown option 'recurse' (m:parameters takes no options)").
+local function takes_no_arguments(class, prefix, names)
+  for _, name in ipairs(names) do
+    local method = class[name]
+    local called = prefix .. name
+    local declared = declare_options(called, {})
+    class[name] = function(self, ...)
+      local n = select("#", ...)
+      if n > 0 then
+        local last = select(n, ...)
+        if is_options(last) then check_options(declared, last, "") end
+        fail(string.format("%s takes no arguments, got %s", called, describe((...))))
+      end
+      return method(self)
+    end
+  end
+end
+takes_no_arguments(Module, "m:", {"named_parameters", "parameters", "named_buffers", "buffers", "named_children",
+                                  "children", "named_modules", "modules", "eval", "double", "float", "cuda", "cpu",
+                                  "state_dict"})
+
+-- ============================================================================================
 -- The rest of nn, in embedded files loaded after this one into the same table (lua_library.cpp):
 --   nn_functional.lua   nn.functional (also the global F): losses and NN functions
 --   nn_layers.lua       Linear, Conv2d, pooling, activations, normalisation, Embedding, losses as modules
@@ -936,6 +963,6 @@ nn._helpers = {check_integer = check_integer, check_pair = check_pair, pair_repr
                init_parameter = init_parameter, uniform_parameter = uniform_parameter, py_repr = py_repr,
                py_size = py_size, is_options = is_options, parse_args = parse_args, check_tensor = check_tensor,
                check_number = check_number, check_boolean = check_boolean, check_reduction = check_reduction,
-               size_list = size_list}
+               size_list = size_list, takes_no_arguments = takes_no_arguments}
 
 return nn

@@ -883,4 +883,9 @@ function LambdaLR:get_lr()
   end)
 end
 
+-- Methods that take no arguments: PyTorch's keywords given to them are errors naming them, not
+-- dropped (scheduler:step(epoch) is deprecated in PyTorch: here an error).
+nn._helpers.takes_no_arguments(Optimizer, "opt:", {"state_dict"})
+nn._helpers.takes_no_arguments(Scheduler, "scheduler:", {"step", "get_last_lr", "state_dict"})
+
 return optim

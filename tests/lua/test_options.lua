@@ -144,7 +144,8 @@ end
 local OBJECTS = {
   ["m:"] = model, ["mha:"] = mha, ["f:"] = frozen,
   ["handle:"] = torch.rand(2):requires_grad_(true):register_hook(function() end),
-  ["opt:"] = opt, ["progress."] = require "tapedeck.progress", ["viewer."] = viewer, ["dbg."] = dbg,
+  ["opt:"] = opt, ["scheduler:"] = optim.lr_scheduler.StepLR(optim.SGD(model:parameters(), {lr = 0.1}), 2),
+  ["progress."] = require "tapedeck.progress", ["viewer."] = viewer, ["dbg."] = dbg,
 }
 for _, called in ipairs(sorted_keys(registry)) do
   if not walked[called] then
