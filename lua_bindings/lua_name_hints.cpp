@@ -22,7 +22,7 @@ struct OtherSpelling {
     const char* spelling;
 };
 const OtherSpelling OTHER_SPELLINGS[] = {
-    {"numpy", "x:totable() gives the values as a Lua table, torch.save_npy(path, x) writes a .npy file NumPy reads"},
+    {"numpy", "x:totable() gives the values as a Lua table, torch.save_npy(x, path) writes a .npy file NumPy reads"},
     {"from_numpy", "torch.tensor(table) makes a tensor of a Lua table, torch.load_npy(path) reads a .npy file"},
     {"astype", "x:to(dtype), e.g. x:to(torch.float64)"},
     {"type", "x.dtype is the dtype, x:to(dtype) converts"},

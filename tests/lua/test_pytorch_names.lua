@@ -113,7 +113,7 @@ check.close(leaf.grad, weights:t(), 0, "x.T is a view the gradient flows through
 m.T[1][2] = 100
 check.equal(m[2][1]:item(), 100, "x.T shares x's storage")
 local numpy_hint = "a tensor has no field or method 'numpy' (in tapedeck: x:totable() gives the values as a Lua table, " ..
-                   "torch.save_npy(path, x) writes a .npy file NumPy reads)"
+                   "torch.save_npy(x, path) writes a .npy file NumPy reads)"
 check.fails("numpy", numpy_hint, function() return m:numpy() end)
 check.fails("astype", "(in tapedeck: x:to(dtype)", function() return m:astype("float64") end)
 local gard_hint = "a tensor has no field or method 'requires_gard' (did you mean x.requires_grad?)"
