@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "device.h"
+#include "lua_tensor.h"
 #include "lua_util.h"
 #include "ops.h"
 #include "png_write.h"
@@ -163,7 +165,7 @@ int l_save(lua_State* L) {
 }
 
 // Pushes the entry's value: a tensor (a fresh leaf), a number, a boolean, a string, an empty table.
-int push_entry(lua_State* L, const StateEntry& e) {
+int push_entry(lua_State* L, const StateEntry& e, Device device) {
     switch (e.kind) {
         case STATE_NUMBER:
             if (e.value.dtype == DTYPE_I64) lua_pushinteger(L, *e.value.data<int64_t>());
@@ -177,6 +179,7 @@ int push_entry(lua_State* L, const StateEntry& e) {
     }
     Tensor t = ops::create(OP_zeros, e.value.shape, e.value.dtype);
     std::memcpy(t.value().raw(), e.value.raw(), static_cast<size_t>(e.value.numel()) * dtype_size(e.value.dtype));
+    if (device != DEVICE_CPU) t = ops::unary(OP_detach, ops::to_device(t, device));   // map_location: a leaf there
     return tapedeck_push_tensor(L, t);
 }
 
@@ -196,7 +199,7 @@ std::string key_of(const std::vector<StateKeyPart>& path) {
 
 // Puts the entry into the table at `top` where its path says (making the tables on the way), or
 // under its key when it has no path.
-void place_entry(lua_State* L, int top, const StateEntry& e, const char* file) {
+void place_entry(lua_State* L, int top, const StateEntry& e, const char* file, Device device) {
     lua_pushvalue(L, top);
     size_t last = e.path.empty() ? 0 : e.path.size() - 1;
     std::string where;
@@ -225,20 +228,31 @@ void place_entry(lua_State* L, int top, const StateEntry& e, const char* file) {
         engine_fail("torch.load: %s: the entry '%s' is in the file twice (by the nesting record)", file,
                     e.key.empty() ? key_of(e.path).c_str() : e.key.c_str());
     lua_pop(L, 1);
-    push_entry(L, e);
+    push_entry(L, e, device);
     lua_rawset(L, -3);
     lua_pop(L, 1);
 }
 
 // torch.load(path) -> the saved table, nested as it was saved (a .safetensors file's own
 // metadata is not in it: torch.load_metadata).
+//   {map_location = "cpu" | "cuda" | "cuda:0"}: where the tensors go (the device is checked before
+//   the file is read); {weights_only = true | false}: accepted, and the same either way (tapedeck's
+//   files hold tensors, numbers and strings, never code to run).
 int l_load(lua_State* L) {
     const char* path = tdlua::check_string(L, 1, "path");
+    Device device = DEVICE_CPU;
+    if (lua_istable(L, 2)) {   // checked against "map_location weights_only" before this runs
+        if (lua_getfield(L, 2, "map_location") != LUA_TNIL) device = tdlua::device_from_arg(L, -1, 2);
+        if (lua_getfield(L, 2, "weights_only") != LUA_TNIL && !lua_isboolean(L, -1))
+            tdlua::arg_fail(2, "weights_only must be true or false, got %s", tdlua::type_name_of(L, -1));
+        lua_pop(L, 2);
+        if (device == DEVICE_CUDA) cuda_require("map_location");   // no GPU: said before reading
+    }
     StateEntries entries = state_load(path);
     lua_createtable(L, 0, static_cast<int>(entries.size()));
     int top = lua_gettop(L);
     for (const StateEntry& e : entries)
-        if (e.kind != STATE_METADATA) place_entry(L, top, e, path);
+        if (e.kind != STATE_METADATA) place_entry(L, top, e, path, device);
     return 1;
 }
 
@@ -283,7 +297,7 @@ int l_save_png(lua_State* L) {
 }
 
 const tdlua::Binding save_load_functions[] = {
-    {"save", l_save, "compress", "torch.save"}, {"load", l_load, nullptr, "torch.load"},
+    {"save", l_save, "compress", "torch.save"}, {"load", l_load, "map_location weights_only", "torch.load"},
     {"load_metadata", l_load_metadata, nullptr, "torch.load_metadata"}, {"save_png", l_save_png, "layout"},
     {nullptr, nullptr},
 };

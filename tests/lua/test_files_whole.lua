@@ -258,5 +258,18 @@ local fortran = torch.load(fixtures .. "fortran.npz")
 same(fortran.a, torch.arange(6):float():reshape(3, 2):t(), "a Fortran-order .npz entry")
 same(fortran.b, torch.arange(24):double():reshape(2, 3, 4), "a Fortran-order 3-d .npz entry")
 
+-- PyTorch's keywords of torch.load: map_location (the device the tensors go to; checked before
+-- the file is read) and weights_only (the same either way: the files hold no code).
+local located = torch.load(fixtures .. "fortran.npz", {map_location = "cpu", weights_only = true})
+same(located.a, fortran.a, "map_location = cpu")
+check.equal(located.a.device, "cpu", "map_location = cpu: on the CPU")
+check.fails("torch.load", "unknown device 'gpu'", function() local t = torch.load(fixtures .. "fortran.npz", {map_location = "gpu"}); return t end)
+check.fails("torch.load", "weights_only must be true or false", function() local t = torch.load(fixtures .. "fortran.npz", {weights_only = 1}); return t end)
+if not torch.cuda.is_available() then
+  check.fails("torch.load", "map_location: no CUDA device", function() local t = torch.load(fixtures .. "fortran.npz", {map_location = "cuda"}); return t end)
+else
+  check.equal(torch.load(fixtures .. "fortran.npz", {map_location = "cuda"}).a.device, "cuda", "map_location = cuda")
+end
+
 shell("rm -rf " .. quote(dir))
 print("files whole: ok")
