@@ -39,8 +39,12 @@ print(("history: %d events listed, %d with values, %d bytes charged (budget %d);
       :format(h.events, h.kept, h.bytes, BUDGET, grown))
 assert(h.bytes <= BUDGET, "the history's own count stays within its budget")
 assert(h.bytes > BUDGET * 3 / 4, "the run filled the budget")
-assert(grown <= BUDGET * 1.25 + 4 * 1024 * 1024,
-       ("resident memory grew %.1f MB for a %.0f MB budget"):format(grown / 2^20, BUDGET / 2^20))
+if os.getenv("TAPEDECK_TEST_SKIP_RSS") then   -- the sanitizer build: its shadow memory and quarantine are not ours
+  print("resident memory bound skipped (TAPEDECK_TEST_SKIP_RSS)")
+else
+  assert(grown <= BUDGET * 1.25 + 4 * 1024 * 1024,
+         ("resident memory grew %.1f MB for a %.0f MB budget"):format(grown / 2^20, BUDGET / 2^20))
+end
 check.equal(kept:numel(), 8, "the run's result")
 dbg.history("off")
 dbg.delete(id)
