@@ -67,8 +67,8 @@ bool is_module(lua_State* L, int idx) {
 }
 
 // module:named_parameters() and module:named_buffers(), each {name, tensor} pair named
-// "prefix.name". A module whose methods fail (a user's half-built module) is skipped.
-void name_module_tensors(Walk& w, int idx, const std::string& prefix) {
+// "prefix.name" at `rank`. A module whose methods fail (a user's half-built module) is skipped.
+void name_module_tensors(Walk& w, int idx, const std::string& prefix, NameRank rank) {
     lua_State* L = w.L;
     idx = lua_absindex(L, idx);
     for (const char* method : {"named_parameters", "named_buffers"}) {
@@ -85,7 +85,7 @@ void name_module_tensors(Walk& w, int idx, const std::string& prefix) {
         for (lua_Integer i = 1; lua_rawgeti(L, list, i) == LUA_TTABLE && --w.budget >= 0; ++i) {
             lua_rawgeti(L, -1, 1);
             lua_rawgeti(L, -2, 2);
-            if (lua_type(L, -2) == LUA_TSTRING) offer_tensor(L, -1, prefix + "." + lua_tostring(L, -2), NAME_MODULE_PATH);
+            if (lua_type(L, -2) == LUA_TSTRING) offer_tensor(L, -1, prefix + "." + lua_tostring(L, -2), rank);
             lua_pop(L, 3);
         }
         lua_pop(L, 2);   // the nil (or non-table) that ended the list, and the list
@@ -126,7 +126,10 @@ void name_value(Walk& w, int idx, const std::string& name, NameRank rank, int de
     if (tapedeck_test_tensor(L, idx)) {
         offer_tensor(L, idx, name, rank);
     } else if (is_module(L, idx)) {
-        name_module_tensors(w, idx, name);
+        // A module a variable holds gives module paths (model.fc1.weight); one reached through a
+        // plain table's field (a list of blocks being built, h[1]) gives field names, which the
+        // module path wins over whenever the walk meets both, in whatever order.
+        name_module_tensors(w, idx, name, rank == NAME_FIELD ? NAME_FIELD : NAME_MODULE_PATH);
     } else if (lua_type(L, idx) == LUA_TTABLE && depth > 0 && !has_metatable(L, idx)) {
         name_fields(w, idx, name, depth);   // (a table with a metatable is an object of the script's own, not data)
     }
