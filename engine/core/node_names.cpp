@@ -1,6 +1,7 @@
 // node_names.cpp: the names the user's script gave nodes, and expressions for the others.
 #include "node_names.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <unordered_map>
@@ -25,9 +26,16 @@ std::unordered_map<int64_t, BoundName>& names() {
 
 int64_t name_key(int64_t id, int output) { return id * MAX_OUTPUTS + output; }
 
+size_t path_parts(const std::string& name) { return std::count(name.begin(), name.end(), '.'); }
+
 // A name of the same rank does not replace the one a node has: the first variable a tensor was
-// seen in (the walks look at the outermost frames first) is the one that made it.
-bool better(NameRank rank, const BoundName& old) { return rank < old.rank; }
+// seen in (the walks look at the outermost frames first) is the one that made it. Except among
+// module paths: the longer path goes through the module holding the other ("model.h.1.mlp.weight"
+// beats "module.weight", which a callback of model:apply() saw while the model was being built).
+bool better(NameRank rank, const std::string& name, const BoundName& old) {
+    if (rank != old.rank) return rank < old.rank;
+    return rank == NAME_MODULE_PATH && path_parts(name) > path_parts(old.name);
+}
 
 // Expressions longer than this are not worth reading in a banner: the node is shown by its id.
 constexpr size_t LABEL_MAX = 32;
@@ -140,7 +148,7 @@ void node_name_offer(Node* node, int output, const std::string& name, NameRank r
     if (found == names().end()) {
         names()[name_key(node->id, output)] = BoundName{name, rank};
         node->has_name = true;
-    } else if (better(rank, found->second)) {
+    } else if (better(rank, name, found->second)) {
         found->second = BoundName{name, rank};
     }
 }

@@ -19,7 +19,8 @@ namespace td {
 
 // How good a name is. A node keeps the best rank offered; among names of one rank, the first
 // offered (lua_names.cpp offers the globals, then the locals of the outermost frame first, so a
-// tensor is named where it was made rather than by a helper function's parameter).
+// tensor is named where it was made rather than by a helper function's parameter). Of two module
+// paths, the longer wins: it names the parameter through the module that holds the other's.
 enum NameRank : uint8_t {
     NAME_MODULE_PATH = 0,   // a parameter or buffer by its module path: "model.0.weight"
     NAME_VARIABLE = 1,      // a Lua global or local holding the tensor: "loss"

@@ -53,6 +53,20 @@ check.equal(names[net.fc1.weight.node], "net.fc1.weight")
 check.equal(names[net.fc1.bias.node], "net.fc1.bias")
 assert(w_alias)
 
+-- a module seen first by a callback of apply() while the model was being built ("module.weight",
+-- the callback's parameter) is named by the model's path once a variable holds the model: the
+-- longer module path goes through the module holding the other
+local Outer = nn.Module:extend("Outer")
+function Outer:init()
+  self.body = nn.Sequential(nn.Linear(4, 2))
+  self:apply(function(module)
+    if getmetatable(module).__name == "Linear" then names_of(module.weight:sum()) end
+  end)
+end
+local outer = Outer()
+names = names_of(outer.body[1].weight:sum())
+check.equal(names[outer.body[1].weight.node], "outer.body.0.weight")
+
 -- fields of plain tables; keys starting with '_' are skipped
 local cache = {state = {h = torch.ones(2)}, _private = torch.zeros(2), list = {torch.ones(1)}}
 local s = (cache.state.h + cache._private + 1):sum()
