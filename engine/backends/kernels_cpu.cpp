@@ -103,9 +103,11 @@ void cpu_linspace(const KernelCall& c) {
         T start = element_cast<T>(c.attrs.lo), end = element_cast<T>(c.attrs.hi);
         Step step = steps > 1 ? (static_cast<Step>(end) - static_cast<Step>(start)) / static_cast<Step>(steps - 1) : Step(0);
         T* p = o.data<T>();
+        // A fused multiply-add, as PyTorch's compiled kernels do (CPU and CUDA alike): the same
+        // int64 values at every -march and on the GPU (linspace(-20, 4, 10)[6] is -3, not -4).
         for (int64_t i = 0; i < steps; ++i)
-            p[i] = steps == 1 ? start : i < halfway ? element_cast<T>(start + step * static_cast<Step>(i))
-                               : element_cast<T>(end - step * static_cast<Step>(steps - i - 1));   // int64: saturates
+            p[i] = steps == 1 ? start : i < halfway ? element_cast<T>(std::fma(step, static_cast<Step>(i), static_cast<Step>(start)))
+                               : element_cast<T>(std::fma(-step, static_cast<Step>(steps - i - 1), static_cast<Step>(end)));   // int64: saturates
     });
 }
 

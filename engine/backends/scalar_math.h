@@ -26,6 +26,19 @@ template <Scalar T> TD_HOST_DEVICE T cos(T x) { return std::cos(x); }
 template <Scalar T> TD_HOST_DEVICE T log1p(T x) { return std::log1p(x); }
 template <Scalar T> TD_HOST_DEVICE T expm1(T x) { return std::expm1(x); }
 template <Scalar T> TD_HOST_DEVICE T sigmoid(T x) { return T(1) / (T(1) + std::exp(-x)); }
+// a + b and a * b that wrap around for int64, as PyTorch's do: the CPU build gets that from -fwrapv,
+// which reaches no device code, so the reductions' running sums and products use these (in uint64,
+// whose overflow is defined) on both sides.
+template <Scalar T>
+TD_HOST_DEVICE T wrapping_add(T a, T b) {
+    if constexpr (std::is_integral_v<T>) return static_cast<T>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+    else return a + b;
+}
+template <Scalar T>
+TD_HOST_DEVICE T wrapping_mul(T a, T b) {
+    if constexpr (std::is_integral_v<T>) return static_cast<T>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+    else return a * b;
+}
 // x ^ y; for int64 as PyTorch's integer power (exact, wrapping; a negative exponent gives 0
 // unless x is 1 or -1).
 template <Scalar T>

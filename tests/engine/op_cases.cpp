@@ -524,6 +524,9 @@ const std::vector<OpCase>& op_cases() {
                 {out(Shape{5}, {0, 0.25, 0.5, 0.75, 1}, F64)}));
         add(row("linspace", "int64 -3 to 4 in 4 steps truncates (PyTorch's values)", {},
                 {.lo = -3, .hi = 4, .shape = Shape{4}, .dtype = I64}, {out(Shape{4}, {-3, 0, 1, 4}, I64)}));
+        add(row("linspace", "int64 -20 to 4 in 10 steps: [6] is a fused multiply-add's -3, not -4 (PyTorch's values)", {},
+                {.lo = -20, .hi = 4, .shape = Shape{10}, .dtype = I64},
+                {out(Shape{10}, {-20, -17, -14, -12, -9, -6, -3, -1, 1, 4}, I64)}));
         add(row("linspace", "one step is start", {}, {.lo = 2, .hi = 5, .shape = Shape{1}, .dtype = F32},
                 {out(Shape{1}, {2}, F32)}));
         {
@@ -564,6 +567,12 @@ const std::vector<OpCase>& op_cases() {
                 {out(S23, broadcast_ref(S23, X23, Shape{3}, B3, plus))}));
         add(row("add", "int64 stays int64", {in(Shape{3}, {1, 2, 3}, I64), in(Shape{3}, {10, 20, 30}, I64)}, {},
                 {out(Shape{3}, {11, 22, 33}, I64)}));
+        // int64 overflow wraps around, as in PyTorch (2^62 + 2^62 is -2^63; 2^62 * 4 is 0): on the GPU
+        // too, where no -fwrapv reaches the device code (docs/cuda.md)
+        add(row("add", "int64 overflow wraps", {in(Shape{2}, {0x1p62, -0x1p62}, I64), in(Shape{2}, {0x1p62, -0x1p62}, I64)}, {},
+                {out(Shape{2}, {-0x1p63, -0x1p63}, I64)}));
+        add(row("mul", "int64 overflow wraps", {in(Shape{2}, {0x1p62, 3}, I64), in(Shape{2}, {4, 0x1p62}, I64)}, {},
+                {out(Shape{2}, {0, -0x1p62}, I64)}));
         add(row("add", "float32 + float64 promotes to float64", {in(Shape{3}, B3, F32), in(Shape{3}, {1, 2, 3}, F64)},
                 {}, {out(Shape{3}, {1.25, 0.5, 5}, F64)}));
         add(row("sub", "same shape", {in(S23, X23), in(S23, Y23)}, {}, {out(S23, zip_values(X23, Y23, minus))}));
@@ -1101,6 +1110,12 @@ const std::vector<OpCase>& op_cases() {
         add(row("sum", "[2,3,4] dim 2", {in(S234, V234)}, {.dim = 1},
                 {out(Shape{2, 4}, reduce_lines(S234, V234, 1, line_sum))}));
         add(row("sum", "int64 stays int64", {in(Shape{3}, {1, 2, 3}, I64)}, {.all = true}, {out(Shape{}, {6}, I64)}));
+        add(row("sum", "int64 overflow wraps", {in(Shape{3}, {0x1p62, 0x1p62, 0x1p62}, I64)}, {.all = true},
+                {out(Shape{}, {-0x1p62}, I64)}));
+        add(row("cumsum", "int64 overflow wraps", {in(Shape{3}, {0x1p62, 0x1p62, 0x1p62}, I64)}, {.dim = 0},
+                {out(Shape{3}, {0x1p62, -0x1p63, -0x1p62}, I64)}));
+        add(row("prod", "int64 overflow wraps", {in(Shape{3}, {0x1p62, 2, 2}, I64)}, {.all = true},
+                {out(Shape{}, {0}, I64)}));
         add(row("sum", "[2,3,4] dims 1 and 3 (bitmask in dim2)", {in(S234, V234)}, {.dim2 = 0b101},
                 {out(Shape{3}, reduce_mask_ref(S234, V234, 0b101, line_sum))}));
         add(row("sum", "[2,3,4] dims 2 and 3 keepdim", {in(S234, V234)}, {.dim2 = 0b110, .keepdim = true},

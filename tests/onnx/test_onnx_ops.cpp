@@ -37,6 +37,8 @@ std::string not_compared(OpId op, const OpCase& c) {
     for (const InputCase& in : c.inputs)
         for (double v : in.values) nan |= std::isnan(v);
     if ((op == OP_sort || op == OP_topk) && nan) return "TopK orders NaN otherwise (we sort NaN as the largest, as PyTorch)";
+    if ((op == OP_sum || op == OP_prod) && c.variant.find("int64 overflow") != std::string::npos)
+        return "ONNX leaves int64 overflow undefined, and ONNX Runtime's ReduceSum and ReduceProd do not wrap";
     return "";
 }
 

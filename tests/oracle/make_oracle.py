@@ -311,6 +311,9 @@ ROWS = [
     ("linspace", "torch.linspace(-1, 2, 7, {dtype = 'float64'})", lambda: torch.linspace(-1, 2, 7, dtype=torch.float64), []),
     ("linspace", "torch.linspace(0, 1, 11)", lambda: torch.linspace(0, 1, 11), []),
     ("linspace", "torch.linspace(-3, 4, 4, {dtype = 'int64'})", lambda: Whole(torch.linspace(-3, 4, 4, dtype=torch.int64)), []),
+    # a step whose separately rounded product gives -4.0 at [6] and whose fused multiply-add gives
+    # -3.9999999999999996, truncated to -3: PyTorch's value (its kernels are compiled with FMA)
+    ("linspace", "torch.linspace(-20, 4, 10, {dtype = 'int64'})", lambda: Whole(torch.linspace(-20, 4, 10, dtype=torch.int64)), []),
     ("zeros_like", "torch.zeros_like(x)", lambda x: torch.zeros_like(x), [("x", (2, 3), "any")]),
     ("ones_like", "torch.ones_like(x, {dtype = 'int64'})", lambda x: Whole(torch.ones_like(x, dtype=torch.int64)), [("x", (2, 3), "any")]),
     ("full_like", "torch.full_like(x, 2.5)", lambda x: torch.full_like(x, 2.5), [("x", (3,), "any")]),

@@ -117,8 +117,10 @@ __device__ void report_bad(unsigned long long* slot, int64_t at) {
     if (slot) atomicMin(slot, static_cast<unsigned long long>(at));
 }
 
-// A product and a sum each rounded on its own (no fused multiply-add), as the CPU kernels round;
-// int64 arithmetic wraps, as the CPU's (built with -fwrapv), done in uint64.
+// A product and a sum each rounded on its own (no fused multiply-add), where the CPU kernel writes
+// them apart (whether the CPU's compiler fuses them depends on -march: float results may differ in
+// the last bit, docs/cuda.md); int64 arithmetic wraps, as the CPU's (built with -fwrapv), done in
+// uint64.
 __device__ float mul_rn(float a, float b) { return __fmul_rn(a, b); }
 __device__ double mul_rn(double a, double b) { return __dmul_rn(a, b); }
 __device__ int64_t mul_rn(int64_t a, int64_t b) {
@@ -275,15 +277,19 @@ void cuda_arange(const KernelCall& c) {
     cuda_check_launch("arange (cuda)");
 }
 
-// cpu_linspace's formula: the first half counts up from start, the second down from end; floats
-// step in their own type, int64 in double (then truncated). Step is T, or double for int64.
+// cpu_linspace's formula: the first half counts up from start, the second down from end, each a
+// fused multiply-add (as the CPU's std::fma and PyTorch's kernels); floats step in their own type,
+// int64 in double (then truncated). Step is T, or double for int64.
+__device__ float fma_rn(float a, float b, float c) { return __fmaf_rn(a, b, c); }
+__device__ double fma_rn(double a, double b, double c) { return __fma_rn(a, b, c); }
+
 template <class T, class Step>
 __global__ void linspace_kernel(T* p, int64_t steps, T start, T end, Step step) {
     int64_t halfway = steps / 2;
     GRID_LOOP(i, steps) {
         if (steps == 1) p[i] = start;
-        else if (i < halfway) p[i] = from_double<T>(add_rn(static_cast<Step>(start), mul_rn(step, static_cast<Step>(i))));
-        else p[i] = from_double<T>(sub_rn(static_cast<Step>(end), mul_rn(step, static_cast<Step>(steps - i - 1))));
+        else if (i < halfway) p[i] = from_double<T>(fma_rn(step, static_cast<Step>(i), static_cast<Step>(start)));
+        else p[i] = from_double<T>(fma_rn(-step, static_cast<Step>(steps - i - 1), static_cast<Step>(end)));
     }
 }
 

@@ -102,7 +102,7 @@ struct SumFold {
     using Acc = T;
     __device__ static Acc identity() { return T(0); }
     __device__ static Acc load(T v, int64_t) { return v; }
-    __device__ static Acc combine(Acc a, Acc b) { return a + b; }
+    __device__ static Acc combine(Acc a, Acc b) { return math::wrapping_add(a, b); }
     __device__ static void store(Acc a, const ReduceOut<T>& out, int64_t o) {
         out.values[o] = out.divide ? a / out.divisor : a;
     }
@@ -113,7 +113,7 @@ struct ProdFold {
     using Acc = T;
     __device__ static Acc identity() { return T(1); }
     __device__ static Acc load(T v, int64_t) { return v; }
-    __device__ static Acc combine(Acc a, Acc b) { return a * b; }
+    __device__ static Acc combine(Acc a, Acc b) { return math::wrapping_mul(a, b); }
     __device__ static void store(Acc a, const ReduceOut<T>& out, int64_t o) { out.values[o] = a; }
 };
 
@@ -335,7 +335,7 @@ __global__ void cumsum_kernel(T* out, const T* x, Lines l) {
         out[at] = acc;
         for (int64_t j = 1; j < l.n; ++j) {
             at += l.inner;
-            acc = acc + x[at];
+            acc = math::wrapping_add(acc, x[at]);
             out[at] = acc;
         }
     }
