@@ -184,6 +184,16 @@ std::string options_unknown_message(const std::string& called, const std::string
 
 void options_check(lua_State* L, int idx, const char* accepted) {
     idx = lua_absindex(L, idx);
+    if (lua_getmetatable(L, idx)) {   // an object (x:to(model)), whose fields are not options
+        lua_getfield(L, -1, "__name");
+        std::string kind = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "table with a metatable";
+        lua_pop(L, 2);
+        std::string who = called_name(L);
+        std::string list;
+        for (const std::string& k : split_keys(accepted)) list += (list.empty() ? "" : ", ") + k;
+        throw OptionError(who + ": argument " + std::to_string(idx) + " is a " + kind + ", not an options table" +
+                          (list.empty() ? "" : " (its options: " + list + ")"));
+    }
     check_keys(L, idx, [L] { return called_name(L); }, idx, accepted);
 }
 

@@ -1140,7 +1140,9 @@ gen("inspect", 8, function()
     if f == "data" or f == "grad" then return store("index", x .. "." .. f, {"index", f}) end
     return call("index", "X.v = " .. x .. "." .. f, {"index", f, "tensor has no field"})
   end
-  if r == 10 then return call("index", "X.v = " .. x .. "[" .. pick({"1.5", "{}", "true", "x", "0/0"}) .. "]", {"index"}) end
+  if r == 10 then
+    return call("index", "X.v = " .. x .. "[" .. pick({"1.5", "{}", "true", "x", "0/0"}) .. "]", {"index", "tensor has no field"})
+  end
   if r == 11 then
     return call("grad_fn", "local g = " .. x .. ".grad_fn; if g then X.s = tostring(g) .. g.op .. #g.inputs .. tostring(g.shape) end",
                 {"index", "grad_fn"})
@@ -1227,7 +1229,9 @@ gen("index_view", 10, function()
   local entries = {}
   for i = 1, rnd(1, #m.shape + 1) do entries[i] = index_entry(m.shape[i] or 2) end
   local key = chance(0.2) and entries[1] or "{" .. join(entries) .. "}"
-  local names = {"index", "x[i] = value", "assign_", "expand", "copy_", "select", "narrow", "to", "as_strided", "contiguous"}
+  -- (a string key, x['a'], is a field: "a: a tensor has no field or method 'a'")
+  local names = {"index", "x[i] = value", "assign_", "expand", "copy_", "select", "narrow", "to", "as_strided", "contiguous",
+                 "tensor has no field"}
   local r = rnd(6)
   if r <= 2 then return store("index", x .. "[" .. key .. "]", names) end
   local k = slot()
@@ -2100,8 +2104,10 @@ end
 
 local function names_function(msg, names)
   for _, name in ipairs(names) do
-    if #name <= 2 then
-      if msg:sub(1, #name + 1) == name .. ":" then return true end
+    if #name <= 2 then   -- "ne: ...", or as the library names it: "torch.ne: ...", "x:to: ..."
+      for _, form in ipairs({name, "torch." .. name, "x:" .. name}) do
+        if msg:sub(1, #form + 1) == form .. ":" then return true end
+      end
     elseif name:find("%%d") then
       if msg:find(name) then return true end
     else
