@@ -376,6 +376,7 @@ int parse_options(int argc, char** argv, ProgramOptions& options) {
             printf("tapedeck %s\n", TAPEDECK_VERSION);
             printf("GEMM: %s\n", td::blas_describe().c_str());   // which products run where (engine/backends/blas.h)
             printf("GPU: %s\n", td::cuda_available() ? td::cuda_device_name().c_str() : td::cuda_unavailable_reason().c_str());
+            if (td::cuda_built()) printf("CUDA: %s\n", td::cuda_libraries().c_str());   // what the loader found
             return 0;
         } else if (strcmp(argv[i], "--ops") == 0) {
             print_op_coverage();

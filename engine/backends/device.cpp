@@ -15,6 +15,7 @@ bool cuda_available() { return device_emulated() || gpu_available(); }
 std::string cuda_unavailable_reason() { return device_emulated() ? "" : gpu_unavailable_reason(); }
 int cuda_device_count() { return device_emulated() ? 1 : gpu_device_count(); }
 std::string cuda_device_name() { return device_emulated() ? EMULATED_DEVICE_NAME : gpu_device_name(); }
+std::string cuda_libraries() { return gpu_libraries(); }
 void cuda_require(const char* what) {
     if (!device_emulated()) gpu_require(what);
 }

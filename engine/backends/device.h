@@ -19,6 +19,9 @@ bool cuda_available();                   // a usable device (checked once, then 
 std::string cuda_unavailable_reason();   // why not: "built without CUDA", "no CUDA device (...)"
 int cuda_device_count();                 // 0 without a usable device
 std::string cuda_device_name();          // "NVIDIA H100 80GB HBM3"; "" without a device
+// The CUDA libraries found at run time and the driver: "CUDA runtime 13.0, driver 13.0, cuBLAS 13.0.2,
+// cuDNN 9.19.0 (for CUDA 13)"; "" in a build without CUDA.
+std::string cuda_libraries();
 // An error naming `what` (the op or function) and the reason when there is no usable device.
 void cuda_require(const char* what);
 

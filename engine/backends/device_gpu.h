@@ -11,6 +11,7 @@ bool gpu_available();
 std::string gpu_unavailable_reason();
 int gpu_device_count();
 std::string gpu_device_name();
+std::string gpu_libraries();
 void gpu_require(const char* what);
 void* gpu_alloc(size_t bytes);
 void gpu_free(void* p, size_t bytes);

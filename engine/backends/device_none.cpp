@@ -15,6 +15,7 @@ bool gpu_available() { return false; }
 std::string gpu_unavailable_reason() { return REASON; }
 int gpu_device_count() { return 0; }
 std::string gpu_device_name() { return ""; }
+std::string gpu_libraries() { return ""; }
 void gpu_require(const char* what) { engine_fail("%s: no CUDA device: %s", what, REASON); }
 
 void* gpu_alloc(size_t) {

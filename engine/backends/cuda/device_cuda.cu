@@ -28,6 +28,34 @@ struct DeviceState {
     std::string name;
 };
 
+// CUDA's version numbers (13000) as people write them ("13.0").
+std::string cuda_version_text(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
+
+// Why the libraries found at run time cannot work together, or "": cuDNN's file is libcudnn.so.9
+// whichever CUDA it was built for, so the loader may take a cuDNN made for CUDA 12 (a PyTorch
+// wheel's) beside our CUDA 13 runtime, which NVIDIA does not support (docs/cuda.md).
+std::string library_mismatch() {
+    int runtime = 0;
+    cudaRuntimeGetVersion(&runtime);
+    size_t cudnn_cuda = cudnnGetCudartVersion();
+    if (static_cast<int>(cudnn_cuda / 1000) == runtime / 1000) return "";
+    return "cuDNN 9 (" + std::to_string(cudnnGetVersion()) + ") was built for CUDA " + cuda_version_text(static_cast<int>(cudnn_cuda)) +
+           " but tapedeck runs CUDA " + cuda_version_text(runtime) + "'s runtime: put a cuDNN 9 for CUDA " +
+           std::to_string(runtime / 1000) + " first on the library path (nvidia-cudnn-cu" + std::to_string(runtime / 1000) + ")";
+}
+
+// "no CUDA device (...)", with the driver's and the runtime's CUDA versions when the driver is too old.
+std::string no_device_reason(cudaError_t status) {
+    std::string reason = std::string("no CUDA device (cudaGetDeviceCount: ") + cudaGetErrorString(status) + ")";
+    int driver = 0, runtime = 0;
+    cudaDriverGetVersion(&driver);
+    cudaRuntimeGetVersion(&runtime);
+    if (status == cudaErrorInsufficientDriver && driver > 0)
+        reason += ": the driver supports CUDA " + cuda_version_text(driver) + ", this build's runtime is CUDA " +
+                  cuda_version_text(runtime);
+    return reason;
+}
+
 DeviceState& device_state() {
     static DeviceState* state = new DeviceState;   // immortal: storages may be freed at exit
     if (state->checked) return *state;
@@ -35,7 +63,7 @@ DeviceState& device_state() {
     int count = 0;
     cudaError_t status = cudaGetDeviceCount(&count);
     if (status != cudaSuccess) {
-        state->reason = std::string("no CUDA device (cudaGetDeviceCount: ") + cudaGetErrorString(status) + ")";
+        state->reason = no_device_reason(status);
         cudaGetLastError();   // clear it
         return *state;
     }
@@ -52,6 +80,8 @@ DeviceState& device_state() {
         cudaGetLastError();
         return *state;
     }
+    state->reason = library_mismatch();
+    if (!state->reason.empty()) return *state;
     state->available = true;
     state->count = count;
     state->name = props.name;
@@ -65,6 +95,21 @@ bool gpu_available() { return device_state().available; }
 std::string gpu_unavailable_reason() { return gpu_available() ? "" : device_state().reason; }
 int gpu_device_count() { return gpu_available() ? device_state().count : 0; }
 std::string gpu_device_name() { return gpu_available() ? device_state().name : ""; }
+
+std::string gpu_libraries() {
+    int runtime = 0, driver = 0, cublas_major = 0, cublas_minor = 0, cublas_patch = 0;
+    cudaRuntimeGetVersion(&runtime);
+    cudaDriverGetVersion(&driver);
+    cublasGetProperty(MAJOR_VERSION, &cublas_major);
+    cublasGetProperty(MINOR_VERSION, &cublas_minor);
+    cublasGetProperty(PATCH_LEVEL, &cublas_patch);
+    size_t cudnn = cudnnGetVersion();   // 91900: 9.19.0
+    return "CUDA runtime " + cuda_version_text(runtime) + ", driver " + (driver ? cuda_version_text(driver) : "none") +
+           ", cuBLAS " + std::to_string(cublas_major) + "." + std::to_string(cublas_minor) + "." +
+           std::to_string(cublas_patch) + ", cuDNN " + std::to_string(cudnn / 10000) + "." +
+           std::to_string(cudnn % 10000 / 100) + "." + std::to_string(cudnn % 100) + " (for CUDA " +
+           cuda_version_text(static_cast<int>(cudnnGetCudartVersion())) + ")";
+}
 
 void gpu_require(const char* what) {
     if (!gpu_available()) engine_fail("%s: %s", what, device_state().reason.c_str());
@@ -98,12 +143,21 @@ cudaStream_t cuda_stream() {
     return stream;
 }
 
+// cuBLAS's workspace: one block of its own, set once, so that a product captured in a CUDA graph
+// uses it rather than taking workspace during each capture (memory that grew with every recapture:
+// PyTorch #83461). 32 MiB is what NVIDIA advises for Hopper. It is not a tensor: the allocator's
+// figures (torch.cuda.memory_allocated) leave it out.
+constexpr size_t CUBLAS_WORKSPACE_BYTES = size_t(32) << 20;
+
 cublasHandle_t cuda_cublas() {
     static cublasHandle_t handle = [] {
         cublasHandle_t h;
         cublas_check(cublasCreate(&h), "cublasCreate");
         cublas_check(cublasSetStream(h, cuda_stream()), "cublasSetStream");
         cublas_check(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");   // no TF32
+        void* workspace = nullptr;
+        cuda_check(cudaMalloc(&workspace, CUBLAS_WORKSPACE_BYTES), "cuBLAS workspace");
+        cublas_check(cublasSetWorkspace(h, workspace, CUBLAS_WORKSPACE_BYTES), "cublasSetWorkspace");
         return h;
     }();
     return handle;
@@ -350,7 +404,10 @@ GpuGraph* gpu_capture_end() {
     capture_state().allocated.clear();
     cudaGraph_t captured = nullptr;
     cudaError_t status = cudaStreamEndCapture(cuda_stream(), &captured);
-    if (status == cudaSuccess && captured) status = cudaGraphInstantiate(&graph->exec, captured, 0);
+    // AutoFreeOnLaunch: memory a captured library call allocated and did not free inside the graph
+    // is freed at the next launch, so the graph can be launched again (with 0, it could not).
+    if (status == cudaSuccess && captured)
+        status = cudaGraphInstantiate(&graph->exec, captured, cudaGraphInstantiateFlagAutoFreeOnLaunch);
     if (captured) cudaGraphDestroy(captured);
     if (status != cudaSuccess || !graph->exec) {
         cudaGetLastError();   // a capture that failed (a synchronising call inside): no graph

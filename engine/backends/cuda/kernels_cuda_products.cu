@@ -12,6 +12,7 @@
 //              (op, dtype, shapes, window) by cudnnGet*Algorithm_v7's heuristics and kept in a map.
 #include <array>
 #include <map>
+#include <memory>
 
 #include "cuda_common.h"
 
@@ -223,6 +224,41 @@ int cudnn_int(int64_t v, const char* what) {
     return static_cast<int>(v);
 }
 
+// What cuDNN reads and writes: the value's bytes, or an aligned copy. A contiguous view at an offset
+// (x[2] of a batch) can start off a 16-byte boundary, which some cuDNN 9 engines refuse at execute
+// although the heuristics chose them without seeing the pointer; an output so placed is written
+// through a copy too. Legacy 4-d descriptors keep int strides, so a tensor past 2^31 - 1 elements
+// is refused here, by name, not by a cuDNN status.
+class CudnnOperand {
+public:
+    CudnnOperand(const Value& v, bool output, const char* what) : value_(v), output_(output), what_(what) {
+        if (v.numel() > INT32_MAX)
+            engine_fail("%s: a tensor of %lld elements is past cuDNN's limit of 2^31 - 1 for one convolution operand; "
+                        "split the batch", what, static_cast<long long>(v.numel()));
+        data_ = v.raw();
+        if (reinterpret_cast<uintptr_t>(data_) % 16 == 0) return;
+        copy_ = std::make_unique<CudaScratch>(bytes());
+        if (!output) cuda_check(cudaMemcpyAsync(copy_->data, data_, bytes(), cudaMemcpyDeviceToDevice, cuda_stream()), what);
+        data_ = copy_->data;
+    }
+    CudnnOperand(const CudnnOperand&) = delete;
+    CudnnOperand& operator=(const CudnnOperand&) = delete;
+    void* data() const { return data_; }
+    // An output written through a copy: the copy's bytes back into the value (after the cuDNN call).
+    void finish() const {
+        if (output_ && copy_)
+            cuda_check(cudaMemcpyAsync(value_.raw(), copy_->data, bytes(), cudaMemcpyDeviceToDevice, cuda_stream()), what_);
+    }
+
+private:
+    size_t bytes() const { return static_cast<size_t>(value_.numel()) * dtype_size(value_.dtype); }
+    const Value& value_;
+    bool output_;
+    const char* what_;
+    void* data_ = nullptr;
+    std::unique_ptr<CudaScratch> copy_;
+};
+
 // N,C,H,W of an image shape: [N,C,H,W], or one image [C,H,W] as N = 1.
 std::array<int64_t, 4> nchw(const Shape& s) {
     if (s.ndim == 4) return {s.dims[0], s.dims[1], s.dims[2], s.dims[3]};
@@ -383,11 +419,13 @@ void cuda_conv2d(const KernelCall& c) {
         ConvChoice choice =
             conv_choice(CONV_FORWARD, conv_key(CONV_FORWARD, y.dtype, x.shape, weight.shape, y.shape, c.attrs), d, what);
         CudaScratch workspace(choice.workspace);
+        CudnnOperand x_in(x, false, what), w_in(weight, false, what), y_out(y, true, what);
         ConvScale one{1.0f, 1.0}, zero{0.0f, 0.0};
-        cudnn_check(cudnnConvolutionForward(cuda_cudnn(), one.of(y.dtype), d.x, x.raw(), d.w, weight.raw(), d.conv,
+        cudnn_check(cudnnConvolutionForward(cuda_cudnn(), one.of(y.dtype), d.x, x_in.data(), d.w, w_in.data(), d.conv,
                                             static_cast<cudnnConvolutionFwdAlgo_t>(choice.algo), workspace.data,
-                                            choice.workspace, zero.of(y.dtype), d.y, y.raw()),
+                                            choice.workspace, zero.of(y.dtype), d.y, y_out.data()),
                     what);
+        y_out.finish();
     }
     if (c.n_inputs > 2) add_bias(y, *c.inputs[2], what);
 }
@@ -403,11 +441,13 @@ void cuda_conv2d_backward_input(const KernelCall& c) {
     ConvChoice choice = conv_choice(CONV_BACKWARD_INPUT,
                                     conv_key(CONV_BACKWARD_INPUT, dx.dtype, dx.shape, weight.shape, grad.shape, c.attrs), d, what);
     CudaScratch workspace(choice.workspace);
+    CudnnOperand w_in(weight, false, what), grad_in(grad, false, what), dx_out(dx, true, what);
     ConvScale one{1.0f, 1.0}, zero{0.0f, 0.0};
-    cudnn_check(cudnnConvolutionBackwardData(cuda_cudnn(), one.of(dx.dtype), d.w, weight.raw(), d.y, grad.raw(), d.conv,
+    cudnn_check(cudnnConvolutionBackwardData(cuda_cudnn(), one.of(dx.dtype), d.w, w_in.data(), d.y, grad_in.data(), d.conv,
                                              static_cast<cudnnConvolutionBwdDataAlgo_t>(choice.algo), workspace.data,
-                                             choice.workspace, zero.of(dx.dtype), d.x, dx.raw()),
+                                             choice.workspace, zero.of(dx.dtype), d.x, dx_out.data()),
                 what);
+    dx_out.finish();
 }
 
 // Inputs: grad of the output, the forward input x; the output dw has attrs.shape (the weight's).
@@ -421,11 +461,13 @@ void cuda_conv2d_backward_weight(const KernelCall& c) {
     ConvChoice choice = conv_choice(CONV_BACKWARD_WEIGHT,
                                     conv_key(CONV_BACKWARD_WEIGHT, dw.dtype, x.shape, dw.shape, grad.shape, c.attrs), d, what);
     CudaScratch workspace(choice.workspace);
+    CudnnOperand x_in(x, false, what), grad_in(grad, false, what), dw_out(dw, true, what);
     ConvScale one{1.0f, 1.0}, zero{0.0f, 0.0};
-    cudnn_check(cudnnConvolutionBackwardFilter(cuda_cudnn(), one.of(dw.dtype), d.x, x.raw(), d.y, grad.raw(), d.conv,
+    cudnn_check(cudnnConvolutionBackwardFilter(cuda_cudnn(), one.of(dw.dtype), d.x, x_in.data(), d.y, grad_in.data(), d.conv,
                                                static_cast<cudnnConvolutionBwdFilterAlgo_t>(choice.algo), workspace.data,
-                                               choice.workspace, zero.of(dw.dtype), d.w, dw.raw()),
+                                               choice.workspace, zero.of(dw.dtype), d.w, dw_out.data()),
                 what);
+    dw_out.finish();
 }
 
 }  // namespace
