@@ -10,6 +10,7 @@
 // the CPU's kernels): CI runs it so on every run, which checks the device plumbing (creation on a
 // device, to_device, the host boundary, autograd there) and this harness, not the CUDA kernels.
 #define CATCH_CONFIG_RUNNER
+#define CATCH_CONFIG_EXTERNAL_INTERFACES   // TestEventListenerBase: the failed-assertion count
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -27,6 +28,29 @@ using namespace td_test;
 namespace {
 
 Device g_device = DEVICE_CUDA;
+
+// Failed assertions so far (FailureCounter): a row failed when the count grew while it ran.
+size_t g_failed_assertions = 0;
+
+struct FailureCounter : Catch::TestEventListenerBase {
+    using TestEventListenerBase::TestEventListenerBase;
+    bool assertionEnded(const Catch::AssertionStats& stats) override {
+        if (!stats.assertionResult.isOk()) ++g_failed_assertions;
+        return true;
+    }
+};
+
+// The dtype a row is counted under in the tally: its first input's, else its first output's.
+DType row_dtype(const OpCase& c) {
+    if (!c.inputs.empty()) return c.inputs[0].dtype;
+    return c.outputs.empty() ? DTYPE_F32 : c.outputs[0].dtype;
+}
+
+// The ops that run in cuBLAS or cuDNN rather than in our kernels: TAPEDECK_TEST_OUR_KERNELS=1
+// leaves their rows out (compute-sanitizer's run in scripts/gpu_run.sh checks our kernels only).
+bool library_op(OpId op) {
+    return op == OP_mm || op == OP_bmm || op == OP_conv2d || op == OP_conv2d_backward_input || op == OP_conv2d_backward_weight;
+}
 
 bool is_random(OpId op) {
     return op == OP_rand || op == OP_randn || op == OP_randint || op == OP_randperm || op == OP_multinomial;
@@ -62,6 +86,9 @@ void compare_with_cpu(OpId op, const OpCase& c) {
 
 TEST_CASE("every op row on the device gives the CPU's outputs, and its gradients pass the finite-difference check there") {
     INFO("device " << device_name(g_device));
+    const char* ours = std::getenv("TAPEDECK_TEST_OUR_KERNELS");
+    bool our_kernels_only = ours && std::string(ours) == "1";
+    std::map<std::string, std::pair<int, int>> tally;   // dtype -> rows, rows failed
     for (const OpCase& c : op_cases()) {
         OpId op = op_of(c);
         const OpInfo& info = op_info(op);
@@ -70,10 +97,18 @@ TEST_CASE("every op row on the device gives the CPU's outputs, and its gradients
             WARN("no " << device_name(g_device) << " kernel for " << info.name << ": " << kernel_missing_reason(op, g_device));
             continue;
         }
+        if (our_kernels_only && library_op(op)) continue;
+        size_t failed_before = g_failed_assertions;
         run_guarded("the comparison with the cpu", [&] { compare_with_cpu(op, c); });
         if (info.backward_rule && c.no_gradcheck.empty() && has_float_input(c))
             run_guarded("the gradient check", [&] { check_gradients(op, c, g_device); });
+        auto& [rows, failed] = tally[dtype_name(row_dtype(c))];
+        ++rows;
+        failed += g_failed_assertions > failed_before;
     }
+    for (auto& [dtype, counts] : tally)
+        printf("op rows on %s, %s: %d passed, %d failed\n", device_name(g_device), dtype.c_str(), counts.first - counts.second,
+               counts.second);
 }
 
 namespace {
@@ -152,6 +187,14 @@ TEST_CASE("large inputs on the device give the CPU's outputs (the kernels' block
         window.padding_h = window.padding_w = 1;
         compare_large("conv2d 8x3x32x32, 16 filters 3x3", [window](auto& in) { return ops::conv2d(in[0], in[1], in[2], window); },
                       {seeded(Shape{8, 3, 32, 32}, dtype, 11), seeded(Shape{16, 3, 3, 3}, dtype, 12), seeded(Shape{16}, dtype, 13)});
+        // Operands that are views at an offset (image 2 of 3: 9 elements in, 36 or 72 bytes, off a
+        // 16-byte boundary, which some cuDNN engines refuse): copied to an aligned block first.
+        compare_large("conv2d and its backward ops on views at an offset", [window](auto& in) {
+            Tensor x = ops::narrow(in[0], 0, 1, 1), g = ops::narrow(in[2], 0, 1, 1);
+            return ops::add(ops::add(ops::reduce_all(OP_sum, ops::conv2d(x, in[1], Tensor(), window)),
+                                     ops::reduce_all(OP_sum, ops::conv2d_backward_input(g, in[1], x.shape(), window))),
+                            ops::reduce_all(OP_sum, ops::conv2d_backward_weight(g, x, in[1].shape(), window)));
+        }, {seeded(Shape{3, 1, 3, 3}, dtype, 16), seeded(Shape{2, 1, 3, 3}, dtype, 17), seeded(Shape{3, 2, 3, 3}, dtype, 18)});
         Window2d pool;
         pool.kernel_h = pool.kernel_w = 2;
         pool.stride_h = pool.stride_w = 2;
@@ -187,6 +230,8 @@ TEST_CASE("inputs on two devices are refused, naming both; a 0-d cpu tensor goes
     check_values(s, {10}, 0, 0);
 }
 
+CATCH_REGISTER_LISTENER(FailureCounter)
+
 int main(int argc, char** argv) {
     const char* chosen = std::getenv("TAPEDECK_TEST_DEVICE");
     if (chosen && !device_parse(chosen, &g_device)) {
@@ -194,6 +239,12 @@ int main(int argc, char** argv) {
         return 2;
     }
     if (g_device == DEVICE_CUDA && !cuda_available()) {
+        // On the GPU machine (scripts/gpu_run.sh) a missing GPU is the failure, not a skip.
+        const char* required = std::getenv("TAPEDECK_REQUIRE_GPU");
+        if (required && std::string(required) == "1") {
+            printf("FAILED: TAPEDECK_REQUIRE_GPU=1 and no usable GPU: %s\n", cuda_unavailable_reason().c_str());
+            return 1;
+        }
         printf("skipped: %s\n", cuda_unavailable_reason().c_str());
         return 77;
     }
