@@ -80,6 +80,8 @@ prepare() {
     echo "commit: $(git rev-parse HEAD 2>/dev/null)$(git diff --quiet 2>/dev/null || echo ' (with uncommitted changes)')"
     echo "build: Release, -march=${TAPEDECK_KIT_MARCH:-x86-64-v3}, CUDA architectures ${TAPEDECK_KIT_CUDA_ARCH:-90-real}, $(nvcc --version 2>/dev/null | tail -1 || /usr/local/cuda/bin/nvcc --version | tail -1)"
     echo "the GPU machine gives: libcudart.so.13, libcublas.so.13, libcublasLt.so.13, libcudnn.so.9 (cuDNN 9 for CUDA 13)"
+    echo "not carried (not loaded at start; the proof does not use them): OpenBLAS (dlopen'd when there, 36 MB: CPU"
+    echo "products run in Eigen), Graphviz's layout plugins (:graph's layout), fonts"
     echo
     (cd "$kit" && find . -type f ! -name MANIFEST.txt -printf '%10s  %p\n' | sort -k2)
   } > "$kit/MANIFEST.txt"
