@@ -43,6 +43,8 @@ timed() {
 
 unset TAPEDECK_EMULATE_GPU TAPEDECK_TEST_DEVICE
 export PYTHONUNBUFFERED=1
+# The driver's and the toolkit's programs (nvidia-smi, compute-sanitizer) where a bare PATH lacks them.
+for d in /usr/local/nvidia/bin /usr/local/cuda/bin; do [[ -d "$d" ]] && PATH="$PATH:$d"; done
 
 # --- 1. probe ------------------------------------------------------------------------------------
 {
@@ -54,9 +56,10 @@ export PYTHONUNBUFFERED=1
 } > "$out/probe.txt" 2>&1
 say "GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 || echo 'nvidia-smi failed')"
 
-# CUDA's libraries: the toolkit's first, then each lib/ folder of PyTorch's nvidia wheels.
+# CUDA's libraries: the toolkit's first (and the driver's folder, where a container mounts it),
+# then each lib/ folder of PyTorch's nvidia wheels.
 cuda_dirs=()
-for d in "${CUDA_HOME:-/usr/local/cuda}/lib64" /usr/local/cuda/lib64 /usr/local/cuda/lib; do
+for d in "${CUDA_HOME:-/usr/local/cuda}/lib64" /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/nvidia/lib64 /usr/local/nvidia/lib; do
   [[ -d "$d" ]] && cuda_dirs+=("$d")
 done
 while read -r d; do [[ -n "$d" ]] && cuda_dirs+=("$d"); done < <(python3 - 2>/dev/null <<'EOF'
