@@ -37,8 +37,11 @@ void push_records(lua_State* L, const NodeList& nodes) {
     }
 }
 
+// torch.graph(x): the records of x's graph; its metatable ("tapedeck.Graph") lets a notebook draw it.
 int l_graph(lua_State* L) {
     push_records(L, graph_collect(check_tensor(L, 1)));
+    luaL_newmetatable(L, "tapedeck.Graph");   // __name is set: the kernel recognises the table by it
+    lua_setmetatable(L, -2);
     return 1;
 }
 

@@ -17,6 +17,7 @@
 #include "plan.h"
 #include "commands.h"
 #include "debugger.h"
+#include "kernel.h"
 #include "repl.h"
 #include "repl_state.h"
 #include "tapedeck_lua.h"
@@ -29,6 +30,8 @@ const char* const USAGE =
     "       tapedeck bench [--peers] [--out DIR] [--device cuda] [workload...]\n"
     "       tapedeck run-plan plan.tdp [--input name=file.npy ...] [--out dir] [--max-bytes N]\n"
     "       tapedeck export-onnx plan.tdp model.onnx [--inline] [--strict]\n"
+    "       tapedeck --kernel CONNECTION_FILE             (a Jupyter kernel: started by Jupyter)\n"
+    "       tapedeck --install-kernel [--user | --prefix DIR]   (the Jupyter kernelspec 'tapedeck')\n"
     "Options:\n"
     "  -i          run the script, then open the REPL with its globals\n"
     "  --pm        post-mortem: when the script fails, stop in the failing frame (then exit with status 1)\n"
@@ -454,6 +457,14 @@ int main(int argc, char** argv) {
                 return shutdown(L, s.run(L, argc - 2, argv + 2));
             }
         }
+    }
+    if (argc > 1 && strcmp(argv[1], "--install-kernel") == 0) return shutdown(L, kernel_install(argc - 2, argv + 2));
+    if (argc > 1 && strcmp(argv[1], "--kernel") == 0) {
+        if (argc != 3) {
+            fprintf(stderr, "tapedeck: --kernel needs the connection file Jupyter gives, and nothing else\n%s", USAGE);
+            return shutdown(L, 1);
+        }
+        return shutdown(L, kernel_run(L, argv[2]));
     }
     // Options first (as lua.c): -e chunks run in order after the banner, then the script.
     ProgramOptions options;

@@ -51,10 +51,9 @@ long long monotonic_ns() {
     _exit(REPL_EXIT_INTERRUPTED_TWICE);
 }
 
-void on_sigint(int) {
-    long long now = monotonic_ns();
-    long long last = static_cast<long long>(g_interrupt_seconds) * 1000000000LL + g_interrupt_nanoseconds;
-    if (last > 0 && now - last < 1000000000LL) leave_interrupted_twice();
+// Ctrl-C: running Lua stops at its next instruction (or the debugger takes it); at the prompt
+// the line is dropped. Only async-signal-safe calls: it runs in the signal handler.
+void interrupt(long long now) {
     if (repl_state.lua_running && repl_state.L) {
         g_interrupt_seconds = static_cast<sig_atomic_t>(now / 1000000000LL);
         g_interrupt_nanoseconds = static_cast<sig_atomic_t>(now % 1000000000LL);
@@ -64,6 +63,13 @@ void on_sigint(int) {
     } else {
         g_interrupt_pending = 1;
     }
+}
+
+void on_sigint(int) {
+    long long now = monotonic_ns();
+    long long last = static_cast<long long>(g_interrupt_seconds) * 1000000000LL + g_interrupt_nanoseconds;
+    if (last > 0 && now - last < 1000000000LL) leave_interrupted_twice();
+    interrupt(now);
 }
 
 // The level the traceback of an error starts at: 1, or past the frames of tapedeck's own Lua
@@ -196,6 +202,8 @@ int repl_load(lua_State* L, const std::string& code, const char* chunk_name) {
     }
     return status;
 }
+
+void repl_deliver_interrupt() { interrupt(monotonic_ns()); }
 
 bool repl_take_interrupt() {
     if (!g_interrupt_pending) return false;

@@ -55,6 +55,9 @@ void repl_set_break_in(bool (*break_in)(lua_State* L), void (*run_ended)(lua_Sta
 // handler, before the stack unwinds (the debugger's post-mortem); the thread's level 1 is the
 // function that raised it. It must leave the stack as it found it.
 void repl_set_error_observer(void (*on_error)(lua_State* L, const char* message));
+// An interrupt that does not come as a signal to this thread (the Jupyter kernel takes SIGINT on a
+// thread of its own): as Ctrl-C once, running Lua stops with "interrupted!"; never leaves the program.
+void repl_deliver_interrupt();
 // Ctrl-C twice within a second while code runs (the second may come at the stop the first made)
 // leaves the program: a message on stderr, the terminal restored, exit status 130.
 constexpr int REPL_EXIT_INTERRUPTED_TWICE = 130;

@@ -99,6 +99,44 @@ GVC_t* graphviz_context() {
     return context;
 }
 
+namespace {
+
+// Renders DOT text with Graphviz's dot layout in `format` (svg, png, pdf); empty when Graphviz fails.
+std::string dot_render(const std::string& dot, const std::string& format) {
+    std::string rendered;
+    std::lock_guard<std::mutex> lock(graphviz_mutex());
+    GVC_t* gvc = graphviz_context();
+    Agraph_t* g = agmemread(dot.c_str());
+    char* data = nullptr;
+    unsigned int length = 0;
+    bool failed = !g || gvLayout(gvc, g, "dot") != 0 || gvRenderData(gvc, g, format.c_str(), &data, &length) != 0;
+    if (data) {
+        if (!failed) rendered.assign(data, length);
+        gvFreeRenderData(data);
+    }
+    if (g) {
+        gvFreeLayout(gvc, g);
+        agclose(g);
+    }
+    return rendered;
+}
+
+}  // namespace
+
+std::string graph_render(const NodeList& nodes, const std::string& format, const std::vector<int64_t>& marked) {
+    std::string dot = graph_to_dot(nodes);
+    if (!marked.empty()) {   // DOT lets a node be declared again: the later attributes win
+        dot.pop_back();      // "}\n"
+        dot.pop_back();
+        for (int64_t id : marked)
+            dot += "  n" + std::to_string(id) + " [penwidth=3, color=\"#d62728\", fillcolor=\"#ffd8d0\"];\n";
+        dot += "}\n";
+    }
+    std::string rendered = dot_render(dot, format);
+    if (rendered.empty()) engine_fail("graphviz: could not render the graph (%zu nodes) as %s", nodes.size(), format.c_str());
+    return rendered;
+}
+
 // Writes the graph to `path`, as DOT text (.dot, .gv) or rendered by Graphviz (.svg, .png, .pdf),
 // whole or not at all (file_whole.h): Graphviz renders into memory first, so a failed render leaves
 // no file, and an unwritable path is an error naming it and the reason.
@@ -108,31 +146,9 @@ void graph_write(const NodeList& nodes, const std::string& path) {
     bool is_text = format == "dot" || format == "gv";
     if (!is_text && format != "svg" && format != "png" && format != "pdf")
         engine_fail("graphviz: '%s' needs one of the extensions .dot, .gv, .svg, .png or .pdf", path.c_str());
-
     std::string dot = graph_to_dot(nodes);
-    if (is_text) {
-        file_write_whole(path, dot, "graphviz");
-        return;
-    }
-    std::string rendered;
-    bool failed = false;
-    {
-        std::lock_guard<std::mutex> lock(graphviz_mutex());
-        GVC_t* gvc = graphviz_context();
-        Agraph_t* g = agmemread(dot.c_str());
-        char* data = nullptr;
-        unsigned int length = 0;
-        failed = !g || gvLayout(gvc, g, "dot") != 0 || gvRenderData(gvc, g, format.c_str(), &data, &length) != 0;
-        if (data) {
-            rendered.assign(data, length);
-            gvFreeRenderData(data);
-        }
-        if (g) {
-            gvFreeLayout(gvc, g);
-            agclose(g);
-        }
-    }
-    if (failed) engine_fail("graphviz: could not render '%s' as %s", path.c_str(), format.c_str());
+    std::string rendered = is_text ? dot : dot_render(dot, format);
+    if (rendered.empty()) engine_fail("graphviz: could not render '%s' as %s", path.c_str(), format.c_str());
     file_write_whole(path, rendered, "graphviz");
 }
 

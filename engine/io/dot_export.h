@@ -19,6 +19,11 @@ std::string graph_to_dot(const NodeList& nodes);
 // the extension names (svg, png, pdf, ...). Raises EngineError naming the path on failure.
 void graph_write(const NodeList& nodes, const std::string& path);
 
+// The graph rendered by Graphviz in `format` ("svg", "png"), in memory: the Jupyter kernel's inline
+// pictures. The nodes whose ids are in `marked` are drawn with a thick red border (a debugger
+// stop's node). Raises EngineError when Graphviz cannot lay it out.
+std::string graph_render(const NodeList& nodes, const std::string& format, const std::vector<int64_t>& marked = {});
+
 // Graphviz is not thread-safe: hold this lock around every libgvc/cgraph call (the viewer lays
 // graphs out on a worker thread while the REPL may render one).
 std::mutex& graphviz_mutex();

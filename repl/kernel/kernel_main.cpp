@@ -1,0 +1,111 @@
+// kernel_main.cpp: the kernel's process (kernel.h): signals, captured output, the debugger's
+// prompt through Jupyter's input, xeus's kernel; and the kernelspec.
+#include "kernel.h"
+
+#include <pthread.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <ext/stdio_filebuf.h>
+#include <iostream>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <lua.hpp>
+#include <memory>
+#include <thread>
+#include <xeus/xkernel.hpp>
+#include <xeus/xkernel_configuration.hpp>
+#include <xeus/xserver_zmq.hpp>
+
+#include "debugger.h"
+#include "kernel_interpreter.h"
+#include "repl.h"
+#include "tape.h"
+
+namespace {
+
+// The kernel's one interpreter, for the debugger's line source (a plain function pointer).
+KernelInterpreter*& running_interpreter() {
+    static KernelInterpreter* interpreter = nullptr;
+    return interpreter;
+}
+
+// The debugger's stops read their commands from the notebook (KernelInterpreter::read_stop_line).
+class KernelStopSource : public LineSource {
+public:
+    bool read_line(const char* prompt, std::string& line) override {
+        interrupted = false;
+        return running_interpreter() && running_interpreter()->read_stop_line(prompt, line);
+    }
+};
+
+LineSource& kernel_stop_source() {
+    static KernelStopSource source;
+    return source;
+}
+
+void on_wake(int) {}   // SIGUSR2: only ends a blocking wait for the frontend's input (EINTR)
+
+// Jupyter interrupts a kernel with SIGINT. It is blocked in every thread but this one, which
+// takes it with sigwait: so ZeroMQ's waits never see EINTR, and running Lua stops as in the
+// terminal ("interrupted!"). While a stop waits for the frontend's answer, the main thread gets
+// SIGUSR2 instead, which ends that wait (the cell is abandoned).
+void interrupt_thread(pthread_t main_thread) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    for (;;) {
+        int signal = 0;
+        if (sigwait(&set, &signal) != 0) continue;
+        KernelInterpreter* interpreter = running_interpreter();
+        if (interpreter && interpreter->waiting_for_input) pthread_kill(main_thread, SIGUSR2);
+        else repl_deliver_interrupt();
+    }
+}
+
+void block_sigint_start_thread() {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);   // threads made from now on inherit it
+    struct sigaction action {};
+    action.sa_handler = on_wake;                 // no SA_RESTART: the wait returns EINTR
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGUSR2, &action, nullptr);
+    std::thread(interrupt_thread, pthread_self()).detach();
+}
+
+}  // namespace
+
+bool kernel_built() { return true; }
+
+int kernel_run(lua_State* L, const std::string& connection_file) {
+    xeus::xconfiguration config;
+    try {
+        config = xeus::load_configuration(connection_file);
+    } catch (const std::exception& e) {
+        fprintf(stderr, "tapedeck --kernel: cannot read the connection file '%s': %s\n", connection_file.c_str(), e.what());
+        return 1;
+    }
+    if (!std::filesystem::is_regular_file(connection_file)) {
+        fprintf(stderr, "tapedeck --kernel: no connection file '%s'\n", connection_file.c_str());
+        return 1;
+    }
+    block_sigint_start_thread();
+    td::engine_keep_backward_graph(true);   // a person looks at the graphs afterwards, as at the REPL
+    debugger_detach();
+    debugger_attach(L, kernel_stop_source, false);
+    static OutputCapture output;   // lives until exit: xeus ends the process from inside start()
+    static __gnu_cxx::stdio_filebuf<char> kernel_log(dup(output.original_stderr()), std::ios::out);
+    std::clog.rdbuf(&kernel_log);  // xeus's log lines go to the kernel's log, not into a cell
+    auto interpreter = std::make_unique<KernelInterpreter>(L, output);
+    running_interpreter() = interpreter.get();
+    xeus::register_interpreter(interpreter.get());
+    auto context = xeus::make_context<zmq::context_t>();
+    xeus::xkernel kernel(config, xeus::get_user_name(), std::move(context), std::move(interpreter),
+                         xeus::make_xserver_zmq, xeus::make_in_memory_history_manager(), nullptr,
+                         xeus::make_null_debugger, nl::json::object(), nl::json::error_handler_t::replace);
+    kernel.start();
+    return 0;
+}

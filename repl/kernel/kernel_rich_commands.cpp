@@ -1,0 +1,122 @@
+// kernel_rich_commands.cpp: ':' commands with their pictures (kernel_rich_commands.h).
+#include "kernel_rich_commands.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <lua.hpp>
+#include <sstream>
+
+#include "commands.h"
+#include "debugger.h"
+#include "format.h"
+#include "kernel_display.h"
+#include "repl.h"
+#include "tapedeck_lua.h"
+#include "text_util.h"
+
+namespace {
+
+std::vector<std::string> words_of(const std::string& text) {
+    std::istringstream in(text);
+    std::vector<std::string> words;
+    for (std::string w; in >> w;) words.push_back(w);
+    return words;
+}
+
+bool ends_with(const std::string& s, const std::string& tail) {
+    return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// A file name in the temporary directory for a picture the user did not name; removed by the caller.
+std::string temporary_path(const std::string& suffix) {
+    const char* dir = getenv("TMPDIR");
+    std::string pattern = std::string(dir && *dir ? dir : "/tmp") + "/tapedeck-kernel-XXXXXX" + suffix;
+    int fd = mkstemps(pattern.data(), static_cast<int>(suffix.size()));
+    if (fd < 0) return "";
+    close(fd);
+    return pattern;
+}
+
+// The nodes of `expression`'s graph (the live tape when empty); false, with a message on stderr,
+// when it is no tensor. As :graph takes them, rewound to the stop's view when :back moved it.
+bool graph_nodes(lua_State* L, const std::string& expression, td::NodeList& nodes) {
+    tapedeck_name_tensors(L);
+    if (expression.empty()) {
+        nodes = td::tape_nodes();
+    } else {
+        if (!repl_eval(L, expression)) return false;
+        td::Tensor* t = tapedeck_test_tensor(L, -1);
+        if (!t) {
+            fprintf(stderr, "'%s' is a %s, not a tensor\n", expression.c_str(), luaL_typename(L, -1));
+            lua_pop(L, 1);
+            return false;
+        }
+        nodes = td::graph_collect(*t);
+        lua_pop(L, 1);
+    }
+    if (int64_t newest = debugger_rewound_newest_id()) {
+        td::NodeList then;
+        for (const td::Ref<td::Node>& n : nodes) if (n->id <= newest) then.push_back(n);
+        nodes.swap(then);
+    }
+    return true;
+}
+
+// :plot NAME and :animate EXPR without a file: the picture goes to a temporary file, shown, removed.
+void run_with_picture(lua_State* L, const std::string& name, const std::string& args, const std::string& suffix,
+                      const std::string& mime, RichCommandResult& result) {
+    std::string path;
+    for (const std::string& w : words_of(args))
+        if (ends_with(w, suffix)) path = w;
+    bool temporary = path.empty();
+    if (temporary) path = temporary_path(suffix);
+    if (path.empty()) {
+        fprintf(stderr, ":%s: cannot make a temporary file for the picture\n", name.c_str());
+        return;
+    }
+    std::string before = kernel_read_file(path);
+    command_run(L, name + " " + args + (temporary ? " " + path : ""));
+    std::string bytes = kernel_read_file(path);
+    if (temporary) unlink(path.c_str());
+    if (!bytes.empty() && (temporary || bytes != before)) result.displays.push_back(kernel_display_image(bytes, mime, ":" + name + " " + args));
+}
+
+}  // namespace
+
+RichCommandResult kernel_rich_command(lua_State* L, const std::string& line) {
+    RichCommandResult result;
+    std::string trimmed = text_trim(line);
+    size_t space = trimmed.find_first_of(" \t");
+    std::string name = trimmed.substr(0, space);
+    std::string args = space == std::string::npos ? "" : text_trim(trimmed.substr(space + 1));
+    if (name == "graph" || name == "g") {
+        result.keep_going = command_run(L, line);
+        td::NodeList nodes;
+        if (graph_nodes(L, args, nodes) && !nodes.empty())
+            result.displays.push_back(kernel_display_graph(nodes, debugger_marked_nodes()));
+    } else if ((name == "view" || name == "v") && words_of(args).size() <= 1) {
+        td::NodeList nodes;   // the notebook's view of the graph: inline, no window
+        if (graph_nodes(L, args, nodes)) result.displays.push_back(kernel_display_graph(nodes, debugger_marked_nodes()));
+    } else if (name == "plot" && !args.empty()) {
+        run_with_picture(L, name, args, ".png", "image/png", result);
+    } else if (name == "animate" && !args.empty() && !ends_with(words_of(args).back(), "/")) {
+        run_with_picture(L, name, args, ".gif", "image/gif", result);
+    } else if (name == "dot") {
+        result.keep_going = command_run(L, line);
+        std::string file = words_of(args).empty() ? "" : words_of(args).back();
+        if (ends_with(file, ".svg")) {
+            nlohmann::json data;
+            data["image/svg+xml"] = kernel_read_file(file);
+            data["text/plain"] = file;
+            if (!data["image/svg+xml"].get<std::string>().empty()) result.displays.push_back(data);
+        } else if (ends_with(file, ".png")) {
+            std::string bytes = kernel_read_file(file);
+            if (!bytes.empty()) result.displays.push_back(kernel_display_image(bytes, "image/png", file));
+        }
+    } else {
+        result.keep_going = command_run(L, line);
+    }
+    return result;
+}
