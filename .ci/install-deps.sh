@@ -11,6 +11,10 @@
 #     (onnx.proto compiled), its checker and shape inference.
 #   libcairo2-dev: headless pictures (plots of the Training window, :plot PNGs, :animate frames):
 #     lines, text and PNG files without a window. libgif-dev: giflib, the GIF encoder of :animate.
+#   xeus-dev, libzmq3-dev: the Jupyter kernel (repl/kernel/: xeus 2.4.1, its ZeroMQ server, nlohmann
+#     json, OpenSSL); optional: without them tapedeck is built without --kernel.
+#   python3-jupyter-client, python3-jupyter-kernel-test: the kernel's tests (tests/kernel/) drive it as
+#     a notebook does, and check every message against Jupyter's spec.
 #   clang, libclang-rt-14-dev: the sanitizer build (./run.sh test-asan: ASan, UBSan, LSan) and the
 #     libFuzzer harnesses; llvm: llvm-symbolizer, for sanitizer reports with function names and lines.
 set -euo pipefail
@@ -30,6 +34,8 @@ packages=(
   xvfb xauth libgl1-mesa-dri
   fonts-dejavu-core
   clang libclang-rt-14-dev llvm
+  xeus-dev libzmq3-dev
+  python3-jupyter-client python3-jupyter-kernel-test
 )
 
 missing=()

@@ -21,6 +21,9 @@ public:
     // stdin (a notebook run headless) the stop continues. False when the frontend went away.
     bool read_stop_line(const char* prompt, std::string& line);
 
+    // The count of the cell that runs or ran last.
+    int execution_count() const { return cell_; }
+
     // Set by the interrupt thread while read_stop_line waits on the frontend.
     std::atomic<bool> waiting_for_input{false};
 

@@ -19,6 +19,7 @@
 #include <xeus/xserver_zmq.hpp>
 
 #include "debugger.h"
+#include "kernel_history.h"
 #include "kernel_interpreter.h"
 #include "repl.h"
 #include "tape.h"
@@ -59,8 +60,16 @@ void interrupt_thread(pthread_t main_thread) {
         int signal = 0;
         if (sigwait(&set, &signal) != 0) continue;
         KernelInterpreter* interpreter = running_interpreter();
-        if (interpreter && interpreter->waiting_for_input) pthread_kill(main_thread, SIGUSR2);
-        else repl_deliver_interrupt();
+        if (!interpreter || !interpreter->waiting_for_input) {
+            repl_deliver_interrupt();
+            continue;
+        }
+        // Again every 50 ms while the wait goes on: a signal that came between sending the input
+        // request and starting to wait for its answer interrupted nothing.
+        for (int tries = 0; tries < 40 && interpreter->waiting_for_input; ++tries) {
+            pthread_kill(main_thread, SIGUSR2);
+            usleep(50000);
+        }
     }
 }
 
@@ -102,9 +111,11 @@ int kernel_run(lua_State* L, const std::string& connection_file) {
     auto interpreter = std::make_unique<KernelInterpreter>(L, output);
     running_interpreter() = interpreter.get();
     xeus::register_interpreter(interpreter.get());
+    KernelInterpreter* cells = interpreter.get();
+    auto history = std::make_unique<KernelHistory>([cells] { return cells->execution_count(); });
     auto context = xeus::make_context<zmq::context_t>();
     xeus::xkernel kernel(config, xeus::get_user_name(), std::move(context), std::move(interpreter),
-                         xeus::make_xserver_zmq, xeus::make_in_memory_history_manager(), nullptr,
+                         xeus::make_xserver_zmq, std::move(history), nullptr,
                          xeus::make_null_debugger, nl::json::object(), nl::json::error_handler_t::replace);
     kernel.start();
     return 0;

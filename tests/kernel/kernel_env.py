@@ -1,0 +1,33 @@
+"""kernel_env.py: what every kernel test needs: the kernelspec of the tapedeck under test installed
+into a temporary prefix (JUPYTER_PATH points there), and exit 77 (ctest: skipped) when this Python
+lacks jupyter_client or the tapedeck was built without the kernel."""
+import atexit
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+SKIP = 77
+
+
+def skip(why):
+    print("SKIP: " + why)
+    sys.exit(SKIP)
+
+
+def install_kernelspec(tapedeck):
+    """Install tapedeck's kernelspec where this process's Jupyter looks, and return the prefix."""
+    try:
+        import jupyter_client  # noqa: F401
+    except ImportError:
+        skip("no jupyter_client in " + sys.executable + " (Debian: python3-jupyter-client)")
+    probe = subprocess.run([tapedeck, "--kernel", "/nonexistent.json"], capture_output=True, text=True)
+    if "has no Jupyter kernel" in probe.stderr:
+        skip("this tapedeck was built without the Jupyter kernel (xeus-dev not found)")
+    prefix = tempfile.mkdtemp(prefix="tapedeck-kernel-test-")
+    atexit.register(shutil.rmtree, prefix, True)
+    subprocess.run([tapedeck, "--install-kernel", "--prefix", prefix], check=True, capture_output=True)
+    os.environ["JUPYTER_PATH"] = os.path.join(prefix, "share", "jupyter")
+    os.environ["JUPYTER_RUNTIME_DIR"] = os.path.join(prefix, "runtime")
+    return prefix
