@@ -179,6 +179,12 @@ const Binding tape_torch_only[] = {
     {nullptr, nullptr},
 };
 
+// x:graph(), the same as torch.graph(x).
+const Binding tape_method_only[] = {
+    {"graph", l_graph},
+    {nullptr, nullptr},
+};
+
 // The metatable of node records: tostring(record) is its description.
 void open_node_records(lua_State* L) {
     luaL_newmetatable(L, NODE_TYPE);

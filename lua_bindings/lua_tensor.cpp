@@ -487,7 +487,7 @@ void open_tensor_metatable(lua_State* L) {
     for (const Binding* table : {tensor_op_functions, nn_op_functions, elementwise_tensor_functions, table_unary_bindings(),
                                  tensor_op_method_only, userdata_method_only, conversion_method_only, autograd_method_only,
                                  elementwise_method_only, reduce_shape_functions, reduce_shape_methods,
-                                 view_tensor_functions, view_method_only, hook_method_only})
+                                 view_tensor_functions, view_method_only, hook_method_only, tape_method_only})
         register_bindings(L, table, "x:");
     lua_pushvalue(L, -1);
     lua_setfield(L, -3, "methods");   // metatable.methods, for tab completion

@@ -104,6 +104,7 @@ extern const Binding autograd_functions[];     // the torch.autograd table
 void open_grad_mode(lua_State* L);             // the metatable of torch.no_grad()'s guard
 // Node records, torch.graph, tape, graphviz, scope, ops, memory (lua_tape.cpp).
 extern const Binding tape_torch_only[];
+extern const Binding tape_method_only[];       // x:graph()
 void open_node_records(lua_State* L);          // the metatable of node records
 // Views (lua_views.cpp). Push `view`, a view of the tensor at base_idx, linked to that tensor's
 // root base so that writes through it reach autograd (a result that shares no storage with it,

@@ -173,32 +173,9 @@ bool cmd_plan(lua_State* L, const std::string& args) {
     return true;
 }
 
-// :timeit f [N]: eager vs frozen on the last call's arguments, from the same state (put back after).
 bool cmd_timeit(lua_State* L, const std::string& args) {
-    std::string expression = args, count = "1000";
-    size_t space = args.find_last_of(" \t");
-    if (space != std::string::npos && args.find_first_not_of("0123456789", space + 1) == std::string::npos) {
-        expression = text_trim(args.substr(0, space));
-        count = args.substr(space + 1);
-    }
-    if (!frozen_for(L, expression, "timeit")) return true;
-    if (!call_frozen_method(L, "timeit", count)) return true;
-    auto field = [&](const char* key) {
-        lua_getfield(L, -1, key);
-        double v = lua_tonumber(L, -1);
-        lua_pop(L, 1);
-        return v;
-    };
-    double eager_peak = field("eager_peak_bytes"), frozen_peak = field("frozen_peak_bytes");
-    printf("%s: %s calls each, on its last arguments (µs per call, min / median)\n", expression.c_str(), count.c_str());
-    printf("  eager   %10.2f / %-10.2f  peak %9.1f KiB\n", field("eager_min_us"), field("eager_median_us"), eager_peak / 1024);
-    printf("  frozen  %10.2f / %-10.2f  peak %9.1f KiB\n", field("frozen_min_us"), field("frozen_median_us"), frozen_peak / 1024);
-    printf("  speedup %.2fx (min)   memory %.2fx   max |diff| %g (outputs, gradients, parameters)\n", field("speedup"),
-           eager_peak > 0 ? frozen_peak / eager_peak : 0.0, field("max_diff"));
-    double eager_gpu = field("eager_gpu_peak_bytes"), frozen_gpu = field("frozen_gpu_peak_bytes");
-    if (eager_gpu > 0 || frozen_gpu > 0)   // times include waiting for the GPU (synchronised)
-        printf("  GPU memory peak: eager %.1f KiB, frozen %.1f KiB\n", eager_gpu / 1024, frozen_gpu / 1024);
-    lua_pop(L, 1);
+    TimeitFigures figures;
+    if (command_timeit_measure(L, args, figures)) fputs(command_timeit_text(figures).c_str(), stdout);
     return true;
 }
 
@@ -283,4 +260,55 @@ bool command_run(lua_State* L, const std::string& line) {
         if (name == c.name || (c.alias && name == c.alias)) return c.run(L, args);
     fprintf(stderr, "unknown command ':%s' (type :help for the list)\n", name.c_str());
     return true;
+}
+
+// :timeit f [N]: eager vs frozen on the last call's arguments, from the same state (put back after).
+bool command_timeit_measure(lua_State* L, const std::string& args, TimeitFigures& f) {
+    f.expression = args;
+    f.count = "1000";
+    size_t space = args.find_last_of(" \t");
+    if (space != std::string::npos && args.find_first_not_of("0123456789", space + 1) == std::string::npos) {
+        f.expression = text_trim(args.substr(0, space));
+        f.count = args.substr(space + 1);
+    }
+    if (!frozen_for(L, f.expression, "timeit")) return false;
+    if (!call_frozen_method(L, "timeit", f.count)) return false;
+    auto field = [&](const char* key) {
+        lua_getfield(L, -1, key);
+        double v = lua_tonumber(L, -1);
+        lua_pop(L, 1);
+        return v;
+    };
+    f.eager_min_us = field("eager_min_us");
+    f.eager_median_us = field("eager_median_us");
+    f.frozen_min_us = field("frozen_min_us");
+    f.frozen_median_us = field("frozen_median_us");
+    f.eager_peak_bytes = field("eager_peak_bytes");
+    f.frozen_peak_bytes = field("frozen_peak_bytes");
+    f.speedup = field("speedup");
+    f.max_diff = field("max_diff");
+    f.eager_gpu_peak_bytes = field("eager_gpu_peak_bytes");
+    f.frozen_gpu_peak_bytes = field("frozen_gpu_peak_bytes");
+    lua_pop(L, 1);
+    return true;
+}
+
+std::string command_timeit_text(const TimeitFigures& f) {
+    char line[256];
+    std::string text;
+    snprintf(line, sizeof line, "%s: %s calls each, on its last arguments (µs per call, min / median)\n", f.expression.c_str(), f.count.c_str());
+    text += line;
+    snprintf(line, sizeof line, "  eager   %10.2f / %-10.2f  peak %9.1f KiB\n", f.eager_min_us, f.eager_median_us, f.eager_peak_bytes / 1024);
+    text += line;
+    snprintf(line, sizeof line, "  frozen  %10.2f / %-10.2f  peak %9.1f KiB\n", f.frozen_min_us, f.frozen_median_us, f.frozen_peak_bytes / 1024);
+    text += line;
+    snprintf(line, sizeof line, "  speedup %.2fx (min)   memory %.2fx   max |diff| %g (outputs, gradients, parameters)\n", f.speedup,
+             f.eager_peak_bytes > 0 ? f.frozen_peak_bytes / f.eager_peak_bytes : 0.0, f.max_diff);
+    text += line;
+    if (f.eager_gpu_peak_bytes > 0 || f.frozen_gpu_peak_bytes > 0) {   // times include waiting for the GPU (synchronised)
+        snprintf(line, sizeof line, "  GPU memory peak: eager %.1f KiB, frozen %.1f KiB\n", f.eager_gpu_peak_bytes / 1024,
+                 f.frozen_gpu_peak_bytes / 1024);
+        text += line;
+    }
+    return text;
 }

@@ -15,3 +15,16 @@ std::vector<std::string> command_names();
 
 // The ':help' text.
 std::string command_help();
+
+// :timeit's figures (eager against frozen on the same graph), for the terminal's text and the
+// notebook's table.
+struct TimeitFigures {
+    std::string expression, count;   // the frozen function as typed, calls per side
+    double eager_min_us = 0, eager_median_us = 0, frozen_min_us = 0, frozen_median_us = 0;
+    double eager_peak_bytes = 0, frozen_peak_bytes = 0, eager_gpu_peak_bytes = 0, frozen_gpu_peak_bytes = 0;
+    double speedup = 0, max_diff = 0;
+};
+// Measure `args` ("f [N]"); false, with the message printed, when it names no frozen function.
+bool command_timeit_measure(lua_State* L, const std::string& args, TimeitFigures& figures);
+// The terminal's lines for them.
+std::string command_timeit_text(const TimeitFigures& figures);

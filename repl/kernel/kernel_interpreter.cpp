@@ -95,7 +95,20 @@ bool KernelInterpreter::run_lua(const CellPart& part, int cell, nl::json* result
 }
 
 void KernelInterpreter::run_command(const std::string& line) {
+    flush_output();
     RichCommandResult rich = kernel_rich_command(L_, line);
+    if (!rich.hidden.empty()) {   // the command's own lines about a temporary file go
+        std::string out, err, kept;
+        output_.drain(out, err);
+        for (size_t at = 0; at < out.size();) {
+            size_t end = std::min(out.find('\n', at), out.size() - 1) + 1;
+            if (out.substr(at, end - at).find(rich.hidden) == std::string::npos)
+                kept += out.substr(at, end - at);
+            at = end;
+        }
+        if (!silent_ && !kept.empty()) publish_stream("stdout", kept);
+        if (!silent_ && !err.empty()) publish_stream("stderr", err);
+    }
     flush_output();
     for (const nl::json& data : rich.displays) show(data);
     if (!rich.keep_going) printf("(:quit does not end a notebook's kernel: use the notebook's Kernel menu)\n");

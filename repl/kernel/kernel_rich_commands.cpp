@@ -79,8 +79,32 @@ void run_with_picture(lua_State* L, const std::string& name, const std::string& 
     std::string before = kernel_read_file(path);
     command_run(L, name + " " + args + (temporary ? " " + path : ""));
     std::string bytes = kernel_read_file(path);
-    if (temporary) unlink(path.c_str());
+    if (temporary) {
+        unlink(path.c_str());
+        result.hidden = path;   // "wrote /tmp/tapedeck-kernel-...": not the user's file
+    }
     if (!bytes.empty() && (temporary || bytes != before)) result.displays.push_back(kernel_display_image(bytes, mime, ":" + name + " " + args));
+}
+
+// :timeit as a table beside the terminal's lines.
+void show_timeit(lua_State* L, const std::string& args, RichCommandResult& result) {
+    TimeitFigures f;
+    if (!command_timeit_measure(L, args, f)) return;
+    char html[2048];
+    snprintf(html, sizeof html,
+             "<table><caption>%s: %s calls each, on its last arguments</caption>"
+             "<tr><th></th><th>min µs</th><th>median µs</th><th>peak KiB</th></tr>"
+             "<tr><th>eager</th><td>%.2f</td><td>%.2f</td><td>%.1f</td></tr>"
+             "<tr><th>frozen</th><td>%.2f</td><td>%.2f</td><td>%.1f</td></tr>"
+             "<tr><th>frozen / eager</th><td>%.2fx faster</td><td></td><td>%.2fx</td></tr></table>"
+             "<p>max |diff| %g (outputs, gradients, parameters)</p>",
+             f.expression.c_str(), f.count.c_str(), f.eager_min_us, f.eager_median_us, f.eager_peak_bytes / 1024,
+             f.frozen_min_us, f.frozen_median_us, f.frozen_peak_bytes / 1024, f.speedup,
+             f.eager_peak_bytes > 0 ? f.frozen_peak_bytes / f.eager_peak_bytes : 0.0, f.max_diff);
+    nlohmann::json data;
+    data["text/plain"] = command_timeit_text(f);
+    data["text/html"] = html;
+    result.displays.push_back(data);
 }
 
 }  // namespace
@@ -99,6 +123,8 @@ RichCommandResult kernel_rich_command(lua_State* L, const std::string& line) {
     } else if ((name == "view" || name == "v") && words_of(args).size() <= 1) {
         td::NodeList nodes;   // the notebook's view of the graph: inline, no window
         if (graph_nodes(L, args, nodes)) result.displays.push_back(kernel_display_graph(nodes, debugger_marked_nodes()));
+    } else if (name == "timeit") {
+        show_timeit(L, args, result);
     } else if (name == "plot" && !args.empty()) {
         run_with_picture(L, name, args, ".png", "image/png", result);
     } else if (name == "animate" && !args.empty() && !ends_with(words_of(args).back(), "/")) {

@@ -13,6 +13,7 @@ struct lua_State;
 struct RichCommandResult {
     bool keep_going = true;                  // false: the command was :quit
     std::vector<nlohmann::json> displays;    // MIME bundles to show, in order
+    std::string hidden;                      // lines of its output that hold this are not shown
 };
 
 // Run `line` (without its ':'), as command_run does, and collect its pictures.
