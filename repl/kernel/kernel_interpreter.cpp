@@ -3,6 +3,7 @@
 // caught at the descriptors (kernel_output.h) and sent as stream messages.
 #include "kernel_interpreter.h"
 
+#include <chrono>
 #include <lua.hpp>
 #include <xeus/xinput.hpp>
 
@@ -64,7 +65,51 @@ nl::json error_reply(const std::string& ename, const std::string& evalue, const 
 
 KernelInterpreter::KernelInterpreter(lua_State* L, OutputCapture& output) : L_(L), output_(output) {}
 
+namespace {
+
+// Lua's print, io.write and a file's :write on io.stdout or io.stderr, followed by the kernel's
+// flush (the upvalue): a training loop's lines reach the notebook as they are printed.
+const char* const LIVE_OUTPUT_LUA = R"lua(
+local flush = ...
+local print_then = print
+print = function(...) print_then(...); flush() end
+local io_write_then = io.write
+io.write = function(...)
+  local results = table.pack(io_write_then(...))
+  flush()
+  return table.unpack(results, 1, results.n)
+end
+local methods = getmetatable(io.stdout).__index
+local file_write_then = methods.write
+methods.write = function(file, ...)
+  local results = table.pack(file_write_then(file, ...))
+  if file == io.stdout or file == io.stderr then flush() end
+  return table.unpack(results, 1, results.n)
+end
+)lua";
+
+int lua_flush_output(lua_State* L) {
+    static_cast<KernelInterpreter*>(lua_touserdata(L, lua_upvalueindex(1)))->flush_output_soon();
+    return 0;
+}
+
+}  // namespace
+
+void KernelInterpreter::install_live_output() {
+    if (luaL_loadstring(L_, LIVE_OUTPUT_LUA) != LUA_OK) lua_error(L_);
+    lua_pushlightuserdata(L_, this);
+    lua_pushcclosure(L_, lua_flush_output, 1);
+    lua_call(L_, 1, 0);
+}
+
+void KernelInterpreter::flush_output_soon() {
+    auto now = std::chrono::steady_clock::now();
+    if (now - last_flush_ < std::chrono::milliseconds(50)) return;   // a burst of lines goes as one message
+    flush_output();
+}
+
 void KernelInterpreter::flush_output() {
+    last_flush_ = std::chrono::steady_clock::now();
     std::string out, err;
     output_.drain(out, err);
     if (silent_) return;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <string>
 #include <xeus/xinterpreter.hpp>
 
@@ -15,6 +16,12 @@ struct lua_State;
 class KernelInterpreter : public xeus::xinterpreter {
 public:
     KernelInterpreter(lua_State* L, OutputCapture& output);
+
+    // print, io.write and io.stdout:write send what they wrote to the notebook as they run
+    // (at most every 50 ms), not at the cell's end. Call once, before the kernel starts.
+    void install_live_output();
+    // Flush (below) unless the last one was under 50 ms ago.
+    void flush_output_soon();
 
     // A debugger stop's line (the LineSource the debugger reads at a stop while a cell runs): the
     // picture of the stop shown (or updated in place), then the frontend's input prompt. Without
@@ -54,5 +61,6 @@ private:
     bool said_no_stdin_ = false;    // the cell was told its stops continue
     int cell_ = 0;                  // the running cell's execution count
     std::string stop_display_id_;   // the stop picture of the running cell, updated in place
+    std::chrono::steady_clock::time_point last_flush_;
     std::string stop_shown_;        // what it shows: the stop's serial, rewound event, nodes
 };

@@ -110,6 +110,7 @@ int kernel_run(lua_State* L, const std::string& connection_file) {
     std::clog.rdbuf(&kernel_log);  // xeus's log lines go to the kernel's log, not into a cell
     auto interpreter = std::make_unique<KernelInterpreter>(L, output);
     running_interpreter() = interpreter.get();
+    interpreter->install_live_output();
     xeus::register_interpreter(interpreter.get());
     KernelInterpreter* cells = interpreter.get();
     auto history = std::make_unique<KernelHistory>([cells] { return cells->execution_count(); });

@@ -96,6 +96,13 @@ def test_stepper(kc):
     Cell(kc, ":delete all")
 
 
+def test_live_output(kc):
+    cell = Cell(kc, "for i = 1, 3 do\n  print('step', i)\n  local t = os.clock()\n  while os.clock() - t < 0.3 do end\nend")
+    texts = [c["text"] for c in cell.of("stream")]
+    check(len(texts) == 3 and texts[0] == "step\t1\n",
+          "live output: each print of a loop reaches the notebook as it runs, not at the cell's end (%r)" % texts)
+
+
 def test_interrupts(km, kc):
     Cell(kc, "kept = 41")
     cell = Cell(kc, "local n = 0\nwhile true do n = n + 1 end", interrupt_after=1.0, km=km, timeout=30)
@@ -185,6 +192,7 @@ if __name__ == "__main__":
     kc.wait_for_ready(timeout=30)
     try:
         test_stepper(kc)
+        test_live_output(kc)
         test_interrupts(km, kc)
         test_bad_input(km, kc)
         kc.stop_channels()
