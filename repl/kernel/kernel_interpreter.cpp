@@ -104,7 +104,8 @@ void KernelInterpreter::install_live_output() {
 
 void KernelInterpreter::flush_output_soon() {
     auto now = std::chrono::steady_clock::now();
-    if (now - last_flush_ < std::chrono::milliseconds(50)) return;   // a burst of lines goes as one message
+    if (now - last_flush_ >= std::chrono::milliseconds(50)) lines_in_burst_ = 0;
+    if (++lines_in_burst_ > 20) return;   // more than 20 within 50 ms of each other: sent together, later
     flush_output();
 }
 

@@ -18,9 +18,10 @@ public:
     KernelInterpreter(lua_State* L, OutputCapture& output);
 
     // print, io.write and io.stdout:write send what they wrote to the notebook as they run
-    // (at most every 50 ms), not at the cell's end. Call once, before the kernel starts.
+    // (flush_output_soon), not at the cell's end. Call once, before the kernel starts.
     void install_live_output();
-    // Flush (below) unless the last one was under 50 ms ago.
+    // Flush (below), except within a burst: past 20 writes less than 50 ms apart, the rest wait for
+    // a write after a pause, or the cell's end.
     void flush_output_soon();
 
     // A debugger stop's line (the LineSource the debugger reads at a stop while a cell runs): the
@@ -62,5 +63,6 @@ private:
     int cell_ = 0;                  // the running cell's execution count
     std::string stop_display_id_;   // the stop picture of the running cell, updated in place
     std::chrono::steady_clock::time_point last_flush_;
+    int lines_in_burst_ = 0;
     std::string stop_shown_;        // what it shows: the stop's serial, rewound event, nodes
 };
