@@ -103,6 +103,8 @@ int kernel_run(lua_State* L, const std::string& connection_file) {
     }
     block_sigint_start_thread();
     td::engine_keep_backward_graph(true);   // a person looks at the graphs afterwards, as at the REPL
+    lua_newtable(L);                        // `arg`, as lua.c always makes it: no script, no arguments
+    lua_setglobal(L, "arg");
     debugger_detach();
     debugger_attach(L, kernel_stop_source, false);
     static OutputCapture output;   // lives until exit: xeus ends the process from inside start()
