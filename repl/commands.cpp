@@ -12,6 +12,7 @@
 #include "debugger_why.h"
 #include "dot_export.h"
 #include "format.h"
+#include "model.h"
 #include "plan_passes.h"
 #include "repl.h"
 #include "tapedeck_lua.h"
@@ -81,7 +82,11 @@ bool cmd_dot(lua_State* L, const std::string& args) {
     td::NodeList nodes;
     if (!nodes_for(L, expression, nodes)) return true;
     try {
-        td::graph_write(nodes, file);
+        std::vector<const td::Node*> plain;
+        for (const td::Ref<td::Node>& n : nodes) plain.push_back(n.get());
+        td::DotOptions options;
+        options.clusters = td::dot_module_clusters(td::records_of_nodes(plain));   // the nn.Module calls, framed
+        td::graph_write(nodes, file, options);
         printf("wrote %s (%zu nodes)\n", file.c_str(), nodes.size());
     } catch (const std::exception& e) {
         fprintf(stderr, "%s\n", e.what());
