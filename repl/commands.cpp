@@ -13,6 +13,7 @@
 #include "dot_export.h"
 #include "format.h"
 #include "model.h"
+#include "page.h"
 #include "plan_passes.h"
 #include "repl.h"
 #include "tapedeck_lua.h"
@@ -101,6 +102,11 @@ bool cmd_view(lua_State* L, const std::string& args) {
 
 bool cmd_animate(lua_State* L, const std::string& args) {
     td::animate_command(L, args);
+    return true;
+}
+
+bool cmd_export(lua_State* L, const std::string& args) {
+    td::page_command(L, args);   // viewer/page/page_lua.cpp
     return true;
 }
 
@@ -248,6 +254,7 @@ const Command commands[] = {
     {"history", nullptr, "[SIZE|off]", "the rewind history: its budget (200MB, 1GB, off), bytes and events held", debugger_cmd_history},
     {"view", "v", "[expr]", "open the graph viewer (and select expr's node); also :view close, :view screenshot f.png, :view expand|collapse NAME, :view window older|newer|newest|#ID", cmd_view},
     {"animate", nullptr, "expr f.gif", "backprop as a GIF (or PNG frames: a dir/): forward values, then gradients flowing back; --size WxH --delay MS --backward", cmd_animate},
+    {"export", nullptr, "[expr] f.html", "the graph as one self-contained HTML page: click a node for its values and gradient; a slider through the rewind history", cmd_export},
     {"plot", nullptr, "[NAME [f.png]]", "the training log: list the series; plot loss, grad_norm, update_ratio, flow, any series or hist NAME as a PNG", cmd_plot},
     {"quit", "q", "", "leave tapedeck", cmd_quit},
 };
