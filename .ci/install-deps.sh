@@ -13,6 +13,8 @@
 #     lines, text and PNG files without a window. libgif-dev: giflib, the GIF encoder of :animate.
 #   clang, libclang-rt-14-dev: the sanitizer build (./run.sh test-asan: ASan, UBSan, LSan) and the
 #     libFuzzer harnesses; llvm: llvm-symbolizer, for sanitizer reports with function names and lines.
+#   chromium, chromium-driver, python3-selenium: the exported page (:export) opened in headless
+#     Chromium by tests/viewer/test_page_browser.py (skipped without them).
 set -euo pipefail
 
 packages=(
@@ -30,6 +32,7 @@ packages=(
   xvfb xauth libgl1-mesa-dri
   fonts-dejavu-core
   clang libclang-rt-14-dev llvm
+  chromium chromium-driver python3-selenium
 )
 
 missing=()
