@@ -208,7 +208,9 @@ int node_gradient(ValueTable& values, const Node* n, std::string* note) {
     if (arrived && arrived->complete) return values.note(arrived->value);
     if (arrived) *note = "backward pass " + std::to_string(arrived->pass) + " has not reached it yet";
     else if (!n->outputs[0].requires_grad) *note = "none: nothing that made it requires grad";
-    else *note = "not kept: only a leaf's .grad is kept, unless the pass ran while a breakpoint, a step or the viewer watched";
+    else if (n->is_leaf()) *note = "no .grad yet: no backward pass has reached it";
+    else *note = "not kept: a backward pass keeps the gradient of each node only while a breakpoint, a step or the viewer "
+                 "watches (leaves keep theirs in .grad, as do tensors that called retain_grad())";
     return -1;
 }
 
