@@ -72,8 +72,8 @@
       ctx.fillStyle = colour(x, lo, hi);
       ctx.fillRect((i % g.cols) * cell, Math.floor(i / g.cols) * cell, cell, cell);
     });
-    const sampled = g.row_step > 1 || g.col_step > 1
-      ? `sampled: every ${g.row_step} row(s) and ${g.col_step} column(s)` : "hover a cell for its value";
+    const every = [[g.row_step, "row"], [g.col_step, "column"]].filter(([k]) => k > 1).map(([k, what]) => `1 ${what} in ${k}`);
+    const sampled = every.length ? "sampled: " + every.join(", ") : "hover a cell for its value";
     const readout = el("div", { class: "cell" }, sampled);
     canvas.addEventListener("mousemove", (e) => {
       const r = Math.floor(e.offsetY / cell), c = Math.floor(e.offsetX / cell);
