@@ -7,6 +7,7 @@
 --      the values as they were (W_h before the optimizer changed it in place).
 --   3. a 2,000-node graph (tiny GPT with 10 layers, backward kept): laid out capped, the page says
 --      what was left out, and its size stays under 4 MB (printed: the figure for docs/page.md).
+--      Without the backward graph kept, the page says how to keep it.
 --   4. bad input: a bad path and a bad tensor are errors naming viewer.export_page.
 local check = dofile((arg[0]:match("^(.*[/\\])") or "") .. "check.lua")
 local root = (arg[0]:match("^(.*[/\\])") or "./") .. "../../"
@@ -263,6 +264,16 @@ assert(big_page.nodes_total > 2000, "the graph's size is reported: " .. big_page
 assert(big_data.notes[1] and big_data.notes[1]:find("older nodes", 1, true), "the page says what was left out")
 assert(big_page.bytes < 4e6, "a 2,000-node page stays under 4 MB: " .. big_page.bytes)
 print(string.format("2,000-node page: %.2f MB, %.1f s (graph of %d nodes)", big_page.bytes / 1e6, seconds, big_page.nodes_total))
+
+-- Without the backward graph kept (a script run without -i), the page says how to draw it.
+torch.autograd.keep_backward_graph(false)
+local w = torch.randn(3, 3, {requires_grad = true})
+local small_loss = (w * 2):sum()
+small_loss:backward()
+local small = viewer.export_page(out_dir .. "/small.html", small_loss)
+local _, small_data = page_of(out_dir .. "/small.html", small)
+assert(small_data.notes[1] and small_data.notes[1]:find("keep_backward_graph(true)", 1, true), "the page says the backward nodes were not kept")
+torch.autograd.keep_backward_graph(true)
 
 -- ---------------------------------------------------------------------------------------------
 -- 4. bad input

@@ -82,6 +82,10 @@ PageData page_data_pick(const PageOptions& options) {
                              std::to_string(options.nodes[skip - 1]->id) + ") are left out: a page lays out at most " +
                              std::to_string(most) + " nodes (Graphviz takes seconds per thousand); export the graph of one "
                              "tensor (:export loss page.html) for a smaller picture");
+    bool any_backward = std::any_of(page.drawn.begin(), page.drawn.end(), [](const Ref<Node>& n) { return n->phase == PHASE_BACKWARD; });
+    if (!page.drawn.empty() && !any_backward && !engine_keeps_backward_graph_setting())
+        page.notes.push_back("No backward nodes: this run does not keep them once a pass has used them (a script run without -i); "
+                             "call torch.autograd.keep_backward_graph(true) before backward() to draw the backward pass");
     return page;
 }
 
