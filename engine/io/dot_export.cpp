@@ -131,7 +131,7 @@ GVC_t* graphviz_context() {
     return context;
 }
 
-std::string graph_render(const std::string& dot, const std::string& format, const std::string& who) {
+std::string graph_render_dot(const std::string& dot, const std::string& format, const std::string& who) {
     std::string rendered;
     bool failed = false;
     {
@@ -169,7 +169,7 @@ void graph_write(const NodeList& nodes, const std::string& path, const DotOption
         file_write_whole(path, dot, "graphviz");
         return;
     }
-    std::string rendered = graph_render(dot, format, "graphviz: '" + path + "'");
+    std::string rendered = graph_render_dot(dot, format, "graphviz: '" + path + "'");
     file_write_whole(path, rendered, "graphviz");
 }
 

@@ -38,7 +38,7 @@ std::string graph_to_dot(const NodeList& nodes, const DotOptions& options = DotO
 
 // Lay out DOT text with Graphviz's dot and render it in `format` ("svg", "png", "pdf"), holding
 // graphviz_mutex(). Raises EngineError "<who>: could not render ..." when Graphviz fails.
-std::string graph_render(const std::string& dot, const std::string& format, const std::string& who);
+std::string graph_render_dot(const std::string& dot, const std::string& format, const std::string& who);
 
 // Write the graph to `path`: DOT text for .dot/.gv, otherwise rendered by Graphviz in the format
 // the extension names (svg, png, pdf, ...). Raises EngineError naming the path on failure.

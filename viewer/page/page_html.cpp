@@ -98,7 +98,7 @@ std::string page_svg(const PageData& page) {
     dot.clusters = dot_module_clusters(records_of_nodes(plain));
     dot.cross_edges = false;
     dot.tooltips = false;
-    return svg_inline(graph_render(graph_to_dot(page.drawn, dot), "svg", "the page's graph"));
+    return svg_inline(graph_render_dot(graph_to_dot(page.drawn, dot), "svg", "the page's graph"));
 }
 
 }  // namespace
