@@ -17,6 +17,8 @@
 #     a notebook does, and check every message against Jupyter's spec.
 #   clang, libclang-rt-14-dev: the sanitizer build (./run.sh test-asan: ASan, UBSan, LSan) and the
 #     libFuzzer harnesses; llvm: llvm-symbolizer, for sanitizer reports with function names and lines.
+#   chromium, chromium-driver, python3-selenium: the exported page (:export) opened in headless
+#     Chromium by tests/viewer/test_page_browser.py (skipped without them).
 set -euo pipefail
 
 packages=(
@@ -36,6 +38,7 @@ packages=(
   clang libclang-rt-14-dev llvm
   xeus-dev libzmq3-dev
   python3-jupyter-client python3-jupyter-kernel-test
+  chromium chromium-driver python3-selenium
 )
 
 missing=()

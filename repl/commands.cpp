@@ -12,6 +12,8 @@
 #include "debugger_why.h"
 #include "dot_export.h"
 #include "format.h"
+#include "model.h"
+#include "page.h"
 #include "plan_passes.h"
 #include "repl.h"
 #include "tapedeck_lua.h"
@@ -81,7 +83,11 @@ bool cmd_dot(lua_State* L, const std::string& args) {
     td::NodeList nodes;
     if (!nodes_for(L, expression, nodes)) return true;
     try {
-        td::graph_write(nodes, file);
+        std::vector<const td::Node*> plain;
+        for (const td::Ref<td::Node>& n : nodes) plain.push_back(n.get());
+        td::DotOptions options;
+        options.clusters = td::dot_module_clusters(td::records_of_nodes(plain));   // the nn.Module calls, framed
+        td::graph_write(nodes, file, options);
         printf("wrote %s (%zu nodes)\n", file.c_str(), nodes.size());
     } catch (const std::exception& e) {
         fprintf(stderr, "%s\n", e.what());
@@ -96,6 +102,11 @@ bool cmd_view(lua_State* L, const std::string& args) {
 
 bool cmd_animate(lua_State* L, const std::string& args) {
     td::animate_command(L, args);
+    return true;
+}
+
+bool cmd_export(lua_State* L, const std::string& args) {
+    td::page_command(L, args);   // viewer/page/page_lua.cpp
     return true;
 }
 
@@ -220,6 +231,7 @@ const Command commands[] = {
     {"history", nullptr, "[SIZE|off]", "the rewind history: its budget (200MB, 1GB, off), bytes and events held", debugger_cmd_history},
     {"view", "v", "[expr]", "open the graph viewer (and select expr's node); also :view close, :view screenshot f.png, :view expand|collapse NAME, :view window older|newer|newest|#ID", cmd_view},
     {"animate", nullptr, "expr f.gif", "backprop as a GIF (or PNG frames: a dir/): forward values, then gradients flowing back; --size WxH --delay MS --backward", cmd_animate},
+    {"export", nullptr, "[expr] f.html", "the graph as one self-contained HTML page: click a node for its values and gradient; a slider through the rewind history", cmd_export},
     {"plot", nullptr, "[NAME [f.png]]", "the training log: list the series; plot loss, grad_norm, update_ratio, flow, any series or hist NAME as a PNG", cmd_plot},
     {"quit", "q", "", "leave tapedeck", cmd_quit},
 };

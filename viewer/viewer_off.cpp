@@ -1,9 +1,10 @@
 // viewer_off.cpp: viewer.h in a build without the window (TAPEDECK_VIEWER off): opening fails with
-// a message saying so, the debugger's calls do nothing, and `viewer` in Lua has open/is_open and
-// animate/gif_info (animate.h: headless).
+// a message saying so, the debugger's calls do nothing, and `viewer` in Lua has open/is_open,
+// animate/gif_info (animate.h) and export_page (page.h): headless.
 #include <lua.hpp>
 
 #include "animate.h"
+#include "page.h"
 #include "training_view.h"
 #include "viewer.h"
 
@@ -65,6 +66,7 @@ void viewer_open_lua(lua_State* L) {
     lua_pushcfunction(L, l_open);   // show_plan: nil and the same message
     lua_setfield(L, -2, "show_plan");
     td::animate_open_lua(L);   // viewer.animate, viewer.gif_info: no window needed
+    td::page_open_lua(L);      // viewer.export_page: no window needed
     lua_setglobal(L, "viewer");
     training_open_lua(L);   // viewer.log, viewer.plot, ...: the plots need no window
 }

@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstring>
 #include <cstdio>
+#include <functional>
+#include <algorithm>
 #include <set>
 #include <unordered_map>
 
@@ -42,9 +44,37 @@ std::string node_title(const Node* n) {
     return title;
 }
 
+// Each cluster as a subgraph: its own members (not those of a cluster inside it) and, nested,
+// the clusters inside it. A node named in a subgraph belongs to it, wherever it was declared.
+void clusters_append(std::string& dot, const DotOptions& options, const std::unordered_map<int64_t, const Node*>& by_id) {
+    const std::vector<DotCluster>& clusters = options.clusters;
+    std::vector<std::vector<int>> children(clusters.size());
+    std::unordered_map<int64_t, int> innermost;   // node id -> the last (innermost) cluster naming it
+    for (size_t c = 0; c < clusters.size(); ++c) {
+        if (clusters[c].parent >= 0 && clusters[c].parent < static_cast<int>(c)) children[clusters[c].parent].push_back(static_cast<int>(c));
+        for (int64_t id : clusters[c].members)
+            if (by_id.count(id)) innermost[id] = static_cast<int>(c);
+    }
+    std::vector<std::vector<int64_t>> own(clusters.size());
+    for (const auto& entry : innermost) own[entry.second].push_back(entry.first);
+    std::function<void(int, int)> emit = [&](int c, int depth) {
+        std::string indent(2 * depth, ' ');
+        const DotCluster& cluster = clusters[c];
+        dot += indent + "subgraph cluster_" + std::to_string(c) + " {\n" + indent + "  label=\"" + dot_escape(cluster.title) +
+               "\"; labeljust=l; fontname=\"Helvetica\"; fontsize=10; style=\"rounded,filled\"; color=\"" +
+               (cluster.backward ? "#e0b48c" : "#9fb4cc") + "\"; fillcolor=\"" + (cluster.backward ? "#fff7ef" : "#f5f8fc") + "\";\n";
+        std::sort(own[c].begin(), own[c].end());
+        for (int64_t id : own[c]) dot += indent + "  n" + std::to_string(id) + ";\n";
+        for (int child : children[c]) emit(child, depth + 1);
+        dot += indent + "}\n";
+    };
+    for (size_t c = 0; c < clusters.size(); ++c)
+        if (clusters[c].parent < 0 || clusters[c].parent >= static_cast<int>(c)) emit(static_cast<int>(c), 1);
+}
+
 }  // namespace
 
-std::string graph_to_dot(const NodeList& nodes) {
+std::string graph_to_dot(const NodeList& nodes, const DotOptions& options) {
     std::unordered_map<int64_t, const Node*> by_id;
     for (const Ref<Node>& n : nodes) by_id[n->id] = n.get();
 
@@ -69,14 +99,15 @@ std::string graph_to_dot(const NodeList& nodes) {
         std::string file = source_file_name(n->where.file);
         std::string where = file.substr(file.find_last_of('/') + 1) + ":" + std::to_string(n->where.line);
         label += "\\n" + dot_escape(n->where.file < 0 ? "?" : where);
-        dot += "  n" + std::to_string(n->id) + " [label=\"" + label + "\", tooltip=\"" +
-               dot_escape(source_loc_str(n->where)) + "\", fillcolor=\"" + node_fill(n) + "\"];\n";
+        std::string tooltip = options.tooltips ? ", tooltip=\"" + dot_escape(source_loc_str(n->where)) + "\"" : "";
+        dot += "  n" + std::to_string(n->id) + " [label=\"" + label + "\"" + tooltip + ", fillcolor=\"" + node_fill(n) + "\"];\n";
         if (n->history_start) continue;   // what made it is another history: no edges, no stubs
         for (const Edge& e : n->inputs) {
             auto found = by_id.find(e.id);
             const Node* from = found == by_id.end() ? nullptr : found->second;
-            if (!from) missing.insert(e.id);
             bool crosses = from && from->phase != n->phase;   // a saved forward value read by backward
+            if (crosses && !options.cross_edges) continue;
+            if (!from) missing.insert(e.id);
             dot += "  n" + std::to_string(e.id) + " -> n" + std::to_string(n->id);
             if (crosses) dot += " [style=dashed, color=\"#999999\", constraint=false]";
             dot += ";\n";
@@ -85,6 +116,7 @@ std::string graph_to_dot(const NodeList& nodes) {
     for (int64_t id : missing)
         dot += "  n" + std::to_string(id) + " [label=\"#" + std::to_string(id) +
                "\", shape=plaintext, style=\"\", fontcolor=\"#777777\"];\n";
+    clusters_append(dot, options, by_id);
     dot += "}\n";
     return dot;
 }
@@ -99,56 +131,57 @@ GVC_t* graphviz_context() {
     return context;
 }
 
-namespace {
-
-// Renders DOT text with Graphviz's dot layout in `format` (svg, png, pdf); empty when Graphviz fails.
-std::string dot_render(const std::string& dot, const std::string& format) {
+std::string graph_render_dot(const std::string& dot, const std::string& format, const std::string& who) {
     std::string rendered;
-    std::lock_guard<std::mutex> lock(graphviz_mutex());
-    GVC_t* gvc = graphviz_context();
-    Agraph_t* g = agmemread(dot.c_str());
-    char* data = nullptr;
-    unsigned int length = 0;
-    bool failed = !g || gvLayout(gvc, g, "dot") != 0 || gvRenderData(gvc, g, format.c_str(), &data, &length) != 0;
-    if (data) {
-        if (!failed) rendered.assign(data, length);
-        gvFreeRenderData(data);
+    bool failed = false;
+    {
+        std::lock_guard<std::mutex> lock(graphviz_mutex());
+        GVC_t* gvc = graphviz_context();
+        Agraph_t* g = agmemread(dot.c_str());
+        char* data = nullptr;
+        unsigned int length = 0;
+        failed = !g || gvLayout(gvc, g, "dot") != 0 || gvRenderData(gvc, g, format.c_str(), &data, &length) != 0;
+        if (data) {
+            rendered.assign(data, length);
+            gvFreeRenderData(data);
+        }
+        if (g) {
+            gvFreeLayout(gvc, g);
+            agclose(g);
+        }
     }
-    if (g) {
-        gvFreeLayout(gvc, g);
-        agclose(g);
-    }
+    if (failed) engine_fail("%s: could not render the graph as %s", who.c_str(), format.c_str());
     return rendered;
 }
 
-}  // namespace
-
-std::string graph_render(const NodeList& nodes, const std::string& format, const std::vector<int64_t>& marked) {
-    std::string dot = graph_to_dot(nodes);
+std::string graph_render(const NodeList& nodes, const std::string& format, const std::vector<int64_t>& marked,
+                         const DotOptions& options) {
+    std::string dot = graph_to_dot(nodes, options);
     if (!marked.empty()) {   // DOT lets a node be declared again: the later attributes win
-        dot.pop_back();      // "}\n"
-        dot.pop_back();
+        dot.resize(dot.size() - 2);   // "}\n"
         for (int64_t id : marked)
             dot += "  n" + std::to_string(id) + " [penwidth=3, color=\"#d62728\", fillcolor=\"#ffd8d0\"];\n";
         dot += "}\n";
     }
-    std::string rendered = dot_render(dot, format);
-    if (rendered.empty()) engine_fail("graphviz: could not render the graph (%zu nodes) as %s", nodes.size(), format.c_str());
-    return rendered;
+    return graph_render_dot(dot, format, "graphviz (" + std::to_string(nodes.size()) + " nodes)");
 }
 
 // Writes the graph to `path`, as DOT text (.dot, .gv) or rendered by Graphviz (.svg, .png, .pdf),
 // whole or not at all (file_whole.h): Graphviz renders into memory first, so a failed render leaves
 // no file, and an unwritable path is an error naming it and the reason.
-void graph_write(const NodeList& nodes, const std::string& path) {
+void graph_write(const NodeList& nodes, const std::string& path, const DotOptions& options) {
     size_t dot_at = path.rfind('.');
     std::string format = dot_at == std::string::npos ? "" : path.substr(dot_at + 1);
     bool is_text = format == "dot" || format == "gv";
     if (!is_text && format != "svg" && format != "png" && format != "pdf")
         engine_fail("graphviz: '%s' needs one of the extensions .dot, .gv, .svg, .png or .pdf", path.c_str());
-    std::string dot = graph_to_dot(nodes);
-    std::string rendered = is_text ? dot : dot_render(dot, format);
-    if (rendered.empty()) engine_fail("graphviz: could not render '%s' as %s", path.c_str(), format.c_str());
+
+    std::string dot = graph_to_dot(nodes, options);
+    if (is_text) {
+        file_write_whole(path, dot, "graphviz");
+        return;
+    }
+    std::string rendered = graph_render_dot(dot, format, "graphviz: '" + path + "'");
     file_write_whole(path, rendered, "graphviz");
 }
 

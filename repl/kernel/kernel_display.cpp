@@ -12,6 +12,8 @@
 #include "dot_export.h"
 #include "format.h"
 #include "heat_colour.h"
+#include "model.h"
+#include "page.h"
 #include "tapedeck_lua.h"
 #include "tensor_stats.h"
 #include "value_text.h"
@@ -19,6 +21,7 @@
 namespace {
 
 constexpr int HEATMAP_MOST = 48;   // cells a side
+constexpr size_t GRAPH_CROSS_EDGES_MOST = 300;   // nodes
 
 std::string html_escape(const std::string& text) {
     std::string out;
@@ -147,7 +150,14 @@ nlohmann::json kernel_display_graph(const td::NodeList& nodes, const std::vector
         return data;
     }
     try {
-        data["image/svg+xml"] = td::graph_render(nodes, "svg", marked);
+        std::vector<const td::Node*> plain;
+        for (const td::Ref<td::Node>& n : nodes) plain.push_back(n.get());
+        td::DotOptions options;
+        options.clusters = td::dot_module_clusters(td::records_of_nodes(plain));   // the nn.Module calls, framed
+        // Forward -> backward edges (a saved value read by a gradient rule) cost Graphviz most of
+        // its time on a large graph: drawn only on a small one.
+        options.cross_edges = nodes.size() <= GRAPH_CROSS_EDGES_MOST;
+        data["image/svg+xml"] = td::graph_render(nodes, "svg", marked, options);
     } catch (const std::exception& e) {
         summary += " (" + std::string(e.what()) + ")";
     }
@@ -182,5 +192,17 @@ nlohmann::json kernel_display_values(lua_State* L, int first) {
         nlohmann::json graph = kernel_display_graph(graph_table_nodes(L, first), {});
         if (graph.contains("image/svg+xml")) data["image/svg+xml"] = graph["image/svg+xml"];
     }
+    return data;
+}
+
+nlohmann::json kernel_display_page(const td::PageOptions& options) {
+    td::PageSummary summary;
+    std::string page = td::page_html(options, &summary);
+    nlohmann::json data;
+    // In an iframe of its own: the page styles its whole document and listens for keys on it.
+    data["text/html"] = "<iframe sandbox=\"allow-scripts\" style=\"width:100%;height:640px;border:0\" srcdoc=\"" +
+                        html_escape(page) + "\"></iframe>";
+    data["text/plain"] = options.title + ": " + std::to_string(summary.nodes_drawn) + " nodes drawn of " +
+                         std::to_string(summary.nodes_total) + ", " + std::to_string(summary.events) + " history events";
     return data;
 }

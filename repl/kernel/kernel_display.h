@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "page.h"
 #include "tape.h"
 
 struct lua_State;
@@ -23,6 +24,10 @@ std::string kernel_display_tensor_html(const td::Tensor& t);
 // The graph of `nodes` drawn by Graphviz as SVG (image/svg+xml), the `marked` nodes outlined in
 // red, with a text/plain line saying how many nodes. Graphviz's failure is a text/plain note.
 nlohmann::json kernel_display_graph(const td::NodeList& nodes, const std::vector<int64_t>& marked);
+
+// The graph as the exported page shows it (viewer/page: click a node for its values, a slider
+// through the rewind history), inline in a sandboxed iframe: :view in a notebook.
+nlohmann::json kernel_display_page(const td::PageOptions& options);
 
 // A picture's bytes as a bundle: `mime` ("image/png", "image/gif") base64-encoded, and `text`.
 nlohmann::json kernel_display_image(const std::string& bytes, const std::string& mime, const std::string& text);

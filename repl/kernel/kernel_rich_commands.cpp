@@ -86,6 +86,19 @@ void run_with_picture(lua_State* L, const std::string& name, const std::string& 
     if (!bytes.empty() && (temporary || bytes != before)) result.displays.push_back(kernel_display_image(bytes, mime, ":" + name + " " + args));
 }
 
+// :view [expr]: the exported page of expr's graph (the tape's without one), inline.
+void show_page(lua_State* L, const std::string& expression, RichCommandResult& result) {
+    int top = lua_gettop(L);
+    if (!expression.empty() && !repl_eval(L, expression)) return;
+    try {
+        td::PageOptions options = td::page_options_from_lua(L, expression.empty() ? 0 : top + 1, ":view");
+        result.displays.push_back(kernel_display_page(options));
+    } catch (const std::exception& e) {
+        fprintf(stderr, "%s\n", e.what());
+    }
+    lua_settop(L, top);
+}
+
 // :timeit as a table beside the terminal's lines.
 void show_timeit(lua_State* L, const std::string& args, RichCommandResult& result) {
     TimeitFigures f;
@@ -121,8 +134,7 @@ RichCommandResult kernel_rich_command(lua_State* L, const std::string& line) {
         if (graph_nodes(L, args, nodes) && !nodes.empty())
             result.displays.push_back(kernel_display_graph(nodes, debugger_marked_nodes()));
     } else if ((name == "view" || name == "v") && words_of(args).size() <= 1) {
-        td::NodeList nodes;   // the notebook's view of the graph: inline, no window
-        if (graph_nodes(L, args, nodes)) result.displays.push_back(kernel_display_graph(nodes, debugger_marked_nodes()));
+        show_page(L, args, result);   // the notebook's view of the graph: the page, inline, no window
     } else if (name == "timeit") {
         show_timeit(L, args, result);
     } else if (name == "plot" && !args.empty()) {

@@ -17,6 +17,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "dot_export.h"
 #include "tape.h"
 
 namespace td {
@@ -167,6 +168,12 @@ std::vector<int> clusters_named(const std::vector<Cluster>& clusters, const std:
 // The key the user's open/closed choice is kept under: a module call's is its module path
 // ("mod:Sequential/0:Linear"), so that opening fc1 keeps it open in the next step's graph too.
 std::string cluster_state_key(const Cluster& c);
+
+// The module calls among `records` (records_of_nodes) as DOT clusters (dot_export.h), nested:
+// each call's forward records and the parameters it owns (parameters_owned), and, in a backward
+// box of its own, the backward records of its forward records. For graph_to_dot (`:dot`, the
+// exported page). O(records x depth of nesting).
+std::vector<DotCluster> dot_module_clusters(const std::vector<NodeRecord>& records);
 
 // ---------------------------------------------------------------------------------------------
 // The view: boxes and edges

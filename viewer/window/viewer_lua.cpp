@@ -34,6 +34,7 @@
 #include <lua.hpp>
 
 #include "animate.h"
+#include "page.h"
 #include "node_names.h"
 #include "tapedeck_lua.h"
 #include "tensor_stats.h"
@@ -816,6 +817,7 @@ void viewer_open_lua(lua_State* L) {
     luaL_newlib(L, viewer_functions);
     tapedeck_declare_options(L, "viewer.options", VIEWER_OPTIONS);
     td::animate_open_lua(L);   // viewer.animate, viewer.gif_info: built either way
+    td::page_open_lua(L);      // viewer.export_page: built either way
     lua_setglobal(L, "viewer");
     training_open_lua(L);   // viewer.log, viewer.plot, ... (training_lua.cpp)
     lua_newuserdatauv(L, 0, 0);   // closes the window when L closes
