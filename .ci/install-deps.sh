@@ -13,6 +13,14 @@
 #     lines, text and PNG files without a window. libgif-dev: giflib, the GIF encoder of :animate.
 #   clang, libclang-rt-14-dev: the sanitizer build (./run.sh test-asan: ASan, UBSan, LSan) and the
 #     libFuzzer harnesses; llvm: llvm-symbolizer, for sanitizer reports with function names and lines.
+#   xeus-dev, libzmq3-dev: the Jupyter kernel (tapedeck --kernel: xeus 2.4, its ZeroMQ server);
+#     found at configure time, without them tapedeck builds with no kernel.
+#   python3-jupyter-client, python3-nbclient: the kernel's tests talk to it as Jupyter does, and run
+#     the lesson notebooks (scripts/notebooks/) headless (tests/kernel/).
+#   python3-nbconvert: `jupyter nbconvert --execute` of a lesson; python3-jupyter-kernel-test: the
+#     kernel's conformance test (execute, complete, inspect, is_complete, history, display).
+# With the argument `notebook` (./run.sh notebook), also what opens the lessons in a browser:
+#   jupyter-notebook: the notebook server and its web page.
 set -euo pipefail
 
 packages=(
@@ -30,7 +38,13 @@ packages=(
   xvfb xauth libgl1-mesa-dri
   fonts-dejavu-core
   clang libclang-rt-14-dev llvm
+  xeus-dev libzmq3-dev
+  python3-jupyter-client python3-nbclient
+  python3-nbconvert python3-jupyter-kernel-test
 )
+if [[ "${1:-}" == notebook ]]; then
+  packages+=(jupyter-notebook)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
