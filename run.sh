@@ -16,6 +16,11 @@
 #                     Lua API (tests/fuzz/run_api_fuzz.sh). Findings land in build-asan/fuzz/; the
 #                     exit status is 1 when any fuzzer found something.
 #   ./run.sh bench    the benchmark (W1-W10, µs per iteration, beside PyTorch when installed)
+#   ./run.sh notebook the lessons in Jupyter (scripts/notebooks/*.ipynb): also installs the notebook
+#                     server and xeus (Debian), builds tapedeck with its Jupyter kernel, installs the
+#                     kernelspec `tapedeck` for this user (~/.local/share/jupyter/kernels) and starts
+#                     `jupyter notebook` on scripts/notebooks/ (with no display: --no-browser, open
+#                     the URL it prints). Extra arguments pass to jupyter (./run.sh notebook --port 9000).
 #   ./run.sh bench-peers  the benchmark beside its peers (`tapedeck bench --peers`):
 #                     PyTorch eager, TorchScript, torch.compile, TensorFlow eager and tf.function
 #                     on W1-W8 and the lecture's tf.function slide (W10); writes the table and a bar
@@ -27,7 +32,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-.ci/install-deps.sh
+if [[ "${1:-demo}" == notebook ]]; then .ci/install-deps.sh notebook; else .ci/install-deps.sh; fi
 case "${1:-demo}" in test|test-asan) .ci/install-python-deps.sh ;; esac   # onnx, onnxruntime: tests/onnx
 
 # The sanitizer build: its own build directory, configured once with clang.
@@ -90,6 +95,27 @@ fuzz() {
   APIFUZZ_OUT="$PWD/build-asan/fuzz/api" APIFUZZ_ARGS="--strict ${APIFUZZ_ARGS:-}" \
     tests/fuzz/run_api_fuzz.sh "$PWD/build-asan/tapedeck" "$seconds" "${FUZZ_FIRST_SEED:-1}" || failed=1
   return $failed
+}
+
+# The lessons in Jupyter: the kernelspec for this user, then the notebook server on
+# scripts/notebooks/ (the kernel starts in the notebook's folder, as the lessons expect). A build
+# configured before xeus was installed is configured again, so that it finds xeus now.
+notebook() {
+  if ! build/tapedeck --install-kernel --user; then
+    echo "=== notebook: configuring again, to find xeus"
+    cmake -S . -B build > /dev/null
+    cmake --build build -j "$(nproc)" > build/build.log 2>&1 || { tail -50 build/build.log; exit 1; }
+    build/tapedeck --install-kernel --user
+  fi
+  local server=(jupyter notebook)
+  if /usr/bin/python3 -c "import notebook" 2>/dev/null; then server=(/usr/bin/python3 -m notebook); fi
+  local options=()
+  if [[ -z "${DISPLAY:-}" && -z "${WAYLAND_DISPLAY:-}" ]]; then
+    options+=(--no-browser)
+    echo "=== notebook: no display: open the URL below (http://localhost:...?token=...) in a browser"
+  fi
+  if [[ $(id -u) -eq 0 ]]; then options+=(--allow-root); fi   # the notebook server refuses root without it
+  exec "${server[@]}" "${options[@]}" "$@" scripts/notebooks/
 }
 
 # The peers' Python packages, as module:pip-package.
@@ -156,9 +182,10 @@ case "${1:-demo}" in
           build/tapedeck "${view[@]}" scripts/rnn_cell.lua build/rnn_cell.svg ;;
   test)  shift; ctest --test-dir build --output-on-failure -j "$(nproc)" "$@" ;;
   bench) build/tapedeck bench ;;
+  notebook) shift; notebook "$@" ;;
   bench-peers)  # the peers' python3 first on PATH: bench/peers.lua runs the first python3 that imports each
           python=$(peers_python)
           install_peers "$python"
           PATH="$(dirname "$python"):$PATH" build/tapedeck bench --peers ;;
-  *)     echo "usage: ./run.sh [demo|test|test-asan|fuzz [seconds]|bench|bench-peers]" >&2; exit 2 ;;
+  *)     echo "usage: ./run.sh [demo|test|test-asan|fuzz [seconds]|bench|bench-peers|notebook]" >&2; exit 2 ;;
 esac

@@ -11,14 +11,18 @@
 #     (onnx.proto compiled), its checker and shape inference.
 #   libcairo2-dev: headless pictures (plots of the Training window, :plot PNGs, :animate frames):
 #     lines, text and PNG files without a window. libgif-dev: giflib, the GIF encoder of :animate.
-#   xeus-dev, libzmq3-dev: the Jupyter kernel (repl/kernel/: xeus 2.4.1, its ZeroMQ server, nlohmann
-#     json, OpenSSL); optional: without them tapedeck is built without --kernel.
-#   python3-jupyter-client, python3-jupyter-kernel-test: the kernel's tests (tests/kernel/) drive it as
-#     a notebook does, and check every message against Jupyter's spec.
 #   clang, libclang-rt-14-dev: the sanitizer build (./run.sh test-asan: ASan, UBSan, LSan) and the
 #     libFuzzer harnesses; llvm: llvm-symbolizer, for sanitizer reports with function names and lines.
 #   chromium, chromium-driver, python3-selenium: the exported page (:export) opened in headless
 #     Chromium by tests/viewer/test_page_browser.py (skipped without them).
+#   xeus-dev, libzmq3-dev: the Jupyter kernel (tapedeck --kernel: xeus 2.4, its ZeroMQ server);
+#     found at configure time, without them tapedeck builds with no kernel.
+#   python3-jupyter-client, python3-nbclient: the kernel's tests talk to it as Jupyter does, and run
+#     the lesson notebooks (scripts/notebooks/) headless (tests/kernel/).
+#   python3-nbconvert: `jupyter nbconvert --execute` of a lesson; python3-jupyter-kernel-test: the
+#     kernel's conformance test (execute, complete, inspect, is_complete, history, display).
+# With the argument `notebook` (./run.sh notebook), also what opens the lessons in a browser:
+#   jupyter-notebook: the notebook server and its web page.
 set -euo pipefail
 
 packages=(
@@ -37,9 +41,13 @@ packages=(
   fonts-dejavu-core
   clang libclang-rt-14-dev llvm
   xeus-dev libzmq3-dev
-  python3-jupyter-client python3-jupyter-kernel-test
+  python3-jupyter-client python3-nbclient
+  python3-nbconvert python3-jupyter-kernel-test
   chromium chromium-driver python3-selenium
 )
+if [[ "${1:-}" == notebook ]]; then
+  packages+=(jupyter-notebook)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
