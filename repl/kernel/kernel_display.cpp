@@ -84,6 +84,14 @@ std::string value_html(const td::Value& value, const std::string& heading) {
     return html.str();
 }
 
+// Graphviz's SVG as a notebook shows it: from "<svg" on (an XML declaration and DOCTYPE before it
+// break nbconvert, and IPython sends none either), scaled down to the cell's width when wider.
+std::string svg_inline(const std::string& svg) {
+    size_t start = svg.find("<svg");
+    if (start == std::string::npos) return svg;
+    return "<svg style=\"max-width:100%;height:auto\"" + svg.substr(start + 4);
+}
+
 std::string base64(const std::string& bytes) {
     std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
     int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
@@ -157,7 +165,7 @@ nlohmann::json kernel_display_graph(const td::NodeList& nodes, const std::vector
         // Forward -> backward edges (a saved value read by a gradient rule) cost Graphviz most of
         // its time on a large graph: drawn only on a small one.
         options.cross_edges = nodes.size() <= GRAPH_CROSS_EDGES_MOST;
-        data["image/svg+xml"] = td::graph_render(nodes, "svg", marked, options);
+        data["image/svg+xml"] = svg_inline(td::graph_render(nodes, "svg", marked, options));
     } catch (const std::exception& e) {
         summary += " (" + std::string(e.what()) + ")";
     }
@@ -206,3 +214,5 @@ nlohmann::json kernel_display_page(const td::PageOptions& options) {
                          std::to_string(summary.nodes_total) + ", " + std::to_string(summary.events) + " history events";
     return data;
 }
+
+std::string kernel_svg_inline(const std::string& svg) { return svg_inline(svg); }

@@ -32,5 +32,8 @@ nlohmann::json kernel_display_page(const td::PageOptions& options);
 // A picture's bytes as a bundle: `mime` ("image/png", "image/gif") base64-encoded, and `text`.
 nlohmann::json kernel_display_image(const std::string& bytes, const std::string& mime, const std::string& text);
 
+// An SVG file's text as a notebook shows it: from "<svg" on, at most the cell's width.
+std::string kernel_svg_inline(const std::string& svg);
+
 // A whole file's bytes; empty when it cannot be read.
 std::string kernel_read_file(const std::string& path);

@@ -264,7 +264,11 @@ nl::json KernelInterpreter::kernel_info_request_impl() {
 void KernelInterpreter::show_stop_picture() {
     const DebugStop* stop = debugger_stop();
     if (!stop || silent_) return;
-    td::NodeList nodes = td::tape_nodes();
+    // The graph being differentiated (backward), or the one the stopped op belongs to (forward);
+    // at a Lua line, the newest nodes of the tape.
+    td::NodeList nodes = stop->pass && stop->pass->root ? td::graph_collect(td::Tensor(stop->pass->root, 0))
+                         : stop->node                   ? td::graph_collect(td::Tensor(stop->node.get(), 0))
+                                                        : td::tape_nodes();
     if (int64_t newest = debugger_rewound_newest_id()) {   // rewound: the graph as it stood then
         td::NodeList then;
         for (const td::Ref<td::Node>& n : nodes) if (n->id <= newest) then.push_back(n);

@@ -146,7 +146,7 @@ RichCommandResult kernel_rich_command(lua_State* L, const std::string& line) {
         std::string file = words_of(args).empty() ? "" : words_of(args).back();
         if (ends_with(file, ".svg")) {
             nlohmann::json data;
-            data["image/svg+xml"] = kernel_read_file(file);
+            data["image/svg+xml"] = kernel_svg_inline(kernel_read_file(file));
             data["text/plain"] = file;
             if (!data["image/svg+xml"].get<std::string>().empty()) result.displays.push_back(data);
         } else if (ends_with(file, ".png")) {

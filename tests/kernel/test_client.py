@@ -151,7 +151,8 @@ def test_client_disappears(km):
     kc.wait_for_ready(timeout=30)
     Cell(kc, "c = torch.randn(2, {requires_grad = true})\nd = c:tanh():sum()\n:break bwd tanh")
     kc.execute("d:backward()", allow_stdin=True)
-    time.sleep(1.0)
+    prompt = kc.get_stdin_msg(timeout=60)["content"]["prompt"]   # the kernel waits at the stop
+    check(prompt == "(tdb) ", "a client that disappears: the kernel asked it for a debugger command")
     kc.stop_channels()                 # the frontend goes away with the kernel at the (tdb) prompt
     km.interrupt_kernel()              # what a new frontend does first: Interrupt
     kc = new_client(km)

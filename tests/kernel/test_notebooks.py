@@ -265,9 +265,11 @@ print(("frozen  %.6f"):format(f(x):item()))"""], root)
 
     for source in (":timeit f 1000", ":timeit rnn_frozen"):
         i, cell = lesson.cell(source)
-        out = lesson.text(cell)
+        tables = lesson.outputs_with(cell, "text/html", kinds=("display_data",))
+        out = tables[0]["data"]["text/plain"] if tables else ""
         check("speedup" in out and re.search(r"max \|diff\| 0 ", out) is not None,
               f"03: {source}: no speedup line, or eager and frozen differ: {out!r}")
+        check(bool(tables) and "<table>" in tables[0]["data"]["text/html"], f"03: {source}: no table of the timings")
 
     i, cell = lesson.cell("rnn_frozen = torch.freeze(rnn_step, xs)")
     script = run_tapedeck(tapedeck, [os.path.join(root, "scripts/rnn_unrolled.lua"), "50"], root)
