@@ -216,3 +216,5 @@ nlohmann::json kernel_display_page(const td::PageOptions& options) {
 }
 
 std::string kernel_svg_inline(const std::string& svg) { return svg_inline(svg); }
+
+std::string kernel_html_escape(const std::string& text) { return html_escape(text); }

@@ -99,6 +99,45 @@ void show_page(lua_State* L, const std::string& expression, RichCommandResult& r
     lua_settop(L, top);
 }
 
+// Call method `name` of the frozen function at stack index `f` with no arguments, one result left
+// on the stack; false (the error reported) when it fails.
+bool call_method(lua_State* L, int f, const char* name) {
+    lua_getfield(L, f, name);
+    lua_pushvalue(L, f);
+    if (repl_docall(L, 1, 1) == LUA_OK) return true;
+    repl_report(L);
+    return false;
+}
+
+// :plan f: the terminal's text, and a table of the plan's figures (f:stats()) above it.
+void show_plan(lua_State* L, const std::string& args, RichCommandResult& result) {
+    int top = lua_gettop(L);
+    if (!repl_eval(L, args)) return;
+    if (!tapedeck_is_frozen(L, -1)) {
+        fprintf(stderr, "'%s' is a %s, not a frozen function (make one with :freeze or torch.freeze)\n", args.c_str(),
+                luaL_typename(L, -1));
+    } else if (call_method(L, top + 1, "plan") && call_method(L, top + 1, "stats")) {
+        static const char* const FIGURES[][2] = {
+            {"recorded_nodes", "nodes recorded"}, {"steps", "steps"}, {"fused_groups", "fused groups"},
+            {"buffer_bytes", "buffer bytes"}, {"eager_peak_bytes", "eager peak bytes"}, {"guards", "guards"},
+            {"calls", "calls"}, {"replays", "replays"}, {"records", "records"}, {"cached", "plans cached"}};
+        std::string html = "<table><tr>";
+        for (const auto& figure : FIGURES) html += std::string("<th>") + figure[1] + "</th>";
+        html += "</tr><tr>";
+        for (const auto& figure : FIGURES) {
+            lua_getfield(L, -1, figure[0]);
+            html += "<td>" + std::string(lua_isnumber(L, -1) ? lua_tostring(L, -1) : "") + "</td>";
+            lua_pop(L, 1);
+        }
+        std::string text = lua_tostring(L, -2) ? lua_tostring(L, -2) : "";
+        nlohmann::json data;
+        data["text/plain"] = text;
+        data["text/html"] = html + "</tr></table><pre>" + kernel_html_escape(text) + "</pre>";
+        result.displays.push_back(data);
+    }
+    lua_settop(L, top);
+}
+
 // :timeit as a table beside the terminal's lines.
 void show_timeit(lua_State* L, const std::string& args, RichCommandResult& result) {
     TimeitFigures f;
@@ -135,6 +174,8 @@ RichCommandResult kernel_rich_command(lua_State* L, const std::string& line) {
             result.displays.push_back(kernel_display_graph(nodes, debugger_marked_nodes()));
     } else if ((name == "view" || name == "v") && words_of(args).size() <= 1) {
         show_page(L, args, result);   // the notebook's view of the graph: the page, inline, no window
+    } else if (name == "plan" && !args.empty() && args.find("--") == std::string::npos) {
+        show_plan(L, args, result);   // :plan f --passes ...: the terminal's text
     } else if (name == "timeit") {
         show_timeit(L, args, result);
     } else if (name == "plot" && !args.empty()) {

@@ -55,6 +55,17 @@ if __name__ == "__main__":
             self.assertIn("<table>", data["text/html"])
             self.assertIn("<svg", data["text/html"])   # the heatmap
 
+        def test_freeze_tables(self):
+            """:plan and :timeit show as tables (text/html) beside the terminal's text."""
+            self.flush_channels()
+            self.execute_helper("f = torch.freeze(function(x) return (x * 2):tanh():sum() end, torch.randn(8))")
+            for command, words in ((":plan f", "nodes recorded"), (":timeit f 20", "median")):
+                reply, outputs = self.execute_helper(command)
+                shown = [m["content"]["data"] for m in outputs if m["msg_type"] == "display_data"]
+                self.assertEqual(len(shown), 1, command)
+                self.assertIn("<table>", shown[0]["text/html"], command)
+                self.assertIn(words, shown[0]["text/html"], command)
+
         def test_error_names_cell_and_line(self):
             self.flush_channels()
             reply, outputs = self.execute_helper("local a = 1\nlocal b = a + nil", stop_on_error=False)
