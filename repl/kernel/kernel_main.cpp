@@ -108,9 +108,10 @@ int kernel_run(lua_State* L, const std::string& connection_file) {
     debugger_detach();
     debugger_attach(L, kernel_stop_source, false);
     static OutputCapture output;   // lives until exit: xeus ends the process from inside start()
-    static __gnu_cxx::stdio_filebuf<char> kernel_log(dup(output.original_stderr()), std::ios::out);
-    std::clog.rdbuf(&kernel_log);  // xeus's log lines go to the kernel's log, not into a cell:
-    std::cerr.rdbuf(&kernel_log);  // its errors too ("received bad message": a comm nobody opened)
+    // Immortal: the streams flush through it after static destructors ran (std::exit in start()).
+    auto* kernel_log = new __gnu_cxx::stdio_filebuf<char>(dup(output.original_stderr()), std::ios::out);
+    std::clog.rdbuf(kernel_log);   // xeus's log lines go to the kernel's log, not into a cell:
+    std::cerr.rdbuf(kernel_log);   // its errors too ("received bad message": a comm nobody opened)
     auto interpreter = std::make_unique<KernelInterpreter>(L, output);
     running_interpreter() = interpreter.get();
     interpreter->install_live_output();
