@@ -90,15 +90,16 @@ void block_sigint_start_thread() {
 bool kernel_built() { return true; }
 
 int kernel_run(lua_State* L, const std::string& connection_file) {
+    if (!std::filesystem::is_regular_file(connection_file)) {
+        fprintf(stderr, "tapedeck --kernel: no connection file '%s' (Jupyter writes one and starts the kernel with it)\n",
+                connection_file.c_str());
+        return 1;
+    }
     xeus::xconfiguration config;
     try {
         config = xeus::load_configuration(connection_file);
     } catch (const std::exception& e) {
         fprintf(stderr, "tapedeck --kernel: cannot read the connection file '%s': %s\n", connection_file.c_str(), e.what());
-        return 1;
-    }
-    if (!std::filesystem::is_regular_file(connection_file)) {
-        fprintf(stderr, "tapedeck --kernel: no connection file '%s'\n", connection_file.c_str());
         return 1;
     }
     block_sigint_start_thread();
