@@ -31,26 +31,6 @@ struct Command {
     bool (*run)(lua_State* L, const std::string& args);   // false: leave the REPL
 };
 
-// The nodes an optional expression names: the graph of the tensor it evaluates to, or the whole
-// tape when there is no expression. False (message printed) when it is not a tensor.
-bool nodes_for(lua_State* L, const std::string& expression, td::NodeList& nodes) {
-    tapedeck_name_tensors(L);   // the table and the drawing show the script's names
-    if (expression.empty()) {
-        nodes = td::tape_nodes();
-        return true;
-    }
-    if (!repl_eval(L, expression)) return false;
-    td::Tensor* t = tapedeck_test_tensor(L, -1);
-    if (!t) {
-        fprintf(stderr, "'%s' is a %s, not a tensor\n", expression.c_str(), luaL_typename(L, -1));
-        lua_pop(L, 1);
-        return false;
-    }
-    nodes = td::graph_collect(*t);
-    lua_pop(L, 1);
-    return true;
-}
-
 bool cmd_help(lua_State*, const std::string&) {
     fputs(command_help().c_str(), stdout);
     return true;
@@ -58,7 +38,7 @@ bool cmd_help(lua_State*, const std::string&) {
 
 bool cmd_graph(lua_State* L, const std::string& args) {
     td::NodeList nodes;
-    if (!nodes_for(L, args, nodes)) return true;
+    if (!command_nodes_for(L, args, nodes)) return true;
     size_t later = 0;
     if (int64_t newest = debugger_rewound_newest_id()) {   // rewound (:back): the graph as it stood
         td::NodeList then;
@@ -81,7 +61,7 @@ bool cmd_dot(lua_State* L, const std::string& args) {
         return true;
     }
     td::NodeList nodes;
-    if (!nodes_for(L, expression, nodes)) return true;
+    if (!command_nodes_for(L, expression, nodes)) return true;
     try {
         std::vector<const td::Node*> plain;
         for (const td::Ref<td::Node>& n : nodes) plain.push_back(n.get());
@@ -324,3 +304,24 @@ std::string command_timeit_text(const TimeitFigures& f) {
     }
     return text;
 }
+
+// The nodes an optional expression names: the graph of the tensor it evaluates to, or the whole
+// tape when there is no expression. False (message printed) when it is not a tensor.
+bool command_nodes_for(lua_State* L, const std::string& expression, td::NodeList& nodes) {
+    tapedeck_name_tensors(L);   // the table and the drawing show the script's names
+    if (expression.empty()) {
+        nodes = td::tape_nodes();
+        return true;
+    }
+    if (!repl_eval(L, expression)) return false;
+    td::Tensor* t = tapedeck_test_tensor(L, -1);
+    if (!t) {
+        fprintf(stderr, "'%s' is a %s, not a tensor\n", expression.c_str(), luaL_typename(L, -1));
+        lua_pop(L, 1);
+        return false;
+    }
+    nodes = td::graph_collect(*t);
+    lua_pop(L, 1);
+    return true;
+}
+

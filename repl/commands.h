@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "tape.h"
+
 struct lua_State;
 
 // Run one command line (without its ':'), e.g. "graph loss". False means leave the REPL.
@@ -12,6 +14,10 @@ bool command_run(lua_State* L, const std::string& line);
 
 // The command names (without ':'), for tab completion.
 std::vector<std::string> command_names();
+
+// The nodes an optional expression names: the graph of the tensor it evaluates to, or the whole
+// tape when it is empty (the script's names given first). False (message printed) when it is not a tensor.
+bool command_nodes_for(lua_State* L, const std::string& expression, td::NodeList& nodes);
 
 // The ':help' text.
 std::string command_help();

@@ -42,20 +42,7 @@ std::string temporary_path(const std::string& suffix) {
 // The nodes of `expression`'s graph (the live tape when empty); false, with a message on stderr,
 // when it is no tensor. As :graph takes them, rewound to the stop's view when :back moved it.
 bool graph_nodes(lua_State* L, const std::string& expression, td::NodeList& nodes) {
-    tapedeck_name_tensors(L);
-    if (expression.empty()) {
-        nodes = td::tape_nodes();
-    } else {
-        if (!repl_eval(L, expression)) return false;
-        td::Tensor* t = tapedeck_test_tensor(L, -1);
-        if (!t) {
-            fprintf(stderr, "'%s' is a %s, not a tensor\n", expression.c_str(), luaL_typename(L, -1));
-            lua_pop(L, 1);
-            return false;
-        }
-        nodes = td::graph_collect(*t);
-        lua_pop(L, 1);
-    }
+    if (!command_nodes_for(L, expression, nodes)) return false;
     if (int64_t newest = debugger_rewound_newest_id()) {
         td::NodeList then;
         for (const td::Ref<td::Node>& n : nodes) if (n->id <= newest) then.push_back(n);
