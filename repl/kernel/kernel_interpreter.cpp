@@ -3,7 +3,10 @@
 // caught at the descriptors (kernel_output.h) and sent as stream messages.
 #include "kernel_interpreter.h"
 
+#include <pthread.h>
+
 #include <chrono>
+#include <csignal>
 #include <lua.hpp>
 #include <xeus/xinput.hpp>
 
@@ -299,15 +302,27 @@ bool KernelInterpreter::read_stop_line(const char* prompt, std::string& line) {
         line = ":continue";
         return true;
     }
+    // SIGUSR2 (the interrupt thread's wake-up, kernel_main.cpp) is blocked in this thread but
+    // during this wait: so it ends this wait only, never a send or a poll of xeus's. One that came
+    // after the wait ended is taken here, unseen.
+    sigset_t wake;
+    sigemptyset(&wake);
+    sigaddset(&wake, SIGUSR2);
+    bool interrupted = false;
     waiting_for_input = true;
+    pthread_sigmask(SIG_UNBLOCK, &wake, nullptr);
     try {
         line = xeus::blocking_input_request(prompt, false);
     } catch (const std::exception&) {   // interrupted while waiting: the cell is abandoned
-        waiting_for_input = false;
+        interrupted = true;
+    }
+    pthread_sigmask(SIG_BLOCK, &wake, nullptr);
+    waiting_for_input = false;
+    struct timespec now = {0, 0};
+    while (sigtimedwait(&wake, nullptr, &now) > 0) {}
+    if (interrupted) {
         printf("interrupted at the debugger's prompt: the cell is abandoned\n");
         line = ":abort";
-        return true;
     }
-    waiting_for_input = false;
     return true;
 }

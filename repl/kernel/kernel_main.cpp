@@ -77,6 +77,7 @@ void block_sigint_start_thread() {
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGUSR2);                    // unblocked only while a stop waits (read_stop_line)
     pthread_sigmask(SIG_BLOCK, &set, nullptr);   // threads made from now on inherit it
     struct sigaction action {};
     action.sa_handler = on_wake;                 // no SA_RESTART: the wait returns EINTR
