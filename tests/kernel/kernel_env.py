@@ -1,7 +1,10 @@
 """kernel_env.py: what every kernel test needs: the kernelspec of the tapedeck under test installed
 into a temporary prefix (JUPYTER_PATH points there), and exit 77 (ctest: skipped) when this Python
-lacks jupyter_client or the tapedeck was built without the kernel."""
+lacks jupyter_client or the tapedeck was built without the kernel. Under the sanitizer build
+(ASAN_OPTIONS set), the kernel's reports go to files that finish() turns into a failure: the
+kernel is Jupyter's child, so its exit status reaches no test."""
 import atexit
+import glob
 import os
 import shutil
 import subprocess
@@ -30,4 +33,23 @@ def install_kernelspec(tapedeck):
     subprocess.run([tapedeck, "--install-kernel", "--prefix", prefix], check=True, capture_output=True)
     os.environ["JUPYTER_PATH"] = os.path.join(prefix, "share", "jupyter")
     os.environ["JUPYTER_RUNTIME_DIR"] = os.path.join(prefix, "runtime")
+    for variable in ("ASAN_OPTIONS", "UBSAN_OPTIONS"):
+        if variable in os.environ:
+            os.environ[variable] += ":log_path=" + os.path.join(prefix, "sanitizer")
+    global _prefix
+    _prefix = prefix
     return prefix
+
+
+_prefix = None
+
+
+def finish(failed):
+    """Exit: 66 when a sanitizer reported on the kernel (the report printed), else 1 when `failed`,
+    else 0. os._exit: jupyter_client's destructors log noise at interpreter exit."""
+    reports = sorted(glob.glob(os.path.join(_prefix, "sanitizer*"))) if _prefix else []
+    for report in reports:
+        with open(report, errors="replace") as f:
+            print("sanitizer report from the kernel (%s):\n%s" % (report, f.read()))
+    sys.stdout.flush()
+    os._exit(66 if reports else 1 if failed else 0)

@@ -7,7 +7,7 @@ inspection, is_complete and history.
 import sys
 import unittest
 
-from kernel_env import install_kernelspec, skip
+from kernel_env import finish, install_kernelspec, skip
 
 if __name__ == "__main__":
     install_kernelspec(sys.argv[1])
@@ -73,4 +73,4 @@ if __name__ == "__main__":
             self.assertRegex(reply["content"]["evalue"], r"^cell \d+, line 2: attempt to perform arithmetic on a nil value")
 
     result = unittest.main(argv=[sys.argv[0], "-v"], exit=False).result
-    sys.exit(0 if result.wasSuccessful() else 1)
+    finish(not result.wasSuccessful())

@@ -310,6 +310,9 @@ def main():
         # Only this kernelspec, and the connection files in the temporary folder.
         os.environ["JUPYTER_PATH"] = os.path.join(workdir, "prefix/share/jupyter")
         os.environ["JUPYTER_RUNTIME_DIR"] = os.path.join(workdir, "runtime")
+        for variable in ("ASAN_OPTIONS", "UBSAN_OPTIONS"):   # the sanitizer build: the kernel's reports to files
+            if variable in os.environ:
+                os.environ[variable] += ":log_path=" + os.path.join(workdir, "sanitizer")
         for path in paths:
             lesson = execute(path, lessons_dir)
             if lesson is None:
@@ -319,6 +322,9 @@ def main():
             if write:
                 nbformat.write(lesson.notebook, path)
                 print(f"wrote {path}")
+        for report in sorted(glob.glob(os.path.join(workdir, "sanitizer*"))):
+            with open(report, errors="replace") as f:
+                check(False, f"a sanitizer reported on the kernel:\n{f.read()}")
     if failures:
         print(f"{len(failures)} checks failed")
         return 1
