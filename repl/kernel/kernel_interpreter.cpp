@@ -7,7 +7,10 @@
 
 #include <chrono>
 #include <csignal>
+#include <deque>
 #include <lua.hpp>
+#include <unordered_map>
+#include <unordered_set>
 #include <xeus/xinput.hpp>
 
 #include "commands.h"
@@ -23,8 +26,9 @@
 
 namespace {
 
-// How many of the newest live nodes a stop's picture draws at most (Graphviz stays quick).
-constexpr size_t STOP_PICTURE_MOST_NODES = 250;
+// How many nodes a stop's picture draws at most: those nearest the stopped node, so that a step
+// through a real model's backward pass shows a readable neighbourhood, not a page-long graph.
+constexpr size_t STOP_PICTURE_MOST_NODES = 60;
 
 std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
@@ -53,6 +57,36 @@ int code_points(const std::string& text, size_t end) {
     int points = 0;
     for (size_t i = 0; i < end && i < text.size(); ++i) points += (static_cast<unsigned char>(text[i]) & 0xC0) != 0x80;
     return points;
+}
+
+// The nodes of `graph` nearest the `marked` ones (breadth first over inputs and consumers, the
+// marked ones first), at most `most`, in id order; without a marked node in it, the newest `most`.
+// O(graph).
+td::NodeList nodes_around(const td::NodeList& graph, const std::vector<int64_t>& marked, size_t most) {
+    if (graph.size() <= most) return graph;
+    std::unordered_map<int64_t, const td::Node*> by_id;
+    std::unordered_map<int64_t, std::vector<int64_t>> consumers;
+    for (const td::Ref<td::Node>& n : graph) {
+        by_id[n->id] = n.get();
+        for (const td::Edge& e : n->inputs) consumers[e.id].push_back(n->id);
+    }
+    std::unordered_set<int64_t> kept;
+    std::deque<int64_t> queue;
+    for (int64_t id : marked)
+        if (by_id.count(id) && kept.insert(id).second) queue.push_back(id);
+    if (kept.empty()) return td::NodeList(graph.end() - static_cast<std::ptrdiff_t>(most), graph.end());
+    while (!queue.empty() && kept.size() < most) {
+        int64_t id = queue.front();
+        queue.pop_front();
+        std::vector<int64_t> next = consumers[id];
+        for (const td::Edge& e : by_id[id]->inputs) next.push_back(e.id);
+        for (int64_t n : next)
+            if (kept.size() < most && by_id.count(n) && kept.insert(n).second) queue.push_back(n);
+    }
+    td::NodeList around;
+    for (const td::Ref<td::Node>& n : graph)
+        if (kept.count(n->id)) around.push_back(n);
+    return around;
 }
 
 nl::json error_reply(const std::string& ename, const std::string& evalue, const std::vector<std::string>& trace) {
@@ -277,13 +311,17 @@ void KernelInterpreter::show_stop_picture() {
         for (const td::Ref<td::Node>& n : nodes) if (n->id <= newest) then.push_back(n);
         nodes.swap(then);
     }
-    if (nodes.size() > STOP_PICTURE_MOST_NODES) nodes.erase(nodes.begin(), nodes.end() - STOP_PICTURE_MOST_NODES);
     std::vector<int64_t> marked = debugger_marked_nodes();
+    size_t whole = nodes.size();
+    nodes = nodes_around(nodes, marked, STOP_PICTURE_MOST_NODES);
     std::string shown = std::to_string(stop->serial) + "/" + std::to_string(stop->rewound_to) + "/" +
                         std::to_string(nodes.size());
     if (shown == stop_shown_) return;   // a command that moved nothing (:p x): the picture stays
     stop_shown_ = shown;
     nl::json data = kernel_display_graph(nodes, marked);
+    if (nodes.size() < whole)
+        data["text/plain"] = "the " + std::to_string(nodes.size()) + " nodes nearest the stop, of the graph's " +
+                             std::to_string(whole) + " (:graph shows them all)";
     nl::json transient;
     bool first = stop_display_id_.empty();
     if (first) stop_display_id_ = "tapedeck-stop-" + std::to_string(cell_) + "-" + std::to_string(stop->serial);

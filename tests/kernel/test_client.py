@@ -96,6 +96,21 @@ def test_stepper(kc):
     Cell(kc, ":delete all")
 
 
+def test_stop_picture_of_a_long_graph(kc):
+    """On a graph larger than a picture can show, the stop draws the nodes nearest the stopped one."""
+    Cell(kc, "u = torch.randn(4, {requires_grad = true})\nv = u\nfor i = 1, 40 do v = (v * 1.01):tanh() end\n"
+             "mid = v\nfor i = 1, 40 do v = (v * 1.01):sin() end\nlong_loss = v:sum()")
+    mid = Cell(kc, "mid.node").result()
+    Cell(kc, ":break bwd node " + mid)
+    cell = Cell(kc, "long_loss:backward()", answers=[":continue"])
+    shown = cell.of("display_data")
+    check(len(shown) == 1 and "nodes nearest the stop" in shown[0]["data"]["text/plain"],
+          "a long graph: the stop's picture is the neighbourhood of the stop (%r)" % [c["data"].get("text/plain") for c in shown])
+    svg = shown[0]["data"].get("image/svg+xml", "") if shown else ""
+    check(svg.count('class="node"') <= 70 and "#d62728" in svg, "a long graph: at most 60 nodes drawn (and stubs), the stop marked")
+    Cell(kc, ":delete all")
+
+
 def test_live_output(kc):
     cell = Cell(kc, "for i = 1, 3 do\n  print('step', i)\n  local t = os.clock()\n  while os.clock() - t < 0.3 do end\nend")
     texts = [c["text"] for c in cell.of("stream")]
@@ -205,6 +220,7 @@ if __name__ == "__main__":
     kc.wait_for_ready(timeout=30)
     try:
         test_stepper(kc)
+        test_stop_picture_of_a_long_graph(kc)
         test_live_output(kc)
         test_interrupts(km, kc)
         test_bad_input(km, kc)
