@@ -23,20 +23,6 @@ namespace {
 constexpr int HEATMAP_MOST = 48;   // cells a side
 constexpr size_t GRAPH_CROSS_EDGES_MOST = 300;   // nodes
 
-std::string html_escape(const std::string& text) {
-    std::string out;
-    for (char c : text) {
-        switch (c) {
-            case '&': out += "&amp;"; break;
-            case '<': out += "&lt;"; break;
-            case '>': out += "&gt;"; break;
-            case '"': out += "&quot;"; break;
-            default: out += c;
-        }
-    }
-    return out;
-}
-
 // heat_colour's 0xAABBGGRR as "#rrggbb".
 std::string css_colour(uint32_t abgr) {
     char text[8];
@@ -46,27 +32,23 @@ std::string css_colour(uint32_t abgr) {
 
 // A heatmap of `host` as inline SVG: rows of its last dim, sampled to HEATMAP_MOST cells a side.
 std::string heatmap_svg(const td::Value& host, const td::TensorStats& stats) {
-    int64_t cols = host.shape.ndim == 0 ? 1 : host.shape.dims[host.shape.ndim - 1];
-    int64_t rows = cols > 0 ? host.numel() / cols : 0;
-    if (rows * cols <= 1) return "";
-    int64_t row_step = std::max<int64_t>((rows + HEATMAP_MOST - 1) / HEATMAP_MOST, 1);
-    int64_t col_step = std::max<int64_t>((cols + HEATMAP_MOST - 1) / HEATMAP_MOST, 1);
-    int64_t shown_rows = (rows + row_step - 1) / row_step, shown_cols = (cols + col_step - 1) / col_step;
-    int64_t cell = std::clamp<int64_t>(240 / std::max(shown_rows, shown_cols), 4, 24);
+    if (host.numel() <= 1) return "";
+    td::HeatGrid g = td::heat_grid_sample(host, HEATMAP_MOST);
+    int64_t cell = std::clamp<int64_t>(240 / std::max(g.rows, g.cols), 4, 24);
     std::ostringstream svg;
-    svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << shown_cols * cell << "\" height=\""
-        << shown_rows * cell << "\" shape-rendering=\"crispEdges\">";
+    svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << g.cols * cell << "\" height=\"" << g.rows * cell
+        << "\" shape-rendering=\"crispEdges\">";
     double lo = stats.finite ? stats.min : 0, hi = stats.finite ? stats.max : 0;
-    for (int64_t r = 0; r < shown_rows; ++r)
-        for (int64_t c = 0; c < shown_cols; ++c) {
-            double x = td::value_get(host, r * row_step * cols + c * col_step);
+    for (int64_t r = 0; r < g.rows; ++r)
+        for (int64_t c = 0; c < g.cols; ++c) {
+            double x = g.values[static_cast<size_t>(r * g.cols + c)];
             svg << "<rect x=\"" << c * cell << "\" y=\"" << r * cell << "\" width=\"" << cell << "\" height=\"" << cell
                 << "\" fill=\"" << css_colour(td::heat_colour(x, lo, hi)) << "\"><title>" << td::number_text(x)
                 << "</title></rect>";
         }
     svg << "</svg>";
-    if (row_step > 1 || col_step > 1)
-        svg << "<div class=\"td-note\">every " << row_step << " row(s), every " << col_step << " column(s)</div>";
+    if (g.row_step > 1 || g.col_step > 1)
+        svg << "<div class=\"td-note\">every " << g.row_step << " row(s), every " << g.col_step << " column(s)</div>";
     return svg.str();
 }
 
@@ -82,14 +64,6 @@ std::string value_html(const td::Value& value, const std::string& heading) {
          << "</td><td>" << td::number_text(s.std) << "</td><td>" << s.nan << "</td><td>" << s.inf()
          << "</td></tr></table>" << heatmap_svg(host, s) << "</div>";
     return html.str();
-}
-
-// Graphviz's SVG as a notebook shows it: from "<svg" on (an XML declaration and DOCTYPE before it
-// break nbconvert, and IPython sends none either), scaled down to the cell's width when wider.
-std::string svg_inline(const std::string& svg) {
-    size_t start = svg.find("<svg");
-    if (start == std::string::npos) return svg;
-    return "<svg style=\"max-width:100%;height:auto\"" + svg.substr(start + 4);
 }
 
 std::string base64(const std::string& bytes) {
@@ -146,7 +120,7 @@ std::string kernel_display_tensor_html(const td::Tensor& t) {
     html << value_html(v, "value");
     const td::Tensor& grad = t.node->outputs[t.output].grad;
     if (grad.defined()) html << value_html(grad.value(), "grad");
-    html << "<pre>" << html_escape(td::tensor_format(t)) << "</pre></div>";
+    html << "<pre>" << td::page_html_escape(td::tensor_format(t)) << "</pre></div>";
     return html.str();
 }
 
@@ -165,7 +139,7 @@ nlohmann::json kernel_display_graph(const td::NodeList& nodes, const std::vector
         // Forward -> backward edges (a saved value read by a gradient rule) cost Graphviz most of
         // its time on a large graph: drawn only on a small one.
         options.cross_edges = nodes.size() <= GRAPH_CROSS_EDGES_MOST;
-        data["image/svg+xml"] = svg_inline(td::graph_render(nodes, "svg", marked, options));
+        data["image/svg+xml"] = kernel_svg_inline(td::graph_render(nodes, "svg", marked, options));
     } catch (const std::exception& e) {
         summary += " (" + std::string(e.what()) + ")";
     }
@@ -209,12 +183,16 @@ nlohmann::json kernel_display_page(const td::PageOptions& options) {
     nlohmann::json data;
     // In an iframe of its own: the page styles its whole document and listens for keys on it.
     data["text/html"] = "<iframe sandbox=\"allow-scripts\" style=\"width:100%;height:640px;border:0\" srcdoc=\"" +
-                        html_escape(page) + "\"></iframe>";
+                        td::page_html_escape(page) + "\"></iframe>";
     data["text/plain"] = options.title + ": " + std::to_string(summary.nodes_drawn) + " nodes drawn of " +
                          std::to_string(summary.nodes_total) + ", " + std::to_string(summary.events) + " history events";
     return data;
 }
 
-std::string kernel_svg_inline(const std::string& svg) { return svg_inline(svg); }
-
-std::string kernel_html_escape(const std::string& text) { return html_escape(text); }
+// Graphviz's SVG as a notebook shows it: from "<svg" on (an XML declaration and DOCTYPE before it
+// break nbconvert, and IPython sends none either), scaled down to the cell's width when wider.
+std::string kernel_svg_inline(const std::string& svg) {
+    size_t start = svg.find("<svg");
+    if (start == std::string::npos) return svg;
+    return "<svg style=\"max-width:100%;height:auto\"" + svg.substr(start + 4);
+}

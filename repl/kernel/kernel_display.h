@@ -35,8 +35,5 @@ nlohmann::json kernel_display_image(const std::string& bytes, const std::string&
 // An SVG file's text as a notebook shows it: from "<svg" on, at most the cell's width.
 std::string kernel_svg_inline(const std::string& svg);
 
-// `text` with & < > " escaped, for HTML.
-std::string kernel_html_escape(const std::string& text);
-
 // A whole file's bytes; empty when it cannot be read.
 std::string kernel_read_file(const std::string& path);

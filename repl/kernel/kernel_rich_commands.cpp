@@ -119,7 +119,7 @@ void show_plan(lua_State* L, const std::string& args, RichCommandResult& result)
         std::string text = lua_tostring(L, -2) ? lua_tostring(L, -2) : "";
         nlohmann::json data;
         data["text/plain"] = text;
-        data["text/html"] = html + "</tr></table><pre>" + kernel_html_escape(text) + "</pre>";
+        data["text/html"] = html + "</tr></table><pre>" + td::page_html_escape(text) + "</pre>";
         result.displays.push_back(data);
     }
     lua_settop(L, top);

@@ -4,6 +4,7 @@
 //
 // [SECTION] values    [SECTION] story    [SECTION] GIF    [SECTION] write    [SECTION] backward watch
 #include "animate.h"
+#include "heat_colour.h"
 
 #include <cairo.h>
 #include <gif_lib.h>
@@ -61,16 +62,12 @@ void panel_set_value(AnimationPanel& p, const Value* value, const std::string& m
         p.scalar_value = value_get(host, 0);
         return;
     }
-    int64_t cols = host.shape.ndim == 0 ? 1 : host.shape.dims[host.shape.ndim - 1];
-    int64_t rows = cols > 0 ? host.numel() / cols : 0;
-    int64_t row_step = (rows + ANIMATE_GRID_MOST - 1) / ANIMATE_GRID_MOST, col_step = (cols + ANIMATE_GRID_MOST - 1) / ANIMATE_GRID_MOST;
-    row_step = std::max<int64_t>(row_step, 1);
-    col_step = std::max<int64_t>(col_step, 1);
+    HeatGrid sampled = heat_grid_sample(host, ANIMATE_GRID_MOST);
+    int64_t row_step = sampled.row_step, col_step = sampled.col_step;
     AnimationGrid& g = p.grid;
-    g.rows = static_cast<int>((rows + row_step - 1) / row_step);
-    g.cols = static_cast<int>((cols + col_step - 1) / col_step);
-    for (int r = 0; r < g.rows; ++r)
-        for (int c = 0; c < g.cols; ++c) g.values.push_back(value_get(host, r * row_step * cols + c * col_step));
+    g.rows = static_cast<int>(sampled.rows);
+    g.cols = static_cast<int>(sampled.cols);
+    g.values = std::move(sampled.values);
     g.lo = p.stats.finite ? p.stats.min : 0;
     g.hi = p.stats.finite ? p.stats.max : 0;
     if (row_step > 1 || col_step > 1)

@@ -31,4 +31,19 @@ uint32_t heat_colour(double x, double lo, double hi) {
     return rgb(r * 0.9 + 0.05, g * 0.9 + 0.02, b);
 }
 
+HeatGrid heat_grid_sample(const Value& host, int side) {
+    HeatGrid g;
+    int64_t cols = host.shape.ndim == 0 ? 1 : host.shape.dims[host.shape.ndim - 1];
+    int64_t rows = cols > 0 ? host.numel() / cols : 0;
+    if (rows <= 0 || side <= 0) return g;
+    g.row_step = std::max<int64_t>(1, (rows + side - 1) / side);
+    g.col_step = std::max<int64_t>(1, (cols + side - 1) / side);
+    g.rows = (rows + g.row_step - 1) / g.row_step;
+    g.cols = (cols + g.col_step - 1) / g.col_step;
+    g.values.reserve(static_cast<size_t>(g.rows * g.cols));
+    for (int64_t r = 0; r < g.rows; ++r)
+        for (int64_t c = 0; c < g.cols; ++c) g.values.push_back(value_get(host, r * g.row_step * cols + c * g.col_step));
+    return g;
+}
+
 }  // namespace td

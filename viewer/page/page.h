@@ -39,6 +39,9 @@ struct PageSummary {
     size_t events = 0;   // history events on the slider
 };
 
+// `text` with & < > " escaped, for HTML text and attribute values.
+std::string page_html_escape(const std::string& text);
+
 // The page, as HTML text (UTF-8). Call on the Lua thread, after tapedeck_name_tensors (the names
 // come from node_names.h). Raises EngineError when Graphviz fails.
 std::string page_html(const PageOptions& options, PageSummary* summary = nullptr);

@@ -141,19 +141,15 @@ void ValueTable::summary_append(std::string& out, const Value& value, int side) 
     json_field(out, "nan", st.nan);
     json_field(out, "pos_inf", st.pos_inf);
     json_field(out, "neg_inf", st.neg_inf);
-    int64_t cols = host.shape.ndim == 0 ? 1 : host.shape.dims[host.shape.ndim - 1];
-    int64_t rows = cols > 0 ? host.numel() / cols : 0;
-    if (host.numel() > 1 && rows > 0) {
-        int64_t row_step = std::max<int64_t>(1, (rows + side - 1) / side), col_step = std::max<int64_t>(1, (cols + side - 1) / side);
-        int64_t grid_rows = (rows + row_step - 1) / row_step, grid_cols = (cols + col_step - 1) / col_step;
+    HeatGrid grid = host.numel() > 1 ? heat_grid_sample(host, side) : HeatGrid();
+    if (grid.rows > 0) {
         json_key(out, "grid");
-        out += "{\"rows\":" + std::to_string(grid_rows) + ",\"cols\":" + std::to_string(grid_cols) + ",\"row_step\":" +
-               std::to_string(row_step) + ",\"col_step\":" + std::to_string(col_step) + ",\"v\":[";
-        for (int64_t r = 0; r < grid_rows; ++r)
-            for (int64_t c = 0; c < grid_cols; ++c) {
-                if (r || c) out += ',';
-                json_number(out, value_get(host, r * row_step * cols + c * col_step));
-            }
+        out += "{\"rows\":" + std::to_string(grid.rows) + ",\"cols\":" + std::to_string(grid.cols) + ",\"row_step\":" +
+               std::to_string(grid.row_step) + ",\"col_step\":" + std::to_string(grid.col_step) + ",\"v\":[";
+        for (size_t k = 0; k < grid.values.size(); ++k) {
+            if (k) out += ',';
+            json_number(out, grid.values[k]);
+        }
         out += "]}";
     } else if (host.numel() == 1) {
         json_field(out, "item", value_get(host, 0));

@@ -13,9 +13,7 @@
 
 namespace td {
 
-namespace {
-
-std::string html_escape(const std::string& text) {
+std::string page_html_escape(const std::string& text) {
     std::string out;
     for (char c : text) {
         if (c == '&') out += "&amp;";
@@ -26,6 +24,8 @@ std::string html_escape(const std::string& text) {
     }
     return out;
 }
+
+namespace {
 
 // Graphviz's SVG document as an element for inline use: from <svg on (no XML prolog, no DOCTYPE,
 // which names a URL), line by line without the comments, the edges' titles ("n3->n7"), the font
@@ -108,7 +108,7 @@ std::string page_html(const PageOptions& options, PageSummary* summary) {
     std::string svg = page_svg(page);
     size_t events = 0;
     std::string json = json_for_script(page_data_json(page, &events));
-    std::string title = html_escape(options.title);
+    std::string title = page_html_escape(options.title);
     std::string html;
     html.reserve(svg.size() + json.size() + 32768);
     html += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
