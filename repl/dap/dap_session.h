@@ -123,7 +123,7 @@ private:
     std::atomic<bool> abandon_{false};   // terminate, disconnect or input ended: the program is abandoned
     std::atomic<bool> pause_asked_{false};
     bool disconnected_ = false;
-    int exit_status_ = 0;
+    std::atomic<int> exit_status_{0};   // the reader sets 1 on a broken header
 
     // launch's arguments
     bool launched_ = false, configured_ = false, stop_on_entry_ = false, entry_pending_ = false;
