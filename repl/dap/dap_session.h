@@ -89,6 +89,7 @@ private:
     void on_variables(const json& request);
     void on_set_variable(const json& request);
     void on_evaluate(const json& request);
+    void on_completions(const json& request);
     void on_exception_info(const json& request);
     void on_continue(const json& request);
     void on_next(const json& request);
