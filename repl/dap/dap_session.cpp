@@ -246,7 +246,7 @@ void DapSession::on_initialize(const json& request) {
         {{"filter", "nan_forward"}, {"label", "NaN/Inf in forward"}, {"default", false},
          {"description", "stop after the first forward op that makes a NaN or Inf from finite inputs"}},
         {{"filter", "nan_backward"}, {"label", "NaN/Inf in backward"}, {"default", false},
-         {"description", "stop at the first backward group that makes a NaN or Inf gradient from finite ones"}},
+         {"description", "stop after the first backward op that makes a NaN or Inf gradient from finite ones"}},
     });
     json capabilities = {
         {"supportsConfigurationDoneRequest", true}, {"supportsConditionalBreakpoints", true},
