@@ -27,16 +27,10 @@ DapSession*& serving_session() {
 }
 
 // The debugger's stops read their commands from the session (DapSession::read_stop_line).
-class DapStopSource : public LineSource {
-public:
-    bool read_line(const char*, std::string& line) override {
-        interrupted = false;
-        return serving_session() && serving_session()->read_stop_line(line);
-    }
-};
-
 LineSource& dap_stop_source() {
-    static DapStopSource source;
+    static FunctionLineSource source([](const char*, std::string& line) {
+        return serving_session() && serving_session()->read_stop_line(line);
+    });
     return source;
 }
 

@@ -99,6 +99,7 @@ private:
     void on_reverse_continue(const json& request);
     std::string run_command_captured(const std::string& line);
     void move_view(const json& request, const std::string& command);
+    void step_forward(const json& request, const char* at_line, const char* at_op);
     void resume_with(const json& request, const std::string& command, json body = json::object());
 
     lua_State* L_;

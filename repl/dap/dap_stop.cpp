@@ -8,6 +8,7 @@
 // [SECTION] stepping     continue, next, stepIn, stepOut, stepBack, reverseContinue
 #include <lua.hpp>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "commands.h"
@@ -27,11 +28,15 @@ constexpr int OP_FRAME_ID = 1;   // the op frame; Lua frame i of the stop is i +
 
 std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
-// "att (softmax)" when the node has a name, else "#12 softmax".
+// A node as the banner names it: "att (softmax)" by its name; an expression of its inputs' names
+// that shows its op already as it is ("softmax(att)"), else with its op ("num / den (div)");
+// without either "#12 softmax".
 std::string node_text(const td::Node* node) {
     std::string label = td::node_label(node);
     std::string op = node->shown_op();
-    return label.empty() || label[0] == '#' ? "#" + std::to_string(node->id) + " " + op : label + " (" + op + ")";
+    if (label.empty() || label[0] == '#') return "#" + std::to_string(node->id) + " " + op;
+    if (label.compare(0, op.size() + 1, op + "(") == 0) return label;
+    return label + " (" + op + ")";
 }
 
 // The forward node a stop is about: a backward group's, or the one a backward node differentiates.
@@ -100,7 +105,11 @@ std::string DapSession::stop_reason(const DebugStop& stop) const {
     if (stop.rewound_to) return "step";
     if (stop.kind == STOP_POST_MORTEM || exception_of_break_.count(stop.breakpoint)) return "exception";
     if (entry_pending_) return "entry";
-    if (stop.breakpoint) {
+    if (stop.breakpoint) {   // the client's (an "== N" one is gone: it stopped once), else one set in the console
+        auto has = [&](const std::vector<int>& ids) { return std::find(ids.begin(), ids.end(), stop.breakpoint) != ids.end(); };
+        if (has(function_breaks_)) return "function breakpoint";
+        for (const auto& file : line_breaks_)
+            if (has(file.second)) return "breakpoint";
         for (const Breakpoint& bp : debugger_breakpoints())
             if (bp.id == stop.breakpoint) return bp.target == TARGET_LINE && bp.phases == BREAK_LINE ? "breakpoint" : "function breakpoint";
         return "breakpoint";   // a `once` breakpoint, deleted when it stopped
@@ -170,7 +179,7 @@ void DapSession::on_stack_trace(const json& request) {
     json frames = json::array();
     const td::HistoryEvent* rewound = stop.rewound_to ? td::history_event(stop.rewound_to) : nullptr;
     const td::Node* forward = rewound ? td::tape_find(rewound->node_id) : forward_node_of(stop);
-    if (forward && stop.kind != STOP_LINE && stop.kind != STOP_POST_MORTEM) {   // the op, at its forward line
+    if (forward && (rewound || (stop.kind != STOP_LINE && stop.kind != STOP_POST_MORTEM))) {   // the op, at its forward line
         bool backward = rewound ? rewound->group : stop.phase == td::PHASE_BACKWARD;
         td::SourceLoc where = rewound ? rewound->where : forward->where;
         json frame = {{"id", OP_FRAME_ID}, {"name", (backward ? "grad of " : "") + node_text(forward)},
@@ -361,21 +370,19 @@ void DapSession::move_view(const json& request, const std::string& command) {
     announce_stop();
 }
 
-void DapSession::on_next(const json& request) {
+// next and stepIn: `at_line` at a line stop, `at_op` at an op or backward stop; while rewound the
+// view moves on instead (to the live stop at most).
+void DapSession::step_forward(const json& request, const char* at_line, const char* at_op) {
     const DebugStop& stop = *debugger_stop();
     std::string why;
     if (stop.rewound_to) return move_view(request, ":forward step");
     if (!can_step(stop, why)) return fail(request, why);
-    resume_with(request, stop.kind == STOP_LINE ? ":next" : ":step");
+    resume_with(request, stop.kind == STOP_LINE ? at_line : at_op);
 }
 
-void DapSession::on_step_in(const json& request) {
-    const DebugStop& stop = *debugger_stop();
-    std::string why;
-    if (stop.rewound_to) return move_view(request, ":forward step");
-    if (!can_step(stop, why)) return fail(request, why);
-    resume_with(request, stop.kind == STOP_LINE ? ":step" : ":stepi");
-}
+void DapSession::on_next(const json& request) { step_forward(request, ":next", ":step"); }
+
+void DapSession::on_step_in(const json& request) { step_forward(request, ":step", ":stepi"); }
 
 void DapSession::on_step_out(const json& request) {
     std::string why;

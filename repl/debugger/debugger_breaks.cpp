@@ -695,18 +695,7 @@ void push_frame_env(lua_State* T, lua_Debug* ar) {
     lua_newtable(T);
     int env = lua_gettop(T);
     push_live_frame_variables(T, T, ar);
-    for (const char* kind : {"upvalues", "locals"}) {
-        lua_getfield(T, -1, kind);
-        for (lua_Integer i = 1; i <= static_cast<lua_Integer>(lua_rawlen(T, -1)); ++i) {
-            lua_rawgeti(T, -1, i);
-            lua_rawgeti(T, -1, 1);
-            lua_rawgeti(T, -2, 2);
-            lua_rawset(T, env);
-            lua_pop(T, 1);
-        }
-        lua_pop(T, 1);
-    }
-    lua_pop(T, 1);
+    copy_frame_variables_into(T, env);
     lua_createtable(T, 0, 1);
     lua_pushglobaltable(T);
     lua_setfield(T, -2, "__index");

@@ -37,6 +37,21 @@ public:
     }
 };
 
+// A line source whose lines come from a function: a front end that is no terminal (the notebook
+// kernel's input prompt, the DAP session's requests).
+class FunctionLineSource : public LineSource {
+public:
+    typedef bool (*ReadLine)(const char* prompt, std::string& line);
+    explicit FunctionLineSource(ReadLine read) : read_(read) {}
+    bool read_line(const char* prompt, std::string& line) override {
+        interrupted = false;
+        return read_(prompt, line);
+    }
+
+private:
+    ReadLine read_;
+};
+
 // How one read-eval-print loop runs: the top level ("> "), or a debugger stop ("(tdb) ") whose
 // chunks see the stopped frame's locals through their own _ENV. Loops nest (a stop is a loop
 // inside a hook inside a running chunk); repl_eval uses the innermost loop's _ENV.

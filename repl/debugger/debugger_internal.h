@@ -151,6 +151,9 @@ int env_create(lua_State* L, DebugStop& stop);
 void env_release(lua_State* L, int ref);
 // Let go of the stop's names table (made on first use), so its tensors do not outlive the stop.
 void stop_names_release(lua_State* L);
+// Pop the {locals, upvalues} table on top of L (push_live_frame_variables' shape), copying its
+// variables into the table at `table`: upvalues, then locals (the innermost of a name wins).
+void copy_frame_variables_into(lua_State* L, int table);
 // Push a plain table of the stopped frame's locals and the stop's names (Tab completion).
 void push_env_names(lua_State* L);
 // The forward node a backward stop is about (the group's node; for a node inside a group, the node

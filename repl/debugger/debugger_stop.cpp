@@ -685,26 +685,28 @@ void copy_entries_into(lua_State* L, int table) {
 
 }  // namespace
 
+void copy_frame_variables_into(lua_State* L, int table) {
+    for (const char* kind : {"upvalues", "locals"}) {   // later locals of the same name shadow earlier ones, as in Lua
+        lua_getfield(L, -1, kind);
+        for (lua_Integer i = 1; i <= static_cast<lua_Integer>(lua_rawlen(L, -1)); ++i) {
+            lua_rawgeti(L, -1, i);
+            lua_rawgeti(L, -1, 1);
+            lua_rawgeti(L, -2, 2);
+            lua_rawset(L, table);
+            lua_pop(L, 1);
+        }
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+}
+
 void push_env_names(lua_State* L) {
     lua_newtable(L);
     if (!g.stop) return;
     int table = lua_gettop(L);
     push_names(L, *g.stop);
     copy_entries_into(L, table);
-    if (push_frame_variables(L, *g.stop)) {
-        for (const char* kind : {"upvalues", "locals"}) {   // later locals of the same name shadow earlier ones, as in Lua
-            lua_getfield(L, -1, kind);
-            for (lua_Integer i = 1; i <= static_cast<lua_Integer>(lua_rawlen(L, -1)); ++i) {
-                lua_rawgeti(L, -1, i);
-                lua_rawgeti(L, -1, 1);
-                lua_rawgeti(L, -2, 2);
-                lua_rawset(L, table);
-                lua_pop(L, 1);
-            }
-            lua_pop(L, 1);
-        }
-        lua_pop(L, 1);
-    }
+    if (push_frame_variables(L, *g.stop)) copy_frame_variables_into(L, table);
     if (stop_forward_node(*g.stop)) {   // a backward stop's forward names come first (env_index)
         push_forward_names(L, *g.stop);
         copy_entries_into(L, table);

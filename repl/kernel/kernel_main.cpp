@@ -33,16 +33,10 @@ KernelInterpreter*& running_interpreter() {
 }
 
 // The debugger's stops read their commands from the notebook (KernelInterpreter::read_stop_line).
-class KernelStopSource : public LineSource {
-public:
-    bool read_line(const char* prompt, std::string& line) override {
-        interrupted = false;
-        return running_interpreter() && running_interpreter()->read_stop_line(prompt, line);
-    }
-};
-
 LineSource& kernel_stop_source() {
-    static KernelStopSource source;
+    static FunctionLineSource source([](const char* prompt, std::string& line) {
+        return running_interpreter() && running_interpreter()->read_stop_line(prompt, line);
+    });
     return source;
 }
 
