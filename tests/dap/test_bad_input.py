@@ -1,0 +1,214 @@
+"""test_bad_input.py: tapedeck's DAP server given what a broken or hostile client sends, and its TCP
+port: malformed JSON, an unknown command, requests in the wrong state, bad headers, a client that
+leaves at a stop or while the program runs (an error response or a clean end, never a crash or a
+hung process), `--dap-port` bound to 127.0.0.1 only, and two sessions one after the other.
+
+    python3 test_bad_input.py path/to/tapedeck [--write-transcripts] [-k WORD]
+
+With --write-transcripts each case writes its raw protocol (every message both ways, framed as
+sent) to tests/dap/transcripts/<case>.txt.
+"""
+import os
+import re
+import socket
+import sys
+import tempfile
+import time
+
+sys.dont_write_bytecode = True   # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from dap_client import HERE, SCRIPTS, check, frame_message, run_cases, scaled  # noqa: E402
+
+RNN = os.path.join(SCRIPTS, "rnn_cell.lua")
+LOOP_SCRIPT = os.path.join(HERE, "loop_script.lua")
+SESSION_SCRIPT = os.path.join(HERE, "session_script.lua")
+FOREVER = "100000000"   # loop_script.lua's iterations: far longer than any test waits
+
+
+def case_malformed_json(context):
+    session = context.session()
+    session.initialize()
+    session.note("a well-framed body that is not JSON")
+    body = b'{"seq": 2, "type": "request",'
+    session.send_raw(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    session.wait_event("output", predicate=lambda m: m.get("body", {}).get("category") == "important")
+    session.note("a body that is JSON but no request")
+    session.send_raw(frame_message([1, 2, 3]))
+    session.note("the session goes on: the next request is answered")
+    threads = session.request("threads")
+    check(threads.get("threads") == [{"id": 1, "name": "main"}], "threads answered after the bad bodies", threads)
+    session.disconnect()
+
+
+def case_unknown_command(context):
+    session = context.session()
+    session.initialize()
+    reply = session.request("frobnicate", {"x": 1}, expect_success=False)
+    check(reply["message"] == "unknown request 'frobnicate'", "message: unknown request 'frobnicate'", reply)
+    session.request("threads")
+    session.disconnect()
+
+
+def case_wrong_state(context):
+    session = context.session()
+    session.note("configurationDone before initialize")
+    session.request("configurationDone", expect_success=False)
+    session.initialize()
+    session.note("requests that need a stop, before launch")
+    for command, arguments in (("stackTrace", {"threadId": 1}), ("scopes", {"frameId": 1}),
+                               ("variables", {"variablesReference": 1}), ("next", {"threadId": 1}),
+                               ("stepBack", {"threadId": 1})):
+        session.request(command, arguments, expect_success=False)
+    session.note("launch without a program, and of a file that does not exist")
+    session.request("launch", {"args": []}, expect_success=False)
+    session.launch("/nonexistent/tapedeck/script.lua", expect_success=False)
+    session.note("launch, then launch again")
+    session.launch(LOOP_SCRIPT, [FOREVER])
+    session.launch(LOOP_SCRIPT, [FOREVER], expect_success=False)
+    session.configuration_done()
+    session.note("the program runs: requests that need a stop")
+    time.sleep(0.3)
+    for command, arguments in (("stackTrace", {"threadId": 1}), ("next", {"threadId": 1}),
+                               ("variables", {"variablesReference": 1})):
+        session.request(command, arguments, expect_success=False)
+    session.request("threads")
+    session.disconnect(timeout=5)
+
+
+def bad_header(context, data):
+    """Send `data` as the first bytes: tapedeck says so on stderr and exits 1, without waiting."""
+    session = context.session()
+    session.send_raw(data)
+    session.wait_exit(1, timeout=5)
+    check(session.stderr_text().strip(), "a message on stderr", session.stderr_text())
+
+
+def case_bad_header_no_content_length(context):
+    bad_header(context, b"Content-Type: application/json\r\n\r\n{}")
+
+
+def case_bad_header_not_a_number(context):
+    bad_header(context, b"Content-Length: twelve\r\n\r\n{}")
+
+
+def case_bad_header_over_64_mb(context):
+    bad_header(context, b"Content-Length: 67108865\r\n\r\n{}")
+
+
+def case_bad_header_after_a_good_message(context):
+    session = context.session()
+    session.initialize()
+    session.send_raw(b"Content-Length: -5\r\n\r\n")
+    session.wait_exit(1, timeout=5)
+
+
+def case_client_closes_at_stop(context):
+    with tempfile.TemporaryDirectory() as tmp:
+        session = context.session()
+        session.start_program(RNN, [os.path.join(tmp, "cell.svg")], cwd=tmp, function_breakpoints=["bwd tanh"])
+        session.wait_stopped()
+        session.close_input()
+        session.wait_exit(0, timeout=5)
+        check("wrote" not in session.output_text(), "the program was abandoned", session.output_text())
+
+
+def case_client_closes_while_running(context):
+    session = context.session()
+    session.start_program(LOOP_SCRIPT, [FOREVER])
+    time.sleep(0.5)
+    session.close_input()
+    session.wait_exit(0, timeout=5)
+
+
+def case_client_closes_before_launch(context):
+    session = context.session()
+    session.initialize()
+    session.close_input()
+    session.wait_exit(0, timeout=5)
+
+
+def listening_sockets(port):
+    """[(table, local address hex, state hex)] of /proc/net/tcp and tcp6 entries on `port`."""
+    found = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                lines = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            address, port_hex = fields[1].split(":")
+            if int(port_hex, 16) == port and fields[3] == "0A":   # 0A: LISTEN
+                found.append((os.path.basename(table), address))
+    return found
+
+
+def local_ipv4_addresses():
+    """This machine's IPv4 addresses other than loopback (from /proc/net/fib_trie)."""
+    try:
+        with open("/proc/net/fib_trie") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return []
+    addresses = set()
+    for previous, line in zip(lines, lines[1:]):
+        match = re.search(r"\|--\s+(\d+\.\d+\.\d+\.\d+)", previous)
+        if "/32 host LOCAL" in line and match and not match.group(1).startswith("127."):
+            addresses.add(match.group(1))
+    return sorted(addresses)
+
+
+def run_session_script(context, port, name):
+    """One session over TCP: session_script.lua runs to its end; returns what it printed."""
+    session = context.connect(port, name=name)
+    session.start_program(SESSION_SCRIPT, [])
+    session.wait_end(0)
+    output = session.output_text("stdout")
+    session.request("disconnect", {"terminateDebuggee": True})
+    session.wait_for(lambda: session.eof, "the session's end (the connection closed)", 5)
+    return output
+
+
+def case_port_binds_loopback_only(context):
+    server = context.port_server()
+    sockets = listening_sockets(server.port)
+    check(sockets == [("tcp", "0100007F")], "one listening socket on port %d, at 127.0.0.1" % server.port, sockets)
+    for address in local_ipv4_addresses():
+        probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        probe.settimeout(5)
+        try:
+            refused = probe.connect_ex((address, server.port)) != 0
+        finally:
+            probe.close()
+        check(refused, "a connection to %s:%d (not loopback) is refused" % (address, server.port))
+    check(run_session_script(context, server.port, "over 127.0.0.1") == "fresh\n", "a session over 127.0.0.1 runs")
+    server.stop()
+
+
+def case_port_two_sessions(context):
+    server = context.port_server()
+    first = run_session_script(context, server.port, "first session")
+    check(server.poll() is None, "the server still listens after a session")
+    second = run_session_script(context, server.port, "second session")
+    check(first == "fresh\n" and second == "fresh\n", "each session has a fresh Lua state", first, second)
+    started = time.monotonic()
+    server.stop(timeout=5)
+    check(time.monotonic() - started < scaled(5), "SIGTERM ends the server within 5 s")
+
+
+def case_port_client_leaves_at_stop(context):
+    server = context.port_server()
+    with tempfile.TemporaryDirectory() as tmp:
+        session = context.connect(server.port)
+        session.start_program(RNN, [os.path.join(tmp, "cell.svg")], cwd=tmp, function_breakpoints=["bwd tanh"])
+        session.wait_stopped()
+        session.close_input()
+        session.wait_for(lambda: session.eof, "the session's end (the connection closed)", 5)
+    check(run_session_script(context, server.port, "the next session") == "fresh\n",
+          "the server takes the next session")
+    server.stop()
+
+
+if __name__ == "__main__":
+    run_cases(globals(), sys.argv)
