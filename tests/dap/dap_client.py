@@ -561,8 +561,9 @@ def probe_dap(tapedeck):
     except subprocess.TimeoutExpired:
         print("FAIL: `tapedeck --dap` with stdin at EOF did not exit within %gs" % scaled(20))
         sys.exit(1)
-    if "unknown option" in probe.stderr:
-        print("SKIP: this tapedeck has no DAP server (`tapedeck --dap`: unknown option)")
+    # an older tapedeck: "unknown option"; one built without nlohmann's JSON says it has no DAP server
+    if re.search(r"unknown option|has no DAP|without (the )?DAP|DAP server is not built", probe.stderr):
+        print("SKIP: this tapedeck has no DAP server (`tapedeck --dap`: %s)" % probe.stderr.strip()[:200])
         sys.exit(SKIP)
 
 
