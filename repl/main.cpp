@@ -17,6 +17,7 @@
 #include "plan.h"
 #include "commands.h"
 #include "debugger.h"
+#include "dap.h"
 #include "kernel.h"
 #include "repl.h"
 #include "repl_state.h"
@@ -32,6 +33,8 @@ const char* const USAGE =
     "       tapedeck export-onnx plan.tdp model.onnx [--inline] [--strict]\n"
     "       tapedeck --kernel CONNECTION_FILE             (a Jupyter kernel: started by Jupyter)\n"
     "       tapedeck --install-kernel [--user | --prefix DIR]   (the Jupyter kernelspec 'tapedeck')\n"
+    "       tapedeck --dap                   (a Debug Adapter Protocol server on stdin/stdout: for an editor)\n"
+    "       tapedeck --dap-port N            (the same on 127.0.0.1:N, a session per connection)\n"
     "Options:\n"
     "  -i          run the script, then open the REPL with its globals\n"
     "  --pm        post-mortem: when the script fails, stop in the failing frame (then exit with status 1)\n"
@@ -440,6 +443,23 @@ int run_program(lua_State* L, int argc, char** argv, const ProgramOptions& optio
     return status;
 }
 
+// `tapedeck --dap` or `tapedeck --dap-port N`: the DAP server (repl/dap/, docs/debugger.md).
+int run_dap(lua_State* L, int argc, char** argv) {
+    bool port = strcmp(argv[1], "--dap-port") == 0;
+    if (argc != (port ? 3 : 2)) {
+        fprintf(stderr, "tapedeck: %s\n%s", port ? "--dap-port needs a port number, and nothing else" : "--dap takes nothing else", USAGE);
+        return 1;
+    }
+    if (!port) return dap_serve_stdio(L);
+    char* end = nullptr;
+    long n = strtol(argv[2], &end, 10);
+    if (end == argv[2] || *end != '\0' || n < 0 || n > 65535) {
+        fprintf(stderr, "tapedeck: --dap-port needs a port number from 0 (any free one) to 65535, not '%s'\n", argv[2]);
+        return 1;
+    }
+    return dap_serve_port(L, static_cast<int>(n));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -466,6 +486,7 @@ int main(int argc, char** argv) {
         }
         return shutdown(L, kernel_run(L, argv[2]));
     }
+    if (argc > 1 && (strcmp(argv[1], "--dap") == 0 || strcmp(argv[1], "--dap-port") == 0)) return shutdown(L, run_dap(L, argc, argv));
     // Options first (as lua.c): -e chunks run in order after the banner, then the script.
     ProgramOptions options;
     int ended = parse_options(argc, argv, options);

@@ -99,7 +99,7 @@ void on_engine_event(Node* node, HookEvent event, void*);
 
 void apply_lua_hook(lua_State* T) {
     int mask = g.line_hook ? LUA_MASKLINE : 0;
-    if (g.break_in) mask |= LUA_MASKCOUNT;
+    if (g.break_in || g.service_pending) mask |= LUA_MASKCOUNT;
     if (mask && !g.stop) lua_sethook(T, on_lua_hook, mask, 1);
     else if (lua_gethook(T) == on_lua_hook) lua_sethook(T, nullptr, 0, 0);
 }
@@ -134,6 +134,13 @@ void debugger_detach() {
 }
 
 bool debugger_attached() { return g.observer != 0; }
+
+void debugger_request_service(void (*service)(lua_State* T)) {
+    if (!g.observer || !g.L || g.stop) return;   // at a stop, its front end serves requests itself
+    g.service = service;
+    g.service_pending = 1;
+    lua_sethook(g.L, on_lua_hook, (g.line_hook ? LUA_MASKLINE : 0) | LUA_MASKCOUNT, 1);
+}
 
 bool debugger_input_ended() { return g.input_ended; }
 
@@ -214,9 +221,12 @@ void on_lua_hook(lua_State* T, lua_Debug* ar) {
     if (g.busy || g.stop) return;
     if (ar->event == LUA_HOOKCOUNT) {
         bool interrupted = g.break_in;
+        bool serve = g.service_pending;
         g.break_in = 0;
+        g.service_pending = 0;
         engine_interrupt_clear();
         apply_lua_hook(T);   // back to line events only (or none)
+        if (serve && g.service) g.service(T);
         if (interrupted) stop_here(T, STOP_LINE, nullptr, "Ctrl-C", Hit());
         return;
     }

@@ -40,6 +40,11 @@ void debugger_open_lua(lua_State* L);
 void debugger_attach(lua_State* L, LineSource& (*get_source)(), bool break_in_on_ctrl_c);
 void debugger_detach();
 bool debugger_attached();
+// From another thread while Lua runs (the DAP server's reader, when a request that changes
+// breakpoints comes): `service(T)` runs on the main Lua thread at its next instruction, with no
+// stop (it may change breakpoints; it must not run user code). Not at a stop: its front end serves
+// requests there.
+void debugger_request_service(void (*service)(lua_State* T));
 // True when stdin ended at a stop that is not a terminal's: the program was abandoned (exit status 1).
 bool debugger_input_ended();
 
@@ -137,6 +142,15 @@ bool debugger_select_frame(int count, std::string* why);
 // (all 0: around the current line the first time, then onward from the last listing). False,
 // with `why` set, past the file's end or when there is no source.
 bool debugger_list(int around, int first, int last, std::string& text, std::string* why);
+// Select frame `index` of stop->frames (a Lua function's), for a front end that lists every frame
+// (the DAP server). False, with `why` set, when not stopped or that frame is no Lua function's.
+bool debugger_select_frame_at(int index, std::string* why);
+// Push the selected frame's variables as {locals = {{name, value}, ...}, upvalues = {...}} (in
+// their order; temporaries and _ENV left out); false, nothing pushed, when there is no such frame.
+bool debugger_push_frame_variables(lua_State* L);
+// Push the stop's names as dbg.stopped() returns them (a table whose writes edit the stop as the
+// prompt's do); nil when not stopped.
+void debugger_push_stop_names(lua_State* L);
 // The :locals text: the selected frame's locals and upvalues, one a line, with types and short values.
 std::string debugger_locals(lua_State* L);
 // The value at idx as :p prints it: tables as their contents (to depth 3), tensors in tables by

@@ -290,7 +290,10 @@ bool debugger_parse_break(lua_State*, const std::string& text, Breakpoint& bp, s
         error = usage;
         return false;
     }
-    if (!condition.empty() && !dbg::parse_condition(condition, bp)) {
+    if (!condition.empty() && bp.target == TARGET_LINE && bp.phases == BREAK_LINE) {   // Lua of the frame's variables
+        bp.condition = CONDITION_LUA;
+        bp.condition_text = condition;
+    } else if (!condition.empty() && !dbg::parse_condition(condition, bp)) {
         error = "bad condition '" + condition + "' (use nan, STAT OP NUMBER with STAT one of min max mean std sum "
                 "absmax norm, or a Lua expression of t)";
         return false;
@@ -379,6 +382,27 @@ bool compile_condition(lua_State* L, Breakpoint& bp, std::string& error) {
     return true;
 }
 
+// A line breakpoint's condition is Lua over the frame's variables ("i == 3", "loss:item() > 2"),
+// never the tensor grammar: a chunk "return (CONDITION)" whose _ENV is set at each test
+// (line_condition_holds).
+bool compile_line_condition(lua_State* L, Breakpoint& bp, std::string& error) {
+    const std::string& text = bp.condition_text;
+    if (bp.function_ref != LUA_NOREF || bp.condition == CONDITION_NAN || text == "nan" || text == "inf") {
+        error = "a line breakpoint's condition is Lua text over the frame's variables (if i == 3); a line has no "
+                "tensor to test: for one, use fwd or bwd (:break fwd FILE:LINE if nan)";
+        return false;
+    }
+    std::string code = "return (" + bp.condition_text + ")";
+    if (luaL_loadbuffer(L, code.data(), code.size(), "=condition") != LUA_OK) {
+        error = "bad condition: " + repl_error_text(L, -1);
+        lua_pop(L, 1);
+        return false;
+    }
+    bp.condition = CONDITION_LUA;
+    bp.function_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    return true;
+}
+
 void release_refs(lua_State* L, Breakpoint& bp) {
     if (!L) return;
     luaL_unref(L, LUA_REGISTRYINDEX, bp.function_ref);
@@ -408,12 +432,10 @@ int debugger_break_add(lua_State* L, Breakpoint bp, std::string& error) {
             bp.file = path;
         }
         ok = ok && check_code_line(L, bp.file, bp.line, error);
-        if (ok && bp.phases == BREAK_LINE && bp.condition != CONDITION_NONE) {
-            error = "a line breakpoint has no tensor to test; use fwd or bwd (:break fwd FILE:LINE if ...)";
-            ok = false;
-        }
+        if (ok && bp.phases == BREAK_LINE && bp.condition != CONDITION_NONE) ok = compile_line_condition(L, bp, error);
     }
-    if (ok && bp.condition == CONDITION_LUA && bp.function_ref == LUA_NOREF) ok = compile_condition(L, bp, error);
+    if (ok && bp.condition == CONDITION_LUA && bp.function_ref == LUA_NOREF && bp.phases != BREAK_LINE)
+        ok = compile_condition(L, bp, error);
     if (!ok) {
         release_refs(L, bp);
         return 0;
@@ -661,6 +683,54 @@ Hit breaks_match_node(lua_State* L, Node* node, HookEvent event) {
     return hit;
 }
 
+namespace {
+
+// Push a table of the variables of the running function `ar` of T (upvalues, then locals: the
+// innermost of a name wins), whose other names read the globals.
+void push_frame_env(lua_State* T, lua_Debug* ar) {
+    lua_newtable(T);
+    int env = lua_gettop(T);
+    push_live_frame_variables(T, T, ar);
+    for (const char* kind : {"upvalues", "locals"}) {
+        lua_getfield(T, -1, kind);
+        for (lua_Integer i = 1; i <= static_cast<lua_Integer>(lua_rawlen(T, -1)); ++i) {
+            lua_rawgeti(T, -1, i);
+            lua_rawgeti(T, -1, 1);
+            lua_rawgeti(T, -2, 2);
+            lua_rawset(T, env);
+            lua_pop(T, 1);
+        }
+        lua_pop(T, 1);
+    }
+    lua_pop(T, 1);
+    lua_createtable(T, 0, 1);
+    lua_pushglobaltable(T);
+    lua_setfield(T, -2, "__index");
+    lua_setmetatable(T, env);
+}
+
+// A line breakpoint's condition at a line event: true when it holds, or fails (`why` then says so:
+// the stop shows the error).
+bool line_condition_holds(lua_State* T, lua_Debug* ar, const Breakpoint& bp, std::string& why) {
+    if (bp.condition == CONDITION_NONE) return true;
+    ConditionScope scope;
+    lua_rawgeti(T, LUA_REGISTRYINDEX, bp.function_ref);
+    push_frame_env(T, ar);
+    lua_setupvalue(T, -2, 1);   // the chunk's _ENV
+    if (lua_pcall(T, 0, 1, 0) != LUA_OK) {
+        why = "error in the condition of breakpoint " + std::to_string(bp.id) + ": " + repl_error_text(T, -1) +
+              " (:delete " + std::to_string(bp.id) + " or :disable " + std::to_string(bp.id) + " to stop here no more)";
+        lua_pop(T, 1);
+        return true;
+    }
+    bool holds = lua_toboolean(T, -1);
+    lua_pop(T, 1);
+    if (holds) why = "if " + bp.condition_text;
+    return holds;
+}
+
+}  // namespace
+
 Hit breaks_match_line(lua_State* L, lua_Debug* ar) {
     Hit hit;
     bool line_wanted = false;
@@ -668,12 +738,16 @@ Hit breaks_match_line(lua_State* L, lua_Debug* ar) {
         line_wanted = line_wanted || (bp.enabled && bp.target == TARGET_LINE && bp.phases == BREAK_LINE && bp.line == ar->currentline);
     if (!line_wanted) return hit;
     lua_getinfo(L, "S", ar);
-    for (const Breakpoint& bp : g.breaks) {
-        if (bp.enabled && bp.target == TARGET_LINE && bp.phases == BREAK_LINE && bp.line == ar->currentline &&
-            source_matches(ar->source, bp.file) && !ignore_hit(bp.id)) {
-            hit.id = bp.id;
-            return hit;
-        }
+    for (size_t i = 0; i < g.breaks.size(); ++i) {
+        Breakpoint bp = g.breaks[i];   // a copy: a condition runs Lua, which may change the list
+        if (!bp.enabled || bp.target != TARGET_LINE || bp.phases != BREAK_LINE || bp.line != ar->currentline ||
+            !source_matches(ar->source, bp.file))
+            continue;
+        std::string why;
+        if (!line_condition_holds(L, ar, bp, why) || ignore_hit(bp.id)) continue;
+        hit.id = bp.id;
+        hit.why = why;
+        return hit;
     }
     return hit;
 }

@@ -83,6 +83,27 @@ bool debugger_select_frame(int count, std::string* why) {
     return true;
 }
 
+bool debugger_select_frame_at(int index, std::string* why) {
+    DebugStop* stop = g.stop;
+    if (!stop) {
+        *why = "not stopped (it selects a frame of a stopped program)";
+        return false;
+    }
+    if (index < 0 || index >= static_cast<int>(stop->frames.size()) || stop->frames[index].what == "C") {
+        *why = "no Lua frame " + std::to_string(index) + " at this stop";
+        return false;
+    }
+    if (stop->frame != index) {
+        stop->frame = index;
+        viewer_show_stop_begin(*stop);
+    }
+    return true;
+}
+
+bool debugger_push_frame_variables(lua_State* L) { return g.stop && push_frame_variables(L, *g.stop); }
+
+void debugger_push_stop_names(lua_State* L) { push_stop_names(L); }
+
 // ============================================================================================
 // [SECTION] list
 

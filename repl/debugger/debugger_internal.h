@@ -77,6 +77,9 @@ struct State {
     // Ctrl-C taken: stop at the next node or Lua instruction. Written from the SIGINT handler
     // (through break_in() in debugger.cpp), hence volatile sig_atomic_t.
     volatile sig_atomic_t break_in = 0;
+    // debugger_request_service (from another thread): run `service` at the next Lua instruction.
+    volatile sig_atomic_t service_pending = 0;
+    void (*service)(lua_State* T) = nullptr;
     bool abandoning = false;                  // an :abort or :quit is unwinding as an error: no post-mortem of it
 
     // :list: where the next plain :list goes on (for the stop `list_serial`, frame `list_frame`).

@@ -4,7 +4,7 @@
 // [SECTION] view       the event a stop is, moving the view, tensors of values as they were
 // [SECTION] names      node, inputs, out, outputs, grad_output, grad_input, stop of a rewound event
 // [SECTION] banner     "[rewound 3 of 120 back] ..."
-// [SECTION] commands   :back [N], :forward [N], :history [SIZE|off]
+// [SECTION] commands   :back [N|step], :forward [N|step], :history [SIZE|off]
 //
 // A rewound view shows what was recorded; nothing re-runs. Editing (out = ..., grad_input[i] =
 // ...) is refused while rewound; resuming (:step, :continue, ...) first returns to the live stop.
@@ -395,11 +395,36 @@ std::string history_status() {
 
 }  // namespace
 
+namespace {
+
+// A stop :step would make: a forward op that ran, or a backward group (not a primitive op inside one).
+bool is_step_event(const HistoryEvent* e) { return e && (e->group || e->phase == PHASE_FORWARD); }
+
+// ":back step" / ":forward step": the count of events to the nearest step event before (direction
+// -1) or after (+1) `from`, within [oldest, live); 0 when there is none.
+uint64_t events_to_step(const DebugStop& stop, uint64_t from, int direction) {
+    uint64_t oldest = history_oldest_serial();
+    for (uint64_t serial = from + direction, n = 1; oldest && serial >= oldest && serial < stop.live_event; serial += direction, ++n)
+        if (is_step_event(history_event(serial))) return n;
+    return 0;
+}
+
+}  // namespace
+
 bool debugger_cmd_back(lua_State* L, const std::string& args) {
     uint64_t n = 0;
     DebugStop* stop = stop_for("back");
-    if (!stop || !parse_count("back", args, &n)) return true;
+    if (!stop) return true;
     uint64_t from = stop->rewound_to ? stop->rewound_to : stop->live_event;
+    if (args == "step") {   // as :step moves, backwards: to the previous forward op or backward group
+        n = events_to_step(*stop, from, -1);
+        if (n == 0) {
+            fprintf(stderr, ":back step: no forward op or backward group before this one is listed (:history says what it holds)\n");
+            return true;
+        }
+    } else if (!parse_count("back", args, &n)) {
+        return true;
+    }
     uint64_t oldest = history_oldest_serial();
     if (oldest == 0 || from <= oldest) {
         fprintf(stderr, ":back: %s\n", oldest == 0 ? "the history holds no event (:history says why)"
@@ -419,12 +444,13 @@ bool debugger_cmd_back(lua_State* L, const std::string& args) {
 bool debugger_cmd_forward(lua_State* L, const std::string& args) {
     uint64_t n = 0;
     DebugStop* stop = stop_for("forward");
-    if (!stop || !parse_count("forward", args, &n)) return true;
+    if (!stop || (args != "step" && !parse_count("forward", args, &n))) return true;
     if (!stop->rewound_to) {
         fprintf(stderr, ":forward: already at the live stop (:back moves the view back)\n");
         return true;
     }
-    uint64_t to = stop->rewound_to + n;
+    if (args == "step") n = events_to_step(*stop, stop->rewound_to, +1);   // 0: none before the live stop
+    uint64_t to = n ? stop->rewound_to + n : stop->live_event;
     move_view(L, *stop, to >= stop->live_event ? 0 : to);
     return true;
 }

@@ -1,6 +1,6 @@
 // kernel_interpreter.cpp: execute, complete, inspect, is_complete and kernel_info for the Jupyter
 // kernel (kernel_interpreter.h). A cell runs as the terminal REPL runs lines (repl.h), its output
-// caught at the descriptors (kernel_output.h) and sent as stream messages.
+// caught at the descriptors (output_capture.h) and sent as stream messages.
 #include "kernel_interpreter.h"
 
 #include <pthread.h>

@@ -9,7 +9,7 @@
 
 #include "debugger_front_end.h"
 #include "kernel_cell.h"
-#include "kernel_output.h"
+#include "output_capture.h"
 
 struct lua_State;
 

@@ -1,5 +1,5 @@
-// kernel_output.cpp: stdout and stderr caught at the descriptors (kernel_output.h).
-#include "kernel_output.h"
+// output_capture.cpp: stdout and stderr caught at the descriptors (output_capture.h).
+#include "output_capture.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -26,10 +26,10 @@ size_t whole_utf8_prefix(const std::string& text) {
 OutputCapture::OutputCapture() {
     fflush(stdout);
     fflush(stderr);
-    if (pipe2(wake_, O_CLOEXEC) != 0) throw std::runtime_error("tapedeck --kernel: cannot make a pipe");
+    if (pipe2(wake_, O_CLOEXEC) != 0) throw std::runtime_error("tapedeck: cannot make a pipe to capture the output");
     for (int which = 0; which < 2; ++which) {
         int fds[2];
-        if (pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("tapedeck --kernel: cannot make a pipe");
+        if (pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("tapedeck: cannot make a pipe to capture the output");
         fcntl(fds[0], F_SETFL, O_NONBLOCK);
         fcntl(fds[0], F_SETPIPE_SZ, 1 << 20);
         saved_[which] = dup(1 + which);

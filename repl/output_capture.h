@@ -1,12 +1,13 @@
-// kernel_output.h: what the program writes to stdout and stderr while it is a Jupyter kernel,
-// caught at the file descriptors (Lua's print and io.write, every ':' command's printf, Graphviz's
-// warnings) so that the kernel can send it to the notebook as stream messages.
+// output_capture.h: what the program writes to stdout and stderr while a front end other than the
+// terminal drives it (the Jupyter kernel, the DAP server), caught at the file descriptors (Lua's
+// print and io.write, every ':' command's printf, Graphviz's warnings) so that the front end can
+// send it on as messages (a notebook's stream messages, DAP's output events).
 //
 // Descriptors 1 and 2 become the write ends of two pipes. A reader thread moves what arrives into
-// memory (so a cell that prints more than a pipe holds never blocks); the kernel's thread takes it
-// with drain() at the points where order matters: before a picture, an input prompt, a result or
-// an error, and at the end of a cell. Only the kernel's thread publishes (xeus's sockets are not
-// thread-safe).
+// memory (so a cell that prints more than a pipe holds never blocks); the front end takes it
+// with drain() at the points where order matters (the kernel: before a picture, an input prompt, a
+// result or an error, and at the end of a cell; the DAP server: also every 30 ms from a thread of
+// its own).
 #pragma once
 
 #include <atomic>
@@ -24,7 +25,9 @@ public:
     // Everything written since the last drain (C stdio flushed first), each cut after its last
     // whole UTF-8 character (the rest waits for the next drain).
     void drain(std::string& out, std::string& err);
-    // The process's stderr from before the capture (the kernel's log, which Jupyter's server keeps).
+    // The process's stdout and stderr from before the capture (the kernel's log, which Jupyter's
+    // server keeps; the DAP server's protocol on stdout).
+    int original_stdout() const { return saved_[0]; }
     int original_stderr() const { return saved_[1]; }
 
 private:
