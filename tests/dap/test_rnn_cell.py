@@ -76,8 +76,20 @@ def case_capabilities_entry_output_and_end(context):
         top_frame_checks(frames[0], "main chunk", RNN, 7)
         session.continue_()
         session.wait_end(0)
+        # the stop's banner comes as output too (the server's choice): the script's lines, in order
+        output = session.output_text("stdout").splitlines()
+        lines = iter(output)
+        check(all(line in lines for line in expected_stdout.splitlines()),
+              "the output events hold the script's stdout, line by line in order", output, expected_stdout)
+        check(os.path.isfile(svg), "the script wrote its SVG in the launch's cwd")
+        session.disconnect()
+
+        os.remove(svg)
+        session = context.session(name="no stop")
+        session.start_program(RNN, [svg], cwd=tmp)
+        session.wait_end(0)
         output = session.output_text("stdout")
-        check(output == expected_stdout, "the output events are the script's stdout, as a plain run prints it",
+        check(output == expected_stdout, "with no stop, the stdout output events are what a plain run prints",
               "DAP:   " + repr(output), "plain: " + repr(expected_stdout))
         check(os.path.isfile(svg), "the script wrote its SVG in the launch's cwd")
         session.disconnect()
@@ -110,6 +122,12 @@ def case_line_breakpoint_frame_locals_and_set_variable(context):
         check("svg_path" in local_vars and "cell.svg" in local_vars["svg_path"]["value"],
               "Locals: svg_path, the script's argument", local_vars)
 
+        check("Globals" in scopes, "a Globals scope", sorted(scopes))
+        global_vars = session.variables(scopes["Globals"]["variablesReference"])
+        for name in ("h2h", "i2h", "W_h"):
+            check(name in global_vars and global_vars[name]["value"].startswith("tensor [20,"),
+                  "Globals: %s, a tensor" % name, global_vars.get(name))
+        check(global_vars["W_h"]["variablesReference"] > 0, "W_h expands", global_vars["W_h"])
         # the globals the line reads, through evaluate in the frame (hover and watch)
         for name in ("h2h", "i2h"):
             result = session.evaluate(name, frame, "hover")
@@ -212,8 +230,8 @@ def case_bwd_tanh_next_step_back(context):
         session.step_back()
         stopped = session.wait_stopped()
         check(stopped.get("reason") == "step", "stepBack: reason step", stopped)
-        check(stopped.get("description") == "backward: grad of next_h (tanh)", "stepBack returns to tanh's group",
-              stopped)
+        check(stopped.get("description") == "rewound 1 back: backward: grad of next_h (tanh)",
+              "stepBack returns to tanh's group, rewound 1 back", stopped)
         top_frame_checks(session.stack_trace()[0], "grad of next_h (tanh)", RNN, 17)
         stop = session.stop_scope()
         output_back = values_of(session, session.variable_path(stop, "grad_output", "values")["variablesReference"])
@@ -370,8 +388,8 @@ def case_step_in_out_reverse_continue(context):
         session.resume("reverseContinue")
         stopped = session.wait_stopped()
         check(stopped.get("reason") == "step", "reverseContinue: reason step", stopped)
-        check(stopped["description"] == "forward: W_h (randn)", "reverseContinue: the oldest event, W_h's randn",
-              stopped)
+        check(stopped["description"] == "rewound 16 back: forward: W_h (randn)",
+              "reverseContinue: the oldest event of 16, W_h's randn", stopped)
         top_frame_checks(session.stack_trace()[0], "W_h (randn)", RNN, 10)
         session.continue_()   # resumes live
         session.wait_end(0)

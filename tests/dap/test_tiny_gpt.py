@@ -119,8 +119,8 @@ def case_bwd_softmax_variables_next_step_back(context):
               "next: the next backward group", stopped)
         session.step_back()
         stopped = session.wait_stopped(timeout=60)
-        check(stopped.get("description") == "backward: grad of att (softmax)", "stepBack: attention's softmax again",
-              stopped)
+        check(stopped.get("description") == "rewound 1 back: backward: grad of att (softmax)",
+              "stepBack: attention's softmax again, rewound 1 back", stopped)
         frames = session.stack_trace()
         top_frame_checks(frames[0], "grad of att (softmax)", MODEL, SOFTMAX_LINE)
         again = check_grad_output(session, session.stop_scope(frames[0]["id"]))
