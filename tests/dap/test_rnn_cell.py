@@ -375,6 +375,26 @@ def case_step_in_out_reverse_continue(context):
     with tempfile.TemporaryDirectory() as tmp:
         session = start_rnn(context, tmp, function_breakpoints=["bwd tanh"])
         session.wait_stopped()
+        session.resume("reverseContinue")
+        stopped = session.wait_stopped()
+        check(stopped.get("reason") == "step", "reverseContinue: reason step", stopped)
+        check(stopped["description"] == "rewound 12 back: forward: W_h (randn)",
+              "reverseContinue: the oldest of the 12 events before the stop, W_h's randn", stopped)
+        frames = session.stack_trace()
+        top_frame_checks(frames[0], "W_h (randn)", RNN, 10)
+        top_frame_checks(frames[1], "main chunk", RNN, 19)
+        session.step_in()   # rewound: the view moves one event forward
+        stopped = session.wait_stopped()
+        check(stopped["description"] == "rewound 11 back: forward: W_x (randn)", "stepIn while rewound: W_x's randn",
+              stopped)
+        top_frame_checks(session.stack_trace()[0], "W_x (randn)", RNN, 11)
+        session.continue_()   # resumes live: from the tanh group to the end
+        session.wait_end(0)
+        check("wrote" in session.output_text(), "the program ran to its end", session.output_text()[-500:])
+        session.disconnect()
+
+        session = start_rnn(context, tmp, function_breakpoints=["bwd tanh"])
+        session.wait_stopped()
         session.step_in()
         stopped = session.wait_stopped()
         check(stopped.get("reason") == "step", "stepIn: reason step", stopped)
@@ -385,15 +405,158 @@ def case_step_in_out_reverse_continue(context):
         frame = session.stack_trace()[0]
         check(frame.get("name") == "main chunk" and frame.get("line", 0) >= 19,
               "stepOut: backward() has returned, in the main chunk", frame)
-        session.resume("reverseContinue")
-        stopped = session.wait_stopped()
-        check(stopped.get("reason") == "step", "reverseContinue: reason step", stopped)
-        check(stopped["description"] == "rewound 16 back: forward: W_h (randn)",
-              "reverseContinue: the oldest event of 16, W_h's randn", stopped)
-        top_frame_checks(session.stack_trace()[0], "W_h (randn)", RNN, 10)
-        session.continue_()   # resumes live
+        session.continue_()
         session.wait_end(0)
-        check("wrote" in session.output_text(), "the program ran to its end", session.output_text()[-500:])
+        session.disconnect()
+
+
+def case_step_back_from_a_line_stop_shows_the_op(context):
+    with tempfile.TemporaryDirectory() as tmp:
+        session = start_rnn(context, tmp, function_breakpoints=["bwd tanh"])
+        session.wait_stopped()
+        session.resume("stepOut")
+        stopped = session.wait_stopped()
+        check(stopped["description"] == "line rnn_cell.lua:21", "stepOut: the line after backward()", stopped)
+        session.step_back()
+        stopped = session.wait_stopped()
+        check(stopped["description"] == "rewound 1 back: backward: grad of h2h (mm)",
+              "stepBack from the line stop: the last backward group, h2h's mm", stopped)
+        # as at every node or group stop, the first frame is the op, at its forward line
+        frames = session.stack_trace()
+        top_frame_checks(frames[0], "grad of h2h (mm)", RNN, 15)
+        session.disconnect()
+
+
+def case_forward_stop_names_the_op(context):
+    with tempfile.TemporaryDirectory() as tmp:
+        session = start_rnn(context, tmp, function_breakpoints=["fwd tanh"])
+        stopped = session.wait_stopped()
+        check(stopped["description"] == "forward: next_h (tanh)", "description 'forward: next_h (tanh)'", stopped)
+        top_frame_checks(session.stack_trace()[0], "next_h (tanh)", RNN, 17)
+        session.disconnect()
+
+
+def case_set_out_at_a_forward_stop(context):
+    with tempfile.TemporaryDirectory() as tmp:
+        session = start_rnn(context, tmp, function_breakpoints=["fwd tanh"])
+        session.wait_stopped()
+        stop = session.stop_scope()
+        refused = session.set_variable(stop, "node", "1", expect_success=False)
+        check(refused["message"], "the node's record is not editable: refused with a message", refused)
+        reply = session.set_variable(stop, "out", "out * 0")
+        check(reply.get("value", "").startswith("tensor [20,1]"), "setVariable out: the new tensor", reply)
+        check(session.evaluate_number("out:abs():sum():item()") == 0, "out reads zeros")
+        session.set_function_breakpoints([])
+        session.continue_()
+        session.wait_end(0)
+        check(re.search(r"loss\s+-?0\.0000\n", session.output_text()), "the loss of the edited next_h is 0",
+              session.output_text())
+        session.disconnect()
+
+
+def case_function_breakpoint_conditions_and_hit_counts(context):
+    reasons = []
+
+    def stop_lines(breakpoint):
+        """The top frame's line at each stop of a run with one function breakpoint (each stop's
+        reason is kept in `reasons`, checked at the end)."""
+        session = context.session(name="function breakpoint %s" % (breakpoint,))
+        with tempfile.TemporaryDirectory() as tmp:
+            session.start_program(RNN, [os.path.join(tmp, "cell.svg")], cwd=tmp, function_breakpoints=[breakpoint])
+            lines = []
+            while True:
+                session.wait_for(lambda: len(session.events("stopped")) > len(lines) or session.events("exited"),
+                                 "a stop or the end", 60)
+                if len(session.events("stopped")) == len(lines):
+                    break
+                stopped = session.wait_stopped()
+                reasons.append((breakpoint, stopped.get("reason")))
+                lines.append(session.stack_trace()[0]["line"])
+                session.continue_()
+            session.wait_end(0)
+            session.disconnect()
+        return lines
+
+    # h2h = torch.mm(W_h, prev_h:t()) at line 15 (max 8.99), i2h = torch.mm(W_x, x:t()) at 16 (max 7.95)
+    check(stop_lines("fwd mm") == [15, 16], "fwd mm: h2h's and i2h's products")
+    check(stop_lines("mm") == [15, 16, 16, 15], "mm: forward, then backward (i2h's group first)")
+    check(stop_lines({"name": "fwd mm", "condition": "max > 8.5"}) == [15], "fwd mm if max > 8.5: h2h only")
+    check(stop_lines({"name": "fwd mm", "condition": "t:min():item() > 0"}) == [], "a Lua condition of t: no stop")
+    check(stop_lines({"name": "fwd mm", "hitCondition": "== 2"}) == [16], "fwd mm, hit == 2: i2h only")
+    check(stop_lines({"name": "fwd mm", "hitCondition": ">= 2"}) == [16], "fwd mm, hit >= 2: i2h")
+    check(all(reason == "function breakpoint" for _, reason in reasons),
+          "every stop's reason is 'function breakpoint'", [r for r in reasons if r[1] != "function breakpoint"])
+    session = context.session(name="bad function breakpoints")
+    session.initialize()
+    answer = session.set_function_breakpoints([{"name": "fwd mm", "condition": "max >"}, "bwd",
+                                               {"name": "fwd mm", "hitCondition": "x"}])
+    for entry in answer:
+        check(entry.get("verified") is False and entry.get("message"), "verified false with a message", entry)
+    session.disconnect()
+
+
+def case_launch_and_configuration_done_either_order(context):
+    with tempfile.TemporaryDirectory() as tmp:
+        session = context.session()
+        session.initialize()
+        session.configuration_done()
+        time.sleep(0.2)
+        check(not session.events("output"), "nothing runs before launch", session.events("output"))
+        session.launch(LOOP_SCRIPT, ["3"], cwd=tmp)
+        session.wait_end(0)
+        check(session.output_text("stdout") == "total\t6.0\n", "the program ran once launch came",
+              session.output_text())
+        session.disconnect()
+
+
+def case_set_breakpoints_replaces_and_sets_a_local(context):
+    session = context.session()
+    session.initialize()
+    session.set_breakpoints(LOOP_SCRIPT, [5, {"line": LOOP_LINE, "condition": "i == 2"}])
+    answer = session.set_breakpoints(LOOP_SCRIPT, [{"line": LOOP_LINE, "condition": "i == 3"}])
+    check(answer[0].get("verified") is True, "verified", answer)
+    session.launch(LOOP_SCRIPT, [])
+    session.configuration_done()
+    stopped = session.wait_stopped()
+    frame = session.stack_trace()[0]
+    check(frame["line"] == LOOP_LINE, "the replaced breakpoints are gone: the first stop is at line %d" % LOOP_LINE,
+          frame)
+    local_vars = session.scopes(frame["id"])["Locals"]["variablesReference"]
+    check(session.variables(local_vars)["i"]["value"] == "3", "i == 3", session.variables(local_vars))
+    # total is 1 + 2 = 3 here; set to 1000 it ends 1000 + 3 + 4 + 5
+    reply = session.set_variable(local_vars, "total", "1000")
+    check(reply.get("value") == "1000", "setVariable total = 1000", reply)
+    check(session.variables(local_vars)["total"]["value"] == "1000", "Locals show the new total")
+    session.set_breakpoints(LOOP_SCRIPT, [])
+    session.continue_()
+    session.wait_end(0)
+    check(session.output_text("stdout").endswith("total\t1012.0\n"), "the loop went on from the edited total",
+          session.output_text())
+    session.disconnect()
+
+
+def case_evaluate_statements_errors_tables(context):
+    with tempfile.TemporaryDirectory() as tmp:
+        session = start_rnn(context, tmp, line_breakpoints={RNN: [17]})
+        session.wait_stopped()
+        frame = session.stack_trace()[0]["id"]
+        check(session.evaluate("scale = 3", frame, "repl")["result"] == "", "a statement in the repl: result ''")
+        check(session.evaluate_number("scale + 1", frame) == 4, "the statement's global is there")
+        error = session.evaluate("nosuch.field", frame, "watch", expect_success=False)
+        check("attempt to index a nil value" in error["message"], "an error: the Lua error", error)
+        table = session.evaluate("{a = 1, w = W_h}", frame, "watch")
+        check(table["variablesReference"] > 0, "a table expands", table)
+        fields = session.variables(table["variablesReference"])
+        check(fields["a"]["value"] == "1" and fields["a"].get("type") == "number", "a = 1, a number", fields)
+        check(fields["w"]["value"].startswith("tensor [20,20] float32"), "w: W_h's line", fields)
+        printed = session.evaluate(":p h2h:sum()", frame, "repl")["result"]
+        check(printed.startswith("tensor("), "':p' in the repl: what it printed", printed)
+        seq = session.send("next", {"threadId": 1})
+        reply = session.response(seq)
+        stopped = session.wait_event("stopped")
+        with session.cond:
+            check(session.messages.index(reply) < session.messages.index(stopped),
+                  "the resume's response comes before the stop it leads to")
         session.disconnect()
 
 

@@ -128,5 +128,26 @@ def case_bwd_softmax_variables_next_step_back(context):
         session.disconnect(timeout=5)
 
 
+def case_fwd_softmax_library_frames(context):
+    with tempfile.TemporaryDirectory() as tmp:
+        session = context.session()
+        session.start_program(TINY_GPT, ["--steps", "1"], cwd=tmp, function_breakpoints=["fwd softmax"])
+        stopped = session.wait_stopped(timeout=120)
+        check(stopped["description"].startswith("forward: ") and stopped["description"].endswith("(softmax)"),
+              "description 'forward: ... (softmax)'", stopped)
+        frames = session.stack_trace()
+        top_frame_checks(frames[0], re.compile(r"\(softmax\)$"), MODEL, SOFTMAX_LINE)
+        check(frames[1].get("line") == SOFTMAX_LINE and (frames[1].get("source") or {}).get("path") == MODEL,
+              "then attention's forward, at the softmax line", frames[1])
+        library = [f for f in frames if not (f.get("source") or {}).get("path")]
+        check(len(library) >= 3, "nn's module calls (attention, block, model) are among the frames", frames)
+        for frame in library:
+            check(frame.get("presentationHint") == "subtle" and "nn.lua" in (frame.get("source") or {}).get("name", ""),
+                  "a library frame: source.name only (nn.lua), presentationHint subtle", frame)
+        check(frames[-1].get("name") == "main chunk" and frames[-1].get("line") == STEP_CALL_LINE,
+              "the outermost frame: the main chunk at step(x, y)", frames[-1])
+        session.disconnect(timeout=5)
+
+
 if __name__ == "__main__":
     run_cases(globals(), sys.argv)
