@@ -17,6 +17,8 @@
 #     Chromium by tests/viewer/test_page_browser.py (skipped without them).
 #   xeus-dev, libzmq3-dev: the Jupyter kernel (tapedeck --kernel: xeus 2.4, its ZeroMQ server);
 #     found at configure time, without them tapedeck builds with no kernel.
+#   nlohmann-json3-dev: the DAP server (tapedeck --dap: the Debug Adapter Protocol's JSON); found at
+#     configure time (xeus-dev brings it too), without it tapedeck builds with no DAP server.
 #   python3-jupyter-client, python3-nbclient: the kernel's tests talk to it as Jupyter does, and run
 #     the lesson notebooks (scripts/notebooks/) headless (tests/kernel/).
 #   python3-nbconvert: `jupyter nbconvert --execute` of a lesson; python3-jupyter-kernel-test: the
@@ -40,7 +42,7 @@ packages=(
   xvfb xauth libgl1-mesa-dri
   fonts-dejavu-core
   clang libclang-rt-14-dev llvm
-  xeus-dev libzmq3-dev
+  xeus-dev libzmq3-dev nlohmann-json3-dev
   python3-jupyter-client python3-nbclient
   python3-nbconvert python3-jupyter-kernel-test
   chromium chromium-driver python3-selenium
