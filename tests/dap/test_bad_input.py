@@ -124,6 +124,16 @@ def case_client_closes_while_running(context):
     session.wait_exit(0, timeout=5)
 
 
+def case_client_closes_inside_a_long_op(context):
+    session = context.session()
+    session.start_program(LOOP_SCRIPT, [FOREVER, "6000"])   # each product of 6000 x 6000: seconds
+    time.sleep(1.5)
+    started = time.monotonic()
+    session.close_input()
+    session.wait_exit(0, timeout=5)
+    check(time.monotonic() - started < scaled(5), "tapedeck left within 5 s", time.monotonic() - started)
+
+
 def case_client_closes_before_launch(context):
     session = context.session()
     session.initialize()

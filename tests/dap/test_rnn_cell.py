@@ -22,7 +22,7 @@ from dap_client import HERE, SCRIPTS, check, run_cases, scaled, top_frame_checks
 RNN = os.path.join(SCRIPTS, "rnn_cell.lua")
 NAN_SCRIPT = os.path.join(HERE, "nan_script.lua")
 LOOP_SCRIPT = os.path.join(HERE, "loop_script.lua")
-LOOP_LINE = 8          # loop_script.lua: `total = total + t:sum():item() / 4`
+LOOP_LINE = 9          # loop_script.lua: `total = total + t:sum():item() / (size * size)`
 TENSOR_LINE = re.compile(r"^tensor \[(\d+(?:,\d+)*)\] float32 #\d+ \w+")
 
 
@@ -147,6 +147,14 @@ def case_line_breakpoint_frame_locals_and_set_variable(context):
         first = session.evaluate_number("W_h:narrow(1, 2, 1):narrow(2, 3, 1):item()", frame)
         shown = float(session.variable_path(children["values"]["variablesReference"], "[2]", "[3]")["value"])
         check(abs(shown - first) <= 1e-4 * max(1, abs(first)), "values [2][3] is W_h[2][3]", shown, first)
+        # Set Value on a global, and on a field of a table
+        session.evaluate("settings = {lr = 1}", frame, "repl")
+        global_vars = session.variables(scopes["Globals"]["variablesReference"])
+        check("settings" in global_vars, "a global set in the console is in Globals", sorted(global_vars))
+        session.set_variable(global_vars["settings"]["variablesReference"], "lr", "5")
+        check(session.evaluate_number("settings.lr", frame) == 5, "setVariable on a table's field")
+        session.set_variable(scopes["Globals"]["variablesReference"], "i2h", "i2h * 0")
+        check(session.evaluate_number("i2h:abs():sum():item()", frame) == 0, "setVariable on a global tensor")
         nothing = session.evaluate("next_h", frame, "watch")
         check(nothing["result"] == "nil", "next_h is nil before line 17 runs", nothing)
 
@@ -594,6 +602,42 @@ def case_conditions_and_hit_counts(context):
     for entry in answer:
         check(entry.get("verified") is False and entry.get("message"),
               "a condition that does not compile, a hit count that is no count: verified false + message", entry)
+    session.disconnect()
+
+
+def case_breakpoint_set_and_terminate_while_running(context):
+    session = context.session()
+    session.start_program(LOOP_SCRIPT, ["100000000"])
+    time.sleep(0.5)
+    answer = session.set_breakpoints(LOOP_SCRIPT, [LOOP_LINE])
+    check(answer[0].get("verified") is True, "a breakpoint set while the program runs is verified", answer)
+    stopped = session.wait_stopped(timeout=10)
+    check(stopped.get("reason") == "breakpoint", "it stops there", stopped)
+    check(session.stack_trace()[0].get("line") == LOOP_LINE, "at line %d" % LOOP_LINE)
+    session.set_breakpoints(LOOP_SCRIPT, [])
+    session.continue_()
+    time.sleep(0.3)
+    session.request("terminate")
+    session.wait_event("terminated", timeout=10)
+    check(not session.events("stopped")[1:], "no stop after the breakpoints were cleared", session.events("stopped"))
+    session.disconnect(timeout=5)
+
+
+def case_condition_error_and_exception_info(context):
+    session = context.session(name="a condition that raises")
+    session.start_program(LOOP_SCRIPT, [], line_breakpoints={LOOP_SCRIPT: [{"line": LOOP_LINE,
+                                                                         "condition": "nosuch.x > 1"}]})
+    stopped = session.wait_stopped()
+    check("error in the condition" in stopped.get("text", ""), "a condition that raises stops and says so", stopped)
+    session.disconnect()
+
+    session = context.session(name="exceptionInfo")
+    session.start_program(NAN_SCRIPT, ["forward"], exception_filters=["nan_forward"])
+    session.wait_stopped()
+    info = session.request("exceptionInfo", {"threadId": 1})
+    check(info.get("exceptionId") == "nan_forward" and "NaN" in info.get("description", ""),
+          "exceptionInfo: the filter and what it found", info)
+    check(info.get("breakMode") in ("always", "unhandled", "userUnhandled", "never"), "a DAP breakMode", info)
     session.disconnect()
 
 
