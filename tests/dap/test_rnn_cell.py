@@ -95,6 +95,23 @@ def case_capabilities_entry_output_and_end(context):
         session.disconnect()
 
 
+def check_w_h(session, frame):
+    """W_h through evaluate (watch): a tensor whose children say its shape, dtype and values."""
+    w_h = session.evaluate("W_h", frame, "watch")
+    children = session.variables(w_h["variablesReference"])
+    for name in ("shape", "dtype", "device", "node", "requires_grad", "min", "max", "mean", "std", "nan", "inf",
+                 "values"):
+        check(name in children, "W_h's children include %s" % name, sorted(children))
+    check(re.search(r"20\D+20", children["shape"]["value"]), "W_h's shape is [20,20]", children["shape"])
+    check("float32" in children["dtype"]["value"], "W_h's dtype float32", children["dtype"])
+    check(children["requires_grad"]["value"] == "true", "W_h requires grad", children["requires_grad"])
+    rows = session.variables(children["values"]["variablesReference"])
+    check(list(rows) == ["[%d]" % i for i in range(1, 21)], "W_h's values: rows [1]..[20]", list(rows))
+    first = session.evaluate_number("W_h:narrow(1, 2, 1):narrow(2, 3, 1):item()", frame)
+    shown = float(session.variable_path(children["values"]["variablesReference"], "[2]", "[3]")["value"])
+    check(abs(shown - first) <= 1e-4 * max(1, abs(first)), "values [2][3] is W_h[2][3]", shown, first)
+
+
 def case_line_breakpoint_frame_locals_and_set_variable(context):
     with tempfile.TemporaryDirectory() as tmp:
         session = context.session()
@@ -134,19 +151,7 @@ def case_line_breakpoint_frame_locals_and_set_variable(context):
             check(TENSOR_LINE.match(result["result"]) and result["result"].startswith("tensor [20,1]"),
                   "%s: one line, tensor [20,1] float32 #N op" % name, result)
             check(result.get("variablesReference", 0) > 0, "%s expands" % name, result)
-        w_h = session.evaluate("W_h", frame, "watch")
-        children = session.variables(w_h["variablesReference"])
-        for name in ("shape", "dtype", "device", "node", "requires_grad", "min", "max", "mean", "std", "nan", "inf",
-                     "values"):
-            check(name in children, "W_h's children include %s" % name, sorted(children))
-        check(re.search(r"20\D+20", children["shape"]["value"]), "W_h's shape is [20,20]", children["shape"])
-        check("float32" in children["dtype"]["value"], "W_h's dtype float32", children["dtype"])
-        check(children["requires_grad"]["value"] == "true", "W_h requires grad", children["requires_grad"])
-        rows = session.variables(children["values"]["variablesReference"])
-        check(list(rows) == ["[%d]" % i for i in range(1, 21)], "W_h's values: rows [1]..[20]", list(rows))
-        first = session.evaluate_number("W_h:narrow(1, 2, 1):narrow(2, 3, 1):item()", frame)
-        shown = float(session.variable_path(children["values"]["variablesReference"], "[2]", "[3]")["value"])
-        check(abs(shown - first) <= 1e-4 * max(1, abs(first)), "values [2][3] is W_h[2][3]", shown, first)
+        check_w_h(session, frame)
         # Set Value on a global, and on a field of a table
         session.evaluate("settings = {lr = 1}", frame, "repl")
         global_vars = session.variables(scopes["Globals"]["variablesReference"])
@@ -541,6 +546,22 @@ def case_set_breakpoints_replaces_and_sets_a_local(context):
     check(session.output_text("stdout").endswith("total\t1012.0\n"), "the loop went on from the edited total",
           session.output_text())
     session.disconnect()
+
+
+def case_tensor_grad_child(context):
+    with tempfile.TemporaryDirectory() as tmp:
+        session = start_rnn(context, tmp, line_breakpoints={RNN: [22]})   # after loss:backward()
+        session.wait_stopped()
+        frame = session.stack_trace()[0]["id"]
+        children = session.variables(session.evaluate("W_h", frame, "watch")["variablesReference"])
+        check("grad" in children and children["grad"]["value"].startswith("tensor [20,20] float32"),
+              "after backward, W_h's children include its grad, a tensor", sorted(children))
+        grad = session.variables(children["grad"]["variablesReference"])
+        norm = math.sqrt(sum(v * v for v in values_of(session, grad["values"]["variablesReference"], 400)))
+        check(abs(norm - 5.6194) < 1e-3, "the grad's values: |dloss/dW_h| = 5.6194, as the script prints", norm)
+        children = session.variables(session.evaluate("prev_h", frame, "watch")["variablesReference"])
+        check("grad" not in children, "a tensor with no grad has no grad child", sorted(children))
+        session.disconnect()
 
 
 def case_evaluate_statements_errors_tables(context):
