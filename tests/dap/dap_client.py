@@ -200,6 +200,36 @@ class DapSession:
         self.send_raw(frame_message(body))
         return self.seq
 
+    def check_protocol(self):
+        """What DAP asks of every message tapedeck sent: seq increasing from 1; a response names a
+        request of ours (its command) and comes once, with success true or false; an event has a
+        name."""
+        with self.cond:
+            received = list(self.messages)
+            sent = {}
+            for direction, data in self.raw:
+                if direction == ">" and b"\r\n\r\n" in data:
+                    try:
+                        request = json.loads(data.split(b"\r\n\r\n", 1)[1])
+                        sent[request["seq"]] = request["command"]
+                    except (ValueError, KeyError, TypeError):
+                        pass   # a malformed message sent on purpose
+        answered = set()
+        for index, message in enumerate(received):
+            check(message.get("seq") == index + 1, "%s: message %d from tapedeck has seq %d" % (
+                self.name, index + 1, index + 1), message)
+            kind = message.get("type")
+            check(kind in ("response", "event"), "%s: a message of type response or event" % self.name, message)
+            if kind == "event":
+                check(isinstance(message.get("event"), str), "%s: an event has a name" % self.name, message)
+                continue
+            request_seq = message.get("request_seq")
+            check(request_seq in sent and sent[request_seq] == message.get("command"),
+                  "%s: a response to a request of ours, naming its command" % self.name, message)
+            check(request_seq not in answered, "%s: one response per request" % self.name, message)
+            check(isinstance(message.get("success"), bool), "%s: success true or false" % self.name, message)
+            answered.add(request_seq)
+
     def note(self, text):
         """A line of commentary in the transcript (what the case does next)."""
         with self.cond:
@@ -643,6 +673,7 @@ class Context:
         self.cleanup()
         for session in self.sessions:
             session.check_no_sanitizer_report()
+            session.check_protocol()
 
     def cleanup(self):
         for session in self.sessions:
