@@ -122,6 +122,25 @@ def case_input_ends_inside_a_message(context):
               session.stderr_text())
 
 
+def case_script_reads_stdin_and_fails(context):
+    session = context.session()
+    session.start_program(os.path.join(HERE, "io_script.lua"), [])
+    session.wait_end(0)
+    check(session.output_text("stdout") == "stdin gave\tnothing\nno newline at the end",
+          "the script read nothing from stdin; its stdout as output events", session.output_text("stdout"))
+    check(session.output_text("stderr") == "to stderr\n", "its stderr as stderr output events",
+          session.output_text("stderr"))
+    session.request("threads")   # the protocol was not the script's to read
+    session.disconnect()
+
+    session = context.session(name="a script that fails, with no exception filter")
+    session.start_program(os.path.join(HERE, "nan_script.lua"), ["error"])
+    session.wait_end(1)
+    check("cannot be broadcast" in session.output_text("stderr"), "the error comes as stderr output",
+          session.output_text())
+    session.disconnect()
+
+
 def case_client_closes_at_stop(context):
     with tempfile.TemporaryDirectory() as tmp:
         session = context.session()
