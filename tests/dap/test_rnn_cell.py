@@ -214,6 +214,9 @@ def case_bwd_tanh_next_step_back(context):
         scopes = session.request("scopes", {"frameId": frames[0]["id"]})["scopes"]
         check([s["name"] for s in scopes][:3] == ["Stop", "Locals", "Upvalues"],
               "the op frame's scopes: Stop, then the script frame's Locals and Upvalues", scopes)
+        lua_scopes = [s["name"] for s in session.request("scopes", {"frameId": frames[1]["id"]})["scopes"]]
+        check({"Locals", "Upvalues", "Stop"} <= set(lua_scopes), "the Lua frame's scopes: Locals, Upvalues, Stop",
+              lua_scopes)
         stop = scopes[0]["variablesReference"]
         names = session.variables(stop)
         for name in ("node", "out", "inputs", "saved", "grad_output", "grad_input"):

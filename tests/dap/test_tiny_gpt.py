@@ -97,6 +97,8 @@ def case_bwd_softmax_variables_next_step_back(context):
             check(name in step_locals, "train_step's Locals has %s" % name, sorted(step_locals))
         check(step_locals["x"]["value"].startswith("tensor [16,32] int64"), "x: tensor [16,32] int64",
               step_locals["x"])
+        step_upvalues = session.variables(step_scopes["Upvalues"]["variablesReference"])
+        check("last_loss" in step_upvalues, "train_step's Upvalues has last_loss", sorted(step_upvalues))
         loss = session.variables(step_locals["loss"]["variablesReference"])
         check(loss["dtype"]["value"].find("float32") >= 0 and 2 < number(loss["mean"]) < 6,
               "loss expands: float32, about ln(76) before training", loss)
