@@ -177,7 +177,7 @@ const Command commands[] = {
     {"freeze", nullptr, "f = fn, args...", "f = torch.freeze(fn, args...): run fn once, recording it, and compile the plan", cmd_freeze},
     {"plan", nullptr, "f [--passes]", "the frozen function's plan: passes, steps, fused groups, buffers, guards; --passes [PASS] [--view]: what each pass did", cmd_plan},
     {"timeit", nullptr, "f [N]", "eager vs frozen on the same graph: µs per call, speedup, peak memory, max |diff|", cmd_timeit},
-    {"break", "b", "SPEC", "set a breakpoint: [once] [fwd|bwd] op NAME | fn NAME | node N | FILE:LINE [if nan | max > 1e3 | Lua of t]", debugger_cmd_break},
+    {"break", "b", "SPEC", "set a breakpoint: [once] [fwd|bwd] op NAME | * | fn NAME | node N | FILE:LINE [if nan | max > 1e3 | Lua of t]", debugger_cmd_break},
     {"breaks", nullptr, "", "list the breakpoints", debugger_cmd_breaks},
     {"delete", nullptr, "N|all", "delete breakpoints", debugger_cmd_delete},
     {"disable", nullptr, "N|all", "disable breakpoints (they stay in the list)", debugger_cmd_disable},

@@ -203,6 +203,7 @@ void DapSession::handle(const json& request) {
         {"variables", &DapSession::on_variables, WHEN_STOPPED},
         {"setVariable", &DapSession::on_set_variable, WHEN_STOPPED},
         {"evaluate", &DapSession::on_evaluate, WHEN_STOPPED | WHEN_IDLE},
+        {"completions", &DapSession::on_completions, WHEN_STOPPED | WHEN_IDLE},
         {"exceptionInfo", &DapSession::on_exception_info, WHEN_STOPPED},
         {"continue", &DapSession::on_continue, WHEN_STOPPED},
         {"next", &DapSession::on_next, WHEN_STOPPED},
@@ -245,13 +246,14 @@ void DapSession::on_initialize(const json& request) {
         {{"filter", "nan_forward"}, {"label", "NaN/Inf in forward"}, {"default", false},
          {"description", "stop after the first forward op that makes a NaN or Inf from finite inputs"}},
         {{"filter", "nan_backward"}, {"label", "NaN/Inf in backward"}, {"default", false},
-         {"description", "stop at the first backward group that makes a NaN or Inf gradient from finite ones"}},
+         {"description", "stop after the first backward op that makes a NaN or Inf gradient from finite ones"}},
     });
     json capabilities = {
         {"supportsConfigurationDoneRequest", true}, {"supportsConditionalBreakpoints", true},
         {"supportsHitConditionalBreakpoints", true}, {"supportsFunctionBreakpoints", true},
         {"supportsStepBack", true}, {"supportsEvaluateForHovers", true}, {"supportsSetVariable", true},
         {"supportsTerminateRequest", true}, {"supportsExceptionInfoRequest", true},
+        {"supportsCompletionsRequest", true}, {"completionTriggerCharacters", json::array({".", ":"})},
         {"exceptionBreakpointFilters", filters},
     };
     phase_ = PHASE_READY;

@@ -89,6 +89,7 @@ private:
     void on_variables(const json& request);
     void on_set_variable(const json& request);
     void on_evaluate(const json& request);
+    void on_completions(const json& request);
     void on_exception_info(const json& request);
     void on_continue(const json& request);
     void on_next(const json& request);
@@ -123,7 +124,7 @@ private:
     std::atomic<bool> abandon_{false};   // terminate, disconnect or input ended: the program is abandoned
     std::atomic<bool> pause_asked_{false};
     bool disconnected_ = false;
-    int exit_status_ = 0;
+    std::atomic<int> exit_status_{0};   // the reader sets 1 on a broken header
 
     // launch's arguments
     bool launched_ = false, configured_ = false, stop_on_entry_ = false, entry_pending_ = false;

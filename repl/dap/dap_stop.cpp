@@ -4,13 +4,14 @@
 //
 // [SECTION] the stop     serving requests at a stop, the stopped event and its one-line description
 // [SECTION] frames       stackTrace, scopes, variables, setVariable, exceptionInfo
-// [SECTION] evaluate     Lua in the stop's context, and ':' commands in the debug console
+// [SECTION] evaluate     Lua in the stop's context, ':' commands in the debug console, completions
 // [SECTION] stepping     continue, next, stepIn, stepOut, stepBack, reverseContinue
 #include <lua.hpp>
 
 #include <filesystem>
 
 #include "commands.h"
+#include "completion.h"
 #include "dap_session.h"
 #include "debugger.h"
 #include "history.h"
@@ -305,6 +306,27 @@ void DapSession::on_evaluate(const json& request) {
     }
     lua_settop(L_, base);
     respond(request, {{"result", result}, {"variablesReference", reference}});
+}
+
+// The debug console's completions: the terminal's Tab words (the stop's locals and names, globals,
+// fields, methods, ':' commands at the start).
+void DapSession::on_completions(const json& request) {
+    const json& arguments = request.at("arguments");
+    std::string text = arguments.at("text").get<std::string>();
+    size_t column = std::min(text.size(), static_cast<size_t>(std::max(1, arguments.at("column").get<int>()) - 1));
+    size_t start = column;
+    while (start > 0) {
+        char c = text[start - 1];
+        if (!(isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == ':')) break;
+        --start;
+    }
+    int frame_id = arguments.value("frameId", 0);
+    if (at_stop_ && frame_id >= 2) dap_select_frame(frame_id - 2);
+    bool line_start = text.find_first_not_of(" \t") >= start;
+    json targets = json::array();
+    for (const std::string& word : repl_completions(L_, text.substr(start, column - start), line_start))
+        targets.push_back({{"label", word}, {"start", static_cast<int>(start)}, {"length", static_cast<int>(column - start)}});
+    respond(request, {{"targets", targets}});
 }
 
 // ============================================================================================

@@ -397,6 +397,41 @@ void tensor_set_element(const td::Tensor& t, int64_t index, double x) {
     td::value_write_from_host(dst, host);
 }
 
+// A variable of the selected frame, through the stop's _ENV (a local, else an upvalue, else a global).
+bool set_frame_variable(lua_State* L, const std::string& name, int new_value, std::string& error) {
+    int status = repl_load(L, name + " = ...", "=setVariable");
+    if (status == LUA_OK) {
+        lua_pushvalue(L, new_value);
+        status = repl_docall(L, 1, 0);
+    }
+    if (status == LUA_OK) return true;
+    error = repl_error_text(L, -1);
+    lua_pop(L, 1);
+    return false;
+}
+
+// Element `name` ("[3]") of the row `prefix` of tensor t := the number at new_value; its value as
+// it now reads pushed.
+bool set_tensor_element(lua_State* L, const td::Tensor& t, std::vector<int64_t> prefix, const std::string& name,
+                        int new_value, std::string& error) {
+    const td::Shape& shape = t.value().shape;
+    lua_Integer index = 0;
+    if (!index_name(name, &index) || index < 1 || static_cast<int>(prefix.size()) + 1 != shape.ndim || index > shape.dims[prefix.size()]) {
+        error = name + " is a row: expand it to change its elements";
+        return false;
+    }
+    if (!lua_isnumber(L, new_value)) {
+        error = "an element takes a number, not a " + std::string(luaL_typename(L, new_value));
+        return false;
+    }
+    prefix.push_back(index);
+    int64_t stride = 1;
+    int64_t at = flat_index(shape, prefix, &stride);
+    tensor_set_element(t, at, lua_tonumber(L, new_value));
+    lua_pushnumber(L, td::value_get(td::value_to_host(t.value()), at));
+    return true;
+}
+
 }  // namespace
 
 bool DapVariables::set(lua_State* L, int reference, const std::string& name, const std::string& value, json& out,
@@ -413,53 +448,40 @@ bool DapVariables::set(lua_State* L, int reference, const std::string& name, con
         return false;
     }
     int base = lua_gettop(L);
-    bool ok = dap_select_frame(c.kind == DAP_LOCALS || c.kind == DAP_UPVALUES ? c.frame : -1) && eval_value(L, value, error);
+    bool in_frame = c.kind == DAP_LOCALS || c.kind == DAP_UPVALUES;
+    if (!dap_select_frame(in_frame ? c.frame : -1)) {
+        error = "no Lua frame " + std::to_string(c.frame) + " at this stop";
+        return false;
+    }
+    if (!eval_value(L, value, error)) return false;
     int new_value = lua_gettop(L);
-    lua_Integer index = 0;
-    if (!ok) {
-    } else if (c.kind == DAP_LOCALS || c.kind == DAP_UPVALUES) {   // through the stop's _ENV: the selected frame's variable
-        int status = repl_load(L, name + " = ...", "=setVariable");
-        if (status == LUA_OK) {
-            lua_pushvalue(L, new_value);
-            status = repl_docall(L, 1, 0);
-        }
-        if (status != LUA_OK) error = repl_error_text(L, -1);
-        ok = status == LUA_OK;
-    } else if (c.kind == DAP_GLOBALS) {
-        lua_pushglobaltable(L);
-        lua_pushstring(L, name.c_str());
-        lua_pushvalue(L, new_value);
-        ok = protected_set(L, lua_gettop(L) - 2, error);
-    } else if (c.kind == DAP_STOP) {
-        debugger_push_stop_names(L);
-        lua_pushstring(L, name.c_str());
-        lua_pushvalue(L, new_value);
-        ok = protected_set(L, lua_gettop(L) - 2, error);
-    } else if (c.kind == DAP_VALUE) {
+    bool ok;
+    if (in_frame) {
+        ok = set_frame_variable(L, name, new_value, error);
+    } else if (c.kind == DAP_TENSOR_VALUES) {
         push_held(L, c.held);
+        ok = set_tensor_element(L, *tapedeck_test_tensor(L, -1), c.prefix, name, new_value, error);
+        if (ok) new_value = lua_gettop(L);
+    } else {   // a field of the globals, of the stop's names (out, grad_input: the stop's edit), of a table
+        if (c.kind == DAP_GLOBALS) lua_pushglobaltable(L);
+        else if (c.kind == DAP_STOP) debugger_push_stop_names(L);
+        else push_held(L, c.held);
+        lua_Integer index = 0;
         if (tapedeck_test_tensor(L, -1)) {
             error = name + " is what the tensor is, not a value to change: expand `values` to change an element";
             ok = false;
         } else {
-            if (index_name(name, &index)) lua_pushinteger(L, index);
+            int table = lua_gettop(L);
+            bool by_index = c.kind == DAP_VALUE && index_name(name, &index);
+            if (by_index) lua_pushinteger(L, index);
             else lua_pushstring(L, name.c_str());
             lua_pushvalue(L, new_value);
-            ok = protected_set(L, lua_gettop(L) - 2, error);
-        }
-    } else {   // a tensor element
-        push_held(L, c.held);
-        td::Tensor t = *tapedeck_test_tensor(L, -1);
-        int64_t stride = 1;
-        std::vector<int64_t> at = c.prefix;
-        ok = index_name(name, &index) && index >= 1 && static_cast<int>(at.size()) + 1 == t.value().shape.ndim &&
-             index <= t.value().shape.dims[at.size()];
-        if (!ok) error = name + " is a row: expand it to change its elements";
-        else if (!lua_isnumber(L, new_value)) error = "an element takes a number, not a " + std::string(luaL_typename(L, new_value)), ok = false;
-        else {
-            at.push_back(index);
-            tensor_set_element(t, flat_index(t.value().shape, at, &stride), lua_tonumber(L, new_value));
-            lua_pushnumber(L, td::value_get(td::value_to_host(t.value()), flat_index(t.value().shape, at, &stride)));
-            new_value = lua_gettop(L);
+            ok = protected_set(L, table, error);
+            if (ok) {   // what it holds now (grad_input[i] keeps a copy of what it was given)
+                if (by_index) lua_geti(L, table, index);
+                else lua_getfield(L, table, name.c_str());
+                new_value = lua_gettop(L);
+            }
         }
     }
     if (ok) out = variable(L, name, new_value);

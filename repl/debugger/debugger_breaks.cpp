@@ -255,7 +255,7 @@ bool debugger_parse_break(lua_State*, const std::string& text, Breakpoint& bp, s
         if (phase_given) ++w;
     }
     std::vector<std::string> target(words.begin() + static_cast<long>(w), words.end());
-    const char* usage = "usage: :break [once] [fwd|bwd] [op] NAME | fn NAME | node N | FILE:LINE [if CONDITION]";
+    const char* usage = "usage: :break [once] [fwd|bwd] [op] NAME | * | fn NAME | node N | FILE:LINE [if CONDITION]";
     if (target.empty()) {
         if (condition.empty()) {
             error = usage;
@@ -313,7 +313,7 @@ std::string describe(const Breakpoint& bp) {
     std::string phase = bp.phases == BREAK_FORWARD ? "forward of " : bp.phases == BREAK_BACKWARD ? "backward of " : "";
     switch (bp.target) {
         case TARGET_OP:
-            what = phase + (bp.op == OP_function ? "function " : "op ") + bp.function_name;
+            what = phase + (bp.op == OP_COUNT ? "every op" : (bp.op == OP_function ? "function " : "op ") + bp.function_name);
             if (bp.phases == BREAK_BOTH) what += " (forward and backward)";
             break;
         case TARGET_NODE:
@@ -339,6 +339,10 @@ std::string describe(const Breakpoint& bp) {
 bool resolve_op(lua_State* L, Breakpoint& bp, std::string& error) {
     const std::string& name = bp.function_name;
     if (bp.op == OP_function) return true;   // "fn NAME": a torch.Function by name, defined or not
+    if (name == "*") {   // every op: after each forward op, at each backward group
+        bp.op = OP_COUNT;
+        return true;
+    }
     OpId op;
     if (op_find(name.c_str(), &op)) {
         bp.op = op;
@@ -537,7 +541,7 @@ bool wants_node(const Breakpoint& bp, Node* node, HookEvent event) {
     bool forward_node = node->phase == PHASE_FORWARD;
     switch (bp.target) {
         case TARGET_OP:
-            if (node->op != bp.op) return false;
+            if (bp.op != OP_COUNT && node->op != bp.op) return false;   // OP_COUNT: `*`, every op
             if (bp.op == OP_function && bp.function_name != "function" && bp.function_name != node->name()) return false;
             return group ? (bp.phases & BREAK_BACKWARD) != 0 : forward_node && (bp.phases & BREAK_FORWARD);
         case TARGET_NODE:   // in a frozen call, the node's recorded id names it too
