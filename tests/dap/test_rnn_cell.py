@@ -496,6 +496,7 @@ def case_function_breakpoint_conditions_and_hit_counts(context):
     # h2h = torch.mm(W_h, prev_h:t()) at line 15 (max 8.99), i2h = torch.mm(W_x, x:t()) at 16 (max 7.95)
     check(stop_lines("fwd mm") == [15, 16], "fwd mm: h2h's and i2h's products")
     check(stop_lines("mm") == [15, 16, 16, 15], "mm: forward, then backward (i2h's group first)")
+    check(stop_lines("bwd *") == [18, 17, 17, 16, 15], "bwd *: every backward group, sum, tanh, add, mm, mm")
     check(stop_lines({"name": "fwd mm", "condition": "max > 8.5"}) == [15], "fwd mm if max > 8.5: h2h only")
     check(stop_lines({"name": "fwd mm", "condition": "t:min():item() > 0"}) == [], "a Lua condition of t: no stop")
     check(stop_lines({"name": "fwd mm", "hitCondition": "== 2"}) == [16], "fwd mm, hit == 2: i2h only")
@@ -564,6 +565,22 @@ def case_tensor_grad_child(context):
         check(abs(norm - 5.6194) < 1e-3, "the grad's values: |dloss/dW_h| = 5.6194, as the script prints", norm)
         children = session.variables(session.evaluate("prev_h", frame, "watch")["variablesReference"])
         check("grad" not in children, "a tensor with no grad has no grad child", sorted(children))
+        session.disconnect()
+
+
+def case_completions_in_the_console(context):
+    with tempfile.TemporaryDirectory() as tmp:
+        session = context.session()
+        capabilities = session.start_program(RNN, [os.path.join(tmp, "cell.svg")], cwd=tmp,
+                                             function_breakpoints=["bwd tanh"])
+        check(capabilities.get("supportsCompletionsRequest") is True, "supportsCompletionsRequest", capabilities)
+        session.wait_stopped()
+        frame = session.stack_trace()[0]["id"]
+        for text, expected in (("W_", {"W_h", "W_x"}), (":wh", {":where", ":why"}),
+                               ("grad_", {"grad_input", "grad_output"})):
+            body = session.request("completions", {"text": text, "column": len(text) + 1, "frameId": frame})
+            labels = {t.get("label") for t in body.get("targets", [])}
+            check(expected <= labels, "completions of %r include %s" % (text, sorted(expected)), body)
         session.disconnect()
 
 
