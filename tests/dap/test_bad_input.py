@@ -224,7 +224,9 @@ def case_port_binds_loopback_only(context):
     server = context.port_server()
     sockets = listening_sockets(server.port)
     check(sockets == [("tcp", "0100007F")], "one listening socket on port %d, at 127.0.0.1" % server.port, sockets)
-    for address in local_ipv4_addresses():
+    addresses = local_ipv4_addresses()
+    print("  listening: %s; connections refused at: %s" % (sockets, ", ".join(addresses) or "(no other address)"))
+    for address in addresses:
         probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         probe.settimeout(5)
         try:
