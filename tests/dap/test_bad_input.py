@@ -238,12 +238,34 @@ def case_port_binds_loopback_only(context):
     server.stop()
 
 
+def children_of(pid):
+    """The process ids of `pid`'s children, with their states (R, S, Z, ...)."""
+    try:
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+            children = f.read().split()
+    except OSError:
+        return []
+    states = []
+    for child in children:
+        try:
+            with open("/proc/%s/stat" % child) as f:
+                states.append((int(child), f.read().rsplit(")", 1)[1].split()[0]))
+        except OSError:
+            pass   # gone since
+    return states
+
+
 def case_port_two_sessions(context):
     server = context.port_server()
     first = run_session_script(context, server.port, "first session")
     check(server.poll() is None, "the server still listens after a session")
     second = run_session_script(context, server.port, "second session")
     check(first == "fresh\n" and second == "fresh\n", "each session has a fresh Lua state", first, second)
+    deadline = time.monotonic() + scaled(5)
+    while children_of(server.process.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    check(not children_of(server.process.pid), "the ended sessions' processes are reaped (no zombies)",
+          children_of(server.process.pid))
     started = time.monotonic()
     server.stop(timeout=5)
     check(time.monotonic() - started < scaled(5), "SIGTERM ends the server within 5 s")
