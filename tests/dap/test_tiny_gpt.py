@@ -135,10 +135,9 @@ def case_fwd_softmax_library_frames(context):
         session = context.session()
         session.start_program(TINY_GPT, ["--steps", "1"], cwd=tmp, function_breakpoints=["fwd softmax"])
         stopped = session.wait_stopped(timeout=120)
-        check(stopped["description"].startswith("forward: ") and stopped["description"].endswith("(softmax)"),
-              "description 'forward: ... (softmax)'", stopped)
+        check(stopped["description"] == "forward: softmax(att)", "description 'forward: softmax(att)' (named as the banner names it, the op once)", stopped)
         frames = session.stack_trace()
-        top_frame_checks(frames[0], re.compile(r"\(softmax\)$"), MODEL, SOFTMAX_LINE)
+        top_frame_checks(frames[0], "softmax(att)", MODEL, SOFTMAX_LINE)
         check(frames[1].get("line") == SOFTMAX_LINE and (frames[1].get("source") or {}).get("path") == MODEL,
               "then attention's forward, at the softmax line", frames[1])
         library = [f for f in frames if not (f.get("source") or {}).get("path")]
