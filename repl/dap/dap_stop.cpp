@@ -95,7 +95,7 @@ bool DapSession::read_stop_line(std::string& line) {
             announce_stop();   // the view moved (stepBack, :back in the console)
         }
     }
-    if (line != ":abort") variables_.clear(L_);   // references end when the program moves on
+    variables_.clear(L_);   // references end when the program moves on
     debugger_set_post_mortem_on_error(break_on_error_);
     at_stop_ = false;
     return true;

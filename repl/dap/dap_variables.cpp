@@ -11,6 +11,7 @@
 #include <cstdio>
 
 #include "debugger.h"
+#include "format.h"
 #include "node_names.h"
 #include "repl.h"
 #include "tapedeck_lua.h"
@@ -24,17 +25,8 @@ namespace {
 // At most this many children a level (a tensor's rows, a table's fields); an entry says how many more.
 constexpr int64_t MOST_CHILDREN = 100;
 
-std::string number_text(double x) {
-    char text[32];
-    snprintf(text, sizeof text, "%.6g", x);
-    return text;
-}
-
-std::string shape_text(const td::Shape& shape) {
-    std::string s = "[";
-    for (int d = 0; d < shape.ndim; ++d) s += (d ? ", " : "") + std::to_string(shape.dims[d]);
-    return s + "]";
-}
+// Numbers as the banners print them, with six digits.
+std::string element_text(double x) { return td::number_text(x, 6); }
 
 // A one-line value: long texts are cut.
 std::string one_line(std::string text) {
@@ -253,7 +245,7 @@ void DapVariables::table_children(lua_State* L, int idx, json& out) {
 void DapVariables::tensor_children(lua_State* L, int held, json& out) {
     td::Tensor t = *tapedeck_test_tensor(L, -1);
     const td::Value& v = t.value();
-    out.push_back(plain("shape", shape_text(v.shape), "string"));
+    out.push_back(plain("shape", v.shape.str(), "string"));
     out.push_back(plain("dtype", td::dtype_name(v.dtype), "string"));
     out.push_back(plain("device", td::value_freed(v) ? "-" : v.device() == td::DEVICE_CPU ? "cpu" : "cuda", "string"));
     std::string label = td::node_label(t.node.get(), t.output);
@@ -266,7 +258,7 @@ void DapVariables::tensor_children(lua_State* L, int held, json& out) {
     }
     td::TensorStats s = td::tensor_stats(v);
     for (auto [name, x] : {std::pair<const char*, double>{"min", s.min}, {"max", s.max}, {"mean", s.mean}, {"std", s.std}})
-        out.push_back(plain(name, number_text(x), "number"));
+        out.push_back(plain(name, element_text(x), "number"));
     out.push_back(plain("nan", std::to_string(s.nan), "number"));
     out.push_back(plain("inf", std::to_string(s.inf()), "number"));
     const td::Tensor& grad = t.node->outputs[t.output].grad;
@@ -276,13 +268,13 @@ void DapVariables::tensor_children(lua_State* L, int held, json& out) {
         lua_pop(L, 1);
     }
     if (v.shape.ndim == 0) {
-        out.push_back(plain("value", number_text(td::value_get(td::value_to_host(v), 0)), "number"));
+        out.push_back(plain("value", element_text(td::value_get(td::value_to_host(v), 0)), "number"));
         return;
     }
     DapContainer values;
     values.kind = DAP_TENSOR_VALUES;
     values.held = held;
-    json entry = plain("values", shape_text(v.shape) + " " + td::dtype_name(v.dtype), "values");
+    json entry = plain("values", v.shape.str() + " " + td::dtype_name(v.dtype), "values");
     entry["variablesReference"] = add_container(values);
     out.push_back(entry);
 }
@@ -314,7 +306,7 @@ void DapVariables::tensor_values(lua_State* L, const DapContainer& c, json& out)
     for (int64_t i = 0; i < count && i < MOST_CHILDREN; ++i) {
         std::string name = "[" + std::to_string(i + 1) + "]";
         if (depth + 1 == v.shape.ndim) {
-            out.push_back(plain(name, number_text(td::value_get(v, base + i)), "number"));
+            out.push_back(plain(name, element_text(td::value_get(v, base + i)), "number"));
             continue;
         }
         DapContainer row = c;
@@ -322,12 +314,12 @@ void DapVariables::tensor_values(lua_State* L, const DapContainer& c, json& out)
         std::string text;
         if (depth + 2 == v.shape.ndim) {   // a row of numbers: its first ones
             int64_t row_count = v.shape.dims[depth + 1];
-            for (int64_t j = 0; j < row_count && j < 4; ++j) text += (j ? ", " : "") + number_text(td::value_get(v, base + i * stride + j));
+            for (int64_t j = 0; j < row_count && j < 4; ++j) text += (j ? ", " : "") + element_text(td::value_get(v, base + i * stride + j));
             text = "[" + text + (row_count > 4 ? ", ...]" : "]");
         } else {
             td::Shape rest;
             for (int d = depth + 1; d < v.shape.ndim; ++d) rest.dims[rest.ndim++] = v.shape.dims[d];
-            text = shape_text(rest);
+            text = rest.str();
         }
         json entry = plain(name, text, "values");
         entry["variablesReference"] = add_container(row);

@@ -37,11 +37,10 @@ void refresh() {
     g.line_hook = g.step == STEP_LINE || g.step == STEP_RETURN || g.step == STEP_PAUSE || g.step == STEP_UNTIL;
     for (const Breakpoint& bp : g.breaks) {
         if (!bp.enabled) continue;
-        if (bp.target == TARGET_OP) {   // op OP_COUNT: `*`, every op
-            for (int op = bp.op == OP_COUNT ? 0 : bp.op; op < (bp.op == OP_COUNT ? OP_COUNT : bp.op + 1); ++op) {
-                if (bp.phases & BREAK_FORWARD) g.op_events[op] |= EVENT_FORWARD_NODE;
-                if (bp.phases & BREAK_BACKWARD) g.op_events[op] |= EVENT_GROUP;
-            }
+        if (bp.target == TARGET_OP) {
+            uint8_t bits = (bp.phases & BREAK_FORWARD ? EVENT_FORWARD_NODE : 0) | (bp.phases & BREAK_BACKWARD ? EVENT_GROUP : 0);
+            if (bp.op != OP_COUNT) g.op_events[bp.op] |= bits;
+            else for (uint8_t& every : g.op_events) every |= bits;   // `*`: every op
         } else if (bp.target == TARGET_LINE && bp.phases == BREAK_LINE) {
             g.line_hook = true;
         } else {
