@@ -11,6 +11,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -261,6 +262,26 @@ void DapSession::on_initialize(const json& request) {
     event("initialized");
 }
 
+namespace {
+
+// The keys of a launch's arguments that tapedeck does not read, said rather than ignored
+// ("'env', 'console'"); the client's own keys (a configuration's name, tasks, "__" keys) are not.
+std::string launch_keys_ignored(const json& arguments) {
+    static const char* const READ[] = {"program", "args", "cwd", "stopOnEntry", "noDebug", "tapedeck", "type", "request",
+                                       "name", "presentation", "preLaunchTask", "postDebugTask", "internalConsoleOptions",
+                                       "debugServer", "serverReadyAction", "suppressMultipleSessionWarning"};
+    std::string ignored;
+    for (auto it = arguments.begin(); it != arguments.end(); ++it) {
+        if (it.key().compare(0, 2, "__") == 0 ||
+            std::find(std::begin(READ), std::end(READ), it.key()) != std::end(READ))
+            continue;
+        ignored += (ignored.empty() ? "'" : ", '") + it.key() + "'";
+    }
+    return ignored;
+}
+
+}  // namespace
+
 void DapSession::on_launch(const json& request) {
     if (launched_) return fail(request, "the program is launched already (one program a session)");
     json arguments = request.value("arguments", json::object());
@@ -276,8 +297,12 @@ void DapSession::on_launch(const json& request) {
     args_.clear();
     for (const json& a : arguments.value("args", json::array())) args_.push_back(a.is_string() ? a.get<std::string>() : a.dump());
     stop_on_entry_ = arguments.value("stopOnEntry", false);
+    no_debug_ = arguments.value("noDebug", false);
     launched_ = true;
     respond(request);
+    std::string ignored = launch_keys_ignored(arguments);
+    if (!ignored.empty())
+        send_output("important", "tapedeck: launch does not read " + ignored + " (it takes program, args, cwd, stopOnEntry, noDebug)\n");
 }
 
 void DapSession::on_configuration_done(const json& request) {
@@ -324,8 +349,9 @@ void DapSession::run_program() {
     }
     lua_setglobal(L_, "arg");
     for (const std::string& a : args_) lua_pushstring(L_, a.c_str());
-    entry_pending_ = stop_on_entry_;
-    if (stop_on_entry_) debugger_pause();
+    entry_pending_ = stop_on_entry_ && !no_debug_;
+    if (no_debug_) debugger_detach();   // Run Without Debugging: nothing stops it
+    else if (stop_on_entry_) debugger_pause();
     debugger_set_post_mortem_on_error(break_on_error_);
     int status = repl_run_chunk(L_, program_, "", true, static_cast<int>(args_.size()));
     debugger_set_post_mortem_on_error(false);

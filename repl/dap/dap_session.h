@@ -128,7 +128,7 @@ private:
     std::atomic<int> exit_status_{0};   // the reader sets 1 on a broken header
 
     // launch's arguments
-    bool launched_ = false, configured_ = false, stop_on_entry_ = false, entry_pending_ = false;
+    bool launched_ = false, configured_ = false, stop_on_entry_ = false, entry_pending_ = false, no_debug_ = false;
     std::string program_, cwd_;
     std::vector<std::string> args_;
 

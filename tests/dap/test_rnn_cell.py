@@ -696,5 +696,31 @@ def case_pause_while_running(context):
     session.disconnect(timeout=5)
 
 
+def case_launch_options_no_debug_and_logpoints(context):
+    """noDebug runs past breakpoints; a launch key tapedeck does not read is said, not ignored; a
+    logpoint is refused rather than made a breakpoint that stops."""
+    with tempfile.TemporaryDirectory() as tmp:
+        session = context.session()
+        session.initialize()
+        logpoint = session.set_breakpoints(RNN, [{"line": 17, "logMessage": "h = {next_h}"}])[0]
+        check(logpoint.get("verified") is False and "logpoint" in logpoint.get("message", ""),
+              "a logpoint: unverified, saying logpoints are not supported", logpoint)
+        session.set_breakpoints(RNN, [17])
+        session.set_function_breakpoints(["bwd tanh"])
+        session.request("launch", {"program": RNN, "args": [os.path.join(tmp, "cell.svg")], "cwd": tmp,
+                                   "noDebug": True, "env": {"A": "1"}, "console": "integratedTerminal",
+                                   "name": "run", "__sessionId": "x"})
+        session.configuration_done()
+        session.wait_end(0)
+        check(not session.events("stopped"), "noDebug: no stop at the line or the backward breakpoint",
+              session.events("stopped"))
+        said = session.output_text("important")
+        check("'env'" in said and "'console'" in said and "'name'" not in said and "__sessionId" not in said,
+              "the launch keys it does not read are named (env, console), the client's own are not", said)
+        check(re.search(r"\|dloss/dW_h\|\s+5\.6194", session.output_text()), "the script ran to its end",
+              session.output_text())
+        session.disconnect()
+
+
 if __name__ == "__main__":
     run_cases(globals(), sys.argv)
