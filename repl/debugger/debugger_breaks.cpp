@@ -732,10 +732,11 @@ Hit breaks_match_line(lua_State* L, lua_Debug* ar) {
     if (!line_wanted) return hit;
     lua_getinfo(L, "S", ar);
     for (size_t i = 0; i < g.breaks.size(); ++i) {
-        Breakpoint bp = g.breaks[i];   // a copy: a condition runs Lua, which may change the list
-        if (!bp.enabled || bp.target != TARGET_LINE || bp.phases != BREAK_LINE || bp.line != ar->currentline ||
-            !source_matches(ar->source, bp.file))
+        const Breakpoint& at = g.breaks[i];
+        if (!at.enabled || at.target != TARGET_LINE || at.phases != BREAK_LINE || at.line != ar->currentline ||
+            !source_matches(ar->source, at.file))
             continue;
+        Breakpoint bp = at;   // a copy: a condition runs Lua, which may change the list
         std::string why;
         if (!line_condition_holds(L, ar, bp, why) || ignore_hit(bp.id)) continue;
         hit.id = bp.id;
