@@ -1,10 +1,10 @@
-// lua_plan.cpp: freeze from Lua — torch.freeze, the frozen function, plan files and .npy files.
+// lua_plan.cpp: freeze from Lua — torch.freeze, the frozen function, plan files.
 //
 //   f = torch.freeze(step, x, y)          -- runs step(x, y) once, recording it; compiles the plan
-//   f = torch.freeze{step, x, y, strict = true, cache = 4, passes = {fuse = false}}
+//   f = torch.freeze{step, x, y, strict = true, cache = 4, passes = {fuse = false}, native = true}
+//   f:native(); f:source()                 -- its plans as native code (lua_plan_native.h)
 //   f(x2, y2)                              -- replays the plan (re-records when a guard fails)
 //   torch.save_plan(f, "step.tdp"); g = torch.load_plan("step.tdp" [, {max_bytes = N, fuse = false}])
-//   torch.save_npy(t, "t.npy"); t = torch.load_npy("t.npy")
 //
 // The frozen function keeps a small cache of plans, most recently used first, each with the
 // non-tensor arguments it was recorded with (compared by value, tables by identity) and the shape
@@ -13,7 +13,7 @@
 //
 // [SECTION] frozen        the userdata, its cache, recording one call, calling it
 // [SECTION] timeit        f:timeit: the two calls, for plan_timeit (plan_timeit.h: runs, restores, compares)
-// [SECTION] bindings      torch.freeze, methods and fields, save/load, npy; the guard notes
+// [SECTION] bindings      torch.freeze, methods and fields, save/load; the guard notes
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -27,6 +27,7 @@
 #include "device.h"
 #include "plan.h"
 #include "plan_timeit.h"
+#include "lua_plan_native.h"
 #include "lua_plan_values.h"
 #include "lua_util.h"
 #include "tapedeck_lua.h"
@@ -63,6 +64,8 @@ struct Frozen {
     PlanPasses passes;
     bool strict = false;
     bool verbose = true;
+    bool native = false;              // its plans are made native as they are compiled (f:native())
+    std::string native_told;          // the last reason a plan could not be, said on stderr
     int cache_size = 8;
     SourceLoc where;
     int calls = 0, replays = 0, records = 0;
@@ -467,6 +470,7 @@ int record_call(lua_State* L, Frozen& f, int first, int n, bool results_wanted) 
             n_results = 0;
         }
         e.plan = std::shared_ptr<Plan>(plan_compile(e.recorded, f.passes));
+        if (f.native) tdlua::plan_make_native(f.name, *e.plan, f.native_told);
         if (!results_wanted) malloc_trim(0);   // and the compile's temporaries (per-value tables)
     } catch (const std::exception& x) {
         plan_record_abort();
@@ -741,6 +745,8 @@ int frozen_timeit(lua_State* L) {
     calls.frozen = timeit_call(L, f, 1);
     calls.collect_garbage = [L] { lua_gc(L, LUA_GCCOLLECT); };
     calls.latest_plan = [&f] { return f.cache.front().plan; };
+    tdlua::NativeSwitch native_switch{plan};   // however timeit ends, native code runs again
+    if (plan->native) calls.set_native = [&native_switch](bool on) { native_switch.set(on); };
     PlanTimeit timed = plan_timeit(*plan, inputs, iterations, calls);
     const PlanTiming &e = timed.eager, &z = timed.frozen;
     lua_createtable(L, 0, 10);
@@ -759,6 +765,7 @@ int frozen_timeit(lua_State* L) {
     field("frozen_gpu_peak_bytes", static_cast<double>(z.gpu_peak_bytes));
     field("max_diff", timed.max_diff);
     field("iterations", iterations);
+    tdlua::push_native_timing(L, timed);
     return 1;
 }
 
@@ -801,7 +808,7 @@ constexpr int MAX_FREEZE_ARGS = 200;
 
 // The options of torch.freeze{fn, args..., name=, strict=, verbose=, cache=, passes=}, read into
 // f; unknown keys are errors (a typo must not pass silently).
-#define FREEZE_OPTIONS "name strict verbose cache passes"
+#define FREEZE_OPTIONS "name strict verbose cache passes native"
 void freeze_options(lua_State* L, int idx, Frozen& f) {
     tdlua::options_check(L, idx, FREEZE_OPTIONS);
     lua_Integer count = static_cast<lua_Integer>(lua_rawlen(L, idx));
@@ -818,6 +825,8 @@ void freeze_options(lua_State* L, int idx, Frozen& f) {
             f.strict = lua_toboolean(L, -1);
         } else if (strcmp(key, "verbose") == 0) {
             f.verbose = lua_toboolean(L, -1);
+        } else if (strcmp(key, "native") == 0) {
+            f.native = lua_toboolean(L, -1);
         } else if (strcmp(key, "cache") == 0) {
             int is_integer = 0;
             lua_Integer size = lua_tointegerx(L, -1, &is_integer);
@@ -832,7 +841,7 @@ void freeze_options(lua_State* L, int idx, Frozen& f) {
     }
 }
 
-// torch.freeze(fn, args...) or torch.freeze{fn, args..., strict=, cache=, verbose=, passes=, name=}
+// torch.freeze(fn, args...) or torch.freeze{fn, args..., strict=, cache=, verbose=, passes=, name=, native=}
 int l_freeze(lua_State* L) {
     bool options = lua_istable(L, 1);
     int fn_idx = 1, first = 2, n = lua_gettop(L) - 1;
@@ -908,6 +917,7 @@ int frozen_with_passes(lua_State* L) {
     g.strict = f.strict;
     g.verbose = f.verbose;
     g.cache_size = f.cache_size;
+    g.native = f.native;
     g.passes = passes;
     if (f.fn_ref != LUA_NOREF) {
         lua_rawgeti(L, LUA_REGISTRYINDEX, f.fn_ref);
@@ -929,6 +939,7 @@ int frozen_with_passes(lua_State* L) {
         CacheEntry c;
         c.recorded = e.recorded;
         c.plan = std::shared_ptr<Plan>(plan_compile(e.recorded, passes));
+        if (f.native) tdlua::plan_make_native(g.name, *c.plan, g.native_told);
         lua_rawgeti(L, LUA_REGISTRYINDEX, e.args_ref);
         c.args_ref = luaL_ref(L, LUA_REGISTRYINDEX);
         lua_rawgeti(L, LUA_REGISTRYINDEX, e.results_ref);
@@ -969,6 +980,7 @@ int frozen_stats(lua_State* L) {
         set_integer(L, "guards", f.cache.front().plan->guards.size());
         set_number(L, "record_seconds", s.record_seconds);
         set_number(L, "compile_seconds", s.compile_seconds);
+        tdlua::push_native_stats(L, compiled);
         const std::vector<tdlua::LuaValueGuard>& lua_values = f.cache.front().lua_values.list;
         lua_createtable(L, static_cast<int>(lua_values.size()), 0);   // "lr (an upvalue, step.lua:9)"
         for (size_t i = 0; i < lua_values.size(); ++i) {
@@ -1107,18 +1119,28 @@ int frozen_params(lua_State* L) {
     return 1;
 }
 
-int l_save_npy(lua_State* L) {
-    Tensor* t = tapedeck_test_tensor(L, 1);
-    if (!t) tdlua::arg_fail(1, "tensor expected, got %s", tdlua::type_name_of(L, 1));
-    npy_save(t->value(), tdlua::check_string(L, 2, "path"));
-    return 0;
+// f:native(): its plans, and those it records from now on, run native code. true, or false and
+// why not (said on stderr as well): then the interpreted plans run.
+int frozen_native(lua_State* L) {
+    Frozen& f = check_frozen(L, 1);
+    f.native = true;
+    std::string why;
+    for (CacheEntry& e : f.cache) {
+        std::string failed = tdlua::plan_make_native(f.name, *e.plan, f.native_told);
+        if (why.empty()) why = failed;
+    }
+    lua_pushboolean(L, why.empty());
+    if (why.empty()) return 1;
+    lua_pushstring(L, why.c_str());
+    return 2;
 }
 
-int l_load_npy(lua_State* L) {
-    Value v = npy_load(tdlua::check_string(L, 1, "path"));
-    Tensor t = ops::create(OP_zeros, v.shape, v.dtype);
-    std::memcpy(t.value().raw(), v.raw(), static_cast<size_t>(v.numel()) * dtype_size(v.dtype));
-    return tapedeck_push_tensor(L, t);
+// f:source(): the C++ of its latest plan's native code (made now when it was not).
+int frozen_source(lua_State* L) {
+    Frozen& f = check_frozen(L, 1);
+    if (f.cache.empty()) engine_fail("source: %s was never recorded (call it once)", f.name.c_str());
+    lua_pushstring(L, tdlua::plan_source_text(f.name, *f.cache.front().plan).c_str());
+    return 1;
 }
 
 int l_is_frozen(lua_State* L) {
@@ -1128,7 +1150,7 @@ int l_is_frozen(lua_State* L) {
 
 const tdlua::Binding frozen_methods[] = {
     {"plan", frozen_plan}, {"passes", tapedeck_frozen_passes}, {"with_passes", frozen_with_passes, PLAN_PASS_OPTIONS}, {"stats", frozen_stats},
-    {"timeit", frozen_timeit}, {"params", frozen_params}, {nullptr, nullptr},
+    {"timeit", frozen_timeit}, {"params", frozen_params}, {"native", frozen_native}, {"source", frozen_source}, {nullptr, nullptr},
 };
 
 const tdlua::Binding frozen_metamethods[] = {
@@ -1137,8 +1159,7 @@ const tdlua::Binding frozen_metamethods[] = {
 
 const tdlua::Binding torch_plan_functions[] = {
     {"freeze", l_freeze, FREEZE_OPTIONS}, {"save_plan", l_save_plan}, {"load_plan", l_load_plan, "max_bytes " PLAN_PASS_OPTIONS},
-    {"save_npy", l_save_npy},
-    {"load_npy", l_load_npy}, {"is_frozen", l_is_frozen, tdlua::OPTIONS_TABLE_IS_VALUE}, {nullptr, nullptr},
+    {"is_frozen", l_is_frozen, tdlua::OPTIONS_TABLE_IS_VALUE}, {nullptr, nullptr},
 };
 
 }  // namespace

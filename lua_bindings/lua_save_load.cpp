@@ -1,5 +1,5 @@
 // lua_save_load.cpp: torch.save and torch.load (the files: engine/io/state_file.h), and
-// torch.save_png (engine/io/png_write.h).
+// torch.save_png (engine/io/png_write.h), torch.save_npy and torch.load_npy (engine/io/npy.h).
 //
 //   torch.save({fc = {weight = w, bias = b}, step = 3, note = "run 1"}, "model.npz" [, {compress = true}])
 //   sd = torch.load("model.npz")   -- {["fc.weight"] = w, ["fc.bias"] = b, step = 3, note = "run 1"}
@@ -18,6 +18,7 @@
 #include "lua_tensor.h"
 #include "lua_util.h"
 #include "ops.h"
+#include "npy.h"
 #include "png_write.h"
 #include "state_file.h"
 #include "tapedeck_lua.h"
@@ -296,7 +297,22 @@ int l_save_png(lua_State* L) {
     return 0;
 }
 
+int l_save_npy(lua_State* L) {
+    Tensor* t = tapedeck_test_tensor(L, 1);
+    if (!t) tdlua::arg_fail(1, "tensor expected, got %s", tdlua::type_name_of(L, 1));
+    npy_save(t->value(), tdlua::check_string(L, 2, "path"));
+    return 0;
+}
+
+int l_load_npy(lua_State* L) {
+    Value v = npy_load(tdlua::check_string(L, 1, "path"));
+    Tensor t = ops::create(OP_zeros, v.shape, v.dtype);
+    std::memcpy(t.value().raw(), v.raw(), static_cast<size_t>(v.numel()) * dtype_size(v.dtype));
+    return tapedeck_push_tensor(L, t);
+}
+
 const tdlua::Binding save_load_functions[] = {
+    {"save_npy", l_save_npy}, {"load_npy", l_load_npy},
     {"save", l_save, "compress", "torch.save"}, {"load", l_load, "map_location weights_only", "torch.load"},
     {"load_metadata", l_load_metadata, nullptr, "torch.load_metadata"}, {"save_png", l_save_png, "layout"},
     {nullptr, nullptr},

@@ -123,6 +123,7 @@ void engine_unobserve(int handle) {
 
 // An attached observer that wants no event (an idle debugger) does not count: plans keep their
 // fast loop until a breakpoint (or a Ctrl-C request) needs the hook.
+bool engine_wants_before_write() { return (g.events_wanted & hook_bit(HOOK_BEFORE_WRITE)) != 0; }
 bool engine_observed() { return (g.events_wanted & HOOK_NODE_EVENTS) != 0 || engine_interrupt_pending(); }
 bool engine_values_watched() { return g.events_watched != 0 || engine_interrupt_pending(); }
 bool engine_steps_watched() { return g.keep_backward_graph || engine_values_watched(); }

@@ -333,6 +333,7 @@ int engine_observe(NodeObserver observer, void* user, uint8_t events = HOOK_ALL_
 void engine_observe_events(int handle, uint8_t events);
 void engine_unobserve(int handle);
 bool engine_observed();   // whether any observer gets a node event (plan_run then goes through exec_node)
+bool engine_wants_before_write();   // whether an observer hears of storages about to be written
 // Whether someone may look inside a layer's steps: the backward graph is kept (-i, the REPL,
 // keep_backward_graph(true)), or an OBSERVER_LOOKS wants events (the viewer, a breakpoint; not
 // freeze's recorder). nn.LSTM then records each step as ops; otherwise it runs its fused layer

@@ -394,6 +394,7 @@ struct PlanStats {
     FIELD(compile_seconds, none, 1)
 
 struct PlanExec;   // run-time state (plan_internal.h), built on first run
+struct PlanNative; // native code of a compiled plan (plan_native.h), when made
 
 // A field added here is added to PLAN_FIELDS below.
 struct Plan {
@@ -434,6 +435,8 @@ struct Plan {
     // the first call made with an observer attached (null until then: a plan nobody watches does
     // not pay a second plan's memory).
     std::shared_ptr<Plan> debug_replay;
+    // After plan_native_build: the plan's native segments, loaded (null: every step interpreted).
+    std::shared_ptr<PlanNative> native;
 };
 // Plan's fields: FIELD(name, file, since, copy), as the lists above, and `copy` says whether compiling
 // copies the field from the recording (copied) or the compiled plan makes its own (made: its
@@ -467,7 +470,8 @@ struct Plan {
     FIELD(first_effect_step, none, 1, copied)    \
     FIELD(exec, none, 1, made)                   \
     FIELD(recording, none, 1, made)              \
-    FIELD(debug_replay, none, 1, made)
+    FIELD(debug_replay, none, 1, made)           \
+    FIELD(native, none, 1, made)
 
 // A step's attributes.
 inline const OpAttrs& plan_step_attrs(const Plan& plan, const PlanStep& step) { return plan.attrs[step.attrs]; }

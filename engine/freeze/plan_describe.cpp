@@ -239,4 +239,6 @@ std::string plan_describe(const Plan& plan) {
     return s + describe_footer(plan);
 }
 
+std::string plan_step_text(const Plan& plan, const PlanStep& s) { return step_what(plan, s); }
+
 }  // namespace td

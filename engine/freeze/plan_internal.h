@@ -53,6 +53,9 @@ std::unique_ptr<Plan> plan_payload_read(const std::string& payload, PlanPasses* 
 // unpacked (plan_compile.cpp).
 std::unique_ptr<Plan> plan_copy_without_steps(const Plan& recorded, bool keep_groups);
 
+// What a step does, as :plan's step list says it ("#57 = fused(#54, #55): t1=add(#54, #55); tanh(t1)").
+std::string plan_step_text(const Plan& plan, const PlanStep& s);
+
 // ---------------------------------------------------------------------------------------------
 // The run-time state of a compiled plan (plan_run.cpp builds and runs it; plan_graph_stats reads it).
 //
@@ -131,6 +134,10 @@ struct PlanExec {
     // that starts at step k, or -1.
     std::vector<GraphSegment> segments;
     std::vector<int> segment_at;
+    // A native plan's segments (plan_native.h): native_at[k] is the one that starts at step k, or -1;
+    // native_pointers the pointer table a segment's function is given (sized for the largest).
+    std::vector<int> native_at;
+    std::vector<void*> native_pointers;
 
     PlanExec() = default;
     PlanExec(const PlanExec&) = delete;

@@ -8,6 +8,7 @@
 // [SECTION] run         plan_check_inputs, plan_run
 #include "plan.h"
 #include "plan_internal.h"
+#include "plan_native.h"
 
 #include <algorithm>
 #include <cmath>
@@ -100,6 +101,18 @@ void find_graph_segments(const Plan& plan, const std::vector<int>& roots, PlanEx
     }
 }
 
+// A native plan's segments, by the step each starts at.
+void index_native_segments(const PlanNative& native, PlanExec& e) {
+    e.native_at.assign(e.steps.size(), -1);
+    size_t pointers = 0;
+    for (size_t i = 0; i < native.segments.size(); ++i) {
+        const NativeSegment& seg = native.segments[i];
+        if (seg.begin < e.native_at.size()) e.native_at[seg.begin] = static_cast<int>(i);
+        pointers = std::max(pointers, seg.values.size());
+    }
+    e.native_pointers.assign(pointers, nullptr);
+}
+
 std::shared_ptr<PlanExec> exec_build(Plan& plan) {
     auto e = std::make_shared<PlanExec>();
     size_t n = plan.values.size();
@@ -160,6 +173,7 @@ std::shared_ptr<PlanExec> exec_build(Plan& plan) {
     e->scratch = Ref<Storage>::adopt(storage_new(scratch * sizeof(double), DEVICE_CPU));
     e->recycled.resize(plan.grad_targets.size());
     if (plan.device != DEVICE_CPU) find_graph_segments(plan, roots, *e);
+    if (plan.native) index_native_segments(*plan.native, *e);
     return e;
 }
 
@@ -596,6 +610,29 @@ struct PlanCall {
         run_steps(g.begin, g.end, k);
     }
 
+    // A native segment (plan_native.h) starting at step k: its function on the values' bytes, the
+    // values a returned result needs given new bytes first, as run_kernel gives them. When a value
+    // it reads is strided or missing this call (an argument's view, a .grad that is nil), its
+    // steps run one by one instead. Leaves k at the segment's last step.
+    void run_native(PlanNative& native, NativeSegment& seg, size_t& k) {
+        for (int v : seg.fresh) give_fresh_bytes(e.slot(v), DEVICE_CPU);
+        void** pointers = e.native_pointers.data();
+        for (size_t i = 0; i < seg.values.size(); ++i) {
+            const Value& value = e.slot(seg.values[i]);
+            if (!value.storage || value.strided()) {
+                ++native.fallbacks;
+                run_steps(seg.begin, seg.end, k);
+                return;
+            }
+            pointers[i] = value.raw();
+        }
+        if (engine_wants_before_write())   // as exec_node: observers hear of a storage before it is written
+            for (size_t j = seg.begin; j < seg.end; ++j) engine_notify_before_write(nullptr, e.slot(plan.steps[j].outputs[0]).storage.get());
+        seg.run(pointers);
+        ++native.segment_calls;
+        k = seg.end - 1;
+    }
+
     void run_steps(size_t from, size_t to, size_t& k) {
         for (k = from; k < to; ++k) {
             step_index = static_cast<int>(k);
@@ -800,6 +837,10 @@ PlanRunResult plan_run(Plan& plan_called, const std::vector<Tensor>& inputs, boo
                                 "over: read values before updating them in place, or call the function eagerly",
                                 plan.name.c_str(), result.reason.c_str(), plan.first_effect_step + 1);
                 return result;
+            }
+            if (!call.observed && !call.e.native_at.empty() && call.e.native_at[k] >= 0 && plan.native->enabled) {
+                call.run_native(*plan.native, plan.native->segments[static_cast<size_t>(call.e.native_at[k])], k);
+                continue;
             }
             if (!call.observed && !call.e.segment_at.empty() && call.e.segment_at[k] >= 0) {
                 call.run_segment(call.e.segments[static_cast<size_t>(call.e.segment_at[k])], k);

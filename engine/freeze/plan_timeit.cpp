@@ -131,6 +131,14 @@ PlanTimeit plan_timeit(const Plan& plan, const std::vector<Tensor>& inputs, int6
     PlanTimeit result;
     // max |diff|: one eager and one frozen call from the same state.
     std::vector<Value> eager = call_results(calls.eager, plan, inputs);
+    result.has_native = static_cast<bool>(calls.set_native);
+    if (result.has_native) {   // native first, then the interpreted plan for the frozen column
+        snapshot.restore();
+        calls.set_native(true);
+        result.native_max_diff = max_difference(eager, call_results(calls.frozen, plan, inputs));
+        result.native = time_calls(calls.frozen, iterations, snapshot);
+        calls.set_native(false);
+    }
     snapshot.restore();
     std::vector<Value> frozen = call_results(calls.frozen, plan, inputs);
     result.max_diff = max_difference(eager, frozen);
@@ -143,6 +151,11 @@ PlanTimeit plan_timeit(const Plan& plan, const std::vector<Tensor>& inputs, int6
     result.frozen.peak_bytes = peak_of_one_call(calls, calls.frozen, snapshot, gpu_plan ? 0 : compiled->stats.buffer_bytes,
                                                 &result.frozen.gpu_peak_bytes);
     if (gpu_plan) result.frozen.gpu_peak_bytes += compiled->stats.buffer_bytes;   // its buffers, allocated once, on the GPU
+    if (result.has_native) {
+        calls.set_native(true);
+        result.native.peak_bytes = peak_of_one_call(calls, calls.frozen, snapshot, compiled->stats.buffer_bytes,
+                                                    &result.native.gpu_peak_bytes);
+    }
     snapshot.restore();
     return result;
 }

@@ -20,6 +20,9 @@ struct PlanTimeitCalls {
     PlanTimeitCall eager, frozen;
     std::function<void()> collect_garbage;               // frees what earlier calls left (Lua's GC)
     std::function<std::shared_ptr<Plan>()> latest_plan;   // the frozen function's plan now (a call may record anew)
+    // Null, or (a native plan) switches its native code on or off: the frozen column is then the
+    // interpreted plan, and a third column times the native one (plan_native.h).
+    std::function<void(bool on)> set_native;
 };
 
 struct PlanTiming {
@@ -29,10 +32,12 @@ struct PlanTiming {
 };
 
 struct PlanTimeit {
-    PlanTiming eager, frozen;
+    PlanTiming eager, frozen, native;
     // The largest |eager - frozen| over the returned tensors, the targets' gradients and the
     // captured tensors; infinite when they differ in number or size, or one is NaN.
     double max_diff = 0;
+    bool has_native = false;     // native was timed (calls.set_native given)
+    double native_max_diff = 0;  // the same, |eager - native|
 };
 
 // `plan`: the frozen function's latest plan; `inputs`: the tensor arguments of its last call,

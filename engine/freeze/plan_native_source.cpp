@@ -1,0 +1,363 @@
+// plan_native_source.cpp: freeze to native code, the generator — which steps of a compiled plan
+// native code runs, grouped into segments, and the C++ source of each segment (plan_native.h).
+//
+// The source is written for people as well as for the compiler: each step is a block commented
+// with the step as :plan lists it (its recorded node, op, values), the Lua file:line that made it
+// and that line's text. Elementwise math is each op's line of elementwise.def, stringised here
+// and evaluated per element with scalar_math.h's functions: the formulas exist once.
+//
+// [SECTION] what runs native   the ops, shapes and values a segment takes
+// [SECTION] emit               one step as C++: elementwise loops, fused loops, products, sums
+// [SECTION] generate           segments and the whole source
+#include "plan_native.h"
+#include "plan_internal.h"
+#include "source_cache.h"
+
+#include <cctype>
+#include <cinttypes>
+#include <cmath>
+#include <cstring>
+#include <unordered_map>
+
+namespace td {
+
+namespace {
+
+// ============================================================================================
+// [SECTION] what runs native
+
+// Each elementwise op's line of elementwise.def as text ("math::tanh(x)"), by op.
+struct ElementwiseLine {
+    OpId op;
+    int arity;
+    const char* expression;
+};
+const ElementwiseLine ELEMENTWISE_LINES[] = {
+#define ONE_INPUT(name, dtypes, expression) {OP_##name, 1, #expression},
+#define TWO_INPUTS(name, dtypes, expression) {OP_##name, 2, #expression},
+#define TWO_INPUTS_SPAN TWO_INPUTS
+#include "elementwise.def"
+#undef ONE_INPUT
+#undef TWO_INPUTS
+#undef TWO_INPUTS_SPAN
+};
+
+const ElementwiseLine* elementwise_line(OpId op) {
+    for (const ElementwiseLine& line : ELEMENTWISE_LINES)
+        if (line.op == op) return &line;
+    return nullptr;
+}
+
+// Products up to this many multiply-adds run as native loops; larger ones stay the BLAS kernel's
+// (bench/: the crossover on this machine class), and B^T is copied to the stack only this small.
+constexpr int64_t MM_NATIVE_MAX = 65536;
+constexpr int64_t MM_PACK_MAX = 16384;
+
+bool float_value(const Plan& plan, int v, DType dtype) {
+    const PlanValue& pv = plan.values[v];
+    return pv.dtype == dtype && pv.device == DEVICE_CPU;
+}
+
+// Whether value v broadcasts to `out` as an elementwise input (NumPy's rule, dims aligned right).
+bool broadcasts_to(const Shape& in, const Shape& out) {
+    if (in.ndim > out.ndim) return false;
+    for (int d = 0; d < in.ndim; ++d) {
+        int64_t a = in.dims[in.ndim - 1 - d], b = out.dims[out.ndim - 1 - d];
+        if (a != b && a != 1) return false;
+    }
+    return true;
+}
+
+bool mm_native_fits(const Plan& plan, const PlanStep& s) {
+    const Shape &a = plan.values[s.inputs[0]].shape, &b = plan.values[s.inputs[1]].shape;
+    const Shape& y = plan.values[s.outputs[0]].shape;
+    if (a.ndim != 2 || b.ndim != 2 || y.ndim != 2) return false;
+    const OpAttrs& at = plan_step_attrs(plan, s);
+    int64_t k = at.trans_a ? a.dims[0] : a.dims[1], n = y.dims[1];
+    return y.dims[0] * n * k <= MM_NATIVE_MAX && (!at.trans_b || k * n <= MM_PACK_MAX);
+}
+
+// Whether native code runs this step's op on these shapes.
+bool op_runs_native(const Plan& plan, const PlanStep& s) {
+    const Shape& out = plan.values[s.outputs[0]].shape;
+    if (s.kind == STEP_FUSED) return true;
+    if (s.op == OP_mm) return mm_native_fits(plan, s);
+    if (s.op == OP_sum || s.op == OP_mean) return plan_step_attrs(plan, s).all && s.inputs.size() == 1;
+    const ElementwiseLine* line = elementwise_line(s.op);
+    if (!line || static_cast<int>(s.inputs.size()) != line->arity) return false;
+    for (int v : s.inputs)
+        if (!broadcasts_to(plan.values[v].shape, out)) return false;
+    return true;
+}
+
+// Whether step k of a compiled CPU plan runs in a native segment: a kernel or fused step of one
+// float dtype throughout, writing one new value into a buffer of the plan or into new bytes.
+bool step_runs_native(const Plan& plan, size_t k) {
+    const PlanStep& s = plan.steps[k];
+    if (s.kind != STEP_KERNEL && s.kind != STEP_FUSED) return false;
+    if (s.into_grad >= 0 || s.outputs.size() != 1 || s.inputs.empty()) return false;
+    if (s.kind == STEP_KERNEL && (op_info(s.op).flags & (OPF_VIEW | OPF_INPLACE))) return false;
+    int out = s.outputs[0];
+    DType dtype = plan.values[out].dtype;
+    if (!dtype_is_float(dtype) || !float_value(plan, out, dtype)) return false;
+    if (plan.value_buffer[out] < 0 && !plan.value_per_call[out]) return false;
+    // An output that shares another value's bytes: only a product added into its buffer (Y += A B).
+    bool accumulates = s.kind == STEP_KERNEL && s.op == OP_mm && plan_step_attrs(plan, s).accumulate;
+    if (plan.values[out].alias_of >= 0 && !(accumulates && plan.value_buffer[out] >= 0)) return false;
+    for (int v : s.inputs)
+        if (!float_value(plan, v, dtype)) return false;
+    return op_runs_native(plan, s);
+}
+
+// ============================================================================================
+// [SECTION] emit
+
+std::string number_literal(double x) {
+    if (std::isnan(x)) return "std::numeric_limits<T>::quiet_NaN()";
+    if (std::isinf(x)) return x > 0 ? "std::numeric_limits<T>::infinity()" : "-std::numeric_limits<T>::infinity()";
+    char text[64];
+    snprintf(text, sizeof text, "T(%.17g)", x);
+    return text;
+}
+
+bool uses_word(const char* expression, const char* word) {
+    size_t n = strlen(word);
+    for (const char* p = strstr(expression, word); p; p = strstr(p + 1, word)) {
+        bool before = p == expression || !(isalnum(static_cast<unsigned char>(p[-1])) || p[-1] == '_' || p[-1] == ':');
+        bool after = !(isalnum(static_cast<unsigned char>(p[n])) || p[n] == '_');
+        if (before && after) return true;
+    }
+    return false;
+}
+
+// `result = T(<op's line>)` with x, y and the attributes it uses bound, as one C++ block.
+std::string emit_math(OpId op, const OpAttrs& attrs, const std::string& result, const std::string& x,
+                      const std::string& y) {
+    const ElementwiseLine* line = elementwise_line(op);
+    std::string s = "{ const T x = " + x + ";";
+    if (line->arity == 2) s += " const T y = " + y + ";";
+    if (uses_word(line->expression, "s")) s += " const T s = " + number_literal(attrs.scalar) + ";";
+    if (uses_word(line->expression, "lo")) s += " const T lo = " + number_literal(attrs.lo) + ";";
+    if (uses_word(line->expression, "hi")) s += " const T hi = " + number_literal(attrs.hi) + ";";
+    return s + " " + result + " = T(" + line->expression + "); }";
+}
+
+std::string var(int v) { return "v" + std::to_string(v); }
+std::string input_name(size_t j) { return "in" + std::to_string(j); }
+
+// How input `name` (of shape `in`) is read at flat index i of a result of shape `out`: in place,
+// its one element, a trailing row repeated, or by the broadcast strides.
+std::string element_of(const std::string& name, const Shape& in, const Shape& out) {
+    if (in == out) return name + "[i]";
+    if (in.numel() == 1) return name + "[0]";
+    int lead = out.ndim - in.ndim, first = 0;
+    while (first < in.ndim && in.dims[first] == 1) ++first;
+    bool trailing = true;   // in's dims, after leading 1s, are out's last ones: a row repeated
+    for (int d = first; d < in.ndim; ++d)
+        if (in.dims[d] != out.dims[lead + d]) trailing = false;
+    if (trailing) return name + "[i % " + std::to_string(in.numel()) + "]";
+    std::string index;
+    int64_t out_stride = 1, in_stride = 1;
+    for (int d = out.ndim - 1; d >= 0; --d) {
+        int in_d = d - lead;
+        int64_t size = in_d >= 0 ? in.dims[in_d] : 1;
+        if (size > 1) {
+            char term[96];
+            snprintf(term, sizeof term, "%s(i / %" PRId64 " %% %" PRId64 ") * %" PRId64, index.empty() ? "" : " + ", out_stride,
+                     out.dims[d], in_stride);
+            index += term;
+        }
+        in_stride *= size;
+        out_stride *= out.dims[d];
+    }
+    return name + "[" + (index.empty() ? "0" : index) + "]";
+}
+
+std::string loop_head(int64_t n) { return "    for (int64_t i = 0; i < " + std::to_string(n) + "; ++i) {\n"; }
+
+// A kernel's body reads its inputs as in0, in1, ... and writes `out`.
+std::string emit_elementwise(const Plan& plan, const PlanStep& s) {
+    const Shape& shape = plan.values[s.outputs[0]].shape;
+    auto in = [&](size_t j) { return element_of(input_name(j), plan.values[s.inputs[j]].shape, shape); };
+    return loop_head(shape.numel()) + "        " +
+           emit_math(s.op, plan_step_attrs(plan, s), "out[i]", in(0), s.inputs.size() > 1 ? in(1) : "") + "\n    }\n";
+}
+
+// A fused step: per element, each op of the chain in a register (r1, r2, ...), the last into the
+// result.
+std::string emit_fused(const Plan& plan, const PlanStep& s) {
+    int n_in = static_cast<int>(s.inputs.size());
+    int64_t n = plan.values[s.outputs[0]].shape.numel();
+    auto operand = [&](int k) -> std::string {
+        if (k >= n_in) return "r" + std::to_string(k - n_in + 1);
+        FusedInputMode mode = s.fused.input_mode(static_cast<size_t>(k));
+        std::string name = input_name(static_cast<size_t>(k));
+        if (mode == FUSED_FULL) return name + "[i]";
+        if (mode == FUSED_SCALAR) return name + "[0]";
+        return name + "[i % " + std::to_string(plan.values[s.inputs[k]].shape.numel()) + "]";
+    };
+    std::string code = loop_head(n);
+    for (size_t j = 0; j < s.fused.size(); ++j) {
+        const FusedOp& op = s.fused[j];
+        bool last = j + 1 == s.fused.size();
+        std::string result = last ? "out[i]" : "r" + std::to_string(j + 1);
+        if (!last) code += "        T " + result + ";\n";
+        int arity = elementwise_line(op.op)->arity;
+        code += "        " +
+                emit_math(op.op, plan.attrs[op.attrs], result, operand(op.operands[0]), arity > 1 ? operand(op.operands[1]) : "") +
+                "\n";
+    }
+    return code + "    }\n";
+}
+
+std::string emit_mm(const Plan& plan, const PlanStep& s) {
+    const OpAttrs& at = plan_step_attrs(plan, s);
+    const Shape &a = plan.values[s.inputs[0]].shape, &y = plan.values[s.outputs[0]].shape;
+    int64_t k = at.trans_a ? a.dims[0] : a.dims[1];
+    char call[256];
+    snprintf(call, sizeof call, "    native::mm<T, %" PRId64 ", %" PRId64 ", %" PRId64 ", %s, %s, %s>(in0, in1, out);\n", y.dims[0],
+             y.dims[1], k, at.trans_a ? "true" : "false", at.trans_b ? "true" : "false", at.accumulate ? "true" : "false");
+    return call;
+}
+
+std::string emit_sum(const Plan& plan, const PlanStep& s) {
+    int64_t n = plan.values[s.inputs[0]].shape.numel();
+    std::string sum = "native::sum_all<T, " + std::to_string(n) + ">(in0)";
+    if (s.op == OP_mean) sum += " / T(" + std::to_string(n) + ")";
+    return "    out[0] = " + sum + ";\n";
+}
+
+// The kernel of a step: a function of its inputs' and output's pointers, with its shapes and
+// attributes as constants. Steps with the same kernel text share one function.
+std::string emit_kernel_body(const Plan& plan, const PlanStep& s) {
+    const char* type = plan.values[s.outputs[0]].dtype == DTYPE_F64 ? "double" : "float";
+    std::string params;
+    for (size_t j = 0; j < s.inputs.size(); ++j) params += std::string("const ") + type + "* " + input_name(j) + ", ";
+    std::string code = s.kind == STEP_FUSED             ? emit_fused(plan, s)
+                       : s.op == OP_mm                  ? emit_mm(plan, s)
+                       : s.op == OP_sum || s.op == OP_mean ? emit_sum(plan, s)
+                                                        : emit_elementwise(plan, s);
+    return "(" + params + type + "* out) {\n    using T = " + type + ";\n" + code + "}\n";
+}
+
+// The step's comment (:plan's line, the Lua line and its text) and its kernel's call.
+std::string emit_step_call(const Plan& plan, size_t k, const std::string& kernel) {
+    const PlanStep& s = plan.steps[k];
+    std::string where = source_loc_str(s.where);
+    std::string text = s.where.file >= 0 ? source_line_text(source_file_name(s.where.file), s.where.line) : "";
+    size_t first = text.find_first_not_of(" \t");
+    text = first == std::string::npos ? "" : text.substr(first);
+    std::string args;
+    for (int v : s.inputs) args += var(v) + ", ";
+    return "    // step " + std::to_string(k + 1) + (s.phase == PHASE_BACKWARD ? " (backward): " : " (forward): ") +
+           plan_step_text(plan, s) + "\n    //   " + where + (text.empty() ? "" : ":  " + text) + "\n    " + kernel + "(" + args +
+           var(s.outputs[0]) + ");\n";
+}
+
+// The kernels of a plan's segments, each distinct one once, in order of first use.
+struct Kernels {
+    std::unordered_map<std::string, std::string> name_of_body;
+    std::string code;
+    std::string name_for(const Plan& plan, size_t k) {
+        std::string body = emit_kernel_body(plan, plan.steps[k]);
+        auto found = name_of_body.find(body);
+        if (found != name_of_body.end()) return found->second;
+        std::string name = "k" + std::to_string(name_of_body.size() + 1);
+        name_of_body.emplace(body, name);
+        code += "// " + name + ": as step " + std::to_string(k + 1) + " (" + op_info(plan.steps[k].op).name + ")\n" +
+                "static __attribute__((noinline)) void " + name + body + "\n";
+        return name;
+    }
+};
+
+// ============================================================================================
+// [SECTION] generate
+
+// The values a segment's steps read or write, each once, in order of first use; and those
+// among them that get new bytes each call.
+void segment_values(const Plan& plan, NativeSegment& seg) {
+    std::vector<char> seen(plan.values.size(), 0);
+    auto add = [&](int v) {
+        if (seen[static_cast<size_t>(v)]) return;
+        seen[static_cast<size_t>(v)] = 1;
+        seg.values.push_back(v);
+    };
+    for (size_t k = seg.begin; k < seg.end; ++k) {
+        const PlanStep& s = plan.steps[k];
+        for (int v : s.inputs) add(v);
+        for (int v : s.outputs) {
+            if (plan.value_per_call[v] && plan.values[v].alias_of < 0 && !seen[static_cast<size_t>(v)]) seg.fresh.push_back(v);
+            add(v);
+        }
+    }
+}
+
+std::string emit_segment(const Plan& plan, const NativeSegment& seg, Kernels& kernels) {
+    std::string code = "// segment " + seg.symbol + ": steps " + std::to_string(seg.begin + 1) + " to " +
+                       std::to_string(seg.end) + "\nextern \"C\" void " + seg.symbol + "(void* const* p) {\n";
+    for (size_t i = 0; i < seg.values.size(); ++i) {
+        int v = seg.values[i];
+        const PlanValue& pv = plan.values[v];
+        const char* type = pv.dtype == DTYPE_F64 ? "double" : "float";
+        code += std::string("    ") + type + "* const " + var(v) + " = static_cast<" + type + "*>(p[" + std::to_string(i) +
+                "]);   // " + plan_value_name(plan, v) + " " + pv.shape.str() + "\n";
+    }
+    for (size_t k = seg.begin; k < seg.end; ++k) code += emit_step_call(plan, k, kernels.name_for(plan, k));
+    return code + "}\n";
+}
+
+std::string source_header(const Plan& plan, const PlanNative& native) {
+    std::string h = "// " + plan.name + " (frozen at " + source_loc_str(plan.where) + "): " +
+                    std::to_string(native.native_steps) + " of " + std::to_string(plan.steps.size()) + " steps in " +
+                    std::to_string(native.segments.size()) + " native segment" + (native.segments.size() == 1 ? "" : "s") +
+                    "; the other steps run as the interpreted plan runs them.\n";
+    h += "// Compiled with the prelude: scalar_math.h (the math of elementwise.def's lines) and native_prelude.h.\n";
+    h += "// v<N> is plan value N; p[i] the pointer the plan passes for it.\n";
+    return h + "using namespace td;\n\n";
+}
+
+}  // namespace
+
+std::unique_ptr<PlanNative> plan_native_generate(const Plan& plan) {
+    auto native = std::make_unique<PlanNative>();
+    if (!plan.compiled) {
+        native->why_not = "the plan is not compiled";
+        return native;
+    }
+    if (plan.device != DEVICE_CPU) {
+        native->why_not = "the plan runs on " + std::string(device_name(plan.device)) + "; native code is made for CPU plans";
+        return native;
+    }
+    if (plan.steps.size() > MAX_NATIVE_STEPS) {
+        native->why_not = "the plan has " + std::to_string(plan.steps.size()) + " steps; native code is made for plans of up to " +
+                          std::to_string(MAX_NATIVE_STEPS) +
+                          " steps (one block of code per step: a long loop's unroll would take minutes to compile)";
+        return native;
+    }
+    for (size_t k = 0; k < plan.steps.size();) {
+        size_t end = k;
+        while (end < plan.steps.size() && step_runs_native(plan, end)) ++end;
+        if (end > k) {
+            NativeSegment seg;
+            seg.begin = k;
+            seg.end = end;
+            seg.symbol = "td_segment_" + std::to_string(native->segments.size() + 1);
+            segment_values(plan, seg);
+            native->native_steps += static_cast<int>(end - k);
+            native->segments.push_back(std::move(seg));
+        }
+        k = end > k ? end : k + 1;
+    }
+    if (native->segments.empty()) {
+        native->why_not = "no step of the plan is one native code runs (elementwise ops, fused loops, products up to " +
+                          std::to_string(MM_NATIVE_MAX) + " multiply-adds, sums of all elements)";
+        return native;
+    }
+    Kernels kernels;
+    std::string segments;
+    for (const NativeSegment& seg : native->segments) segments += emit_segment(plan, seg, kernels) + "\n";
+    native->source = source_header(plan, *native) + kernels.code + segments;
+    return native;
+}
+
+}  // namespace td
