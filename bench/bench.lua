@@ -343,17 +343,24 @@ local function run_workload(w, peer_columns, running, samples)
   args = args or {}
   local n = #args
   local function eager_step() return step(table.unpack(args, 1, n)) end
-  local function freeze() return torch.freeze{name = w.name, strict = true, step, table.unpack(args, 1, n)} end
+  local function freeze(native)
+    return torch.freeze{name = w.name, strict = true, native = native, step, table.unpack(args, 1, n)}
+  end
   local frozen_ok, frozen = pcall(freeze)
+  -- Native code (docs/freeze.md): the same plan compiled to C++; a plan that cannot be says why.
+  local native_ok, native = pcall(freeze, true)
+  if native_ok and not native:stats().native then native_ok, native = false, "no native code (the reason is on stderr)" end
   local function replay(f) return function() return f(table.unpack(args, 1, n)) end end
 
   local columns
   if w.cold_calls then
     columns = {cold_column(function() return eager_step end, w.cold_calls),
-               frozen_ok and cold_column(function() return replay(freeze()) end, w.cold_calls) or {failed = frozen}}
+               frozen_ok and cold_column(function() return replay(freeze()) end, w.cold_calls) or {failed = frozen},
+               native_ok and cold_column(function() return replay(freeze(true)) end, w.cold_calls) or {failed = native}}
   else
     columns = {local_column(eager_step, w.warmup, w.calls),
-               frozen_ok and local_column(replay(frozen), w.warmup, w.calls) or {failed = frozen}}
+               frozen_ok and local_column(replay(frozen), w.warmup, w.calls) or {failed = frozen},
+               native_ok and local_column(replay(native), w.warmup, w.calls) or {failed = native}}
   end
   local name, setups = w.name:upper(), {}   -- the peers' names are upper case (W9A for W9a)
   for _, column in ipairs(peer_columns) do
@@ -364,8 +371,9 @@ local function run_workload(w, peer_columns, running, samples)
   for peer_name in pairs(setups) do running[peer_name]:done(name) end
   local per = w.per_step or 1
   local function per_step(cell) return cell.failed and cell or {cell[1] / per, cell[2] / per} end
-  local result = {eager = per_step(t[1]), frozen = per_step(t[2]), peers = {}, frozen_fn = frozen_ok and frozen or nil}
-  for i, column in ipairs(peer_columns) do result.peers[column.label] = per_step(t[2 + i]) end
+  local result = {eager = per_step(t[1]), frozen = per_step(t[2]), native = per_step(t[3]), peers = {},
+                  frozen_fn = frozen_ok and frozen or nil, native_fn = native_ok and native or nil}
+  for i, column in ipairs(peer_columns) do result.peers[column.label] = per_step(t[3 + i]) end
   return result
 end
 
@@ -373,8 +381,9 @@ end
 -- Plain `tapedeck bench`: today's table
 
 local function plain_header(peer_columns)
-  local header = ("%-4s %-30s %18s %18s %8s %15s %14s %10s"):format("", "workload", "eager min/median",
-    "frozen min/median", "speedup", "targets e/f", "peak KiB e/f", "max|diff|")
+  local header = ("%-4s %-30s %18s %18s %8s %15s %14s %10s %18s %7s %9s %7s %10s"):format("", "workload",
+    "eager min/median", "frozen min/median", "speedup", "targets e/f", "peak KiB e/f", "max|diff|", "native min/median",
+    "nat/frz", "limit", "nat/lim", "nat|diff|")
   for _, column in ipairs(peer_columns) do header = header .. ("  %18s"):format(column.label) end
   return header
 end
@@ -382,6 +391,23 @@ end
 local function plain_cell(cell)
   if not cell or cell.failed then return ("%18s"):format("-") end
   return ("%8.2f /%8.2f"):format(cell[1], cell[2])
+end
+
+-- The machine's arithmetic limit: FLOP/s of one core on independent FMAs, measured once.
+local fma_peak
+
+-- The native columns of a row: native min/median, native against frozen, the limit (the plan's
+-- FLOPs at the FMA peak, µs per call or step) and native against it, native's max |diff| from eager.
+local function native_columns(w, r)
+  local per = w.per_step or 1
+  local limit = r.frozen_fn:stats().flops / fma_peak * 1e6 / per
+  local native = r.native
+  if not native or native.failed then
+    return (" %18s %7s %9.3f %7s %10s"):format("-", "-", limit, "-", "-")
+  end
+  local diff = r.native_fn:timeit(1).native_max_diff
+  return (" %8.2f /%8.2f %6.2fx %9.3f %6.1fx %10.2g"):format(native[1], native[2], native[1] / r.frozen[1], limit,
+    native[1] / limit, diff or 0)
 end
 
 -- One row of the plain table (and, for W9, the line on what its freeze cost).
@@ -394,6 +420,7 @@ local function print_plain_row(w, r, peer_columns)
     return
   end
   local report = r.frozen_fn:timeit(1)
+  local native_cells = native_columns(w, r)
   local eager, fr = r.eager, r.frozen
   local eager_target = w.eager_target
   local torch_eager = r.peers["PyTorch eager"]
@@ -402,7 +429,8 @@ local function print_plain_row(w, r, peer_columns)
   local function target(x) return x and ("%.1f"):format(x) or "-" end
   print(("%-4s %-30s %8.2f /%8.2f %8.2f /%8.2f %7.2fx %7s/%-5s%s %6.1f/%6.1f %10.2g"):format(w.name, w.title,
     eager[1], eager[2], fr[1], fr[2], eager[1] / fr[1], target(eager_target), target(w.frozen_target),
-    over and "!" or " ", report.eager_peak_bytes / 1024, report.frozen_peak_bytes / 1024, report.max_diff) .. peer_cells)
+    over and "!" or " ", report.eager_peak_bytes / 1024, report.frozen_peak_bytes / 1024, report.max_diff) ..
+    native_cells .. peer_cells)
   if w.per_step then
     local s = r.frozen_fn:stats()
     print(("    freeze: recorded run %.3f s, compile %.3f s = %.2f µs per recorded node (%d nodes, %d plan steps)"):format(
@@ -472,6 +500,9 @@ if peers_mode then
   report = dofile(bench_dir .. "peers_report.lua")
   report.begin(running, notes, samples)
 else
+  fma_peak = torch.fma_peak()
+  print(("FMA peak of one core: %.1f GFLOP/s (torch.fma_peak); limit = the plan's FLOPs at that peak, µs per call"):format(
+    fma_peak / 1e9))
   print(plain_header(peer_columns))
 end
 local results = {}

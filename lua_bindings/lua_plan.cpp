@@ -980,6 +980,7 @@ int frozen_stats(lua_State* L) {
         set_integer(L, "guards", f.cache.front().plan->guards.size());
         set_number(L, "record_seconds", s.record_seconds);
         set_number(L, "compile_seconds", s.compile_seconds);
+        set_number(L, "flops", plan_flops(compiled));
         tdlua::push_native_stats(L, compiled);
         const std::vector<tdlua::LuaValueGuard>& lua_values = f.cache.front().lua_values.list;
         lua_createtable(L, static_cast<int>(lua_values.size()), 0);   // "lr (an upvalue, step.lua:9)"

@@ -583,6 +583,10 @@ const Value& plan_captured_value(const PlanCaptured& captured);
 // The plan for people (:plan): passes, steps (fused groups, buffers), guards, memory. No timings
 // and no addresses, so it is the same text every run.
 std::string plan_describe(const Plan& plan);
+// The floating-point operations one call of the plan does: products (mm, bmm, conv2d, lstm) as 2
+// per multiply-add, any other step one per element (the bench's `limit` column divides this by
+// the machine's FMA peak).
+double plan_flops(const Plan& plan);
 // A byte count for people: "512 B", "1.5 KiB", "2.25 MiB" (plan_describe, the pass log).
 std::string plan_bytes_text(size_t bytes);
 

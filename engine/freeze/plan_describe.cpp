@@ -3,6 +3,7 @@
 #include "plan.h"
 #include "plan_internal.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace td {
@@ -240,5 +241,42 @@ std::string plan_describe(const Plan& plan) {
 }
 
 std::string plan_step_text(const Plan& plan, const PlanStep& s) { return step_what(plan, s); }
+
+namespace {
+
+// A kernel step's floating-point operations: products counted exactly (2 per multiply-add), any
+// other op one per element of its largest operand.
+double kernel_flops(const Plan& plan, const PlanStep& s) {
+    auto shape = [&](int v) -> const Shape& { return plan.values[v].shape; };
+    auto numel = [&](int v) { return static_cast<double>(shape(v).numel()); };
+    double out = s.outputs.empty() ? 0 : numel(s.outputs[0]);
+    const OpAttrs& at = plan_step_attrs(plan, s);
+    switch (s.op) {
+        case OP_mm: return 2 * out * static_cast<double>(shape(s.inputs[0]).dims[at.trans_a ? 0 : 1]);
+        case OP_bmm: return 2 * out * static_cast<double>(shape(s.inputs[0]).dims[at.trans_a ? 1 : 2]);
+        case OP_conv2d: return 2 * out * numel(s.inputs[1]) / static_cast<double>(shape(s.inputs[1]).dims[0]);
+        case OP_conv2d_backward_input: return 2 * numel(s.inputs[0]) * numel(s.inputs[1]) / static_cast<double>(shape(s.inputs[1]).dims[0]);
+        case OP_conv2d_backward_weight: return 2 * numel(s.inputs[0]) * out / static_cast<double>(shape(s.outputs[0]).dims[0]);
+        case OP_lstm: return 2 * numel(s.inputs[0]) * static_cast<double>(shape(s.inputs[1]).dims[1]);
+        case OP_lstm_backward: return 4 * out * static_cast<double>(shape(s.inputs[1]).dims[1]);
+        default: break;
+    }
+    if (op_info(s.op).flags & OPF_VIEW) return 0;
+    double largest = out;
+    for (int v : s.inputs) largest = std::max(largest, numel(v));
+    return largest;
+}
+
+}  // namespace
+
+double plan_flops(const Plan& plan) {
+    double flops = 0;
+    for (const PlanStep& s : plan.steps) {
+        if (s.kind == STEP_KERNEL) flops += kernel_flops(plan, s);
+        else if (s.kind == STEP_FUSED) flops += static_cast<double>(s.fused.size() * plan.values[s.outputs[0]].shape.numel());
+        else if (s.kind == STEP_GRAD_ACCUMULATE) flops += static_cast<double>(plan.values[s.inputs[0]].shape.numel());
+    }
+    return flops;
+}
 
 }  // namespace td

@@ -62,7 +62,7 @@ struct PlanNative {
 // The native program of a compiled plan: its segments and source. Never fails: a plan with no
 // step native code can run (a GPU plan, or one of only views and guards) gets no segment and
 // `why_not` says so. Steps of a plan over MAX_NATIVE_STEPS are not generated (why_not says so).
-constexpr size_t MAX_NATIVE_STEPS = 20000;
+constexpr size_t MAX_NATIVE_STEPS = 10000;
 std::unique_ptr<PlanNative> plan_native_generate(const Plan& plan);
 
 // Where native objects are cached and what compiles them. Empty fields: from the environment

@@ -16,6 +16,7 @@
 #include <cctype>
 #include <cinttypes>
 #include <cmath>
+#include <algorithm>
 #include <cstring>
 #include <unordered_map>
 
@@ -292,18 +293,46 @@ void segment_values(const Plan& plan, NativeSegment& seg) {
     }
 }
 
-std::string emit_segment(const Plan& plan, const NativeSegment& seg, Kernels& kernels) {
-    std::string code = "// segment " + seg.symbol + ": steps " + std::to_string(seg.begin + 1) + " to " +
-                       std::to_string(seg.end) + "\nextern \"C\" void " + seg.symbol + "(void* const* p) {\n";
-    for (size_t i = 0; i < seg.values.size(); ++i) {
-        int v = seg.values[i];
-        const PlanValue& pv = plan.values[v];
-        const char* type = pv.dtype == DTYPE_F64 ? "double" : "float";
-        code += std::string("    ") + type + "* const " + var(v) + " = static_cast<" + type + "*>(p[" + std::to_string(i) +
-                "]);   // " + plan_value_name(plan, v) + " " + pv.shape.str() + "\n";
+// Steps [begin, end) of a segment as a function of the segment's pointer table: each value it uses
+// named once (v<N>), then each step's call. `slot_of[v]`: v's index in the table.
+std::string emit_part(const Plan& plan, size_t begin, size_t end, const std::string& name,
+                      const std::unordered_map<int, size_t>& slot_of, Kernels& kernels) {
+    std::string declarations, calls;
+    std::unordered_map<int, bool> declared;
+    for (size_t k = begin; k < end; ++k) {
+        const PlanStep& s = plan.steps[k];
+        for (const ValueIds* ids : {&s.inputs, &s.outputs})
+            for (int v : *ids) {
+                if (declared[v]) continue;
+                declared[v] = true;
+                const PlanValue& pv = plan.values[v];
+                const char* type = pv.dtype == DTYPE_F64 ? "double" : "float";
+                declarations += std::string("    ") + type + "* const " + var(v) + " = static_cast<" + type + "*>(p[" +
+                                std::to_string(slot_of.at(v)) + "]);   // " + plan_value_name(plan, v) + " " + pv.shape.str() + "\n";
+            }
+        calls += emit_step_call(plan, k, kernels.name_for(plan, k));
     }
-    for (size_t k = seg.begin; k < seg.end; ++k) code += emit_step_call(plan, k, kernels.name_for(plan, k));
-    return code + "}\n";
+    return name + "(void* const* p) {\n" + declarations + calls + "}\n";
+}
+
+// A segment: its steps in parts of at most PART_STEPS (a compiler's time grows faster than a
+// function's length), then the exported function that runs the parts in order.
+constexpr size_t PART_STEPS = 256;
+std::string emit_segment(const Plan& plan, const NativeSegment& seg, Kernels& kernels) {
+    std::unordered_map<int, size_t> slot_of;
+    for (size_t i = 0; i < seg.values.size(); ++i) slot_of[seg.values[i]] = i;
+    std::string title = "// segment " + seg.symbol + ": steps " + std::to_string(seg.begin + 1) + " to " + std::to_string(seg.end);
+    if (seg.end - seg.begin <= PART_STEPS)
+        return title + "\nextern \"C\" void " + emit_part(plan, seg.begin, seg.end, seg.symbol, slot_of, kernels);
+    std::string code, calls;
+    for (size_t begin = seg.begin, part = 1; begin < seg.end; begin += PART_STEPS, ++part) {
+        size_t end = std::min(seg.end, begin + PART_STEPS);
+        std::string name = seg.symbol + "_part" + std::to_string(part);
+        code += title + ", part " + std::to_string(part) + ": steps " + std::to_string(begin + 1) + " to " + std::to_string(end) +
+                "\nstatic __attribute__((noinline)) void " + emit_part(plan, begin, end, name, slot_of, kernels) + "\n";
+        calls += "    " + name + "(p);\n";
+    }
+    return code + title + "\nextern \"C\" void " + seg.symbol + "(void* const* p) {\n" + calls + "}\n";
 }
 
 std::string source_header(const Plan& plan, const PlanNative& native) {
