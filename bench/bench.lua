@@ -349,6 +349,7 @@ local function run_workload(w, peer_columns, running, samples)
   local frozen_ok, frozen = pcall(freeze)
   -- Native code (docs/freeze.md): the same plan compiled to C++; a plan that cannot be says why.
   local native_ok, native = pcall(freeze, true)
+  if native_ok and n == 0 then native_ok, native = pcall(function() native() return native end) end   -- records now
   if native_ok and not native:stats().native then native_ok, native = false, "no native code (the reason is on stderr)" end
   local function replay(f) return function() return f(table.unpack(args, 1, n)) end end
 
@@ -403,10 +404,10 @@ local function native_columns(w, r)
   local limit = r.frozen_fn:stats().flops / fma_peak * 1e6 / per
   local native = r.native
   if not native or native.failed then
-    return (" %18s %7s %9.3f %7s %10s"):format("-", "-", limit, "-", "-")
+    return (" %18s %7s %9.3g %7s %10s"):format("-", "-", limit, "-", "-")
   end
   local diff = r.native_fn:timeit(1).native_max_diff
-  return (" %8.2f /%8.2f %6.2fx %9.3f %6.1fx %10.2g"):format(native[1], native[2], native[1] / r.frozen[1], limit,
+  return (" %8.2f /%8.2f %6.2fx %9.3g %6.1fx %10.2g"):format(native[1], native[2], native[1] / r.frozen[1], limit,
     native[1] / limit, diff or 0)
 end
 

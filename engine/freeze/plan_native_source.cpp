@@ -91,13 +91,47 @@ bool op_runs_native(const Plan& plan, const PlanStep& s) {
     return true;
 }
 
+// Whether a view of a contiguous value is contiguous too, whatever its bytes (the shapes and
+// attributes are the plan's): then its bytes are the input's, at the same address (a reshape, a
+// transpose of a [1,n] row). Other views (a transpose of a matrix, narrow, expand) end a segment.
+bool view_keeps_contiguous(const Plan& plan, const PlanStep& s) {
+    const Shape& in = plan.values[s.inputs[0]].shape;
+    const OpAttrs& at = plan_step_attrs(plan, s);
+    int order[MAX_DIMS];   // the input dim each output dim reads
+    for (int d = 0; d < in.ndim; ++d) order[d] = d;
+    switch (s.op) {
+        case OP_reshape: case OP_unsqueeze: case OP_squeeze: case OP_detach: return true;
+        case OP_transpose:
+            if (at.dim < 0 || at.dim2 < 0 || at.dim >= in.ndim || at.dim2 >= in.ndim) return false;
+            std::swap(order[at.dim], order[at.dim2]);
+            break;
+        case OP_permute:
+            if (at.shape.ndim != in.ndim) return false;
+            for (int d = 0; d < in.ndim; ++d) order[d] = static_cast<int>(at.shape.dims[d]);
+            break;
+        default: return false;
+    }
+    int last = -1;   // the dims longer than 1 keep their order
+    for (int d = 0; d < in.ndim; ++d) {
+        if (order[d] < 0 || order[d] >= in.ndim) return false;
+        if (in.dims[order[d]] == 1) continue;
+        if (order[d] < last) return false;
+        last = order[d];
+    }
+    return true;
+}
+
 // Whether step k of a compiled CPU plan runs in a native segment: a kernel or fused step of one
-// float dtype throughout, writing one new value into a buffer of the plan or into new bytes.
+// float dtype throughout, writing one new value into a buffer of the plan or into new bytes; or a
+// view that keeps a contiguous value contiguous (the plan binds it before the segment's code runs).
 bool step_runs_native(const Plan& plan, size_t k) {
     const PlanStep& s = plan.steps[k];
     if (s.kind != STEP_KERNEL && s.kind != STEP_FUSED) return false;
     if (s.into_grad >= 0 || s.outputs.size() != 1 || s.inputs.empty()) return false;
-    if (s.kind == STEP_KERNEL && (op_info(s.op).flags & (OPF_VIEW | OPF_INPLACE))) return false;
+    if (s.kind == STEP_KERNEL && (op_info(s.op).flags & OPF_INPLACE)) return false;
+    if (s.kind == STEP_KERNEL && (op_info(s.op).flags & OPF_VIEW))
+        return s.inputs.size() == 1 && float_value(plan, s.inputs[0], plan.values[s.outputs[0]].dtype) &&
+               !plan.value_per_call[s.outputs[0]] && view_keeps_contiguous(plan, s);
     int out = s.outputs[0];
     DType dtype = plan.values[out].dtype;
     if (!dtype_is_float(dtype) || !float_value(plan, out, dtype)) return false;
@@ -250,9 +284,10 @@ std::string emit_step_call(const Plan& plan, size_t k, const std::string& kernel
     text = first == std::string::npos ? "" : text.substr(first);
     std::string args;
     for (int v : s.inputs) args += var(v) + ", ";
+    std::string call = kernel.empty() ? "    // (a view: " + var(s.outputs[0]) + " is " + var(s.inputs[0]) + "'s bytes, bound by the plan)\n"
+                                      : "    " + kernel + "(" + args + var(s.outputs[0]) + ");\n";
     return "    // step " + std::to_string(k + 1) + (s.phase == PHASE_BACKWARD ? " (backward): " : " (forward): ") +
-           plan_step_text(plan, s) + "\n    //   " + where + (text.empty() ? "" : ":  " + text) + "\n    " + kernel + "(" + args +
-           var(s.outputs[0]) + ");\n";
+           plan_step_text(plan, s) + "\n    //   " + where + (text.empty() ? "" : ":  " + text) + "\n" + call;
 }
 
 // The kernels of a plan's segments, each distinct one once, in order of first use.
@@ -260,6 +295,7 @@ struct Kernels {
     std::unordered_map<std::string, std::string> name_of_body;
     std::string code;
     std::string name_for(const Plan& plan, size_t k) {
+        if (plan.steps[k].kind == STEP_KERNEL && (op_info(plan.steps[k].op).flags & OPF_VIEW)) return "";   // no code
         std::string body = emit_kernel_body(plan, plan.steps[k]);
         auto found = name_of_body.find(body);
         if (found != name_of_body.end()) return found->second;
@@ -285,6 +321,7 @@ void segment_values(const Plan& plan, NativeSegment& seg) {
     };
     for (size_t k = seg.begin; k < seg.end; ++k) {
         const PlanStep& s = plan.steps[k];
+        if (s.kind == STEP_KERNEL && (op_info(s.op).flags & OPF_VIEW)) seg.views.push_back(k);
         for (int v : s.inputs) add(v);
         for (int v : s.outputs) {
             if (plan.value_per_call[v] && plan.values[v].alias_of < 0 && !seen[static_cast<size_t>(v)]) seg.fresh.push_back(v);

@@ -616,6 +616,7 @@ struct PlanCall {
     // steps run one by one instead. Leaves k at the segment's last step.
     void run_native(PlanNative& native, NativeSegment& seg, size_t& k) {
         for (int v : seg.fresh) give_fresh_bytes(e.slot(v), DEVICE_CPU);
+        for (size_t j : seg.views) run_kernel(plan.steps[j], e.step_call(j));   // layouts only: no data is read
         void** pointers = e.native_pointers.data();
         for (size_t i = 0; i < seg.values.size(); ++i) {
             const Value& value = e.slot(seg.values[i]);
