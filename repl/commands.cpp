@@ -153,7 +153,7 @@ bool cmd_freeze(lua_State* L, const std::string& args) {
 
 bool cmd_plan(lua_State* L, const std::string& args) {
     size_t option = args.find("--");
-    if (option != std::string::npos) {   // :plan f --passes [PASS] [--view]
+    if (option != std::string::npos) {   // :plan f --passes [PASS] [--view], :plan f --source
         plan_passes_command(L, text_trim(args.substr(0, option)), args.substr(option));
         return true;
     }
@@ -175,7 +175,7 @@ const Command commands[] = {
     {"graph", "g", "[expr]", "the tape as a table (id, op, name, phase, inputs, shape, file:line); with expr, the graph of that tensor", cmd_graph},
     {"dot", nullptr, "[expr] file", "write the graph as .dot, or render .svg/.png/.pdf with Graphviz", cmd_dot},
     {"freeze", nullptr, "f = fn, args...", "f = torch.freeze(fn, args...): run fn once, recording it, and compile the plan", cmd_freeze},
-    {"plan", nullptr, "f [--passes]", "the frozen function's plan: passes, steps, fused groups, buffers, guards; --passes [PASS] [--view]: what each pass did", cmd_plan},
+    {"plan", nullptr, "f [--option]", "the frozen function's plan: passes, steps, fused groups, buffers, guards; --passes [PASS] [--view]: what each pass did; --source: its native code (C++)", cmd_plan},
     {"timeit", nullptr, "f [N]", "eager vs frozen on the same graph: µs per call, speedup, peak memory, max |diff|", cmd_timeit},
     {"break", "b", "SPEC", "set a breakpoint: [once] [fwd|bwd] op NAME | * | fn NAME | node N | FILE:LINE [if nan | max > 1e3 | Lua of t]", debugger_cmd_break},
     {"breaks", nullptr, "", "list the breakpoints", debugger_cmd_breaks},
@@ -281,11 +281,52 @@ bool command_timeit_measure(lua_State* L, const std::string& args, TimeitFigures
     f.max_diff = field("max_diff");
     f.eager_gpu_peak_bytes = field("eager_gpu_peak_bytes");
     f.frozen_gpu_peak_bytes = field("frozen_gpu_peak_bytes");
+    lua_getfield(L, -1, "native_min_us");   // present when the latest plan runs native code
+    f.has_native = lua_isnumber(L, -1);
+    lua_pop(L, 1);
+    if (f.has_native) {
+        f.native_min_us = field("native_min_us");
+        f.native_median_us = field("native_median_us");
+        f.native_peak_bytes = field("native_peak_bytes");
+        f.native_max_diff = field("native_max_diff");
+    }
     lua_pop(L, 1);
     return true;
 }
 
+namespace {
+
+// :timeit's lines when the plan runs native code: eager, frozen (interpreted) and native side by
+// side, each column's speed and max |diff| against eager.
+std::string timeit_text_native(const TimeitFigures& f) {
+    char line[256];
+    std::string text;
+    snprintf(line, sizeof line, "%s: %s calls each, on its last arguments\n", f.expression.c_str(), f.count.c_str());
+    text += line;
+    auto row = [&](const char* label, const char* format, double eager, double frozen, double native) {
+        char cells[3][32];
+        snprintf(cells[0], sizeof cells[0], format, eager);
+        snprintf(cells[1], sizeof cells[1], format, frozen);
+        snprintf(cells[2], sizeof cells[2], format, native);
+        snprintf(line, sizeof line, "  %-16s %12s %12s %12s\n", label, cells[0], cells[1], cells[2]);
+        text += line;
+    };
+    snprintf(line, sizeof line, "  %-16s %12s %12s %12s\n", "", "eager", "frozen", "native");
+    text += line;
+    row("µs per call, min", "%.2f", f.eager_min_us, f.frozen_min_us, f.native_min_us);
+    row("  median", "%.2f", f.eager_median_us, f.frozen_median_us, f.native_median_us);
+    auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
+    row("speedup (min)", "%.2fx", 1.0, ratio(f.eager_min_us, f.frozen_min_us), ratio(f.eager_min_us, f.native_min_us));
+    row("peak KiB", "%.1f", f.eager_peak_bytes / 1024, f.frozen_peak_bytes / 1024, f.native_peak_bytes / 1024);
+    row("max |diff|", "%g", 0.0, f.max_diff, f.native_max_diff);
+    text += "  (max |diff|: outputs, gradients, parameters, against eager; frozen is the interpreted plan)\n";
+    return text;
+}
+
+}  // namespace
+
 std::string command_timeit_text(const TimeitFigures& f) {
+    if (f.has_native) return timeit_text_native(f);
     char line[256];
     std::string text;
     snprintf(line, sizeof line, "%s: %s calls each, on its last arguments (µs per call, min / median)\n", f.expression.c_str(), f.count.c_str());

@@ -29,6 +29,8 @@ struct TimeitFigures {
     double eager_min_us = 0, eager_median_us = 0, frozen_min_us = 0, frozen_median_us = 0;
     double eager_peak_bytes = 0, frozen_peak_bytes = 0, eager_gpu_peak_bytes = 0, frozen_gpu_peak_bytes = 0;
     double speedup = 0, max_diff = 0;
+    bool has_native = false;         // the latest plan runs native code: a third column
+    double native_min_us = 0, native_median_us = 0, native_peak_bytes = 0, native_max_diff = 0;
 };
 // Measure `args` ("f [N]"); false, with the message printed, when it names no frozen function.
 bool command_timeit_measure(lua_State* L, const std::string& args, TimeitFigures& figures);

@@ -48,7 +48,8 @@ std::vector<Value> call_results(const PlanTimeitCall& call, const Plan& plan, co
     call(&values);
     for (const GradTarget& t : plan.grad_targets) {
         Node* node = t.kind == VALUE_INPUT ? inputs[t.index].node.get() : plan.captured[t.index].tensor.node.get();
-        if (node->outputs[t.output].grad.defined()) values.push_back(node->outputs[t.output].grad.value());
+        // a copy: the next call from the restored state writes into this same .grad tensor
+        if (node->outputs[t.output].grad.defined()) values.push_back(Snapshot::copy_of(node->outputs[t.output].grad.value()));
     }
     for (const PlanCaptured& c : plan.captured) {
         const Value& v = plan_captured_value(c);

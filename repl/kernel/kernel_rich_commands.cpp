@@ -125,24 +125,34 @@ void show_plan(lua_State* L, const std::string& args, RichCommandResult& result)
     lua_settop(L, top);
 }
 
-// :timeit as a table beside the terminal's lines.
+// :timeit as a table beside the terminal's lines; a native row when the plan runs native code.
 void show_timeit(lua_State* L, const std::string& args, RichCommandResult& result) {
     TimeitFigures f;
     if (!command_timeit_measure(L, args, f)) return;
-    char html[2048];
+    char html[2048], frozen_diff[48] = "";
+    if (f.has_native) snprintf(frozen_diff, sizeof frozen_diff, "<td>%g</td>", f.max_diff);
     snprintf(html, sizeof html,
              "<table><caption>%s: %s calls each, on its last arguments</caption>"
-             "<tr><th></th><th>min µs</th><th>median µs</th><th>peak KiB</th></tr>"
-             "<tr><th>eager</th><td>%.2f</td><td>%.2f</td><td>%.1f</td></tr>"
-             "<tr><th>frozen</th><td>%.2f</td><td>%.2f</td><td>%.1f</td></tr>"
-             "<tr><th>frozen / eager</th><td>%.2fx faster</td><td></td><td>%.2fx</td></tr></table>"
-             "<p>max |diff| %g (outputs, gradients, parameters)</p>",
-             f.expression.c_str(), f.count.c_str(), f.eager_min_us, f.eager_median_us, f.eager_peak_bytes / 1024,
-             f.frozen_min_us, f.frozen_median_us, f.frozen_peak_bytes / 1024, f.speedup,
-             f.eager_peak_bytes > 0 ? f.frozen_peak_bytes / f.eager_peak_bytes : 0.0, f.max_diff);
+             "<tr><th></th><th>min µs</th><th>median µs</th><th>peak KiB</th>%s</tr>"
+             "<tr><th>eager</th><td>%.2f</td><td>%.2f</td><td>%.1f</td>%s</tr>"
+             "<tr><th>frozen</th><td>%.2f</td><td>%.2f</td><td>%.1f</td>%s</tr>",
+             f.expression.c_str(), f.count.c_str(), f.has_native ? "<th>max |diff|</th>" : "", f.eager_min_us,
+             f.eager_median_us, f.eager_peak_bytes / 1024, f.has_native ? "<td>0</td>" : "", f.frozen_min_us,
+             f.frozen_median_us, f.frozen_peak_bytes / 1024, frozen_diff);
+    std::string table = html;
+    if (f.has_native) {
+        snprintf(html, sizeof html, "<tr><th>native</th><td>%.2f</td><td>%.2f</td><td>%.1f</td><td>%g</td></tr></table>"
+                 "<p>speedup (min): frozen %.2fx, native %.2fx; max |diff|: outputs, gradients, parameters, against eager</p>",
+                 f.native_min_us, f.native_median_us, f.native_peak_bytes / 1024, f.native_max_diff, f.speedup,
+                 f.native_min_us > 0 ? f.eager_min_us / f.native_min_us : 0.0);
+    } else {
+        snprintf(html, sizeof html, "<tr><th>frozen / eager</th><td>%.2fx faster</td><td></td><td>%.2fx</td></tr></table>"
+                 "<p>max |diff| %g (outputs, gradients, parameters)</p>",
+                 f.speedup, f.eager_peak_bytes > 0 ? f.frozen_peak_bytes / f.eager_peak_bytes : 0.0, f.max_diff);
+    }
     nlohmann::json data;
     data["text/plain"] = command_timeit_text(f);
-    data["text/html"] = html;
+    data["text/html"] = table + html;
     result.displays.push_back(data);
 }
 

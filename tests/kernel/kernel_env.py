@@ -33,6 +33,7 @@ def install_kernelspec(tapedeck):
     subprocess.run([tapedeck, "--install-kernel", "--prefix", prefix], check=True, capture_output=True)
     os.environ["JUPYTER_PATH"] = os.path.join(prefix, "share", "jupyter")
     os.environ["JUPYTER_RUNTIME_DIR"] = os.path.join(prefix, "runtime")
+    os.environ["XDG_CACHE_HOME"] = os.path.join(prefix, "cache")   # native plans: not the user's ~/.cache
     for variable in ("ASAN_OPTIONS", "UBSAN_OPTIONS"):
         if variable in os.environ:
             os.environ[variable] += ":log_path=" + os.path.join(prefix, "sanitizer")

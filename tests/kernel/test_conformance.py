@@ -66,6 +66,22 @@ if __name__ == "__main__":
                 self.assertIn("<table>", shown[0]["text/html"], command)
                 self.assertIn(words, shown[0]["text/html"], command)
 
+        def test_native_source_and_timeit(self):
+            """:plan f --source prints the native C++ in a cell; :timeit's table gains a native row."""
+            self.flush_channels()
+            self.execute_helper("g = torch.freeze{function(x) return (x * 2):tanh():sum() end, torch.randn(8), "
+                                "name = 'g', native = true}")
+            reply, outputs = self.execute_helper(":plan g --source")
+            printed = "".join(m["content"]["text"] for m in outputs
+                              if m["msg_type"] == "stream" and m["content"]["name"] == "stdout")
+            self.assertIn('extern "C" void td_segment_1', printed)
+            self.assertIn("math::tanh(x)", printed)   # elementwise.def's line, stringised
+            reply, outputs = self.execute_helper(":timeit g 20")
+            shown = [m["content"]["data"] for m in outputs if m["msg_type"] == "display_data"]
+            self.assertEqual(len(shown), 1)
+            self.assertIn("<th>native</th>", shown[0]["text/html"])
+            self.assertIn("native", shown[0]["text/plain"])
+
         def test_error_names_cell_and_line(self):
             self.flush_channels()
             reply, outputs = self.execute_helper("local a = 1\nlocal b = a + nil", stop_on_error=False)
