@@ -403,12 +403,12 @@ std::unique_ptr<PlanNative> plan_native_generate(const Plan& plan) {
     for (size_t k = 0; k < plan.steps.size();) {
         size_t end = k;
         while (end < plan.steps.size() && step_runs_native(plan, end)) ++end;
-        if (end > k) {
-            NativeSegment seg;
-            seg.begin = k;
-            seg.end = end;
+        NativeSegment seg;
+        seg.begin = k;
+        seg.end = end;
+        segment_values(plan, seg);
+        if (end - k > seg.views.size()) {   // a run of views alone has no code: the plan binds them as before
             seg.symbol = "td_segment_" + std::to_string(native->segments.size() + 1);
-            segment_values(plan, seg);
             native->native_steps += static_cast<int>(end - k);
             native->segments.push_back(std::move(seg));
         }
