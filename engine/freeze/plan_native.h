@@ -2,8 +2,8 @@
 // by the system's compiler into a shared object, cached, and loaded with dlopen.
 //
 // Native is a faster way to run the same plan, not another plan: the steps native code can run
-// (elementwise kernels and fused loops, small products, sums over all elements, and views that
-// keep a contiguous value contiguous, which the plan binds before the code runs) are grouped into
+// (elementwise kernels and fused loops, small products, also into a .grad, sums over all elements,
+// and views that keep a contiguous value contiguous, which the plan binds before the code runs) are grouped into
 // segments, runs of consecutive such steps, and each segment becomes one C++ function with the
 // shapes as constants and the plan's values as pointers. plan_run calls a segment's function where
 // it would have run its steps one by one; every other step (guards, .grad updates, views, in-place
@@ -34,6 +34,14 @@ struct NativeSegment {
     std::vector<int> values;
     std::vector<int> fresh;
     std::vector<size_t> views;                   // its view steps: the plan binds them before the call
+    struct GradWrite {
+        size_t step;                             // a product written into a .grad (PlanStep::into_grad)
+        bool exists;                             // whether that .grad exists then (the code adds into it)
+        bool first;                              // the segment's first write into that .grad
+    };
+    std::vector<GradWrite> grad_writes;          // the plan gives their bytes (and sets the .grad) before the call
+    std::vector<uint8_t> after_grad_writes;      // per value: its bytes are known only then (the writes'
+                                                 // outputs, the .grad values of their targets)
     std::string symbol;                          // the function's name in the object
     void (*run)(void* const* pointers) = nullptr;   // after loading
 };

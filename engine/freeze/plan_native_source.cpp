@@ -121,13 +121,39 @@ bool view_keeps_contiguous(const Plan& plan, const PlanStep& s) {
     return true;
 }
 
+// Before each step that writes into a .grad (PlanStep::into_grad): whether that .grad exists then,
+// as plan_file.cpp's check follows it: known at the start only from a GUARD_GRAD_STATE guard (the
+// call's inputs are checked against it), nil after a clear, set after any write. GRAD_UNKNOWN where
+// the plan cannot tell (the kernel then decides at run time, as interpreted).
+enum GradState : int8_t { GRAD_UNKNOWN = -1, GRAD_NIL = 0, GRAD_SET = 1 };
+std::vector<GradState> grad_states_before(const Plan& plan) {
+    std::vector<GradState> target(plan.grad_targets.size(), GRAD_UNKNOWN), before(plan.steps.size(), GRAD_UNKNOWN);
+    for (const PlanGuard& g : plan.guards)
+        if (g.kind == GUARD_GRAD_STATE) target[static_cast<size_t>(g.target)] = g.defined ? GRAD_SET : GRAD_NIL;
+    for (size_t k = 0; k < plan.steps.size(); ++k) {
+        const PlanStep& s = plan.steps[k];
+        if (s.kind == STEP_GRAD_CLEAR) target[static_cast<size_t>(s.target)] = GRAD_NIL;
+        if (s.kind == STEP_GRAD_ACCUMULATE) target[static_cast<size_t>(s.target)] = GRAD_SET;
+        if (s.kind == STEP_KERNEL && s.into_grad >= 0) {
+            before[k] = target[static_cast<size_t>(s.into_grad)];
+            target[static_cast<size_t>(s.into_grad)] = GRAD_SET;
+        }
+    }
+    return before;
+}
+
 // Whether step k of a compiled CPU plan runs in a native segment: a kernel or fused step of one
-// float dtype throughout, writing one new value into a buffer of the plan or into new bytes; or a
-// view that keeps a contiguous value contiguous (the plan binds it before the segment's code runs).
-bool step_runs_native(const Plan& plan, size_t k) {
+// float dtype throughout, writing one new value into a buffer of the plan or into new bytes; a
+// product written into a .grad whose existence the plan knows (the plan gives its bytes before the
+// segment's code runs); or a view that keeps a contiguous value contiguous (the plan binds it).
+bool step_runs_native(const Plan& plan, size_t k, const std::vector<GradState>& grads) {
     const PlanStep& s = plan.steps[k];
     if (s.kind != STEP_KERNEL && s.kind != STEP_FUSED) return false;
-    if (s.into_grad >= 0 || s.outputs.size() != 1 || s.inputs.empty()) return false;
+    if (s.outputs.size() != 1 || s.inputs.empty()) return false;
+    if (s.into_grad >= 0)
+        return s.op == OP_mm && grads[k] != GRAD_UNKNOWN && dtype_is_float(plan.values[s.outputs[0]].dtype) &&
+               float_value(plan, s.inputs[0], plan.values[s.outputs[0]].dtype) &&
+               float_value(plan, s.inputs[1], plan.values[s.outputs[0]].dtype) && mm_native_fits(plan, s);
     if (s.kind == STEP_KERNEL && (op_info(s.op).flags & OPF_INPLACE)) return false;
     if (s.kind == STEP_KERNEL && (op_info(s.op).flags & OPF_VIEW))
         return s.inputs.size() == 1 && float_value(plan, s.inputs[0], plan.values[s.outputs[0]].dtype) &&
@@ -245,13 +271,14 @@ std::string emit_fused(const Plan& plan, const PlanStep& s) {
     return code + "    }\n";
 }
 
-std::string emit_mm(const Plan& plan, const PlanStep& s) {
+// A product; `accumulate` also when it adds into an existing .grad.
+std::string emit_mm(const Plan& plan, const PlanStep& s, bool accumulate) {
     const OpAttrs& at = plan_step_attrs(plan, s);
     const Shape &a = plan.values[s.inputs[0]].shape, &y = plan.values[s.outputs[0]].shape;
     int64_t k = at.trans_a ? a.dims[0] : a.dims[1];
     char call[256];
     snprintf(call, sizeof call, "    native::mm<T, %" PRId64 ", %" PRId64 ", %" PRId64 ", %s, %s, %s>(in0, in1, out);\n", y.dims[0],
-             y.dims[1], k, at.trans_a ? "true" : "false", at.trans_b ? "true" : "false", at.accumulate ? "true" : "false");
+             y.dims[1], k, at.trans_a ? "true" : "false", at.trans_b ? "true" : "false", accumulate ? "true" : "false");
     return call;
 }
 
@@ -263,13 +290,14 @@ std::string emit_sum(const Plan& plan, const PlanStep& s) {
 }
 
 // The kernel of a step: a function of its inputs' and output's pointers, with its shapes and
-// attributes as constants. Steps with the same kernel text share one function.
-std::string emit_kernel_body(const Plan& plan, const PlanStep& s) {
+// attributes as constants. Steps with the same kernel text share one function. `grad`: whether the
+// .grad a step writes into exists then (the product adds into it).
+std::string emit_kernel_body(const Plan& plan, const PlanStep& s, GradState grad) {
     const char* type = plan.values[s.outputs[0]].dtype == DTYPE_F64 ? "double" : "float";
     std::string params;
     for (size_t j = 0; j < s.inputs.size(); ++j) params += std::string("const ") + type + "* " + input_name(j) + ", ";
     std::string code = s.kind == STEP_FUSED             ? emit_fused(plan, s)
-                       : s.op == OP_mm                  ? emit_mm(plan, s)
+                       : s.op == OP_mm                  ? emit_mm(plan, s, plan_step_attrs(plan, s).accumulate || grad == GRAD_SET)
                        : s.op == OP_sum || s.op == OP_mean ? emit_sum(plan, s)
                                                         : emit_elementwise(plan, s);
     return "(" + params + type + "* out) {\n    using T = " + type + ";\n" + code + "}\n";
@@ -292,11 +320,12 @@ std::string emit_step_call(const Plan& plan, size_t k, const std::string& kernel
 
 // The kernels of a plan's segments, each distinct one once, in order of first use.
 struct Kernels {
+    const std::vector<GradState>& grads;   // grad_states_before
     std::unordered_map<std::string, std::string> name_of_body;
     std::string code;
     std::string name_for(const Plan& plan, size_t k) {
         if (plan.steps[k].kind == STEP_KERNEL && (op_info(plan.steps[k].op).flags & OPF_VIEW)) return "";   // no code
-        std::string body = emit_kernel_body(plan, plan.steps[k]);
+        std::string body = emit_kernel_body(plan, plan.steps[k], grads[k]);
         auto found = name_of_body.find(body);
         if (found != name_of_body.end()) return found->second;
         std::string name = "k" + std::to_string(name_of_body.size() + 1);
@@ -310,9 +339,9 @@ struct Kernels {
 // ============================================================================================
 // [SECTION] generate
 
-// The values a segment's steps read or write, each once, in order of first use; and those
-// among them that get new bytes each call.
-void segment_values(const Plan& plan, NativeSegment& seg) {
+// The values a segment's steps read or write, each once, in order of first use; those among them
+// that get new bytes each call; its views and its writes into .grad tensors.
+void segment_values(const Plan& plan, NativeSegment& seg, const std::vector<GradState>& grads) {
     std::vector<char> seen(plan.values.size(), 0);
     auto add = [&](int v) {
         if (seen[static_cast<size_t>(v)]) return;
@@ -322,11 +351,26 @@ void segment_values(const Plan& plan, NativeSegment& seg) {
     for (size_t k = seg.begin; k < seg.end; ++k) {
         const PlanStep& s = plan.steps[k];
         if (s.kind == STEP_KERNEL && (op_info(s.op).flags & OPF_VIEW)) seg.views.push_back(k);
+        if (s.kind == STEP_KERNEL && s.into_grad >= 0) {
+            bool first = std::none_of(seg.grad_writes.begin(), seg.grad_writes.end(),
+                                      [&](const NativeSegment::GradWrite& w) { return plan.steps[w.step].into_grad == s.into_grad; });
+            seg.grad_writes.push_back({k, grads[k] == GRAD_SET, first});
+        }
         for (int v : s.inputs) add(v);
         for (int v : s.outputs) {
-            if (plan.value_per_call[v] && plan.values[v].alias_of < 0 && !seen[static_cast<size_t>(v)]) seg.fresh.push_back(v);
+            bool fresh = plan.value_per_call[v] && plan.values[v].alias_of < 0 && s.into_grad < 0;
+            if (fresh && !seen[static_cast<size_t>(v)]) seg.fresh.push_back(v);
             add(v);
         }
+    }
+    for (int v : seg.values) {
+        bool late = false;
+        for (const NativeSegment::GradWrite& w : seg.grad_writes) {
+            const PlanStep& s = plan.steps[w.step];
+            const PlanValue& pv = plan.values[v];
+            late = late || v == s.outputs[0] || (pv.kind == VALUE_GRAD && pv.index == s.into_grad);
+        }
+        seg.after_grad_writes.push_back(late);
     }
 }
 
@@ -400,13 +444,14 @@ std::unique_ptr<PlanNative> plan_native_generate(const Plan& plan) {
                           " steps (one block of code per step: a long loop's unroll would take minutes to compile)";
         return native;
     }
+    std::vector<GradState> grads = grad_states_before(plan);
     for (size_t k = 0; k < plan.steps.size();) {
         size_t end = k;
-        while (end < plan.steps.size() && step_runs_native(plan, end)) ++end;
+        while (end < plan.steps.size() && step_runs_native(plan, end, grads)) ++end;
         NativeSegment seg;
         seg.begin = k;
         seg.end = end;
-        segment_values(plan, seg);
+        segment_values(plan, seg, grads);
         if (end - k > seg.views.size()) {   // a run of views alone has no code: the plan binds them as before
             seg.symbol = "td_segment_" + std::to_string(native->segments.size() + 1);
             native->native_steps += static_cast<int>(end - k);
@@ -419,7 +464,7 @@ std::unique_ptr<PlanNative> plan_native_generate(const Plan& plan) {
                           std::to_string(MM_NATIVE_MAX) + " multiply-adds, sums of all elements)";
         return native;
     }
-    Kernels kernels;
+    Kernels kernels{grads, {}, {}};
     std::string segments;
     for (const NativeSegment& seg : native->segments) segments += emit_segment(plan, seg, kernels) + "\n";
     native->source = source_header(plan, *native) + kernels.code + segments;

@@ -611,27 +611,53 @@ struct PlanCall {
     }
 
     // A native segment (plan_native.h) starting at step k: its function on the values' bytes, the
-    // values a returned result needs given new bytes first, as run_kernel gives them. When a value
-    // it reads is strided or missing this call (an argument's view, a .grad that is nil), its
-    // steps run one by one instead. Leaves k at the segment's last step.
+    // values a returned result needs given new bytes first, as run_kernel gives them, its views
+    // bound, and the .grad tensors it writes given their bytes. When a value it reads is strided or
+    // missing this call (an argument's view, a .grad that is nil), or a .grad is not as the code
+    // expects, its steps run one by one instead. Leaves k at the segment's last step.
     void run_native(PlanNative& native, NativeSegment& seg, size_t& k) {
+        for (const NativeSegment::GradWrite& w : seg.grad_writes) {
+            const Tensor& grad = target(plan.steps[w.step].into_grad).grad;
+            if (w.first && (grad.defined() != w.exists || (w.exists && (grad.value().strided() || grad.value().offset != 0))))
+                return run_native_step_by_step(native, seg, k);
+        }
         for (int v : seg.fresh) give_fresh_bytes(e.slot(v), DEVICE_CPU);
         for (size_t j : seg.views) run_kernel(plan.steps[j], e.step_call(j));   // layouts only: no data is read
         void** pointers = e.native_pointers.data();
         for (size_t i = 0; i < seg.values.size(); ++i) {
             const Value& value = e.slot(seg.values[i]);
-            if (!value.storage || value.strided()) {
-                ++native.fallbacks;
-                run_steps(seg.begin, seg.end, k);
-                return;
-            }
+            if (seg.after_grad_writes[i]) continue;
+            if (!value.storage || value.strided()) return run_native_step_by_step(native, seg, k);
             pointers[i] = value.raw();
         }
+        for (const NativeSegment::GradWrite& w : seg.grad_writes) prepare_grad_write(plan.steps[w.step], e.step_call(w.step));
+        for (size_t i = 0; i < seg.values.size(); ++i)
+            if (seg.after_grad_writes[i]) pointers[i] = e.slot(seg.values[i]).raw();
         if (engine_wants_before_write())   // as exec_node: observers hear of a storage before it is written
             for (size_t j = seg.begin; j < seg.end; ++j) engine_notify_before_write(nullptr, e.slot(plan.steps[j].outputs[0]).storage.get());
         seg.run(pointers);
         ++native.segment_calls;
         k = seg.end - 1;
+    }
+
+    void run_native_step_by_step(PlanNative& native, const NativeSegment& seg, size_t& k) {
+        ++native.fallbacks;
+        run_steps(seg.begin, seg.end, k);
+    }
+
+    // A product native code writes into target s.into_grad's .grad: its bytes, as run_kernel gives
+    // them (the .grad's when it exists, else recycled or new bytes, made the .grad now).
+    void prepare_grad_write(const PlanStep& s, const StepCall& x) {
+        Output& grad_target = target(s.into_grad);
+        Value& out = *x.outputs[0];
+        if (grad_target.grad.defined()) {
+            out.storage = grad_target.grad.value().storage;
+            ++out.storage->version;
+        } else {
+            if (!take_recycled(s.into_grad, out)) give_fresh_bytes(out, DEVICE_CPU);
+            set_grad_after_write(s.into_grad, out, s);
+        }
+        bind_grad(s.into_grad);
     }
 
     void run_steps(size_t from, size_t to, size_t& k) {
