@@ -59,6 +59,16 @@ bool float_value(const Plan& plan, int v, DType dtype) {
     return pv.dtype == dtype && pv.device == DEVICE_CPU;
 }
 
+// The value a step writes: its output, or for an accumulation the .grad it adds into.
+int written_value(const Plan& plan, const PlanStep& s) {
+    return s.kind == STEP_GRAD_ACCUMULATE ? plan.grad_targets[static_cast<size_t>(s.target)].grad_value : s.outputs[0];
+}
+
+// The grad target whose .grad a step writes, or -1.
+int grad_target_written(const PlanStep& s) {
+    return s.kind == STEP_GRAD_ACCUMULATE ? s.target : s.kind == STEP_KERNEL ? s.into_grad : -1;
+}
+
 // Whether value v broadcasts to `out` as an elementwise input (NumPy's rule, dims aligned right).
 bool broadcasts_to(const Shape& in, const Shape& out) {
     if (in.ndim > out.ndim) return false;
@@ -133,7 +143,10 @@ std::vector<GradState> grad_states_before(const Plan& plan) {
     for (size_t k = 0; k < plan.steps.size(); ++k) {
         const PlanStep& s = plan.steps[k];
         if (s.kind == STEP_GRAD_CLEAR) target[static_cast<size_t>(s.target)] = GRAD_NIL;
-        if (s.kind == STEP_GRAD_ACCUMULATE) target[static_cast<size_t>(s.target)] = GRAD_SET;
+        if (s.kind == STEP_GRAD_ACCUMULATE) {
+            before[k] = target[static_cast<size_t>(s.target)];
+            target[static_cast<size_t>(s.target)] = GRAD_SET;
+        }
         if (s.kind == STEP_KERNEL && s.into_grad >= 0) {
             before[k] = target[static_cast<size_t>(s.into_grad)];
             target[static_cast<size_t>(s.into_grad)] = GRAD_SET;
@@ -148,6 +161,12 @@ std::vector<GradState> grad_states_before(const Plan& plan) {
 // segment's code runs); or a view that keeps a contiguous value contiguous (the plan binds it).
 bool step_runs_native(const Plan& plan, size_t k, const std::vector<GradState>& grads) {
     const PlanStep& s = plan.steps[k];
+    if (s.kind == STEP_GRAD_ACCUMULATE) {   // .grad += g, or a copy of g when there is none
+        int grad = plan.grad_targets[static_cast<size_t>(s.target)].grad_value;
+        DType dtype = plan.values[grad].dtype;
+        return grads[k] != GRAD_UNKNOWN && dtype_is_float(dtype) && float_value(plan, s.inputs[0], dtype) &&
+               plan.values[s.inputs[0]].shape.numel() == plan.values[grad].shape.numel();
+    }
     if (s.kind != STEP_KERNEL && s.kind != STEP_FUSED) return false;
     if (s.outputs.size() != 1 || s.inputs.empty()) return false;
     if (s.into_grad >= 0)
@@ -289,14 +308,21 @@ std::string emit_sum(const Plan& plan, const PlanStep& s) {
     return "    out[0] = " + sum + ";\n";
 }
 
+// .grad += g (add_'s math: x + y), or .grad = a copy of g when there was none.
+std::string emit_grad_accumulate(const Plan& plan, const PlanStep& s, GradState grad) {
+    return loop_head(plan.values[s.inputs[0]].shape.numel()) + (grad == GRAD_SET ? "        out[i] = out[i] + in0[i];\n" : "        out[i] = in0[i];\n") +
+           "    }\n";
+}
+
 // The kernel of a step: a function of its inputs' and output's pointers, with its shapes and
 // attributes as constants. Steps with the same kernel text share one function. `grad`: whether the
 // .grad a step writes into exists then (the product adds into it).
 std::string emit_kernel_body(const Plan& plan, const PlanStep& s, GradState grad) {
-    const char* type = plan.values[s.outputs[0]].dtype == DTYPE_F64 ? "double" : "float";
+    const char* type = plan.values[written_value(plan, s)].dtype == DTYPE_F64 ? "double" : "float";
     std::string params;
     for (size_t j = 0; j < s.inputs.size(); ++j) params += std::string("const ") + type + "* " + input_name(j) + ", ";
-    std::string code = s.kind == STEP_FUSED             ? emit_fused(plan, s)
+    std::string code = s.kind == STEP_GRAD_ACCUMULATE   ? emit_grad_accumulate(plan, s, grad)
+                       : s.kind == STEP_FUSED           ? emit_fused(plan, s)
                        : s.op == OP_mm                  ? emit_mm(plan, s, plan_step_attrs(plan, s).accumulate || grad == GRAD_SET)
                        : s.op == OP_sum || s.op == OP_mean ? emit_sum(plan, s)
                                                         : emit_elementwise(plan, s);
@@ -313,7 +339,7 @@ std::string emit_step_call(const Plan& plan, size_t k, const std::string& kernel
     std::string args;
     for (int v : s.inputs) args += var(v) + ", ";
     std::string call = kernel.empty() ? "    // (a view: " + var(s.outputs[0]) + " is " + var(s.inputs[0]) + "'s bytes, bound by the plan)\n"
-                                      : "    " + kernel + "(" + args + var(s.outputs[0]) + ");\n";
+                                      : "    " + kernel + "(" + args + var(written_value(plan, s)) + ");\n";
     return "    // step " + std::to_string(k + 1) + (s.phase == PHASE_BACKWARD ? " (backward): " : " (forward): ") +
            plan_step_text(plan, s) + "\n    //   " + where + (text.empty() ? "" : ":  " + text) + "\n" + call;
 }
@@ -351,12 +377,14 @@ void segment_values(const Plan& plan, NativeSegment& seg, const std::vector<Grad
     for (size_t k = seg.begin; k < seg.end; ++k) {
         const PlanStep& s = plan.steps[k];
         if (s.kind == STEP_KERNEL && (op_info(s.op).flags & OPF_VIEW)) seg.views.push_back(k);
-        if (s.kind == STEP_KERNEL && s.into_grad >= 0) {
+        int into = s.kind == STEP_GRAD_ACCUMULATE ? s.target : s.kind == STEP_KERNEL ? s.into_grad : -1;
+        if (into >= 0) {
             bool first = std::none_of(seg.grad_writes.begin(), seg.grad_writes.end(),
-                                      [&](const NativeSegment::GradWrite& w) { return plan.steps[w.step].into_grad == s.into_grad; });
+                                      [&](const NativeSegment::GradWrite& w) { return grad_target_written(plan.steps[w.step]) == into; });
             seg.grad_writes.push_back({k, grads[k] == GRAD_SET, first});
         }
         for (int v : s.inputs) add(v);
+        if (s.kind == STEP_GRAD_ACCUMULATE) add(written_value(plan, s));
         for (int v : s.outputs) {
             bool fresh = plan.value_per_call[v] && plan.values[v].alias_of < 0 && s.into_grad < 0;
             if (fresh && !seen[static_cast<size_t>(v)]) seg.fresh.push_back(v);
@@ -368,7 +396,7 @@ void segment_values(const Plan& plan, NativeSegment& seg, const std::vector<Grad
         for (const NativeSegment::GradWrite& w : seg.grad_writes) {
             const PlanStep& s = plan.steps[w.step];
             const PlanValue& pv = plan.values[v];
-            late = late || v == s.outputs[0] || (pv.kind == VALUE_GRAD && pv.index == s.into_grad);
+            late = late || v == written_value(plan, s) || (pv.kind == VALUE_GRAD && pv.index == grad_target_written(s));
         }
         seg.after_grad_writes.push_back(late);
     }
@@ -382,7 +410,10 @@ std::string emit_part(const Plan& plan, size_t begin, size_t end, const std::str
     std::unordered_map<int, bool> declared;
     for (size_t k = begin; k < end; ++k) {
         const PlanStep& s = plan.steps[k];
-        for (const ValueIds* ids : {&s.inputs, &s.outputs})
+        ValueIds used = s.inputs;
+        for (int v : s.outputs) used.push_back(v);
+        if (s.kind == STEP_GRAD_ACCUMULATE) used.push_back(written_value(plan, s));
+        for (const ValueIds* ids : {&used})
             for (int v : *ids) {
                 if (declared[v]) continue;
                 declared[v] = true;

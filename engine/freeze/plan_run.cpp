@@ -617,7 +617,7 @@ struct PlanCall {
     // expects, its steps run one by one instead. Leaves k at the segment's last step.
     void run_native(PlanNative& native, NativeSegment& seg, size_t& k) {
         for (const NativeSegment::GradWrite& w : seg.grad_writes) {
-            const Tensor& grad = target(plan.steps[w.step].into_grad).grad;
+            const Tensor& grad = target(grad_target_of(plan.steps[w.step])).grad;
             if (w.first && (grad.defined() != w.exists || (w.exists && (grad.value().strided() || grad.value().offset != 0))))
                 return run_native_step_by_step(native, seg, k);
         }
@@ -634,7 +634,11 @@ struct PlanCall {
         for (size_t i = 0; i < seg.values.size(); ++i)
             if (seg.after_grad_writes[i]) pointers[i] = e.slot(seg.values[i]).raw();
         if (engine_wants_before_write())   // as exec_node: observers hear of a storage before it is written
-            for (size_t j = seg.begin; j < seg.end; ++j) engine_notify_before_write(nullptr, e.slot(plan.steps[j].outputs[0]).storage.get());
+            for (size_t j = seg.begin; j < seg.end; ++j) {
+                const PlanStep& s = plan.steps[j];
+                int written = s.kind == STEP_GRAD_ACCUMULATE ? plan.grad_targets[s.target].grad_value : s.outputs[0];
+                engine_notify_before_write(nullptr, e.slot(written).storage.get());
+            }
         seg.run(pointers);
         ++native.segment_calls;
         k = seg.end - 1;
@@ -645,19 +649,28 @@ struct PlanCall {
         run_steps(seg.begin, seg.end, k);
     }
 
-    // A product native code writes into target s.into_grad's .grad: its bytes, as run_kernel gives
-    // them (the .grad's when it exists, else recycled or new bytes, made the .grad now).
+    static int grad_target_of(const PlanStep& s) { return s.kind == STEP_GRAD_ACCUMULATE ? s.target : s.into_grad; }
+
+    // A .grad native code writes (a product into it, or an accumulation): its bytes, as run_kernel
+    // and run_accumulate give them (the .grad's when it exists, else recycled or new bytes, made
+    // the .grad now).
     void prepare_grad_write(const PlanStep& s, const StepCall& x) {
-        Output& grad_target = target(s.into_grad);
-        Value& out = *x.outputs[0];
+        int t = grad_target_of(s);
+        Output& grad_target = target(t);
+        Value fresh;
+        Value& out = s.kind == STEP_GRAD_ACCUMULATE ? fresh : *x.outputs[0];
+        if (s.kind == STEP_GRAD_ACCUMULATE) {
+            fresh.shape = x.inputs[0]->shape;
+            fresh.dtype = x.inputs[0]->dtype;
+        }
         if (grad_target.grad.defined()) {
             out.storage = grad_target.grad.value().storage;
             ++out.storage->version;
         } else {
-            if (!take_recycled(s.into_grad, out)) give_fresh_bytes(out, DEVICE_CPU);
-            set_grad_after_write(s.into_grad, out, s);
+            if (!take_recycled(t, out)) give_fresh_bytes(out, DEVICE_CPU);
+            set_grad_after_write(t, out, s);
         }
-        bind_grad(s.into_grad);
+        bind_grad(t);
     }
 
     void run_steps(size_t from, size_t to, size_t& k) {
