@@ -138,6 +138,7 @@ struct PlanExec {
     // native_pointers the pointer table a segment's function is given (sized for the largest).
     std::vector<int> native_at;
     std::vector<void*> native_pointers;
+    std::vector<std::vector<Value*>> native_slots;   // per segment: the slot of each of its values
 
     PlanExec() = default;
     PlanExec(const PlanExec&) = delete;

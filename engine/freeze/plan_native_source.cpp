@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cstring>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace td {
 
@@ -290,11 +291,13 @@ std::string emit_fused(const Plan& plan, const PlanStep& s) {
     return code + "    }\n";
 }
 
-// A product; `accumulate` also when it adds into an existing .grad.
-std::string emit_mm(const Plan& plan, const PlanStep& s, bool accumulate) {
-    const OpAttrs& at = plan_step_attrs(plan, s);
+// A product; `accumulate` also when it adds into an existing .grad; `a_transposed`: A is read from
+// a transposed copy (emit_part).
+std::string emit_mm(const Plan& plan, const PlanStep& s, bool accumulate, bool a_transposed) {
+    OpAttrs at = plan_step_attrs(plan, s);
     const Shape &a = plan.values[s.inputs[0]].shape, &y = plan.values[s.outputs[0]].shape;
     int64_t k = at.trans_a ? a.dims[0] : a.dims[1];
+    at.trans_a = at.trans_a != a_transposed;
     char call[256];
     snprintf(call, sizeof call, "    native::mm<T, %" PRId64 ", %" PRId64 ", %" PRId64 ", %s, %s, %s>(in0, in1, out);\n", y.dims[0],
              y.dims[1], k, at.trans_a ? "true" : "false", at.trans_b ? "true" : "false", accumulate ? "true" : "false");
@@ -317,27 +320,28 @@ std::string emit_grad_accumulate(const Plan& plan, const PlanStep& s, GradState 
 // The kernel of a step: a function of its inputs' and output's pointers, with its shapes and
 // attributes as constants. Steps with the same kernel text share one function. `grad`: whether the
 // .grad a step writes into exists then (the product adds into it).
-std::string emit_kernel_body(const Plan& plan, const PlanStep& s, GradState grad) {
+std::string emit_kernel_body(const Plan& plan, const PlanStep& s, GradState grad, bool a_transposed) {
     const char* type = plan.values[written_value(plan, s)].dtype == DTYPE_F64 ? "double" : "float";
     std::string params;
     for (size_t j = 0; j < s.inputs.size(); ++j) params += std::string("const ") + type + "* " + input_name(j) + ", ";
     std::string code = s.kind == STEP_GRAD_ACCUMULATE   ? emit_grad_accumulate(plan, s, grad)
                        : s.kind == STEP_FUSED           ? emit_fused(plan, s)
-                       : s.op == OP_mm                  ? emit_mm(plan, s, plan_step_attrs(plan, s).accumulate || grad == GRAD_SET)
+                       : s.op == OP_mm                  ? emit_mm(plan, s, plan_step_attrs(plan, s).accumulate || grad == GRAD_SET, a_transposed)
                        : s.op == OP_sum || s.op == OP_mean ? emit_sum(plan, s)
                                                         : emit_elementwise(plan, s);
     return "(" + params + type + "* out) {\n    using T = " + type + ";\n" + code + "}\n";
 }
 
-// The step's comment (:plan's line, the Lua line and its text) and its kernel's call.
-std::string emit_step_call(const Plan& plan, size_t k, const std::string& kernel) {
+// The step's comment (:plan's line, the Lua line and its text) and its kernel's call; `a_copy`,
+// when given, is read in place of its first input (a transposed copy).
+std::string emit_step_call(const Plan& plan, size_t k, const std::string& kernel, const std::string& a_copy = "") {
     const PlanStep& s = plan.steps[k];
     std::string where = source_loc_str(s.where);
     std::string text = s.where.file >= 0 ? source_line_text(source_file_name(s.where.file), s.where.line) : "";
     size_t first = text.find_first_not_of(" \t");
     text = first == std::string::npos ? "" : text.substr(first);
     std::string args;
-    for (int v : s.inputs) args += var(v) + ", ";
+    for (size_t j = 0; j < s.inputs.size(); ++j) args += (j == 0 && !a_copy.empty() ? a_copy : var(s.inputs[j])) + ", ";
     std::string call = kernel.empty() ? "    // (a view: " + var(s.outputs[0]) + " is " + var(s.inputs[0]) + "'s bytes, bound by the plan)\n"
                                       : "    " + kernel + "(" + args + var(written_value(plan, s)) + ");\n";
     return "    // step " + std::to_string(k + 1) + (s.phase == PHASE_BACKWARD ? " (backward): " : " (forward): ") +
@@ -349,9 +353,9 @@ struct Kernels {
     const std::vector<GradState>& grads;   // grad_states_before
     std::unordered_map<std::string, std::string> name_of_body;
     std::string code;
-    std::string name_for(const Plan& plan, size_t k) {
+    std::string name_for(const Plan& plan, size_t k, bool a_transposed = false) {
         if (plan.steps[k].kind == STEP_KERNEL && (op_info(plan.steps[k].op).flags & OPF_VIEW)) return "";   // no code
-        std::string body = emit_kernel_body(plan, plan.steps[k], grads[k]);
+        std::string body = emit_kernel_body(plan, plan.steps[k], grads[k], a_transposed);
         auto found = name_of_body.find(body);
         if (found != name_of_body.end()) return found->second;
         std::string name = "k" + std::to_string(name_of_body.size() + 1);
@@ -402,29 +406,52 @@ void segment_values(const Plan& plan, NativeSegment& seg, const std::vector<Grad
     }
 }
 
+// A matrix-vector product Y [M,1] = A x whose A is read row by row (a dot product per row, each
+// ending in a sum across lanes) is several times slower than one reading A transposed (a row of
+// A^T scaled per element of x). A part whose products read the same A at least twice, an A made
+// before the segment (its bytes hold from the part's start until its last read there), copies
+// it transposed once at its start: an RNN cell's W_h, read by every step of the unroll.
+constexpr int64_t TRANSPOSED_COPY_MAX = 16384;   // elements, on the stack
+bool reads_a_transposed_copy(const Plan& plan, const PlanStep& s, const std::unordered_set<int>& made) {
+    if (s.kind != STEP_KERNEL || s.op != OP_mm || plan_step_attrs(plan, s).trans_a) return false;
+    const Shape &a = plan.values[s.inputs[0]].shape, &y = plan.values[s.outputs[0]].shape;
+    return y.dims[1] == 1 && y.dims[0] >= 8 && a.numel() <= TRANSPOSED_COPY_MAX && !made.count(s.inputs[0]);
+}
+
 // Steps [begin, end) of a segment as a function of the segment's pointer table: each value it uses
-// named once (v<N>), then each step's call. `slot_of[v]`: v's index in the table.
+// named once (v<N>), the transposed copies it reads, then each step's call. `slot_of[v]`: v's
+// index in the table; `made`: the values the segment's steps write.
 std::string emit_part(const Plan& plan, size_t begin, size_t end, const std::string& name,
-                      const std::unordered_map<int, size_t>& slot_of, Kernels& kernels) {
-    std::string declarations, calls;
+                      const std::unordered_map<int, size_t>& slot_of, const std::unordered_set<int>& made, Kernels& kernels) {
+    std::string declarations, copies, calls;
     std::unordered_map<int, bool> declared;
+    std::unordered_map<int, int> copy_reads;
+    for (size_t k = begin; k < end; ++k)
+        if (reads_a_transposed_copy(plan, plan.steps[k], made)) ++copy_reads[plan.steps[k].inputs[0]];
     for (size_t k = begin; k < end; ++k) {
         const PlanStep& s = plan.steps[k];
         ValueIds used = s.inputs;
         for (int v : s.outputs) used.push_back(v);
         if (s.kind == STEP_GRAD_ACCUMULATE) used.push_back(written_value(plan, s));
-        for (const ValueIds* ids : {&used})
-            for (int v : *ids) {
-                if (declared[v]) continue;
-                declared[v] = true;
-                const PlanValue& pv = plan.values[v];
-                const char* type = pv.dtype == DTYPE_F64 ? "double" : "float";
-                declarations += std::string("    ") + type + "* const " + var(v) + " = static_cast<" + type + "*>(p[" +
-                                std::to_string(slot_of.at(v)) + "]);   // " + plan_value_name(plan, v) + " " + pv.shape.str() + "\n";
-            }
-        calls += emit_step_call(plan, k, kernels.name_for(plan, k));
+        for (int v : used) {
+            if (declared[v]) continue;
+            declared[v] = true;
+            const PlanValue& pv = plan.values[v];
+            const char* type = pv.dtype == DTYPE_F64 ? "double" : "float";
+            declarations += std::string("    ") + type + "* const " + var(v) + " = static_cast<" + type + "*>(p[" +
+                            std::to_string(slot_of.at(v)) + "]);   // " + plan_value_name(plan, v) + " " + pv.shape.str() + "\n";
+            auto reads = copy_reads.find(v);
+            if (reads == copy_reads.end() || reads->second < 2) continue;
+            const Shape& shape = pv.shape;
+            copies += std::string("    ") + type + " t" + var(v) + "[" + std::to_string(shape.numel()) + "];   // " +
+                      plan_value_name(plan, v) + " transposed, for the " + std::to_string(reads->second) +
+                      " products below that read it\n    native::transpose<" + type + ", " + std::to_string(shape.dims[0]) + ", " +
+                      std::to_string(shape.dims[1]) + ">(" + var(v) + ", t" + var(v) + ");\n";
+        }
+        bool copy = reads_a_transposed_copy(plan, s, made) && copy_reads[s.inputs[0]] >= 2;
+        calls += emit_step_call(plan, k, kernels.name_for(plan, k, copy), copy ? "t" + var(s.inputs[0]) : "");
     }
-    return name + "(void* const* p) {\n" + declarations + calls + "}\n";
+    return name + "(void* const* p) {\n" + declarations + copies + calls + "}\n";
 }
 
 // A segment: its steps in parts of at most PART_STEPS (a compiler's time grows faster than a
@@ -433,15 +460,21 @@ constexpr size_t PART_STEPS = 256;
 std::string emit_segment(const Plan& plan, const NativeSegment& seg, Kernels& kernels) {
     std::unordered_map<int, size_t> slot_of;
     for (size_t i = 0; i < seg.values.size(); ++i) slot_of[seg.values[i]] = i;
+    std::unordered_set<int> made;
+    for (size_t k = seg.begin; k < seg.end; ++k) {
+        const PlanStep& s = plan.steps[k];
+        for (int v : s.outputs) made.insert(v);
+        if (s.kind == STEP_GRAD_ACCUMULATE) made.insert(written_value(plan, s));
+    }
     std::string title = "// segment " + seg.symbol + ": steps " + std::to_string(seg.begin + 1) + " to " + std::to_string(seg.end);
     if (seg.end - seg.begin <= PART_STEPS)
-        return title + "\nextern \"C\" void " + emit_part(plan, seg.begin, seg.end, seg.symbol, slot_of, kernels);
+        return title + "\nextern \"C\" void " + emit_part(plan, seg.begin, seg.end, seg.symbol, slot_of, made, kernels);
     std::string code, calls;
     for (size_t begin = seg.begin, part = 1; begin < seg.end; begin += PART_STEPS, ++part) {
         size_t end = std::min(seg.end, begin + PART_STEPS);
         std::string name = seg.symbol + "_part" + std::to_string(part);
         code += title + ", part " + std::to_string(part) + ": steps " + std::to_string(begin + 1) + " to " + std::to_string(end) +
-                "\nstatic __attribute__((noinline)) void " + emit_part(plan, begin, end, name, slot_of, kernels) + "\n";
+                "\nstatic __attribute__((noinline)) void " + emit_part(plan, begin, end, name, slot_of, made, kernels) + "\n";
         calls += "    " + name + "(p);\n";
     }
     return code + title + "\nextern \"C\" void " + seg.symbol + "(void* const* p) {\n" + calls + "}\n";

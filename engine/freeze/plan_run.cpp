@@ -109,6 +109,8 @@ void index_native_segments(const PlanNative& native, PlanExec& e) {
         const NativeSegment& seg = native.segments[i];
         if (seg.begin < e.native_at.size()) e.native_at[seg.begin] = static_cast<int>(i);
         pointers = std::max(pointers, seg.values.size());
+        e.native_slots.emplace_back();
+        for (int v : seg.values) e.native_slots.back().push_back(&e.slot(v));
     }
     e.native_pointers.assign(pointers, nullptr);
 }
@@ -615,7 +617,7 @@ struct PlanCall {
     // bound, and the .grad tensors it writes given their bytes. When a value it reads is strided or
     // missing this call (an argument's view, a .grad that is nil), or a .grad is not as the code
     // expects, its steps run one by one instead. Leaves k at the segment's last step.
-    void run_native(PlanNative& native, NativeSegment& seg, size_t& k) {
+    void run_native(PlanNative& native, NativeSegment& seg, const std::vector<Value*>& slots, size_t& k) {
         for (const NativeSegment::GradWrite& w : seg.grad_writes) {
             const Tensor& grad = target(grad_target_of(plan.steps[w.step])).grad;
             if (w.first && (grad.defined() != w.exists || (w.exists && (grad.value().strided() || grad.value().offset != 0))))
@@ -625,14 +627,14 @@ struct PlanCall {
         for (size_t j : seg.views) run_kernel(plan.steps[j], e.step_call(j));   // layouts only: no data is read
         void** pointers = e.native_pointers.data();
         for (size_t i = 0; i < seg.values.size(); ++i) {
-            const Value& value = e.slot(seg.values[i]);
+            const Value& value = *slots[i];
             if (seg.after_grad_writes[i]) continue;
             if (!value.storage || value.strided()) return run_native_step_by_step(native, seg, k);
-            pointers[i] = value.raw();
+            pointers[i] = value.offset == 0 ? value.storage->data : value.raw();   // (raw() looks up the dtype's size)
         }
         for (const NativeSegment::GradWrite& w : seg.grad_writes) prepare_grad_write(plan.steps[w.step], e.step_call(w.step));
         for (size_t i = 0; i < seg.values.size(); ++i)
-            if (seg.after_grad_writes[i]) pointers[i] = e.slot(seg.values[i]).raw();
+            if (seg.after_grad_writes[i]) pointers[i] = slots[i]->raw();
         if (engine_wants_before_write())   // as exec_node: observers hear of a storage before it is written
             for (size_t j = seg.begin; j < seg.end; ++j) {
                 const PlanStep& s = plan.steps[j];
@@ -879,7 +881,8 @@ PlanRunResult plan_run(Plan& plan_called, const std::vector<Tensor>& inputs, boo
                 return result;
             }
             if (!call.observed && !call.e.native_at.empty() && call.e.native_at[k] >= 0 && plan.native->enabled) {
-                call.run_native(*plan.native, plan.native->segments[static_cast<size_t>(call.e.native_at[k])], k);
+                size_t segment = static_cast<size_t>(call.e.native_at[k]);
+                call.run_native(*plan.native, plan.native->segments[segment], call.e.native_slots[segment], k);
                 continue;
             }
             if (!call.observed && !call.e.segment_at.empty() && call.e.segment_at[k] >= 0) {

@@ -71,7 +71,14 @@ template <class T, int M, int N, int K, bool TA, bool TB, bool ACC>
 inline void mm(const T* __restrict a, const T* __restrict b, T* __restrict y) {
     constexpr int A_I = TA ? 1 : K, A_K = TA ? M : 1;   // A(i,k) = a[i * A_I + k * A_K]
     constexpr int B_K = TB ? 1 : N, B_J = TB ? K : 1;   // B(k,j) = b[k * B_K + j * B_J]
-    if constexpr (N == 1 && TA && M >= 8) {
+    if constexpr (K == 1) {
+        // An outer product: Y(i,j) (+)= A(i,0) B(0,j), B's row contiguous whether stored [1,N] or [N,1].
+        for (int i = 0; i < M; ++i) {
+            const T ai = a[i * A_I];
+#pragma GCC unroll 1   // a short row unrolled whole is left scalar: keep the loop, which vectorises
+            for (int j = 0; j < N; ++j) y[i * N + j] = ACC ? std::fma(ai, b[j], y[i * N + j]) : ai * b[j];
+        }
+    } else if constexpr (N == 1 && TA && M >= 8) {
         // y is a column: as a row it is b^T A', A' = A as stored [K,M], rows contiguous.
         rows_axpy<T, 1, M, K, 0, B_K, ACC>(b, a, y);
     } else if constexpr (N < 8 && A_K == 1 && B_K == 1) {
@@ -89,6 +96,13 @@ inline void mm(const T* __restrict a, const T* __restrict b, T* __restrict y) {
             for (int j = 0; j < N; ++j) bk[k * N + j] = b[k * B_K + j * B_J];
         rows_axpy<T, M, N, K, A_I, A_K, ACC>(a, bk, y);
     }
+}
+
+// out [C,R] = in [R,C] transposed.
+template <class T, int R, int C>
+inline void transpose(const T* __restrict in, T* __restrict out) {
+    for (int r = 0; r < R; ++r)
+        for (int c = 0; c < C; ++c) out[c * R + r] = in[r * C + c];
 }
 
 // The sum of x's N elements (sum over every dim), in 8 running sums.
