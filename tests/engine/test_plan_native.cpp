@@ -29,6 +29,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <set>
 
@@ -365,4 +366,156 @@ TEST_CASE("native prelude: its products (each layout and branch) and sums give a
     for (size_t i = 0; i < x.size(); ++i) sum += x[i], dot += x[i] * x[x.size() - 1 - i];
     CHECK(std::fabs(td::native::sum_all<double, 37>(x.data()) - sum) < 1e-13);
     CHECK(std::fabs(td::native::dot<double, 37, 1, -1>(x.data(), x.data() + 36) - dot) < 1e-13);
+}
+
+// ============================================================================================
+// The cache
+
+namespace {
+
+// A small plan: sum(tanh(x * x + 1)) of an argument x [n], compiled from one recording per n (the
+// source names the recorded nodes: a recording made again is another source). Plans of another
+// n are other sources.
+std::unique_ptr<Plan> small_plan(int64_t n) {
+    static std::map<int64_t, std::shared_ptr<const Plan>> recordings;
+    std::shared_ptr<const Plan>& recorded = recordings[n];
+    if (!recorded) {
+        Tensor x = make_tensor(Shape{n}, ramp(n, 0.5, 0));
+        plan_record_begin("small", {x}, {"x"}, SourceLoc());
+        Tensor y = ops::reduce_all(OP_sum, ops::unary(OP_tanh, ops::add_scalar(ops::mul(x, x), 1)));
+        recorded = plan_record_end({y});
+    }
+    return plan_compile(recorded, PlanPasses{});
+}
+
+// The plan's result on x = ramp(n, 0.7, 1), checked against a plain loop.
+void check_small_plan_computes(Plan& plan, int64_t n) {
+    std::vector<double> x = ramp(n, 0.7, 1);
+    double want = 0;
+    for (double v : x) want += std::tanh(v * v + 1);
+    PlanRunResult result = plan_run(plan, {make_tensor(Shape{n}, x)});
+    REQUIRE(result.completed);
+    CHECK(std::fabs(item(result.outputs[0]) - want) <= 1e-14 * std::fabs(want));
+}
+
+std::string file_bytes(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// Replaces a file by `bytes` as a new file (a loaded object's pages stay those of the old one).
+void replace_file(const std::string& path, const std::string& bytes) {
+    unlink(path.c_str());
+    std::ofstream(path, std::ios::binary) << bytes;
+}
+
+std::string without_extension(const std::string& path) { return path.substr(0, path.rfind('.')); }
+
+// Builds a new small plan of n in `cache`: the build's result, the plan left in `plan`.
+NativeBuildResult build_small(std::unique_ptr<Plan>& plan, int64_t n, const NativeBuildOptions& options) {
+    plan = small_plan(n);
+    return plan_native_build(*plan, options);
+}
+
+}  // namespace
+
+TEST_CASE("native cache: a miss compiles into a private folder, a second build of the plan loads the checked object") {
+    CacheFolder cache;
+    std::unique_ptr<Plan> plan;
+    NativeBuildResult miss = build_small(plan, 9, cache.options());
+    if (no_compiler(miss)) {
+        WARN("no C++ compiler: " << miss.message);
+        return;
+    }
+    INFO(miss.message);
+    REQUIRE(miss.ok);
+    CHECK(miss.message.find("(compiled)") != std::string::npos);
+    CHECK_FALSE(plan->native->cache_hit);
+    CHECK(plan->native->compile_seconds > 0);
+    std::string object = plan->native->object_path, stem = without_extension(object);
+    CHECK(object.rfind(cache.dir + "/", 0) == 0);
+    for (const char* extension : {".so", ".check", ".cpp", ".log"}) CHECK(access((stem + extension).c_str(), R_OK) == 0);
+    check_small_plan_computes(*plan, 9);
+    CHECK(plan->native->segment_calls == 1);
+    double compile_seconds = plan->native->compile_seconds;
+
+    std::unique_ptr<Plan> again;
+    NativeBuildResult hit = build_small(again, 9, cache.options());
+    INFO(hit.message);
+    REQUIRE(hit.ok);
+    CHECK(hit.message.find("(cached object)") != std::string::npos);
+    CHECK(again->native->cache_hit);
+    CHECK(again->native->compile_seconds == 0);
+    CHECK(again->native->object_path == object);
+    check_small_plan_computes(*again, 9);
+    CHECK(again->native->segment_calls == 1);
+    WARN("native cache: compiled in " << compile_seconds * 1e3 << " ms, the cached object checked and loaded in "
+                                      << again->native->load_seconds * 1e3 << " ms");
+}
+
+TEST_CASE("native cache: a corrupt or truncated object, or one without its check file, is rebuilt, never loaded") {
+    CacheFolder cache;
+    std::unique_ptr<Plan> plan;
+    NativeBuildResult first = build_small(plan, 11, cache.options());
+    if (no_compiler(first)) {
+        WARN("no C++ compiler: " << first.message);
+        return;
+    }
+    REQUIRE(first.ok);
+    std::string object = plan->native->object_path, check = without_extension(object) + ".check";
+    std::string good = file_bytes(object);
+    plan.reset();   // unloads the object
+    std::string flipped = good;
+    flipped[flipped.size() / 2] = static_cast<char>(~flipped[flipped.size() / 2]);
+    struct Damage {
+        const char* what;
+        std::string object_bytes;
+        bool drop_check;
+        const char* said;
+    } damages[] = {
+        {"a byte flipped", flipped, false, "its size or hash did not match its check file"},
+        {"truncated", good.substr(0, good.size() / 3), false, "its size or hash did not match its check file"},
+        {"no check file", good, true, "it had no check file"},
+    };
+    for (const Damage& d : damages) {
+        INFO(d.what);
+        replace_file(object, d.object_bytes);
+        if (d.drop_check) unlink(check.c_str());
+        NativeBuildResult built = build_small(plan, 11, cache.options());
+        INFO(built.message);
+        REQUIRE(built.ok);
+        CHECK_FALSE(plan->native->cache_hit);
+        CHECK(built.message.find(std::string("the cached object was rebuilt: ") + d.said) != std::string::npos);
+        CHECK(file_bytes(object) == good);   // the compiler makes the same bytes again
+        check_small_plan_computes(*plan, 11);
+        CHECK(plan->native->segment_calls == 1);
+        plan.reset();
+    }
+}
+
+TEST_CASE("native cache: another plan's object and check file in a plan's place are rejected before loading and rebuilt") {
+    CacheFolder cache;
+    std::unique_ptr<Plan> plan, other;
+    NativeBuildResult first = build_small(plan, 5, cache.options());
+    if (no_compiler(first)) {
+        WARN("no C++ compiler: " << first.message);
+        return;
+    }
+    REQUIRE(first.ok);
+    REQUIRE(build_small(other, 7, cache.options()).ok);
+    std::string mine = without_extension(plan->native->object_path), theirs = without_extension(other->native->object_path);
+    REQUIRE(mine != theirs);
+    std::string their_object = file_bytes(theirs + ".so");
+    plan.reset();
+    other.reset();
+    replace_file(mine + ".so", their_object);
+    replace_file(mine + ".check", file_bytes(theirs + ".check"));
+    NativeBuildResult built = build_small(plan, 5, cache.options());
+    INFO(built.message);
+    REQUIRE(built.ok);
+    CHECK_FALSE(plan->native->cache_hit);
+    CHECK(built.message.find("the cached object was rebuilt: its check file is another object's") != std::string::npos);
+    CHECK(file_bytes(mine + ".so") != their_object);
+    check_small_plan_computes(*plan, 5);
+    CHECK(plan->native->segment_calls == 1);
 }
