@@ -438,6 +438,7 @@ TEST_CASE("native cache: a miss compiles into a private folder, a second build o
     check_small_plan_computes(*plan, 9);
     CHECK(plan->native->segment_calls == 1);
     double compile_seconds = plan->native->compile_seconds;
+    plan.reset();   // unloaded: the second build maps the file again (dlopen would hand back a loaded one)
 
     std::unique_ptr<Plan> again;
     NativeBuildResult hit = build_small(again, 9, cache.options());
@@ -518,4 +519,157 @@ TEST_CASE("native cache: another plan's object and check file in a plan's place 
     CHECK(file_bytes(mine + ".so") != their_object);
     check_small_plan_computes(*plan, 5);
     CHECK(plan->native->segment_calls == 1);
+}
+
+namespace {
+
+// Sets an environment variable for the life of the object, then puts back what was there.
+struct ScopedEnv {
+    std::string name;
+    bool had = false;
+    std::string old;
+    ScopedEnv(const char* n, const std::string& value) : name(n) {
+        if (const char* v = getenv(n)) had = true, old = v;
+        setenv(n, value.c_str(), 1);
+    }
+    ~ScopedEnv() {
+        if (had) setenv(name.c_str(), old.c_str(), 1);
+        else unsetenv(name.c_str());
+    }
+};
+
+// A build that fails leaves the plan interpreted, computing right.
+void check_stays_interpreted(Plan& plan, const NativeBuildResult& built, int64_t n) {
+    CHECK_FALSE(built.ok);
+    CHECK(plan.native == nullptr);
+    check_small_plan_computes(plan, n);
+}
+
+}  // namespace
+
+TEST_CASE("native build: a compiler that is not there, given or from TAPEDECK_CXX, is named; the plan stays interpreted") {
+    CacheFolder cache;
+    std::unique_ptr<Plan> plan;
+    NativeBuildResult given = build_small(plan, 6, NativeBuildOptions{"/nonexistent/c++", cache.dir});
+    INFO(given.message);
+    CHECK(given.message == "no C++ compiler at the compiler option=/nonexistent/c++ (not an executable file, nor one on PATH)");
+    check_stays_interpreted(*plan, given, 6);
+
+    ScopedEnv cxx("TAPEDECK_CXX", "/nonexistent/tapedeck-c++");
+    NativeBuildResult from_env = build_small(plan, 6, cache.options());
+    INFO(from_env.message);
+    CHECK(from_env.message.find("TAPEDECK_CXX=/nonexistent/tapedeck-c++") != std::string::npos);
+    check_stays_interpreted(*plan, from_env, 6);
+    ScopedEnv path("PATH", cache.dir);   // no compiler on it, none asked for
+    ScopedEnv unset_tapedeck("TAPEDECK_CXX", ""), unset_cxx("CXX", "");
+    NativeBuildResult none = build_small(plan, 6, cache.options());
+    CHECK(no_compiler(none));
+    check_stays_interpreted(*plan, none, 6);
+    CHECK(std::filesystem::is_empty(cache.dir));   // nothing written
+}
+
+TEST_CASE("native build: a compiler that fails puts its own messages in the result; the plan stays interpreted") {
+    CacheFolder cache, tools;
+    std::string fake = tools.dir + "/fake-c++";
+    std::ofstream(fake) << "#!/bin/sh\necho 'fake-c++: error: the plan does not compile' >&2\nexit 1\n";
+    chmod(fake.c_str(), 0755);
+    std::unique_ptr<Plan> plan;
+    NativeBuildResult built = build_small(plan, 6, NativeBuildOptions{fake, cache.dir});
+    INFO(built.message);
+    CHECK(built.message.rfind("the compiler failed (exit status 1) on " + cache.dir + "/", 0) == 0);
+    CHECK(built.message.find(":\nfake-c++: error: the plan does not compile") != std::string::npos);
+    check_stays_interpreted(*plan, built, 6);
+    for (const auto& entry : std::filesystem::directory_iterator(cache.dir)) {   // the source and the log, no object
+        std::string extension = entry.path().extension();
+        CHECK((extension == ".cpp" || extension == ".log"));
+    }
+}
+
+namespace {
+
+mode_t mode_of(const std::string& path) {
+    struct stat st;
+    REQUIRE(stat(path.c_str(), &st) == 0);
+    return st.st_mode & 07777;
+}
+
+// plan_native_build as user `uid` in a child process (root cannot be refused a folder's
+// permissions): the result's message, "ok: " before it when it succeeded.
+std::string build_as_user(Plan& plan, const NativeBuildOptions& options, uid_t uid) {
+    int pipe_ends[2];
+    REQUIRE(pipe(pipe_ends) == 0);
+    pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        close(pipe_ends[0]);
+        std::string said = "could not become the user";
+        if (setgid(uid) == 0 && setuid(uid) == 0) {
+            NativeBuildResult built = plan_native_build(plan, options);
+            said = (built.ok ? "ok: " : "") + built.message;
+        }
+        ssize_t written = write(pipe_ends[1], said.data(), said.size());
+        _exit(written == static_cast<ssize_t>(said.size()) ? 0 : 1);
+    }
+    close(pipe_ends[1]);
+    std::string said;
+    char chunk[512];
+    for (ssize_t n; (n = read(pipe_ends[0], chunk, sizeof chunk)) > 0;) said.append(chunk, static_cast<size_t>(n));
+    close(pipe_ends[0]);
+    int status = 0;
+    waitpid(child, &status, 0);
+    CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+    return said;
+}
+
+}  // namespace
+
+TEST_CASE("native cache folder: one open to others is made private; $XDG_CACHE_HOME's is made private") {
+    CacheFolder cache;
+    chmod(cache.dir.c_str(), 0777);
+    std::unique_ptr<Plan> plan;
+    NativeBuildResult built = build_small(plan, 4, cache.options());
+    if (no_compiler(built)) {   // (the folder is looked at once there is a compiler)
+        WARN("no C++ compiler: " << built.message);
+        return;
+    }
+    CHECK(mode_of(cache.dir) == 0700);
+    REQUIRE(built.ok);
+    ScopedEnv xdg("XDG_CACHE_HOME", cache.dir + "/xdg");
+    built = build_small(plan, 4, NativeBuildOptions{});
+    INFO(built.message);
+    REQUIRE(built.ok);
+    CHECK(plan->native->object_path.rfind(cache.dir + "/xdg/tapedeck/native/", 0) == 0);
+    CHECK(mode_of(cache.dir + "/xdg/tapedeck") == 0700);
+    CHECK(mode_of(cache.dir + "/xdg/tapedeck/native") == 0700);
+    check_small_plan_computes(*plan, 4);
+}
+
+TEST_CASE("native cache folder: another user's, or one the user cannot write, is refused by name; the plan stays interpreted") {
+    CacheFolder cache;
+    std::unique_ptr<Plan> plan = small_plan(4);
+    std::string foreign = "/";   // root's: another user's unless the test runs as root
+    if (geteuid() == 0) {
+        REQUIRE(chown(cache.dir.c_str(), 65534, 65534) == 0);
+        foreign = cache.dir;
+    }
+    NativeBuildResult built = plan_native_build(*plan, NativeBuildOptions{"", foreign});
+    if (no_compiler(built)) {   // (the folder is looked at once there is a compiler)
+        WARN("no C++ compiler: " << built.message);
+        return;
+    }
+    INFO(built.message);
+    CHECK(built.message == "the cache folder " + foreign + " belongs to another user");
+    check_stays_interpreted(*plan, built, 4);
+
+    chmod(cache.dir.c_str(), 0500);
+    std::string said;
+    if (geteuid() == 0) {
+        said = build_as_user(*plan, cache.options(), 65534);   // the folder is that user's
+    } else {
+        built = plan_native_build(*plan, cache.options());
+        said = (built.ok ? "ok: " : "") + built.message;
+    }
+    CHECK(said == "the cache folder " + cache.dir + " is not writable");
+    CHECK(plan->native == nullptr);
+    check_small_plan_computes(*plan, 4);
 }
