@@ -179,9 +179,9 @@ Tensor run_row(const RowPart& part, const std::vector<Tensor>& inputs, std::vect
     for (int i = 0; i < y.node->outputs.size(); ++i) outputs.emplace_back(y.node.get(), i);
     if (!y.requires_grad()) return Tensor();
     Tensor r = make_tensor(y.shape(), ramp(y.numel(), 1, static_cast<double>(part.first_output)), y.dtype());
-    // A view's elements are read through a contiguous copy: a native segment given a strided
-    // value runs its steps one by one (plan_native.h), which the test counts as a fallback.
-    Tensor term = ops::reduce_all(OP_sum, ops::mul(ops::contiguous(y), r));
+    // (A view's y * r: native code must leave a step that reads a strided view to the kernels,
+    // or its segment would fall back to the interpreted steps every call.)
+    Tensor term = ops::reduce_all(OP_sum, ops::mul(y, r));
     return term.dtype() == DTYPE_F64 ? term : ops::to(term, DTYPE_F64);
 }
 
