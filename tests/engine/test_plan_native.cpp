@@ -547,7 +547,7 @@ void check_stays_interpreted(Plan& plan, const NativeBuildResult& built, int64_t
 
 }  // namespace
 
-TEST_CASE("native build: a compiler that is not there, given or from TAPEDECK_CXX, is named; the plan stays interpreted") {
+TEST_CASE("native build: a compiler that is not there, given or from TAPEDECK_CXX, is named and the plan stays interpreted") {
     CacheFolder cache;
     std::unique_ptr<Plan> plan;
     NativeBuildResult given = build_small(plan, 6, NativeBuildOptions{"/nonexistent/c++", cache.dir});
@@ -568,7 +568,7 @@ TEST_CASE("native build: a compiler that is not there, given or from TAPEDECK_CX
     CHECK(std::filesystem::is_empty(cache.dir));   // nothing written
 }
 
-TEST_CASE("native build: a compiler that fails puts its own messages in the result; the plan stays interpreted") {
+TEST_CASE("native build: a compiler that fails puts its own messages in the result and the plan stays interpreted") {
     CacheFolder cache, tools;
     std::string fake = tools.dir + "/fake-c++";
     std::ofstream(fake) << "#!/bin/sh\necho 'fake-c++: error: the plan does not compile' >&2\nexit 1\n";
@@ -623,7 +623,7 @@ std::string build_as_user(Plan& plan, const NativeBuildOptions& options, uid_t u
 
 }  // namespace
 
-TEST_CASE("native cache folder: one open to others is made private; $XDG_CACHE_HOME's is made private") {
+TEST_CASE("native cache folder: one open to others is made private, as is the one under XDG_CACHE_HOME") {
     CacheFolder cache;
     chmod(cache.dir.c_str(), 0777);
     std::unique_ptr<Plan> plan;
@@ -644,7 +644,7 @@ TEST_CASE("native cache folder: one open to others is made private; $XDG_CACHE_H
     check_small_plan_computes(*plan, 4);
 }
 
-TEST_CASE("native cache folder: another user's, or one the user cannot write, is refused by name; the plan stays interpreted") {
+TEST_CASE("native cache folder: another user's, or one the user cannot write, is refused by name and the plan stays interpreted") {
     CacheFolder cache;
     std::unique_ptr<Plan> plan = small_plan(4);
     std::string foreign = "/";   // root's: another user's unless the test runs as root
