@@ -7,7 +7,8 @@ local tapedeck = arg[-1]
 
 local script = os.tmpname()
 local stderr_file = os.tmpname()
-local cache = os.tmpname() .. "_cache"   -- not made: with no compiler, the cache is never looked at
+local cache_base = os.tmpname()
+local cache = cache_base .. "_cache"   -- not made: with no compiler, the cache is never looked at
 local file = assert(io.open(script, "w"))
 file:write([[
 local w = torch.tensor({{0.5, -1, 0.25}, {2, 0.75, -0.5}})
@@ -39,6 +40,7 @@ local err = err_file:read("a")
 err_file:close()
 os.remove(script)
 os.remove(stderr_file)
+os.remove(cache_base)
 
 local reason = "no C++ compiler at TAPEDECK_CXX=/nonexistent/c++ (not an executable file, nor one on PATH)"
 check.equal(ok, true, "the script runs:\n" .. out .. err)
