@@ -30,7 +30,6 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <random>
 #include <set>
 
 #include "native/native_prelude.h"   // compiled here as well, so the build checks it
@@ -328,7 +327,6 @@ TEST_CASE("native: every op-table row through a native plan gives the interprete
                      << " of " << rows.plan->steps.size() << " steps native; compiled in " << native.compile_seconds
                      << " s; worst relative difference float32 " << worst[0] << ", float64 " << worst[1]);
 }
-
 
 // ============================================================================================
 // The prelude's products and sums against plain loops
