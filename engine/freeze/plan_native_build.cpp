@@ -3,10 +3,10 @@
 //
 // The cache: $XDG_CACHE_HOME/tapedeck/native (or ~/.cache/tapedeck/native), mode 0700 and owned
 // by the user, else refused. An object is named by a hash of the whole source, the compiler (its
-// path, size and time) and the flags; beside it, <key>.check records its size and a hash of its
-// bytes, written after the object. A cached object is loaded only when its bytes match the check;
-// otherwise it is rebuilt. The source (<key>.cpp) and the compiler's messages (<key>.log) stay
-// there for people to read.
+// path, size and time) and the flags; beside it, <key>.check records the key, its size and a hash
+// of its bytes, written after the object. A cached object is loaded only when its check file is
+// its own and its bytes match it; otherwise it is rebuilt. The source (<key>.cpp) and the
+// compiler's messages (<key>.log) stay there for people to read.
 //
 // [SECTION] compiler and cache   finding them, hashes
 // [SECTION] compile              running the compiler with a time limit
@@ -240,19 +240,26 @@ bool compile_object(const std::string& compiler, const std::string& dir, const s
 // ============================================================================================
 // [SECTION] build
 
-std::string check_text(const std::string& object_bytes) {
-    return "tapedeck native object\nsize " + std::to_string(object_bytes.size()) + "\nfnv1a " + hex(fnv1a(object_bytes)) + "\n";
+// The check file of the object cached under `key`: the key (another object's check file, put in
+// its place with it, does not match), the object's size and the hash of its bytes.
+std::string check_text(const std::string& key, const std::string& object_bytes) {
+    return "tapedeck native object " + key + "\nsize " + std::to_string(object_bytes.size()) + "\nfnv1a " +
+           hex(fnv1a(object_bytes)) + "\n";
 }
 
-// Whether the cached object matches its check file (written after it): its size and hash.
-// `why` says what did not match when the object is there.
-bool cached_object_holds(const std::string& object, const std::string& check, std::string& why) {
+// Whether the object cached under `key` matches its check file (written after it): the key, its
+// size and hash, before anything loads it. `why` says what did not match when the object is there.
+bool cached_object_holds(const std::string& key, const std::string& object, const std::string& check, std::string& why) {
     if (access(object.c_str(), F_OK) != 0) return false;
     try {
         std::string bytes = file_read_bytes(object, "native", size_t(1) << 30);
         std::string recorded = access(check.c_str(), F_OK) == 0 ? file_read_bytes(check, "native", 4096) : "";
-        if (recorded == check_text(bytes)) return true;
-        why = recorded.empty() ? "it had no check file" : "its size or hash did not match its check file";
+        std::string expected = check_text(key, bytes);
+        if (recorded == expected) return true;
+        bool same_key = recorded.substr(0, recorded.find('\n')) == expected.substr(0, expected.find('\n'));
+        why = recorded.empty() ? "it had no check file"
+              : !same_key      ? "its check file is another object's"
+                               : "its size or hash did not match its check file";
     } catch (const std::exception& error) {
         why = error.what();
     }
@@ -312,7 +319,7 @@ NativeBuildResult plan_native_build(Plan& plan, const NativeBuildOptions& option
     std::string check = dir + "/" + key + ".check";
     auto start = std::chrono::steady_clock::now();
     std::string stale;
-    native->cache_hit = cached_object_holds(native->object_path, check, stale);
+    native->cache_hit = cached_object_holds(key, native->object_path, check, stale);
     if (!native->cache_hit) {
         unlink(check.c_str());
         if (!compile_object(native->compiler, dir, key, source, why)) {
@@ -321,7 +328,7 @@ NativeBuildResult plan_native_build(Plan& plan, const NativeBuildOptions& option
         }
         native->compile_seconds = plan_seconds_since(start);
         try {
-            file_write_whole(check, check_text(file_read_bytes(native->object_path, "native", size_t(1) << 30)), "native");
+            file_write_whole(check, check_text(key, file_read_bytes(native->object_path, "native", size_t(1) << 30)), "native");
         } catch (const std::exception& error) {
             result.message = error.what();
             return result;

@@ -156,12 +156,38 @@ std::vector<GradState> grad_states_before(const Plan& plan) {
     return before;
 }
 
+// For each value, the step that makes it (-1: an argument, a captured tensor, a constant).
+std::vector<int> steps_making_values(const Plan& plan) {
+    std::vector<int> made_by(plan.values.size(), -1);
+    for (size_t k = 0; k < plan.steps.size(); ++k)
+        for (int v : plan.steps[k].outputs) made_by[static_cast<size_t>(v)] = static_cast<int>(k);
+    return made_by;
+}
+
+// Whether value v is, every call, a view whose elements are not in row-major order: made by a
+// view that does not keep a contiguous value contiguous (a transpose of a matrix, narrow,
+// expand), or by one that does of such a value. Native code reads values row-major: a segment
+// given a strided value would run its steps one by one every call. (An argument's layout, which
+// can change from call to call, is checked when the segment runs.)
+bool strided_view(const Plan& plan, const std::vector<int>& made_by, int v) {
+    for (int k = made_by[static_cast<size_t>(v)]; k >= 0; k = made_by[static_cast<size_t>(v)]) {
+        const PlanStep& s = plan.steps[static_cast<size_t>(k)];
+        if (s.kind != STEP_KERNEL || !(op_info(s.op).flags & OPF_VIEW)) return false;
+        if (!view_keeps_contiguous(plan, s)) return true;
+        v = s.inputs[0];
+    }
+    return false;
+}
+
 // Whether step k of a compiled CPU plan runs in a native segment: a kernel or fused step of one
-// float dtype throughout, writing one new value into a buffer of the plan or into new bytes; a
-// product written into a .grad whose existence the plan knows (the plan gives its bytes before the
-// segment's code runs); or a view that keeps a contiguous value contiguous (the plan binds it).
-bool step_runs_native(const Plan& plan, size_t k, const std::vector<GradState>& grads) {
+// float dtype throughout, reading no strided view, writing one new value into a buffer of the plan
+// or into new bytes; a product written into a .grad whose existence the plan knows (the plan gives
+// its bytes before the segment's code runs); or a view that keeps a contiguous value contiguous
+// (the plan binds it).
+bool step_runs_native(const Plan& plan, size_t k, const std::vector<GradState>& grads, const std::vector<int>& made_by) {
     const PlanStep& s = plan.steps[k];
+    for (int v : s.inputs)
+        if (strided_view(plan, made_by, v)) return false;
     if (s.kind == STEP_GRAD_ACCUMULATE) {   // .grad += g, or a copy of g when there is none
         int grad = plan.grad_targets[static_cast<size_t>(s.target)].grad_value;
         DType dtype = plan.values[grad].dtype;
@@ -509,9 +535,10 @@ std::unique_ptr<PlanNative> plan_native_generate(const Plan& plan) {
         return native;
     }
     std::vector<GradState> grads = grad_states_before(plan);
+    std::vector<int> made_by = steps_making_values(plan);
     for (size_t k = 0; k < plan.steps.size();) {
         size_t end = k;
-        while (end < plan.steps.size() && step_runs_native(plan, end, grads)) ++end;
+        while (end < plan.steps.size() && step_runs_native(plan, end, grads, made_by)) ++end;
         NativeSegment seg;
         seg.begin = k;
         seg.end = end;
