@@ -2,7 +2,8 @@
 // cache, compiling, checking a cached object before it is loaded, and loading it (plan_native.h).
 //
 // The cache: $XDG_CACHE_HOME/tapedeck/native (or ~/.cache/tapedeck/native), mode 0700 and owned
-// by the user, else refused. An object is named by a hash of the whole source, the compiler (its
+// by the user, else refused. An object is named by a hash of the source's code (its comments,
+// which name recorded nodes and script lines, left out), the compiler (its
 // path, size and time) and the flags; beside it, <key>.check records the key, its size and a hash
 // of its bytes, written after the object. A cached object is loaded only when its check file is
 // its own and its bytes match it; otherwise it is rebuilt. The source (<key>.cpp) and the
@@ -62,6 +63,22 @@ std::string hex(uint64_t x) {
     char text[24];
     snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(x));
     return text;
+}
+
+// The source without its comments: what the compiler compiles. The cache is keyed by it, so a
+// plan recorded again (new node ids in the comments) or a script line reworded finds its object.
+std::string code_of(const std::string& source) {
+    std::string code;
+    code.reserve(source.size());
+    for (size_t at = 0; at < source.size();) {
+        size_t end = source.find('\n', at);
+        if (end == std::string::npos) end = source.size();
+        size_t comment = source.find("//", at);
+        code.append(source, at, (comment < end ? comment : end) - at);
+        code += '\n';
+        at = end + 1;
+    }
+    return code;
 }
 
 bool executable_file(const std::string& path) {
@@ -291,7 +308,7 @@ bool load_object(PlanNative& native, const std::string& object, const std::strin
 }  // namespace
 
 std::string plan_native_full_source(const PlanNative& native) {
-    return plan_native_prelude() + "extern \"C\" const char td_native_source_hash[] = \"" + hex(fnv1a(native.source)) + "\";\n\n" +
+    return plan_native_prelude() + "extern \"C\" const char td_native_source_hash[] = \"" + hex(fnv1a(code_of(native.source))) + "\";\n\n" +
            native.source;
 }
 
@@ -314,7 +331,7 @@ NativeBuildResult plan_native_build(Plan& plan, const NativeBuildOptions& option
         return result;
     }
     std::string source = plan_native_full_source(*native);
-    std::string key = hex(fnv1a(source + "\n" + compiler_identity(native->compiler) + "\n" + plan_native_flags()));
+    std::string key = hex(fnv1a(code_of(source) + "\n" + compiler_identity(native->compiler) + "\n" + plan_native_flags()));
     native->object_path = dir + "/" + key + ".so";
     std::string check = dir + "/" + key + ".check";
     auto start = std::chrono::steady_clock::now();
@@ -335,7 +352,7 @@ NativeBuildResult plan_native_build(Plan& plan, const NativeBuildOptions& option
         }
         start = std::chrono::steady_clock::now();
     }
-    if (!load_object(*native, native->object_path, hex(fnv1a(native->source)), why)) {
+    if (!load_object(*native, native->object_path, hex(fnv1a(code_of(native->source))), why)) {
         result.message = why;
         return result;
     }
