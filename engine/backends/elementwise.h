@@ -20,6 +20,8 @@ struct ElementwiseMath {
     // The line's scalar form on one float64 element (y unused by one-input ops): what a GPU kernel
     // would compute; tests compare it with the kernels.
     double (*scalar)(double x, double y, const OpAttrs& attrs);
+    // The line's expression as text ("math::tanh(x)"): native code (freeze/plan_native.h) compiles it.
+    const char* expression;
 };
 
 // The math of `op` from its line in elementwise.def, or nullptr when `op` has none (fusion leaves

@@ -359,13 +359,15 @@ void elementwise_kernel(const KernelCall& c, const char* name, Loop loop) {
 
 const ElementwiseMath* elementwise_math(OpId op) {
     static const std::vector<ElementwiseMath> table = [] {
-        std::vector<ElementwiseMath> t(OP_COUNT, ElementwiseMath{0, nullptr, nullptr, nullptr});
+        std::vector<ElementwiseMath> t(OP_COUNT, ElementwiseMath{0, nullptr, nullptr, nullptr, nullptr});
 #define ONE_INPUT(name, dtypes, expression)                                                             \
     t[OP_##name] = {1, span_one_input<name##_math, float>, span_one_input<name##_math, double>,              \
-                    [](double x, double y, const OpAttrs& a) { return name##_math::scalar(x, y, Scalars<double>(a)); }};
+                    [](double x, double y, const OpAttrs& a) { return name##_math::scalar(x, y, Scalars<double>(a)); }, \
+                    #expression};
 #define TWO_INPUTS(name, dtypes, expression)                                                            \
     t[OP_##name] = {2, span_two_inputs<name##_math, float>, span_two_inputs<name##_math, double>,            \
-                    [](double x, double y, const OpAttrs& a) { return name##_math::scalar(x, y, Scalars<double>(a)); }};
+                    [](double x, double y, const OpAttrs& a) { return name##_math::scalar(x, y, Scalars<double>(a)); }, \
+                    #expression};
 #define TWO_INPUTS_SPAN TWO_INPUTS
 #include "elementwise.def"
 #undef ONE_INPUT

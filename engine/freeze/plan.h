@@ -13,6 +13,8 @@
 //   replay   plan_run(plan, inputs): checks the guards and runs the steps with the op table's
 //            kernels: a tight loop over prepared calls, or through exec_node (the one hook) when an
 //            observer is attached, so a debugger sees a frozen run node by node.
+//   native   plan_native_build (plan_native.h): runs of a compiled plan's steps as C++ compiled by
+//            the system's compiler, which the tight loop calls instead of those steps.
 //
 // A step runs the op table's kernel of its op (ops.def), or, for a fused group, the ops' shared
 // span math (elementwise.h). Ops added to the table later are steps like any other; a node the

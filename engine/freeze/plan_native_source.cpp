@@ -28,28 +28,6 @@ namespace {
 // ============================================================================================
 // [SECTION] what runs native
 
-// Each elementwise op's line of elementwise.def as text ("math::tanh(x)"), by op.
-struct ElementwiseLine {
-    OpId op;
-    int arity;
-    const char* expression;
-};
-const ElementwiseLine ELEMENTWISE_LINES[] = {
-#define ONE_INPUT(name, dtypes, expression) {OP_##name, 1, #expression},
-#define TWO_INPUTS(name, dtypes, expression) {OP_##name, 2, #expression},
-#define TWO_INPUTS_SPAN TWO_INPUTS
-#include "elementwise.def"
-#undef ONE_INPUT
-#undef TWO_INPUTS
-#undef TWO_INPUTS_SPAN
-};
-
-const ElementwiseLine* elementwise_line(OpId op) {
-    for (const ElementwiseLine& line : ELEMENTWISE_LINES)
-        if (line.op == op) return &line;
-    return nullptr;
-}
-
 // Products up to this many multiply-adds run as native loops; larger ones stay the interpreted
 // kernel's (Eigen or BLAS), which is as fast from about 24x24x24 on square products, the call
 // included (measured here: 16^3 1.99 against 2.27 µs, 24^3 3.9 against 3.7, 32^3 5.0 against
@@ -96,7 +74,7 @@ bool op_runs_native(const Plan& plan, const PlanStep& s) {
     if (s.kind == STEP_FUSED) return true;
     if (s.op == OP_mm) return mm_native_fits(plan, s);
     if (s.op == OP_sum || s.op == OP_mean) return plan_step_attrs(plan, s).all && s.inputs.size() == 1;
-    const ElementwiseLine* line = elementwise_line(s.op);
+    const ElementwiseMath* line = elementwise_math(s.op);
     if (!line || static_cast<int>(s.inputs.size()) != line->arity) return false;
     for (int v : s.inputs)
         if (!broadcasts_to(plan.values[v].shape, out)) return false;
@@ -104,8 +82,10 @@ bool op_runs_native(const Plan& plan, const PlanStep& s) {
 }
 
 // Whether a view of a contiguous value is contiguous too, whatever its bytes (the shapes and
-// attributes are the plan's): then its bytes are the input's, at the same address (a reshape, a
-// transpose of a [1,n] row). Other views (a transpose of a matrix, narrow, expand) end a segment.
+// attributes are the plan's): a reshape, a transpose of a [1,n] row, a narrow or select along the
+// first dim longer than 1 (a row of a matrix). The plan binds it (its offset too) before the
+// segment's code, which reads it as any other value. Other views (a transpose of a matrix, a
+// column, expand) are not taken.
 bool view_keeps_contiguous(const Plan& plan, const PlanStep& s) {
     const Shape& in = plan.values[s.inputs[0]].shape;
     const OpAttrs& at = plan_step_attrs(plan, s);
@@ -113,6 +93,11 @@ bool view_keeps_contiguous(const Plan& plan, const PlanStep& s) {
     for (int d = 0; d < in.ndim; ++d) order[d] = d;
     switch (s.op) {
         case OP_reshape: case OP_unsqueeze: case OP_squeeze: case OP_detach: return true;
+        case OP_narrow: case OP_select:   // rows of a matrix, xs:narrow(1, t, 1): the dims before have size 1
+            if (at.dim < 0 || at.dim >= in.ndim) return false;
+            for (int d = 0; d < at.dim; ++d)
+                if (in.dims[d] != 1) return false;
+            return true;
         case OP_transpose:
             if (at.dim < 0 || at.dim2 < 0 || at.dim >= in.ndim || at.dim2 >= in.ndim) return false;
             std::swap(order[at.dim], order[at.dim2]);
@@ -241,7 +226,7 @@ bool uses_word(const char* expression, const char* word) {
 // `result = T(<op's line>)` with x, y and the attributes it uses bound, as one C++ block.
 std::string emit_math(OpId op, const OpAttrs& attrs, const std::string& result, const std::string& x,
                       const std::string& y) {
-    const ElementwiseLine* line = elementwise_line(op);
+    const ElementwiseMath* line = elementwise_math(op);
     std::string s = "{ const T x = " + x + ";";
     if (line->arity == 2) s += " const T y = " + y + ";";
     if (uses_word(line->expression, "s")) s += " const T s = " + number_literal(attrs.scalar) + ";";
@@ -310,7 +295,7 @@ std::string emit_fused(const Plan& plan, const PlanStep& s) {
         bool last = j + 1 == s.fused.size();
         std::string result = last ? "out[i]" : "r" + std::to_string(j + 1);
         if (!last) code += "        T " + result + ";\n";
-        int arity = elementwise_line(op.op)->arity;
+        int arity = elementwise_math(op.op)->arity;
         code += "        " +
                 emit_math(op.op, plan.attrs[op.attrs], result, operand(op.operands[0]), arity > 1 ? operand(op.operands[1]) : "") +
                 "\n";

@@ -1,10 +1,11 @@
 // plan_run.cpp: freeze, the replay layer — plan_run checks the guards and runs the steps with the
-// op table's kernels: a tight loop over prepared calls, or through exec_node when an observer is
-// attached (plan.h says the contract; plan_internal.h holds the run-time state, PlanExec).
+// op table's kernels: a tight loop over prepared calls (a native plan's segments, plan_native.h, in
+// one call of their compiled code each), or through exec_node when an observer is attached
+// (plan.h says the contract; plan_internal.h holds the run-time state, PlanExec).
 //
-// [SECTION] build       slots, CUDA graph segments, exec_build
+// [SECTION] build       slots, CUDA graph segments, native segments, exec_build
 // [SECTION] steps       guards, fused loops, the observed step in progress
-// [SECTION] call        PlanCall: one call's binding, steps and outputs
+// [SECTION] call        PlanCall: one call's binding, steps, native segments and outputs
 // [SECTION] run         plan_check_inputs, plan_run
 #include "plan.h"
 #include "plan_internal.h"

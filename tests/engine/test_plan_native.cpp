@@ -32,6 +32,7 @@
 #include <map>
 #include <set>
 
+#include "elementwise.h"
 #include "native/native_prelude.h"   // compiled here as well, so the build checks it
 #include "op_cases.h"
 #include "op_checks.h"
@@ -95,29 +96,6 @@ double worst_difference(const std::vector<double>& a, const std::vector<double>&
 // ============================================================================================
 // The op rows, all in one plan
 
-// Each elementwise op's line of elementwise.def as text, to tell which rows native code runs and
-// which of them use only exactly rounded math.
-struct ElementwiseLine {
-    OpId op;
-    int arity;
-    const char* expression;
-};
-const ElementwiseLine ELEMENTWISE_LINES[] = {
-#define ONE_INPUT(name, dtypes, expression) {OP_##name, 1, #expression},
-#define TWO_INPUTS(name, dtypes, expression) {OP_##name, 2, #expression},
-#define TWO_INPUTS_SPAN TWO_INPUTS
-#include "elementwise.def"
-#undef ONE_INPUT
-#undef TWO_INPUTS
-#undef TWO_INPUTS_SPAN
-};
-
-const ElementwiseLine* elementwise_line(OpId op) {
-    for (const ElementwiseLine& line : ELEMENTWISE_LINES)
-        if (line.op == op) return &line;
-    return nullptr;
-}
-
 // Whether the op's line calls only exactly rounded functions of scalar_math.h, so that native code
 // and the interpreted kernel give the same bits. Not tanh_backward's x * (1 - y * y): the
 // interpreted kernel's loop is compiled as the engine is (-std=gnu++20: GCC's -ffp-contract=fast),
@@ -127,7 +105,7 @@ bool exactly_rounded(OpId op) {
     if (op == OP_tanh_backward) return false;
     static const std::set<std::string> exact = {"where", "maximum", "minimum", "abs", "sign", "clamp", "floor",
                                                 "ceil",  "rint",    "trunc",   "isnan", "isinf", "isfinite", "sqrt"};
-    const ElementwiseLine* line = elementwise_line(op);
+    const ElementwiseMath* line = elementwise_math(op);
     if (!line) return false;
     std::string text = line->expression;
     for (size_t at = text.find("math::"); at != std::string::npos; at = text.find("math::", at + 1)) {
@@ -146,7 +124,7 @@ bool expect_native(OpId op, const OpCase& c) {
         if (in.dtype != c.outputs[0].dtype) return false;
     if (op == OP_mm) return c.inputs[0].shape.ndim == 2 && c.inputs[1].shape.ndim == 2;
     if (op == OP_sum || op == OP_mean) return c.attrs.all;
-    const ElementwiseLine* line = elementwise_line(op);
+    const ElementwiseMath* line = elementwise_math(op);
     return line && line->arity == static_cast<int>(c.inputs.size());
 }
 
