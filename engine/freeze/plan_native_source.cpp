@@ -238,17 +238,44 @@ std::string emit_math(OpId op, const OpAttrs& attrs, const std::string& result, 
 std::string var(int v) { return "v" + std::to_string(v); }
 std::string input_name(size_t j) { return "in" + std::to_string(j); }
 
-// How input `name` (of shape `in`) is read at flat index i of a result of shape `out`: in place,
-// its one element, a trailing row repeated, or by the broadcast strides.
-std::string element_of(const std::string& name, const Shape& in, const Shape& out) {
-    if (in == out) return name + "[i]";
-    if (in.numel() == 1) return name + "[0]";
+// The length of the row an input of shape `in` repeats along a result of shape `out` (its dims,
+// after leading 1s, are out's last ones: a bias), or 0 when it is read otherwise.
+int64_t row_period(const Shape& in, const Shape& out) {
+    if (in == out || in.numel() == 1) return 0;
     int lead = out.ndim - in.ndim, first = 0;
     while (first < in.ndim && in.dims[first] == 1) ++first;
-    bool trailing = true;   // in's dims, after leading 1s, are out's last ones: a row repeated
     for (int d = first; d < in.ndim; ++d)
-        if (in.dims[d] != out.dims[lead + d]) trailing = false;
-    if (trailing) return name + "[i % " + std::to_string(in.numel()) + "]";
+        if (in.dims[d] != out.dims[lead + d]) return 0;
+    return in.numel();
+}
+
+// The loop over a result's n elements, index i. When every input read as a repeated row has the
+// same row length P, two loops (the rows, then c along a row, the row read at [c]), which the
+// compiler vectorises where it would not with i % P.
+struct ElementLoop {
+    int64_t n, period = 0;
+    ElementLoop(int64_t elements, const std::vector<int64_t>& periods) : n(elements) {
+        for (int64_t p : periods)
+            if (p > 0) period = period == 0 || period == p ? p : -1;
+        if (period < 0 || (period > 0 && n % period != 0)) period = 0;
+    }
+    std::string head() const {
+        if (period == 0) return "    for (int64_t i = 0; i < " + std::to_string(n) + "; ++i) {\n";
+        return "    for (int64_t row = 0; row < " + std::to_string(n / period) + "; ++row)\n    for (int64_t c = 0; c < " +
+               std::to_string(period) + "; ++c) {\n        const int64_t i = row * " + std::to_string(period) + " + c;\n";
+    }
+    std::string row(const std::string& name, int64_t p) const {
+        return p == period ? name + "[c]" : name + "[i % " + std::to_string(p) + "]";
+    }
+};
+
+// How input `name` (of shape `in`) is read at flat index i of a result of shape `out`: in place,
+// its one element, a row repeated, or by the broadcast strides.
+std::string element_of(const std::string& name, const Shape& in, const Shape& out, const ElementLoop& loop) {
+    if (in == out) return name + "[i]";
+    if (in.numel() == 1) return name + "[0]";
+    if (int64_t p = row_period(in, out)) return loop.row(name, p);
+    int lead = out.ndim - in.ndim;
     std::string index;
     int64_t out_stride = 1, in_stride = 1;
     for (int d = out.ndim - 1; d >= 0; --d) {
@@ -266,13 +293,16 @@ std::string element_of(const std::string& name, const Shape& in, const Shape& ou
     return name + "[" + (index.empty() ? "0" : index) + "]";
 }
 
-std::string loop_head(int64_t n) { return "    for (int64_t i = 0; i < " + std::to_string(n) + "; ++i) {\n"; }
+std::string loop_head(int64_t n) { return ElementLoop(n, {}).head(); }
 
 // A kernel's body reads its inputs as in0, in1, ... and writes `out`.
 std::string emit_elementwise(const Plan& plan, const PlanStep& s) {
     const Shape& shape = plan.values[s.outputs[0]].shape;
-    auto in = [&](size_t j) { return element_of(input_name(j), plan.values[s.inputs[j]].shape, shape); };
-    return loop_head(shape.numel()) + "        " +
+    std::vector<int64_t> periods;
+    for (int v : s.inputs) periods.push_back(row_period(plan.values[v].shape, shape));
+    ElementLoop loop(shape.numel(), periods);
+    auto in = [&](size_t j) { return element_of(input_name(j), plan.values[s.inputs[j]].shape, shape, loop); };
+    return loop.head() + "        " +
            emit_math(s.op, plan_step_attrs(plan, s), "out[i]", in(0), s.inputs.size() > 1 ? in(1) : "") + "\n    }\n";
 }
 
@@ -281,15 +311,19 @@ std::string emit_elementwise(const Plan& plan, const PlanStep& s) {
 std::string emit_fused(const Plan& plan, const PlanStep& s) {
     int n_in = static_cast<int>(s.inputs.size());
     int64_t n = plan.values[s.outputs[0]].shape.numel();
+    std::vector<int64_t> periods;
+    for (int k = 0; k < n_in; ++k)
+        if (s.fused.input_mode(static_cast<size_t>(k)) == FUSED_ROW) periods.push_back(plan.values[s.inputs[k]].shape.numel());
+    ElementLoop loop(n, periods);
     auto operand = [&](int k) -> std::string {
         if (k >= n_in) return "r" + std::to_string(k - n_in + 1);
         FusedInputMode mode = s.fused.input_mode(static_cast<size_t>(k));
         std::string name = input_name(static_cast<size_t>(k));
         if (mode == FUSED_FULL) return name + "[i]";
         if (mode == FUSED_SCALAR) return name + "[0]";
-        return name + "[i % " + std::to_string(plan.values[s.inputs[k]].shape.numel()) + "]";
+        return loop.row(name, plan.values[s.inputs[k]].shape.numel());
     };
-    std::string code = loop_head(n);
+    std::string code = loop.head();
     for (size_t j = 0; j < s.fused.size(); ++j) {
         const FusedOp& op = s.fused[j];
         bool last = j + 1 == s.fused.size();
