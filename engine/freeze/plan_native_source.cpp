@@ -249,9 +249,23 @@ int64_t row_period(const Shape& in, const Shape& out) {
     return in.numel();
 }
 
-// The loop over a result's n elements, index i. When every input read as a repeated row has the
-// same row length P, two loops (the rows, then c along a row, the row read at [c]), which the
-// compiler vectorises where it would not with i % P.
+// The number of consecutive result elements that read one element of an input of shape `in`
+// when it is a column repeated along out's last dims (its last dims 1, the others out's: a mean
+// over the last dim, kept), or 0 when it is read otherwise.
+int64_t column_period(const Shape& in, const Shape& out) {
+    if (in == out || in.numel() == 1 || in.ndim != out.ndim) return 0;
+    int d = in.ndim - 1;
+    int64_t period = 1;
+    for (; d >= 0 && in.dims[d] == 1; --d) period *= out.dims[d];
+    for (; d >= 0; --d)
+        if (in.dims[d] != out.dims[d]) return 0;
+    return period > 1 ? period : 0;
+}
+
+// The loop over a result's n elements, index i. When every input read as a repeated row or a
+// repeated column has the same period P, two loops (the rows, then c along a row: a row input read
+// at [c], a column input at [row]), which the compiler vectorises where it would not with i % P
+// or i / P.
 struct ElementLoop {
     int64_t n, period = 0;
     ElementLoop(int64_t elements, const std::vector<int64_t>& periods) : n(elements) {
@@ -267,14 +281,18 @@ struct ElementLoop {
     std::string row(const std::string& name, int64_t p) const {
         return p == period ? name + "[c]" : name + "[i % " + std::to_string(p) + "]";
     }
+    std::string column(const std::string& name, int64_t p) const {
+        return p == period ? name + "[row]" : name + "[i / " + std::to_string(p) + "]";
+    }
 };
 
 // How input `name` (of shape `in`) is read at flat index i of a result of shape `out`: in place,
-// its one element, a row repeated, or by the broadcast strides.
+// its one element, a row or a column repeated, or by the broadcast strides.
 std::string element_of(const std::string& name, const Shape& in, const Shape& out, const ElementLoop& loop) {
     if (in == out) return name + "[i]";
     if (in.numel() == 1) return name + "[0]";
     if (int64_t p = row_period(in, out)) return loop.row(name, p);
+    if (int64_t p = column_period(in, out)) return loop.column(name, p);
     int lead = out.ndim - in.ndim;
     std::string index;
     int64_t out_stride = 1, in_stride = 1;
@@ -299,7 +317,10 @@ std::string loop_head(int64_t n) { return ElementLoop(n, {}).head(); }
 std::string emit_elementwise(const Plan& plan, const PlanStep& s) {
     const Shape& shape = plan.values[s.outputs[0]].shape;
     std::vector<int64_t> periods;
-    for (int v : s.inputs) periods.push_back(row_period(plan.values[v].shape, shape));
+    for (int v : s.inputs) {
+        periods.push_back(row_period(plan.values[v].shape, shape));
+        periods.push_back(column_period(plan.values[v].shape, shape));
+    }
     ElementLoop loop(shape.numel(), periods);
     auto in = [&](size_t j) { return element_of(input_name(j), plan.values[s.inputs[j]].shape, shape, loop); };
     return loop.head() + "        " +
