@@ -531,7 +531,8 @@ std::string emit_segment(const Plan& plan, const NativeSegment& seg, Kernels& ke
     for (size_t k = seg.begin; k < seg.end; ++k) {
         const PlanStep& s = plan.steps[k];
         for (int v : s.outputs) made.insert(v);
-        if (s.kind == STEP_GRAD_ACCUMULATE) made.insert(written_value(plan, s));
+        int target = grad_target_written(s);   // a .grad written here: its value's bytes change too
+        if (target >= 0) made.insert(plan.grad_targets[static_cast<size_t>(target)].grad_value);
     }
     std::string title = "// segment " + seg.symbol + ": steps " + std::to_string(seg.begin + 1) + " to " + std::to_string(seg.end);
     if (seg.end - seg.begin <= PART_STEPS)
