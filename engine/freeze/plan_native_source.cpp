@@ -479,22 +479,24 @@ void segment_values(const Plan& plan, NativeSegment& seg, const std::vector<Grad
 // before the segment (its bytes hold from the part's start until its last read there), copies
 // it transposed once at its start: an RNN cell's W_h, read by every step of the unroll.
 constexpr int64_t TRANSPOSED_COPY_MAX = 16384;   // elements, on the stack
-bool reads_a_transposed_copy(const Plan& plan, const PlanStep& s, const std::unordered_set<int>& made) {
+bool reads_a_transposed_copy(const Plan& plan, const PlanStep& s, const std::unordered_set<int>& made,
+                             const std::vector<int>& roots) {
     if (s.kind != STEP_KERNEL || s.op != OP_mm || plan_step_attrs(plan, s).trans_a) return false;
     const Shape &a = plan.values[s.inputs[0]].shape, &y = plan.values[s.outputs[0]].shape;
-    return y.dims[1] == 1 && y.dims[0] >= 8 && a.numel() <= TRANSPOSED_COPY_MAX && !made.count(s.inputs[0]);
+    return y.dims[1] == 1 && y.dims[0] >= 8 && a.numel() <= TRANSPOSED_COPY_MAX && !made.count(roots[static_cast<size_t>(s.inputs[0])]);
 }
 
 // Steps [begin, end) of a segment as a function of the segment's pointer table: each value it uses
 // named once (v<N>), the transposed copies it reads, then each step's call. `slot_of[v]`: v's
-// index in the table; `made`: the values the segment's steps write.
+// index in the table; `made`: the roots (plan_value_roots) of the values the segment's steps write.
 std::string emit_part(const Plan& plan, size_t begin, size_t end, const std::string& name,
-                      const std::unordered_map<int, size_t>& slot_of, const std::unordered_set<int>& made, Kernels& kernels) {
+                      const std::unordered_map<int, size_t>& slot_of, const std::unordered_set<int>& made,
+                      const std::vector<int>& roots, Kernels& kernels) {
     std::string declarations, copies, calls;
     std::unordered_map<int, bool> declared;
     std::unordered_map<int, int> copy_reads;
     for (size_t k = begin; k < end; ++k)
-        if (reads_a_transposed_copy(plan, plan.steps[k], made)) ++copy_reads[plan.steps[k].inputs[0]];
+        if (reads_a_transposed_copy(plan, plan.steps[k], made, roots)) ++copy_reads[plan.steps[k].inputs[0]];
     for (size_t k = begin; k < end; ++k) {
         const PlanStep& s = plan.steps[k];
         ValueIds used = s.inputs;
@@ -515,7 +517,7 @@ std::string emit_part(const Plan& plan, size_t begin, size_t end, const std::str
                       " products below that read it\n    native::transpose<" + type + ", " + std::to_string(shape.dims[0]) + ", " +
                       std::to_string(shape.dims[1]) + ">(" + var(v) + ", t" + var(v) + ");\n";
         }
-        bool copy = reads_a_transposed_copy(plan, s, made) && copy_reads[s.inputs[0]] >= 2;
+        bool copy = reads_a_transposed_copy(plan, s, made, roots) && copy_reads[s.inputs[0]] >= 2;
         calls += emit_step_call(plan, k, kernels.name_for(plan, k, copy), copy ? "t" + var(s.inputs[0]) : "");
     }
     return name + "(void* const* p) {\n" + declarations + copies + calls + "}\n";
@@ -524,25 +526,25 @@ std::string emit_part(const Plan& plan, size_t begin, size_t end, const std::str
 // A segment: its steps in parts of at most PART_STEPS (a compiler's time grows faster than a
 // function's length), then the exported function that runs the parts in order.
 constexpr size_t PART_STEPS = 256;
-std::string emit_segment(const Plan& plan, const NativeSegment& seg, Kernels& kernels) {
+std::string emit_segment(const Plan& plan, const NativeSegment& seg, const std::vector<int>& roots, Kernels& kernels) {
     std::unordered_map<int, size_t> slot_of;
     for (size_t i = 0; i < seg.values.size(); ++i) slot_of[seg.values[i]] = i;
     std::unordered_set<int> made;
     for (size_t k = seg.begin; k < seg.end; ++k) {
         const PlanStep& s = plan.steps[k];
-        for (int v : s.outputs) made.insert(v);
+        for (int v : s.outputs) made.insert(roots[static_cast<size_t>(v)]);   // a product added into a buffer: its root's bytes
         int target = grad_target_written(s);   // a .grad written here: its value's bytes change too
-        if (target >= 0) made.insert(plan.grad_targets[static_cast<size_t>(target)].grad_value);
+        if (target >= 0) made.insert(roots[static_cast<size_t>(plan.grad_targets[static_cast<size_t>(target)].grad_value)]);
     }
     std::string title = "// segment " + seg.symbol + ": steps " + std::to_string(seg.begin + 1) + " to " + std::to_string(seg.end);
     if (seg.end - seg.begin <= PART_STEPS)
-        return title + "\nextern \"C\" void " + emit_part(plan, seg.begin, seg.end, seg.symbol, slot_of, made, kernels);
+        return title + "\nextern \"C\" void " + emit_part(plan, seg.begin, seg.end, seg.symbol, slot_of, made, roots, kernels);
     std::string code, calls;
     for (size_t begin = seg.begin, part = 1; begin < seg.end; begin += PART_STEPS, ++part) {
         size_t end = std::min(seg.end, begin + PART_STEPS);
         std::string name = seg.symbol + "_part" + std::to_string(part);
         code += title + ", part " + std::to_string(part) + ": steps " + std::to_string(begin + 1) + " to " + std::to_string(end) +
-                "\nstatic __attribute__((noinline)) void " + emit_part(plan, begin, end, name, slot_of, made, kernels) + "\n";
+                "\nstatic __attribute__((noinline)) void " + emit_part(plan, begin, end, name, slot_of, made, roots, kernels) + "\n";
         calls += "    " + name + "(p);\n";
     }
     return code + title + "\nextern \"C\" void " + seg.symbol + "(void* const* p) {\n" + calls + "}\n";
@@ -598,8 +600,9 @@ std::unique_ptr<PlanNative> plan_native_generate(const Plan& plan) {
         return native;
     }
     Kernels kernels{grads, {}, {}};
+    std::vector<int> roots = plan_value_roots(plan);
     std::string segments;
-    for (const NativeSegment& seg : native->segments) segments += emit_segment(plan, seg, kernels) + "\n";
+    for (const NativeSegment& seg : native->segments) segments += emit_segment(plan, seg, roots, kernels) + "\n";
     native->source = source_header(plan, *native) + kernels.code + segments;
     return native;
 }
