@@ -1124,6 +1124,7 @@ int frozen_params(lua_State* L) {
 // why not (said on stderr as well): then the interpreted plans run.
 int frozen_native(lua_State* L) {
     Frozen& f = check_frozen(L, 1);
+    if (lua_gettop(L) > 1) tdlua::arg_fail(2, "native takes no arguments");
     f.native = true;
     std::string why;
     for (CacheEntry& e : f.cache) {
@@ -1131,14 +1132,14 @@ int frozen_native(lua_State* L) {
         if (why.empty()) why = failed;
     }
     lua_pushboolean(L, why.empty());
-    if (why.empty()) return 1;
-    lua_pushstring(L, why.c_str());
-    return 2;
+    if (!why.empty()) lua_pushstring(L, why.c_str());
+    return why.empty() ? 1 : 2;
 }
 
 // f:source(): the C++ of its latest plan's native code (made now when it was not).
 int frozen_source(lua_State* L) {
     Frozen& f = check_frozen(L, 1);
+    if (lua_gettop(L) > 1) tdlua::arg_fail(2, "source takes no arguments");
     if (f.cache.empty()) engine_fail("source: %s was never recorded (call it once)", f.name.c_str());
     lua_pushstring(L, tdlua::plan_source_text(f.name, *f.cache.front().plan).c_str());
     return 1;

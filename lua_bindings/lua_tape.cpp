@@ -102,6 +102,7 @@ int l_ops(lua_State* L) {
 
 // torch.fma_peak(): FLOP/s of one core on independent float32 FMAs (fma_peak.h), ~0.1 s to measure.
 int l_fma_peak(lua_State* L) {
+    if (lua_gettop(L) > 0) tdlua::arg_fail(1, "fma_peak takes no arguments");
     lua_pushnumber(L, cpu_fma_peak_flops());
     return 1;
 }
